@@ -1,0 +1,17 @@
+"""Exception types, one per layer. Messages name the file, element or key and what was expected."""
+
+
+class RadaraysError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigError(RadaraysError, ValueError):
+    """A configuration value or file is invalid (names the key and the allowed values)."""
+
+
+class WorldError(RadaraysError):
+    """A world, model or mesh file cannot be loaded (names the file and the element)."""
+
+
+class TracingError(RadaraysError):
+    """A ray-tracing backend cannot be created or was called with bad arrays."""

@@ -1,0 +1,101 @@
+"""The one interface between sensor models and ray tracers.
+
+A backend answers "where does each of these rays first hit" for world-frame rays. Sensor code only
+ever sees `Backend.trace` and `Hits`; which tracer runs is chosen by name (`make_backend`).
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..errors import TracingError
+from ..world.scene import Scene
+
+
+@dataclass
+class Hits:
+    """First hits of N rays. Misses: distance inf, entity/face/material -1, normal 0."""
+
+    distance: np.ndarray  # (N,) float32 metres along the unit direction, inf = miss
+    normal: np.ndarray  # (N, 3) float32 unit world-frame normal facing the ray (dot(n, d) <= 0)
+    entity: np.ndarray  # (N,) int32 entity id, -1 = miss
+    face: np.ndarray  # (N,) int32 face index in the entity's source mesh file, -1 = miss
+    material: np.ndarray  # (N,) int32 material id in the scene's library, -1 = miss
+
+    @property
+    def hit(self) -> np.ndarray:
+        return self.entity >= 0
+
+    def __len__(self) -> int:
+        return len(self.distance)
+
+    @classmethod
+    def misses(cls, n: int) -> "Hits":
+        return cls(
+            np.full(n, np.inf, np.float32),
+            np.zeros((n, 3), np.float32),
+            np.full(n, -1, np.int32),
+            np.full(n, -1, np.int32),
+            np.full(n, -1, np.int32),
+        )
+
+    def take(self, index) -> "Hits":
+        return Hits(self.distance[index], self.normal[index], self.entity[index], self.face[index], self.material[index])
+
+
+class Backend(abc.ABC):
+    """A ray tracer kept in sync with a Scene (it subscribes to the scene's changes)."""
+
+    name = "abstract"
+
+    def __init__(self, scene: Scene):
+        self.scene = scene
+
+    @abc.abstractmethod
+    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf) -> Hits:
+        """First hit of each ray in [tmin, tmax]. origins, directions: (N, 3) world frame."""
+
+    def close(self) -> None:
+        self.scene.unsubscribe(self)  # type: ignore[arg-type]
+
+
+_BACKENDS: dict[str, Callable[..., Backend]] = {}
+
+
+def register_backend(name: str, factory: Callable[..., Backend]) -> None:
+    _BACKENDS[name] = factory
+
+
+def available_backends() -> list[str]:
+    _load_builtin()
+    return sorted(_BACKENDS)
+
+
+def make_backend(name: str, scene: Scene, **options) -> Backend:
+    """Create a backend by name ('embree'; 'optix' where CUDA and OptiX are installed)."""
+    _load_builtin()
+    if name not in _BACKENDS:
+        raise TracingError(f"unknown backend '{name}'; available: {', '.join(sorted(_BACKENDS))}")
+    return _BACKENDS[name](scene, **options)
+
+
+def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
+    """(N,3) float32 origins and unit directions; raises TracingError for bad shapes or values."""
+    o = np.asarray(origins, dtype=np.float32)
+    d = np.asarray(directions, dtype=np.float32)
+    if o.ndim != 2 or o.shape[1] != 3 or d.shape != o.shape:
+        raise TracingError(f"origins and directions must both be (N, 3); got {o.shape} and {d.shape}")
+    if not (np.all(np.isfinite(o)) and np.all(np.isfinite(d))):
+        raise TracingError("origins/directions contain NaN or inf")
+    norm = np.linalg.norm(d, axis=1)
+    if np.any(norm < 1e-12):
+        raise TracingError(f"{int((norm < 1e-12).sum())} ray direction(s) have zero length")
+    return np.ascontiguousarray(o), np.ascontiguousarray(d / norm[:, None])
+
+
+def _load_builtin() -> None:
+    if "embree" not in _BACKENDS:
+        from . import embree  # noqa: F401  (registers itself)

@@ -1,0 +1,68 @@
+"""radarays_ros: installs with `colcon build` (ament_python) and with `pip install .`."""
+from glob import glob
+import os
+
+from setuptools import find_packages, setup
+
+PACKAGE = "radarays_ros"
+
+
+def tree(folder: str):
+    """data_files entries installing folder/** into share/radarays_ros/folder/**."""
+    entries = {}
+    for path in glob(f"{folder}/**/*", recursive=True):
+        if os.path.isfile(path) and "__pycache__" not in path:
+            entries.setdefault(os.path.join("share", PACKAGE, os.path.dirname(path)), []).append(path)
+    return sorted(entries.items())
+
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
+    package_data={"radarays_ros": ["gazebo/proto/*.proto"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        *[e for folder in ("launch", "config", "urdf", "rviz", "worlds", "scenarios") for e in tree(folder)],
+    ],
+    python_requires=">=3.10",
+    install_requires=[
+        "numpy>=1.26,<3",
+        "trimesh>=4.0,<6",
+        "embreex>=2.17.7,<5",
+        "lxml>=4.9,<7",
+        "pycollada>=0.8,<1",
+        "rosbags>=0.10,<1",
+        "pillow>=10,<14",
+        "matplotlib>=3.8,<4",
+        "pyyaml>=6,<7",
+        "scipy>=1.11,<2",
+        "protobuf>=4.21,<7",
+        "pyzmq>=25,<28",
+    ],
+    extras_require={
+        "test": ["pytest>=7,<10", "xacro>=2.0,<3"],
+        "ros": [
+            "ros-jazzy-rclpy[fastrtps]==7.1.6",
+            "ros-jazzy-std-msgs",
+            "ros-jazzy-geometry-msgs",
+            "ros-jazzy-sensor-msgs",
+            "ros-jazzy-rosgraph-msgs",
+            "ros-jazzy-diagnostic-msgs",
+            "ros-jazzy-nav-msgs",
+        ],
+        "gpu": ["cupy-cuda12x>=13"],
+    },
+    zip_safe=True,
+    maintainer="radarays_ros developers",
+    maintainer_email="radarays-ros@example.org",
+    description="Rotating FMCW radar (RadaRays) and lidar simulation by ray tracing a mesh mirror of the world",
+    license="BSD-3-Clause",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "radarays = radarays_ros.cli:main",
+        ],
+    },
+)
