@@ -59,7 +59,6 @@ setup(
     maintainer_email="radarays-ros@example.org",
     description="Rotating FMCW radar (RadaRays) and lidar simulation by ray tracing a mesh mirror of the world",
     license="BSD-3-Clause",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "radarays = radarays_ros.cli:main",
