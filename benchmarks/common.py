@@ -1,0 +1,118 @@
+"""Shared pieces of the benchmarks: a large generated world and the bare tracing cost to compare with.
+
+Every benchmark prints its times as ratios to the *bare* cost: raw embreex `run` calls on the same
+BVH, with the same rays, the same thread count and chunking, measured in the same process run. The
+ratio is what our code adds; absolute times depend on the machine and on what else it is doing.
+"""
+from __future__ import annotations
+
+import resource
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import trimesh
+
+from radarays_ros.world.mesh import TriMesh
+from radarays_ros.world.scene import Scene
+from radarays_ros.world.transforms import pose_to_matrix
+
+
+def _terrain(n_triangles: int, size: float, rng: np.random.Generator) -> TriMesh:
+    cells = max(2, int(np.sqrt(n_triangles / 2)))
+    xs = np.linspace(-size / 2, size / 2, cells + 1)
+    gx, gy = np.meshgrid(xs, xs, indexing="ij")
+    phase = rng.uniform(0, 2 * np.pi, 4)
+    gz = 0.4 * np.sin(gx / 7 + phase[0]) * np.cos(gy / 9 + phase[1]) + 0.1 * np.sin(gx / 1.3 + phase[2] + gy / 1.7)
+    vertices = np.stack([gx, gy, gz], axis=-1).reshape(-1, 3)
+    idx = np.arange((cells + 1) ** 2).reshape(cells + 1, cells + 1)
+    a, b, c, d = idx[:-1, :-1].ravel(), idx[1:, :-1].ravel(), idx[1:, 1:].ravel(), idx[:-1, 1:].ravel()
+    faces = np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)])
+    return TriMesh(vertices, faces, source="generated terrain")
+
+
+def make_big_world(n_triangles: int = 1_000_000, seed: int = 0, size: float = 200.0, dynamic: int = 0) -> Scene:
+    """A city on rolling terrain with about n_triangles triangles (~85 % terrain, the rest buildings and trees).
+
+    `dynamic` extra small boxes are added as non-static entities (for pose-update benchmarks).
+    """
+    rng = np.random.default_rng(seed)
+    scene = Scene(source=f"generated city ({n_triangles} triangles)")
+    scene.add_entity("terrain::link::visual", _terrain(int(n_triangles * 0.85), size, rng), material="asphalt")
+    budget = n_triangles * 0.15
+    sphere = trimesh.creation.icosphere(subdivisions=3)  # 1280 triangles: a tree crown
+    n_trees = int(budget * 0.4 / len(sphere.faces))
+    building = trimesh.creation.box([1, 1, 1]).subdivide().subdivide().subdivide()  # 768 triangles
+    n_buildings = int(budget * 0.6 / len(building.faces))
+    for i in range(n_buildings):
+        x, y = rng.uniform(-size / 2 + 10, size / 2 - 10, 2)
+        if abs(x) < 8 and abs(y) < 8:  # keep the sensor's spot free
+            x += 20
+        sx, sy, sz = rng.uniform(4, 15), rng.uniform(4, 15), rng.uniform(5, 30)
+        mesh = TriMesh(building.vertices * [sx, sy, sz] + [0, 0, sz / 2], building.faces)
+        scene.add_entity(f"building_{i}::link::visual", mesh, pose_to_matrix(x, y, 0, 0, 0, rng.uniform(0, np.pi)), material="concrete")
+    for i in range(n_trees):
+        x, y = rng.uniform(-size / 2, size / 2, 2)
+        mesh = TriMesh(sphere.vertices * 2.0 + [0, 0, 4], sphere.faces)
+        scene.add_entity(f"tree_{i}::link::visual", mesh, pose_to_matrix(x, y, 0), material="vegetation")
+    box = trimesh.creation.box([0.5, 0.5, 0.5])
+    for i in range(dynamic):
+        x, y = rng.uniform(-20, 20, 2)
+        scene.add_entity(f"mover_{i}::link::visual", TriMesh(box.vertices, box.faces), pose_to_matrix(x, y, 1), static=False, material="metal")
+    return scene
+
+
+def bare_trace_seconds(backend, origins: np.ndarray, directions: np.ndarray, repeats: int = 3, threads: int | None = None) -> float:
+    """Best-of-`repeats` time of raw embreex calls for these rays on the backend's static BVH.
+
+    Same chunking and thread count as the backend uses, so the ratio isolates our per-ray work.
+    """
+    layer = backend._static  # the raw Embree scene behind the interface
+    o = np.ascontiguousarray(origins, dtype=np.float32)
+    d = np.ascontiguousarray(directions, dtype=np.float32)
+    d = d / np.linalg.norm(d, axis=1, keepdims=True)
+    tfar = np.full(len(o), 1e30, np.float32)
+    threads = threads or backend.threads
+    n = len(o)
+    n_chunks = max(1, min(threads * 4, n // 8192)) if threads > 1 else 1
+    bounds = np.linspace(0, n, n_chunks + 1).astype(int)
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        if pool is None:
+            layer.scene.run(o, d, dists=tfar, output=1)
+        else:
+            list(pool.map(lambda ab: layer.scene.run(o[ab[0]:ab[1]], d[ab[0]:ab[1]], dists=tfar[ab[0]:ab[1]], output=1), spans))
+        best = min(best, time.perf_counter() - start)
+    if pool is not None:
+        pool.shutdown()
+    return best
+
+
+def best_of(fn, repeats: int = 3) -> float:
+    """Best wall time of `repeats` calls of fn() (after one warm-up call)."""
+    fn()
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def report(name: str, seconds: float, bare_seconds: float | None = None, **extra) -> str:
+    """One aligned line: name, time, rate, ratio to bare, extras. Printed and returned."""
+    parts = [f"{name:<44s}", f"{seconds * 1e3:9.2f} ms", f"{1.0 / seconds:8.1f} /s"]
+    if bare_seconds:
+        parts.append(f"ratio to bare {seconds / bare_seconds:5.2f}x")
+    parts += [f"{k} {v}" for k, v in extra.items()]
+    line = "  ".join(parts)
+    print(line, flush=True)
+    return line
