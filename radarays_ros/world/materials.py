@@ -48,6 +48,7 @@ class AssignRule:
     kind: str  # one of RULE_KEYS
     pattern: str
     material: str
+    origin: str = ""
 
     def matches(self, name: str) -> bool:
         return fnmatch.fnmatchcase(name, self.pattern)
@@ -56,31 +57,50 @@ class AssignRule:
 class MaterialLibrary:
     """Materials indexed by id (their position), assignment rules and a default."""
 
-    def __init__(self, materials: list[Material], rules: list[AssignRule] | None = None, default: str | None = None):
-        if not materials:
+    def __init__(self, materials: list[Material], rules: list[AssignRule] | None = None, default: str | None = None,
+                 check: bool = True):
+        """`check=False` leaves names in rules/default unchecked: a user file that refers to shipped materials
+        is checked when merged over the shipped library (`merged`)."""
+        if not materials and check:
             materials = [Material("default")]
         self.materials: list[Material] = []
         self._ids: dict[str, int] = {}
         for m in materials:
             self.add(m)
         self.rules = list(rules or [])
-        self.default = default if default is not None else self.materials[0].name
+        self.default = default if default is not None or not check else self.materials[0].name
+        if check:
+            self.check()
+
+    def check(self) -> None:
+        """Every rule and the default must name a material of this library."""
         for rule in self.rules:
-            self.id_of(rule.material, what=f"assign rule {rule.kind}: {rule.pattern}")
+            self.id_of(rule.material, what=f"assign rule {rule.kind}: {rule.pattern} (in {rule.origin})")
         self.id_of(self.default, what="default")
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | Path | None = None) -> "MaterialLibrary":
-        """Read a library file; None reads the library shipped in config/materials/default.yaml."""
+        """Read a library file; None reads the library shipped in config/materials/default.yaml.
+
+        A user file may refer to shipped materials; `load_user` merges it over the shipped library."""
         path = Path(path) if path is not None else DEFAULT_LIBRARY
-        try:
-            data = yaml.safe_load(path.read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"material library {path}: file not found") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"material library {path}: not valid YAML ({exc})") from None
-        return cls.from_dict(data, origin=str(path))
+        lib = cls.from_dict(_read_yaml(path), origin=str(path))
+        if not lib.materials:
+            raise ConfigError(f"material library {path}: defines no materials")
+        if lib.default is None:
+            lib.default = lib.materials[0].name
+        lib.check()
+        return lib
+
+    @classmethod
+    def load_user(cls, path: str | Path | None) -> "MaterialLibrary":
+        """The shipped library with a user file (which may name shipped materials) merged over it."""
+        shipped = cls.load()
+        if path is None:
+            return shipped
+        path = Path(path)
+        return shipped.merged(cls.from_dict(_read_yaml(path), origin=str(path)))
 
     @classmethod
     def from_dict(cls, data: Any, origin: str = "<dict>") -> "MaterialLibrary":
@@ -95,7 +115,7 @@ class MaterialLibrary:
         materials = [_parse_material(name, entry, origin) for name, entry in raw.items()]
         rules = [_parse_rule(i, r, origin) for i, r in enumerate(data.get("assign") or [])]
         default = data.get("default")
-        return cls(materials, rules, default)
+        return cls(materials, rules, None if default is None else str(default), check=False)
 
     def add(self, material: Material) -> int:
         """Add (or replace, by name) a material; returns its id."""
@@ -109,9 +129,10 @@ class MaterialLibrary:
 
     def merged(self, other: "MaterialLibrary") -> "MaterialLibrary":
         """This library with `other`'s materials added (replacing same names) and its rules first."""
-        lib = MaterialLibrary(list(self.materials), other.rules + self.rules, other.default)
+        lib = MaterialLibrary(list(self.materials), other.rules + self.rules, other.default or self.default, check=False)
         for m in other.materials:
             lib.add(m)
+        lib.check()
         return lib
 
     # -- lookup -------------------------------------------------------------------------------
@@ -165,6 +186,15 @@ class MaterialLibrary:
         return self._ids[self.default]
 
 
+def _read_yaml(path: Path):
+    try:
+        return yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"material library {path}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"material library {path}: not valid YAML ({exc})") from None
+
+
 def _parse_material(name: Any, entry: Any, origin: str) -> Material:
     where = f"material library {origin}: materials.{name}"
     if entry is None:
@@ -188,4 +218,4 @@ def _parse_rule(index: int, rule: Any, origin: str) -> AssignRule:
     extra = set(rule) - set(RULE_KEYS) - {"material"}
     if len(kinds) != 1 or extra:
         raise ConfigError(f"{where}: needs exactly one of {', '.join(RULE_KEYS)} besides 'material'")
-    return AssignRule(kinds[0], str(rule[kinds[0]]), str(rule["material"]))
+    return AssignRule(kinds[0], str(rule[kinds[0]]), str(rule["material"]), f"{origin}: assign[{index}]")

@@ -1,0 +1,75 @@
+"""`radarays cast WORLD --rays rays.npz --out hits.npz`: first hits of given rays, for external checks."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("cast", help="trace rays from a .npz file and write their first hits")
+    p.add_argument("world", help="SDF world, model directory, URDF or mesh file")
+    p.add_argument("--rays", required=True, help=".npz with 'origins' and 'directions' (N x 3, world frame)")
+    p.add_argument("--out", required=True, help="output .npz (distance, hit, normal, entity, face, material, entity_names)")
+    p.add_argument("--materials", help="material library YAML merged over the shipped one")
+    p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
+    p.add_argument("--tmin", type=float, default=0.0, help="ignore hits closer than this (m)")
+    p.add_argument("--tmax", type=float, default=np.inf, help="ignore hits farther than this (m)")
+    p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
+    p.set_defaults(func=run)
+
+
+def read_rays(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """origins and directions from a .npz; errors name the file and the array."""
+    path = Path(path)
+    try:
+        data = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ConfigError(f"rays file {path}: not found") from None
+    except (ValueError, OSError) as exc:
+        raise ConfigError(f"rays file {path}: not a readable .npz ({exc})") from None
+    arrays = {}
+    for key in ("origins", "directions"):
+        if key not in data.files:
+            raise ConfigError(f"rays file {path}: missing array '{key}' (need 'origins' and 'directions', N x 3)")
+        a = data[key]
+        if a.ndim != 2 or a.shape[1] != 3 or a.dtype.kind != "f":
+            raise ConfigError(f"rays file {path}: '{key}' must be a float N x 3 array, got {a.dtype} {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ConfigError(f"rays file {path}: '{key}' contains NaN or inf")
+        arrays[key] = a
+    if arrays["origins"].shape != arrays["directions"].shape:
+        raise ConfigError(f"rays file {path}: origins {arrays['origins'].shape} and directions {arrays['directions'].shape} differ in shape")
+    zero = np.linalg.norm(arrays["directions"], axis=1) == 0
+    if zero.any():
+        raise ConfigError(f"rays file {path}: directions[{int(np.flatnonzero(zero)[0])}] has zero length")
+    return arrays["origins"], arrays["directions"]
+
+
+def run(args) -> int:
+    from ..world.loader import load_world
+    from .backend import make_backend
+
+    origins, directions = read_rays(args.rays)
+    if not (0 <= args.tmin < args.tmax):
+        raise ConfigError(f"--tmin {args.tmin} / --tmax {args.tmax}: need 0 <= tmin < tmax")
+    scene = load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual")
+    backend = make_backend(args.backend, scene)
+    hits = backend.trace(origins, directions, tmin=args.tmin, tmax=args.tmax)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(
+        out,
+        distance=hits.distance.astype(np.float32),
+        hit=hits.hit,
+        normal=hits.normal.astype(np.float32),
+        entity=hits.entity.astype(np.int32),
+        face=hits.face.astype(np.int32),
+        material=hits.material.astype(np.int32),
+        entity_names=np.array(scene.entity_names(), dtype=str),
+        material_names=np.array(scene.materials.names, dtype=str),
+    )
+    print(f"{len(hits)} rays, {int(hits.hit.sum())} hits -> {out}")
+    return 0

@@ -1,0 +1,174 @@
+"""Embree backend against analytic geometry: distances, normals, ids, moving/adding/removing entities."""
+import numpy as np
+import pytest
+import trimesh
+
+from radarays_ros.errors import ConfigError, TracingError
+from radarays_ros.tracing import make_backend
+from radarays_ros.world.materials import MaterialLibrary
+from radarays_ros.world.mesh import TriMesh
+from radarays_ros.world.scene import Scene
+from radarays_ros.world.transforms import pose_to_matrix
+
+
+def box_mesh(extents):
+    b = trimesh.creation.box(extents)
+    return TriMesh(b.vertices, b.faces)
+
+
+@pytest.fixture
+def wall_scene():
+    """A 1 m thick wall whose near face is the plane x = 5 (static) and a dynamic 1 m cube at x = 3."""
+    scene = Scene()
+    scene.add_entity("wall::link::visual", box_mesh([1, 20, 20]), pose_to_matrix(5.5, 0, 0), material="concrete")
+    scene.add_entity("cube::link::visual", box_mesh([1, 1, 1]), pose_to_matrix(3.5, 5, 0), static=False, material="metal")
+    return scene
+
+
+def fan(n=64, spread=0.6):
+    """Rays from the origin in the x-forward half space with known angles."""
+    yaw = np.linspace(-spread, spread, n)
+    d = np.stack([np.cos(yaw), np.sin(yaw), np.zeros(n)], axis=1)
+    return np.zeros((n, 3)), d, yaw
+
+
+def test_plane_distance_is_d_over_cos(wall_scene):
+    backend = make_backend("embree", wall_scene, threads=1)
+    o, d, yaw = fan()
+    hits = backend.trace(o, d)
+    wall = hits.entity == wall_scene.find("wall::link::visual")
+    assert wall.sum() > 50
+    np.testing.assert_allclose(hits.distance[wall], 5.0 / np.cos(yaw[wall]), rtol=1e-5)
+    np.testing.assert_allclose(hits.normal[wall], np.tile([-1, 0, 0], (wall.sum(), 1)), atol=1e-6)
+    assert np.all(hits.material[wall] == wall_scene.materials.id_of("concrete"))
+
+
+def test_sphere_distance_and_normal_facing_ray_from_inside_and_outside():
+    sphere = trimesh.creation.icosphere(subdivisions=5, radius=2.0)
+    scene = Scene()
+    scene.add_entity("ball", TriMesh(sphere.vertices, sphere.faces), pose_to_matrix(0, 0, 0))
+    backend = make_backend("embree", scene)
+    rng = np.random.default_rng(1)
+    d = rng.normal(size=(500, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    inside = backend.trace(np.zeros_like(d), d)
+    # a tessellated sphere of radius 2: vertices on the sphere, faces slightly inside
+    assert np.all(inside.distance <= 2.0 + 1e-5) and np.all(inside.distance > 1.99)
+    assert np.all(np.einsum("ij,ij->i", inside.normal, d) < 0)  # normal faces the ray, i.e. inward here
+    outside = backend.trace(-5 * d, d)
+    np.testing.assert_allclose(outside.distance, 3.0, atol=0.01)
+    assert np.all(np.einsum("ij,ij->i", outside.normal, d) < 0)
+
+
+def test_misses_are_unambiguous(wall_scene):
+    backend = make_backend("embree", wall_scene)
+    hits = backend.trace(np.zeros((2, 3)), np.array([[-1.0, 0, 0], [0, 0, 1.0]]))
+    assert not hits.hit.any()
+    assert np.all(np.isinf(hits.distance))
+    assert np.all(hits.entity == -1) and np.all(hits.face == -1) and np.all(hits.material == -1)
+
+
+def test_tmin_and_tmax_window(wall_scene):
+    backend = make_backend("embree", wall_scene)
+    o, d = np.zeros((1, 3)), np.array([[1.0, 0, 0]])
+    assert backend.trace(o, d, tmax=4.9).hit[0] == False  # noqa: E712 - numpy bool
+    far_face = backend.trace(o, d, tmin=5.2)
+    assert far_face.distance[0] == pytest.approx(6.0, abs=1e-5)  # the wall's back face x = 6
+    assert far_face.normal[0] @ d[0] < 0
+
+
+def test_face_index_is_the_source_mesh_order():
+    # two triangles in a known order: face 0 covers y < 0, face 1 covers y > 0 (plane x = 2)
+    v = np.array([[2, -1, -1], [2, 0, 1], [2, -1, 1], [2, 1, -1], [2, 1, 1], [2, 0, 1]], float)
+    f = np.array([[0, 1, 2], [3, 4, 5]])
+    scene = Scene()
+    scene.add_entity("tri", TriMesh(v, f, face_ids=[7, 3]))
+    hits = make_backend("embree", scene).trace(np.zeros((2, 3)), np.array([[1, -0.3, 0.3], [1, 0.3, 0.3]]))
+    assert list(hits.face) == [7, 3]
+
+
+def test_dynamic_entity_moves_its_hits(wall_scene):
+    backend = make_backend("embree", wall_scene)
+    o, d = np.zeros((1, 3)), np.array([[1.0, 0, 0]])
+    cube = wall_scene.find("cube::link::visual")
+    assert backend.trace(o, d).entity[0] == wall_scene.find("wall::link::visual")
+    wall_scene.set_pose(cube, pose_to_matrix(2.5, 0, 0))
+    hits = backend.trace(o, d)
+    assert hits.entity[0] == cube and hits.distance[0] == pytest.approx(2.0, abs=1e-5)
+    wall_scene.set_pose(cube, pose_to_matrix(2.5, 0, 0, 0, 0, np.pi / 4))  # rotated: corner towards the ray
+    hits = backend.trace(o, d)
+    assert hits.distance[0] == pytest.approx(2.5 - np.sqrt(0.5), abs=1e-5)
+    assert backend.static_rebuilds == 0
+
+
+def test_moving_a_static_entity_does_not_rebuild_the_static_world(wall_scene):
+    backend = make_backend("embree", wall_scene)
+    static_bvh = backend._static.scene
+    wall = wall_scene.find("wall::link::visual")
+    wall_scene.set_pose(wall, pose_to_matrix(-7.5, 0, 0))
+    o, d = np.zeros((2, 3)), np.array([[1.0, 0, 0], [-1.0, 0, 0]])
+    hits = backend.trace(o, d)
+    assert not hits.hit[0]  # the old place is empty
+    assert hits.entity[1] == wall and hits.distance[1] == pytest.approx(7.0, abs=1e-5)
+    assert backend._static.scene is static_bvh and backend.static_rebuilds == 0
+
+
+def test_added_and_removed_entities(wall_scene):
+    backend = make_backend("embree", wall_scene)
+    o, d = np.zeros((1, 3)), np.array([[0.0, 0, 1.0]])
+    assert not backend.trace(o, d).hit[0]
+    lid = wall_scene.add_entity("lid", box_mesh([2, 2, 0.2]), pose_to_matrix(0, 0, 3.1))
+    hits = backend.trace(o, d)
+    assert hits.entity[0] == lid and hits.distance[0] == pytest.approx(3.0, abs=1e-5)
+    wall_scene.remove_entity("lid")
+    wall_scene.remove_entity("wall::link::visual")
+    hits = backend.trace(np.zeros((2, 3)), np.array([[0.0, 0, 1.0], [1.0, 0, 0]]))
+    assert not hits.hit.any()
+
+
+def test_two_threads_give_identical_results():
+    scene = Scene()
+    sphere = trimesh.creation.icosphere(subdivisions=4, radius=3.0)
+    scene.add_entity("s", TriMesh(sphere.vertices, sphere.faces))
+    rng = np.random.default_rng(3)
+    d = rng.normal(size=(40_000, 3))
+    o = rng.uniform(-1, 1, size=(40_000, 3))
+    one = make_backend("embree", scene, threads=1).trace(o, d)
+    two = make_backend("embree", scene, threads=2).trace(o, d)
+    np.testing.assert_array_equal(one.distance, two.distance)
+    np.testing.assert_array_equal(one.face, two.face)
+
+
+def test_face_materials_follow_library_rules():
+    lib = MaterialLibrary.load().merged(MaterialLibrary.from_dict({"assign": [{"object": "pillar", "material": "metal"}]}))
+    v = np.array([[2, -1, -1], [2, 0, 1], [2, -1, 1], [2, 1, -1], [2, 1, 1], [2, 0, 1]], float)
+    mesh = TriMesh(v, [[0, 1, 2], [3, 4, 5]], face_parts=[0, 1], part_names=["room", "pillar"])
+    scene = Scene(materials=lib)
+    scene.add_entity("map", mesh)
+    hits = make_backend("embree", scene).trace(np.zeros((2, 3)), np.array([[1, -0.3, 0.3], [1, 0.3, 0.3]]))
+    assert hits.material[0] == lib.id_of("default") and hits.material[1] == lib.id_of("metal")
+
+
+def test_empty_scene_gives_misses():
+    hits = make_backend("embree", Scene()).trace(np.zeros((3, 3)), np.eye(3))
+    assert not hits.hit.any()
+
+
+@pytest.mark.parametrize(
+    "origins, directions, message",
+    [
+        (np.zeros((2, 3)), np.zeros((3, 3)), "must both be"),
+        (np.zeros((1, 3)), np.array([[np.nan, 0, 1]]), "NaN"),
+        (np.zeros((1, 3)), np.zeros((1, 3)), "zero length"),
+    ],
+)
+def test_bad_rays_are_rejected(wall_scene, origins, directions, message):
+    with pytest.raises(TracingError, match=message):
+        make_backend("embree", wall_scene).trace(origins, directions)
+
+
+def test_bad_pose_and_unknown_backend(wall_scene):
+    with pytest.raises(ConfigError, match="NaN or inf"):
+        wall_scene.set_pose("cube::link::visual", np.full((4, 4), np.nan))
+    with pytest.raises(TracingError, match="available: embree"):
+        make_backend("nope", wall_scene)
