@@ -1,0 +1,41 @@
+"""Lidar physics: what happens where a lidar ray meets a surface, and what the sensor reports.
+
+    materials.py     LidarMaterials: the `lidar:` part of each material (LiMOX classes, reflectivity)
+    reflectivity.py  ρ(θ): Lambertian, angle table, constant (LiMOX §4.1)
+    interaction.py   trace_lidar: transparent / absorbent / mirror / returning surfaces (BlenSor §3.5)
+    detection.py     range–reflectivity detection limit r_L(ρ) (LiMOX §4.2, BlenSor §3.2)
+    noise.py         per-laser bias, per-ray and relative Gaussian, dust, quantisation, jitter
+    intensity.py     reflectivity, Velodyne/Ouster calibrated reflectivity, Ouster signal and ambient
+    config.py        SurfaceConfig, NoiseConfig (frozen, validated)
+    model.py         SurfaceModel: hits -> Returns (detection, noise, intensity)
+
+Typical use per scan::
+
+    mats = LidarMaterials.from_library(scene.materials)           # once
+    model = SurfaceModel(SurfaceConfig.from_dict(...), NoiseConfig.from_dict(...), n_lasers, seed)
+    dirs = jitter_directions(dirs, model.noise.angular_sigma, rng)  # before tracing
+    hits = trace_lidar(backend, origins, dirs, mats, tmin=min_range, tmax=max_range)
+    ret = model.apply(hits, laser_index, rng)                       # xyz = origin + ret.range * dir
+"""
+from .config import DETECTION_MODELS, NoiseConfig, SurfaceConfig
+from .detection import DetectionLimit
+from .interaction import LidarHits, trace_lidar
+from .materials import CLASS_NAMES, LidarMaterials
+from .model import Returns, SurfaceModel
+from .noise import jitter_directions
+from .reflectivity import reflectivity
+
+__all__ = [
+    "CLASS_NAMES",
+    "DETECTION_MODELS",
+    "DetectionLimit",
+    "LidarHits",
+    "LidarMaterials",
+    "NoiseConfig",
+    "Returns",
+    "SurfaceConfig",
+    "SurfaceModel",
+    "jitter_directions",
+    "reflectivity",
+    "trace_lidar",
+]

@@ -1,0 +1,132 @@
+"""Configuration of the lidar surface model (detection limit, intensity scales) and of its noise.
+
+Both are frozen dataclasses built from a YAML mapping with `from_dict`, which checks every key and
+value and names the key and the allowed values when one is wrong. Everything is optional; the
+defaults are a noise-free sensor that detects every surface it hits.
+
+Example (a sensor file's `surface:` and `noise:` parts)::
+
+    surface:
+      model: root2                          # none | linear | root2 | root3 | root4 | log | blensor
+      limits: [[0.10, 50.0], [0.80, 120.0]] # [reflectivity, range m] pairs (HDL-64E S2 datasheet)
+    noise:
+      bias_distribution: gaussian           # gaussian | laplace, one draw per laser for the run
+      bias_sigma: 0.04                      # m (BlenSor: HDL-64E units 0.04-0.078)
+      sigma: 0.01                           # m, per ray (BlenSor default)
+      relative_sigma: 0.0                   # σ_rel·r^k per ray (Rmagine's relative Gaussian)
+      relative_exponent: 1.0                # k
+      dust_probability: 0.0                 # chance of an early return per hit
+      dust_min_range: 0.0                   # m; dust lies uniformly in [dust_min_range, r]
+      resolution: 0.0                       # m; range quantisation step, 0 = off
+      angular_sigma: 0.0                    # rad; direction jitter per ray and axis
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from radarays_ros.errors import ConfigError
+
+from ._validate import check_keys, choice, number
+
+DETECTION_MODELS = ("none", "linear", "root2", "root3", "root4", "log", "blensor")
+BIAS_DISTRIBUTIONS = ("gaussian", "laplace")
+HDL64E_LIMITS = ((0.10, 50.0), (0.80, 120.0))  # HDL-64E S2 datasheet (LiMOX §4.2, BlenSor §3.2)
+
+
+@dataclass(frozen=True)
+class SurfaceConfig:
+    """Range–reflectivity detection limit (detection.py) and intensity scales (intensity.py).
+
+    model: detection limit form; 'none' keeps every hit.
+    limits: two (reflectivity, range m) datasheet pairs the limit curve passes through.
+    signal_scale: Ouster-like signal photons of a white (ρ = 1) target at 1 m; falls as 1/r².
+    retro_full_scale: reflectivity (× white) that maps to 255 on the calibrated reflectivity scale.
+    ambient_level: mean ambient photons from a white surface in daylight; ambient_sky: from open sky.
+    """
+
+    model: str = "none"
+    limits: tuple[tuple[float, float], tuple[float, float]] = HDL64E_LIMITS
+    signal_scale: float = 2.0e5
+    retro_full_scale: float = 100.0
+    ambient_level: float = 300.0
+    ambient_sky: float = 50.0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None, where: str = "surface") -> "SurfaceConfig":
+        data = check_keys(data, [f.name for f in dataclasses.fields(cls)], where)
+        d = cls()
+        return cls(
+            model=choice(data.get("model", d.model), "model", where, DETECTION_MODELS),
+            limits=_limits(data.get("limits", d.limits), where),
+            signal_scale=number(data.get("signal_scale", d.signal_scale), "signal_scale", where, 0.0, 1e12),
+            retro_full_scale=number(data.get("retro_full_scale", d.retro_full_scale), "retro_full_scale", where,
+                                    1.0, 1e6, low_open=True),
+            ambient_level=number(data.get("ambient_level", d.ambient_level), "ambient_level", where, 0.0, 65535.0),
+            ambient_sky=number(data.get("ambient_sky", d.ambient_sky), "ambient_sky", where, 0.0, 65535.0),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "limits": [list(p) for p in self.limits]}
+
+
+@dataclass(frozen=True)
+class NoiseConfig:
+    """Range noise, all off by default (noise.py). Every σ is a standard deviation in metres (angular: rad)."""
+
+    bias_distribution: str = "gaussian"
+    bias_sigma: float = 0.0
+    sigma: float = 0.0
+    relative_sigma: float = 0.0
+    relative_exponent: float = 1.0
+    dust_probability: float = 0.0
+    dust_min_range: float = 0.0
+    resolution: float = 0.0
+    angular_sigma: float = 0.0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None, where: str = "noise") -> "NoiseConfig":
+        data = check_keys(data, [f.name for f in dataclasses.fields(cls)], where)
+        d = cls()
+
+        def num(key: str, high: float) -> float:
+            return number(data.get(key, getattr(d, key)), key, where, 0.0, high)
+
+        return cls(
+            bias_distribution=choice(data.get("bias_distribution", d.bias_distribution), "bias_distribution",
+                                     where, BIAS_DISTRIBUTIONS),
+            bias_sigma=num("bias_sigma", 10.0),
+            sigma=num("sigma", 10.0),
+            relative_sigma=num("relative_sigma", 1.0),
+            relative_exponent=num("relative_exponent", 4.0),
+            dust_probability=num("dust_probability", 1.0),
+            dust_min_range=num("dust_min_range", 1e4),
+            resolution=num("resolution", 10.0),
+            angular_sigma=num("angular_sigma", 0.1),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def enabled(self) -> bool:
+        """True when any noise term is on."""
+        return any((self.bias_sigma, self.sigma, self.relative_sigma, self.dust_probability, self.resolution,
+                    self.angular_sigma))
+
+
+def _limits(value: Any, where: str) -> tuple[tuple[float, float], tuple[float, float]]:
+    key = "limits"
+    shape_ok = isinstance(value, (list, tuple)) and len(value) == 2 and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in value)
+    if not shape_ok:
+        raise ConfigError(f"{where}.{key}: {value!r}; allowed: two [reflectivity, range_m] pairs, "
+                          "e.g. [[0.10, 50.0], [0.80, 120.0]]")
+    pairs = [(number(p[0], f"{key}[{i}][0] (reflectivity)", where, 0.0, 1e4, low_open=True),
+              number(p[1], f"{key}[{i}][1] (range m)", where, 0.0, 1e5, low_open=True)) for i, p in enumerate(value)]
+    (r1, d1), (r2, d2) = sorted(pairs)
+    if not (r1 < r2 and d1 < d2):
+        raise ConfigError(f"{where}.{key}: {value!r}; allowed: two pairs where the brighter target is seen "
+                          "farther (reflectivity and range both strictly increasing)")
+    return (r1, d1), (r2, d2)

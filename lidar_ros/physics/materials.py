@@ -1,0 +1,152 @@
+"""The lidar part of each material, parsed once into per-material-id arrays.
+
+Material classes follow LiMOX (Rott et al., Sensors 2024, §4.1), plus a mirror (BlenSor §3.5):
+
+==================  ==========================================================================
+class               what a ray does there
+==================  ==========================================================================
+general             returns; reflectivity ρ(θ) from `model` (Lambertian default) or `angle_table`
+transparent         is ignored: the ray continues (optional `transmittance` t per crossing)
+absorbent           ends: no point at all (e.g. water, black velvet)
+retroreflective     returns towards the source with very high reflectivity (may saturate)
+mirror              reflects specularly (fraction `specular`); the point lies on what the
+                    reflected ray hits, at the total path length along the original ray
+==================  ==========================================================================
+
+Keys of a material's `lidar:` mapping::
+
+    class: general            # general | transparent | absorbent | retroreflective | mirror
+    reflectivity: 0.3         # at 0° incidence, fraction of a Lambertian white target (1.0)
+    model: lambertian         # lambertian: ρ(θ)=ρ(0)·cos θ | table | constant (no angle dependence)
+    angle_table: [9 values]   # ρ at 0°, 10°, …, 80° (Ritter et al. 945 nm data used by LiMOX)
+    transmittance: 1.0        # transparent only: fraction passing one crossing (applied both ways)
+    specular: 1.0             # mirror only: fraction mirrored (applied both ways)
+
+`reflectivity` is accepted for every class (libraries often list one) but only general and
+retroreflective surfaces return light of their own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from radarays_ros.errors import ConfigError
+from radarays_ros.world.materials import Material, MaterialLibrary
+
+from ._validate import check_keys, choice, number
+
+# Class codes stored in LidarMaterials.cls (int8).
+GENERAL, TRANSPARENT, ABSORBENT, RETROREFLECTIVE, MIRROR = 0, 1, 2, 3, 4
+CLASS_NAMES = ("general", "transparent", "absorbent", "retroreflective", "mirror")
+CLASS_CODES = {name: code for code, name in enumerate(CLASS_NAMES)}
+
+# Reflectivity model codes stored in LidarMaterials.model (int8).
+LAMBERTIAN, TABLE, CONSTANT = 0, 1, 2
+MODEL_NAMES = ("lambertian", "table", "constant")
+
+TABLE_ANGLES_DEG = np.arange(0.0, 81.0, 10.0)  # 0°, 10°, …, 80°: the 9 bins of LiMOX §4.1
+LIDAR_KEYS = ("class", "reflectivity", "model", "angle_table", "transmittance", "specular")
+MAX_REFLECTIVITY = {"general": 10.0, "retroreflective": 1.0e4}  # ρ > 1: brighter than a white target
+DEFAULT_REFLECTIVITY = 0.3  # a grey diffuse surface when a library says nothing
+
+
+@dataclass(frozen=True)
+class LidarMaterials:
+    """Lidar properties indexed by material id (the scene library's order).
+
+    cls (M,) int8            class code (GENERAL … MIRROR)
+    model (M,) int8          reflectivity model code (LAMBERTIAN, TABLE, CONSTANT)
+    reflectivity (M,) f32    ρ at 0° incidence
+    table (M, 10) f32        ρ at 0°, 10°, …, 90° (90°: 0; LAMBERTIAN rows hold ρ(0)·cos θ, CONSTANT rows ρ(0))
+    pass_factor (M,) f32     two-way power factor of a crossing/reflection: t² (transparent), s² (mirror), else 1
+    names                    material names, for messages and outputs
+    """
+
+    cls: np.ndarray
+    model: np.ndarray
+    reflectivity: np.ndarray
+    table: np.ndarray
+    pass_factor: np.ndarray
+    names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @classmethod
+    def from_library(cls, lib: MaterialLibrary) -> "LidarMaterials":
+        """Parse and validate the `lidar:` part of every material of `lib`."""
+        return cls.from_materials(list(lib.materials))
+
+    @classmethod
+    def from_materials(cls, materials: list[Material]) -> "LidarMaterials":
+        parsed = [_parse(m) for m in materials]
+        n = len(parsed)
+        return cls(
+            cls=np.array([p[0] for p in parsed], np.int8).reshape(n),
+            model=np.array([p[1] for p in parsed], np.int8).reshape(n),
+            reflectivity=np.array([p[2] for p in parsed], np.float32).reshape(n),
+            table=np.array([p[3] for p in parsed], np.float32).reshape(n, 10),
+            pass_factor=np.array([p[4] for p in parsed], np.float32).reshape(n),
+            names=tuple(m.name for m in materials),
+        )
+
+    def check_ids(self, material_ids: np.ndarray) -> None:
+        """Raise ConfigError when a traced material id has no lidar entry (library/scene mismatch)."""
+        if len(material_ids) and int(material_ids.max()) >= len(self):
+            raise ConfigError(
+                f"material id {int(material_ids.max())} was hit but the lidar materials know only "
+                f"{len(self)} ({', '.join(self.names)}); build LidarMaterials from the scene's library"
+            )
+
+
+def _parse(material: Material) -> tuple[int, int, float, list[float], float]:
+    where = f"{material.origin or 'materials.' + material.name}.lidar"
+    data = check_keys(material.lidar, LIDAR_KEYS, where)
+    klass = choice(data.get("class", "general"), "class", where, CLASS_NAMES)
+    code = CLASS_CODES[klass]
+
+    if "transmittance" in data and klass != "transparent":
+        raise ConfigError(f"{where}.transmittance: only allowed with class transparent (class is {klass})")
+    if "specular" in data and klass != "mirror":
+        raise ConfigError(f"{where}.specular: only allowed with class mirror (class is {klass})")
+
+    high = MAX_REFLECTIVITY.get(klass, 10.0)
+    table = None
+    if "angle_table" in data:
+        table = _parse_table(data["angle_table"], where, high)
+    default_model = "table" if table is not None else ("constant" if klass == "retroreflective" else "lambertian")
+    model = choice(data.get("model", default_model), "model", where, MODEL_NAMES)
+    if model == "table" and table is None:
+        raise ConfigError(f"{where}.model: 'table' needs angle_table (9 values at 0°, 10°, …, 80°)")
+    if table is not None and model != "table":
+        raise ConfigError(f"{where}.model: {model!r} conflicts with angle_table; allowed with a table: table")
+
+    if "reflectivity" in data:
+        rho0 = number(data["reflectivity"], "reflectivity", where, 0.0, high)
+        if table is not None and abs(rho0 - table[0]) > 1e-6 * max(1.0, rho0):
+            raise ConfigError(
+                f"{where}.reflectivity: {rho0:g} differs from angle_table[0] = {table[0]:g}; "
+                "give one or make them equal"
+            )
+    else:
+        rho0 = table[0] if table is not None else DEFAULT_REFLECTIVITY
+    if table is None:  # keep a full table in every row so lookups need no branch on the model
+        table = list(rho0 * np.cos(np.radians(TABLE_ANGLES_DEG))) if model == "lambertian" else [rho0] * 9
+
+    pass_factor = 1.0
+    if klass == "transparent":
+        pass_factor = number(data.get("transmittance", 1.0), "transmittance", where, 0.0, 1.0) ** 2
+    elif klass == "mirror":
+        pass_factor = number(data.get("specular", 1.0), "specular", where, 0.0, 1.0) ** 2
+    at_90 = rho0 if model == "constant" else 0.0  # LiMOX bins stop at 80°: fall linearly to 0 at grazing
+    return code, MODEL_NAMES.index(model), rho0, list(table) + [at_90], pass_factor
+
+
+def _parse_table(values: Any, where: str, high: float) -> list[float]:
+    if not isinstance(values, (list, tuple)) or len(values) != len(TABLE_ANGLES_DEG):
+        raise ConfigError(
+            f"{where}.angle_table: expected a list of 9 reflectivities at 0°, 10°, …, 80°; got {values!r}"
+        )
+    return [number(v, f"angle_table[{i}]", where, 0.0, high) for i, v in enumerate(values)]

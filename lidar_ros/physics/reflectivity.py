@@ -1,0 +1,39 @@
+"""Angle-dependent reflectivity ρ(θ) of the surface a lidar ray hits (LiMOX, Rott et al. 2024, §4.1).
+
+* lambertian: ρ(θ) = ρ(0)·cos θ (LiMOX §4.1; Heiden et al. 2020 use the same diffuse term k_R/π).
+* table:      a measured table at θ = 0°, 10°, …, 80° (Ritter et al. 945 nm dataset, as in LiMOX),
+              interpolated linearly; beyond 80° the last bin falls linearly to 0 at 90°.
+* constant:   ρ(θ) = ρ(0) (a retroreflector inside its entrance angle).
+
+θ is the incidence angle between the ray and the surface normal: cos θ = |d·n|.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .materials import CONSTANT, LAMBERTIAN, LidarMaterials
+
+_BIN_DEG = 10.0
+
+
+def table_reflectivity(table: np.ndarray, theta_deg: np.ndarray) -> np.ndarray:
+    """Linear interpolation of rows of `table` ((K, 10): 0°, 10°, …, 90°) at `theta_deg` ((K,))."""
+    position = np.clip(theta_deg, 0.0, 90.0) / _BIN_DEG
+    low = np.minimum(position.astype(np.int64), 8)  # bin 8..9 covers 80°..90°
+    frac = (position - low).astype(np.float32)
+    rows = np.arange(len(table))
+    return table[rows, low] * (1.0 - frac) + table[rows, low + 1] * frac
+
+
+def reflectivity(materials: LidarMaterials, material_ids: np.ndarray, cos_incidence: np.ndarray) -> np.ndarray:
+    """ρ(θ) (float32) for hits on `material_ids` (valid ids) at incidence cos θ = `cos_incidence`."""
+    ids = np.asarray(material_ids)
+    cos_theta = np.clip(np.asarray(cos_incidence, np.float32), 0.0, 1.0)
+    rho0 = materials.reflectivity[ids]
+    model = materials.model[ids]
+    out = np.where(model == LAMBERTIAN, rho0 * cos_theta, rho0).astype(np.float32)
+    tabled = np.flatnonzero((model != LAMBERTIAN) & (model != CONSTANT))
+    if len(tabled):
+        theta_deg = np.degrees(np.arccos(cos_theta[tabled]))
+        out[tabled] = table_reflectivity(materials.table[ids[tabled]], theta_deg)
+    return out
