@@ -2,7 +2,7 @@
 
 pytest_configure moves the whole test process, before rclpy is imported, into new network and
 mount namespaces with only `lo` and a fresh /dev/shm (see netns.py), and picks a random
-ROS_DOMAIN_ID. Node processes started by the tests inherit all of it. Tests marked `dds` are
+ROS_DOMAIN_ID. Node processes started by the tests inherit all of it. Tests marked `ros` are
 refused (skipped, or failed under CI=true) when rclpy is missing, the namespace could not be made,
 or any interface other than lo is visible.
 """
@@ -32,7 +32,7 @@ def _under_ci() -> bool:
 
 def pytest_configure(config):
     global _problem
-    config.addinivalue_line("markers", "dds: starts ROS 2 participants (runs in the private network namespace)")
+    config.addinivalue_line("markers", "ros: needs real ROS 2 (rclpy); runs in the private network namespace")
     if "rclpy" in sys.modules:
         _problem = "rclpy was imported before the network namespace existed; its DDS threads would escape it"
         return
@@ -55,8 +55,8 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _dds_isolation(request):
-    """Refuse DDS tests unless they are isolated: skip with the reason, fail under CI."""
-    if request.node.get_closest_marker("dds") is None:
+    """Refuse ROS tests unless they are isolated: skip with the reason, fail under CI."""
+    if request.node.get_closest_marker("ros") is None:
         return
     problem = _problem
     if problem is None:

@@ -13,7 +13,7 @@ import pytest
 import netns
 from ros_harness import Probe
 
-pytestmark = pytest.mark.dds
+pytestmark = pytest.mark.ros
 
 # A throw-away publisher process: 1.6 MB PointCloud2 (larger than Fast DDS' default SHM segment).
 PUBLISHER = textwrap.dedent(
