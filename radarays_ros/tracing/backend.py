@@ -42,6 +42,12 @@ class Hits:
             np.full(n, -1, np.int32),
         )
 
+    @classmethod
+    def empty(cls, n: int) -> "Hits":
+        """Preallocated, uninitialised arrays for a backend to fill completely."""
+        return cls(np.empty(n, np.float32), np.empty((n, 3), np.float32), np.empty(n, np.int32),
+                   np.empty(n, np.int32), np.empty(n, np.int32))
+
     def take(self, index) -> "Hits":
         return Hits(self.distance[index], self.normal[index], self.entity[index], self.face[index], self.material[index])
 
@@ -84,16 +90,20 @@ def make_backend(name: str, scene: Scene, **options) -> Backend:
 
 def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
     """(N,3) float32 origins and unit directions; raises TracingError for bad shapes or values."""
-    o = np.asarray(origins, dtype=np.float32)
-    d = np.asarray(directions, dtype=np.float32)
+    o = np.ascontiguousarray(origins, dtype=np.float32)
+    d = np.ascontiguousarray(directions, dtype=np.float32)
     if o.ndim != 2 or o.shape[1] != 3 or d.shape != o.shape:
         raise TracingError(f"origins and directions must both be (N, 3); got {o.shape} and {d.shape}")
-    if not (np.all(np.isfinite(o)) and np.all(np.isfinite(d))):
-        raise TracingError("origins/directions contain NaN or inf")
-    norm = np.linalg.norm(d, axis=1)
-    if np.any(norm < 1e-12):
-        raise TracingError(f"{int((norm < 1e-12).sum())} ray direction(s) have zero length")
-    return np.ascontiguousarray(o), np.ascontiguousarray(d / norm[:, None])
+    if not np.isfinite(o.sum()):  # one reduction instead of an elementwise mask: NaN/inf propagate
+        raise TracingError("origins contain NaN or inf")
+    norm2 = np.einsum("ij,ij->i", d, d)
+    if not np.isfinite(norm2.sum()):
+        raise TracingError("directions contain NaN or inf")
+    if norm2.min(initial=1.0) < 1e-24:
+        raise TracingError(f"{int((norm2 < 1e-24).sum())} ray direction(s) have zero length")
+    if np.abs(norm2 - 1).max(initial=0.0) > 1e-6:  # normalise only what the caller did not
+        d = d / np.sqrt(norm2)[:, None]
+    return o, d
 
 
 def _load_builtin() -> None:

@@ -41,10 +41,14 @@ _SKIP = 1e-4  # metres to step past a masked hit before continuing
 
 
 class _Layer:
-    """One BVH over world-frame triangles of some entities, with per-triangle lookup tables."""
+    """One BVH over world-frame triangles of some entities, with per-triangle lookup tables.
+
+    The tables carry one extra last row describing a miss, so that indexing them with Embree's
+    primitive id -1 yields the miss values directly (no masking on the hot path).
+    """
 
     def __init__(self, device, entities: list[Entity]):
-        verts, faces, ent, face_ids, mats = [], [], [], [], []
+        verts, faces, info = [], [], []
         offset = 0
         for e in entities:
             if not e.mesh.n_faces:
@@ -53,22 +57,22 @@ class _Layer:
             verts.append(v)
             faces.append(e.mesh.faces + offset)
             offset += len(v)
-            ent.append(np.full(e.mesh.n_faces, e.id, np.int32))
-            face_ids.append(e.mesh.face_ids)
-            mats.append(e.face_materials)
+            info.append(np.column_stack([np.full(e.mesh.n_faces, e.id), e.mesh.face_ids, e.face_materials]))
         self.n_triangles = int(sum(len(f) for f in faces))
         self.scene = None
         if not self.n_triangles:
             return
         vertices = np.concatenate(verts).astype(np.float32)
         indices = np.concatenate(faces).astype(np.int32)
-        self.prim_entity = np.concatenate(ent)
-        self.prim_face = np.concatenate(face_ids).astype(np.int32)
-        self.prim_material = np.concatenate(mats).astype(np.int32)
+        # entity, face and material per triangle, each with the miss row -1 appended
+        info = np.concatenate(info + [[[-1, -1, -1]]]).astype(np.int32)
+        self.prim_entity, self.prim_face, self.prim_material = (np.ascontiguousarray(info[:, k]) for k in range(3))
         tri = vertices[indices]
         n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
         length = np.linalg.norm(n, axis=1, keepdims=True)
-        self.prim_normal = np.divide(n, length, out=np.zeros_like(n), where=length > 0).astype(np.float32)
+        unit = np.divide(n, length, out=np.zeros_like(n), where=length > 0)
+        self.prim_normal = np.concatenate([unit, np.zeros((1, 3))]).astype(np.float32)
+        self.bounds = np.stack([vertices.min(axis=0), vertices.max(axis=0)]).astype(np.float32)
         self.scene = _rtcore_scene.EmbreeScene(device)
         _mesh_construction.TriangleMesh(self.scene, vertices, indices)
 
@@ -78,6 +82,16 @@ class _Layer:
             return tfar.copy(), np.full(len(origins), -1, np.int32)
         out = self.scene.run(origins, directions, dists=tfar, output=1)
         return out["tfar"], out["primID"]
+
+    def may_hit(self, origins, directions, tfar) -> np.ndarray:
+        """Rays whose segment meets this layer's bounding box (slab test): the others cannot hit it."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = np.float32(1.0) / directions
+            t0 = (self.bounds[0] - origins) * inv
+            t1 = (self.bounds[1] - origins) * inv
+        near = np.nanmax(np.minimum(t0, t1), axis=1)
+        far = np.nanmin(np.maximum(t0, t1), axis=1)
+        return (near <= far) & (far >= 0) & (near <= tfar)
 
 
 class EmbreeBackend(Backend):
@@ -144,39 +158,66 @@ class EmbreeBackend(Backend):
             raise TracingError(f"need 0 <= tmin < tmax, got tmin={tmin}, tmax={tmax}")
         dynamic, masked = self._sync()
         n = len(o)
+        out = Hits.empty(n)
         if n == 0:
-            return Hits.misses(0)
+            return out
         if tmin > 0:
             o = o + d * np.float32(tmin)
         far = np.float32(min(float(tmax) - tmin, 1e30))
-        tfar = np.full(n, far, np.float32)
+        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, out)
+        if self._pool is None or n < 2 * _MIN_CHUNK:
+            self._trace_span(job, 0, n)
+        else:  # each worker traces AND post-processes its span: numpy releases the GIL too
+            bounds = np.linspace(0, n, min(self.threads * 4, n // _MIN_CHUNK) + 1).astype(int)
+            list(self._pool.map(lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:])))
+        return out
 
-        dist, prim = self._parallel(self._static, o, d, tfar)
-        layer_of = np.zeros(n, np.int8)  # 0 static, 1 dynamic
-        if masked.any() and self._static.scene is not None:
+    def _trace_span(self, job, a: int, b: int) -> None:
+        o_all, d_all, far, tmin, dynamic, masked, out = job
+        o, d = o_all[a:b], d_all[a:b]
+        tfar = np.full(b - a, far, np.float32)
+        dist, prim = self._static.run(o, d, tfar)
+        if masked is not None and self._static.scene is not None:
             dist, prim = self._look_through(o, d, dist, prim, masked, far)
-        if dynamic is not None:
-            ddist, dprim = self._parallel(dynamic, o, d, np.minimum(dist, far))
-            closer = dprim >= 0
-            dist = np.where(closer, ddist, dist)
-            prim = np.where(closer, dprim, prim)
-            layer_of[closer] = 1
-        return self._assemble(dist, prim, layer_of, dynamic, d, tmin)
+        self._write(out, slice(a, b), dist, prim, d, tmin, self._static)
+        if dynamic is not None and dynamic.scene is not None:
+            cand = np.flatnonzero(dynamic.may_hit(o, d, dist))
+            if len(cand):
+                ddist, dprim = dynamic.run(o[cand], d[cand], dist[cand])
+                closer = dprim >= 0  # tfar was the static distance: any dynamic hit is closer
+                if closer.any():
+                    rays = cand[closer]
+                    self._write(out, a + rays, ddist[closer], dprim[closer], d[rays], tmin, dynamic)
 
-    def _parallel(self, layer: _Layer, o, d, tfar):
-        n = len(o)
-        if self._pool is None or n < 2 * _MIN_CHUNK or layer.scene is None:
-            return layer.run(o, d, tfar)
-        n_chunks = min(self.threads * 4, n // _MIN_CHUNK)
-        bounds = np.linspace(0, n, n_chunks + 1).astype(int)
-        parts = list(self._pool.map(lambda ab: layer.run(o[ab[0]:ab[1]], d[ab[0]:ab[1]], tfar[ab[0]:ab[1]]), zip(bounds[:-1], bounds[1:])))
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    @staticmethod
+    def _write(out: Hits, where, dist, prim, d, tmin, layer: _Layer) -> None:
+        """Fill hits at `where` (a slice or indices) from one layer's primitive ids.
+
+        The tables' last row describes a miss, so primitive id -1 gathers miss values. np.take with
+        out= gathers straight into the result (several times faster than fancy indexing)."""
+        if layer.scene is None:  # nothing to hit: explicit misses (Hits.empty() is uninitialised)
+            out.distance[where], out.normal[where], out.entity[where], out.face[where], out.material[where] = np.inf, 0, -1, -1, -1
+            return
+        if isinstance(where, slice):
+            normal = out.normal[where]
+            np.take(layer.prim_normal, prim, axis=0, out=normal)
+            for column, field in ((layer.prim_entity, out.entity), (layer.prim_face, out.face), (layer.prim_material, out.material)):
+                np.take(column, prim, out=field[where])
+        else:
+            normal = np.take(layer.prim_normal, prim, axis=0)
+            for column, field in ((layer.prim_entity, out.entity), (layer.prim_face, out.face), (layer.prim_material, out.material)):
+                field[where] = np.take(column, prim)
+        facing = np.einsum("ij,ij->i", normal, d)
+        normal[facing > 0] *= np.float32(-1)  # normals face the ray
+        if not isinstance(where, slice):
+            out.normal[where] = normal
+        out.distance[where] = np.where(prim >= 0, dist + tmin if tmin else dist, np.float32(np.inf))
 
     def _look_through(self, o, d, dist, prim, masked, far):
         """Continue rays whose static hit belongs to a masked (moved/removed) static entity."""
         dist, prim = dist.copy(), prim.copy()
         for _ in range(_MAX_RETRACE):
-            ent = np.where(prim >= 0, self._static.prim_entity[np.maximum(prim, 0)], -1)
+            ent = self._static.prim_entity[prim]
             again = np.flatnonzero((ent >= 0) & (ent < len(masked)) & masked[np.maximum(ent, 0)])
             if not len(again):
                 return dist, prim
@@ -188,26 +229,6 @@ class EmbreeBackend(Backend):
         prim[again] = -1  # pathological stack of masked surfaces: report a miss, never a fake hit
         dist[again] = far
         return dist, prim
-
-    def _assemble(self, dist, prim, layer_of, dynamic, d, tmin) -> Hits:
-        n = len(dist)
-        hits = Hits.misses(n)
-        for layer, which in ((self._static, 0), (dynamic, 1)):
-            if layer is None or layer.scene is None:
-                continue
-            sel = np.flatnonzero((layer_of == which) & (prim >= 0))
-            if not len(sel):
-                continue
-            p = prim[sel]
-            hits.distance[sel] = dist[sel] + np.float32(tmin)
-            normal = layer.prim_normal[p]
-            flip = np.einsum("ij,ij->i", normal, d[sel]) > 0
-            normal[flip] *= -1
-            hits.normal[sel] = normal
-            hits.entity[sel] = layer.prim_entity[p]
-            hits.face[sel] = layer.prim_face[p]
-            hits.material[sel] = layer.prim_material[p]
-        return hits
 
     def close(self) -> None:
         super().close()

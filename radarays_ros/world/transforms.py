@@ -11,6 +11,9 @@ import numpy as np
 from ..errors import ConfigError
 
 
+_EYE3 = np.eye(3)
+
+
 def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """3x3 rotation for fixed-axis roll about x, then pitch about y, then yaw about z."""
     cr, sr = math.cos(roll), math.sin(roll)
@@ -108,10 +111,11 @@ def check_transform(matrix, what: str = "pose") -> np.ndarray:
     m = np.asarray(matrix, dtype=float)
     if m.shape != (4, 4):
         raise ConfigError(f"{what}: expected a 4x4 matrix, got shape {m.shape}")
-    if not np.all(np.isfinite(m)):
+    if not math.isfinite(m.sum()):
         raise ConfigError(f"{what}: contains NaN or inf; expected finite values")
     r = m[:3, :3]
-    if not np.allclose(r @ r.T, np.eye(3), atol=1e-6) or np.linalg.det(r) < 0:
+    # cheap checks (this runs for every pose update): orthonormal rows and a right-handed frame
+    if float(np.abs(r @ r.T - _EYE3).max()) > 1e-6 or float(np.cross(r[0], r[1]) @ r[2]) < 0:
         raise ConfigError(f"{what}: rotation part is not a proper rotation matrix")
     return m
 
