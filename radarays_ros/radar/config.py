@@ -1,0 +1,302 @@
+"""Radar configuration: frozen dataclasses loaded from YAML and validated on load.
+
+The YAML file has one mapping per section (the dataclass fields below); dotted keys such as
+``beam.width_deg`` name a value for overrides (``--set beam.width_deg=10``, ROS parameters).
+Defaults are the RadaRays ``cfg/RadarModel.cfg`` defaults (radar_model.md §3), except that the
+azimuth layout, which RadaRays hard-codes (400 columns at -0.9 deg), is configurable here.
+Every field carries its allowed range or values; a bad value raises ConfigError naming the file,
+the key and what is allowed; unknown keys are errors.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from ..errors import ConfigError
+
+INF = math.inf
+
+
+def _f(default, kind, lo=None, hi=None, *, choices=None, nullable=False, lo_open=False, hi_open=False, doc=""):
+    """A dataclass field with its validation rule in the metadata."""
+    rule = dict(kind=kind, lo=lo, hi=hi, choices=choices, nullable=nullable, lo_open=lo_open, hi_open=hi_open, doc=doc)
+    return field(default=default, metadata=rule)
+
+
+@dataclass(frozen=True)
+class AzimuthConfig:
+    count: int = _f(400, int, 1, 100_000, doc="azimuth columns per sweep (1 = non-rotating radar)")
+    start_deg: float = _f(0.0, float, -360.0, 360.0, doc="azimuth of column 0, from sensor +x, counter-clockwise")
+    step_deg: float = _f(-0.9, float, -360.0, 360.0, doc="azimuth increment per column (RadaRays: -0.9, clockwise)")
+    scroll: int = _f(0, int, 0, 100_000, doc="output column of azimuth k is (scroll + k) % count")
+    rate_hz: float = _f(4.0, float, 0.0, 1000.0, lo_open=True, doc="sweeps per second; azimuth k fires at t0 + k/(count*rate)")
+
+
+@dataclass(frozen=True)
+class RangeConfig:
+    resolution: float = _f(0.0438, float, 0.0, 100.0, lo_open=True, doc="metres per range bin")
+    bins: int = _f(3424, int, 1, 1_000_000, doc="range bins (image rows)")
+    max_range: float | None = _f(None, float, 0.0, 100_000.0, nullable=True, lo_open=True,
+                                 doc="when set, bins = ceil(max_range / resolution) (overrides bins)")
+    offset: float = _f(0.0, float, -1000.0, 1000.0, doc="metres subtracted from every apparent range")
+    write_bin_zero: bool = _f(False, bool, doc="RadaRays never writes row 0 when spreading (false = as original)")
+
+    @property
+    def n_bins(self) -> int:
+        if self.max_range is not None:
+            return max(1, int(math.ceil(self.max_range / self.resolution - 1e-9)))
+        return self.bins
+
+
+DISTRIBUTIONS = ("D1", "D2", "D3", "D4")
+
+
+@dataclass(frozen=True)
+class BeamConfig:
+    width_deg: float = _f(8.0, float, 0.0, 180.0, lo_open=True, doc="full beam width (circular beam)")
+    width_h_deg: float | None = _f(None, float, 0.0, 180.0, nullable=True, lo_open=True, doc="horizontal width (elliptic beam)")
+    width_v_deg: float | None = _f(None, float, 0.0, 180.0, nullable=True, lo_open=True, doc="vertical width (elliptic beam)")
+    samples: int = _f(10, int, 1, 1_000_000, doc="rays per azimuth (Ns)")
+    distribution: str = _f("D3", str, choices=DISTRIBUTIONS, doc="sample density D1..D4 (paper Sec. III-A)")
+    p_in_cone: float = _f(0.8, float, 0.0, 1.0, lo_open=True, hi_open=True, doc="D3/D4: probability of a sample inside the beam")
+    gain_weighting: bool = _f(False, bool, doc="weight samples by a Gaussian two-way antenna gain (not in RadaRays)")
+    redraw: str = _f("cached", str, choices=("cached", "per_frame"), doc="cone drawn once (CPU RadaRays) or every frame (GPU)")
+
+    @property
+    def widths_rad(self) -> tuple[float, float]:
+        """(horizontal, vertical) full widths in radians."""
+        h = self.width_h_deg if self.width_h_deg is not None else self.width_deg
+        v = self.width_v_deg if self.width_v_deg is not None else self.width_deg
+        return math.radians(h), math.radians(v)
+
+
+@dataclass(frozen=True)
+class TracingConfig:
+    passes: int = _f(4, int, 1, 32, doc="ray-cast passes (n_reflections; 1 = first hit only)")
+    energy_threshold: float = _f(0.001, float, 0.0, 1.0, hi_open=True, doc="waves and signals at or below this energy are dropped")
+    skip_distance: float = _f(0.001, float, 0.0, 1.0, doc="metres a new wave moves off the surface before its next cast")
+    max_distance: float = _f(1000.0, float, 0.0, 1e7, lo_open=True, doc="metres a ray is traced (RadaRays: 1000)")
+    polarization: float = _f(0.5, float, 0.0, 1.0, doc="weight of the s-polarised part in the Fresnel split")
+
+
+@dataclass(frozen=True)
+class ReturnsConfig:
+    multi_reflection: bool = _f(True, bool, doc="record back-path returns of later passes (ghosts at total path length)")
+    multipath: bool = _f(False, bool, doc="record returns through air straight back to the sensor (pass > 0)")
+    multipath_threshold: float = _f(0.5, float, -1.0, 1.0, doc="multipath gate on dot(incoming dir, sensor->hit dir)")
+    occlusion_test: bool = _f(False, bool, doc="multipath returns need a free line of sight to the sensor (one extra trace)")
+    keep: bool = _f(False, bool, doc="keep the list of raw returns in RadarImage.returns")
+
+
+KERNELS = ("none", "triangular", "gaussian", "maxwell_boltzmann")
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    type: str = _f("triangular", str, choices=KERNELS, doc="range spread ('system noise', radar_model.md §1.6)")
+    width: int = _f(50, int, 1, 100_000, doc="kernel length in bins")
+    mode: float = _f(0.35, float, 0.0, 1.0, doc="peak position as a fraction of the width")
+    gaussian_sigma: float | None = _f(None, float, 0.0, 100_000.0, nullable=True, lo_open=True, doc="gaussian: sigma in bins (default width/6)")
+
+
+@dataclass(frozen=True)
+class NoiseConfig:
+    ambient: str = _f("perlin", str, choices=("none", "uniform", "perlin"), doc="ambient noise model (§2)")
+    at_signal_0: float = _f(0.3, float, 0.0, 100.0, doc="noise amplitude (x column max) where there is no signal")
+    at_signal_1: float = _f(0.03, float, 0.0, 100.0, doc="noise amplitude (x column max) on the strongest signal")
+    energy_max: float = _f(0.5, float, 0.0, 100.0, doc="noise floor at range 0 (x column max)")
+    energy_min: float = _f(0.1, float, 0.0, 100.0, doc="noise floor far away (x column max)")
+    energy_loss: float = _f(0.05, float, 0.0, 100.0, doc="noise floor decay per metre")
+    perlin_scale_low: float = _f(0.05, float, 0.0, 100.0, lo_open=True, doc="low-frequency Perlin scale per bin/column")
+    perlin_scale_high: float = _f(0.2, float, 0.0, 100.0, lo_open=True, doc="high-frequency Perlin scale per bin/column")
+    perlin_p_low: float = _f(0.9, float, 0.0, 1.0, doc="weight of the low-frequency octave")
+    perlin_coherent: bool = _f(False, bool, doc="one Perlin offset per frame (smooth across azimuth) instead of one per column")
+    system_std: float = _f(0.0, float, 0.0, 1000.0, doc="std of white Gaussian noise added to the output image (output units)")
+
+
+NORMALISATIONS = ("radarays", "gazebo", "global", "db")
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    normalisation: str = _f("radarays", str, choices=NORMALISATIONS, doc="per-column (RadaRays CPU), Gazebo plugin, whole frame, or dB")
+    energy_max: float = _f(0.5, float, 0.0, 100.0, doc="the strongest return of a column maps to energy_max * signal_max")
+    signal_max: float = _f(120.0, float, 0.0, 1e6, lo_open=True, doc="output value of a column maximum of 1")
+    db_reference: float = _f(1.0, float, 0.0, 1e30, lo_open=True, doc="db: energy E0 that maps to 255 (1 = one emitted sample)")
+    db_range: float = _f(60.0, float, 0.0, 1000.0, lo_open=True, doc="db: dB below E0 that map to 0 (cut-off)")
+    radar_equation: bool = _f(False, bool, doc="scale returns by (reference_range / R)^4 (absolute power)")
+    reference_range: float = _f(1.0, float, 0.0, 1e6, lo_open=True, doc="metres at which the radar equation factor is 1")
+
+
+SECTIONS = {
+    "azimuth": AzimuthConfig,
+    "range": RangeConfig,
+    "beam": BeamConfig,
+    "tracing": TracingConfig,
+    "returns": ReturnsConfig,
+    "kernel": KernelConfig,
+    "noise": NoiseConfig,
+    "output": OutputConfig,
+}
+_DISTRIBUTION_ALIASES = {0: "D1", 1: "D2", 2: "D3", 3: "D4"}
+
+
+@dataclass(frozen=True)
+class RadarConfig:
+    """Everything the radar model needs; see config/radar/radarays_default.yaml for every key."""
+
+    azimuth: AzimuthConfig = field(default_factory=AzimuthConfig)
+    range: RangeConfig = field(default_factory=RangeConfig)
+    beam: BeamConfig = field(default_factory=BeamConfig)
+    tracing: TracingConfig = field(default_factory=TracingConfig)
+    returns: ReturnsConfig = field(default_factory=ReturnsConfig)
+    kernel: KernelConfig = field(default_factory=KernelConfig)
+    noise: NoiseConfig = field(default_factory=NoiseConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    seed: int = 0
+    origin: str = field(default="<defaults>", compare=False)
+
+    # -- loading --------------------------------------------------------------------------------
+    @classmethod
+    def from_yaml(cls, path: str | Path, overrides: Mapping[str, Any] | None = None) -> "RadarConfig":
+        """Read a YAML file (sections as in to_dict()), then apply dotted-key overrides."""
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"radar config {path}: file not found") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"radar config {path}: not valid YAML ({exc})") from None
+        config = cls.from_dict(data or {}, origin=str(path))
+        return config.with_overrides(overrides) if overrides else config
+
+    @classmethod
+    def from_dict(cls, data: Any, origin: str = "<dict>") -> "RadarConfig":
+        """Build and validate from a nested mapping {section: {key: value}, seed: n}; missing keys keep defaults."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"radar config {origin}: expected a mapping of sections {sorted(SECTIONS)} and 'seed'")
+        allowed = set(SECTIONS) | {"seed"}
+        unknown = sorted(set(map(str, data)) - allowed)
+        if unknown:
+            raise ConfigError(f"radar config {origin}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
+        kwargs: dict[str, Any] = {}
+        for name, section_cls in SECTIONS.items():
+            raw = data.get(name) or {}
+            if not isinstance(raw, Mapping):
+                raise ConfigError(f"radar config {origin}: '{name}' must be a mapping of keys to values")
+            kwargs[name] = _build_section(section_cls, name, raw, origin)
+        kwargs["seed"] = _check_value("seed", data.get("seed", 0), dict(kind=int, lo=0, hi=2**63 - 1, choices=None,
+                                      nullable=False, lo_open=False, hi_open=False), origin)
+        config = cls(**kwargs, origin=origin)
+        config._check_consistency()
+        return config
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None) -> "RadarConfig":
+        """A copy with dotted keys replaced, e.g. {"beam.width_deg": "10"}; strings are parsed as YAML scalars."""
+        if not overrides:
+            return self
+        data = self.to_dict()
+        for key, value in overrides.items():
+            parts = str(key).split(".")
+            if isinstance(value, str):
+                try:
+                    value = yaml.safe_load(value) if value.strip() else value
+                except yaml.YAMLError:
+                    pass
+            if parts == ["seed"]:
+                data["seed"] = value
+                continue
+            if len(parts) != 2 or parts[0] not in SECTIONS:
+                raise ConfigError(f"radar config override '{key}': expected section.key with section one of {sorted(SECTIONS)} (or 'seed')")
+            keys = [f.name for f in dataclasses.fields(SECTIONS[parts[0]])]
+            if parts[1] not in keys:
+                raise ConfigError(f"radar config override '{key}': unknown key; {parts[0]} has {keys}")
+            data[parts[0]][parts[1]] = value
+        return RadarConfig.from_dict(data, origin=f"{self.origin} + overrides")
+
+    def to_dict(self) -> dict:
+        """Nested plain dict, the same shape from_dict reads."""
+        out: dict[str, Any] = {name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS}
+        out["seed"] = self.seed
+        return out
+
+    @staticmethod
+    def keys() -> dict[str, str]:
+        """Every dotted key with its documentation (for ROS parameter descriptors and --help)."""
+        return {f"{s}.{f.name}": f.metadata.get("doc", "") for s, c in SECTIONS.items() for f in dataclasses.fields(c)} | {"seed": "random seed"}
+
+    # -- derived --------------------------------------------------------------------------------
+    @property
+    def n_azimuths(self) -> int:
+        return self.azimuth.count
+
+    @property
+    def n_bins(self) -> int:
+        return self.range.n_bins
+
+    def _check_consistency(self) -> None:
+        n = self.noise
+        if n.energy_min > n.energy_max:
+            raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")
+
+
+def _build_section(section_cls, name: str, raw: Mapping, origin: str):
+    fields = {f.name: f for f in dataclasses.fields(section_cls)}
+    unknown = sorted(set(map(str, raw)) - set(fields))
+    if unknown:
+        raise ConfigError(f"radar config {origin}: unknown key(s) {[f'{name}.{k}' for k in unknown]}; {name} allows {sorted(fields)}")
+    values = {}
+    for key, value in raw.items():
+        rule = fields[key].metadata
+        if name == "beam" and key == "distribution" and isinstance(value, int) and not isinstance(value, bool):
+            value = _DISTRIBUTION_ALIASES.get(value, value)  # RadaRays' beam_sample_dist 0..3
+        values[key] = _check_value(f"{name}.{key}", value, rule, origin)
+    return section_cls(**values)
+
+
+def _check_value(key: str, value: Any, rule: Mapping, origin: str):
+    where = f"radar config {origin}: {key}"
+    kind = rule["kind"]
+    if value is None:
+        if rule.get("nullable"):
+            return None
+        raise ConfigError(f"{where}: a value is required ({_allowed(rule)})")
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{where} = {value!r}: must be true or false")
+    if kind is str:
+        if not isinstance(value, str) or (rule["choices"] and value not in rule["choices"]):
+            raise ConfigError(f"{where} = {value!r}: must be one of {', '.join(rule['choices'])}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where} = {value!r}: must be a number ({_allowed(rule)})")
+    if kind is int:
+        if float(value) != int(value):
+            raise ConfigError(f"{where} = {value!r}: must be an integer ({_allowed(rule)})")
+        value = int(value)
+    else:
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{where} = {value!r}: must be a finite number ({_allowed(rule)})")
+    lo, hi = rule["lo"], rule["hi"]
+    bad_lo = lo is not None and (value <= lo if rule["lo_open"] else value < lo)
+    bad_hi = hi is not None and (value >= hi if rule["hi_open"] else value > hi)
+    if bad_lo or bad_hi:
+        raise ConfigError(f"{where} = {value!r}: out of range, allowed {_allowed(rule)}")
+    return value
+
+
+def _allowed(rule: Mapping) -> str:
+    if rule["choices"]:
+        return "one of " + ", ".join(rule["choices"])
+    left = "(" if rule["lo_open"] else "["
+    right = ")" if rule["hi_open"] else "]"
+    kind = "integer" if rule["kind"] is int else "number"
+    span = f"{kind} in {left}{rule['lo']}, {rule['hi']}{right}"
+    return span + (" or null" if rule.get("nullable") else "")

@@ -1,0 +1,112 @@
+"""Radar materials: the `radar:` part of each library material, parsed into per-material-id arrays.
+
+Keys of a material's radar part:
+    velocity: wave velocity in m/ns, in [0, 0.3]. 0 = perfect reflector, 0.3 (air) = invisible.
+    brdf:     radarays (default) | paper | cook_torrance | a name from the `radarays_ros.brdf` entry points
+    ...       the BRDF's parameters (radarays/paper: A, B, C; cook_torrance: diffuse, roughness, n,
+              transmittance); all required except transmittance.
+A material with an empty radar part gets what RadaRays' Gazebo plugin gives an untagged visual:
+velocity 0, radarays A 1, B 0, C 3000 (a perfect reflector with a constant BRDF).
+The wave medium "air" is an extra id (= number of materials) with velocity 0.3 m/ns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import brdf as brdf_module
+
+AIR_VELOCITY = 0.3  # m/ns, the speed of light in air (RadaRays' c)
+UNTAGGED = {"velocity": 0.0, "brdf": "radarays", "A": 1.0, "B": 0.0, "C": 3000.0}
+
+
+@dataclass
+class RadarMaterials:
+    """Per material id: velocity, BRDF name and parameters; index `air` is the air medium."""
+
+    names: list[str]
+    velocity: np.ndarray  # (n + 1,) float64, last = air
+    brdf: list[str]  # (n,) BRDF name per material
+    params: list[dict]  # (n,) parameters per material
+    transmittance: np.ndarray  # (n + 1,) fraction of energy kept per metre inside, 1 = lossless
+    functions: dict = field(default_factory=dict)  # BRDF name -> callable
+
+    @property
+    def air(self) -> int:
+        return len(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @classmethod
+    def from_library(cls, library) -> "RadarMaterials":
+        """Parse and validate every material's radar part; errors name material.origin and the key."""
+        names, velocity, kinds, params, trans, functions = [], [], [], [], [], {}
+        for material in library.materials:
+            v, kind, p, fn = parse_radar_part(material.radar, material.origin or f"material {material.name}")
+            names.append(material.name)
+            velocity.append(v)
+            kinds.append(kind)
+            params.append(p)
+            trans.append(p.get("transmittance", 1.0) if kind == "cook_torrance" else 1.0)
+            functions[kind] = fn
+        return cls(names, np.array(velocity + [AIR_VELOCITY]), kinds, params, np.array(trans + [1.0]), functions)
+
+    @classmethod
+    def uniform(cls, velocity: float = 0.0, A: float = 1.0, B: float = 0.0, C: float = 3000.0) -> "RadarMaterials":
+        """One material everywhere (RadaRays' MulRan setting), for quick experiments."""
+        return cls(["uniform"], np.array([velocity, AIR_VELOCITY]), ["radarays"], [{"A": A, "B": B, "C": C}],
+                   np.ones(2), {"radarays": brdf_module.radarays})
+
+    def evaluate(self, material_ids: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """BRDF factor of each return: material_ids (N,) index this table, theta (N,) radians."""
+        out = np.zeros(len(theta))
+        if not len(theta):
+            return out
+        for mid in np.unique(material_ids):
+            sel = material_ids == mid
+            fn = self.functions[self.brdf[mid]]
+            out[sel] = np.asarray(fn(theta[sel], self.params[mid]), dtype=np.float64)
+        return np.nan_to_num(np.maximum(out, 0.0))
+
+
+def parse_radar_part(radar: dict, where: str):
+    """(velocity, brdf name, params, function) of one material's radar part, validated."""
+    radar = dict(radar or {})
+    if not radar:
+        radar = dict(UNTAGGED)
+    if "velocity" not in radar:
+        raise ConfigError(f"{where}.radar: missing key 'velocity' (wave velocity in m/ns, 0 .. {AIR_VELOCITY})")
+    velocity = _number(radar.pop("velocity"), f"{where}.radar.velocity", 0.0, AIR_VELOCITY)
+    kind = radar.pop("brdf", "radarays")
+    spec = brdf_module.resolve(str(kind))
+    if spec is None:
+        raise ConfigError(f"{where}.radar.brdf = {kind!r}: unknown BRDF; known: {', '.join(brdf_module.known_names())}")
+    params = {}
+    if spec.params:
+        unknown = sorted(set(radar) - set(spec.params))
+        if unknown:
+            raise ConfigError(f"{where}.radar: unknown key(s) {unknown} for brdf {kind}; allowed: velocity, brdf, {', '.join(spec.params)}")
+        for key, (lo, hi, default) in spec.params.items():
+            if key not in radar:
+                if default is None:
+                    raise ConfigError(f"{where}.radar: missing key '{key}' of brdf {kind} (allowed {lo} .. {hi})")
+                params[key] = default
+            else:
+                params[key] = _number(radar[key], f"{where}.radar.{key}", lo, hi)
+        if kind == "paper" and params["A"] + params["B"] > 1.0:
+            raise ConfigError(f"{where}.radar: brdf paper needs A + B <= 1 (got {params['A']} + {params['B']})")
+    else:  # plugin BRDF: any numeric parameters
+        for key, value in radar.items():
+            params[key] = _number(value, f"{where}.radar.{key}", -np.inf, np.inf)
+    return velocity, str(kind), params, spec.function
+
+
+def _number(value, where: str, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        raise ConfigError(f"{where} = {value!r}: must be a finite number in [{lo}, {hi}]")
+    if not lo <= value <= hi:
+        raise ConfigError(f"{where} = {value!r}: out of range, allowed [{lo}, {hi}]")
+    return float(value)

@@ -1,0 +1,50 @@
+"""Normalisation of the drawn energies to the output scale (radar_model.md §1.7, §1.10).
+
+* radarays: RadaRays CPU. Per column with M = column max: out = signal_max/M (energy_max S + N(M)).
+            The strongest return of a column maps to energy_max * signal_max. Empty columns are 0
+            (the original divides by zero there).
+* gazebo:   the Gazebo Embree plugin: no energy_max factor and, with ambient noise on,
+            M = max(noise.energy_max, M) (a floor that also keeps empty columns finite).
+* global:   as radarays with one M for the whole frame (relative strengths across azimuths kept).
+* db:       the paper's L = 10 log10(E / E0), mapped linearly from [-db_range, 0] dB to [0, 255].
+Values are floats before the 8-bit conversion (round half to even, saturate), as cv::convertTo.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .noise import ambient_noise
+
+
+def _scale(values: np.ndarray, m: np.ndarray, signal_max: float) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(m > 0, signal_max / np.where(m > 0, m, 1.0), 0.0)
+    return values * factor
+
+
+def normalise(slices: np.ndarray, out_cfg, noise_cfg, resolution: float, rng: np.random.Generator) -> np.ndarray:
+    """Float output image (A, B) from the drawn energies (A, B); never NaN or inf."""
+    mode = out_cfg.normalisation
+    if mode in ("radarays", "global"):
+        m = slices.max(axis=1) if mode == "radarays" else np.full(len(slices), slices.max(initial=0.0))
+        signal = out_cfg.energy_max * slices
+        total = signal + ambient_noise(noise_cfg, signal, m, resolution, rng)
+        return _scale(total, m[:, None], out_cfg.signal_max)
+    if mode == "gazebo":
+        m = slices.max(axis=1)
+        if noise_cfg.ambient != "none":
+            m = np.maximum(noise_cfg.energy_max, m)
+        total = slices + ambient_noise(noise_cfg, slices, m, resolution, rng)
+        return _scale(total, m[:, None], out_cfg.signal_max)
+    if mode == "db":
+        m = np.full(len(slices), slices.max(initial=0.0))
+        energy = slices + ambient_noise(noise_cfg, slices, m, resolution, rng)
+        with np.errstate(divide="ignore"):
+            level = 10.0 * np.log10(np.where(energy > 0, energy, 1e-300) / out_cfg.db_reference)
+        return np.maximum(255.0 * (level + out_cfg.db_range) / out_cfg.db_range, 0.0)
+    raise ValueError(f"unknown normalisation {mode!r}")
+
+
+def to_uint8(image: np.ndarray) -> np.ndarray:
+    """Round (half to even) and saturate to 0..255, like OpenCV's convertTo(CV_8U)."""
+    return np.clip(np.rint(image), 0, 255).astype(np.uint8)

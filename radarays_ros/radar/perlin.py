@@ -1,0 +1,63 @@
+"""Ken Perlin's improved noise (SIGGRAPH 2002), evaluated in the plane z = 0 (radar_model.md §2.2).
+
+RadaRays' ambient noise uses P(x, y, 0) with the reference 256-entry permutation table (repeated to
+512), the fade curve 6t^5 - 15t^4 + 10t^3 and the 12 edge gradients (16 hash cases). The value is in
+about [-1, 1] and is not remapped. Vectorised over arrays of x and y.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# Ken Perlin's reference permutation of 0..255 (published with "Improving Noise", 2002).
+_PERMUTATION = np.array([
+    151, 160, 137, 91, 90, 15, 131, 13, 201, 95, 96, 53, 194, 233, 7, 225, 140, 36, 103, 30, 69, 142, 8, 99, 37, 240,
+    21, 10, 23, 190, 6, 148, 247, 120, 234, 75, 0, 26, 197, 62, 94, 252, 219, 203, 117, 35, 11, 32, 57, 177, 33, 88,
+    237, 149, 56, 87, 174, 20, 125, 136, 171, 168, 68, 175, 74, 165, 71, 134, 139, 48, 27, 166, 77, 146, 158, 231, 83,
+    111, 229, 122, 60, 211, 133, 230, 220, 105, 92, 41, 55, 46, 245, 40, 244, 102, 143, 54, 65, 25, 63, 161, 1, 216,
+    80, 73, 209, 76, 132, 187, 208, 89, 18, 169, 200, 196, 135, 130, 116, 188, 159, 86, 164, 100, 109, 198, 173, 186,
+    3, 64, 52, 217, 226, 250, 124, 123, 5, 202, 38, 147, 118, 126, 255, 82, 85, 212, 207, 206, 59, 227, 47, 16, 58,
+    17, 182, 189, 28, 42, 223, 183, 170, 213, 119, 248, 152, 2, 44, 154, 163, 70, 221, 153, 101, 155, 167, 43, 172, 9,
+    129, 22, 39, 253, 19, 98, 108, 110, 79, 113, 224, 232, 178, 185, 112, 104, 218, 246, 97, 228, 251, 34, 242, 193,
+    238, 210, 144, 12, 191, 179, 162, 241, 81, 51, 145, 235, 249, 14, 239, 107, 49, 192, 214, 31, 181, 199, 106, 157,
+    184, 84, 204, 176, 115, 121, 50, 45, 127, 4, 150, 254, 138, 236, 205, 93, 222, 114, 67, 29, 24, 72, 243, 141, 128,
+    195, 78, 66, 215, 61, 156, 180,
+], dtype=np.int64)
+_P = np.concatenate([_PERMUTATION, _PERMUTATION])
+
+# gradient (gx, gy) of the 16 hash cases at z = 0 (the z component multiplies z = 0)
+_GRAD = np.array([
+    (1, 1), (-1, 1), (1, -1), (-1, -1), (1, 0), (-1, 0), (1, 0), (-1, 0),
+    (0, 1), (0, -1), (0, 1), (0, -1), (1, 1), (0, -1), (-1, 1), (0, -1),
+], dtype=np.float64)
+
+
+def _fade(t):
+    return t * t * t * (t * (t * 6.0 - 15.0) + 10.0)
+
+
+def _grad(h, x, y):
+    g = _GRAD[h & 15]
+    return g[..., 0] * x + g[..., 1] * y
+
+
+def perlin2(x, y) -> np.ndarray:
+    """Improved Perlin noise P(x, y, 0), same shape as the broadcast of x and y."""
+    x, y = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(y, np.float64))
+    xf, yf = np.floor(x), np.floor(y)
+    xi = xf.astype(np.int64) & 255
+    yi = yf.astype(np.int64) & 255
+    x, y = x - xf, y - yf
+    u, v = _fade(x), _fade(y)
+    a = _P[xi] + yi
+    b = _P[xi + 1] + yi
+    aa, ab = _P[_P[a]], _P[_P[a + 1]]  # z = 0: the z-hash adds Z = 0
+    ba, bb = _P[_P[b]], _P[_P[b + 1]]
+    x1 = _grad(aa, x, y) + u * (_grad(ba, x - 1.0, y) - _grad(aa, x, y))
+    x2 = _grad(ab, x, y - 1.0) + u * (_grad(bb, x - 1.0, y - 1.0) - _grad(ab, x, y - 1.0))
+    return x1 + v * (x2 - x1)
+
+
+def perlin_hilo(x_offset, i, col, scale_low: float, scale_high: float, p_low: float) -> np.ndarray:
+    """RadaRays' two-octave mix p_low P(o + i s_lo, col s_lo) + (1 - p_low) P(o + i s_hi, col s_hi)."""
+    return (p_low * perlin2(x_offset + i * scale_low, col * scale_low)
+            + (1.0 - p_low) * perlin2(x_offset + i * scale_high, col * scale_high))

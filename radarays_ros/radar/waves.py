@@ -1,0 +1,130 @@
+"""The multi-bounce wave loop, batched over the whole frame (radar_model.md §1.3-§1.5).
+
+Every pass is ONE backend.trace call for all live waves of all azimuths; a hit splits a wave into a
+reflected and a refracted child (Fresnel, fresnel.py), so the wave count can at most double per pass.
+A wave starts in air with energy 1 (or its antenna-gain weight) at time 0 and advances its time by
+distance / velocity of its medium. Leaving any object means entering air (no nested media).
+
+Returns (signals) are recorded when a wave reflects while in air with E_refl above the threshold:
+* back along the path (pass 0, and later passes if returns.multi_reflection): apparent range
+  c * t_incidence (round trip 2 t), strength BRDF(theta_i) * E_refl - so multi-bounce returns appear
+  at the total one-way path length (ghosts, e.g. behind mirrors);
+* multipath through air (passes > 0, returns.multipath): straight back to the sensor when
+  dot(incoming dir, sensor->hit dir) > multipath_threshold, apparent range (c t + |h| c / v) / 2,
+  strength BRDF(angle(-r, sensor->hit)) * E_refl; with returns.occlusion_test the way back must be free.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fresnel import fresnel_split
+from .materials import AIR_VELOCITY, RadarMaterials
+
+C = AIR_VELOCITY  # m/ns, converts signal time to apparent range
+
+
+@dataclass
+class Returns:
+    """Raw returns of one frame, in firing order of the azimuths (k, not the scrolled column)."""
+
+    azimuth: np.ndarray  # (R,) int64 azimuth index k
+    range_m: np.ndarray  # (R,) float64 apparent range = c * round-trip time / 2
+    energy: np.ndarray  # (R,) float64
+    bounce: np.ndarray  # (R,) int16 pass in which the return was made (0 = first hit)
+
+    @classmethod
+    def concat(cls, parts: list["Returns"]) -> "Returns":
+        if not parts:
+            return cls(np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.int16))
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("azimuth", "range_m", "energy", "bounce")))
+
+
+def primary_rays(sensor_origin: np.ndarray, column_rot: np.ndarray, cone: np.ndarray):
+    """Origins and directions (A*S, 3) of all azimuths' samples, azimuth-major."""
+    a, s = len(column_rot), len(cone)
+    dirs = np.einsum("kij,sj->ksi", column_rot, cone).reshape(a * s, 3)
+    origins = np.repeat(sensor_origin, s, axis=0)
+    return origins, dirs
+
+
+def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone: np.ndarray, weights,
+                materials: RadarMaterials, tracing, returns, ray_log: list | None = None) -> Returns:
+    """All returns of one frame. sensor_origin (A,3) and column_rot (A,3,3) world <- column frame."""
+    a, s = len(column_rot), len(cone)
+    o, d = primary_rays(sensor_origin, column_rot, cone)
+    az = np.repeat(np.arange(a), s)
+    energy = np.tile(np.asarray(weights, np.float64), a) if weights is not None else np.ones(a * s)
+    time = np.zeros(a * s)
+    medium = np.full(a * s, materials.air, np.int64)
+    threshold, skip = tracing.energy_threshold, tracing.skip_distance
+    lossy = bool(np.any(materials.transmittance < 1.0))
+    found: list[Returns] = []
+    for pass_id in range(tracing.passes):
+        if not len(o):
+            break
+        if ray_log is not None:
+            ray_log.append((o.astype(np.float32), d.astype(np.float32)))
+        hits = backend.trace(o, d, 0.0, tracing.max_distance)
+        keep = np.flatnonzero(hits.hit)
+        o, d, az, energy, time, medium = o[keep], d[keep], az[keep], energy[keep], time[keep], medium[keep]
+        dist = hits.distance[keep].astype(np.float64)
+        normal = hits.normal[keep].astype(np.float64)
+        surface = hits.material[keep].astype(np.int64)
+
+        v1 = materials.velocity[medium]
+        pos = o + d * dist[:, None]
+        time = time + dist / v1
+        if lossy:
+            energy = energy * materials.transmittance[medium] ** dist
+        in_air = medium == materials.air
+        behind = np.where(in_air, surface, materials.air)
+        v2 = materials.velocity[behind]
+        r_eff, theta_i, r_dir, t_dir, refracts = fresnel_split(d, normal, v1, v2, tracing.polarization)
+        e_refl = r_eff * energy
+        e_trans = (1.0 - r_eff) * energy
+
+        signal = np.flatnonzero(in_air & (e_refl > threshold))
+        if len(signal) and (pass_id == 0 or returns.multi_reflection):
+            strength = materials.evaluate(surface[signal], theta_i[signal]) * e_refl[signal]
+            found.append(Returns(az[signal], C * time[signal], strength, np.full(len(signal), pass_id, np.int16)))
+        if len(signal) and pass_id > 0 and returns.multipath:
+            found.append(_multipath(backend, signal, pos, d, r_dir, az, time, v1, surface, e_refl, sensor_origin,
+                                    materials, returns, skip, pass_id))
+
+        refl = np.flatnonzero(e_refl > threshold)
+        trans = np.flatnonzero(refracts & (e_trans > threshold))
+        new_d = np.concatenate([r_dir[refl], t_dir[trans]])
+        o = np.concatenate([pos[refl], pos[trans]]) + new_d * skip
+        d = new_d
+        v_new = np.concatenate([v1[refl], v2[trans]])
+        time = np.concatenate([time[refl], time[trans]]) + skip / v_new
+        energy = np.concatenate([e_refl[refl], e_trans[trans]])
+        medium = np.concatenate([medium[refl], behind[trans]])
+        az = np.concatenate([az[refl], az[trans]])
+    return Returns.concat(found)
+
+
+def _multipath(backend, signal, pos, d, r_dir, az, time, v1, surface, e_refl, sensor_origin, materials, returns,
+               skip, pass_id) -> Returns:
+    """Returns straight back through air to the sensor from reflections in pass > 0."""
+    h = pos[signal] - sensor_origin[az[signal]]
+    h_len = np.linalg.norm(h, axis=1)
+    h_hat = h / np.maximum(h_len, 1e-12)[:, None]
+    gate = np.einsum("ij,ij->i", d[signal], h_hat) > returns.multipath_threshold
+    idx = signal[gate]
+    h_len, h_hat = h_len[gate], h_hat[gate]
+    if returns.occlusion_test and len(idx):
+        back = -h_hat
+        reach = np.maximum(h_len - 2.0 * skip, 0.0)
+        free = np.ones(len(idx), bool)
+        far = reach > 0
+        if far.any():
+            blocked = backend.trace(pos[idx][far] + back[far] * skip, back[far], 0.0, float(reach[far].max()))
+            free[np.flatnonzero(far)] = ~(blocked.hit & (blocked.distance < reach[far]))
+        idx, h_len, h_hat = idx[free], h_len[free], h_hat[free]
+    cos_dev = np.clip(np.einsum("ij,ij->i", -r_dir[idx], h_hat), -1.0, 1.0)
+    strength = materials.evaluate(surface[idx], np.arccos(cos_dev)) * e_refl[idx]
+    range_m = C * (time[idx] + h_len / v1[idx]) / 2.0
+    return Returns(az[idx], range_m, strength, np.full(len(idx), pass_id, np.int16))
