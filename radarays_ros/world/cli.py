@@ -1,0 +1,167 @@
+"""`radarays world info|panorama`: see what a world loaded as, in a table or a 360° range picture.
+
+    radarays world info WORLD [--materials M] [--collision] [--ignore GLOB ...] [--json] [--lenient]
+    radarays world panorama WORLD --pose "x y z roll pitch yaw" --out pano.png [--width 1440]
+                            [--max-range R] [--ranges-out ranges.npy] [--materials M] [--collision]
+
+`info` lists unresolved URIs instead of failing (it loads with strict=False); `panorama` fails on them
+unless --lenient. The panorama is equirectangular: column 0 looks backwards (azimuth +180°) and
+azimuth decreases to the right, so the centre column looks along the pose's +x and the left half of
+the picture is the sensor's left (+y); row 0 looks straight up. Ranges are colour-mapped (turbo,
+0 m .. max range); misses are black.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter
+
+import numpy as np
+
+from ..errors import ConfigError
+from .loader import load_world
+from .transforms import parse_pose_string
+
+
+def add_parser(subparsers) -> None:
+    world = subparsers.add_parser("world", help="inspect a world: entity table, 360° range panorama")
+    sub = world.add_subparsers(dest="world_command", required=True, metavar="SUBCOMMAND")
+
+    info = sub.add_parser("info", help="entities, triangles, materials, unresolved URIs, warnings")
+    _common(info)
+    info.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    info.set_defaults(func=run_info)
+
+    pano = sub.add_parser("panorama", help="360°x180° equirectangular range picture from a pose")
+    _common(pano)
+    pano.add_argument("--pose", default="0 0 0 0 0 0", help='sensor pose "x y z roll pitch yaw" (m, rad)')
+    pano.add_argument("--degrees", action="store_true", help="roll/pitch/yaw of --pose are in degrees")
+    pano.add_argument("--out", required=True, help="PNG file to write")
+    pano.add_argument("--width", type=int, default=1440, help="picture width in pixels (height = width/2)")
+    pano.add_argument("--max-range", type=float, default=None, help="range of the last colour (default: farthest hit)")
+    pano.add_argument("--ranges-out", default=None, help="also save the ranges (H, W) float32 .npy, inf = miss")
+    pano.add_argument("--lenient", action="store_true", help="skip entities with unresolvable URIs")
+    pano.set_defaults(func=run_panorama)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("world", help="SDF world, model directory, URDF or mesh file (.ply/.stl/.obj/.dae/.glb/.gltf)")
+    p.add_argument("--materials", default=None, help="material library YAML merged over the shipped one")
+    p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
+    p.add_argument("--ignore", action="append", default=[], metavar="GLOB", help="skip entities whose scoped name matches")
+
+
+def _load(args, strict: bool):
+    return load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual",
+                      ignore=tuple(args.ignore), strict=strict)
+
+
+# -- info -------------------------------------------------------------------------------------------
+def world_summary(scene) -> dict:
+    """Plain-data summary of a loaded scene (what `world info --json` prints)."""
+    entities = []
+    for e in scene.entities:
+        counts = Counter(scene.materials[int(i)].name for i in e.face_materials)
+        entities.append({
+            "id": e.id, "name": e.name, "static": e.static, "triangles": int(e.mesh.n_faces),
+            "position": [round(float(v), 6) for v in e.pose[:3, 3]],
+            "materials": dict(sorted(counts.items(), key=lambda kv: -kv[1])),
+        })
+    bounds = scene.bounds()
+    return {
+        "world": scene.source,
+        "entities": entities,
+        "entity_count": len(entities),
+        "triangles": int(scene.triangle_count),
+        "bounds": {"min": bounds[0].tolist(), "max": bounds[1].tolist()},
+        "unresolved": list(scene.unresolved),
+        "warnings": list(scene.warnings),
+    }
+
+
+def run_info(args) -> int:
+    scene = _load(args, strict=False)
+    summary = world_summary(scene)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    rows = [("ENTITY", "STATIC", "TRIANGLES", "MATERIALS (faces)")]
+    for e in summary["entities"]:
+        mats = ", ".join(f"{k}:{v}" for k, v in e["materials"].items())
+        rows.append((e["name"], "yes" if e["static"] else "no", str(e["triangles"]), mats))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    out = [f"world: {summary['world']}"]
+    for r in rows:
+        out.append(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}")
+    b = summary["bounds"]
+    out.append(f"{summary['entity_count']} entities, {summary['triangles']} triangles; bounds "
+               f"min {_fmt(b['min'])} max {_fmt(b['max'])}")
+    out.append("unresolved URIs: " + (", ".join(summary["unresolved"]) if summary["unresolved"] else "none"))
+    out += [f"warning: {w}" for w in summary["warnings"]]
+    print("\n".join(out))
+    return 0
+
+
+def _fmt(v) -> str:
+    return "(" + ", ".join(f"{x:.2f}" for x in v) + ")"
+
+
+# -- panorama ---------------------------------------------------------------------------------------
+def panorama_directions(width: int) -> np.ndarray:
+    """(H, W, 3) unit directions of the equirectangular picture in the sensor frame (pixel centres)."""
+    height = width // 2
+    azimuth = math.pi - 2 * math.pi * (np.arange(width) + 0.5) / width
+    elevation = math.pi / 2 - math.pi * (np.arange(height) + 0.5) / height
+    az, el = np.meshgrid(azimuth, elevation)
+    return np.stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)], axis=-1)
+
+
+def panorama_ranges(scene, pose: np.ndarray, width: int) -> np.ndarray:
+    """(H, W) float32 first-hit distances from `pose` (inf = miss), traced in one batch with Embree."""
+    from ..tracing import make_backend
+
+    dirs = panorama_directions(width).reshape(-1, 3) @ pose[:3, :3].T
+    origins = np.broadcast_to(pose[:3, 3], dirs.shape)
+    backend = make_backend("embree", scene)
+    try:
+        hits = backend.trace(origins, dirs)
+    finally:
+        backend.close()
+    return hits.distance.reshape(width // 2, width)
+
+
+def colorize(ranges: np.ndarray, max_range: float) -> np.ndarray:
+    """(H, W, 3) uint8: turbo colour map over 0..max_range, misses black."""
+    from matplotlib import colormaps
+
+    lut = (colormaps["turbo"](np.linspace(0, 1, 256))[:, :3] * 255).round().astype(np.uint8)
+    hit = np.isfinite(ranges)
+    level = np.zeros(ranges.shape, np.int64)
+    level[hit] = np.clip(np.round(ranges[hit] / max_range * 255), 0, 255).astype(np.int64)
+    rgb = lut[level]
+    rgb[~hit] = 0
+    return rgb
+
+
+def run_panorama(args) -> int:
+    from PIL import Image
+
+    if args.width < 8 or args.width % 2:
+        raise ConfigError(f"--width {args.width}: expected an even number >= 8")
+    if args.max_range is not None and not (math.isfinite(args.max_range) and args.max_range > 0):
+        raise ConfigError(f"--max-range {args.max_range}: expected a positive number of metres")
+    pose = parse_pose_string(args.pose, degrees=args.degrees, what="--pose")
+    scene = _load(args, strict=not args.lenient)
+    ranges = panorama_ranges(scene, pose, args.width)
+    hit = np.isfinite(ranges)
+    max_range = args.max_range or (float(ranges[hit].max()) if hit.any() else 1.0)
+    Image.fromarray(colorize(ranges, max_range)).save(args.out)
+    if args.ranges_out:
+        np.save(args.ranges_out, ranges)
+    print(f"wrote {args.out}: {args.width}x{args.width // 2}, {int(hit.sum())} of {hit.size} rays hit, "
+          f"colour scale 0..{max_range:.2f} m (turbo), misses black", file=sys.stdout)
+    for w in scene.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    return 0
