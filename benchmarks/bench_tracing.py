@@ -25,14 +25,15 @@ def lidar_like_rays(n: int, height: float = 1.8):
     el = np.radians(np.linspace(-22.5, 22.5, rows))
     a, e = np.meshgrid(az, el)
     d = np.stack([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)], -1).reshape(-1, 3)
-    return np.tile([0.0, 0.0, height], (len(d), 1)), d
+    return np.tile(np.float32([0.0, 0.0, height]), (len(d), 1)), d.astype(np.float32)
 
 
 def incoherent_rays(n: int, rng):
     """Random origins in the city and random directions (like multi-bounce radar rays)."""
     o = np.column_stack([rng.uniform(-80, 80, n), rng.uniform(-80, 80, n), rng.uniform(0.5, 20, n)])
     d = rng.normal(size=(n, 3))
-    return o, d
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    return o.astype(np.float32), d.astype(np.float32)  # sensors hand the backend float32 unit vectors
 
 
 def throughput(scene, rays: dict, world_label: str) -> None:

@@ -170,5 +170,10 @@ def test_bad_rays_are_rejected(wall_scene, origins, directions, message):
 def test_bad_pose_and_unknown_backend(wall_scene):
     with pytest.raises(ConfigError, match="NaN or inf"):
         wall_scene.set_pose("cube::link::visual", np.full((4, 4), np.nan))
-    with pytest.raises(TracingError, match="available: embree"):
+    with pytest.raises(TracingError, match="available: embree, optix"):
         make_backend("nope", wall_scene)
+
+
+def test_gpu_backend_without_cuda_says_what_is_missing(wall_scene):
+    with pytest.raises(TracingError, match="backend 'optix' is not available: .*use backend 'embree'"):
+        make_backend("optix", wall_scene)

@@ -96,7 +96,7 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
         raise TracingError(f"origins and directions must both be (N, 3); got {o.shape} and {d.shape}")
     if not np.isfinite(o.sum()):  # one reduction instead of an elementwise mask: NaN/inf propagate
         raise TracingError("origins contain NaN or inf")
-    norm2 = np.einsum("ij,ij->i", d, d)
+    norm2 = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
     if not np.isfinite(norm2.sum()):
         raise TracingError("directions contain NaN or inf")
     if norm2.min(initial=1.0) < 1e-24:
@@ -109,3 +109,7 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
 def _load_builtin() -> None:
     if "embree" not in _BACKENDS:
         from . import embree  # noqa: F401  (registers itself)
+    if "optix" not in _BACKENDS:
+        from .optix import make_optix_backend
+
+        _BACKENDS["optix"] = make_optix_backend
