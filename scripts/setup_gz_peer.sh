@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install (idempotently) what the Gazebo transport tests' real peer needs and build it:
+# Debian 12's C++ Ignition Transport 11 + Ignition Msgs 8 (gz-transport wire version 10, the same as
+# Gazebo Harmonic's gz-transport 13), the protobuf compiler, and test/gazebo/peer -> build/gz_peer/gz_peer.
+#   bash scripts/setup_gz_peer.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+packages=(libignition-transport-dev libignition-msgs-dev protobuf-compiler libprotobuf-dev cmake g++ make iproute2)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+mkdir -p build/gz_peer
+cmake -S test/gazebo/peer -B build/gz_peer -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build/gz_peer -j2 > /dev/null
+echo "gz-transport test peer built: build/gz_peer/gz_peer"

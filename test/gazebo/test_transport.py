@@ -1,0 +1,91 @@
+"""The built-in gz-transport client against a real Ignition Transport 11 peer (wire version 10)."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import Peer, wait_for
+
+from radarays_ros.gazebo import protos
+from radarays_ros.gazebo.transport import GzTransportClient, split_topic
+
+
+@pytest.fixture
+def client(gz_peer):
+    c = GzTransportClient(partition=gz_peer.partition, host_ip="127.0.0.1")
+    yield c
+    c.close()
+
+
+def test_split_topic():
+    assert split_topic("@/host:user@/world/w/pose/info") == ("/host:user", "/world/w/pose/info")
+    assert split_topic("/clock") == ("", "/clock")
+
+
+def test_subscribe_pose_and_scene_topics(gz_peer, client):
+    world = f"/world/{gz_peer.world}"
+    poses, scenes, lock = [], [], threading.Lock()
+
+    def on_pose(payload, type_name):
+        with lock:
+            poses.append(protos.decode(type_name, payload))
+
+    client.subscribe(world + "/pose/info", on_pose)
+    client.subscribe(world + "/scene/info", lambda p, t: scenes.append((t, protos.decode(t, p))))
+    assert wait_for(lambda: poses, timeout=5), "no Pose_V arrived from the peer"
+    with lock:
+        names = {p.id: p.name for p in poses[-1].pose}
+    assert names[20] == "box" and names[31] == "upper"
+    assert client.alive(world + "/pose/info")
+    assert wait_for(lambda: world + "/scene/deletion" in client.topics(), timeout=3)  # next heartbeat
+
+    gz_peer.send("move box 2 3 0.5 0 0 0")
+    def box_at_new_pose():
+        with lock:
+            return any(p.id == 20 and p.position.x == 2.0 and p.position.y == 3.0 for p in poses[-1].pose)
+    assert wait_for(box_at_new_pose)
+
+    gz_peer.send("spawn crate 100 1 2 0.5 1 1 1")
+    assert wait_for(lambda: scenes)
+    type_name, scene = scenes[0]
+    assert type_name == "ignition.msgs.Scene"  # the Fortress-generation name is accepted
+    assert scene.model[0].name == "crate" and scene.model[0].id == 100
+
+
+def test_services_scene_info_and_generate_world_sdf(gz_peer, client):
+    world = f"/world/{gz_peer.world}"
+    payload, type_name = client.request(world + "/scene/info", timeout=5)
+    scene = protos.decode(type_name, payload)
+    assert [m.name for m in scene.model] == ["ground", "box", "arm"]
+    payload, type_name = client.request(world + "/generate_world_sdf", timeout=5)
+    sdf = protos.decode(type_name, payload).data
+    assert f'<world name="{gz_peer.world}">' in sdf and '<model name="arm">' in sdf
+
+
+def test_missing_service_times_out(gz_peer, client):
+    with pytest.raises(TimeoutError, match="no gz-transport service '/nope'"):
+        client.request("/nope", timeout=0.3)
+
+
+def test_other_partition_is_not_followed(gz_peer):
+    with GzTransportClient(partition="/someone_else", host_ip="127.0.0.1") as other:
+        got = []
+        other.subscribe(f"/world/{gz_peer.world}/pose/info", lambda p, t: got.append(p))
+        assert not wait_for(lambda: got, timeout=1.5)
+
+
+def test_any_partition_by_default_and_dead_peer_survived(gz_peer):
+    topic = f"/world/{gz_peer.world}/pose/info"
+    with GzTransportClient(host_ip="127.0.0.1") as c:  # partition None: follow whichever
+        count = [0]
+        c.subscribe(topic, lambda p, t: count.__setitem__(0, count[0] + 1))
+        assert wait_for(lambda: count[0] > 0, timeout=5)
+        gz_peer.kill()  # no BYE: found dead by 3 s of silence
+        assert wait_for(lambda: not c.alive(topic), timeout=6)
+        stopped_at = count[0]
+        again = Peer(gz_peer.world, gz_peer.partition).start()
+        try:
+            assert wait_for(lambda: c.alive(topic) and count[0] > stopped_at + 5, timeout=6)
+        finally:
+            again.stop()
+        assert wait_for(lambda: not c.alive(topic), timeout=3)  # a clean stop says BYE
