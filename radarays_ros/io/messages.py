@@ -146,3 +146,12 @@ def tf_message(transforms: list) -> TFMessage:
 def msgtype_of(msg) -> str:
     """'sensor_msgs/msg/Image' for a rosbags message object."""
     return msg.__msgtype__
+
+
+def rgb_image(array: np.ndarray, t_ns: int, frame_id: str) -> Image:
+    """rgb8 Image from an (H, W, 3) uint8 picture (e.g. a radar Cartesian view for rviz)."""
+    a = np.ascontiguousarray(array)
+    if a.ndim != 3 or a.shape[2] != 3 or a.dtype != np.uint8:
+        raise ConfigError(f"rgb_image: expected an (H, W, 3) uint8 array, got {a.dtype} {a.shape}")
+    return Image(header=header(t_ns, frame_id), height=a.shape[0], width=a.shape[1], encoding="rgb8",
+                 is_bigendian=0, step=3 * a.shape[1], data=np.frombuffer(a.tobytes(), np.uint8))
