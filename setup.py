@@ -42,7 +42,16 @@ setup(
         "pyzmq>=25,<28",
     ],
     extras_require={
-        "test": ["pytest>=7,<10", "xacro>=2.0,<3"],
+        "test": [
+            "pytest>=7,<10",
+            "xacro>=2.0,<3",
+            # colcon builds the package in a temporary workspace, as a Jazzy user would
+            "colcon-core>=0.15,<1",
+            "colcon-ros>=0.4,<1",
+            "colcon-python-setup-py>=0.2,<1",
+            "colcon-package-selection>=0.2,<1",
+            "catkin_pkg>=0.5,<2",
+        ],
         "ros": [
             "ros-jazzy-rclpy[fastrtps]==7.1.6",
             "ros-jazzy-std-msgs",
