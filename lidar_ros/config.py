@@ -1,0 +1,232 @@
+"""Lidar sensor configuration: presets by name, sensor files by path, validated into a frozen LidarConfig.
+
+A sensor file is YAML with a `type` and the keys of that type (see lidar_ros/patterns/*), plus the
+keys every sensor has:
+
+    type: spherical | velodyne | ouster | rays | planar | risley | mirror
+    rate_hz: 10                  # scans per second
+    range: {min: 0.1, max: 100}  # metres; hits nearer than min are not seen (rays start there, as in
+                                 # Gazebo's gpu_lidar), farther than max are misses
+    layout: gazebo               # PointCloud2 layout: velodyne | ouster | gazebo | xyzi
+    organized: true              # organized cloud (NaN points for misses) or only the returns
+    time_reference: last         # velodyne `time` field relative to the last (or first) firing
+    intensity: reflectivity      # which physics field is the scan's `intensity`
+    frame_id: lidar
+    seed: 0                      # per-laser biases and per-scan noise
+    max_bounces: 4               # mirror reflections followed per ray
+    surface: {...}               # detection limit + intensity scales (lidar_ros.physics.SurfaceConfig)
+    noise: {...}                 # range noise (lidar_ros.physics.NoiseConfig)
+
+`load_sensor(name_or_path, overrides)` also accepts an Ouster metadata JSON or a ros-drivers/velodyne
+calibration YAML as the sensor itself. Overrides are dotted keys ("range.max", "noise.sigma") applied
+to the sensor file before validation, so an override is checked exactly like the file.
+"""
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from radarays_ros.errors import ConfigError
+
+from .patterns import Pattern, angles_of, grid, mirror, ouster, planar, rays, risley, velodyne
+from .physics import NoiseConfig, SurfaceConfig
+from .spec import SpecReader, read_yaml, set_dotted
+
+LIDAR_CONFIG_DIR = Path(os.environ.get("RADARAYS_LIDAR_CONFIG", Path(__file__).resolve().parents[1] / "config" / "lidar"))
+PRESET_DIR = LIDAR_CONFIG_DIR / "presets"
+
+BUILDERS: dict[str, Callable[[SpecReader, Path, float], Pattern]] = {
+    "spherical": grid.build,
+    "velodyne": velodyne.build,
+    "ouster": ouster.build,
+    "rays": rays.build,
+    "planar": planar.build,
+    "risley": risley.build,
+    "mirror": mirror.build,
+}
+LAYOUTS = ("velodyne", "ouster", "gazebo", "xyzi")
+DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gazebo", "planar": "gazebo"}
+INTENSITY_FIELDS = ("reflectivity", "velodyne_intensity", "ouster_signal", "ouster_reflectivity")
+DEFAULT_INTENSITY = {"velodyne": "velodyne_intensity", "ouster": "ouster_signal"}
+TIME_REFERENCES = ("last", "first")
+COMMON_KEYS = ("type", "name", "description", "source", "model", "rate_hz", "range", "layout", "organized",
+               "time_reference", "intensity", "frame_id", "seed", "max_bounces", "surface", "noise")
+
+
+@dataclass(frozen=True, eq=False)
+class LidarConfig:
+    """A validated sensor: per-pixel ray table [rows, cols] plus timing, range limits, layout and physics.
+
+    Arrays are read-only. Rows are beams in the driver's ring order (`ring[r]` is row r's ring).
+    `directions`/`origins` are in the sensor frame; `azimuth`/`elevation` are the nominal ray angles
+    (azimuth counter-clockwise from +x, elevation up from the xy plane); `time` is each pixel's firing
+    time in seconds from the scan start.
+    """
+
+    name: str
+    kind: str
+    origin: str  # the file it came from (for messages)
+    spec: Mapping[str, Any]  # the validated source mapping (overrides apply to it)
+    base_dir: str
+    rows: int
+    cols: int
+    directions: np.ndarray  # (R, C, 3) float32
+    origins: np.ndarray  # (R, C, 3) float32
+    azimuth: np.ndarray  # (R, C) float32 rad
+    elevation: np.ndarray  # (R, C) float32 rad
+    time: np.ndarray  # (R, C) float64 s from scan start
+    column_times: np.ndarray  # (M,) float64 measurement-column firing times
+    pixel_column: np.ndarray  # (R, C) int measurement column of each pixel
+    ring: np.ndarray  # (R,) uint16
+    laser_index: np.ndarray  # (R,) physical laser of each row
+    range_offset: np.ndarray  # (R,) float32 added to the traced distance
+    pixel_shift: np.ndarray  # (R,) Ouster destagger shifts
+    rate_hz: float
+    period: float
+    range_min: float
+    range_max: float
+    layout: str
+    organized: bool
+    planar: bool
+    planar_info: Mapping[str, float]
+    time_reference: str
+    intensity_field: str
+    frame_id: str
+    seed: int
+    max_bounces: int
+    surface: SurfaceConfig
+    noise: NoiseConfig
+    retime: Callable[[float], np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def n_lasers(self) -> int:
+        return int(self.laser_index.max()) + 1
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.rows, self.cols
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None) -> "LidarConfig":
+        """A new config with dotted keys replaced ('columns', 'range.max', 'noise.sigma'), re-validated."""
+        if not overrides:
+            return self
+        spec = dict(self.spec)
+        for key, value in overrides.items():
+            spec = set_dotted(spec, str(key), value)
+        return build_config(spec, self.origin, Path(self.base_dir))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The source mapping (writable back as a sensor YAML)."""
+        return copy.deepcopy(dict(self.spec))
+
+
+def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarConfig:
+    """Validate a sensor mapping and precompute its ray table."""
+    reader = SpecReader(spec, origin)
+    kind = reader.choice("type", sorted(BUILDERS))
+    for key in ("name", "description", "source", "model"):
+        reader.raw(key, None)
+    rate_hz = reader.number("rate_hz", 10.0, 0.0, 1000.0, lo_open=True)
+    rng = reader.sub("range")
+    range_min = rng.number("min", 0.0, 0.0, 1e5)
+    range_max = rng.number("max", 100.0, 0.0, 1e6, lo_open=True)
+    rng.finish()
+    if range_max <= range_min:
+        raise ConfigError(f"{origin}: range.max = {range_max} must exceed range.min = {range_min}")
+    layout = reader.choice("layout", LAYOUTS, DEFAULT_LAYOUT.get(kind, "xyzi"))
+    organized = reader.boolean("organized", True)
+    time_reference = reader.choice("time_reference", TIME_REFERENCES, "last")
+    intensity_field = reader.choice("intensity", INTENSITY_FIELDS, DEFAULT_INTENSITY.get(kind, "reflectivity"))
+    frame_id = reader.text("frame_id", "lidar")
+    seed = reader.number("seed", 0, 0, 2**63 - 1, integer=True)
+    max_bounces = reader.number("max_bounces", 4, 0, 64, integer=True)
+    surface = SurfaceConfig.from_dict(reader.raw("surface", None), where=f"{origin}: surface")
+    noise = NoiseConfig.from_dict(reader.raw("noise", None), where=f"{origin}: noise")
+
+    pattern = BUILDERS[kind](reader, base_dir, rate_hz)
+    reader.finish(COMMON_KEYS)
+    return _from_pattern(pattern, dict(
+        name=str(spec.get("name") or Path(origin).stem), kind=kind, origin=origin, spec=copy.deepcopy(dict(spec)),
+        base_dir=str(base_dir), rate_hz=float(rate_hz), range_min=float(range_min), range_max=float(range_max),
+        layout=layout, organized=organized, planar=kind == "planar", planar_info=dict(pattern.planar),
+        time_reference=time_reference, intensity_field=intensity_field, frame_id=frame_id, seed=int(seed),
+        max_bounces=int(max_bounces), surface=surface, noise=noise,
+    ))
+
+
+def _readonly(a: np.ndarray, dtype=None) -> np.ndarray:
+    out = np.ascontiguousarray(a, dtype=dtype)
+    if out is a:
+        out = out.copy()
+    out.setflags(write=False)
+    return out
+
+
+def _from_pattern(p: Pattern, fields: dict) -> LidarConfig:
+    rows, cols = p.shape
+    norm = np.linalg.norm(p.directions, axis=-1, keepdims=True)
+    directions = p.directions / norm
+    az, el = angles_of(directions)
+    return LidarConfig(
+        rows=rows,
+        cols=cols,
+        directions=_readonly(directions, np.float32),
+        origins=_readonly(p.origins, np.float32),
+        azimuth=_readonly(az, np.float32),
+        elevation=_readonly(el, np.float32),
+        time=_readonly(p.pixel_times(), np.float64),
+        column_times=_readonly(p.column_times, np.float64),
+        pixel_column=_readonly(p.pixel_column, np.int64),
+        ring=_readonly(p.ring, np.uint16),
+        laser_index=_readonly(p.laser_index, np.int64),
+        range_offset=_readonly(p.range_offset, np.float32),
+        pixel_shift=_readonly(p.pixel_shift, np.int64),
+        period=float(p.period),
+        retime=p.retime,
+        **fields,
+    )
+
+
+# -- finding sensors ------------------------------------------------------------------------------
+def list_presets() -> list[str]:
+    """Names of the shipped sensor presets (config/lidar/presets/*.yaml)."""
+    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+
+
+def _preset_path(name: str) -> Path | None:
+    for p in PRESET_DIR.glob("*.yaml"):
+        if p.stem.lower() == name.lower():
+            return p
+    return None
+
+
+def _spec_from_file(path: Path) -> dict:
+    """A sensor mapping from a sensor YAML, an Ouster metadata JSON or a velodyne calibration YAML."""
+    if path.suffix.lower() == ".json":
+        ouster.read_metadata(path)  # fails early with the file named
+        return {"type": "ouster", "name": path.stem, "metadata": path.name}
+    data = read_yaml(path)
+    if isinstance(data, dict) and "lasers" in data and "type" not in data:
+        velodyne.read_calibration(path)
+        return {"type": "velodyne", "name": path.stem, "calibration": path.name}
+    if not isinstance(data, dict):
+        raise ConfigError(f"sensor file {path}: expected a mapping with a 'type' key")
+    return data
+
+
+def load_sensor(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None) -> LidarConfig:
+    """A LidarConfig from a preset name ('VLP-16', 'OS1-128', ...) or a sensor file, with dotted-key overrides."""
+    text = str(name_or_path)
+    preset = _preset_path(text) if os.sep not in text and not text.endswith((".yaml", ".yml", ".json")) else None
+    path = preset or Path(text)
+    if not path.is_file():
+        raise ConfigError(f"unknown lidar sensor '{text}': not a file and not a preset; presets: {', '.join(list_presets())}")
+    spec = _spec_from_file(path)
+    for key, value in (overrides or {}).items():
+        spec = set_dotted(spec, str(key), value)
+    return build_config(spec, str(path), path.parent)

@@ -1,0 +1,50 @@
+"""One angular axis of a sensor (vertical or horizontal) written in YAML, as an array of angles.
+
+Accepted forms (degrees, the field names say so):
+  {angles_deg: [a0, a1, ...]}                      explicit angles, kept in the given order
+  {min_deg: -15, max_deg: 15, step_deg: 2}         min, min+step, ... up to max inclusive
+  {min_deg: -180, step_deg: 0.2, count: 1800}      count angles from min
+  {min_deg: -135, max_deg: 135, samples: 1081}     Gazebo style: samples spread over [min, max]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from radarays_ros.errors import ConfigError
+
+from ..spec import SpecReader
+
+FORMS = "angles_deg | min_deg+max_deg+step_deg | min_deg+step_deg+count | min_deg+max_deg+samples"
+
+
+def read_axis(axis: SpecReader, max_count: int = 100000) -> np.ndarray:
+    """Angles of the axis in radians; an ambiguous or incomplete axis names its keys and the forms."""
+    keys = {k for k in axis.data if axis.data[k] is not None}
+    where = axis.prefix.rstrip(".")
+    if keys == {"angles_deg"}:
+        angles = np.array(axis.numbers("angles_deg", lo=-360.0, hi=360.0))
+    elif keys == {"min_deg", "max_deg", "step_deg"}:
+        lo, hi = axis.number("min_deg", lo=-360.0, hi=360.0), axis.number("max_deg", lo=-360.0, hi=360.0)
+        step = axis.number("step_deg", lo=0.0, hi=360.0, lo_open=True)
+        if hi < lo:
+            raise ConfigError(f"{axis.where('max_deg')} = {hi} is below min_deg = {lo}; allowed: >= min_deg")
+        count = int(np.floor((hi - lo) / step + 1e-6)) + 1
+        angles = lo + step * np.arange(count)
+    elif keys == {"min_deg", "step_deg", "count"}:
+        lo = axis.number("min_deg", lo=-360.0, hi=360.0)
+        step = axis.number("step_deg", lo=-360.0, hi=360.0)
+        if step == 0:
+            raise ConfigError(f"{axis.where('step_deg')} = 0; allowed: a non-zero number of degrees")
+        count = axis.number("count", lo=1, hi=max_count, integer=True)
+        angles = lo + step * np.arange(count)
+    elif keys == {"min_deg", "max_deg", "samples"}:
+        lo, hi = axis.number("min_deg", lo=-360.0, hi=360.0), axis.number("max_deg", lo=-360.0, hi=360.0)
+        count = axis.number("samples", lo=1, hi=max_count, integer=True)
+        if count > 1 and hi <= lo:
+            raise ConfigError(f"{axis.where('max_deg')} = {hi} must exceed min_deg = {lo} for samples > 1")
+        angles = np.linspace(lo, hi, count) if count > 1 else np.array([lo])
+    else:
+        raise ConfigError(f"{axis.origin}: {where} has keys {sorted(keys) or 'none'}; allowed forms: {FORMS}")
+    if len(angles) > max_count:
+        raise ConfigError(f"{axis.origin}: {where} gives {len(angles)} angles; allowed: at most {max_count}")
+    return np.radians(angles)

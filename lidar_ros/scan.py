@@ -1,0 +1,74 @@
+"""LidarScan: one simulated frame as [rows, cols] arrays (rows = beams in the driver's ring order)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import LidarConfig
+
+# ground-truth arrays a scan may carry (BlenSor Sec. 3.6), with their per-pixel trailing shape
+GROUND_TRUTH = ("clean_range", "entity", "material", "normal", "incidence_rad")
+
+
+@dataclass
+class LidarScan:
+    """A frame. Misses: range NaN, hit False, xyz NaN, intensity 0, entity/material -1.
+
+    range (R, C) float32        metres along the nominal ray (noisy), NaN = no return
+    hit (R, C) bool
+    xyz (R, C, 3) float32       sensor frame, each point at its own firing pose (motion distortion kept)
+    intensity (R, C) float32    the config's intensity field (reflectivity, Velodyne or Ouster scale)
+    elevation_rad, azimuth_rad (R, C) float32: each pixel's nominal ray
+    time (R, C) float64         firing time, seconds from the scan start (t0_ns)
+    ring (R,) uint16            ring number of each row as the driver numbers it
+    fields: every intensity field of the physics model (reflectivity, velodyne_intensity,
+            ouster_reflectivity, ouster_signal, ouster_ambient), (R, C) each
+    ground truth: clean_range (noise-free), entity, material (ids, -1 none), normal (R, C, 3, sensor
+            frame), incidence_rad (angle between ray and surface normal)
+    """
+
+    config: LidarConfig
+    t0_ns: int
+    range: np.ndarray
+    hit: np.ndarray
+    xyz: np.ndarray
+    intensity: np.ndarray
+    elevation_rad: np.ndarray
+    azimuth_rad: np.ndarray
+    time: np.ndarray
+    ring: np.ndarray
+    fields: dict = field(default_factory=dict)
+    clean_range: np.ndarray | None = None
+    entity: np.ndarray | None = None
+    material: np.ndarray | None = None
+    normal: np.ndarray | None = None
+    incidence_rad: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.range.shape
+
+    @property
+    def last_firing_s(self) -> float:
+        """Time of the scan's last firing, seconds from the scan start (the Velodyne header stamp)."""
+        return float(self.time.max())
+
+    def stamp_ns(self, reference: str | None = None) -> int:
+        """Header stamp: the last firing (Velodyne default) or the first ('first'), in ns."""
+        reference = reference or self.config.time_reference
+        offset = self.last_firing_s if reference == "last" else float(self.time.min())
+        return int(self.t0_ns + round(offset * 1e9))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The per-pixel arrays of the `.npz` output (names as in the issue)."""
+        return {
+            "range": self.range,
+            "hit": self.hit,
+            "xyz": self.xyz,
+            "intensity": self.intensity,
+            "elevation_rad": self.elevation_rad,
+            "azimuth_rad": self.azimuth_rad,
+            "time": self.time,
+            "ring": self.ring,
+        }

@@ -1,0 +1,121 @@
+"""LidarSimulator: a sensor config + a scene + a backend -> LidarScan frames.
+
+One frame is one batch: every pixel's ray is put into world coordinates (from the sensor pose, or
+from the pose at each measurement column's firing time when given a Trajectory: motion distortion),
+traced in ONE backend call per bounce (lidar_ros.physics.trace_lidar), then passed through the
+surface model (detection limit, noise along the ray, intensity fields). Points are reported in the
+sensor frame of their own firing pose, as a real sensor reports them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from radarays_ros.errors import ConfigError
+from radarays_ros.world.trajectory import Trajectory
+from radarays_ros.world.transforms import check_transform
+
+from .config import LidarConfig
+from .patterns import angles_of
+from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
+from .scan import LidarScan
+
+
+class LidarSimulator:
+    """Simulates frames of one sensor in one scene. Same seed, same frames (bit for bit, same backend)."""
+
+    def __init__(self, config: LidarConfig, scene, backend, seed: int | None = None):
+        self.config = config
+        self.scene = scene
+        self.backend = backend
+        self.seed = int(config.seed if seed is None else seed)
+        self.model = SurfaceModel(config.surface, config.noise, config.n_lasers, self.seed)
+        self.materials = LidarMaterials.from_library(scene.materials)
+        self._scans = 0
+        n = config.rows * config.cols
+        self._dirs = config.directions.reshape(n, 3)
+        self._origins = config.origins.reshape(n, 3)
+        self._laser = np.repeat(config.laser_index, config.cols)
+        self._offset = np.repeat(config.range_offset, config.cols).astype(np.float32)
+        self._column = config.pixel_column.reshape(n)
+        self._has_offset = bool(np.any(config.range_offset))
+
+    def simulate(self, pose, t0_ns: int = 0) -> LidarScan:
+        """One frame starting at t0_ns. pose: 4x4 world <- sensor, or a Trajectory (per-column poses)."""
+        cfg = self.config
+        t0_ns = int(t0_ns)
+        rng = np.random.default_rng([self.seed, self._scans])
+        self._scans += 1
+        if len(self.materials) != len(self.scene.materials):  # materials were added to the library
+            self.materials = LidarMaterials.from_library(self.scene.materials)
+
+        dirs = self._dirs if cfg.retime is None else cfg.retime(t0_ns * 1e-9).reshape(-1, 3).astype(np.float32)
+        rot, origin_w, dirs_w = self._world_rays(pose, t0_ns, dirs)
+        if cfg.noise.angular_sigma > 0:
+            dirs_w = jitter_directions(dirs_w, cfg.noise.angular_sigma, rng)
+
+        max_off = float(cfg.range_offset.max())
+        tmin = max(cfg.range_min - max_off, 0.0)
+        tmax = cfg.range_max - float(cfg.range_offset.min())
+        hits = trace_lidar(self.backend, origin_w, dirs_w, self.materials, tmin, tmax, max_bounces=cfg.max_bounces)
+        if self._has_offset:
+            hits.range = hits.range + self._offset  # Ouster ranges count from the lidar origin
+        ret = self.model.apply(hits, self._laser, rng)
+
+        keep = ret.hit & (ret.range >= cfg.range_min) & (ret.range <= cfg.range_max)
+        rng_out = np.where(keep, ret.range, np.float32(np.nan)).astype(np.float32)
+        xyz = self._origins + (rng_out - self._offset)[:, None] * dirs  # NaN rows stay NaN
+        return self._scan(t0_ns, keep, rng_out, xyz, ret, rot, dirs)
+
+    # -- pieces ---------------------------------------------------------------------------------
+    def _world_rays(self, pose, t0_ns: int, dirs: np.ndarray):
+        """Rotation per pixel (or one), world origins and directions of every pixel's ray."""
+        if isinstance(pose, Trajectory) and len(pose.t_ns) > 1:
+            times = t0_ns + np.round(self.config.column_times * 1e9).astype(np.int64)
+            poses = pose.at(times)  # (M, 4, 4), one per measurement column
+            rot = poses[self._column, :3, :3]
+            shift = poses[self._column, :3, 3]
+            o = np.einsum("nij,nj->ni", rot, self._origins) + shift
+            d = np.einsum("nij,nj->ni", rot, dirs)
+            return rot, o.astype(np.float32), d.astype(np.float32)
+        if isinstance(pose, Trajectory):
+            pose = pose.poses[0]
+        m = check_transform(pose, what="lidar sensor pose")
+        r = m[:3, :3].astype(np.float32)
+        return m[:3, :3], self._origins @ r.T + m[:3, 3].astype(np.float32), dirs @ r.T
+
+    def _scan(self, t0_ns, keep, rng_out, xyz, ret, rot, dirs) -> LidarScan:
+        cfg = self.config
+        shape = (cfg.rows, cfg.cols)
+        if cfg.retime is None:
+            azimuth, elevation = cfg.azimuth, cfg.elevation
+        else:  # this frame's own rays (Risley patterns move from frame to frame)
+            azimuth, elevation = (a.astype(np.float32).reshape(shape) for a in angles_of(dirs))
+        fields = {
+            "reflectivity": ret.reflectivity,
+            "velodyne_intensity": ret.velodyne_intensity,
+            "ouster_reflectivity": ret.ouster_reflectivity,
+            "ouster_signal": ret.ouster_signal,
+            "ouster_ambient": ret.ouster_ambient,
+        }
+        fields = {k: np.where(keep | (k == "ouster_ambient"), v, 0).astype(v.dtype).reshape(shape) for k, v in fields.items()}
+        normal = ret.normal  # world frame -> sensor frame of each pixel's firing pose
+        normal = np.einsum("nji,nj->ni", rot, normal) if rot.ndim == 3 else normal @ rot.astype(np.float32)
+        clean = np.where(keep, ret.clean_range, np.float32(np.nan)).astype(np.float32)
+        return LidarScan(
+            config=cfg,
+            t0_ns=t0_ns,
+            range=rng_out.reshape(shape),
+            hit=keep.reshape(shape),
+            xyz=xyz.astype(np.float32).reshape(*shape, 3),
+            intensity=fields[cfg.intensity_field].astype(np.float32),
+            elevation_rad=elevation,
+            azimuth_rad=azimuth,
+            time=cfg.time,
+            ring=cfg.ring,
+            fields=fields,
+            clean_range=clean.reshape(shape),
+            entity=np.where(keep, ret.entity, -1).astype(np.int32).reshape(shape),
+            material=np.where(keep, ret.material, -1).astype(np.int32).reshape(shape),
+            normal=np.where(keep[:, None], normal, np.float32(0)).astype(np.float32).reshape(*shape, 3),
+            incidence_rad=np.where(keep, np.arccos(np.clip(ret.cos_incidence, 0.0, 1.0)), np.float32(np.nan)).astype(np.float32).reshape(shape),
+        )
