@@ -51,6 +51,7 @@ setup(
             "colcon-python-setup-py>=0.2,<1",
             "colcon-package-selection>=0.2,<1",
             "catkin_pkg>=0.5,<2",
+            "setuptools>=64",
         ],
         "ros": [
             "ros-jazzy-rclpy[fastrtps]==7.1.6",
