@@ -222,3 +222,33 @@ def test_shipped_library_parses_with_every_class():
     mats = LidarMaterials.from_library(MaterialLibrary.load())
     assert set(mats.cls.tolist()) == {0, 1, 2, 3, 4}
     assert len(mats) == len(MaterialLibrary.load())
+
+
+def test_mixed_batch_matches_rays_traced_alone():
+    # rays 0/1 cross the pane (second round), ray 2 hits the wall only, ray 3 misses, ray 4 hits water behind glass
+    planes = (("pane", [4, 0, 0], [-1, 0, 0], "glass", 4.0), ("wall", [9, 0, 0], [-1, 0, 0], "grey", 40.0),
+              ("water", [6, 0, -6], [-1, 0, 0], "water", 2.0), ("pane2", [3, 0, -4], [-1, 0, 0], "glass", 4.0))
+    _, backend, mats = world(*planes)
+    origins = np.zeros((5, 3))
+    dirs = np.array([[1, 0, 0], [1, 0.1, 0], [1, 0.9, 0], [-1, 0, 0], [1, 0, -1]], float)
+    together = trace_lidar(backend, origins, dirs, mats)
+    for i in range(5):
+        alone = trace_lidar(backend, origins[i:i + 1], dirs[i:i + 1], mats)
+        for field in ("range", "entity", "material", "reflectivity", "cos_incidence", "crossings", "first_entity"):
+            np.testing.assert_array_equal(getattr(together, field)[i:i + 1], getattr(alone, field))
+    assert together.hit.tolist() == [True, True, True, False, False]
+    assert together.first_entity[4] == 3 and together.crossings.tolist()[:3] == [1, 1, 0]
+
+
+def test_lazy_fields_do_not_depend_on_access_order():
+    _, backend, mats = world(("wall", [9, 0, 0], [-1, 0, 0], "grey"))
+    dirs = np.random.default_rng(0).normal(size=(500, 3))
+    hits = trace_lidar(backend, np.zeros_like(dirs), dirs, mats)
+    model = SurfaceModel(noise=NoiseConfig(sigma=0.01))
+    a = model.apply(hits, None, np.random.default_rng(1))
+    b = model.apply(hits, None, np.random.default_rng(1))
+    ambient_first = a.ouster_ambient
+    _ = b.ouster_signal, b.velodyne_intensity, b.normal
+    np.testing.assert_array_equal(ambient_first, b.ouster_ambient)
+    np.testing.assert_array_equal(a.range, b.range)
+    assert a.hit.any() and not a.hit.all() and np.all(a.entity[~a.hit] == -1) and np.all(a.normal[~a.hit] == 0)

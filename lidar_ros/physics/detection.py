@@ -61,8 +61,22 @@ class DetectionLimit:
         return np.where(positive, np.maximum(limit, 0.0), 0.0)
 
     def keep(self, ranges, rho) -> np.ndarray:
-        """(N,) bool: range ≤ r_L(ρ) (decided per ray). Non-finite ranges (misses) are never kept."""
-        ranges = np.asarray(ranges)
+        """(N,) bool: range ≤ r_L(ρ), decided per ray. Non-finite ranges (misses) are never kept.
+
+        Same curve as max_range, evaluated in float32 with one pass per term (this runs on every ray).
+        """
+        r = np.asarray(ranges, np.float32)
         if self.model == "none":
-            return np.isfinite(ranges)
-        return np.isfinite(ranges) & (ranges <= self.max_range(rho))
+            return np.isfinite(r)
+        rho = np.asarray(rho, np.float32)
+        positive = rho > 0
+        safe = np.maximum(rho, np.float32(1e-30))
+        if self.model in _ROOTS:
+            n = _ROOTS[self.model]
+            root = safe if n == 1 else np.sqrt(safe) if n == 2 else np.cbrt(safe) if n == 3 else np.sqrt(np.sqrt(safe))
+            limit = np.float32(self._a) + np.float32(self._b) * root
+        elif self.model == "log":
+            limit = np.float32(self._a) + np.float32(self._b) * np.log(safe)
+        else:  # blensor
+            limit = np.float32(self.d1) + np.maximum(safe - np.float32(self.rho1), 0) * np.float32(self._slope)
+        return (r <= limit) & positive  # inf <= limit and NaN <= limit are False: misses stay out

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from radarays_ros.errors import TracingError
+from radarays_ros.tracing.backend import Hits
 
 from .materials import ABSORBENT, MIRROR, TRANSPARENT, LidarMaterials
 from .reflectivity import reflectivity
@@ -91,45 +92,75 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
                 tmax: float = np.inf, max_bounces: int = 4) -> LidarHits:
     """Trace N lidar rays through mirrors and transparent surfaces to the surface that returns them.
 
-    origins, directions: (N, 3) world frame (directions are normalised). tmin/tmax bound the total
-    path length. A ray that needs more than `max_bounces` mirror reflections (or MAX_TRANSPARENT
-    crossings), or whose path exceeds tmax, gives no return: a miss, never a max-range point.
+    origins, directions: (N, 3) world frame (directions need not be unit length). tmin/tmax bound
+    the total path length. A ray that needs more than `max_bounces` mirror reflections (or
+    MAX_TRANSPARENT crossings), or whose path exceeds tmax, gives no return: a miss, never a
+    max-range point. Costs one backend.trace of all N rays, plus one per further round for the
+    (few) rays that crossed glass or met a mirror.
     """
-    o = np.array(origins, np.float32)  # a copy: continuing rays move their origins in place
+    o = np.asarray(origins, np.float32)
     d = np.asarray(directions, np.float32)
     if o.ndim != 2 or o.shape[1] != 3 or d.shape != o.shape:
         raise TracingError(f"origins and directions must both be (N, 3); got {o.shape} and {d.shape}")
     if max_bounces < 0:
         raise TracingError(f"max_bounces must be >= 0, got {max_bounces}")
     n = len(o)
-    out = LidarHits.misses(n)
     if n == 0:
-        return out
-    norm = np.linalg.norm(d, axis=1, keepdims=True)
-    d = d / np.where(norm > 0, norm, 1).astype(np.float32)
+        return LidarHits.misses(0)
+    h = backend.trace(o, d, tmin, tmax)
+    klass = materials.class_of(h.material)  # -1 (miss) -> NONE
+    unit = _unit(d)
+    if not np.any((klass == TRANSPARENT) | (klass == MIRROR)):
+        return _first_surface_returns(h, klass, unit, materials)  # the usual frame: no second trace
+    return _multi_round(backend, o, unit, h, klass, materials, tmax, max_bounces)
 
-    active = np.arange(n)  # rays still travelling, indices into the batch
+
+def _unit(d: np.ndarray) -> np.ndarray:
+    norm = np.sqrt(np.einsum("ij,ij->i", d, d))
+    if np.all(np.abs(norm - 1.0) < 1e-5):
+        return d
+    return d / np.where(norm > 0, norm, 1.0).astype(np.float32)[:, None]
+
+
+def _first_surface_returns(h, klass, unit: np.ndarray, materials: LidarMaterials) -> LidarHits:
+    """Rays end at their first surface (no glass or mirror was hit): returns or absorbed."""
+    n = len(h.distance)
+    first_entity, first_material, first_range = h.entity, h.material, h.distance
+    absorbed = klass == ABSORBENT
+    if np.any(absorbed):  # copies in which the absorbed rays are misses
+        h = Hits(
+            distance=np.where(absorbed, np.float32(np.inf), h.distance),
+            normal=np.where(absorbed[:, None], np.float32(0.0), h.normal),
+            entity=np.where(absorbed, -1, h.entity).astype(np.int32),
+            face=np.where(absorbed, -1, h.face).astype(np.int32),
+            material=np.where(absorbed, -1, h.material).astype(np.int32),
+        )
+    cos_inc = np.abs(np.einsum("ij,ij->i", unit, h.normal))
+    rho = reflectivity(materials, h.material, cos_inc)  # id -1 reads the last row; zeroed next line
+    rho[h.entity < 0] = 0.0
+    return LidarHits(
+        range=h.distance, entity=h.entity, material=h.material, normal=h.normal, cos_incidence=cos_inc,
+        reflectivity=rho, bounces=np.zeros(n, np.int16), crossings=np.zeros(n, np.int16),
+        first_entity=first_entity, first_material=first_material, first_range=first_range,
+    )
+
+
+def _multi_round(backend, origins, d, h, klass, materials: LidarMaterials, tmax, max_bounces) -> LidarHits:
+    """Follow rays through transparent surfaces and mirrors, one batched trace per round."""
+    n = len(origins)
+    out = LidarHits.misses(n)
+    hit = h.entity >= 0
+    out.first_entity[:] = h.entity
+    out.first_material[:] = h.material
+    out.first_range[:] = h.distance
+    o = np.array(origins, np.float32)  # copies: continuing rays move their origin and direction in place
+    d = np.array(d, np.float32)
+    active = np.arange(n)  # rays of the current round, indices into the batch
     travelled = np.zeros(n, np.float32)  # path length before the current segment
     factor = np.ones(n, np.float32)  # product of two-way transmission/mirror factors
-    first_round = True
-    while len(active):
-        if first_round:
-            h = backend.trace(o, d, tmin, tmax)
-        else:  # each segment starts at its own offset origin; the path bound is re-checked below
-            reach = float(tmax) - float(travelled[active].min())
-            h = backend.trace(o[active], d[active], 0.0, max(reach, 1e-6))
-        hit = h.entity >= 0
-        total = travelled[active] + h.distance
-        hit &= total <= tmax
-        if first_round:
-            out.first_entity[:] = np.where(hit, h.entity, -1)
-            out.first_material[:] = np.where(hit, h.material, -1)
-            out.first_range[:] = np.where(hit, total, np.inf)
-            first_round = False
-        materials.check_ids(h.material[hit])
-        klass = np.where(hit, materials.cls[np.maximum(h.material, 0)], ABSORBENT)
+    total = h.distance
+    while True:
         returns = hit & (klass != ABSORBENT) & (klass != TRANSPARENT) & (klass != MIRROR)
-
         done = active[returns]
         if len(done):
             _record(out, done, h, returns, total, d, factor, materials)
@@ -139,8 +170,6 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
         cross_idx, mirror_idx = active[crossing], active[mirrored]
         out.crossings[cross_idx] += 1
         out.bounces[mirror_idx] += 1
-        keep_cross = out.crossings[cross_idx] <= MAX_TRANSPARENT
-        keep_mirror = out.bounces[mirror_idx] <= max_bounces
         if len(cross_idx):
             dist = total[crossing]
             skip = (SKIP_ABS + SKIP_REL * dist).astype(np.float32)
@@ -154,11 +183,22 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
             point = o[mirror_idx] + dm * h.distance[mirrored][:, None]
             # the normal faces the arriving ray, so stepping along it leaves the mirror on the lit side
             o[mirror_idx] = point + nm * (SKIP_ABS + SKIP_REL * dist)[:, None]
-            d[mirror_idx] = dm - 2.0 * np.einsum("ij,ij->i", dm, nm)[:, None] * nm
+            d[mirror_idx] = dm - 2.0 * np.einsum("ij,ij->i", dm, nm)[:, None] * nm  # r = d - 2(d.n)n
             travelled[mirror_idx] = dist
             factor[mirror_idx] *= materials.pass_factor[h.material[mirrored]]
+        keep_cross = out.crossings[cross_idx] <= MAX_TRANSPARENT
+        keep_mirror = out.bounces[mirror_idx] <= max_bounces
         active = np.concatenate([cross_idx[keep_cross], mirror_idx[keep_mirror]])
-    return out
+        if not len(active):
+            return out
+        # each segment starts at its own offset origin; the total path bound is re-checked per ray
+        reach = float(tmax) - float(travelled[active].min())
+        if reach <= 0:
+            return out
+        h = backend.trace(o[active], d[active], 0.0, reach)
+        total = travelled[active] + h.distance
+        hit = (h.entity >= 0) & (total <= tmax)
+        klass = materials.class_of(h.material)
 
 
 def _record(out: LidarHits, done, h, returns, total, d, factor, materials: LidarMaterials) -> None:

@@ -41,6 +41,7 @@ from ._validate import check_keys, choice, number
 GENERAL, TRANSPARENT, ABSORBENT, RETROREFLECTIVE, MIRROR = 0, 1, 2, 3, 4
 CLASS_NAMES = ("general", "transparent", "absorbent", "retroreflective", "mirror")
 CLASS_CODES = {name: code for code, name in enumerate(CLASS_NAMES)}
+NO_SURFACE = -1  # class code of a miss
 
 # Reflectivity model codes stored in LidarMaterials.model (int8).
 LAMBERTIAN, TABLE, CONSTANT = 0, 1, 2
@@ -71,8 +72,24 @@ class LidarMaterials:
     pass_factor: np.ndarray
     names: tuple[str, ...]
 
+    def __post_init__(self):
+        # lookup tables with one extra last row, so that material id -1 (a miss) indexes "nothing"
+        object.__setattr__(self, "_cls_ext", np.append(self.cls, np.int8(NO_SURFACE)))
+        models = set(self.model.tolist())
+        object.__setattr__(self, "single_model", models.pop() if len(models) == 1 else None)
+
     def __len__(self) -> int:
         return len(self.names)
+
+    def class_of(self, material_ids: np.ndarray) -> np.ndarray:
+        """(N,) int8 class code per traced material id; NO_SURFACE for -1 (a miss)."""
+        try:
+            return self._cls_ext[material_ids]
+        except IndexError:
+            raise ConfigError(
+                f"material id {int(np.max(material_ids))} was hit but the lidar materials know only "
+                f"{len(self)} ({', '.join(self.names)}); build LidarMaterials from the scene's library"
+            ) from None
 
     @classmethod
     def from_library(cls, lib: MaterialLibrary) -> "LidarMaterials":
@@ -91,14 +108,6 @@ class LidarMaterials:
             pass_factor=np.array([p[4] for p in parsed], np.float32).reshape(n),
             names=tuple(m.name for m in materials),
         )
-
-    def check_ids(self, material_ids: np.ndarray) -> None:
-        """Raise ConfigError when a traced material id has no lidar entry (library/scene mismatch)."""
-        if len(material_ids) and int(material_ids.max()) >= len(self):
-            raise ConfigError(
-                f"material id {int(material_ids.max())} was hit but the lidar materials know only "
-                f"{len(self)} ({', '.join(self.names)}); build LidarMaterials from the scene's library"
-            )
 
 
 def _parse(material: Material) -> tuple[int, int, float, list[float], float]:

@@ -5,7 +5,7 @@ drawn once from `seed`); `apply` turns one scan's `LidarHits` into `Returns` wit
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -18,7 +18,6 @@ from .interaction import LidarHits
 from .noise import draw_laser_biases, noisy_ranges
 
 
-@dataclass
 class Returns:
     """What the sensor reports for N rays. Where `hit` is False: range/clean_range NaN, reflectivity,
     intensity, velodyne_intensity, ouster_reflectivity and ouster_signal 0, entity/material -1.
@@ -28,33 +27,68 @@ class Returns:
     clean_range (N,) f32        noise-free range of the same return
     reflectivity (N,) f32       ρ(θ), fraction of a white Lambertian target (LiMOX)
     intensity (N,) f32          = reflectivity (LiMOX's intensity output)
+    dust (N,) bool              the return is an early dust return
+    first_entity (N,) i32       the first surface met (glass, mirror…), also without a return
+
+    Computed on first access (a sensor asks only for the fields its layout has):
     velodyne_intensity (N,) f32 calibrated reflectivity 0..255 (intensity.py)
     ouster_reflectivity (N,) u16 the same calibrated scale
     ouster_signal (N,) u16      photons ∝ ρ(θ)/r², saturating
-    ouster_ambient (N,) u16     ambient photons (every ray, also without a return)
-    dust (N,) bool              the return is an early dust return
+    ouster_ambient (N,) u16     ambient photons (every ray, also without a return); its random draws
+                                come from a seed taken from the scan's rng in `apply`, so the values
+                                do not depend on which fields are read or in what order
     entity, material (N,) i32; normal (N, 3) f32; cos_incidence (N,) f32: the returning surface
-    first_entity (N,) i32       the first surface met (glass, mirror…), also without a return
     """
 
-    range: np.ndarray
-    hit: np.ndarray
-    clean_range: np.ndarray
-    reflectivity: np.ndarray
-    intensity: np.ndarray
-    velodyne_intensity: np.ndarray
-    ouster_reflectivity: np.ndarray
-    ouster_signal: np.ndarray
-    ouster_ambient: np.ndarray
-    dust: np.ndarray
-    entity: np.ndarray
-    material: np.ndarray
-    normal: np.ndarray
-    cos_incidence: np.ndarray
-    first_entity: np.ndarray
+    def __init__(self, hits: LidarHits, keep: np.ndarray, noisy: np.ndarray, clean: np.ndarray,
+                 dust: np.ndarray, surface: SurfaceConfig, ambient_seed: int):
+        self.range = noisy
+        self.hit = keep
+        self.clean_range = clean
+        self.reflectivity = np.where(keep, hits.reflectivity, np.float32(0.0)).astype(np.float32, copy=False)
+        self.intensity = self.reflectivity
+        self.dust = dust
+        self.first_entity = hits.first_entity
+        self._hits = hits
+        self._surface = surface
+        self._ambient_seed = ambient_seed
 
     def __len__(self) -> int:
         return len(self.range)
+
+    @cached_property
+    def velodyne_intensity(self) -> np.ndarray:
+        return calibrated_reflectivity(self.reflectivity, self._surface.retro_full_scale)
+
+    @cached_property
+    def ouster_reflectivity(self) -> np.ndarray:
+        return self.velodyne_intensity.astype(np.uint16)
+
+    @cached_property
+    def ouster_signal(self) -> np.ndarray:
+        ranges = np.where(self.hit, self.clean_range, np.float32(np.inf))
+        return ouster_signal(self.reflectivity, ranges, self._surface.signal_scale)
+
+    @cached_property
+    def ouster_ambient(self) -> np.ndarray:
+        rng = np.random.default_rng(self._ambient_seed)
+        return ouster_ambient(self.reflectivity, self.hit, self._surface.ambient_level, self._surface.ambient_sky, rng)
+
+    @cached_property
+    def entity(self) -> np.ndarray:
+        return np.where(self.hit, self._hits.entity, -1).astype(np.int32, copy=False)
+
+    @cached_property
+    def material(self) -> np.ndarray:
+        return np.where(self.hit, self._hits.material, -1).astype(np.int32, copy=False)
+
+    @cached_property
+    def normal(self) -> np.ndarray:
+        return np.where(self.hit[:, None], self._hits.normal, np.float32(0.0)).astype(np.float32, copy=False)
+
+    @cached_property
+    def cos_incidence(self) -> np.ndarray:
+        return np.where(self.hit, self._hits.cos_incidence, np.float32(0.0)).astype(np.float32, copy=False)
 
 
 class SurfaceModel:
@@ -83,33 +117,14 @@ class SurfaceModel:
                 raise ConfigError(f"laser_index must have shape ({n},), got {laser_index.shape}")
             if n and self.noise.bias_sigma > 0 and (laser_index.min() < 0 or laser_index.max() >= self.n_lasers):
                 raise ConfigError(f"laser_index out of range; allowed: 0..{self.n_lasers - 1}")
-        keep = hits.hit & self.limit.keep(hits.range, hits.reflectivity)
-        idx = np.flatnonzero(keep)
-
-        clean = np.full(n, np.nan, np.float32)
-        clean[idx] = hits.range[idx]
-        noisy = clean.copy()
+        keep = self.limit.keep(hits.range, hits.reflectivity)  # misses (range inf) are never kept
+        clean = np.where(keep, hits.range, np.float32(np.nan)).astype(np.float32, copy=False)
+        noisy = clean
         dust = np.zeros(n, bool)
-        if self.noise.enabled and len(idx):
+        if self.noise.enabled:
+            idx = np.flatnonzero(keep)
             lasers = laser_index[idx] if laser_index is not None else None
+            noisy = clean.copy()
             noisy[idx], dust[idx] = noisy_ranges(hits.range[idx], lasers, self.biases, self.noise, rng)
-
-        rho = np.where(keep, hits.reflectivity, np.float32(0.0)).astype(np.float32)
-        cal = calibrated_reflectivity(rho, self.surface.retro_full_scale)
-        return Returns(
-            range=noisy,
-            hit=keep,
-            clean_range=clean,
-            reflectivity=rho,
-            intensity=rho,
-            velodyne_intensity=cal,
-            ouster_reflectivity=cal.astype(np.uint16),
-            ouster_signal=ouster_signal(rho, np.where(keep, hits.range, np.inf), self.surface.signal_scale),
-            ouster_ambient=ouster_ambient(rho, keep, self.surface.ambient_level, self.surface.ambient_sky, rng),
-            dust=dust,
-            entity=np.where(keep, hits.entity, -1).astype(np.int32),
-            material=np.where(keep, hits.material, -1).astype(np.int32),
-            normal=np.where(keep[:, None], hits.normal, np.float32(0.0)).astype(np.float32),
-            cos_incidence=np.where(keep, hits.cos_incidence, np.float32(0.0)).astype(np.float32),
-            first_entity=hits.first_entity,
-        )
+        ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
+        return Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed)

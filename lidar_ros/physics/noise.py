@@ -54,34 +54,30 @@ def noisy_ranges(ranges: np.ndarray, laser_index: np.ndarray | None, biases: np.
             raise ConfigError("noise.bias_sigma > 0 needs the laser index of every ray")
         r += biases[np.asarray(laser_index)]
     if config.sigma > 0 and k:
-        r += rng.normal(0.0, config.sigma, k).astype(np.float32)
+        r += np.float32(config.sigma) * rng.standard_normal(k, dtype=np.float32)
     if config.relative_sigma > 0 and k:
-        scale = config.relative_sigma * np.power(np.asarray(ranges, np.float64), config.relative_exponent)
-        r += (rng.standard_normal(k) * scale).astype(np.float32)
+        scale = np.float32(config.relative_sigma) * np.power(np.asarray(ranges, np.float32),
+                                                             np.float32(config.relative_exponent))
+        r += scale * rng.standard_normal(k, dtype=np.float32)
     if config.resolution > 0:
         r = (np.round(r / np.float32(config.resolution)) * np.float32(config.resolution)).astype(np.float32)
     return np.maximum(r, np.float32(0.0)), dust
 
 
 def jitter_directions(directions: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """Unit directions tilted by independent N(0, σ) angles (rad) about two axes perpendicular to each ray.
+    """Unit directions tilted by a random angle: N(0, σ²) (rad) along each of two axes perpendicular to the ray.
 
-    For small σ the angle between old and new direction is Rayleigh distributed with scale σ.
+    A 3D Gaussian step of σ per axis with its component along the ray removed is an isotropic 2D
+    Gaussian in the plane perpendicular to the ray; d' = (d + step)/|d + step|. The tilt is
+    atan(|step|) ≈ |step|: Rayleigh distributed with scale σ for small σ (relative error < σ²/3).
     σ = 0 returns the input unchanged (no draw).
     """
     d = np.asarray(directions, np.float32)
     if sigma <= 0 or not len(d):
         return d
-    d = d / np.linalg.norm(d, axis=1, keepdims=True)
-    # a helper axis not parallel to d: the world axis with the smallest |component|
-    helper = np.zeros_like(d)
-    helper[np.arange(len(d)), np.argmin(np.abs(d), axis=1)] = 1.0
-    u = np.cross(d, helper)
-    u /= np.linalg.norm(u, axis=1, keepdims=True)
-    v = np.cross(d, u)
-    a = rng.normal(0.0, sigma, (len(d), 2)).astype(np.float32)
-    # rotate exactly by the angle |a| toward the tangent direction a (tan for small angles would bias it)
-    angle = np.linalg.norm(a, axis=1)
-    tangent = (a[:, :1] * u + a[:, 1:] * v) / np.where(angle > 0, angle, 1.0)[:, None]
-    out = d * np.cos(angle)[:, None] + tangent * np.sin(angle)[:, None]
-    return out.astype(np.float32)
+    d = d / np.sqrt(np.einsum("ij,ij->i", d, d))[:, None]
+    step = np.float32(sigma) * rng.standard_normal(d.shape, dtype=np.float32)
+    step -= np.einsum("ij,ij->i", step, d)[:, None] * d
+    out = d + step
+    out /= np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]
+    return out

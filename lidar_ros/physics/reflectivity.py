@@ -30,6 +30,8 @@ def reflectivity(materials: LidarMaterials, material_ids: np.ndarray, cos_incide
     ids = np.asarray(material_ids)
     cos_theta = np.clip(np.asarray(cos_incidence, np.float32), 0.0, 1.0)
     rho0 = materials.reflectivity[ids]
+    if materials.single_model == LAMBERTIAN:  # the usual library: skip the per-ray model lookup
+        return (rho0 * cos_theta).astype(np.float32, copy=False)
     model = materials.model[ids]
     out = np.where(model == LAMBERTIAN, rho0 * cos_theta, rho0).astype(np.float32)
     tabled = np.flatnonzero((model != LAMBERTIAN) & (model != CONSTANT))
