@@ -43,12 +43,9 @@ class LoadReport:
 
 def material_library(materials=None) -> MaterialLibrary:
     """The shipped library, with `materials` (a MaterialLibrary or a YAML path) merged over it."""
-    shipped = MaterialLibrary.load(None)
-    if materials is None:
-        return shipped
-    if not isinstance(materials, MaterialLibrary):
-        materials = MaterialLibrary.load(materials)
-    return shipped.merged(materials)
+    if isinstance(materials, MaterialLibrary):
+        return MaterialLibrary.load(None).merged(materials)
+    return MaterialLibrary.load_user(materials)
 
 
 def add_entities(scene: Scene, specs: list[EntitySpec]) -> list[int]:

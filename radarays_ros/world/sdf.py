@@ -90,7 +90,8 @@ def _options(materials, geometry, ignore, resource_paths, strict, collada_up_axi
         raise ConfigError(f"collada_up_axis '{collada_up_axis}': allowed values {', '.join(UP_AXIS_MODES)}")
     if isinstance(ignore, str):
         ignore = (ignore,)
-    return _Options(material_library(materials), ResourceResolver(resource_paths), geometry, tuple(ignore), bool(strict),
+    library = materials if isinstance(materials, MaterialLibrary) else material_library(materials)
+    return _Options(library, ResourceResolver(resource_paths), geometry, tuple(ignore), bool(strict),
                     collada_up_axis, report if report is not None else LoadReport())
 
 
