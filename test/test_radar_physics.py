@@ -1,0 +1,196 @@
+"""Radar physics against analytic answers: bins, Fresnel, reflectors, ghosts, refraction, motion."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from radarays_ros.radar import RadarSimulator
+from radarays_ros.radar.fresnel import fresnel_split
+from radarays_ros.world.trajectory import Trajectory
+from radarays_ros.world.transforms import pose_to_matrix
+from test_radar_scenes import config, scene_with, wall_x
+
+EYE = np.eye(4)
+
+
+def returns_of(img, column=0, bounce=None):
+    r = img.returns
+    sel = r["azimuth"] == column
+    if bounce is not None:
+        sel &= r["bounce"] == bounce
+    return r[sel]
+
+
+@pytest.mark.parametrize("distance", [1.26, 3.01, 7.53])
+@pytest.mark.parametrize("kernel", ["none", "triangular"])
+def test_wall_peaks_in_bin_floor_d_over_res(distance, kernel):
+    cfg = config(kernel={"type": kernel, "width": 20, "mode": 0.35}, range={"resolution": 0.05, "bins": 400})
+    img = RadarSimulator(cfg, scene_with(wall_x(distance))).simulate(EYE)
+    assert int(np.argmax(img.image_f32[0])) == math.floor(distance / 0.05)
+    # the strongest return of the column maps to energy_max * signal_max (per-column normalisation)
+    assert img.image_f32[0].max() == pytest.approx(cfg.output.energy_max * cfg.output.signal_max, rel=1e-5)
+
+
+def test_fresnel_by_hand_normal_and_oblique():
+    d = np.array([[1.0, 0.0, 0.0]])
+    n = np.array([[-1.0, 0.0, 0.0]])
+    r, theta, r_dir, t_dir, refracts = fresnel_split(d, n, np.array([0.3]), np.array([0.05]), 0.5)
+    assert r[0] == pytest.approx(((0.05 - 0.3) / 0.35) ** 2, rel=1e-9)  # 0.5102
+    assert r[0] == pytest.approx(0.51, abs=0.001)
+    assert refracts[0] and np.allclose(t_dir[0], [1, 0, 0]) and np.allclose(r_dir[0], [-1, 0, 0])
+    # 40 degrees, textbook Fresnel with refractive indices n = c / v (n1 = 1, n2 = 6)
+    ti = math.radians(40.0)
+    d = np.array([[math.cos(ti), math.sin(ti), 0.0]])
+    r, *_ , t_dir, _ = fresnel_split(d, n, np.array([0.3]), np.array([0.05]), 0.5)
+    n1, n2 = 1.0, 6.0
+    tt = math.asin(n1 / n2 * math.sin(ti))
+    rs = (n1 * math.cos(ti) - n2 * math.cos(tt)) / (n1 * math.cos(ti) + n2 * math.cos(tt))
+    rp = (n2 * math.cos(ti) - n1 * math.cos(tt)) / (n2 * math.cos(ti) + n1 * math.cos(tt))
+    assert r[0] == pytest.approx(0.5 * rs * rs + 0.5 * rp * rp, rel=1e-9)
+    assert math.asin(t_dir[0, 1]) == pytest.approx(tt, rel=1e-9)  # Snell with velocities
+
+
+def test_total_internal_reflection_and_perfect_reflector():
+    n = np.array([[-1.0, 0.0, 0.0]] * 2)
+    angles = np.radians([5.0, 30.0])  # critical angle from v 0.05 into air: asin(0.05/0.3) = 9.6 deg
+    d = np.stack([np.cos(angles), np.sin(angles), np.zeros(2)], axis=1)
+    r, *_, refracts = fresnel_split(d, n, np.full(2, 0.05), np.full(2, 0.3), 0.5)
+    assert refracts[0] and r[0] < 1.0
+    assert not refracts[1] and r[1] == 1.0
+    many = np.radians(np.linspace(0, 89, 30))
+    d = np.stack([np.cos(many), np.sin(many), np.zeros(30)], axis=1)
+    r, *_, refracts = fresnel_split(d, np.tile([-1.0, 0, 0], (30, 1)), np.full(30, 0.3), np.zeros(30), 0.5)
+    assert np.all(r == 1.0) and not refracts.any()  # velocity 0: everything reflected at every angle
+
+
+def test_metal_reflects_everything_and_hides_what_is_behind():
+    scene = scene_with(("plate", (0.1, 1.0, 1.0), (3.05, 0, 0), "metal"), wall_x(6.0))
+    sim = RadarSimulator(config(tracing={"passes": 3}), scene)
+    img = sim.simulate(EYE)
+    first = returns_of(img, bounce=0)
+    assert len(first) == 20 and np.all(np.abs(first["range"] - 3.0) < 0.01)
+    # reflected energy 1 (R = 1) times the metal BRDF A + B cos^C(theta_i), theta_i = angle to the plate normal
+    cos_i = np.sort(sim.cone()[0][:, 0])
+    np.testing.assert_allclose(np.sort(first["energy"] - 1.0), np.sort(cos_i ** 2000), rtol=1e-4, atol=1e-6)
+    assert not np.any(np.abs(returns_of(img)["range"] - 6.0) < 0.5)  # nothing reaches the wall behind
+
+
+def test_glass_splits_energy_by_fresnel():
+    scene = scene_with(("pane", (0.1, 2.0, 2.0), (2.05, 0, 0), "glass"))
+    img = RadarSimulator(config(), scene).simulate(EYE)
+    first = returns_of(img, bounce=0)
+    assert np.allclose(first["energy"], 0.5102, atol=2e-3)  # BRDF 1 times R(0 deg) = 0.51
+
+
+def test_air_velocity_objects_are_invisible():
+    base = RadarSimulator(config(tracing={"passes": 3}), scene_with(wall_x(5.02))).simulate(EYE)
+    cloaked_scene = scene_with(wall_x(5.02), ("cloak", (1.0, 2.0, 2.0), (2.5, 0, 0), "ghost"))
+    cloaked = RadarSimulator(config(tracing={"passes": 3}), cloaked_scene).simulate(EYE)
+    np.testing.assert_allclose(cloaked.image_f32, base.image_f32, atol=1e-4)
+    assert not np.any(np.abs(returns_of(cloaked)["range"] - 2.0) < 0.1)
+
+
+def test_mirror_ghost_at_total_path_length():
+    # a metal mirror at x = 2 turned 45 degrees sends the beam to +y; a metal wall at y = 3 sends it back
+    scene = scene_with(("mirror", (0.002, 1.0, 1.0), (2.0, 0, 0), "flat_metal", math.radians(-45.0)),
+                       ("wall", (4.0, 0.2, 4.0), (2.0, 3.11, 0), "flat_metal"))
+    cfg = config(tracing={"passes": 2}, range={"resolution": 0.05, "bins": 400})
+    img = RadarSimulator(cfg, scene).simulate(EYE)
+    first, ghost = returns_of(img, bounce=0), returns_of(img, bounce=1)
+    assert np.allclose(first["range"], 2.0, atol=0.02)
+    assert len(ghost) and np.allclose(ghost["range"], 2.0 + 3.01, atol=0.02)  # one-way path 2 + 3.01 m
+    assert img.image_f32[0, 100] > 0 and img.image_f32[0, 40] > 0
+    # without multi-reflection recording the ghost disappears
+    cfg2 = config(tracing={"passes": 2}, range={"resolution": 0.05, "bins": 400}, returns={"multi_reflection": False})
+    img2 = RadarSimulator(cfg2, scene).simulate(EYE)
+    assert img2.image_f32[0, 100] == 0 and img2.image_f32[0, 40] > 0
+
+
+def test_refraction_delays_echoes_inside_slow_media():
+    # 0.3 m of v = 0.1 m/ns in front of a metal wall at 5 m: apparent range 5 + 0.3 (0.3/0.1 - 1) = 5.6 m
+    scene = scene_with(("slab", (0.3, 2.0, 2.0), (3.15, 0, 0), "slow"), wall_x(5.0))
+    img = RadarSimulator(config(tracing={"passes": 4}), scene).simulate(EYE)
+    ranges = returns_of(img)["range"]
+    assert np.any(np.abs(ranges - 5.6) < 0.01)
+    assert not np.any(np.abs(ranges - 5.0) < 0.3)  # the wall never shows at its geometric distance
+    assert np.any(np.abs(ranges - 3.0) < 0.01)  # the slab's own front face
+
+
+def test_multipath_range_gate_and_occlusion():
+    # a 45-degree mirror at x = 3 sends the beam to +y; a diffuse wall at y = 2 returns straight to the sensor
+    items = [("mirror", (0.002, 1.0, 1.0), (3.0, 0, 0), "flat_metal", math.radians(-45.0)),
+             ("wall", (4.0, 0.2, 4.0), (3.0, 2.1, 0), "diffuse_half")]
+    expected = (5.0 + math.hypot(3.0, 2.0)) / 2.0  # (c t + |h|) / 2
+    cfg = config(tracing={"passes": 2}, returns={"multipath": True, "multi_reflection": False, "keep": True})
+    img = RadarSimulator(cfg, scene_with(*items)).simulate(EYE)
+    multi = returns_of(img, bounce=1)
+    assert len(multi) and np.allclose(multi["range"], expected, atol=0.02)
+    assert np.allclose(multi["energy"], 0.5, rtol=1e-6)  # BRDF A = 0.5, R = 1
+    gated = config(tracing={"passes": 2}, returns={"multipath": True, "multi_reflection": False, "multipath_threshold": 0.6})
+    assert len(returns_of(RadarSimulator(gated, scene_with(*items)).simulate(EYE), bounce=1)) == 0  # cos = 0.55
+    blocker = ("blocker", (0.3, 0.3, 0.3), (1.5, 1.0, 0), "metal")
+    open_cfg = config(tracing={"passes": 2}, returns={"multipath": True, "multi_reflection": False})
+    occl_cfg = config(tracing={"passes": 2}, returns={"multipath": True, "multi_reflection": False, "occlusion_test": True})
+    assert len(returns_of(RadarSimulator(open_cfg, scene_with(*items, blocker)).simulate(EYE), bounce=1))  # original: no test
+    assert len(returns_of(RadarSimulator(occl_cfg, scene_with(*items, blocker)).simulate(EYE), bounce=1)) == 0
+
+
+def test_empty_columns_are_finite_in_every_normalisation():
+    for mode, ambient in [("radarays", "none"), ("radarays", "perlin"), ("gazebo", "perlin"), ("global", "uniform"), ("db", "none")]:
+        cfg = config(output={"normalisation": mode}, noise={"ambient": ambient})
+        img = RadarSimulator(cfg, scene_with(wall_x(3.0, span=1.0))).simulate(EYE)  # only column 0 sees it
+        assert np.all(np.isfinite(img.image_f32)), mode
+        if mode == "radarays" and ambient == "none":
+            assert img.image[1:].max() == 0 and img.image[0].max() == 60
+
+
+def test_seeded_runs_are_identical_and_seeds_differ():
+    scene = scene_with(wall_x(4.0), ("post", (0.3, 0.3, 2.0), (2.0, 1.0, 0), "wall_stone"))
+    cfg = config(beam={"width_deg": 8.0, "samples": 30, "redraw": "per_frame"}, tracing={"passes": 3},
+                 noise={"ambient": "perlin"}, kernel={"type": "triangular", "width": 10})
+    a = [RadarSimulator(cfg, scene).simulate(EYE) for _ in range(2)]
+    sim = RadarSimulator(cfg, scene)
+    b = [sim.simulate(EYE), sim.simulate(EYE)]
+    np.testing.assert_array_equal(a[0].image_f32, a[1].image_f32)
+    np.testing.assert_array_equal(a[0].image_f32, b[0].image_f32)
+    assert not np.array_equal(b[0].image_f32, b[1].image_f32)  # per-frame cone and noise: frames differ
+    other = RadarSimulator(cfg.with_overrides({"seed": 8}), scene).simulate(EYE)
+    assert not np.array_equal(other.image_f32, a[0].image_f32)
+
+
+def test_motion_distortion_from_a_trajectory():
+    scene = scene_with(wall_x(5.0), wall_x(-5.0, name="back"))
+    cfg = config(azimuth={"count": 400, "step_deg": -0.9, "rate_hz": 4.0}, beam={"samples": 4})
+    traj = Trajectory([0, 250_000_000], [pose_to_matrix(0, 0, 0), pose_to_matrix(2.5, 0, 0)])  # 10 m/s along +x
+    img = RadarSimulator(cfg, scene).simulate(traj)
+    assert img.azimuth_time_ns[200] == 125_000_000
+    assert int(np.argmax(img.image_f32[0])) == 100  # fired at t = 0 from x = 0
+    assert int(np.argmax(img.image_f32[200])) == math.floor(6.25 / 0.05)  # facing -x from x = 1.25
+    static = RadarSimulator(cfg, scene).simulate(EYE)
+    assert int(np.argmax(static.image_f32[200])) == 100
+
+
+def test_scroll_single_azimuth_and_range_offset():
+    scene = scene_with(wall_x(3.0, span=1.0))
+    img = RadarSimulator(config(azimuth={"count": 8, "step_deg": -45.0, "scroll": 3}), scene).simulate(EYE)
+    assert int(np.argmax(img.image.max(axis=1))) == 3 and img.azimuth_rad[3] == 0.0
+    single = RadarSimulator(config(azimuth={"count": 1, "start_deg": 0.0}), scene).simulate(EYE)
+    assert single.image.shape == (1, 200) and int(np.argmax(single.image_f32[0])) == 60
+    shifted = RadarSimulator(config(range={"resolution": 0.05, "bins": 200, "offset": 1.0}), scene).simulate(EYE)
+    assert int(np.argmax(shifted.image_f32[0])) == 40 and shifted.range_m[0] == 1.0
+
+
+def test_radar_equation_and_db_scale():
+    scene = scene_with(("near", (0.1, 0.5, 0.5), (2.05, 0, 0), "flat_metal"), wall_x(4.0, material="flat_metal"))
+    cfg = config(tracing={"passes": 1}, output={"normalisation": "global", "radar_equation": True})
+    cols = RadarSimulator(cfg.with_overrides({"azimuth.count": 1}), scene).simulate(EYE)
+    assert cols.image_f32[0, 40] > 0  # only the near plate is in the beam of column 0
+    far = RadarSimulator(cfg.with_overrides({"azimuth.count": 1}), scene_with(wall_x(4.0, material="flat_metal"))).simulate(EYE)
+    energy_near = cols.energy[0].max()
+    energy_far = far.energy[0].max()
+    assert energy_near / energy_far == pytest.approx(16.0, rel=0.02)  # (4/2)^4
+    db = config(output={"normalisation": "db", "db_reference": 1.0, "db_range": 60.0})
+    img = RadarSimulator(db, scene_with(wall_x(3.0, material="flat_metal"))).simulate(EYE)
+    assert img.image_f32[0].max() == pytest.approx(255.0, rel=1e-6)  # E = E0 = 1 maps to 255
