@@ -1,0 +1,324 @@
+"""Sensors declared in SDF worlds/models or in URDF `<gazebo>` blocks, for the `sensor_rig` node.
+
+    find_sensors(sdf_path_or_text) -> list[SensorSpec]
+
+Recognised blocks (inside a `<link>` of an SDF model, or in URDF `<gazebo reference="LINK">`):
+
+    <sensor name="front_radar" type="custom" gz:type="radarays_radar">
+      <pose>0.2 0 0.5 0 0 0</pose>            <!-- in the parent link; degrees="true" allowed -->
+      <update_rate>4</update_rate>             <!-- Hz; 0 or absent -> 0.0 (the node's default) -->
+      <topic>radar/image</topic>               <!-- absent -> the sensor name -->
+      <gz_frame_id>radar_link</gz_frame_id>    <!-- or <frame_id>; absent -> the link's own name -->
+      <radarays_radar>                         <!-- our parameters, passed on as a dict -->
+        <preset>mulran</preset>
+        <range><max>80</max></range>
+      </radarays_radar>
+    </sensor>
+
+`gz:type="radarays_lidar"` likewise (parameters in `<radarays_lidar>`); the `ignition:type` spelling
+and an undeclared `gz:` prefix are accepted. A Gazebo `gpu_lidar` (also `gpu_ray`, `lidar`, `ray`)
+block becomes a lidar of the nearest shipped preset, chosen by vertical/horizontal sample counts and
+field of view; its `<range>` limits are kept as overrides.
+
+Parameter values are read as YAML scalars ("80" -> 80, "true" -> True, "a b" stays a string); nested
+elements become nested dicts; a repeated element becomes a list. Checking them is the sensor layers'
+job (radar / lidar configs), which name `SensorSpec.source` in their errors.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from lxml import etree
+
+from ..errors import ConfigError, WorldError
+from ..world.transforms import pose_to_matrix
+
+OUR_TYPES = {"radarays_radar": "radar", "radarays_lidar": "lidar"}
+GAZEBO_LIDAR_TYPES = ("gpu_lidar", "gpu_ray", "lidar", "ray")
+
+
+@dataclass(frozen=True)
+class SensorSpec:
+    """One sensor to simulate.
+
+    kind: "radar" | "lidar"; name: the SDF sensor name; parent: scoped name of the link it is attached
+    to ("model::link", nested "outer::inner::link"; in a URDF the bare link name); pose: 4x4 sensor
+    pose in the parent link frame; update_rate: Hz (0.0 = not given); topic; frame: the frame id of
+    the output messages; params: our parameters (for a converted gpu_lidar: {"preset": NAME,
+    "overrides": {"range.min": .., "range.max": ..}, "gpu_lidar": {samples, angles}}); gz_type: the
+    declared type ("radarays_radar", "gpu_lidar", ...); source: "file:line <sensor name=...>" for messages.
+    """
+
+    kind: str
+    name: str
+    parent: str
+    pose: np.ndarray = field(repr=False)
+    update_rate: float
+    topic: str
+    frame: str
+    params: dict[str, Any]
+    gz_type: str
+    source: str
+
+
+def find_sensors(sdf_path_or_text) -> list[SensorSpec]:
+    """Every radarays or Gazebo-lidar sensor in an SDF world/model or URDF (a path, or the XML text)."""
+    text, source = _read(sdf_path_or_text)
+    root = _parse(text, source)
+    specs: list[SensorSpec] = []
+    if root.tag == "robot":  # URDF
+        for gz in root.iter("gazebo"):
+            link = gz.get("reference")
+            for sensor in gz.findall("sensor"):
+                if link is None:
+                    raise WorldError(f"{_where(sensor, source)}: a <sensor> in <gazebo> needs reference=\"LINK\"")
+                spec = _sensor(sensor, link, link, source)
+                if spec is not None:
+                    specs.append(spec)
+        return specs
+    for model in _top_models(root):
+        _walk_model(model, "", source, specs)
+    return specs
+
+
+# -- document walking -----------------------------------------------------------------------------
+def _read(sdf_path_or_text) -> tuple[bytes, str]:
+    if isinstance(sdf_path_or_text, bytes):
+        return sdf_path_or_text, "<string>"
+    text = str(sdf_path_or_text)
+    if text.lstrip().startswith("<"):
+        return text.encode(), "<string>"
+    path = Path(text)
+    try:
+        return path.read_bytes(), str(path)
+    except OSError as exc:
+        raise WorldError(f"sensor description {path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _parse(text: bytes, source: str) -> etree._Element:
+    strict = etree.XMLParser(remove_comments=True, resolve_entities=False, no_network=True)
+    try:
+        return etree.fromstring(text, strict)
+    except etree.XMLSyntaxError as exc:
+        # SDFormat (tinyxml2) ignores namespaces, so worlds often use gz:type without declaring gz.
+        if "Namespace prefix" not in str(exc):
+            raise WorldError(f"{source}:{exc.lineno}: malformed XML: {exc.msg}") from None
+    lenient = etree.XMLParser(remove_comments=True, resolve_entities=False, no_network=True, recover=True)
+    return etree.fromstring(text, lenient)
+
+
+def _top_models(root) -> list:
+    worlds = root.findall("world")
+    scope = worlds[0] if worlds else root
+    return [m for m in scope if m.tag == "model"]
+
+
+def _walk_model(model, prefix: str, source: str, out: list[SensorSpec]) -> None:
+    scoped_model = prefix + model.get("name", "")
+    for link in model.findall("link"):
+        link_name = link.get("name", "")
+        for sensor in link.findall("sensor"):
+            spec = _sensor(sensor, f"{scoped_model}::{link_name}", link_name, source)
+            if spec is not None:
+                out.append(spec)
+    for nested in model.findall("model"):
+        _walk_model(nested, scoped_model + "::", source, out)
+
+
+def _where(element, source: str) -> str:
+    return f"{source}:{element.sourceline} <{element.tag} name='{element.get('name', '')}'>"
+
+
+def _declared_type(sensor) -> str:
+    for key, value in sensor.attrib.items():
+        local = key.rsplit("}", 1)[-1].rsplit(":", 1)[-1]
+        if local == "type" and key != "type":  # gz:type / ignition:type, declared or not
+            return value.strip()
+    return ""
+
+
+# -- one sensor -----------------------------------------------------------------------------------
+def _sensor(sensor, parent: str, link_name: str, source: str) -> SensorSpec | None:
+    where = _where(sensor, source)
+    sdf_type = sensor.get("type", "").strip()
+    gz_type = _declared_type(sensor) if sdf_type == "custom" else ""
+    if gz_type in OUR_TYPES:
+        kind, declared = OUR_TYPES[gz_type], gz_type
+        params = _params(sensor.find(gz_type))
+    elif sdf_type in GAZEBO_LIDAR_TYPES:
+        kind, declared = "lidar", sdf_type
+        params = _gpu_lidar_params(sensor, where)
+    else:
+        return None  # cameras, IMUs, other plugins' custom sensors: not ours
+    name = sensor.get("name") or ""
+    if not name:
+        raise WorldError(f"{where}: a sensor needs a name attribute")
+    frame = _text(sensor, "gz_frame_id") or _text(sensor, "ignition_frame_id") or _text(sensor, "frame_id") or link_name
+    return SensorSpec(
+        kind=kind,
+        name=name,
+        parent=parent,
+        pose=_pose(sensor, link_name, where),
+        update_rate=_rate(sensor, where),
+        topic=_text(sensor, "topic") or name,
+        frame=frame,
+        params=params,
+        gz_type=declared,
+        source=where,
+    )
+
+
+def _text(element, tag: str) -> str:
+    child = element.find(tag)
+    return (child.text or "").strip() if child is not None else ""
+
+
+def _rate(sensor, where: str) -> float:
+    text = _text(sensor, "update_rate")
+    if not text:
+        return 0.0
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = float("nan")
+    if not math.isfinite(rate) or rate < 0:
+        raise WorldError(f"{where}: <update_rate> '{text}'; expected a finite number >= 0 (Hz)")
+    return rate
+
+
+def _pose(sensor, link_name: str, where: str) -> np.ndarray:
+    pose_el = sensor.find("pose")
+    if pose_el is None or not (pose_el.text or "").strip():
+        return np.eye(4)
+    relative_to = pose_el.get("relative_to")
+    if relative_to not in (None, "", link_name):
+        raise WorldError(f"{where}: <pose relative_to='{relative_to}'>; sensors are read relative to their "
+                         f"link only (allowed: absent or '{link_name}')")
+    try:
+        values = [float(v) for v in pose_el.text.replace(",", " ").split()]
+    except ValueError:
+        values = []
+    if len(values) != 6 or not all(math.isfinite(v) for v in values):
+        raise WorldError(f"{where}: <pose> '{pose_el.text.strip()}'; expected six finite numbers 'x y z roll pitch yaw'")
+    if pose_el.get("degrees", "false").strip().lower() in ("true", "1"):
+        values[3:] = [math.radians(v) for v in values[3:]]
+    return pose_to_matrix(*values)
+
+
+def _params(block) -> dict[str, Any]:
+    """Our parameter block as a dict (nested elements -> dicts, repeated elements -> lists)."""
+    if block is None:
+        return {}
+    out: dict[str, Any] = {}
+    for child in block:
+        if not isinstance(child.tag, str):
+            continue
+        value = _params(child) if len(child) else _scalar(child.text)
+        if child.tag in out:
+            if not isinstance(out[child.tag], list):
+                out[child.tag] = [out[child.tag]]
+            out[child.tag].append(value)
+        else:
+            out[child.tag] = value
+    return out
+
+
+def _scalar(text: str | None) -> Any:
+    text = (text or "").strip()
+    try:
+        value = yaml.safe_load(text) if text else ""
+    except yaml.YAMLError:
+        return text
+    return value if isinstance(value, (int, float, bool, str)) or value is None else text
+
+
+# -- gpu_lidar -> nearest preset ------------------------------------------------------------------
+def _gpu_lidar_params(sensor, where: str) -> dict[str, Any]:
+    lidar = sensor.find("lidar")
+    if lidar is None:
+        lidar = sensor.find("ray")
+    if lidar is None:
+        raise WorldError(f"{where}: a {sensor.get('type')} sensor needs a <lidar> (or <ray>) block with <scan>")
+
+    def axis(name: str, default_samples: int) -> tuple[int, float, float]:
+        el = lidar.find(f"scan/{name}")
+        samples = int(_number(el, "samples", default_samples, where)) if el is not None else default_samples
+        lo = _number(el, "min_angle", 0.0, where) if el is not None else 0.0
+        hi = _number(el, "max_angle", 0.0, where) if el is not None else 0.0
+        if samples < 1 or hi < lo:
+            raise WorldError(f"{where}: <scan><{name}> needs samples >= 1 and max_angle >= min_angle")
+        return samples, lo, hi
+
+    h_samples, h_min, h_max = axis("horizontal", 640)
+    v_samples, v_min, v_max = axis("vertical", 1)
+    overrides = {}
+    range_el = lidar.find("range")
+    if range_el is not None:
+        for key in ("min", "max"):
+            if range_el.find(key) is not None:
+                overrides[f"range.{key}"] = _number(range_el, key, 0.0, where)
+    preset = nearest_lidar_preset(v_samples, h_samples, v_max - v_min, h_max - h_min)
+    return {
+        "preset": preset,
+        "overrides": overrides,
+        "gpu_lidar": {
+            "horizontal": {"samples": h_samples, "min_angle": h_min, "max_angle": h_max},
+            "vertical": {"samples": v_samples, "min_angle": v_min, "max_angle": v_max},
+        },
+    }
+
+
+def _number(element, tag: str, default: float, where: str) -> float:
+    text = _text(element, tag)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value):
+        raise WorldError(f"{where}: <{tag}> '{text}' is not a finite number")
+    return value
+
+
+@lru_cache(maxsize=1)
+def _preset_features() -> tuple[tuple[str, int, int, float, float], ...]:
+    """(name, rows, cols, vertical fov, horizontal fov) of every shipped lidar preset."""
+    from lidar_ros.config import list_presets, load_sensor  # the sensor layer, loaded only when needed
+
+    out = []
+    for name in list_presets():
+        try:
+            cfg = load_sensor(name)
+        except ConfigError:
+            continue
+        elevation = np.asarray(cfg.elevation, dtype=float)
+        azimuth = np.unwrap(np.asarray(cfg.azimuth, dtype=float)[0])
+        h_fov = min(2 * math.pi, float(np.ptp(azimuth)) * cfg.cols / max(cfg.cols - 1, 1))
+        out.append((name, cfg.rows, cfg.cols, float(np.ptp(elevation)), h_fov))
+    return tuple(out)
+
+
+def nearest_lidar_preset(vertical_samples: int, horizontal_samples: int, vertical_fov: float,
+                         horizontal_fov: float) -> str:
+    """The shipped lidar preset closest to a Gazebo lidar: beams and columns count as ratios (a
+    16-beam sensor is closer to 32 than 64 beams), fields of view in radians; beam count weighs most."""
+    best, best_cost = "", math.inf
+    for name, rows, cols, v_fov, h_fov in _preset_features():
+        cost = (
+            3.0 * abs(math.log(vertical_samples / rows))
+            + abs(math.log(horizontal_samples / cols))
+            + 2.0 * abs(vertical_fov - v_fov)
+            + abs(horizontal_fov - h_fov)
+        )
+        if cost < best_cost:
+            best, best_cost = name, cost
+    if not best:
+        raise ConfigError("no lidar presets found to convert a gpu_lidar to (config/lidar/presets)")
+    return best
