@@ -108,11 +108,15 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     if n == 0:
         return LidarHits.misses(0)
     h = backend.trace(o, d, tmin, tmax)
-    klass = materials.class_of(h.material)  # -1 (miss) -> NONE
+    klass = materials.class_of(h.material)  # -1 (miss) -> NO_SURFACE
     unit = _unit(d)
-    if not np.any((klass == TRANSPARENT) | (klass == MIRROR)):
-        return _first_surface_returns(h, klass, unit, materials)  # the usual frame: no second trace
-    return _multi_round(backend, o, unit, h, klass, materials, tmax, max_bounces)
+    continuing = (klass == TRANSPARENT) | (klass == MIRROR)
+    ended = klass == ABSORBENT
+    if not np.any(continuing):
+        return _first_surface_returns(h, ended, unit, materials)  # the usual frame: one trace, no copies
+    out = _first_surface_returns(h, ended | continuing, unit, materials)
+    _follow(backend, out, np.flatnonzero(continuing), o, unit, h, klass, materials, tmax, max_bounces)
+    return out
 
 
 def _unit(d: np.ndarray) -> np.ndarray:
@@ -122,18 +126,17 @@ def _unit(d: np.ndarray) -> np.ndarray:
     return d / np.where(norm > 0, norm, 1.0).astype(np.float32)[:, None]
 
 
-def _first_surface_returns(h, klass, unit: np.ndarray, materials: LidarMaterials) -> LidarHits:
-    """Rays end at their first surface (no glass or mirror was hit): returns or absorbed."""
+def _first_surface_returns(h: Hits, no_return: np.ndarray, unit: np.ndarray, materials: LidarMaterials) -> LidarHits:
+    """Rays that return from their first surface; the rays in `no_return` are reported as misses."""
     n = len(h.distance)
     first_entity, first_material, first_range = h.entity, h.material, h.distance
-    absorbed = klass == ABSORBENT
-    if np.any(absorbed):  # copies in which the absorbed rays are misses
+    if np.any(no_return):  # copies, in which those rays are misses
         h = Hits(
-            distance=np.where(absorbed, np.float32(np.inf), h.distance),
-            normal=np.where(absorbed[:, None], np.float32(0.0), h.normal),
-            entity=np.where(absorbed, -1, h.entity).astype(np.int32),
-            face=np.where(absorbed, -1, h.face).astype(np.int32),
-            material=np.where(absorbed, -1, h.material).astype(np.int32),
+            distance=np.where(no_return, np.float32(np.inf), h.distance),
+            normal=np.where(no_return[:, None], np.float32(0.0), h.normal),
+            entity=np.where(no_return, -1, h.entity).astype(np.int32),
+            face=h.face,
+            material=np.where(no_return, -1, h.material).astype(np.int32),
         )
     cos_inc = np.abs(np.einsum("ij,ij->i", unit, h.normal))
     rho = reflectivity(materials, h.material, cos_inc)  # id -1 reads the last row; zeroed next line
@@ -145,70 +148,64 @@ def _first_surface_returns(h, klass, unit: np.ndarray, materials: LidarMaterials
     )
 
 
-def _multi_round(backend, origins, d, h, klass, materials: LidarMaterials, tmax, max_bounces) -> LidarHits:
-    """Follow rays through transparent surfaces and mirrors, one batched trace per round."""
-    n = len(origins)
-    out = LidarHits.misses(n)
-    hit = h.entity >= 0
-    out.first_entity[:] = h.entity
-    out.first_material[:] = h.material
-    out.first_range[:] = h.distance
-    o = np.array(origins, np.float32)  # copies: continuing rays move their origin and direction in place
-    d = np.array(d, np.float32)
-    active = np.arange(n)  # rays of the current round, indices into the batch
-    travelled = np.zeros(n, np.float32)  # path length before the current segment
-    factor = np.ones(n, np.float32)  # product of two-way transmission/mirror factors
+def _follow(backend, out: LidarHits, active, origins, unit, h: Hits, klass, materials: LidarMaterials,
+            tmax, max_bounces) -> None:
+    """Follow the rays `active` (batch indices) past transparent surfaces and mirrors, one trace per round.
+
+    The local arrays hold one row per active ray and shrink as rays return, end or run out of bounces.
+    """
+    o = origins[active].astype(np.float32)
+    d = unit[active].astype(np.float32)
+    h = h.take(active)
+    klass = klass[active]
+    hit = np.ones(len(active), bool)
+    travelled = np.zeros(len(active), np.float32)  # path length before the current segment
+    factor = np.ones(len(active), np.float32)  # product of two-way transmission/mirror factors
     total = h.distance
     while True:
         returns = hit & (klass != ABSORBENT) & (klass != TRANSPARENT) & (klass != MIRROR)
-        done = active[returns]
-        if len(done):
-            _record(out, done, h, returns, total, d, factor, materials)
+        if np.any(returns):
+            _record(out, active[returns], h.take(returns), total[returns], d[returns], factor[returns], materials)
 
         crossing = hit & (klass == TRANSPARENT)
         mirrored = hit & (klass == MIRROR)
-        cross_idx, mirror_idx = active[crossing], active[mirrored]
-        out.crossings[cross_idx] += 1
-        out.bounces[mirror_idx] += 1
-        if len(cross_idx):
-            dist = total[crossing]
-            skip = (SKIP_ABS + SKIP_REL * dist).astype(np.float32)
-            o[cross_idx] = o[cross_idx] + d[cross_idx] * (h.distance[crossing] + skip)[:, None]
-            travelled[cross_idx] = dist + skip
-            factor[cross_idx] *= materials.pass_factor[h.material[crossing]]
-        if len(mirror_idx):
-            dm = d[mirror_idx]
-            nm = h.normal[mirrored]
-            dist = total[mirrored]
-            point = o[mirror_idx] + dm * h.distance[mirrored][:, None]
-            # the normal faces the arriving ray, so stepping along it leaves the mirror on the lit side
-            o[mirror_idx] = point + nm * (SKIP_ABS + SKIP_REL * dist)[:, None]
-            d[mirror_idx] = dm - 2.0 * np.einsum("ij,ij->i", dm, nm)[:, None] * nm  # r = d - 2(d.n)n
-            travelled[mirror_idx] = dist
-            factor[mirror_idx] *= materials.pass_factor[h.material[mirrored]]
-        keep_cross = out.crossings[cross_idx] <= MAX_TRANSPARENT
-        keep_mirror = out.bounces[mirror_idx] <= max_bounces
-        active = np.concatenate([cross_idx[keep_cross], mirror_idx[keep_mirror]])
-        if not len(active):
-            return out
-        # each segment starts at its own offset origin; the total path bound is re-checked per ray
-        reach = float(tmax) - float(travelled[active].min())
+        out.crossings[active[crossing]] += 1
+        out.bounces[active[mirrored]] += 1
+        dist = total
+        skip = (SKIP_ABS + SKIP_REL * np.where(hit, dist, 0)).astype(np.float32)
+        if np.any(crossing):  # continue straight on from just past the surface
+            step = np.where(crossing, h.distance + skip, 0)
+            o = o + d * step[:, None]
+            travelled = np.where(crossing, dist + skip, travelled)
+        if np.any(mirrored):  # r = d - 2(d.n)n from a point lifted off the mirror along its (ray-facing) normal
+            m = mirrored[:, None]
+            point = o + d * np.where(mirrored, h.distance, 0)[:, None]
+            o = np.where(m, point + h.normal * skip[:, None], o)
+            d = np.where(m, d - 2.0 * np.einsum("ij,ij->i", d, h.normal)[:, None] * h.normal, d)
+            travelled = np.where(mirrored, dist, travelled)
+        passing = crossing | mirrored
+        factor = np.where(passing, factor * materials.pass_factor[np.maximum(h.material, 0)], factor)
+
+        counts_ok = np.where(crossing, out.crossings[active] <= MAX_TRANSPARENT, out.bounces[active] <= max_bounces)
+        alive = passing & counts_ok
+        if not np.any(alive):
+            return
+        active, o, d, travelled, factor = active[alive], o[alive], d[alive], travelled[alive], factor[alive]
+        reach = float(tmax) - float(travelled.min())  # the total path bound is re-checked per ray below
         if reach <= 0:
-            return out
-        h = backend.trace(o[active], d[active], 0.0, reach)
-        total = travelled[active] + h.distance
+            return
+        h = backend.trace(o, d, 0.0, reach)
+        total = travelled + h.distance
         hit = (h.entity >= 0) & (total <= tmax)
         klass = materials.class_of(h.material)
 
 
-def _record(out: LidarHits, done, h, returns, total, d, factor, materials: LidarMaterials) -> None:
-    """Store the rays in `done` (batch indices) that return from the surfaces of `h[returns]`."""
-    normal = h.normal[returns]
-    cos_inc = np.abs(np.einsum("ij,ij->i", d[done], normal)).astype(np.float32)
-    material = h.material[returns]
-    out.range[done] = total[returns]
-    out.entity[done] = h.entity[returns]
-    out.material[done] = material
-    out.normal[done] = normal
+def _record(out: LidarHits, done, h: Hits, total, d, factor, materials: LidarMaterials) -> None:
+    """Store the rays `done` (batch indices) returning from the surfaces in `h` (one row per ray)."""
+    cos_inc = np.abs(np.einsum("ij,ij->i", d, h.normal)).astype(np.float32)
+    out.range[done] = total
+    out.entity[done] = h.entity
+    out.material[done] = h.material
+    out.normal[done] = h.normal
     out.cos_incidence[done] = cos_inc
-    out.reflectivity[done] = reflectivity(materials, material, cos_inc) * factor[done]
+    out.reflectivity[done] = reflectivity(materials, h.material, cos_inc) * factor
