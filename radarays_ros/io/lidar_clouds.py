@@ -1,0 +1,163 @@
+"""Lidar scans as the point clouds real drivers publish, byte for byte, and as LaserScan.
+
+Layouts (numpy structured dtypes; a PointCloud2 is the same bytes with the same offsets):
+
+velodyne  velodyne_pointcloud XYZIRT: x,y,z,intensity float32 @0/4/8/12, ring uint16 @16, time float32
+          @18, point_step 22. `time` = seconds relative to the header stamp; the stamp is the LAST
+          firing by default (times <= 0), the first with time_reference 'first'. Organized like the
+          driver's organize_cloud: width = lasers (ring 0 = lowest), height = firings (columns).
+ouster    ouster-ros `original` point (ouster_ros::Point, PCL_ADD_POINT4D + EIGEN_ALIGN16): x,y,z float32
+          @0/4/8 (+4 pad), intensity float32 @16 (= signal), t uint32 ns since scan start @20,
+          reflectivity uint16 @24, ring uint16 @26, ambient uint16 @28, range uint32 mm @32,
+          point_step 48. Organized: rows = beams (ring 0 = top beam), columns destaggered. Header
+          stamp = scan start.
+gazebo    Gazebo gpu_lidar through ros_gz_bridge: x,y,z,intensity float32, ring uint16, point_step 18;
+          organized height = vertical rows (ring 0 = lowest), width = horizontal samples. No time.
+xyzi      x,y,z,intensity float32, point_step 16, rows as in the scan.
+
+Misses: organized clouds keep them as NaN points (intensity 0, range 0); unorganized clouds drop them.
+Ground truth (opt-in, appended after the driver fields): clean_range float32, entity_id int32,
+material_id int32, normal_x/y/z float32 (sensor frame), incidence_angle float32 (rad).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import messages
+
+LAYOUTS = ("velodyne", "ouster", "gazebo", "xyzi")
+
+VELODYNE_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring", "time"],
+                           "formats": ["<f4", "<f4", "<f4", "<f4", "<u2", "<f4"],
+                           "offsets": [0, 4, 8, 12, 16, 18], "itemsize": 22})
+OUSTER_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "t", "reflectivity", "ring", "ambient", "range"],
+                         "formats": ["<f4", "<f4", "<f4", "<f4", "<u4", "<u2", "<u2", "<u2", "<u4"],
+                         "offsets": [0, 4, 8, 16, 20, 24, 26, 28, 32], "itemsize": 48})
+GAZEBO_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
+                         "formats": ["<f4", "<f4", "<f4", "<f4", "<u2"],
+                         "offsets": [0, 4, 8, 12, 16], "itemsize": 18})
+XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
+                       "offsets": [0, 4, 8, 12], "itemsize": 16})
+LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "gazebo": GAZEBO_DTYPE, "xyzi": XYZI_DTYPE}
+TOP_RING_FIRST = {"velodyne": False, "ouster": True, "gazebo": False, "xyzi": None}  # None: keep the scan's rows
+
+GROUND_TRUTH_FIELDS = {  # scan attribute -> (field names, dtype)
+    "clean_range": (("clean_range",), "<f4"),
+    "entity": (("entity_id",), "<i4"),
+    "material": (("material_id",), "<i4"),
+    "normal": (("normal_x", "normal_y", "normal_z"), "<f4"),
+    "incidence_rad": (("incidence_angle",), "<f4"),
+}
+
+
+def cloud_dtype(layout: str, ground_truth=()) -> np.dtype:
+    """The driver's point dtype, with the requested ground-truth fields appended (packed)."""
+    base = LAYOUT_DTYPES[_check_layout(layout)]
+    names, formats, offsets = list(base.names), [base.fields[n][0] for n in base.names], [base.fields[n][1] for n in base.names]
+    size = base.itemsize
+    for key in _check_ground_truth(ground_truth):
+        field_names, fmt = GROUND_TRUTH_FIELDS[key]
+        for name in field_names:
+            names.append(name)
+            formats.append(np.dtype(fmt))
+            offsets.append(size)
+            size += 4
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": size})
+
+
+def row_order(scan, layout: str) -> np.ndarray:
+    """Scan rows in the layout's ring order (ring 0 = lowest or top beam); index i -> scan row."""
+    top_first = TOP_RING_FIRST[_check_layout(layout)]
+    rows = scan.range.shape[0]
+    if top_first is None or rows == 1:
+        return np.arange(rows)
+    elevation = scan.elevation_rad.mean(axis=1)
+    return np.argsort(-elevation if top_first else elevation, kind="stable")
+
+
+def pointcloud_array(scan, layout: str | None = None, organized: bool | None = None, ground_truth=(),
+                     stamp_ns: int | None = None, time_reference: str | None = None) -> np.ndarray:
+    """Structured array of a scan in a driver layout; shape (height, width) organized, else (N,) returns only.
+
+    stamp_ns: header stamp the velodyne `time` field is relative to (default: last or first firing).
+    """
+    cfg = scan.config
+    layout = _check_layout(layout or cfg.layout)
+    organized = cfg.organized if organized is None else bool(organized)
+    order = row_order(scan, layout)
+    dtype = cloud_dtype(layout, ground_truth)
+    rows, cols = scan.range.shape
+    out = np.zeros((rows, cols), dtype)
+    hit = scan.hit[order]
+    xyz = np.where(hit[..., None], scan.xyz[order], np.float32(np.nan))
+    out["x"], out["y"], out["z"] = xyz[..., 0], xyz[..., 1], xyz[..., 2]
+    out["intensity"] = np.where(hit, scan.intensity[order], 0)
+    if "ring" in dtype.names:
+        out["ring"] = np.arange(rows, dtype=np.uint16)[:, None] if TOP_RING_FIRST[layout] is not None else scan.ring[order][:, None]
+    if layout == "velodyne":
+        stamp = scan.stamp_ns(time_reference) if stamp_ns is None else int(stamp_ns)
+        out["time"] = (scan.time[order] + (scan.t0_ns - stamp) * 1e-9).astype(np.float32)
+    elif layout == "ouster":
+        out["t"] = np.round(scan.time[order] * 1e9).astype(np.uint32)
+        out["reflectivity"] = np.where(hit, scan.fields["ouster_reflectivity"][order], 0)
+        out["ambient"] = scan.fields["ouster_ambient"][order]
+        out["range"] = np.where(hit, np.round(np.nan_to_num(scan.range[order]) * 1000.0), 0).astype(np.uint32)
+    for key in _check_ground_truth(ground_truth):
+        names, _ = GROUND_TRUTH_FIELDS[key]
+        value = getattr(scan, key)[order]
+        if len(names) == 1:
+            out[names[0]] = value
+        else:
+            for i, name in enumerate(names):
+                out[name] = value[..., i]
+    if layout == "velodyne":
+        out = out.T  # driver organization: one row per firing, one column per laser
+        hit = hit.T
+    if organized:
+        return np.ascontiguousarray(out)
+    return np.ascontiguousarray(out[hit])
+
+
+def pointcloud_msg(scan, t_ns: int | None = None, frame_id: str | None = None, layout: str | None = None,
+                   organized: bool | None = None, ground_truth=(), time_reference: str | None = None):
+    """sensor_msgs/PointCloud2 (rosbags object) of a scan in a driver layout.
+
+    t_ns: header stamp; default the layout's own (velodyne: last/first firing, others: scan start)."""
+    cfg = scan.config
+    layout = _check_layout(layout or cfg.layout)
+    if t_ns is None:
+        t_ns = scan.stamp_ns(time_reference) if layout == "velodyne" else scan.t0_ns
+    points = pointcloud_array(scan, layout, organized, ground_truth, stamp_ns=t_ns, time_reference=time_reference)
+    height = points.shape[0] if points.ndim == 2 else 1
+    return messages.pointcloud2(points, t_ns, frame_id or cfg.frame_id, height=height,
+                                is_dense=points.ndim == 1 or bool(points.size and not np.isnan(points["x"]).any()))
+
+
+def laserscan_msg(scan, t_ns: int | None = None, frame_id: str | None = None):
+    """sensor_msgs/LaserScan of a 2D scan; no return = +inf (REP-117). Stamp: the first beam."""
+    cfg = scan.config
+    if not cfg.planar:
+        raise ConfigError(f"sensor {cfg.name}: LaserScan needs a 2D (type: planar) sensor, this one is {cfg.kind}")
+    info = cfg.planar_info
+    ranges = np.where(scan.hit[0], scan.range[0], np.float32(np.inf)).astype(np.float32)
+    return messages.laserscan(
+        ranges, scan.t0_ns if t_ns is None else t_ns, frame_id or cfg.frame_id,
+        angle_min=info["angle_min"], angle_increment=info["angle_increment"],
+        range_min=cfg.range_min, range_max=cfg.range_max, intensities=scan.intensity[0],
+        time_increment=info["time_increment"], scan_time=info["scan_time"],
+    )
+
+
+def _check_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ConfigError(f"point cloud layout '{layout}'; allowed: {', '.join(LAYOUTS)}")
+    return layout
+
+
+def _check_ground_truth(fields) -> tuple[str, ...]:
+    fields = tuple(fields or ())
+    for f in fields:
+        if f not in GROUND_TRUTH_FIELDS:
+            raise ConfigError(f"ground-truth field '{f}'; allowed: {', '.join(GROUND_TRUTH_FIELDS)}")
+    return fields
