@@ -28,8 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name == name:  # a subcommand group not built yet
-                continue
+            if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+                continue  # an optional subcommand group that is not installed
+
             raise
         module.add_parser(sub)
     return parser
