@@ -23,6 +23,7 @@ LIBRARY = {
         "glass": {"lidar": {"class": "transparent", "transmittance": 0.9}},
         "water": {"lidar": {"class": "absorbent"}},
         "sign": {"lidar": {"class": "retroreflective", "reflectivity": 50.0}},
+        "sheeting": {"lidar": {"class": "retroreflective", "reflectivity": 0.8, "gain": 100.0}},
         "mirror": {"lidar": {"class": "mirror", "specular": 0.8}},
     },
     "default": "grey",
@@ -120,6 +121,14 @@ def test_retroreflector_has_the_highest_intensity_and_saturates():
     assert returns.ouster_signal[0] == 65535 > returns.ouster_signal[1]  # saturates at close range
 
 
+@pytest.mark.parametrize("theta_deg", [0.0, 30.0, 60.0])
+def test_retroreflective_gain_scales_the_sheeting_and_ignores_incidence(theta_deg):
+    t = np.radians(theta_deg)
+    _, backend, mats = world(("sign", [10, 0, 0], [-np.cos(t), np.sin(t), 0], "sheeting"))
+    hits = trace_lidar(backend, *rays_x(), mats)
+    assert hits.reflectivity[0] == pytest.approx(80.0, rel=1e-6)
+
+
 def test_mirror_at_45_degrees_puts_the_point_on_the_virtual_image():
     # mirror through (5, 0, 0) turning +x into +y; a wall at y = 3 behind the turn
     _, backend, mats = world(("mirror", [5, 0, 0], [-1, 1, 0], "mirror", 4.0), ("wall", [5, 3, 0], [0, -1, 0], "grey"))
@@ -208,6 +217,8 @@ def test_retroreflector_survives_a_range_where_diffuse_targets_vanish():
     ({"reflectivity": 0.3, "angle_table": TABLE}, "reflectivity", "angle_table[0]"),
     ({"class": "general", "transmittance": 0.5}, "transmittance", "class transparent"),
     ({"class": "mirror", "specular": 1.5}, "specular", "[0, 1]"),
+    ({"class": "general", "gain": 10}, "gain", "class retroreflective"),
+    ({"class": "retroreflective", "gain": 0.5}, "gain", "[1, 10000]"),
     ({"colour": "red"}, "colour", "allowed: class, reflectivity"),
 ])
 def test_bad_lidar_material_is_rejected_with_file_material_key_and_allowed_values(lidar, key, allowed):

@@ -20,6 +20,8 @@ Keys of a material's `lidar:` mapping::
     model: lambertian         # lambertian: ρ(θ)=ρ(0)·cos θ | table | constant (no angle dependence)
     angle_table: [9 values]   # ρ at 0°, 10°, …, 80° (Ritter et al. 945 nm data used by LiMOX)
     transmittance: 1.0        # transparent only: fraction passing one crossing (applied both ways)
+    gain: 1.0                 # retroreflective only: ρ(θ) = gain × (reflectivity or table); the
+                              # sheeting's return over a white Lambertian target, e.g. 100-1000
     specular: 1.0             # mirror only: fraction mirrored (applied both ways)
 
 `reflectivity` is accepted for every class (libraries often list one) but only general and
@@ -48,7 +50,7 @@ LAMBERTIAN, TABLE, CONSTANT = 0, 1, 2
 MODEL_NAMES = ("lambertian", "table", "constant")
 
 TABLE_ANGLES_DEG = np.arange(0.0, 81.0, 10.0)  # 0°, 10°, …, 80°: the 9 bins of LiMOX §4.1
-LIDAR_KEYS = ("class", "reflectivity", "model", "angle_table", "transmittance", "specular")
+LIDAR_KEYS = ("class", "reflectivity", "model", "angle_table", "gain", "transmittance", "specular")
 MAX_REFLECTIVITY = {"general": 10.0, "retroreflective": 1.0e4}  # ρ > 1: brighter than a white target
 DEFAULT_REFLECTIVITY = 0.3  # a grey diffuse surface when a library says nothing
 
@@ -120,6 +122,8 @@ def _parse(material: Material) -> tuple[int, int, float, list[float], float]:
         raise ConfigError(f"{where}.transmittance: only allowed with class transparent (class is {klass})")
     if "specular" in data and klass != "mirror":
         raise ConfigError(f"{where}.specular: only allowed with class mirror (class is {klass})")
+    if "gain" in data and klass != "retroreflective":
+        raise ConfigError(f"{where}.gain: only allowed with class retroreflective (class is {klass})")
 
     high = MAX_REFLECTIVITY.get(klass, 10.0)
     table = None
@@ -140,7 +144,7 @@ def _parse(material: Material) -> tuple[int, int, float, list[float], float]:
                 "give one or make them equal"
             )
     else:
-        rho0 = table[0] if table is not None else DEFAULT_REFLECTIVITY
+        rho0 = table[0] if table is not None else (1.0 if klass == "retroreflective" else DEFAULT_REFLECTIVITY)
     if table is None:  # keep a full table in every row so lookups need no branch on the model
         table = list(rho0 * np.cos(np.radians(TABLE_ANGLES_DEG))) if model == "lambertian" else [rho0] * 9
 
@@ -150,6 +154,9 @@ def _parse(material: Material) -> tuple[int, int, float, list[float], float]:
     elif klass == "mirror":
         pass_factor = number(data.get("specular", 1.0), "specular", where, 0.0, 1.0) ** 2
     at_90 = rho0 if model == "constant" else 0.0  # LiMOX bins stop at 80°: fall linearly to 0 at grazing
+    if klass == "retroreflective":
+        gain = number(data.get("gain", 1.0), "gain", where, 1.0, 1.0e4)
+        rho0, table, at_90 = rho0 * gain, [v * gain for v in table], at_90 * gain
     return code, MODEL_NAMES.index(model), rho0, list(table) + [at_90], pass_factor
 
 
