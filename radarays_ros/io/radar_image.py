@@ -52,16 +52,20 @@ def _cfar_noise(values: np.ndarray, guard: int, train: int) -> np.ndarray:
     return (s1 + s2) / count
 
 
-def radar_points(img, k: int = 5, threshold: float = 3.0, min_value: float = 1.0, guard: int = 2, train: int = 16,
-                 z: float = 0.0) -> np.ndarray:
+def radar_points(img, k: int = 5, threshold: float = 3.0, min_value: float = 1.0, guard: int | None = None,
+                 train: int = 16, z: float = 0.0) -> np.ndarray:
     """Per azimuth the k strongest local range peaks above a CA-CFAR threshold, as x, y, z, intensity.
 
     A bin is a detection when its value exceeds `threshold` times the mean of `train` bins on each side
-    (skipping `guard` bins), exceeds `min_value`, and is a local maximum along range. Points are in the
+    (skipping `guard` bins, by default the range kernel's width so that a return's own spread is not
+    taken for noise), exceeds `min_value`, and is a local maximum along range. Points are in the
     sensor frame at the bin centre (intensity = image_f32 value).
     """
     if k < 1:
         raise ConfigError(f"radar_points: k = {k}: must be >= 1")
+    if guard is None:
+        kernel = img.config.kernel
+        guard = kernel.width if kernel.type != "none" else 2
     values = np.asarray(img.image_f32, np.float64)
     a, b = values.shape
     noise = _cfar_noise(values, guard, train)

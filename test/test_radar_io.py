@@ -1,0 +1,157 @@
+"""Radar outputs decoded by independent readers (rosbags AnyReader, Pillow) and the `radarays radar` command."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+from PIL import Image as PILImage
+from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_typestore
+
+from radarays_ros.cli import main
+from radarays_ros.io import radar_image as rio
+from radarays_ros.io.bag import BagWriter
+from radarays_ros.radar import RadarSimulator
+from test_radar_scenes import config, scene_with, wall_x
+
+ROOT = Path(__file__).resolve().parents[1]
+EYE = np.eye(4)
+
+
+@pytest.fixture(scope="module")
+def wall_image():
+    cfg = config(azimuth={"count": 16, "step_deg": -22.5}, kernel={"type": "triangular", "width": 10, "mode": 0.3})
+    return RadarSimulator(cfg, scene_with(wall_x(4.02, span=1.0))).simulate(EYE, t0_ns=1_000_000_000)
+
+
+def read_bag(path: Path) -> dict:
+    out = {}
+    with AnyReader([path], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+        for conn, t, raw in reader.messages():
+            out[conn.topic] = (conn.msgtype, reader.deserialize(raw, conn.msgtype), t)
+    return out
+
+
+def image_from_msg(msg) -> np.ndarray:
+    dtype = {"mono8": np.uint8, "32FC1": np.float32}[msg.encoding]
+    assert msg.step == msg.width * np.dtype(dtype).itemsize and not msg.is_bigendian
+    return np.frombuffer(bytes(msg.data), dtype).reshape(msg.height, msg.width)
+
+
+@pytest.mark.parametrize("layout", ["range_rows", "azimuth_rows"])
+@pytest.mark.parametrize("encoding", ["mono8", "32FC1"])
+def test_image_message_layouts_decoded_from_a_bag(tmp_path, wall_image, layout, encoding):
+    path = tmp_path / "img.mcap"
+    with BagWriter(path) as bag:
+        bag.write("/radar/image", rio.radar_image_msg(wall_image, 5, "radar", layout, encoding), 5)
+    msgtype, msg, _ = read_bag(path)["/radar/image"]
+    assert msgtype == "sensor_msgs/msg/Image" and msg.encoding == encoding and msg.header.frame_id == "radar"
+    data = image_from_msg(msg)
+    expected = wall_image.image if encoding == "mono8" else wall_image.image_f32
+    np.testing.assert_array_equal(data, expected.T if layout == "range_rows" else expected)
+    if layout == "range_rows":
+        assert (msg.height, msg.width) == (200, 16) and int(np.argmax(data[:, 0])) == 80  # row = range bin
+
+
+def test_radar_points_find_the_wall(wall_image):
+    pts = rio.radar_points(wall_image, k=3)
+    assert len(pts) >= 1 and pts.dtype.names == ("x", "y", "z", "intensity")
+    best = pts[np.argmax(pts["intensity"])]
+    assert best["x"] == pytest.approx(4.025, abs=0.001) and abs(best["y"]) < 1e-6
+    assert np.all(np.hypot(pts["x"], pts["y"]) > 3.9)  # nothing else in the scene
+    msg = rio.radar_points_msg(wall_image, 0, "radar", k=3)
+    assert msg.width == len(pts) and [f.name for f in msg.fields] == ["x", "y", "z", "intensity"]
+
+
+def test_oxford_polar_png_decodes_like_the_robotcar_sdk(tmp_path, wall_image):
+    path = rio.oxford_polar_png(wall_image, tmp_path / "1000000.png")
+    raw = np.array(PILImage.open(path))
+    assert raw.dtype == np.uint8 and raw.shape == (16, 11 + 200)
+    stamps = raw[:, :8].copy().view(np.int64).ravel()
+    angles = raw[:, 8:10].copy().view(np.uint16).ravel() / 5600.0 * 2 * np.pi
+    np.testing.assert_array_equal(stamps, wall_image.azimuth_time_ns // 1000)
+    assert stamps[0] == 1_000_000 and np.all(raw[:, 10] == 255)
+    np.testing.assert_allclose(angles, np.arange(16) * 2 * np.pi / 16, atol=2 * np.pi / 5600)  # clockwise sweep
+    np.testing.assert_array_equal(raw[:, 11:], wall_image.image)
+
+
+def test_cartesian_and_polar_pictures(tmp_path, wall_image):
+    rgb = rio.cartesian_image(wall_image, m_per_px=0.05, max_range=10.0, rings_m=0)
+    assert rgb.dtype == np.uint8 and rgb.shape == (401, 401, 3)
+    centre = 200
+    wall_px = rgb[centre - int(4.03 / 0.05), centre]  # x = 4.03 m straight ahead (up)
+    empty_px = rgb[centre + int(4.03 / 0.05), centre]  # behind: nothing
+    assert wall_px.tolist() != empty_px.tolist() and wall_px.sum() > empty_px.sum()
+    ringed = rio.cartesian_image(wall_image, m_per_px=0.05, max_range=10.0, rings_m=5.0)
+    assert ringed[centre - 100, centre].tolist() == [255, 255, 255]  # ring at 5 m
+    polar = rio.polar_png(wall_image, tmp_path / "p.png")
+    assert polar.shape == (200, 16) and np.array_equal(np.array(PILImage.open(tmp_path / "p.png")), polar)
+
+
+@pytest.fixture(scope="module")
+def room_obj(tmp_path_factory):
+    """An OBJ with objects `room` (10 x 8 x 3 m, seen from inside) and `pillar` (0.4 m box at x = 2)."""
+    room = trimesh.creation.box([10, 8, 3])
+    room.invert()
+    pillar = trimesh.creation.box([0.4, 0.4, 3])
+    pillar.apply_translation([2, 0, 0])
+    lines, offset = [], 1
+    for name, mesh in (("room", room), ("pillar", pillar)):
+        lines.append(f"o {name}")
+        lines += [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in mesh.vertices]
+        lines += [f"f {a + offset} {b + offset} {c + offset}" for a, b, c in mesh.faces]
+        offset += len(mesh.vertices)
+    path = tmp_path_factory.mktemp("world") / "room.obj"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_cli(room_obj, out, *extra):
+    return main(["radar", str(room_obj), "--pose", "0 0 0 0 0 0",
+                 "--materials", str(ROOT / "config/examples/materials_room.yaml"),
+                 "--config", str(ROOT / "config/examples/radarays_compat.yaml"), "--out", str(out), *extra])
+
+
+def test_cli_npz_with_the_compat_example(tmp_path, room_obj):
+    out = tmp_path / "scan.npz"
+    assert run_cli(room_obj, out, "--set", "beam.samples=20") == 0
+    d = np.load(out)
+    assert d["image_f32"].dtype == np.float32 and d["image_f32"].shape == (400, 400)
+    assert d["image"].dtype == np.uint8 and d["image"].shape == (400, 400)
+    np.testing.assert_allclose(d["azimuth_rad"][:3], [0.0, -math.radians(0.9), -math.radians(1.8)])
+    np.testing.assert_allclose(d["range_m"][:3], [0.0, 0.05, 0.1])
+    assert int(np.argmax(d["image_f32"][0])) == 36  # metal pillar face at 1.8 m
+    assert int(np.argmax(d["image_f32"][100])) == 80  # -90 deg: the stone wall at y = -4
+    assert d["image_f32"][0].max() == pytest.approx(60.0)  # energy_max * signal_max
+    again = tmp_path / "again.npz"
+    run_cli(room_obj, again, "--set", "beam.samples=20")
+    np.testing.assert_array_equal(np.load(again)["image_f32"], d["image_f32"])  # seeded
+
+
+def test_cli_png_and_mcap(tmp_path, room_obj):
+    assert run_cli(room_obj, tmp_path / "scan.png", "--set", "beam.samples=5") == 0
+    polar = np.array(PILImage.open(tmp_path / "scan.png"))
+    assert polar.shape == (400, 400) and polar.dtype == np.uint8
+    assert np.array(PILImage.open(tmp_path / "scan_cartesian.png")).shape[2] == 3
+    out = tmp_path / "scan.mcap"
+    assert run_cli(room_obj, out, "--set", "beam.samples=5", "--encoding", "32FC1", "--t-ns", "7") == 0
+    bag = read_bag(out)
+    assert set(bag) == {"/radar/image", "/radar/points", "/tf_static"}
+    _, img, t = bag["/radar/image"]
+    data = image_from_msg(img)
+    assert img.encoding == "32FC1" and data.shape == (400, 400) and t == 7
+    assert int(np.argmax(data[:, 0])) == 36  # rows = range bins, column 0 = azimuth 0
+    assert bag["/radar/points"][1].width > 0
+    tf = bag["/tf_static"][1].transforms[0]
+    assert (tf.header.frame_id, tf.child_frame_id) == ("map", "radar")
+
+
+def test_cli_errors_are_one_line(tmp_path, room_obj, capsys):
+    assert run_cli(room_obj, tmp_path / "scan.npz", "--set", "beam.width_deg=-3") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("radarays: error:") and "beam.width_deg" in err and "(0.0, 180.0]" in err
+    assert run_cli(room_obj, tmp_path / "scan.txt") == 2
+    assert ".npz, .png, .mcap" in capsys.readouterr().err
