@@ -231,7 +231,7 @@ def test_bad_lidar_material_is_rejected_with_file_material_key_and_allowed_value
 
 def test_shipped_library_parses_with_every_class():
     mats = LidarMaterials.from_library(MaterialLibrary.load())
-    assert set(mats.cls.tolist()) == {0, 1, 2, 3, 4}
+    assert set(mats.material_class.tolist()) == {0, 1, 2, 3, 4}
     assert len(mats) == len(MaterialLibrary.load())
 
 

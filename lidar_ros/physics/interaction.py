@@ -129,7 +129,8 @@ def _unit(d: np.ndarray) -> np.ndarray:
 def _first_surface_returns(h: Hits, no_return: np.ndarray, unit: np.ndarray, materials: LidarMaterials) -> LidarHits:
     """Rays that return from their first surface; the rays in `no_return` are reported as misses."""
     n = len(h.distance)
-    first_entity, first_material, first_range = h.entity, h.material, h.distance
+    # ground-truth copies, so that changing `range` or `entity` in place never changes them
+    first_entity, first_material, first_range = h.entity.copy(), h.material.copy(), h.distance.copy()
     if np.any(no_return):  # copies, in which those rays are misses
         h = Hits(
             distance=np.where(no_return, np.float32(np.inf), h.distance),

@@ -39,7 +39,7 @@ from radarays_ros.world.materials import Material, MaterialLibrary
 
 from ._validate import check_keys, choice, number
 
-# Class codes stored in LidarMaterials.cls (int8).
+# Class codes stored in LidarMaterials.material_class (int8).
 GENERAL, TRANSPARENT, ABSORBENT, RETROREFLECTIVE, MIRROR = 0, 1, 2, 3, 4
 CLASS_NAMES = ("general", "transparent", "absorbent", "retroreflective", "mirror")
 CLASS_CODES = {name: code for code, name in enumerate(CLASS_NAMES)}
@@ -59,7 +59,7 @@ DEFAULT_REFLECTIVITY = 0.3  # a grey diffuse surface when a library says nothing
 class LidarMaterials:
     """Lidar properties indexed by material id (the scene library's order).
 
-    cls (M,) int8            class code (GENERAL … MIRROR)
+    material_class (M,) int8 class code (GENERAL … MIRROR)
     model (M,) int8          reflectivity model code (LAMBERTIAN, TABLE, CONSTANT)
     reflectivity (M,) f32    ρ at 0° incidence
     table (M, 10) f32        ρ at 0°, 10°, …, 90° (90°: 0; LAMBERTIAN rows hold ρ(0)·cos θ, CONSTANT rows ρ(0))
@@ -67,7 +67,7 @@ class LidarMaterials:
     names                    material names, for messages and outputs
     """
 
-    cls: np.ndarray
+    material_class: np.ndarray
     model: np.ndarray
     reflectivity: np.ndarray
     table: np.ndarray
@@ -76,7 +76,7 @@ class LidarMaterials:
 
     def __post_init__(self):
         # lookup tables with one extra last row, so that material id -1 (a miss) indexes "nothing"
-        object.__setattr__(self, "_cls_ext", np.append(self.cls, np.int8(NO_SURFACE)))
+        object.__setattr__(self, "_cls_ext", np.append(self.material_class, np.int8(NO_SURFACE)))
         models = set(self.model.tolist())
         object.__setattr__(self, "single_model", models.pop() if len(models) == 1 else None)
 
@@ -103,7 +103,7 @@ class LidarMaterials:
         parsed = [_parse(m) for m in materials]
         n = len(parsed)
         return cls(
-            cls=np.array([p[0] for p in parsed], np.int8).reshape(n),
+            material_class=np.array([p[0] for p in parsed], np.int8).reshape(n),
             model=np.array([p[1] for p in parsed], np.int8).reshape(n),
             reflectivity=np.array([p[2] for p in parsed], np.float32).reshape(n),
             table=np.array([p[3] for p in parsed], np.float32).reshape(n, 10),
