@@ -215,3 +215,15 @@ def test_configs_round_trip_through_dicts():
     noise = NoiseConfig.from_dict({"bias_distribution": "laplace", "sigma": 0.01, "resolution": 0.002})
     assert NoiseConfig.from_dict(noise.to_dict()) == noise and noise.enabled and not NoiseConfig().enabled
     assert SurfaceConfig.from_dict(None) == SurfaceConfig()
+
+
+def test_documentation_figures_are_written(tmp_path):
+    from lidar_ros.physics.figures import detection_limit_curves, main
+
+    assert main([str(tmp_path)]) == 0
+    for name in ("detection_limits.png", "reflectivity.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rho, curves = detection_limit_curves(HDL64E, rho=[0.1, 0.8])
+    assert set(curves) == set(DETECTION_MODELS) - {"none"}
+    for r_l in curves.values():
+        np.testing.assert_allclose(r_l, [50.0, 120.0])
