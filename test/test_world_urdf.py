@@ -77,3 +77,17 @@ def test_urdf_errors(tmp_path):
     bad.write_text('<robot name="r"><link name="a"><visual><origin xyz="0 nan 0"/><geometry><box size="1 1 1"/></geometry></visual></link></robot>')
     with pytest.raises(WorldError, match="origin xyz"):
         load_world(bad)
+
+
+def test_urdf_model_included_in_an_sdf_world(robot_file, tmp_path, monkeypatch):
+    model_dir = tmp_path / "models" / "bot"
+    model_dir.mkdir(parents=True)
+    (model_dir / "bot.urdf").write_text(robot_file.read_text())
+    (model_dir / "model.config").write_text('<model><name>bot</name><sdf version="1.9">bot.urdf</sdf></model>')
+    monkeypatch.setenv("GZ_SIM_RESOURCE_PATH", str(tmp_path / "models"))
+    world = tmp_path / "w.sdf"
+    world.write_text('<sdf version="1.9"><world name="w"><include><uri>model://bot</uri><name>bot_1</name>'
+                     '<pose>10 0 0 0 0 0</pose></include></world></sdf>')
+    scene = load_world(world)
+    assert scene.entity("bot_1::arm::visual_1").pose[:3, 3] == pytest.approx([10, 1, 1], abs=1e-9)
+    assert "bot_1::radar::visual" not in scene.entity_names()

@@ -24,6 +24,7 @@ Node transforms of DAE/glTF are applied (the mesh is returned in the file's root
 """
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -103,78 +104,110 @@ def _select_part(mesh: TriMesh, name: str, center: bool, where: str) -> TriMesh:
 
 # -- OBJ --------------------------------------------------------------------------------------------
 def read_obj(path: str | Path) -> TriMesh:
-    """Own OBJ reader: keeps face order, o/g/usemtl names, negative indices, fan-triangulated polygons."""
+    """Own OBJ reader: keeps face order, o/g/usemtl names, negative indices, fan-triangulated polygons.
+
+    One pass over the lines collects vertex and face text (and where o/g/usemtl change); the numbers
+    are then parsed in bulk with numpy, so large maps load at a few seconds per million faces.
+    """
     path = Path(path)
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise WorldError(f"mesh file {path}: cannot be read ({exc})") from None
     vertex_rows: list[str] = []
-    tri: list[tuple[int, int, int]] = []
-    tri_poly: list[int] = []
-    tri_part: list[int] = []
-    tri_mat: list[int] = []
+    face_rows: list[str] = []
+    face_lines: list[int] = []  # line number of each face, for error messages
+    face_nv: list[int] = []  # vertices defined before each face (negative indices count back from there)
+    changes: list[tuple[int, int, int]] = []  # (first face, part, material) whenever o/g/usemtl change
     parts: dict[str, int] = {"": 0}
     mats: dict[str, int] = {}
-    part, mat, n_poly = 0, -1, 0
-    obj_name = ""
-    lines = text.replace("\\\n", " ").splitlines()
-    for lineno, line in enumerate(lines, 1):
-        line = line.strip()
-        if not line or line[0] == "#":
-            continue
-        head, _, rest = line.partition(" ")
-        if head == "v":
-            vertex_rows.append(rest)
-        elif head == "f":
-            corners = []
-            n_v = len(vertex_rows)
-            for token in rest.split():
-                try:
-                    idx = int(token.split("/", 1)[0])
-                except ValueError:
-                    raise WorldError(f"mesh file {path}:{lineno}: bad face index '{token}'") from None
-                idx = idx - 1 if idx > 0 else n_v + idx  # negative: relative to the vertices so far
-                if idx < 0 or idx >= n_v:
-                    raise WorldError(f"mesh file {path}:{lineno}: face index '{token}' out of range 1..{n_v}")
-                corners.append(idx)
-            if len(corners) < 3:
-                raise WorldError(f"mesh file {path}:{lineno}: a face needs at least 3 vertices, got {len(corners)}")
-            for k in range(1, len(corners) - 1):
-                tri.append((corners[0], corners[k], corners[k + 1]))
-                tri_poly.append(n_poly)
-                tri_part.append(part)
-                tri_mat.append(mat)
-            n_poly += 1
-        elif head == "o":
-            obj_name = rest.strip()
-            part = parts.setdefault(obj_name, len(parts))
-        elif head == "g":
-            group = " ".join(rest.split()) or obj_name
-            part = parts.setdefault(group, len(parts))
-        elif head == "usemtl":
-            name = rest.strip()
-            mat = mats.setdefault(name, len(mats)) if name else -1
+    part, mat, obj_name = 0, -1, ""
+    for lineno, line in enumerate(text.replace("\\\n", " ").splitlines(), 1):
+        head = line[:2]
+        if head == "v ":
+            vertex_rows.append(line[2:])
+        elif head == "f ":
+            face_rows.append(line[2:])
+            face_lines.append(lineno)
+            face_nv.append(len(vertex_rows))
+        else:
+            line = line.strip()
+            if not line or line[0] == "#":
+                continue
+            key, _, rest = line.partition(" ")
+            if key == "v":
+                vertex_rows.append(rest)
+            elif key == "f":
+                face_rows.append(rest)
+                face_lines.append(lineno)
+                face_nv.append(len(vertex_rows))
+            elif key == "o":
+                obj_name = rest.strip()
+                part = parts.setdefault(obj_name, len(parts))
+            elif key == "g":
+                part = parts.setdefault(" ".join(rest.split()) or obj_name, len(parts))
+            elif key == "usemtl":
+                name = rest.strip()
+                mat = mats.setdefault(name, len(mats)) if name else -1
+            else:
+                continue
+            if key in ("o", "g", "usemtl"):
+                changes.append((len(face_rows), part, mat))
     vertices = _parse_vertex_rows(vertex_rows, path)
-    return TriMesh(
-        vertices,
-        np.asarray(tri, dtype=np.int64).reshape(-1, 3),
-        np.asarray(tri_poly, dtype=np.int32),
-        np.asarray(tri_part, dtype=np.int32),
-        list(parts),
-        np.asarray(tri_mat, dtype=np.int32),
-        list(mats),
-        source=str(path),
-    )
+    faces, polygon = _parse_face_rows(face_rows, np.asarray(face_nv, np.int64), face_lines, path)
+    n_poly = len(face_rows)
+    poly_part = np.zeros(n_poly, np.int32)
+    poly_mat = np.full(n_poly, -1, np.int32)
+    for first, p, m in changes:  # later changes overwrite from their first face on
+        poly_part[first:] = p
+        poly_mat[first:] = m
+    return TriMesh(vertices, faces, polygon.astype(np.int32), poly_part[polygon], list(parts), poly_mat[polygon],
+                   list(mats), source=str(path))
+
+
+def _parse_face_rows(rows: list[str], n_vertices: np.ndarray, lines: list[int], path: Path):
+    """Fan-triangulated 0-based faces and the polygon index of each triangle."""
+    if not rows:
+        return np.zeros((0, 3), np.int64), np.zeros(0, np.int64)
+    joined = " ".join(rows)
+    if "/" in joined:
+        joined = re.sub(r"/\S*", "", joined)  # v/vt/vn -> v
+    try:
+        flat = np.array(joined.split(), dtype=np.int64)
+    except ValueError:
+        bad = next(i for i, r in enumerate(rows) if not all(_is_int(t.split("/")[0]) for t in r.split()))
+        raise WorldError(f"mesh file {path}:{lines[bad]}: bad face '{rows[bad].strip()}'; expected vertex indices") from None
+    counts = np.fromiter(map(len, map(str.split, rows)), dtype=np.int64, count=len(rows))
+    small = np.flatnonzero(counts < 3)
+    if len(small):
+        i = int(small[0])
+        raise WorldError(f"mesh file {path}:{lines[i]}: a face needs at least 3 vertices, got {int(counts[i])}")
+    nv = np.repeat(n_vertices, counts)
+    idx = np.where(flat > 0, flat - 1, nv + flat)  # negative: relative to the vertices defined so far
+    bad = np.flatnonzero((flat == 0) | (idx < 0) | (idx >= nv))
+    if len(bad):
+        poly = int(np.searchsorted(np.cumsum(counts), bad[0], side="right"))
+        raise WorldError(f"mesh file {path}:{lines[poly]}: face index '{int(flat[bad[0]])}' out of range 1..{int(nv[bad[0]])}")
+    return _fan(counts, idx)
+
+
+def _is_int(token: str) -> bool:
+    try:
+        int(token)
+        return True
+    except ValueError:
+        return False
 
 
 def _parse_vertex_rows(rows: list[str], path: Path) -> np.ndarray:
     if not rows:
         return np.zeros((0, 3))
     try:
-        # x y z [w] [r g b]: only the first three numbers are positions
-        values = [r.split()[:3] for r in rows]
-        arr = np.asarray(values, dtype=np.float64)
+        counts = np.fromiter(map(len, map(str.split, rows)), dtype=np.int64, count=len(rows))
+        if np.all(counts == 3):
+            arr = np.array(" ".join(rows).split(), dtype=np.float64).reshape(-1, 3)
+        else:  # x y z [w] [r g b]: only the first three numbers are positions
+            arr = np.asarray([r.split()[:3] for r in rows], dtype=np.float64)
     except ValueError:
         raise WorldError(f"mesh file {path}: a 'v' line does not hold three numbers") from None
     if arr.ndim != 2 or arr.shape[1] != 3:
@@ -262,10 +295,12 @@ def _add_dae_geometry(geom_node, matrix: np.ndarray, node_name: str, builder: "_
 
 
 def _fan(counts: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Fan-triangulate polygons given per-polygon corner counts; returns (faces, polygon index)."""
-    counts = counts[counts >= 3] if np.any(counts < 3) else counts
+    """Fan-triangulate polygons given per-polygon corner counts; returns (faces, polygon index).
+
+    A polygon with fewer than 3 corners yields no triangle but keeps its place in the numbering."""
+    counts = np.asarray(counts, dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if len(counts) else np.zeros(0, np.int64)
-    n_tri = counts - 2
+    n_tri = np.maximum(counts - 2, 0)
     poly = np.repeat(np.arange(len(counts)), n_tri)
     k = np.arange(int(n_tri.sum())) - np.repeat(np.cumsum(n_tri) - n_tri, n_tri)
     first = np.repeat(starts, n_tri)
