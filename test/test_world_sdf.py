@@ -72,10 +72,11 @@ def test_plane_normal_orients_the_patch(tmp_path):
 def test_polyline_extrusion(tmp_path):
     geo = "<polyline><point>0 0</point><point>2 0</point><point>2 1</point><point>1 1</point><point>1 2</point><point>0 2</point><height>1.5</height></polyline>"
     scene = load_world(write_world(tmp_path, model("l", geo, "10 0 0 0 0 0")))
-    hits = cast(scene, [[11.5, 1.5, 5], [10.5, 1.5, 5], [11.5, 0.5, 5], [10, 1, 0.5]], [[0, 0, -1], [0, 0, -1], [0, 0, -1], [1, 0, 0]])
+    hits = cast(scene, [[11.5, 1.5, 5], [10.5, 1.5, 5], [11.5, 0.5, 5], [8, 1.5, 0.5], [13, 1.5, 0.5]],
+                [[0, 0, -1], [0, 0, -1], [0, 0, -1], [1, 0, 0], [-1, 0, 0]])
     assert not np.isfinite(hits.distance[0])  # the notch of the L
-    assert hits.distance[1] == pytest.approx(3.5) and hits.distance[2] == pytest.approx(3.5)
-    assert hits.distance[3] == pytest.approx(0.0, abs=1e-6) or hits.distance[3] == pytest.approx(2.0)
+    assert hits.distance[1] == pytest.approx(3.5) and hits.distance[2] == pytest.approx(3.5)  # the top cap
+    assert hits.distance[3] == pytest.approx(2.0) and hits.distance[4] == pytest.approx(2.0)  # outer wall, notch wall
 
 
 def test_heightmap_from_grayscale_image(tmp_path):
@@ -314,6 +315,13 @@ def test_model_entities_and_add_entities_for_spawned_models(tmp_path):
     assert hits.distance[0] == pytest.approx(3.5) and scene.materials[int(hits.material[0])].radar["C"] == 2000
     with pytest.raises(WorldError, match="already"):
         add_entities(scene, specs)
+    # an <include> (as Gazebo's spawn service gets it), with the model's own pose from the include
+    make_model_dir(tmp_path / "models", "crate", "meshes/cube.obj")
+    include = "<sdf version='1.9'><include><uri>models/crate</uri><name>crate_7</name><pose>0 -6 0.5 0 0 0</pose></include></sdf>"
+    specs = model_entities(include, None, tmp_path, scene.materials, static=True)
+    assert [(s.name, s.static) for s in specs] == [("crate_7::body::shell", True)]
+    add_entities(scene, specs)
+    assert cast(scene, [[0, 0, 0.5]], [[0, -1, 0]]).distance[0] == pytest.approx(5.5)
 
 
 def test_parse_sdf_string_and_add_to_an_empty_scene(tmp_path):

@@ -32,6 +32,7 @@ missing <radarays_material> values, ...) always go to `scene.warnings`.
 """
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +71,7 @@ def load_world(path, materials=None, geometry: str = "visual", ignore=(), resour
     if path.is_dir():
         parsed = _load_model_dir(path, library, options)
     elif suffix in MESH_SUFFIXES:
-        parsed = _load_mesh_map(path, collada_up_axis)
+        parsed = _load_mesh_map(path, collada_up_axis, ignore)
     elif suffix in URDF_SUFFIXES or (suffix not in SDF_SUFFIXES and _root_tag(path) == "robot"):
         parsed = _load_urdf(path, library, options)
     else:
@@ -96,9 +97,12 @@ def _root_tag(path: Path) -> str:
     raise WorldError(f"world {path}: not an SDF, URDF or mesh file (by suffix or content); allowed: {allowed}, or a model directory")
 
 
-def _load_mesh_map(path: Path, up_axis: str) -> ParsedWorld:
-    mesh = load_mesh(path, collada_up_axis=up_axis)
+def _load_mesh_map(path: Path, up_axis: str, ignore) -> ParsedWorld:
     report = LoadReport()
+    if any(fnmatch.fnmatchcase(path.stem, g) for g in ((ignore,) if isinstance(ignore, str) else ignore)):
+        report.warn(f"{path}: the map entity '{path.stem}' matches an ignore glob; the scene is empty")
+        return ParsedWorld(path.stem, [], report)
+    mesh = load_mesh(path, collada_up_axis=up_axis)
     mesh, dropped = mesh.drop_degenerate()
     if dropped:
         report.warn(f"'{path.stem}': dropped {dropped} degenerate (zero-area) triangle(s) of {path}")

@@ -260,6 +260,9 @@ def _walk_dae_node(node, parent: np.ndarray, inherited_name: str, builder: "_Bui
     if isinstance(node, collada.scene.GeometryNode):
         _add_dae_geometry(node, parent, inherited_name, builder)
         return
+    if isinstance(node, collada.scene.NodeNode):  # <instance_node>: the referenced node, placed here
+        _walk_dae_node(node.node, parent, inherited_name, builder)
+        return
     if not isinstance(node, collada.scene.Node):
         return  # cameras, lights
     matrix = parent @ np.asarray(node.matrix, dtype=np.float64)

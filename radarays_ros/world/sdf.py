@@ -167,6 +167,7 @@ def model_entities(model, pose=None, base_dir=None, materials=None, *, name=None
     if element.tag not in ("model", "include"):
         raise WorldError(f"{source}:{element.sourceline}: <{element.tag}>; expected <model> or <include>")
     holder = etree.Element("world")
+    _stamp(holder, base_dir, source)
     holder.append(element)
     _expand_includes(holder, opts, depth=0)
     models = [c for c in holder if c.tag == "model"]
