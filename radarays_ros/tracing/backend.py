@@ -6,7 +6,6 @@ ever sees `Backend.trace` and `Hits`; which tracer runs is chosen by name (`make
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -15,22 +14,48 @@ from ..errors import TracingError
 from ..world.scene import Scene
 
 
-@dataclass
 class Hits:
-    """First hits of N rays. Misses: distance inf, entity/face/material -1, normal 0."""
+    """First hits of N rays. Misses: distance inf, entity/face/material -1, normal 0.
 
-    distance: np.ndarray  # (N,) float32 metres along the unit direction, inf = miss
-    normal: np.ndarray  # (N, 3) float32 unit world-frame normal facing the ray (dot(n, d) <= 0)
-    entity: np.ndarray  # (N,) int32 entity id, -1 = miss
-    face: np.ndarray  # (N,) int32 face index in the entity's source mesh file, -1 = miss
-    material: np.ndarray  # (N,) int32 material id in the scene's library, -1 = miss
+    distance  (N,) float32 metres along the unit direction, inf = miss
+    normal    (N, 3) float32 unit world-frame normal facing the ray (dot(n, d) <= 0)
+    entity    (N,) int32 entity id, -1 = miss
+    face      (N,) int32 face index in the entity's source mesh file, -1 = miss
+    material  (N,) int32 material id in the scene's library, -1 = miss
+
+    A backend may hand over entity/face/material as a `resolve(name) -> array` callable instead of
+    arrays: each is then looked up on first access only (callers pay for the attributes they use).
+    """
+
+    FIELDS = ("entity", "face", "material")
+
+    def __init__(self, distance, normal, entity=None, face=None, material=None, *, resolve=None):
+        self.distance = distance
+        self.normal = normal
+        self._ids = {"entity": entity, "face": face, "material": material}
+        self._resolve = resolve
+        if resolve is None and any(v is None for v in self._ids.values()):
+            raise TypeError("Hits needs entity, face and material arrays, or a resolve callable")
+
+    def _field(self, name: str) -> np.ndarray:
+        value = self._ids[name]
+        if value is None:
+            value = self._ids[name] = self._resolve(name)
+        return value
+
+    entity = property(lambda self: self._field("entity"), lambda self, v: self._ids.__setitem__("entity", v))
+    face = property(lambda self: self._field("face"), lambda self, v: self._ids.__setitem__("face", v))
+    material = property(lambda self: self._field("material"), lambda self, v: self._ids.__setitem__("material", v))
 
     @property
     def hit(self) -> np.ndarray:
-        return self.entity >= 0
+        return np.isfinite(self.distance)
 
     def __len__(self) -> int:
         return len(self.distance)
+
+    def __repr__(self) -> str:
+        return f"Hits(n={len(self)}, hits={int(self.hit.sum())})"
 
     @classmethod
     def misses(cls, n: int) -> "Hits":
@@ -41,12 +66,6 @@ class Hits:
             np.full(n, -1, np.int32),
             np.full(n, -1, np.int32),
         )
-
-    @classmethod
-    def empty(cls, n: int) -> "Hits":
-        """Preallocated, uninitialised arrays for a backend to fill completely."""
-        return cls(np.empty(n, np.float32), np.empty((n, 3), np.float32), np.empty(n, np.int32),
-                   np.empty(n, np.int32), np.empty(n, np.int32))
 
     def take(self, index) -> "Hits":
         return Hits(self.distance[index], self.normal[index], self.entity[index], self.face[index], self.material[index])

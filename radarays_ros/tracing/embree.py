@@ -41,10 +41,10 @@ _SKIP = 1e-4  # metres to step past a masked hit before continuing
 
 
 class _Layer:
-    """One BVH over world-frame triangles of some entities, with per-triangle lookup tables.
+    """One BVH over world-frame triangles of some entities, with per-triangle id tables.
 
     The tables carry one extra last row describing a miss, so that indexing them with Embree's
-    primitive id -1 yields the miss values directly (no masking on the hot path).
+    primitive id -1 yields -1 directly (no masking on the hot path).
     """
 
     def __init__(self, device, entities: list[Entity]):
@@ -64,24 +64,20 @@ class _Layer:
             return
         vertices = np.concatenate(verts).astype(np.float32)
         indices = np.concatenate(faces).astype(np.int32)
-        # entity, face and material per triangle, each with the miss row -1 appended
         info = np.concatenate(info + [[[-1, -1, -1]]]).astype(np.int32)
         self.prim_entity, self.prim_face, self.prim_material = (np.ascontiguousarray(info[:, k]) for k in range(3))
-        tri = vertices[indices]
-        n = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-        length = np.linalg.norm(n, axis=1, keepdims=True)
-        unit = np.divide(n, length, out=np.zeros_like(n), where=length > 0)
-        self.prim_normal = np.concatenate([unit, np.zeros((1, 3))]).astype(np.float32)
         self.bounds = np.stack([vertices.min(axis=0), vertices.max(axis=0)]).astype(np.float32)
         self.scene = _rtcore_scene.EmbreeScene(device)
         _mesh_construction.TriangleMesh(self.scene, vertices, indices)
 
-    def run(self, origins, directions, tfar) -> tuple[np.ndarray, np.ndarray]:
-        """(distance, primitive) per ray; primitive -1 and distance tfar where nothing is hit."""
+    def run(self, origins, directions, tfar):
+        """(distance, primitive, Embree's unnormalised world-frame normal Ng) per ray.
+
+        Where nothing is hit: primitive -1, distance = tfar, Ng = 0."""
         if self.scene is None:
-            return tfar.copy(), np.full(len(origins), -1, np.int32)
+            return tfar.copy(), np.full(len(origins), -1, np.int32), np.zeros((len(origins), 3), np.float32)
         out = self.scene.run(origins, directions, dists=tfar, output=1)
-        return out["tfar"], out["primID"]
+        return out["tfar"], out["primID"], out["Ng"]
 
     def may_hit(self, origins, directions, tfar) -> np.ndarray:
         """Rays whose segment meets this layer's bounding box (slab test): the others cannot hit it."""
@@ -158,83 +154,104 @@ class EmbreeBackend(Backend):
             raise TracingError(f"need 0 <= tmin < tmax, got tmin={tmin}, tmax={tmax}")
         dynamic, masked = self._sync()
         n = len(o)
-        out = Hits.empty(n)
         if n == 0:
-            return out
+            return Hits.misses(0)
         if tmin > 0:
             o = o + d * np.float32(tmin)
         far = np.float32(min(float(tmax) - tmin, 1e30))
-        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, out)
+        result = _Result(n)
+        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, result)
         if self._pool is None or n < 2 * _MIN_CHUNK:
             self._trace_span(job, 0, n)
         else:  # each worker traces AND post-processes its span: numpy releases the GIL too
             bounds = np.linspace(0, n, min(self.threads * 4, n // _MIN_CHUNK) + 1).astype(int)
             list(self._pool.map(lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:])))
-        return out
+        lookup = _IdLookup(result.prim, result.in_dynamic, self._static, dynamic)
+        return Hits(result.distance, result.normal, resolve=lookup)
 
     def _trace_span(self, job, a: int, b: int) -> None:
-        o_all, d_all, far, tmin, dynamic, masked, out = job
+        o_all, d_all, far, tmin, dynamic, masked, result = job
         o, d = o_all[a:b], d_all[a:b]
-        tfar = np.full(b - a, far, np.float32)
-        dist, prim = self._static.run(o, d, tfar)
+        dist, prim, ng = self._static.run(o, d, np.full(b - a, far, np.float32))
         if masked is not None and self._static.scene is not None:
-            dist, prim = self._look_through(o, d, dist, prim, masked, far)
-        self._write(out, slice(a, b), dist, prim, d, tmin, self._static)
+            dist, prim, ng = self._look_through(o, d, dist, prim, ng, masked, far)
         if dynamic is not None and dynamic.scene is not None:
             cand = np.flatnonzero(dynamic.may_hit(o, d, dist))
             if len(cand):
-                ddist, dprim = dynamic.run(o[cand], d[cand], dist[cand])
+                ddist, dprim, dng = dynamic.run(o[cand], d[cand], dist[cand])
                 closer = dprim >= 0  # tfar was the static distance: any dynamic hit is closer
-                if closer.any():
-                    rays = cand[closer]
-                    self._write(out, a + rays, ddist[closer], dprim[closer], d[rays], tmin, dynamic)
+                rays = cand[closer]
+                dist[rays], prim[rays], ng[rays] = ddist[closer], dprim[closer], dng[closer]
+                result.in_dynamic[a + rays] = True
+        result.prim[a:b] = prim
+        result.distance[a:b] = np.where(prim >= 0, dist + tmin if tmin else dist, np.float32(np.inf))
+        _unit_normals_facing(ng, d, out=result.normal[a:b])
 
-    @staticmethod
-    def _write(out: Hits, where, dist, prim, d, tmin, layer: _Layer) -> None:
-        """Fill hits at `where` (a slice or indices) from one layer's primitive ids.
-
-        The tables' last row describes a miss, so primitive id -1 gathers miss values. np.take with
-        out= gathers straight into the result (several times faster than fancy indexing)."""
-        if layer.scene is None:  # nothing to hit: explicit misses (Hits.empty() is uninitialised)
-            out.distance[where], out.normal[where], out.entity[where], out.face[where], out.material[where] = np.inf, 0, -1, -1, -1
-            return
-        if isinstance(where, slice):
-            normal = out.normal[where]
-            np.take(layer.prim_normal, prim, axis=0, out=normal)
-            for column, field in ((layer.prim_entity, out.entity), (layer.prim_face, out.face), (layer.prim_material, out.material)):
-                np.take(column, prim, out=field[where])
-        else:
-            normal = np.take(layer.prim_normal, prim, axis=0)
-            for column, field in ((layer.prim_entity, out.entity), (layer.prim_face, out.face), (layer.prim_material, out.material)):
-                field[where] = np.take(column, prim)
-        # normals face the ray: multiply by -sign(n.d); column-wise dot and multiply are the fast numpy forms
-        facing = normal[:, 0] * d[:, 0] + normal[:, 1] * d[:, 1] + normal[:, 2] * d[:, 2]
-        np.multiply(normal, np.where(facing > 0, np.float32(-1), np.float32(1))[:, None], out=normal)
-        if not isinstance(where, slice):
-            out.normal[where] = normal
-        out.distance[where] = np.where(prim >= 0, dist + tmin if tmin else dist, np.float32(np.inf))
-
-    def _look_through(self, o, d, dist, prim, masked, far):
+    def _look_through(self, o, d, dist, prim, ng, masked, far):
         """Continue rays whose static hit belongs to a masked (moved/removed) static entity."""
-        dist, prim = dist.copy(), prim.copy()
+        dist, prim, ng = dist.copy(), prim.copy(), ng.copy()
         for _ in range(_MAX_RETRACE):
             ent = self._static.prim_entity[prim]
             again = np.flatnonzero((ent >= 0) & (ent < len(masked)) & masked[np.maximum(ent, 0)])
             if not len(again):
-                return dist, prim
+                return dist, prim, ng
             start = dist[again] + np.float32(_SKIP)
             o2 = o[again] + d[again] * start[:, None]
-            rd, rp = self._static.run(o2, d[again], np.maximum(far - start, np.float32(0)))
+            rd, rp, rn = self._static.run(o2, d[again], np.maximum(far - start, np.float32(0)))
             dist[again] = np.where(rp >= 0, rd + start, far)
             prim[again] = rp
+            ng[again] = rn
         prim[again] = -1  # pathological stack of masked surfaces: report a miss, never a fake hit
         dist[again] = far
-        return dist, prim
+        ng[again] = 0
+        return dist, prim, ng
 
     def close(self) -> None:
         super().close()
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+
+
+class _Result:
+    """Preallocated per-trace outputs that the worker threads fill span by span."""
+
+    def __init__(self, n: int):
+        self.distance = np.empty(n, np.float32)
+        self.normal = np.empty((n, 3), np.float32)
+        self.prim = np.empty(n, np.int32)
+        self.in_dynamic = np.zeros(n, bool)
+
+
+def _unit_normals_facing(ng: np.ndarray, d: np.ndarray, out: np.ndarray) -> None:
+    """out = Ng / |Ng|, turned to face the ray; 0 for misses (Ng = 0).
+
+    Embree's Ng is world-frame here (no instancing), computed by the trace anyway and still in
+    cache: cheaper than gathering from a per-triangle table. Column-wise products are the fast
+    numpy forms for (N, 3) float32."""
+    length2 = ng[:, 0] * ng[:, 0] + ng[:, 1] * ng[:, 1] + ng[:, 2] * ng[:, 2]
+    facing = ng[:, 0] * d[:, 0] + ng[:, 1] * d[:, 1] + ng[:, 2] * d[:, 2]
+    with np.errstate(divide="ignore"):
+        scale = np.where(length2 > 0, np.float32(1) / np.sqrt(length2), np.float32(0))
+    scale[facing > 0] *= np.float32(-1)
+    np.multiply(ng, scale[:, None], out=out)
+
+
+class _IdLookup:
+    """Entity, face and material ids of traced rays, gathered on first request (Hits resolve)."""
+
+    def __init__(self, prim, in_dynamic, static: _Layer, dynamic: _Layer | None):
+        self.prim, self.in_dynamic, self.static, self.dynamic = prim, in_dynamic, static, dynamic
+
+    def __call__(self, name: str) -> np.ndarray:
+        if self.static.scene is None:
+            values = np.full(len(self.prim), -1, np.int32)
+        else:  # the tables' last row is the miss row: 'wrap' sends primitive id -1 there (and dynamic
+            # layer ids, which may exceed this table, somewhere harmless: they are overwritten below)
+            values = np.take(getattr(self.static, f"prim_{name}"), self.prim, mode="wrap")
+        if self.dynamic is not None and self.in_dynamic.any():
+            rows = np.flatnonzero(self.in_dynamic)
+            values[rows] = np.take(getattr(self.dynamic, f"prim_{name}"), self.prim[rows])
+        return values
 
 
 register_backend("embree", EmbreeBackend)
