@@ -1,0 +1,177 @@
+"""The Gazebo mirror: pose composition, thresholds, and a real peer moving, spawning and deleting."""
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+from conftest import FIXTURES, Peer, wait_for
+
+from radarays_ros.errors import ConfigError
+from radarays_ros.gazebo import protos
+from radarays_ros.gazebo.mirror import GazeboMirror, MirrorConfig, model_sdf, moved_beyond, poses_to_matrices
+from radarays_ros.gazebo.transport import GzTransportClient
+from radarays_ros.tracing import make_backend
+from radarays_ros.world.entities import add_entities
+from radarays_ros.world.scene import Scene
+from radarays_ros.world.sdf import model_entities
+from radarays_ros.world.transforms import pose_to_matrix, quaternion_to_matrix
+
+DOWN = np.array([[0.0, 0.0, -1.0]])
+
+
+def down_distance(backend, x: float, y: float, z: float = 5.0) -> float:
+    """Distance a ray from (x, y, z) straight down travels to the first surface."""
+    return float(backend.trace(np.array([[x, y, z]]), DOWN).distance[0])
+
+
+# -- pure parts ---------------------------------------------------------------------------------
+def test_poses_to_matrices_matches_transforms():
+    rng = np.random.default_rng(3)
+    q = rng.normal(size=(20, 4))
+    p = rng.normal(size=(20, 3))
+    m = poses_to_matrices(p, q)
+    for i in range(20):
+        np.testing.assert_allclose(m[i, :3, :3], quaternion_to_matrix(*q[i]), atol=1e-12)
+        np.testing.assert_allclose(m[i, :3, 3], p[i])
+    np.testing.assert_allclose(poses_to_matrices(np.zeros((1, 3)), np.zeros((1, 4)))[0], np.eye(4))
+
+
+def test_thresholds_one_millimetre_one_milliradian():
+    old = np.repeat(np.eye(4)[None], 4, axis=0)
+    new = np.stack([pose_to_matrix(0.0005, 0, 0), pose_to_matrix(0.002, 0, 0),
+                    pose_to_matrix(0, 0, 0, 0, 0, 0.0005), pose_to_matrix(0, 0, 0, 0.002, 0, 0)])
+    assert moved_beyond(old, new, 1e-3, 1e-3).tolist() == [False, True, False, True]
+
+
+def test_mirror_config_is_validated():
+    with pytest.raises(ConfigError, match="pose_topic 'poses'; allowed: pose/info, dynamic_pose/info"):
+        MirrorConfig(pose_topic="poses")
+    with pytest.raises(ConfigError, match="min_translation"):
+        MirrorConfig(min_translation=float("nan"))
+    with pytest.raises(ConfigError, match="max_rate_hz"):
+        MirrorConfig(max_rate_hz=0)
+
+
+def test_scene_message_model_becomes_the_same_entities_as_sdf():
+    # scene.bin was recorded from the C++ peer: the arm model (rotated model, offset link and visual).
+    scene_msg = protos.decode("gz.msgs.Scene", (FIXTURES / "scene.bin").read_bytes())
+    arm = scene_msg.model[2]
+    (spec,) = model_entities(model_sdf(arm))
+    assert spec.name == "arm::upper::shell" and not spec.static
+    # world pose = model (0,5,0, yaw 90deg) * link (1,0,0) * visual (0,0,0.5)
+    expected = pose_to_matrix(0, 5, 0, 0, 0, math.pi / 2) @ pose_to_matrix(1, 0, 0) @ pose_to_matrix(0, 0, 0.5)
+    np.testing.assert_allclose(spec.pose, expected, atol=1e-9)
+    np.testing.assert_allclose(spec.mesh.vertices.max(axis=0), [0.2, 0.2, 0.2])
+
+
+# -- against the peer ---------------------------------------------------------------------------
+@pytest.fixture
+def client(gz_peer):
+    c = GzTransportClient(partition=gz_peer.partition, host_ip="127.0.0.1")
+    yield c
+    c.close()
+
+
+def test_mirror_follows_moves_spawns_and_deletions(gz_peer, client, tmp_path):
+    mirror = GazeboMirror(MirrorConfig(world=gz_peer.world), client=client).start()  # SDF from the service
+    try:
+        assert mirror.wait_ready(10)
+        assert wait_for(lambda: mirror.alive)
+        scene = mirror.scene
+        assert set(scene.entity_names()) >= {"ground::link::visual", "box::link::visual", "arm::upper::shell"}
+        backend = make_backend("embree", scene, threads=1)
+
+        # names compose into world poses: the arm's shell sits at model*link*visual = (0, 6, 0.5)
+        shell = scene.entity("arm::upper::shell").pose
+        np.testing.assert_allclose(shell[:3, 3], [0.0, 6.0, 0.5], atol=1e-5)  # SDF text: 6 digits
+        assert down_distance(backend, 0.0, 6.0) == pytest.approx(5.0 - 0.7, abs=1e-4)
+        assert down_distance(backend, 2.0, -3.0) == pytest.approx(5.0, abs=1e-4)  # ground
+
+        gz_peer.send("move box 2 -3 0.5 0 0 0.7")
+        assert wait_for(lambda: np.allclose(scene.entity("box::link::visual").pose[:3, 3], [2, -3, 0.5]))
+        assert down_distance(backend, 2.0, -3.0) == pytest.approx(4.0, abs=1e-4)  # the box top at z = 1
+        assert down_distance(backend, 5.0, 0.0) == pytest.approx(5.0, abs=1e-4)  # its old place is empty
+
+        moves = mirror.moved
+        gz_peer.send("move box 2.0004 -3 0.5 0 0 0.7")  # 0.4 mm: below the threshold
+        updates = mirror.updates
+        assert wait_for(lambda: mirror.updates > updates + 3)
+        assert mirror.moved == moves
+
+        gz_peer.send("spawn crate 100 -4 4 0.5 1 1 1")
+        assert wait_for(lambda: scene.find("crate::link::visual") is not None)
+        assert down_distance(backend, -4.0, 4.0) == pytest.approx(4.0, abs=1e-4)
+        assert scene.entity("crate::link::visual").face_materials.min() >= 0  # the library assigned one
+
+        mesh_path = tmp_path / "pillar.stl"
+        trimesh.creation.box(extents=(0.5, 0.5, 3.0)).export(mesh_path)
+        gz_peer.send(f"mesh pillar 200 {mesh_path} -6 -6 1.5")
+        assert wait_for(lambda: scene.find("pillar::link::visual") is not None)
+        assert down_distance(backend, -6.0, -6.0) == pytest.approx(2.0, abs=1e-4)  # top at z = 3
+
+        gz_peer.send("delete crate")
+        assert wait_for(lambda: scene.find("crate::link::visual") is None)
+        assert down_distance(backend, -4.0, 4.0) == pytest.approx(5.0, abs=1e-4)
+        backend.close()
+    finally:
+        mirror.close()
+
+
+def test_dead_peer_is_survived_and_followed_again(gz_peer, client, caplog):
+    caplog.set_level(logging.INFO, logger="radarays_ros.gazebo.mirror")
+    mirror = GazeboMirror(MirrorConfig(world=gz_peer.world, stale_after_s=0.5), client=client).start()
+    try:
+        assert mirror.wait_ready(10) and wait_for(lambda: mirror.alive)
+        gz_peer.send("spawn crate 100 -4 4 0.5 1 1 1")
+        assert wait_for(lambda: mirror.scene.find("crate::link::visual") is not None)
+        gz_peer.kill()
+        assert wait_for(lambda: not mirror.alive, timeout=3)
+        last = mirror.last_update
+        assert wait_for(lambda: "stopped publishing poses" in caplog.text, timeout=2)
+        stopped_lines = caplog.text.count("stopped publishing poses")
+
+        again = Peer(gz_peer.world, gz_peer.partition).start()  # a fresh Gazebo: no crate any more
+        try:
+            again.send("move box -1 -1 0.5 0 0 0")
+            assert wait_for(lambda: mirror.alive and mirror.last_update > last, timeout=8)
+            assert wait_for(lambda: mirror.scene.find("crate::link::visual") is None, timeout=5)
+            assert wait_for(lambda: np.allclose(mirror.scene.entity("box::link::visual").pose[:3, 3], [-1, -1, 0.5]))
+        finally:
+            again.stop()
+        assert caplog.text.count("stopped publishing poses") == stopped_lines  # one line per outage
+    finally:
+        mirror.close()
+
+
+def test_mirror_with_world_file_and_given_scene(gz_peer, client, tmp_path):
+    payload, type_name = client.request(f"/world/{gz_peer.world}/generate_world_sdf", timeout=5)
+    world = tmp_path / "peer_world.sdf"
+    world.write_text(protos.decode(type_name, payload).data)
+    mirror = GazeboMirror(MirrorConfig(world=gz_peer.world, sdf=str(world), ignore=("arm",)), client=client)
+    mirror.start()  # the file is loaded synchronously
+    try:
+        names = mirror.scene.entity_names()
+        assert "box::link::visual" in names and "arm::upper::shell" not in names  # ignored stays out
+        assert mirror.wait_ready(10)
+        gz_peer.send("move box 0 -2 0.5 0 0 0")
+        assert wait_for(lambda: np.allclose(mirror.scene.entity("box::link::visual").pose[:3, 3], [0, -2, 0.5]))
+        assert mirror.scene.find("arm::upper::shell") is None
+    finally:
+        mirror.close()
+
+
+def test_given_scene_is_used_as_is(gz_peer, client):
+    scene = Scene()
+    specs = model_entities('<model name="box"><link name="link"><visual name="visual"><geometry>'
+                           '<box><size>1 1 1</size></box></geometry></visual></link></model>')
+    add_entities(scene, specs)
+    with GazeboMirror(MirrorConfig(world=gz_peer.world), scene=scene, client=client) as mirror:
+        assert mirror.wait_ready(10)
+        # the tree puts the box at (5, 0, 0.5); the given scene had it at the origin
+        assert wait_for(lambda: np.allclose(scene.entity("box::link::visual").pose[:3, 3], [5, 0, 0.5]))
+        # models the running world has and the given scene lacks (spawned before we looked) join it
+        assert scene.find("ground::link::visual") is not None and scene.find("arm::upper::shell") is not None
