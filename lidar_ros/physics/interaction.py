@@ -15,11 +15,11 @@ factor of every transparent crossing (t²) and mirror reflection (s²) on the wa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from radarays_ros.errors import TracingError
-from radarays_ros.tracing.backend import Hits
 
 from .materials import ABSORBENT, MIRROR, TRANSPARENT, LidarMaterials
 from .reflectivity import reflectivity
@@ -126,30 +126,28 @@ def _unit(d: np.ndarray) -> np.ndarray:
     return d / np.where(norm > 0, norm, 1.0).astype(np.float32)[:, None]
 
 
-def _first_surface_returns(h: Hits, no_return: np.ndarray, unit: np.ndarray, materials: LidarMaterials) -> LidarHits:
+def _first_surface_returns(h, no_return: np.ndarray, unit: np.ndarray, materials: LidarMaterials) -> LidarHits:
     """Rays that return from their first surface; the rays in `no_return` are reported as misses."""
     n = len(h.distance)
+    distance, normal, entity, material = h.distance, h.normal, h.entity, h.material  # face is never read
     # ground-truth copies, so that changing `range` or `entity` in place never changes them
-    first_entity, first_material, first_range = h.entity.copy(), h.material.copy(), h.distance.copy()
+    first_entity, first_material, first_range = entity.copy(), material.copy(), distance.copy()
     if np.any(no_return):  # copies, in which those rays are misses
-        h = Hits(
-            distance=np.where(no_return, np.float32(np.inf), h.distance),
-            normal=np.where(no_return[:, None], np.float32(0.0), h.normal),
-            entity=np.where(no_return, -1, h.entity).astype(np.int32),
-            face=h.face,
-            material=np.where(no_return, -1, h.material).astype(np.int32),
-        )
-    cos_inc = np.abs(np.einsum("ij,ij->i", unit, h.normal))
-    rho = reflectivity(materials, h.material, cos_inc)  # id -1 reads the last row; zeroed next line
-    rho[h.entity < 0] = 0.0
+        distance = np.where(no_return, np.float32(np.inf), distance)
+        normal = np.where(no_return[:, None], np.float32(0.0), normal)
+        entity = np.where(no_return, -1, entity).astype(np.int32)
+        material = np.where(no_return, -1, material).astype(np.int32)
+    cos_inc = np.abs(np.einsum("ij,ij->i", unit, normal))
+    rho = reflectivity(materials, material, cos_inc)  # id -1 reads the last row; zeroed next line
+    rho[entity < 0] = 0.0
     return LidarHits(
-        range=h.distance, entity=h.entity, material=h.material, normal=h.normal, cos_incidence=cos_inc,
+        range=distance, entity=entity, material=material, normal=normal, cos_incidence=cos_inc,
         reflectivity=rho, bounces=np.zeros(n, np.int16), crossings=np.zeros(n, np.int16),
         first_entity=first_entity, first_material=first_material, first_range=first_range,
     )
 
 
-def _follow(backend, out: LidarHits, active, origins, unit, h: Hits, klass, materials: LidarMaterials,
+def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials: LidarMaterials,
             tmax, max_bounces) -> None:
     """Follow the rays `active` (batch indices) past transparent surfaces and mirrors, one trace per round.
 
@@ -157,7 +155,7 @@ def _follow(backend, out: LidarHits, active, origins, unit, h: Hits, klass, mate
     """
     o = origins[active].astype(np.float32)
     d = unit[active].astype(np.float32)
-    h = h.take(active)
+    h = _Segment(h.distance[active], h.normal[active], h.entity[active], h.material[active])
     klass = klass[active]
     hit = np.ones(len(active), bool)
     travelled = np.zeros(len(active), np.float32)  # path length before the current segment
@@ -195,13 +193,29 @@ def _follow(backend, out: LidarHits, active, origins, unit, h: Hits, klass, mate
         reach = float(tmax) - float(travelled.min())  # the total path bound is re-checked per ray below
         if reach <= 0:
             return
-        h = backend.trace(o, d, 0.0, reach)
+        h = _Segment.of(backend.trace(o, d, 0.0, reach))
         total = travelled + h.distance
         hit = (h.entity >= 0) & (total <= tmax)
         klass = materials.class_of(h.material)
 
 
-def _record(out: LidarHits, done, h: Hits, total, d, factor, materials: LidarMaterials) -> None:
+class _Segment(NamedTuple):
+    """The parts of a backend's Hits that the interaction rounds read (never the face ids)."""
+
+    distance: np.ndarray
+    normal: np.ndarray
+    entity: np.ndarray
+    material: np.ndarray
+
+    @classmethod
+    def of(cls, hits) -> "_Segment":
+        return cls(hits.distance, hits.normal, hits.entity, hits.material)
+
+    def take(self, index) -> "_Segment":
+        return _Segment(self.distance[index], self.normal[index], self.entity[index], self.material[index])
+
+
+def _record(out: LidarHits, done, h: _Segment, total, d, factor, materials: LidarMaterials) -> None:
     """Store the rays `done` (batch indices) returning from the surfaces in `h` (one row per ray)."""
     cos_inc = np.abs(np.einsum("ij,ij->i", d, h.normal)).astype(np.float32)
     out.range[done] = total
