@@ -52,6 +52,8 @@ def row_order(elevation: np.ndarray, ring_order: str) -> np.ndarray:
 
 def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     vertical = read_axis(spec.sub("vertical", required=True), max_count=1024)
+    if np.any(np.abs(vertical) > np.pi / 2 + 1e-12):
+        raise ConfigError(f"{spec.origin}: vertical angles must lie in [-90, 90] degrees (elevation)")
     horizontal = read_axis(spec.sub("horizontal", required=True))
     rows, cols = len(vertical), len(horizontal)
     az_off, origin_off = read_beam_offsets(spec, rows)
