@@ -113,7 +113,7 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     continuing = (klass == TRANSPARENT) | (klass == MIRROR)
     ended = klass == ABSORBENT
     if not np.any(continuing):
-        return _first_surface_returns(h, ended, unit, materials)  # the usual frame: one trace, no copies
+        return _first_surface_returns(h, ended, unit, materials)  # the usual frame: a single trace
     out = _first_surface_returns(h, ended | continuing, unit, materials)
     _follow(backend, out, np.flatnonzero(continuing), o, unit, h, klass, materials, tmax, max_bounces)
     return out

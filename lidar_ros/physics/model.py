@@ -119,12 +119,12 @@ class SurfaceModel:
                 raise ConfigError(f"laser_index out of range; allowed: 0..{self.n_lasers - 1}")
         keep = self.limit.keep(hits.range, hits.reflectivity)  # misses (range inf) are never kept
         clean = np.where(keep, hits.range, np.float32(np.nan)).astype(np.float32, copy=False)
-        noisy = clean
+        noisy = clean.copy()  # its own array: a caller may edit range in place, clean_range stays
         dust = np.zeros(n, bool)
         if self.noise.enabled:
             idx = np.flatnonzero(keep)
             lasers = laser_index[idx] if laser_index is not None else None
-            noisy = clean.copy()
+
             noisy[idx], dust[idx] = noisy_ranges(hits.range[idx], lasers, self.biases, self.noise, rng)
         ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
         return Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed)
