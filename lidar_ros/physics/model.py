@@ -124,7 +124,6 @@ class SurfaceModel:
         if self.noise.enabled:
             idx = np.flatnonzero(keep)
             lasers = laser_index[idx] if laser_index is not None else None
-
             noisy[idx], dust[idx] = noisy_ranges(hits.range[idx], lasers, self.biases, self.noise, rng)
         ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
         return Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed)
