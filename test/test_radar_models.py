@@ -194,7 +194,7 @@ def test_user_brdf_from_an_entry_point(tmp_path, monkeypatch):
     (tmp_path / "radarays_test_brdf_mod.py").write_text(textwrap.dedent("""
         import numpy as np
         def flat(theta, params):
-            return np.full(len(theta), params["k"])
+            return params["k"] * np.ones_like(theta)
     """))
     dist = tmp_path / "radarays_test_brdf-0.1.dist-info"
     dist.mkdir()
@@ -207,3 +207,13 @@ def test_user_brdf_from_an_entry_point(tmp_path, monkeypatch):
     first = img.returns[img.returns["azimuth"] == 0]
     assert np.allclose(first["energy"], 0.25)  # R = 1 times the plugin's BRDF
     sys.modules.pop("radarays_test_brdf_mod", None)
+
+
+def test_row_perlin_equals_pointwise_perlin():
+    from radarays_ros.radar.perlin import perlin_rows
+
+    x0 = np.array([0.0, 3.7, -20.2, 999.9])
+    y = np.array([0.0, 1.5, 7.25, 20.0])
+    for step in (0.05, 0.2, -0.3):
+        x = x0[:, None] + step * np.arange(300)[None, :]
+        np.testing.assert_allclose(perlin_rows(x0, step, 300, y), perlin2(x, y[:, None]), atol=1e-5)

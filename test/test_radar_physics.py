@@ -36,7 +36,7 @@ def test_wall_peaks_in_bin_floor_d_over_res(distance, kernel):
 def test_fresnel_by_hand_normal_and_oblique():
     d = np.array([[1.0, 0.0, 0.0]])
     n = np.array([[-1.0, 0.0, 0.0]])
-    r, theta, r_dir, t_dir, refracts = fresnel_split(d, n, np.array([0.3]), np.array([0.05]), 0.5)
+    r, cos_i, r_dir, t_dir, refracts = fresnel_split(d, n, np.array([0.3]), np.array([0.05]), 0.5)
     assert r[0] == pytest.approx(((0.05 - 0.3) / 0.35) ** 2, rel=1e-9)  # 0.5102
     assert r[0] == pytest.approx(0.51, abs=0.001)
     assert refracts[0] and np.allclose(t_dir[0], [1, 0, 0]) and np.allclose(r_dir[0], [-1, 0, 0])
@@ -194,3 +194,24 @@ def test_radar_equation_and_db_scale():
     db = config(output={"normalisation": "db", "db_reference": 1.0, "db_range": 60.0})
     img = RadarSimulator(db, scene_with(wall_x(3.0, material="flat_metal"))).simulate(EYE)
     assert img.image_f32[0].max() == pytest.approx(255.0, rel=1e-6)  # E = E0 = 1 maps to 255
+
+
+def test_cosine_fresnel_equals_radarays_angle_forms():
+    """RadaRays writes rs = -sin(ti - tt)/sin(ti + tt), rp = tan(ti - tt)/tan(ti + tt); we use cosines."""
+    rng = np.random.default_rng(0)
+    ti = rng.uniform(0.01, 1.5, 500)
+    v1 = rng.choice([0.3, 0.05, 0.1], 500)
+    v2 = rng.choice([0.3, 0.001, 0.05, 0.12], 500)
+    d = np.stack([np.cos(ti), np.sin(ti), np.zeros(500)], axis=1)
+    n = np.tile([-1.0, 0.0, 0.0], (500, 1))
+    r, *_, refracts = fresnel_split(d, n, v1, v2, 0.3)
+    sin_t = v2 / v1 * np.sin(ti)
+    ok = sin_t <= 1.0
+    assert np.array_equal(refracts, ok)
+    tt = np.arcsin(np.minimum(sin_t, 1.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rs = -np.sin(ti - tt) / np.sin(ti + tt)
+        rp = np.tan(ti - tt) / np.tan(ti + tt)
+    expected = np.where(ok, 0.3 * rs ** 2 + 0.7 * rp ** 2, 1.0)
+    same = np.isfinite(expected)
+    np.testing.assert_allclose(r[same], expected[same], rtol=1e-7, atol=1e-12)

@@ -13,8 +13,9 @@ The return strength is f(theta) * E_reflected.
                   energy kept per metre travelled inside the material (the paper's CT run, §1.11).
 
 User BRDFs: a package registers `name = module:function` in the entry point group `radarays_ros.brdf`;
-the function is called as f(theta: ndarray, params: dict[str, float]) -> ndarray. Materials then
-say `brdf: name` and any numeric parameters the function reads.
+the function is called as f(theta: ndarray, params: dict[str, ndarray]) -> ndarray, the parameter
+arrays aligned with theta (one value per return, from the material it hit). Materials then say
+`brdf: name` and any numeric parameters the function reads.
 """
 from __future__ import annotations
 

@@ -33,6 +33,18 @@ class RadarMaterials:
     transmittance: np.ndarray  # (n + 1,) fraction of energy kept per metre inside, 1 = lossless
     functions: dict = field(default_factory=dict)  # BRDF name -> callable
 
+    def __post_init__(self):
+        # per BRDF kind: which materials use it and each parameter as an array over material ids, so
+        # that one vectorised call evaluates every return of that kind
+        self.kinds = sorted(set(self.brdf))
+        self.kind_of = np.array([self.kinds.index(k) for k in self.brdf] + [-1], np.int64)
+        self.param_arrays = {}
+        for kind in self.kinds:
+            keys = sorted({key for b, p in zip(self.brdf, self.params) if b == kind for key in p})
+            self.param_arrays[kind] = {key: np.array([p.get(key, np.nan) if b == kind else np.nan
+                                                      for b, p in zip(self.brdf, self.params)] + [np.nan])
+                                       for key in keys}
+
     @property
     def air(self) -> int:
         return len(self.names)
@@ -61,15 +73,23 @@ class RadarMaterials:
                    np.ones(2), {"radarays": brdf_module.radarays})
 
     def evaluate(self, material_ids: np.ndarray, theta: np.ndarray) -> np.ndarray:
-        """BRDF factor of each return: material_ids (N,) index this table, theta (N,) radians."""
-        out = np.zeros(len(theta))
-        if not len(theta):
-            return out
-        for mid in np.unique(material_ids):
-            sel = material_ids == mid
-            fn = self.functions[self.brdf[mid]]
-            out[sel] = np.asarray(fn(theta[sel], self.params[mid]), dtype=np.float64)
-        return np.nan_to_num(np.maximum(out, 0.0))
+        """BRDF factor of each return: material_ids (N,) index this table, theta (N,) radians.
+
+        BRDF functions get theta and a dict of parameter arrays aligned with theta.
+        """
+        if len(self.kinds) == 1:
+            kind = self.kinds[0]
+            params = {k: v[material_ids] for k, v in self.param_arrays[kind].items()}
+            out = np.asarray(self.functions[kind](theta, params), dtype=np.float64)
+        else:
+            out = np.zeros(len(theta))
+            which = self.kind_of[material_ids]
+            for index, kind in enumerate(self.kinds):
+                sel = np.flatnonzero(which == index)
+                if len(sel):
+                    params = {k: v[material_ids[sel]] for k, v in self.param_arrays[kind].items()}
+                    out[sel] = self.functions[kind](theta[sel], params)
+        return np.maximum(np.nan_to_num(out), 0.0)
 
 
 def parse_radar_part(radar: dict, where: str):

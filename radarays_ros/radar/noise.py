@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .perlin import perlin_hilo
+from .perlin import perlin_hilo_rows
 
 
 def ambient_noise(cfg, signal: np.ndarray, colmax: np.ndarray, resolution: float, rng: np.random.Generator) -> np.ndarray:
@@ -26,10 +26,9 @@ def ambient_noise(cfg, signal: np.ndarray, colmax: np.ndarray, resolution: float
     if cfg.ambient == "uniform":
         p = rng.uniform(0.0, 1.0, (a, b))
     else:
-        cols = np.arange(a, dtype=np.float64)[:, None]
-        bins = np.arange(b, dtype=np.float64)[None, :]
         offsets = rng.uniform(0.0, 1.0, 1 if cfg.perlin_coherent else a) * 1000.0
-        p = perlin_hilo(offsets[:, None], bins, cols, cfg.perlin_scale_low, cfg.perlin_scale_high, cfg.perlin_p_low)
+        offsets = np.broadcast_to(offsets, (a,))
+        p = perlin_hilo_rows(offsets, b, np.arange(a), cfg.perlin_scale_low, cfg.perlin_scale_high, cfg.perlin_p_low)
     m = colmax[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(m > 0, signal / np.where(m > 0, m, 1.0), 0.0)

@@ -61,3 +61,49 @@ def perlin_hilo(x_offset, i, col, scale_low: float, scale_high: float, p_low: fl
     """RadaRays' two-octave mix p_low P(o + i s_lo, col s_lo) + (1 - p_low) P(o + i s_hi, col s_hi)."""
     return (p_low * perlin2(x_offset + i * scale_low, col * scale_low)
             + (1.0 - p_low) * perlin2(x_offset + i * scale_high, col * scale_high))
+
+
+def perlin_rows(x0: np.ndarray, step: float, n: int, y: np.ndarray) -> np.ndarray:
+    """P(x0[r] + i * step, y[r], 0) for i < n, as an (R, n) array: the same noise as perlin2, faster.
+
+    Along a row y is fixed, so everything but the x-fade is constant within a lattice cell: per cell
+    the noise is lerp(u, a0 xf + b0, a1 (xf - 1) + b1), and only those four numbers are looked up per
+    sample.
+    """
+    x0 = np.asarray(x0, np.float64).reshape(-1)
+    y = np.broadcast_to(np.asarray(y, np.float64).reshape(-1), x0.shape)
+    rows = len(x0)
+    x = x0[:, None] + np.arange(n, dtype=np.float64)[None, :] * step
+    cell0 = np.floor(x0).astype(np.int64)
+    n_cells = int(np.ceil(n * abs(step))) + 3
+    lattice = cell0[:, None] + np.arange(n_cells)[None, :] - (1 if step < 0 else 0) * (n_cells - 2)
+    xi = lattice & 255
+    yf_floor = np.floor(y)
+    yi = (yf_floor.astype(np.int64) & 255)[:, None]
+    yf = (y - yf_floor)[:, None]
+    v = _fade(yf)
+    a = _P[xi] + yi
+    b = _P[xi + 1] + yi
+    g_aa, g_ab = _GRAD[_P[_P[a]] & 15], _GRAD[_P[_P[a + 1]] & 15]
+    g_ba, g_bb = _GRAD[_P[_P[b]] & 15], _GRAD[_P[_P[b + 1]] & 15]
+    a0 = (1 - v) * g_aa[..., 0] + v * g_ab[..., 0]
+    b0 = (1 - v) * g_aa[..., 1] * yf + v * g_ab[..., 1] * (yf - 1.0)
+    a1 = (1 - v) * g_ba[..., 0] + v * g_bb[..., 0]
+    b1 = (1 - v) * g_ba[..., 1] * yf + v * g_bb[..., 1] * (yf - 1.0)
+    floor_x = np.floor(x)
+    xf = (x - floor_x).astype(np.float32)
+    index = (floor_x.astype(np.int64) - lattice[:, :1]) + (np.arange(rows) * n_cells)[:, None]
+    table = np.stack([a0, b0, a1, b1], axis=-1).astype(np.float32).reshape(-1, 4)
+    c = table[index]
+    u = xf * xf * xf * (xf * (xf * np.float32(6) - np.float32(15)) + np.float32(10))
+    l0 = c[..., 0] * xf + c[..., 1]
+    l1 = c[..., 2] * (xf - np.float32(1)) + c[..., 3]
+    return l0 + u * (l1 - l0)
+
+
+def perlin_hilo_rows(x_offsets: np.ndarray, n: int, cols: np.ndarray, scale_low: float, scale_high: float,
+                     p_low: float) -> np.ndarray:
+    """perlin_hilo over an (A, n) grid: row r at x = offset[r] + i * scale, y = cols[r] * scale."""
+    cols = np.asarray(cols, np.float64)
+    return (p_low * perlin_rows(x_offsets, scale_low, n, cols * scale_low)
+            + (1.0 - p_low) * perlin_rows(x_offsets, scale_high, n, cols * scale_high))

@@ -42,77 +42,98 @@ class Returns:
 
 
 def primary_rays(sensor_origin: np.ndarray, column_rot: np.ndarray, cone: np.ndarray):
-    """Origins and directions (A*S, 3) of all azimuths' samples, azimuth-major."""
+    """Origins and directions (A*S, 3) float32 of all azimuths' samples, azimuth-major."""
     a, s = len(column_rot), len(cone)
-    dirs = np.einsum("kij,sj->ksi", column_rot, cone).reshape(a * s, 3)
-    origins = np.repeat(sensor_origin, s, axis=0)
+    dirs = np.matmul(column_rot.astype(np.float32), cone.T.astype(np.float32))  # (A, 3, S)
+    dirs = np.ascontiguousarray(dirs.transpose(0, 2, 1)).reshape(a * s, 3)
+    origins = np.repeat(sensor_origin.astype(np.float32), s, axis=0)
     return origins, dirs
 
 
 def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone: np.ndarray, weights,
                 materials: RadarMaterials, tracing, returns, ray_log: list | None = None) -> Returns:
-    """All returns of one frame. sensor_origin (A,3) and column_rot (A,3,3) world <- column frame."""
+    """All returns of one frame. sensor_origin (A,3) and column_rot (A,3,3) world <- column frame.
+
+    Geometry is float32 (what the tracer takes), time and energy float64.
+    """
     a, s = len(column_rot), len(cone)
     o, d = primary_rays(sensor_origin, column_rot, cone)
     az = np.repeat(np.arange(a), s)
     energy = np.tile(np.asarray(weights, np.float64), a) if weights is not None else np.ones(a * s)
     time = np.zeros(a * s)
-    medium = np.full(a * s, materials.air, np.int64)
-    threshold, skip = tracing.energy_threshold, tracing.skip_distance
+    air = materials.air
+    medium = np.full(a * s, air, np.int64)
+    velocity = materials.velocity
+    velocity32 = velocity.astype(np.float32)
+    threshold = tracing.energy_threshold
+    skip = np.float32(tracing.skip_distance)
     lossy = bool(np.any(materials.transmittance < 1.0))
     found: list[Returns] = []
     for pass_id in range(tracing.passes):
         if not len(o):
             break
         if ray_log is not None:
-            ray_log.append((o.astype(np.float32), d.astype(np.float32)))
+            ray_log.append((o, d))
         hits = backend.trace(o, d, 0.0, tracing.max_distance)
-        keep = np.flatnonzero(hits.hit)
-        o, d, az, energy, time, medium = o[keep], d[keep], az[keep], energy[keep], time[keep], medium[keep]
-        dist = hits.distance[keep].astype(np.float64)
-        normal = hits.normal[keep].astype(np.float64)
+        dist = hits.distance
+        keep = np.flatnonzero(dist < np.inf)
         surface = hits.material[keep].astype(np.int64)
+        dist, normal = dist[keep], np.take(hits.normal, keep, axis=0)
+        if len(keep) < len(o):
+            o, d = np.take(o, keep, axis=0), np.take(d, keep, axis=0)
+            az, energy, time, medium = az[keep], energy[keep], time[keep], medium[keep]
 
-        v1 = materials.velocity[medium]
+        v1 = velocity[medium]
         pos = o + d * dist[:, None]
         time = time + dist / v1
         if lossy:
             energy = energy * materials.transmittance[medium] ** dist
-        in_air = medium == materials.air
-        behind = np.where(in_air, surface, materials.air)
-        v2 = materials.velocity[behind]
-        r_eff, theta_i, r_dir, t_dir, refracts = fresnel_split(d, normal, v1, v2, tracing.polarization)
+        in_air = medium == air
+        behind = np.where(in_air, surface, air)
+        r_eff, cos_i, r_dir, t_dir, refracts = fresnel_split(d, normal, velocity32[medium], velocity32[behind],
+                                                            tracing.polarization)
         e_refl = r_eff * energy
-        e_trans = (1.0 - r_eff) * energy
+        e_trans = energy - e_refl
 
-        signal = np.flatnonzero(in_air & (e_refl > threshold))
+        reflects = e_refl > threshold
+        signal = np.flatnonzero(in_air & reflects)
         if len(signal) and (pass_id == 0 or returns.multi_reflection):
-            strength = materials.evaluate(surface[signal], theta_i[signal]) * e_refl[signal]
+            theta = np.arccos(cos_i[signal].astype(np.float64))
+            strength = materials.evaluate(surface[signal], theta) * e_refl[signal]
             found.append(Returns(az[signal], C * time[signal], strength, np.full(len(signal), pass_id, np.int16)))
         if len(signal) and pass_id > 0 and returns.multipath:
             found.append(_multipath(backend, signal, pos, d, r_dir, az, time, v1, surface, e_refl, sensor_origin,
-                                    materials, returns, skip, pass_id))
+                                    materials, returns, float(skip), pass_id))
 
-        refl = np.flatnonzero(e_refl > threshold)
+        # children: reflections stay in the medium, refractions enter `behind`; both step off by skip
+        refl = np.flatnonzero(reflects)
         trans = np.flatnonzero(refracts & (e_trans > threshold))
-        new_d = np.concatenate([r_dir[refl], t_dir[trans]])
-        o = np.concatenate([pos[refl], pos[trans]]) + new_d * skip
-        d = new_d
-        v_new = np.concatenate([v1[refl], v2[trans]])
-        time = np.concatenate([time[refl], time[trans]]) + skip / v_new
-        energy = np.concatenate([e_refl[refl], e_trans[trans]])
-        medium = np.concatenate([medium[refl], behind[trans]])
-        az = np.concatenate([az[refl], az[trans]])
+        if len(trans):
+            d = np.concatenate([np.take(r_dir, refl, axis=0), np.take(t_dir, trans, axis=0)])
+            pick = np.concatenate([refl, trans])
+            v_new = np.concatenate([v1[refl], velocity[behind[trans]]])
+            energy = np.concatenate([e_refl[refl], e_trans[trans]])
+            medium = np.concatenate([medium[refl], behind[trans]])
+        else:
+            d = np.take(r_dir, refl, axis=0)
+            pick = refl
+            v_new = v1[refl]
+            energy = e_refl[refl]
+            medium = medium[refl]
+        o = np.take(pos, pick, axis=0)
+        o += d * skip
+        time = time[pick] + float(skip) / v_new
+        az = az[pick]
     return Returns.concat(found)
 
 
 def _multipath(backend, signal, pos, d, r_dir, az, time, v1, surface, e_refl, sensor_origin, materials, returns,
                skip, pass_id) -> Returns:
     """Returns straight back through air to the sensor from reflections in pass > 0."""
-    h = pos[signal] - sensor_origin[az[signal]]
+    h = pos[signal].astype(np.float64) - sensor_origin[az[signal]]
     h_len = np.linalg.norm(h, axis=1)
     h_hat = h / np.maximum(h_len, 1e-12)[:, None]
-    gate = np.einsum("ij,ij->i", d[signal], h_hat) > returns.multipath_threshold
+    gate = np.einsum("ij,ij->i", d[signal].astype(np.float64), h_hat) > returns.multipath_threshold
     idx = signal[gate]
     h_len, h_hat = h_len[gate], h_hat[gate]
     if returns.occlusion_test and len(idx):
@@ -121,10 +142,11 @@ def _multipath(backend, signal, pos, d, r_dir, az, time, v1, surface, e_refl, se
         free = np.ones(len(idx), bool)
         far = reach > 0
         if far.any():
-            blocked = backend.trace(pos[idx][far] + back[far] * skip, back[far], 0.0, float(reach[far].max()))
+            start = pos[idx][far].astype(np.float64) + back[far] * skip
+            blocked = backend.trace(start, back[far], 0.0, float(reach[far].max()))
             free[np.flatnonzero(far)] = ~(blocked.hit & (blocked.distance < reach[far]))
         idx, h_len, h_hat = idx[free], h_len[free], h_hat[free]
-    cos_dev = np.clip(np.einsum("ij,ij->i", -r_dir[idx], h_hat), -1.0, 1.0)
+    cos_dev = np.clip(-np.einsum("ij,ij->i", r_dir[idx].astype(np.float64), h_hat), -1.0, 1.0)
     strength = materials.evaluate(surface[idx], np.arccos(cos_dev)) * e_refl[idx]
     range_m = C * (time[idx] + h_len / v1[idx]) / 2.0
     return Returns(az[idx], range_m, strength, np.full(len(idx), pass_id, np.int16))
