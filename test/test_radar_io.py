@@ -127,8 +127,21 @@ def test_cli_npz_with_the_compat_example(tmp_path, room_obj):
     assert int(np.argmax(d["image_f32"][100])) == 80  # -90 deg: the stone wall at y = -4
     assert d["image_f32"][0].max() == pytest.approx(60.0)  # energy_max * signal_max
     again = tmp_path / "again.npz"
-    run_cli(room_obj, again, "--set", "beam.samples=20")
-    np.testing.assert_array_equal(np.load(again)["image_f32"], d["image_f32"])  # seeded
+    run_cli(room_obj, again, "--set", "beam.samples=20", "--set", "returns.keep=true")
+    e = np.load(again)
+    np.testing.assert_array_equal(e["image_f32"], d["image_f32"])  # seeded
+    # materials by OBJ object: the pillar is metal (R = 1, BRDF 1 + cos^2000), the room wall_stone
+    # (R = ((0.001 - 0.3) / 0.301)^2, BRDF 0.6 + 0.3 cos^30)
+    first = e["returns"][e["returns"]["bounce"] == 0]
+    pillar = first[(first["azimuth"] == 0)]
+    wall = first[(first["azimuth"] == 100)]
+    assert np.all(np.abs(pillar["range"] - 1.8) < 0.01) and np.all((pillar["energy"] >= 1.0) & (pillar["energy"] <= 2.0))
+    r_stone = ((0.001 - 0.3) / 0.301) ** 2
+    assert np.all(np.abs(wall["range"] - 4.0) < 0.05)
+    assert np.all((wall["energy"] >= 0.6 * r_stone) & (wall["energy"] <= 0.9 * r_stone + 1e-6))
+    seeded = tmp_path / "seed3.npz"
+    run_cli(room_obj, seeded, "--set", "beam.samples=20", "--seed", "3")
+    assert not np.array_equal(np.load(seeded)["image_f32"], d["image_f32"])
 
 
 def test_cli_png_and_mcap(tmp_path, room_obj):
