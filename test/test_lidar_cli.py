@@ -1,0 +1,111 @@
+"""`radarays lidar`: the command writes what the issue specifies, read back independently."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_typestore
+
+from radarays_ros.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "config" / "examples" / "spherical_16x1800.yaml"
+
+
+@pytest.fixture()
+def wall_world(tmp_path) -> Path:
+    """A mesh world: a 300 m wide wall whose near face is the plane x = 8."""
+    box = trimesh.creation.box([0.2, 300, 300])
+    box.apply_translation([8.1, 0, 0])
+    path = tmp_path / "wall.stl"
+    box.export(path)
+    return path
+
+
+def test_npz_of_the_example_sensor(tmp_path, wall_world):
+    out = tmp_path / "scan.npz"
+    assert main(["lidar", str(wall_world), "--sensor", str(EXAMPLE), "--pose", "0 0 1 0 0 0", "--out", str(out)]) == 0
+    data = np.load(out)
+    assert set(data.files) == {"range", "hit", "xyz", "intensity", "elevation_rad", "azimuth_rad", "time", "ring"}
+    assert data["range"].shape == (16, 1800) and data["range"].dtype == np.float32
+    assert data["xyz"].shape == (16, 1800, 3) and data["ring"].shape == (16,) and data["hit"].dtype == bool
+    el, az = np.meshgrid(np.radians(np.arange(-15, 16, 2)), np.radians(-180 + 0.2 * np.arange(1800)), indexing="ij")
+    np.testing.assert_allclose(data["elevation_rad"], el, atol=1e-6)
+    np.testing.assert_allclose(np.angle(np.exp(1j * (data["azimuth_rad"] - az))), 0, atol=1e-5)
+    cos = np.cos(el) * np.cos(az)
+    expect = cos > 8.0 / 100.0
+    np.testing.assert_array_equal(data["hit"], expect)
+    np.testing.assert_allclose(data["range"][expect], 8.0 / cos[expect], rtol=2e-6)
+    assert np.isnan(data["range"][~expect]).all()
+    np.testing.assert_allclose(data["time"][:, 1] - data["time"][:, 0], 0.1 / 1800)
+    np.testing.assert_array_equal(data["ring"], np.arange(16))
+
+
+def test_set_seed_and_ground_truth(tmp_path, wall_world):
+    a, b = tmp_path / "a.npz", tmp_path / "b.npz"
+    args = ["lidar", str(wall_world), "--sensor", "VLP-16", "--set", "noise.sigma=0.05", "--seed", "4", "--ground-truth"]
+    assert main(args + ["--out", str(a)]) == 0 and main(args + ["--out", str(b)]) == 0
+    da, db = np.load(a), np.load(b)
+    np.testing.assert_array_equal(da["range"], db["range"])  # same seed, same scan
+    hit = da["hit"]
+    noise = (da["range"] - da["clean_range"])[hit]
+    assert 0.03 < noise.std() < 0.07 and {"entity", "material", "normal", "incidence_rad"} <= set(da.files)
+
+
+def test_mcap_has_points_and_tf_static(tmp_path, wall_world):
+    out = tmp_path / "run.mcap"
+    assert main(["lidar", str(wall_world), "--sensor", "OS1-16", "--set", "columns=512", "--pose", "1 2 0.5 0 0 0.3",
+                 "--out", str(out)]) == 0
+    topics = {}
+    with AnyReader([out], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+        for conn, t, raw in reader.messages():
+            topics[conn.topic] = (conn.msgtype, reader.deserialize(raw, conn.msgtype))
+    assert topics["/points"][0] == "sensor_msgs/msg/PointCloud2" and topics["/tf_static"][0] == "tf2_msgs/msg/TFMessage"
+    cloud = topics["/points"][1]
+    assert (cloud.height, cloud.width, cloud.point_step) == (16, 512, 48)
+    tf = topics["/tf_static"][1].transforms[0]
+    assert (tf.header.frame_id, tf.child_frame_id) == ("world", "lidar")
+    assert (tf.transform.translation.x, tf.transform.translation.y) == (1.0, 2.0)
+
+
+def test_2d_sensor_mcap_has_a_laserscan(tmp_path, wall_world):
+    out = tmp_path / "scan.mcap"
+    assert main(["lidar", str(wall_world), "--sensor", "URG-04LX", "--pose", "5 0 0 0 0 0", "--out", str(out)]) == 0
+    with AnyReader([out], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+        topics = {c.topic: c.msgtype for c in reader.connections}
+        scan = next(reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages() if c.topic == "/scan")
+    assert topics["/scan"] == "sensor_msgs/msg/LaserScan" and "/points" in topics
+    ranges = np.asarray(scan.ranges)
+    angles = scan.angle_min + scan.angle_increment * np.arange(len(ranges))
+    front = np.abs(angles) < 0.5
+    np.testing.assert_allclose(ranges[front], 3.0 / np.cos(angles[front]), atol=0.05)  # noise on: 1 cm class
+    assert np.isposinf(ranges[np.abs(angles) > 1.7]).all()
+
+
+@pytest.mark.parametrize("suffix", [".pcd", ".ply"])
+def test_point_files(tmp_path, wall_world, suffix):
+    out = tmp_path / f"cloud{suffix}"
+    assert main(["lidar", str(wall_world), "--sensor", "VLP-16", "--out", str(out)]) == 0
+    head = out.read_bytes()[:400]
+    assert (b"FIELDS x y z intensity ring time" in head) if suffix == ".pcd" else head.startswith(b"ply\nformat binary_little_endian")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--sensor", "VLP-99"], "unknown lidar sensor 'VLP-99'"),
+    (["--sensor", "VLP-16", "--set", "rate_hz=30"], "rate_hz = 30 is out of range; allowed: a number in [5.0, 20.0]"),
+    (["--sensor", "VLP-16", "--set", "rate_hz"], "expected KEY=VALUE"),
+    (["--sensor", "VLP-16", "--pose", "1 2 3"], "expected six numbers"),
+    (["--sensor", "OS1-64", "--set", "columns=333"], "columns = 333; allowed: 512, 1024, 2048"),
+])
+def test_errors_are_one_line_and_exit_2(tmp_path, wall_world, capsys, args, message):
+    assert main(["lidar", str(wall_world), *args, "--out", str(tmp_path / "x.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("radarays: error:") and message in err and err.count("\n") == 1
+
+
+def test_unknown_output_type(tmp_path, wall_world, capsys):
+    assert main(["lidar", str(wall_world), "--sensor", "VLP-16", "--out", str(tmp_path / "x.las")]) == 2
+    assert "allowed: .npz, .pcd, .ply, .mcap" in capsys.readouterr().err
