@@ -72,6 +72,9 @@ setup(
     entry_points={
         "console_scripts": [
             "radarays = radarays_ros.cli:main",
+            "radar_node = radarays_ros.ros.radar_node:main",
+            "lidar_node = radarays_ros.ros.lidar_node:main",
+            "sensor_rig = radarays_ros.ros.sensor_rig:main",
         ],
     },
 )

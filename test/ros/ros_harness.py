@@ -235,3 +235,59 @@ class Probe:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class ClockPublisher:
+    """Publishes /clock from a background thread: sim time starts at start_s and runs at `speed` x wall time."""
+
+    def __init__(self, probe: Probe, start_s: float = 100.0, step_s: float = 0.005, speed: float = 1.0):
+        from rosgraph_msgs.msg import Clock
+
+        self._clock_cls = Clock
+        self.pub = probe.publisher("/clock", "rosgraph_msgs/msg/Clock", qos="reliable")
+        self.now_ns = int(start_s * 1e9)
+        self.step_ns = int(step_s * 1e9)
+        self.speed = speed
+        self.published: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            msg = self._clock_cls()
+            msg.clock.sec, msg.clock.nanosec = divmod(self.now_ns, 1_000_000_000)
+            self.pub.publish(msg)
+            self.published.append(self.now_ns)
+            self.now_ns += self.step_ns
+            time.sleep(self.step_ns / 1e9 / self.speed)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(2)
+
+
+def transform_msg(parent: str, child: str, t_ns: int, xyz=(0.0, 0.0, 0.0), yaw: float = 0.0):
+    """geometry_msgs/TransformStamped (rclpy) for a pose with only a yaw rotation."""
+    import math
+
+    from geometry_msgs.msg import TransformStamped
+
+    t = TransformStamped()
+    t.header.frame_id, t.child_frame_id = parent, child
+    t.header.stamp.sec, t.header.stamp.nanosec = divmod(int(t_ns), 1_000_000_000)
+    t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = (float(v) for v in xyz)
+    t.transform.rotation.z, t.transform.rotation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+    return t
+
+
+def diagnostics_values(inbox: Inbox, name_part: str) -> dict:
+    """Key/values of the newest diagnostic status whose name contains name_part."""
+    for msg in reversed(inbox.messages()):
+        for status in msg.status:
+            if name_part in status.name:
+                values = {kv.key: kv.value for kv in status.values}
+                values["_level"] = int.from_bytes(status.level, "little") if isinstance(status.level, bytes) else int(status.level)
+                values["_message"] = status.message
+                return values
+    return {}

@@ -1,0 +1,592 @@
+"""The sensor node: one shared Scene and backend, one or more sensors, parameters, TF, timers, topics.
+
+`radar_node` and `lidar_node` are this node with one sensor whose parameters sit at the top level
+(`config`, `frame_id`, `sensor.beam.samples`, ...); `sensor_rig` runs the sensors listed in
+`sensors`, each under its own name (`front_radar.config`, `front_radar.sensor.beam.samples`, ...)
+and publishing under its name (`front_radar/radar/image`). However many sensors, the world is held
+once: one Scene, one BVH. Each sensor has its own timer in its own callback group, so a
+multi-threaded executor runs them concurrently (the backend and numpy release the GIL).
+
+A node never dies of bad input: a missing world, a failed TF lookup, a NaN pose or a bad parameter
+is logged (throttled) and counted in the diagnostics, and the last good state is kept.
+"""
+from __future__ import annotations
+
+import math
+import os
+import struct
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from ..errors import ConfigError, RadaraysError
+from ..scenario.sensors import ParamInfo, SensorUnit, make_unit, poses_over, share_path
+from ..world.transforms import pose_to_matrix
+from .convert import rclpy_class, to_rclpy
+from .params import descriptor, from_ros, ros_value
+from .tf_buffer import TransformBuffer, TransformLookupError
+
+NODE_PARAMS = {
+    "world": ParamInfo("", "SDF world, model directory, URDF or mesh map the sensors see (required)"),
+    "materials": ParamInfo("", "material library YAML merged over the shipped one ('' = shipped only)"),
+    "ignore": ParamInfo([""], "model/link/visual name globs left out of the world (e.g. the robot itself)", kind=list),
+    "backend": ParamInfo("embree", "ray-tracing backend", choices=("embree", "optix")),
+    "threads": ParamInfo(0, "ray-tracing threads (0 = all cores)", 0, 1024, kind=int),
+    "world_frame": ParamInfo("map", "fixed frame of the world geometry (tf lookups go world_frame <- sensor frame)"),
+    "pose_source": ParamInfo("tf", "sensor pose from tf (moving sensor) or the fixed_pose parameter (static sensor)",
+                             choices=("tf", "fixed")),
+    "tf_tolerance": ParamInfo(0.1, "seconds a pose may be taken from the newest/oldest tf sample instead of failing",
+                              0.0, 10.0, kind=float),
+    "pose_samples_per_second": ParamInfo(200.0, "tf poses sampled per second of a sweep (motion distortion)",
+                                         1.0, 10000.0, kind=float),
+    "sync_topic": ParamInfo("", "when set, each message on this topic triggers one frame stamped with its stamp "
+                            "(instead of the timer); any message type whose first field is a std_msgs/Header"),
+    "sync_type": ParamInfo("sensor_msgs/msg/Image", "message type of sync_topic"),
+    "reliable": ParamInfo(False, "publish RELIABLE (rviz defaults) instead of the sensor-data BEST_EFFORT QoS", kind=bool),
+    "qos_depth": ParamInfo(5, "publisher queue depth", 1, 1000, kind=int),
+    "lazy": ParamInfo(True, "skip the simulation while nobody subscribes to the sensor's topics", kind=bool),
+    "diagnostics_period": ParamInfo(1.0, "seconds between /diagnostics messages", 0.05, 3600.0, kind=float),
+}
+READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth"}
+SENSOR_PARAMS = {
+    "frame_id": ParamInfo("", "frame of the sensor's messages and of its tf lookup ('' = the sensor's default)"),
+    "fixed_pose": ParamInfo([0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+                            "pose_source=fixed: x y z roll pitch yaw (m, rad) of the sensor in world_frame", kind=list),
+}
+
+
+@dataclass
+class Stats:
+    frames: int = 0
+    dropped: int = 0  # timer ticks or sync messages that found the previous frame still running
+    skipped: int = 0  # frames not simulated because nobody subscribed
+    failed: int = 0  # frames abandoned: no pose, no world, a simulation error
+    frame_times: list = field(default_factory=list)  # seconds, last 20
+    publish_times: list = field(default_factory=list)  # seconds (message building + publishing), last 20
+    rays: int = 0
+    last_error: str = ""
+
+    def add_time(self, seconds: float, publish_seconds: float, rays: int) -> None:
+        self.frame_times = (self.frame_times + [seconds])[-20:]
+        self.publish_times = (self.publish_times + [publish_seconds])[-20:]
+        self.rays = rays
+        self.frames += 1
+
+
+class Sensor:
+    """One sensor of the node: its unit, parameters prefix, publishers, timer and statistics."""
+
+    def __init__(self, name: str, prefix: str, kind: str, source: str):
+        self.name = name  # '' for the single-sensor nodes
+        self.prefix = prefix  # parameter prefix: '' or 'front_radar.'
+        self.kind = kind
+        self.source = source  # preset name or file
+        self.unit: SensorUnit | None = None
+        self.frame_id = ""
+        self.fixed_pose = np.eye(4)
+        self.publishers: dict[str, Any] = {}
+        self.timer = None
+        self.lock = threading.Lock()  # one frame at a time; reconfiguration waits for the frame
+        self.group = MutuallyExclusiveCallbackGroup()
+        self.stats = Stats()
+        self.last_tick_ns: int | None = None  # grid slot of the last simulated sweep
+
+    def topic(self, relative: str) -> str:
+        return f"{self.name}/{relative}" if self.name else relative
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+
+class SensorNode(Node):
+    """See the module docstring. `kind` is 'radar' or 'lidar' for the single-sensor nodes, 'rig' for the rig."""
+
+    def __init__(self, node_name: str, kind: str, **kwargs):
+        super().__init__(node_name, **kwargs)
+        self.kind = kind
+        self._throttle: dict[str, float] = {}
+        self.scene = None
+        self.backend = None
+        self.world_error = ""
+        self.tf = TransformBuffer()
+        self._declare(NODE_PARAMS, "", READ_ONLY)
+        self.tf.tolerance_ns = int(self.get_parameter("tf_tolerance").value * 1e9)
+        self.sensors = self._declare_sensors()
+        self._load_world(self._param("world"))
+        for sensor in self.sensors:
+            self._build_unit(sensor)
+        self._make_io()
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    # -- parameters --------------------------------------------------------------------------------
+    def _param(self, name: str) -> Any:
+        try:
+            return from_ros(self.get_parameter(name).value)
+        except ParameterUninitializedException:  # a declared array parameter nobody set
+            return None
+
+    def _declare(self, infos: dict[str, ParamInfo], prefix: str, read_only=(), dynamic: bool = False) -> dict[str, Any]:
+        """Declare `prefix + key` for each info; returns {key: value} with the values from the params file."""
+        values = {}
+        for key, info in infos.items():
+            name = prefix + key
+            if self.has_parameter(name):
+                values[key] = self._param(name)
+                continue
+            default = ros_value(info.value)
+            if info.kind is list and default == [""]:
+                default = Parameter.Type.STRING_ARRAY
+            desc = descriptor(name, info, read_only=key in read_only, dynamic=dynamic)
+            try:
+                param = self.declare_parameter(name, default, desc)
+            except Exception as exc:  # a params-file value of the wrong type or out of range
+                self._error(f"parameter {name}: {exc}; using the default {info.value!r}")
+                param = self.declare_parameter(name, default, desc, ignore_override=True)
+            values[key] = from_ros(param.value)
+        return values
+
+    def _declare_sensors(self) -> list[Sensor]:
+        if self.kind != "rig":
+            info = ParamInfo({"radar": "radarays_default", "lidar": "VLP-16"}[self.kind],
+                             f"{self.kind} preset name or config file")
+            self._declare({"config": info}, "", read_only={"config"})
+            return [Sensor("", "", self.kind, self._param("config"))]
+        self._declare({"sensors": ParamInfo([""], "names of the rig's sensors; each has NAME.type and NAME.config",
+                                            kind=list)}, "", read_only={"sensors"})
+        names = [n for n in (self._param("sensors") or []) if n]
+        if not names:
+            self._error("parameter 'sensors' is empty: list the rig's sensors, e.g. sensors: [front_radar, top_lidar] "
+                        "with front_radar.type: radar and front_radar.config: navtech_cir204")
+        sensors = []
+        for name in names:
+            values = self._declare({"type": ParamInfo("lidar", "radar or lidar", choices=("radar", "lidar")),
+                                    "config": ParamInfo("", "preset name or config file")}, f"{name}.", read_only={"type", "config"})
+            if values["type"] not in ("radar", "lidar"):
+                self._error(f"parameter {name}.type = {values['type']!r}: must be radar or lidar; sensor {name} disabled")
+                continue
+            default = {"radar": "radarays_default", "lidar": "VLP-16"}[values["type"]]
+            sensors.append(Sensor(name, f"{name}.", values["type"], values["config"] or default))
+        return sensors
+
+    def _sensor_param_overrides(self, sensor: Sensor) -> dict[str, Any]:
+        """Sensor-model keys given in the params file (`sensor.beam.samples: 20`), before declaration."""
+        prefix = f"{sensor.prefix}sensor."
+        return {name[len(prefix):]: from_ros(p.value) for name, p in self._parameter_overrides.items()
+                if name.startswith(prefix)}
+
+    # -- world and sensors -------------------------------------------------------------------------
+    def _load_world(self, path: str) -> bool:
+        """Load the world at startup; on failure the node runs without one and says what to fix."""
+        try:
+            self._install_world(*self._prepare_world(path))
+            return True
+        except ConfigError as exc:
+            self.world_error = str(exc)
+            self._error(self.world_error)
+            return False
+
+    def _prepare_world(self, path: str):
+        """(scene, backend) for a world file; ConfigError saying what is wrong and how to fix it."""
+        from ..tracing import make_backend
+        from ..world.loader import load_world
+
+        if not path:
+            raise ConfigError("parameter 'world' is empty: set it to an SDF world, model directory, URDF or mesh "
+                              "file (--ros-args -p world:=/path/to/world.sdf)")
+        try:
+            ignore = tuple(n for n in (self._param("ignore") or []) if n)
+            scene = load_world(path, materials=self._param("materials") or None, ignore=ignore)
+            backend = make_backend(self._param("backend"), scene, threads=self._param("threads") or None)
+        except (RadaraysError, OSError) as exc:
+            raise ConfigError(f"world {path!r} not loaded: {exc}") from None
+        return scene, backend
+
+    def _install_world(self, scene, backend) -> None:
+        """Swap in a loaded world; every sensor is rebuilt on it with its current configuration."""
+        old = self.backend
+        self.scene, self.backend, self.world_error = scene, backend, ""
+        self.get_logger().info(f"world {scene.source}: {len(scene)} entities, {scene.triangle_count} triangles")
+        for sensor in self.sensors:
+            if sensor.unit is not None:
+                with sensor.lock:
+                    sensor.unit = self._make_unit(sensor, sensor.unit.config)
+        if old is not None:
+            old.close()
+
+    def _make_unit(self, sensor: Sensor, config) -> SensorUnit:
+        output = dict(sensor.unit.output) if sensor.unit is not None else None
+        return make_unit(sensor.kind, sensor.name, self.scene, self.backend, config=config,
+                         frame_id=self._frame_arg(sensor), output=output)
+
+    @staticmethod
+    def _frame_arg(sensor: Sensor) -> str | None:
+        """The frame_id parameter, or the sensor's own default (lidar: from its config; radar: 'radar')."""
+        if sensor.frame_id:
+            return sensor.frame_id
+        return None if sensor.kind == "lidar" else "radar"
+
+    def _build_unit(self, sensor: Sensor) -> None:
+        """Create the sensor from its config plus the params file's keys, then declare its parameters."""
+        self._declare(SENSOR_PARAMS, sensor.prefix)
+        sensor.frame_id = self._param(sensor.prefix + "frame_id")
+        try:
+            sensor.fixed_pose = self._pose_param(self._param(sensor.prefix + "fixed_pose"))
+        except ConfigError as exc:
+            self._error(f"{sensor.prefix}fixed_pose: {exc}; using the identity")
+        if self.scene is None:
+            from ..world.scene import Scene
+            from ..tracing import make_backend
+
+            self.scene = Scene(source="<no world>")
+            self.backend = make_backend(self._param("backend"), self.scene, threads=self._param("threads") or None)
+        overrides = self._sensor_param_overrides(sensor)
+        try:
+            sensor.unit = make_unit(sensor.kind, sensor.name, self.scene, self.backend, config=sensor.source,
+                                    frame_id=self._frame_arg(sensor), overrides=overrides)
+        except (RadaraysError, OSError) as exc:
+            sensor.stats.last_error = str(exc)
+            self._error(f"sensor {sensor.label} ({sensor.source}) not started: {exc}. Fix the config or the "
+                        f"{sensor.prefix}sensor.* values in the params file and restart the node.")
+            return
+        sensor.frame_id = sensor.unit.frame_id
+        self._declare(sensor.unit.params(), sensor.prefix + "sensor.", dynamic=True)
+        outputs = self._declare(sensor.unit.output_params(), sensor.prefix + "output.")
+        try:
+            sensor.unit.set_output(outputs)
+        except ConfigError as exc:
+            self._error(str(exc))
+
+    @staticmethod
+    def _pose_param(values) -> np.ndarray:
+        values = list(values or [])
+        if len(values) != 6:
+            raise ConfigError(f"fixed_pose: expected 6 numbers x y z roll pitch yaw, got {len(values)}")
+        return pose_to_matrix(*[float(v) for v in values])
+
+    # -- topics, timers ----------------------------------------------------------------------------
+    def _qos(self) -> QoSProfile:
+        reliable = self._param("reliable")
+        return QoSProfile(depth=self._param("qos_depth"), history=HistoryPolicy.KEEP_LAST,
+                          reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+                          durability=DurabilityPolicy.VOLATILE)
+
+    def _make_io(self) -> None:
+        qos = self._qos()
+        for sensor in self.sensors:
+            if sensor.unit is None:
+                continue
+            for relative, msgtype in sensor.unit.topics.items():
+                sensor.publishers[relative] = self.create_publisher(rclpy_class(msgtype), sensor.topic(relative), qos)
+        tf_group = MutuallyExclusiveCallbackGroup()
+        from tf2_msgs.msg import TFMessage
+
+        self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False),
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE), callback_group=tf_group)
+        self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True),
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                                            durability=DurabilityPolicy.TRANSIENT_LOCAL), callback_group=tf_group)
+        sync_topic = self._param("sync_topic")
+        if sync_topic:
+            try:
+                sync_class = rclpy_class(self._param("sync_type"))
+            except (ImportError, AttributeError, ValueError) as exc:
+                self._error(f"sync_type {self._param('sync_type')!r} cannot be imported ({exc}); falling back to the timer")
+                sync_topic = ""
+        if sync_topic:
+            self.create_subscription(sync_class, sync_topic, self._on_sync, QoSProfile(
+                depth=5, reliability=ReliabilityPolicy.BEST_EFFORT), raw=True, callback_group=ReentrantCallbackGroup())
+            self.get_logger().info(f"frames triggered by {sync_topic}")
+        else:
+            for sensor in self.sensors:
+                self._start_timer(sensor)
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        self._diag_timer = self.create_timer(self._param("diagnostics_period"), self._publish_diagnostics,
+                                             clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _start_timer(self, sensor: Sensor) -> None:
+        if sensor.unit is None:
+            return
+        if sensor.timer is not None:
+            self.destroy_timer(sensor.timer)
+        sensor.timer = self.create_timer(sensor.unit.period_ns * 0.5e-9, lambda s=sensor: self._on_timer(s),
+                                         callback_group=sensor.group)
+        sensor.last_tick_ns = None
+
+    # -- callbacks ---------------------------------------------------------------------------------
+    def _on_tf(self, msg, static: bool) -> None:
+        for t in msg.transforms:
+            stamp = t.header.stamp.sec * 1_000_000_000 + t.header.stamp.nanosec
+            tr, q = t.transform.translation, t.transform.rotation
+            try:
+                self.tf.set_transform(t.header.frame_id, t.child_frame_id, stamp, (tr.x, tr.y, tr.z),
+                                      (q.x, q.y, q.z, q.w), static=static)
+            except TransformLookupError as exc:
+                self._warn(f"ignored a {'/tf_static' if static else '/tf'} transform: {exc}", key="bad_tf")
+
+    def _on_timer(self, sensor: Sensor) -> None:
+        """Sweeps start on a grid of whole periods of the node clock (as PPS-synchronised sensors do).
+
+        The timer ticks twice per period and a sweep is simulated once its grid slot is complete, so
+        timer jitter neither repeats nor skips a sweep; slots missed while a frame was still being
+        simulated count as dropped.
+        """
+        now = self.get_clock().now().nanoseconds
+        if now <= 0:
+            return  # use_sim_time and no /clock yet
+        period = sensor.unit.period_ns
+        slot = now // period  # sweeps [slot - 1, slot) * period are complete
+        last = sensor.last_tick_ns
+        if last is not None:
+            if slot == last:
+                return
+            if slot < last:  # time jumped back (a bag restarted): forget the old motion
+                self.tf.clear()
+            else:
+                sensor.stats.dropped += int(slot - last - 1)
+        sensor.last_tick_ns = slot
+        t0 = int((slot - 1) * period)
+        self._frame(sensor, t0, t0, sync=False)
+
+    def _on_sync(self, raw: bytes) -> None:
+        stamp = header_stamp_ns(raw)
+        if stamp is None:
+            self._warn("sync message without a readable header stamp ignored", key="sync")
+            return
+        for sensor in self.sensors:
+            if sensor.unit is None:
+                continue
+            if not sensor.lock.acquire(blocking=False):
+                sensor.stats.dropped += 1
+                continue
+            try:
+                self._frame_locked(sensor, stamp, stamp, sync=True)
+            finally:
+                sensor.lock.release()
+
+    def _frame(self, sensor: Sensor, t0_ns: int, stamp_ns: int, sync: bool) -> None:
+        if not sensor.lock.acquire(blocking=False):
+            sensor.stats.dropped += 1
+            return
+        try:
+            self._frame_locked(sensor, t0_ns, stamp_ns, sync)
+        finally:
+            sensor.lock.release()
+
+    def _wanted(self, sensor: Sensor) -> set[str] | None:
+        """Topics somebody listens to; None = nobody (and lazy)."""
+        unit = sensor.unit
+        listened = {t for t, pub in sensor.publishers.items() if pub.get_subscription_count() > 0}
+        if not self._param("lazy"):
+            return (set(unit.topics) - set(getattr(unit, "on_demand", ()))) | listened
+        return listened or None
+
+    def _frame_locked(self, sensor: Sensor, t0_ns: int, stamp_ns: int, sync: bool) -> None:
+        try:
+            self._simulate_and_publish(sensor, t0_ns, stamp_ns, sync)
+        except Exception as exc:  # a bug or an unexpected input must not end the node: log, count, go on
+            sensor.stats.failed += 1
+            sensor.stats.last_error = f"{type(exc).__name__}: {exc}"
+            self._error(f"{sensor.label}: frame failed: {sensor.stats.last_error}", key=f"crash:{sensor.label}")
+
+    def _simulate_and_publish(self, sensor: Sensor, t0_ns: int, stamp_ns: int, sync: bool) -> None:
+        unit = sensor.unit
+        if unit is None:
+            return
+        if self.world_error and not len(self.scene):
+            sensor.stats.failed += 1
+            self._error(self.world_error, key="world")
+            return
+        wanted = self._wanted(sensor)
+        if wanted is None:
+            sensor.stats.skipped += 1
+            return
+        start = time.perf_counter()
+        try:
+            pose = self._pose(sensor, t0_ns, unit.period_ns, sync)
+            result = unit.simulate(pose, t0_ns)
+        except (TransformLookupError, RadaraysError, ValueError, FloatingPointError) as exc:
+            sensor.stats.failed += 1
+            sensor.stats.last_error = str(exc)
+            self._warn(f"{sensor.label}: frame at {t0_ns / 1e9:.3f} s skipped: {exc}", key=f"frame:{sensor.label}")
+            return
+        simulated = time.perf_counter()
+        for relative, msg in unit.messages(result, stamp_ns, wanted).items():
+            sensor.publishers[relative].publish(to_rclpy(msg))
+        done = time.perf_counter()
+        sensor.stats.add_time(done - start, done - simulated, unit.rays_per_frame)
+        sensor.stats.last_error = ""
+
+    def _pose(self, sensor: Sensor, t0_ns: int, period_ns: int, sync: bool):
+        if self._param("pose_source") == "fixed":
+            return sensor.fixed_pose
+        world = self._param("world_frame")
+        frame = sensor.frame_id
+        if sync:  # the sweep starts at the stamp: allow its future part to come from the newest sample
+            self.tf.tolerance_ns = int(self._param("tf_tolerance") * 1e9) + period_ns
+        else:
+            self.tf.tolerance_ns = int(self._param("tf_tolerance") * 1e9)
+        return poses_over(lambda times: self.tf.lookup(world, frame, times), t0_ns, period_ns,
+                          self._param("pose_samples_per_second"))
+
+    # -- run-time parameter changes ----------------------------------------------------------------
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        """Validate the whole change first; apply it only if all of it is valid (else nothing changes)."""
+        changes = {p.name: from_ros(p.value) for p in params}
+        plan = []  # (apply callable) executed only when every check passed
+        try:
+            for sensor in self.sensors:
+                plan += self._plan_sensor_change(sensor, changes)
+            if "world" in changes:
+                world = self._prepare_world(changes["world"])
+                plan.append(lambda: self._install_world(*world))
+            if "tf_tolerance" in changes:
+                plan.append(lambda: setattr(self.tf, "tolerance_ns", int(changes["tf_tolerance"] * 1e9)))
+        except (RadaraysError, ValueError, TypeError) as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        try:
+            for apply in plan:
+                apply()
+        except Exception as exc:  # never let a parameter change take the node down
+            self._error(f"applying {sorted(changes)} failed: {exc}")
+            return SetParametersResult(successful=False, reason=f"applying the change failed: {exc}")
+        return SetParametersResult(successful=True)
+
+    def _plan_sensor_change(self, sensor: Sensor, changes: dict) -> list:
+        unit = sensor.unit
+        prefix = sensor.prefix
+        mine = {k[len(prefix):]: v for k, v in changes.items() if k.startswith(prefix)} if prefix else dict(changes)
+        plan = []
+        if unit is None:
+            return plan
+        model = {k[len("sensor."):]: v for k, v in mine.items() if k.startswith("sensor.")}
+        if model:
+            config = unit.with_overrides(model)  # raises ConfigError naming the key and the allowed values
+
+            def apply_model(sensor=sensor, config=config):
+                old_period = sensor.unit.period_ns
+                with sensor.lock:
+                    sensor.unit.reconfigure(config)
+                if sensor.unit.period_ns != old_period and sensor.timer is not None:
+                    self._start_timer(sensor)
+                self.get_logger().info(f"{sensor.label}: reconfigured {sorted(model)}")
+            plan.append(apply_model)
+        output = {k[len("output."):]: v for k, v in mine.items() if k.startswith("output.")}
+        if output:
+            probe = dict(unit.output)
+            unit_copy = type(unit).__new__(type(unit))
+            unit_copy.__dict__.update(unit.__dict__)
+            unit_copy.output = probe
+            unit_copy.set_output(output)  # raises ConfigError
+            plan.append(lambda sensor=sensor, output=output: sensor.unit.set_output(output))
+        if "fixed_pose" in mine:
+            pose = self._pose_param(mine["fixed_pose"])
+            plan.append(lambda sensor=sensor, pose=pose: setattr(sensor, "fixed_pose", pose))
+        if "frame_id" in mine:
+            frame = str(mine["frame_id"]) or unit.frame_id
+            plan.append(lambda sensor=sensor, frame=frame: (setattr(sensor, "frame_id", frame),
+                                                           setattr(sensor.unit, "frame_id", frame)))
+        return plan
+
+    # -- diagnostics and logging -------------------------------------------------------------------
+    def _publish_diagnostics(self) -> None:
+        array = DiagnosticArray()
+        array.header.stamp = self.get_clock().now().to_msg()
+        for sensor in self.sensors:
+            s = sensor.stats
+            status = DiagnosticStatus(name=f"{self.get_name()}: {sensor.label}", hardware_id=sensor.frame_id or sensor.label)
+            mean = float(np.mean(s.frame_times)) if s.frame_times else 0.0
+            publish = float(np.mean(s.publish_times)) if s.publish_times else 0.0
+            values = {
+                "frame_time_ms": f"{mean * 1e3:.2f}",
+                "publish_time_ms": f"{publish * 1e3:.2f}",
+                "rays_per_second": f"{(s.rays / mean) if mean else 0.0:.0f}",
+                "frames": str(s.frames),
+                "dropped_frames": str(s.dropped),
+                "skipped_no_subscribers": str(s.skipped),
+                "failed_frames": str(s.failed),
+                "last_error": s.last_error,
+            }
+            if sensor.unit is not None:
+                values["rate_hz"] = f"{1e9 / sensor.unit.period_ns:.3f}"
+            status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+            if sensor.unit is None or (self.world_error and not len(self.scene)):
+                status.level, status.message = DiagnosticStatus.ERROR, self.world_error or s.last_error or "not started"
+            elif s.last_error or s.dropped:
+                status.level = DiagnosticStatus.WARN
+                status.message = s.last_error or f"{s.dropped} frames dropped (simulation slower than the rate)"
+            else:
+                status.level, status.message = DiagnosticStatus.OK, "ok"
+            array.status.append(status)
+        self._diag_pub.publish(array)
+
+    def _log_throttled(self, level: str, text: str, key: str | None, period: float = 5.0) -> None:
+        now = time.monotonic()
+        key = key or text
+        if now - self._throttle.get(key, -math.inf) < period:
+            return
+        self._throttle[key] = now
+        getattr(self.get_logger(), level)(text)
+
+    def _warn(self, text: str, key: str | None = None) -> None:
+        self._log_throttled("warning", text, key)
+
+    def _error(self, text: str, key: str | None = None) -> None:
+        self._log_throttled("error", text, key)
+
+
+def header_stamp_ns(raw: bytes) -> int | None:
+    """Stamp of a CDR message whose first field is a std_msgs/Header, without deserialising the rest."""
+    if len(raw) < 12:
+        return None
+    little = raw[1] in (0x01, 0x03)  # CDR_LE / PL_CDR_LE encapsulation
+    sec, nanosec = struct.unpack("<iI" if little else ">iI", raw[4:12])
+    if nanosec >= 1_000_000_000:
+        return None
+    return sec * 1_000_000_000 + nanosec
+
+
+def use_large_message_profile() -> None:
+    """Use our Fast DDS profile (32 MiB shared-memory segment) unless the user chose one."""
+    if os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp") != "rmw_fastrtps_cpp":
+        return
+    if os.environ.get("FASTRTPS_DEFAULT_PROFILES_FILE") or os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE"):
+        return
+    profile = share_path("config", "ros", "fastdds_large_messages.xml")
+    if profile.is_file():
+        os.environ["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
+
+
+def run(node_name: str, kind: str, args: list[str] | None = None) -> int:
+    """Entry point shared by radar_node, lidar_node and sensor_rig."""
+    use_large_message_profile()
+    rclpy.init(args=sys.argv if args is None else args)
+    node = None
+    try:
+        node = SensorNode(node_name, kind)
+        executor = MultiThreadedExecutor(num_threads=max(2, len(node.sensors) + 2))
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0

@@ -1,0 +1,347 @@
+"""One sensor of a rig: its config, its simulator and the messages one frame becomes.
+
+The ROS nodes and the scenario runner both drive sensors through these units, so a node publishes
+the same messages a scenario writes into its bag. No ROS here: messages are rosbags objects built by
+radarays_ros.io; the node converts them for rclpy.
+
+    unit = make_unit("radar", "front_radar", scene, backend, config="navtech_cir204", frame_id="radar")
+    result = unit.simulate(pose_or_trajectory, t0_ns)
+    msgs = unit.messages(result, t0_ns)          # {"radar/image": Image, "radar/points": ..., ...}
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from ..errors import ConfigError
+
+
+
+def share_path(*parts: str) -> Path:
+    """A shipped data file: in the source tree, else in an installed share/radarays_ros (colcon)."""
+    import os
+
+    local = Path(__file__).resolve().parents[2].joinpath(*parts)
+    if local.exists():
+        return local
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        candidate = Path(prefix, "share", "radarays_ros", *parts)
+        if prefix and candidate.exists():
+            return candidate
+    return local
+
+
+RADAR_PRESET_DIR = share_path("config", "radar")
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One tunable value: its current value and what it may be (for ROS parameter descriptors)."""
+
+    value: Any
+    description: str = ""
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple = ()
+    kind: type | None = None  # bool, int, float, str, list; None = take the value's type
+    nullable: bool = False
+
+
+# -- output options (not part of the sensor model: how a frame becomes messages) -----------------
+def radar_output_params() -> dict[str, ParamInfo]:
+    from ..io.radar_image import ENCODINGS, LAYOUTS
+
+    return {
+        "image_layout": ParamInfo("range_rows", "radar/image rows: range bins (range_rows: RadaRays, MulRan "
+                                  "/Navtech/Polar) or azimuths (azimuth_rows: Navtech ROS 2 driver, Oxford, Boreas)",
+                                  choices=tuple(LAYOUTS)),
+        "image_encoding": ParamInfo("mono8", "radar/image pixel type: mono8 (8 bit like the real sensor) or 32FC1",
+                                    choices=tuple(ENCODINGS)),
+        "points_k": ParamInfo(5, "radar/points: strongest range peaks kept per azimuth", 1, 1000, kind=int),
+        "points_threshold": ParamInfo(3.0, "radar/points: CA-CFAR factor over the local noise mean", 0.0, 1e6, kind=float),
+        "points_min_value": ParamInfo(1.0, "radar/points: smallest image value that can be a point", 0.0, 1e9, kind=float),
+        "cartesian_pixels": ParamInfo(800, "radar/image_cartesian: width = height in pixels (about)", 16, 8192, kind=int),
+        "cartesian_max_range": ParamInfo(0.0, "radar/image_cartesian: metres shown (0 = the whole range)",
+                                         0.0, 1e5, kind=float),
+    }
+
+
+def lidar_output_params() -> dict[str, ParamInfo]:
+    return {}
+
+
+# -- radar ----------------------------------------------------------------------------------------
+def resolve_radar_config(source: str | Path, overrides: Mapping[str, Any] | None = None):
+    """RadarConfig from a preset name (config/radar/NAME.yaml) or a YAML path, plus dotted overrides."""
+    from ..radar import RadarConfig
+
+    text = str(source or "radarays_default")
+    path = Path(text)
+    if not path.suffix and not path.is_file():
+        path = RADAR_PRESET_DIR / f"{text}.yaml"
+        if not path.is_file():
+            presets = sorted(p.stem for p in RADAR_PRESET_DIR.glob("*.yaml"))
+            raise ConfigError(f"unknown radar config '{text}': not a file and not a preset; presets: {', '.join(presets)}")
+    return RadarConfig.from_yaml(path, dict(overrides or {}))
+
+
+def radar_params(config) -> dict[str, ParamInfo]:
+    """Every dotted key of a RadarConfig with its documentation and allowed range."""
+    from ..radar.config import SECTIONS
+
+    out = {}
+    for section, cls in SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            rule = f.metadata
+            out[f"{section}.{f.name}"] = ParamInfo(
+                getattr(getattr(config, section), f.name), rule.get("doc", ""), rule.get("lo"), rule.get("hi"),
+                tuple(rule.get("choices") or ()), rule.get("kind"), bool(rule.get("nullable")))
+    out["seed"] = ParamInfo(config.seed, "random seed of the beam samples and noise", 0, 2**63 - 1, kind=int)
+    return out
+
+
+def flatten(mapping: Mapping, prefix: str = "") -> dict[str, Any]:
+    """{'range': {'max': 100}} -> {'range.max': 100}; values that are lists of mappings stay out."""
+    out = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, name + "."))
+        elif isinstance(value, (list, tuple)):
+            if value and all(isinstance(v, bool) for v in value) or all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in value) and value:
+                out[name] = list(value)
+            elif value and all(isinstance(v, str) for v in value):
+                out[name] = list(value)
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            out[name] = value
+    return out
+
+
+class SensorUnit:
+    """Base: a named sensor on a shared scene and backend."""
+
+    kind = "sensor"
+    topics: dict[str, str] = {}  # relative topic -> message type
+
+    def __init__(self, name: str, frame_id: str, output: Mapping[str, Any] | None = None):
+        self.name = name
+        self.frame_id = frame_id
+        self.output = {k: p.value for k, p in self.output_params().items()}
+        self.set_output(output or {})
+
+    # subclasses: config handling
+    def params(self) -> dict[str, ParamInfo]:
+        raise NotImplementedError
+
+    def with_overrides(self, overrides: Mapping[str, Any]):
+        raise NotImplementedError
+
+    def reconfigure(self, config) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def output_params() -> dict[str, ParamInfo]:
+        return {}
+
+    def set_output(self, values: Mapping[str, Any]) -> None:
+        """Check and apply output options (ConfigError names the key and the allowed values)."""
+        specs = self.output_params()
+        checked = dict(self.output)
+        for key, value in values.items():
+            if key not in specs:
+                raise ConfigError(f"{self.name}: unknown output option '{key}'; allowed: {', '.join(specs)}")
+            checked[key] = check_param(f"{self.name}: output.{key}", value, specs[key])
+        self.output = checked
+
+    # subclasses: simulation
+    @property
+    def period_ns(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def rays_per_frame(self) -> int:
+        raise NotImplementedError
+
+    def simulate(self, pose, t0_ns: int):
+        raise NotImplementedError
+
+    def messages(self, result, stamp_ns: int, wanted: Iterable[str] | None = None) -> dict:
+        raise NotImplementedError
+
+
+def check_param(where: str, value: Any, info: ParamInfo) -> Any:
+    """Validate one output option against its ParamInfo."""
+    kind = info.kind or type(info.value)
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} = {value!r}: must be true or false")
+        return value
+    if kind is str or info.choices:
+        if info.choices and value not in info.choices:
+            raise ConfigError(f"{where} = {value!r}: must be one of {', '.join(map(str, info.choices))}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        raise ConfigError(f"{where} = {value!r}: must be a finite number in [{info.lo}, {info.hi}]")
+    if kind is int and float(value) != int(value):
+        raise ConfigError(f"{where} = {value!r}: must be an integer in [{info.lo}, {info.hi}]")
+    if (info.lo is not None and value < info.lo) or (info.hi is not None and value > info.hi):
+        raise ConfigError(f"{where} = {value!r}: out of range, allowed [{info.lo}, {info.hi}]")
+    return kind(value)
+
+
+class RadarUnit(SensorUnit):
+    kind = "radar"
+    topics = {
+        "radar/image": "sensor_msgs/msg/Image",
+        "radar/points": "sensor_msgs/msg/PointCloud2",
+        "radar/image_cartesian": "sensor_msgs/msg/Image",
+    }
+    on_demand = ("radar/image_cartesian",)  # built only when someone asks (a subscriber, --pictures)
+
+    def __init__(self, name: str, scene, backend, config="radarays_default", frame_id: str = "radar",
+                 overrides: Mapping[str, Any] | None = None, output: Mapping[str, Any] | None = None):
+        from ..radar import RadarConfig, RadarSimulator
+
+        cfg = config if isinstance(config, RadarConfig) else resolve_radar_config(config, overrides)
+        if isinstance(config, RadarConfig) and overrides:
+            cfg = cfg.with_overrides(overrides)
+        self.config = cfg
+        self.simulator = RadarSimulator(cfg, scene, backend)
+        super().__init__(name, frame_id, output)
+
+    @staticmethod
+    def output_params() -> dict[str, ParamInfo]:
+        return radar_output_params()
+
+    def params(self) -> dict[str, ParamInfo]:
+        return radar_params(self.config)
+
+    def with_overrides(self, overrides):
+        return self.config.with_overrides(overrides)
+
+    def reconfigure(self, config) -> None:
+        self.simulator.reconfigure(config)
+        self.config = config
+
+    @property
+    def period_ns(self) -> int:
+        return int(round(1e9 / self.config.azimuth.rate_hz))
+
+    @property
+    def rays_per_frame(self) -> int:
+        return int(self.config.azimuth.count * self.config.beam.samples * self.config.tracing.passes)
+
+    def simulate(self, pose, t0_ns: int):
+        return self.simulator.simulate(pose, int(t0_ns))
+
+    def messages(self, result, stamp_ns: int, wanted: Iterable[str] | None = None) -> dict:
+        from ..io import messages
+        from ..io import radar_image as rio
+
+        wanted = set(self.topics) - set(self.on_demand) if wanted is None else set(wanted)
+        out = {}
+        if "radar/image" in wanted:
+            out["radar/image"] = rio.radar_image_msg(result, stamp_ns, self.frame_id, self.output["image_layout"],
+                                                     self.output["image_encoding"])
+        if "radar/points" in wanted:
+            out["radar/points"] = rio.radar_points_msg(
+                result, stamp_ns, self.frame_id, k=self.output["points_k"],
+                threshold=self.output["points_threshold"], min_value=self.output["points_min_value"])
+        if "radar/image_cartesian" in wanted:
+            out["radar/image_cartesian"] = messages.rgb_image(self.cartesian(result), stamp_ns, self.frame_id)
+        return out
+
+    def cartesian(self, result) -> np.ndarray:
+        """Bird's-eye RGB picture of a frame (sensor at the centre, forward up)."""
+        from ..io.radar_image import cartesian_image
+
+        return cartesian_image(result, max_range=self.output["cartesian_max_range"] or None,
+                               size_px=self.output["cartesian_pixels"])
+
+
+class LidarUnit(SensorUnit):
+    kind = "lidar"
+
+    def __init__(self, name: str, scene, backend, config="VLP-16", frame_id: str | None = None,
+                 overrides: Mapping[str, Any] | None = None, output: Mapping[str, Any] | None = None):
+        from lidar_ros import LidarSimulator, load_sensor
+        from lidar_ros.config import LidarConfig
+
+        cfg = config if isinstance(config, LidarConfig) else load_sensor(str(config), dict(overrides or {}))
+        if isinstance(config, LidarConfig) and overrides:
+            cfg = cfg.with_overrides(overrides)
+        self.config = cfg
+        self.simulator = LidarSimulator(cfg, scene, backend)
+        super().__init__(name, frame_id or cfg.frame_id, output)
+
+    @property
+    def topics(self) -> dict[str, str]:  # type: ignore[override]
+        topics = {"points": "sensor_msgs/msg/PointCloud2"}
+        if self.config.planar:
+            topics["scan"] = "sensor_msgs/msg/LaserScan"
+        return topics
+
+    on_demand: tuple = ()
+
+    @staticmethod
+    def output_params() -> dict[str, ParamInfo]:
+        return lidar_output_params()
+
+    def params(self) -> dict[str, ParamInfo]:
+        return {key: ParamInfo(value, f"lidar sensor key '{key}' (see {self.config.origin})")
+                for key, value in flatten(self.config.to_dict()).items()}
+
+    def with_overrides(self, overrides):
+        return self.config.with_overrides(overrides)
+
+    def reconfigure(self, config) -> None:
+        self.simulator.reconfigure(config)
+        self.config = config
+
+    @property
+    def period_ns(self) -> int:
+        return int(round(1e9 / self.config.rate_hz))
+
+    @property
+    def rays_per_frame(self) -> int:
+        return int(self.config.rows * self.config.cols)
+
+    def simulate(self, pose, t0_ns: int):
+        return self.simulator.simulate(pose, int(t0_ns))
+
+    def messages(self, result, stamp_ns: int, wanted: Iterable[str] | None = None) -> dict:
+        from ..io import lidar_clouds as lio
+
+        wanted = set(self.topics) if wanted is None else set(wanted)
+        out = {}
+        if "points" in wanted:
+            out["points"] = lio.pointcloud_msg(result, stamp_ns, self.frame_id, self.config.layout)
+        if "scan" in wanted and self.config.planar:
+            out["scan"] = lio.laserscan_msg(result, stamp_ns, self.frame_id)
+        return out
+
+
+SENSOR_KINDS = {"radar": RadarUnit, "lidar": LidarUnit}
+
+
+def make_unit(kind: str, name: str, scene, backend, **kwargs) -> SensorUnit:
+    """A RadarUnit or LidarUnit by kind name."""
+    if kind not in SENSOR_KINDS:
+        raise ConfigError(f"sensor '{name}': unknown type '{kind}'; allowed: {', '.join(SENSOR_KINDS)}")
+    return SENSOR_KINDS[kind](name, scene, backend, **kwargs)
+
+
+def poses_over(pose_source, t0_ns: int, period_ns: int, samples_per_s: float = 200.0):
+    """A Trajectory sampling `pose_source(times) -> (N,4,4)` over one sweep [t0, t0 + period]."""
+    from ..world.trajectory import Trajectory
+
+    n = max(2, int(math.ceil(period_ns * 1e-9 * samples_per_s)) + 1)
+    times = t0_ns + np.linspace(0, period_ns, n).round().astype(np.int64)
+    times = np.unique(times)
+    return Trajectory(times, pose_source(times))

@@ -1,0 +1,244 @@
+"""radar_node as a real process: layouts, encodings, frames, sim-time stamps, QoS, parameters, TF, bad input.
+
+Each test starts the node with a params file, listens with an independent rclpy probe (raw CDR,
+decoded by rosbags) and compares what arrives with what the room world must give: walls whose inner
+faces are 9.9 m from the centre.
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ros_harness import ClockPublisher, NodeProcess, Probe, diagnostics_values, stamp_ns, transform_msg, write_params
+
+pytestmark = pytest.mark.ros
+
+ROOM = Path(__file__).parent / "data" / "room.sdf"
+AZIMUTHS, BINS, RESOLUTION, RATE = 40, 300, 0.05, 10.0
+SMALL_RADAR = {  # a cheap radar: 40 azimuths all around, 15 m of range, 4 rays per azimuth, one pass
+    "azimuth": {"count": AZIMUTHS, "step_deg": -9.0, "rate_hz": RATE},
+    "range": {"bins": BINS, "resolution": RESOLUTION},
+    "beam": {"samples": 4},
+    "tracing": {"passes": 1},
+    "kernel": {"width": 5},
+}
+
+
+def radar_params(tmp_path, **extra):
+    params = {"world": str(ROOM), "config": "radarays_default", "pose_source": "fixed",
+              "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], "sensor": SMALL_RADAR}
+    params.update(extra)
+    return write_params(tmp_path / "radar.yaml", "radar_node", params)
+
+
+def polar(msg) -> np.ndarray:
+    """[azimuth, bin] array of a radar/image message (either layout, either encoding)."""
+    dtype = np.uint8 if msg.encoding == "mono8" else np.float32
+    a = np.frombuffer(np.asarray(msg.data, np.uint8).tobytes(), dtype).reshape(msg.height, msg.width)
+    return a.T if msg.height == BINS else a
+
+
+def wall_ranges(yaw: float = 0.0, x: float = 0.0) -> np.ndarray:
+    """Distance to the room's walls along each azimuth of SMALL_RADAR from (x, 0) heading yaw."""
+    theta = yaw + np.radians(-9.0 * np.arange(AZIMUTHS))
+    c, s = np.cos(theta), np.sin(theta)
+    with np.errstate(divide="ignore"):
+        tx = np.where(c > 0, (9.9 - x) / c, np.where(c < 0, (-9.9 - x) / c, np.inf))
+        ty = np.where(s != 0, 9.9 / np.abs(s), np.inf)
+    return np.minimum(tx, ty)
+
+
+def assert_sees_room(msg, yaw=0.0, x=0.0):
+    peaks = (polar(msg).argmax(axis=1) + 0.5) * RESOLUTION
+    expected = wall_ranges(yaw, x)
+    visible = expected < BINS * RESOLUTION - 1.0
+    assert visible.sum() >= 20
+    np.testing.assert_allclose(peaks[visible], expected[visible], atol=0.5)
+
+
+def test_static_radar_under_sim_time(tmp_path):
+    """Layout, encoding, frame id, stamps from /clock, the room's walls, points and the sensor rate."""
+    params = radar_params(tmp_path, use_sim_time=True, lazy=True)
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+        points = probe.subscribe("/radar/points", "sensor_msgs/msg/PointCloud2")
+        clock = ClockPublisher(probe, start_s=100.0, speed=0.3)  # slow sim time: headroom on a busy machine
+        try:
+            msgs = images.wait(6, timeout=40)
+            cloud = points.wait(1)[-1]
+        finally:
+            clock.stop()
+        assert node.alive(), node.output()
+    msg = msgs[-1]
+    assert (msg.encoding, msg.height, msg.width, msg.step) == ("mono8", BINS, AZIMUTHS, AZIMUTHS)
+    assert msg.header.frame_id == "radar"
+    stamps = [stamp_ns(m.header) for m in msgs]
+    period = int(1e9 / RATE)
+    # stamped at the sweep start, on the grid of whole periods of sim time, one sweep after another
+    assert all(100e9 - period <= s <= clock.now_ns and s % period == 0 for s in stamps)
+    gaps = np.diff(stamps)  # best effort may lose one now and then, never reorder or repeat
+    assert np.all(gaps > 0) and np.all(gaps % period == 0) and np.median(gaps) == period
+    assert_sees_room(msg)
+    assert cloud.header.frame_id == "radar" and cloud.width > 0
+    fields = {f.name: (f.offset, f.datatype) for f in cloud.fields}
+    assert fields == {"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7)}
+    xyz = np.frombuffer(np.asarray(cloud.data, np.uint8).tobytes(), np.float32).reshape(-1, 4)
+    radius = np.hypot(xyz[:, 0], xyz[:, 1])
+    assert np.percentile(radius, 50) > 8.0  # the strongest peaks lie on the walls
+
+
+def test_layout_encoding_and_qos_by_parameter(tmp_path):
+    params = radar_params(tmp_path, reliable=True, lazy=False,
+                          output={"image_layout": "azimuth_rows", "image_encoding": "32FC1"})
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos="reliable")
+        msg = images.wait(2, timeout=40)[-1]
+        info = probe.node.get_publishers_info_by_topic("/radar/image")
+        assert node.alive(), node.output()
+    from rclpy.qos import ReliabilityPolicy
+
+    assert info and info[0].qos_profile.reliability == ReliabilityPolicy.RELIABLE
+    assert (msg.encoding, msg.height, msg.width, msg.step) == ("32FC1", AZIMUTHS, BINS, 4 * BINS)
+    assert_sees_room(msg)
+
+
+def test_default_qos_is_sensor_data_and_reliable_subscriber_gets_nothing(tmp_path):
+    params = radar_params(tmp_path, lazy=False)
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        best_effort = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos="sensor")
+        reliable = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos="reliable")
+        best_effort.wait(3, timeout=40)
+        info = probe.node.get_publishers_info_by_topic("/radar/image")
+        assert node.alive(), node.output()
+    from rclpy.qos import ReliabilityPolicy
+
+    assert info[0].qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
+    assert len(reliable) == 0  # incompatible QoS: why the rviz configs say Best Effort
+
+
+def test_parameter_changes_accepted_and_rejected(tmp_path):
+    params = radar_params(tmp_path, lazy=False)
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+        images.wait(1, timeout=40)
+        ok = probe.set_parameters("radar_node", {"sensor.range.bins": 200, "output.image_encoding": "32FC1"})
+        assert [r.successful for r in ok] == [True, True]
+        bad_choice = probe.set_parameters("radar_node", {"sensor.beam.distribution": "D9"})[0]
+        bad_range = probe.set_parameters("radar_node", {"sensor.azimuth.count": -5})[0]
+        bad_pose = probe.set_parameters("radar_node", {"fixed_pose": [0.0, 0.0, math.nan, 0.0, 0.0, 0.0]})[0]
+        read_only = probe.set_parameters("radar_node", {"config": "mulran"})[0]
+        kept = probe.get_parameters("radar_node", ["sensor.beam.distribution", "sensor.azimuth.count", "sensor.range.bins"])
+        images.clear()
+        msg = images.wait(2, timeout=20)[-1]
+        assert node.alive(), node.output()
+    assert not bad_choice.successful and "D1" in bad_choice.reason and "beam.distribution" in bad_choice.reason
+    assert not bad_range.successful and "azimuth.count" in bad_range.reason
+    assert not bad_pose.successful and "finite" in bad_pose.reason
+    assert not read_only.successful
+    assert kept == ["D3", AZIMUTHS, 200]
+    # the accepted change is live, the rejected ones changed nothing
+    assert (msg.encoding, msg.height, msg.width) == ("32FC1", 200, AZIMUTHS)
+
+
+def test_pose_from_tf_and_survives_missing_tf(tmp_path):
+    """The radar rides on base_link (map -> base_link on /tf, base_link -> radar on /tf_static)."""
+    params = radar_params(tmp_path, pose_source="tf", world_frame="map", use_sim_time=True, lazy=False,
+                          tf_tolerance=0.05)
+    from tf2_msgs.msg import TFMessage
+
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+        diagnostics = probe.subscribe("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", qos="reliable")
+        clock = ClockPublisher(probe, start_s=50.0)
+        try:
+            # no tf yet: frames fail, the node reports why and lives on
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and int(diagnostics_values(diagnostics, "radar").get("failed_frames", 0)) < 2:
+                time.sleep(0.1)
+            failing = diagnostics_values(diagnostics, "radar")
+            assert len(images) == 0 and node.alive(), node.output()
+            tf = probe.publisher("/tf", "tf2_msgs/msg/TFMessage")
+            static = probe.publisher("/tf_static", "tf2_msgs/msg/TFMessage")
+            static.publish(TFMessage(transforms=[transform_msg("base_link", "radar", 0, (0.0, 0.0, 1.0))]))
+            yaw = math.radians(90)
+            bad = transform_msg("map", "base_link", clock.now_ns, (math.nan, 0.0, 0.0))
+            tf.publish(TFMessage(transforms=[bad]))  # NaN: ignored, logged
+            deadline = time.monotonic() + 30
+            while len(images) < 3 and time.monotonic() < deadline:
+                tf.publish(TFMessage(transforms=[transform_msg("map", "base_link", clock.now_ns, (5.0, 0.0, 0.0), yaw)]))
+                time.sleep(0.02)
+            msgs = images.wait(3, timeout=1)
+        finally:
+            clock.stop()
+        assert node.alive(), node.output()
+    assert "not connected" in failing["last_error"]
+    assert int(failing["failed_frames"]) >= 2
+    # at x = 5 m facing +y: 9.9 m ahead (left wall), 4.9 m to the right of the start heading (+x wall)
+    peaks = (polar(msgs[-1]).argmax(axis=1) + 0.5) * RESOLUTION
+    theta = yaw + np.radians(-9.0 * np.arange(AZIMUTHS))
+    expected = wall_ranges(yaw, 5.0)
+    visible = expected < BINS * RESOLUTION - 1.0
+    np.testing.assert_allclose(peaks[visible], expected[visible], atol=0.5)
+    assert peaks[np.argmin(np.abs(np.cos(theta - 0.0) - 1))] == pytest.approx(4.9, abs=0.5)
+
+
+def test_missing_world_then_fixed_at_run_time(tmp_path):
+    params = radar_params(tmp_path, world=str(tmp_path / "nowhere.sdf"), lazy=False)
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+        diagnostics = probe.subscribe("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", qos="reliable")
+        diagnostics.wait(2, timeout=40)
+        status = diagnostics_values(diagnostics, "radar")
+        assert node.alive(), node.output()
+        still_bad = probe.set_parameters("radar_node", {"world": str(tmp_path / "still_nowhere.sdf")})[0]
+        fixed = probe.set_parameters("radar_node", {"world": str(ROOM)})[0]
+        msg = images.wait(1, timeout=30)[-1]
+        assert node.alive()
+        log = node.output()
+    assert status["_level"] == 2 and "nowhere.sdf" in status["_message"]
+    assert "nowhere.sdf" in log
+    assert not still_bad.successful and "still_nowhere.sdf" in still_bad.reason
+    assert fixed.successful
+    assert_sees_room(msg)
+
+
+def test_lazy_node_skips_without_subscribers(tmp_path):
+    params = radar_params(tmp_path, lazy=True, diagnostics_period=0.2)
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        diagnostics = probe.subscribe("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", qos="reliable")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and int(diagnostics_values(diagnostics, "radar").get("skipped_no_subscribers", 0)) < 3:
+            time.sleep(0.1)
+        idle = diagnostics_values(diagnostics, "radar")
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+        images.wait(2, timeout=30)
+        time.sleep(0.5)
+        busy = diagnostics_values(diagnostics, "radar")
+        assert node.alive(), node.output()
+    assert int(idle["frames"]) == 0 and int(idle["skipped_no_subscribers"]) >= 3
+    assert int(busy["frames"]) >= 2 and float(busy["frame_time_ms"]) > 0 and float(busy["rays_per_second"]) > 0
+
+
+def test_sync_topic_stamps_each_frame_with_the_trigger(tmp_path):
+    params = radar_params(tmp_path, sync_topic="/Navtech/Polar", lazy=False)
+    from sensor_msgs.msg import Image
+
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+        trigger = probe.publisher("/Navtech/Polar", "sensor_msgs/msg/Image", qos="sensor")
+        probe.wait_for_subscribers(trigger, timeout=40)
+        sent = []
+        for k in range(6):  # best effort: a trigger may be lost, a frame is never invented or restamped
+            real = Image(height=1, width=1, encoding="mono8", step=1, data=[0])
+            real.header.stamp.sec, real.header.stamp.nanosec = 1_600_000_000 + k, 250_000_000
+            trigger.publish(real)
+            sent.append((1_600_000_000 + k) * 10**9 + 250_000_000)
+            time.sleep(0.3)
+        msgs = images.wait(3, timeout=20)
+        assert node.alive(), node.output()
+    received = [stamp_ns(m.header) for m in msgs]
+    assert set(received) <= set(sent) and received == sorted(received)
