@@ -72,7 +72,12 @@ def radar_output_params() -> dict[str, ParamInfo]:
 
 
 def lidar_output_params() -> dict[str, ParamInfo]:
-    return {}
+    from ..io.lidar_clouds import GROUND_TRUTH_FIELDS
+
+    return {
+        "ground_truth": ParamInfo([""], "ground-truth fields appended to points (opt-in)",
+                                  choices=tuple(GROUND_TRUTH_FIELDS), kind=list),
+    }
 
 
 # -- radar ----------------------------------------------------------------------------------------
@@ -178,6 +183,12 @@ class SensorUnit:
 def check_param(where: str, value: Any, info: ParamInfo) -> Any:
     """Validate one output option against its ParamInfo."""
     kind = info.kind or type(info.value)
+    if kind is list:
+        values = [v for v in (value or []) if v != ""]
+        bad = [v for v in values if info.choices and v not in info.choices]
+        if bad:
+            raise ConfigError(f"{where} = {bad}: each must be one of {', '.join(map(str, info.choices))}")
+        return values
     if kind is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{where} = {value!r}: must be true or false")
@@ -301,7 +312,9 @@ class LidarUnit(SensorUnit):
         return self.config.with_overrides(overrides)
 
     def reconfigure(self, config) -> None:
-        self.simulator.reconfigure(config)
+        from lidar_ros import LidarSimulator
+
+        self.simulator = LidarSimulator(config, self.simulator.scene, self.simulator.backend)
         self.config = config
 
     @property
@@ -319,11 +332,14 @@ class LidarUnit(SensorUnit):
         from ..io import lidar_clouds as lio
 
         wanted = set(self.topics) if wanted is None else set(wanted)
+        # a sweep stamped at its start gets its layout's own stamp (velodyne: the last firing)
+        stamp = None if stamp_ns == result.t0_ns else stamp_ns
         out = {}
         if "points" in wanted:
-            out["points"] = lio.pointcloud_msg(result, stamp_ns, self.frame_id, self.config.layout)
+            out["points"] = lio.pointcloud_msg(result, stamp, self.frame_id, self.config.layout,
+                                              ground_truth=tuple(self.output["ground_truth"] or ()))
         if "scan" in wanted and self.config.planar:
-            out["scan"] = lio.laserscan_msg(result, stamp_ns, self.frame_id)
+            out["scan"] = lio.laserscan_msg(result, stamp, self.frame_id)
         return out
 
 

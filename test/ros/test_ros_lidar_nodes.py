@@ -1,0 +1,94 @@
+"""lidar_node and sensor_rig as real processes: driver layouts, LaserScan, stamps, rig topics."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ros_harness import NodeProcess, Probe, stamp_ns, write_params
+
+pytestmark = pytest.mark.ros
+
+ROOM = Path(__file__).parent / "data" / "room.sdf"
+
+
+def cloud_array(msg) -> np.ndarray:
+    """Structured array of a PointCloud2 built from its own PointField list (independent of our dtypes)."""
+    types = {7: "<f4", 8: "<f8", 2: "u1", 4: "<u2", 5: "<i4", 6: "<u4"}
+    dtype = np.dtype({"names": [f.name for f in msg.fields], "formats": [types[f.datatype] for f in msg.fields],
+                      "offsets": [f.offset for f in msg.fields], "itemsize": msg.point_step})
+    return np.frombuffer(np.asarray(msg.data, np.uint8).tobytes(), dtype)
+
+
+def test_vlp16_velodyne_layout(tmp_path):
+    params = write_params(tmp_path / "lidar.yaml", "lidar_node", {
+        "world": str(ROOM), "config": "VLP-16", "pose_source": "fixed", "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+        "frame_id": "velodyne", "sensor": {"noise": {"sigma": 0.0}}})
+    with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
+        clouds = probe.subscribe("/points", "sensor_msgs/msg/PointCloud2")
+        msgs = clouds.wait(2, timeout=40)
+        assert node.alive(), node.output()
+    msg = msgs[-1]
+    assert msg.header.frame_id == "velodyne"
+    assert [(f.name, f.offset, f.datatype) for f in msg.fields] == [
+        ("x", 0, 7), ("y", 4, 7), ("z", 8, 7), ("intensity", 12, 7), ("ring", 16, 4), ("time", 18, 7)]
+    assert msg.point_step == 22 and msg.width * msg.height * 22 == len(msg.data)
+    pts = cloud_array(msg)
+    ok = np.isfinite(pts["x"])
+    xy = np.stack([pts["x"][ok], pts["y"][ok]], 1)
+    # every return lies on a wall of the room (inner faces at 9.9 m) or on nothing else
+    on_wall = np.isclose(np.abs(xy).max(axis=1), 9.9, atol=0.02)
+    assert on_wall.mean() > 0.99
+    assert set(np.unique(pts["ring"])) == set(range(16))
+    # velodyne stamps the last firing: point times are <= 0 and span one 0.1 s revolution
+    assert pts["time"][ok].max() <= 0 and pts["time"][ok].min() == pytest.approx(-0.1, abs=0.005)
+    stamps = [stamp_ns(m.header) for m in msgs]
+    assert np.diff(stamps)[0] % 100_000_000 == 0
+
+
+def test_planar_scanner_publishes_laserscan(tmp_path):
+    params = write_params(tmp_path / "laser.yaml", "lidar_node", {
+        "world": str(ROOM), "config": "URG-04LX", "pose_source": "fixed", "fixed_pose": [6.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+        "reliable": True, "sensor": {"noise": {"sigma": 0.0}}})
+    with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
+        scans = probe.subscribe("/scan", "sensor_msgs/msg/LaserScan", qos="reliable")
+        msg = scans.wait(1, timeout=40)[-1]
+        assert node.alive(), node.output()
+    assert msg.header.frame_id == "laser" and msg.range_max == pytest.approx(5.6)
+    angles = msg.angle_min + msg.angle_increment * np.arange(len(msg.ranges))
+    ranges = np.asarray(msg.ranges)
+    ahead = np.argmin(np.abs(angles))
+    assert ranges[ahead] == pytest.approx(3.9, abs=0.01)  # the +x wall from x = 6 m
+    behind = np.abs(np.abs(angles) - np.pi / 2) < 0.05  # side walls 9.9 m away: beyond 5.6 m, no return
+    assert np.all(np.isinf(ranges[behind]))
+
+
+def test_rig_runs_radar_and_two_lidars_on_one_world(tmp_path):
+    params = write_params(tmp_path / "rig.yaml", "sensor_rig", {
+        "world": str(ROOM), "pose_source": "fixed", "lazy": False,
+        "sensors": ["front_radar", "top_lidar", "rear_lidar"],
+        "front_radar": {"type": "radar", "config": "radarays_default", "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+                        "sensor": {"azimuth": {"count": 40, "step_deg": -9.0, "rate_hz": 10.0},
+                                   "range": {"bins": 300, "resolution": 0.05}, "beam": {"samples": 4},
+                                   "tracing": {"passes": 1}}},
+        "top_lidar": {"type": "lidar", "config": "VLP-16", "frame_id": "top_lidar",
+                      "fixed_pose": [0.0, 0.0, 1.5, 0.0, 0.0, 0.0]},
+        "rear_lidar": {"type": "lidar", "config": "OS1-16", "frame_id": "rear_lidar",
+                       "fixed_pose": [-1.0, 0.0, 1.0, 0.0, 0.0, 3.14159], "sensor": {"columns": 512}},
+    })
+    with Probe() as probe, NodeProcess("radarays_ros.ros.sensor_rig", params_file=params) as node:
+        radar = probe.subscribe("/front_radar/radar/image", "sensor_msgs/msg/Image")
+        top = probe.subscribe("/top_lidar/points", "sensor_msgs/msg/PointCloud2")
+        rear = probe.subscribe("/rear_lidar/points", "sensor_msgs/msg/PointCloud2")
+        r, t, b = radar.wait(1, timeout=40)[-1], top.wait(1, timeout=40)[-1], rear.wait(1, timeout=40)[-1]
+        names = probe.node.get_node_names()
+        assert node.alive(), node.output()
+    assert names.count("sensor_rig") == 1
+    assert (r.header.frame_id, t.header.frame_id, b.header.frame_id) == ("radar", "top_lidar", "rear_lidar")
+    assert (r.height, r.width) == (300, 40)
+    assert {f.name for f in b.fields} >= {"t", "reflectivity", "ring", "ambient", "range"}  # ouster layout
+    assert (b.height, b.width) == (16, 512)
+    pts = cloud_array(t)
+    ok = np.isfinite(pts["x"])
+    assert np.isclose(np.abs(np.stack([pts["x"][ok], pts["y"][ok]], 1)).max(axis=1), 9.9, atol=0.1).mean() > 0.95
