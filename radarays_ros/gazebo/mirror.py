@@ -173,7 +173,7 @@ class GazeboMirror:
             self._load_sdf = False
         self._thread = threading.Thread(target=self._run, name="gazebo-mirror", daemon=True)
         self._thread.start()
-        self.client.add_idle_callback(self._apply_pending)
+        self.client.add_idle_callback(self.tick)
         return self
 
     def wait_ready(self, timeout: float = 10.0) -> bool:
@@ -240,9 +240,9 @@ class GazeboMirror:
         return worlds[0] if worlds else ""
 
     def _subscribe(self) -> None:
-        self.client.subscribe(self._topic(self.config.pose_topic), self._on_poses)
-        self.client.subscribe(self._topic("scene/info"), self._on_spawned)
-        self.client.subscribe(self._topic("scene/deletion"), self._on_deleted)
+        self.client.subscribe(self._topic(self.config.pose_topic), self.on_poses)
+        self.client.subscribe(self._topic("scene/info"), self.on_spawned)
+        self.client.subscribe(self._topic("scene/deletion"), self.on_deleted)
         self._subscribed = True
 
     def _watch_liveness(self) -> None:
@@ -273,6 +273,12 @@ class GazeboMirror:
         scene_msg = self._request("scene/info")
         if scene_msg is None:
             return False
+        self.apply_scene_info(scene_msg)
+        return True
+
+    def apply_scene_info(self, scene_msg) -> None:
+        """Take the whole tree from a Scene message (the scene/info service's answer): map visuals to
+        entities, add models the scene lacks, drop mirrored ones Gazebo no longer has."""
         with self._lock:
             old_mirrored = set(self._mirrored)
             self._nodes.clear()
@@ -282,7 +288,6 @@ class GazeboMirror:
                 self._add_model_nodes(model, None, "")
             self._reconcile(scene_msg.model, old_mirrored)
             self._ready, self._needs_resync = True, False
-        return True
 
     def _add_world_sdf(self, text: str, base_dir: Path, source: str) -> None:
         from ..world.sdf import parse_sdf_string
@@ -386,17 +391,20 @@ class GazeboMirror:
         self._mirrored.discard(node.name)
         self._arrays = None
 
-    # -- callbacks (gz-transport thread) ---------------------------------------------------------
-    def _on_poses(self, payload: bytes, type_name: str) -> None:
+    # -- message entry points (called on the transport thread; usable by any transport) ----------
+    def on_poses(self, payload: bytes, type_name: str) -> None:
+        """A serialized Pose_V: parent-relative poses by entity id."""
         msg = protos.decode(type_name or "Pose_V", payload)
         self._last_pose_time = time.monotonic()
         stamp = msg.header.stamp
         self.sim_time_ns = stamp.sec * 1_000_000_000 + stamp.nsec
         with self._lock:
             self._pending = msg
-        self._apply_pending()
+        self.tick()
 
-    def _apply_pending(self) -> None:
+    def tick(self) -> None:
+        """Apply the newest pose message if it was held back by the rate cap and is now due (the
+        transport calls this at least every 20 ms)."""
         with self._lock:
             if self._pending is None or not self._ready:
                 return
@@ -411,8 +419,7 @@ class GazeboMirror:
         arrays = self._tree_arrays()
         if not len(arrays.ids) or not len(msg.pose):
             return
-        values = np.array([(p.id, p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y,
-                            p.orientation.z, p.orientation.w) for p in msg.pose], dtype=np.float64)
+        values = np.array(_pose_rows(msg), dtype=np.float64)
         ids = values[:, 0].astype(np.int64)
         rows = np.searchsorted(arrays.ids, ids)
         rows[rows >= len(arrays.ids)] = 0
@@ -442,11 +449,16 @@ class GazeboMirror:
         if not moved.any():
             return
         index = np.flatnonzero(moved)
-        self.scene.set_poses([(int(arrays.entity_ids[i]), world[i]) for i in index])
+        set_array = getattr(self.scene, "set_poses_array", None)  # vectorised validation, when the Scene has it
+        if set_array is not None:
+            set_array(arrays.entity_ids[index], world[index])
+        else:
+            self.scene.set_poses([(int(arrays.entity_ids[i]), world[i]) for i in index])
         arrays.applied[index] = world[index]
         self.moved += len(index)
 
-    def _on_spawned(self, payload: bytes, type_name: str) -> None:
+    def on_spawned(self, payload: bytes, type_name: str) -> None:
+        """A serialized Scene holding newly created models (the scene/info topic)."""
         msg = protos.decode(type_name or "Scene", payload)
         with self._lock:
             if not self._ready:
@@ -461,7 +473,8 @@ class GazeboMirror:
                     log.error("Gazebo mirror: spawned model '%s' cannot be mirrored: %s", model.name, exc)
             self._arrays = None
 
-    def _on_deleted(self, payload: bytes, type_name: str) -> None:
+    def on_deleted(self, payload: bytes, type_name: str) -> None:
+        """A serialized UInt32_V of removed entity ids (the scene/deletion topic)."""
         msg = protos.decode(type_name or "UInt32_V", payload)
         with self._lock:
             names = [self._nodes[i].name for i in msg.data if i in self._nodes and self._nodes[i].kind == "model"]
@@ -472,6 +485,16 @@ class GazeboMirror:
 
 
 # -- pure helpers ---------------------------------------------------------------------------------
+def _pose_rows(msg) -> list[tuple]:
+    """(id, px, py, pz, qx, qy, qz, qw) per pose; each submessage fetched once (the hot loop)."""
+    rows = []
+    append = rows.append
+    for p in msg.pose:
+        a, q = p.position, p.orientation
+        append((p.id, a.x, a.y, a.z, q.x, q.y, q.z, q.w))
+    return rows
+
+
 def _pose_matrix(pose) -> np.ndarray:
     p, q = pose.position, pose.orientation
     return poses_to_matrices(np.array([[p.x, p.y, p.z]]), np.array([[q.x, q.y, q.z, q.w]]))[0]
