@@ -1,0 +1,105 @@
+"""Scene poses from TF: for setups that publish model poses with Gazebo's PosePublisher system
+through ros_gz_bridge instead of letting radarays_ros listen to gz-transport (GazeboMirror).
+
+Why PosePublisher: ros_gz_bridge drops the entity names of the world pose topics (bridged
+/world/<w>/pose/info arrives with empty frame ids), while PosePublisher fills frame_id with the parent's
+scoped name and child_frame_id with the entity's (the world name stripped; the bridge turns `::` into
+`/`). What a user adds:
+
+1. In the SDF, inside every model whose motion the sensors must see::
+
+       <plugin filename="gz-sim-pose-publisher-system" name="gz::sim::systems::PosePublisher">
+         <publish_model_pose>true</publish_model_pose>     <!-- model in its parent (the world) -->
+         <publish_link_pose>true</publish_link_pose>       <!-- links in the model -->
+         <publish_nested_model_pose>true</publish_nested_model_pose>
+         <use_pose_vector_msg>true</use_pose_vector_msg>   <!-- one Pose_V per update -->
+         <update_frequency>60</update_frequency>
+       </plugin>
+
+2. A bridge per model, remapped onto /tf::
+
+       ros2 run ros_gz_bridge parameter_bridge \\
+         /model/crate/pose@tf2_msgs/msg/TFMessage[gz.msgs.Pose_V \\
+         --ros-args -r /model/crate/pose:=/tf
+
+   (or in a bridge YAML: topic_name /model/crate/pose, ros_topic_name /tf,
+   ros_type_name tf2_msgs/msg/TFMessage, gz_type_name gz.msgs.Pose_V, direction GZ_TO_ROS).
+
+3. The ROS node hands each received transform to `TfPoseSource.apply([(frame_id, child_frame_id,
+   4x4), ...])`; this module never imports rclpy.
+
+How poses reach entities: frames form a tree (child -> parent, transform); a frame without a known
+parent is a root and stands for the world (the world frame's name does not matter). An entity named
+`model::link::visual` follows the frame `model/link` (or `model::link`). The visual's offset inside
+its link is not in TF: it is learned the first time the link's frame is seen, from the entity's
+loaded pose — so load the same SDF that Gazebo started from, before the first transform arrives.
+Moves below 1 mm / 1 mrad are not passed on, as in GazeboMirror.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from ..world.scene import Scene
+from .mirror import moved_beyond
+
+
+def _frame(name: str) -> str:
+    return name.strip().strip("/").replace("::", "/")
+
+
+class TfPoseSource:
+    """Moves scene entities from PosePublisher transforms (see the module docstring)."""
+
+    def __init__(self, scene: Scene, min_translation: float = 1e-3, min_rotation: float = 1e-3):
+        self.scene = scene
+        self.min_translation, self.min_rotation = min_translation, min_rotation
+        self._parent: dict[str, str] = {}
+        self._local: dict[str, np.ndarray] = {}
+        self._offset: dict[int, np.ndarray] = {}  # entity id -> pose in its link frame
+        self._followers: dict[str, list[int]] = {}  # link frame -> entity ids
+        self._followers_of = -1  # scene size the followers were computed for
+
+    def apply(self, transforms: Iterable[tuple[str, str, np.ndarray]]) -> int:
+        """Take (parent frame, child frame, 4x4 parent<-child) transforms; returns entities moved."""
+        for parent, child, matrix in transforms:
+            parent, child = _frame(parent), _frame(child)
+            if child and child != parent:
+                self._parent[child] = parent
+                self._local[child] = np.asarray(matrix, dtype=float)
+        followers = self._entity_frames()
+        updates = []
+        for frame, entity_ids in followers.items():
+            if frame not in self._local:
+                continue
+            link_world = self._world(frame)
+            for entity_id in entity_ids:
+                entity = self.scene.entity(entity_id)
+                if entity_id not in self._offset:  # first sight: the loaded pose fixes the visual offset
+                    self._offset[entity_id] = np.linalg.inv(link_world) @ entity.pose
+                pose = link_world @ self._offset[entity_id]
+                if moved_beyond(entity.pose[None], pose[None], self.min_translation, self.min_rotation)[0]:
+                    updates.append((entity_id, pose))
+        if updates:
+            self.scene.set_poses(updates)
+        return len(updates)
+
+    def _world(self, frame: str) -> np.ndarray:
+        pose, seen = np.eye(4), set()
+        while frame in self._local and frame not in seen:
+            seen.add(frame)
+            pose = self._local[frame] @ pose
+            frame = self._parent[frame]
+        return pose
+
+    def _entity_frames(self) -> dict[str, list[int]]:
+        """link frame ('model/link', nested 'a/b/link') -> ids of the entities on that link."""
+        if self._followers_of != len(self.scene):
+            followers: dict[str, list[int]] = {}
+            for entity in self.scene.entities:
+                parts = entity.name.split("::")
+                if len(parts) >= 3:
+                    followers.setdefault("/".join(parts[:-1]), []).append(entity.id)
+            self._followers, self._followers_of = followers, len(self.scene)
+        return self._followers
