@@ -227,3 +227,11 @@ def test_documentation_figures_are_written(tmp_path):
     assert set(curves) == set(DETECTION_MODELS) - {"none"}
     for r_l in curves.values():
         np.testing.assert_allclose(r_l, [50.0, 120.0])
+
+
+def test_direct_construction_is_validated_too():
+    with pytest.raises(ConfigError, match="SurfaceConfig.model: 'cubic'.*allowed: none, linear"):
+        SurfaceConfig(model="cubic")
+    with pytest.raises(ConfigError, match=r"NoiseConfig.sigma: -1 .*\[0, 10\]"):
+        NoiseConfig(sigma=-1)
+    assert SurfaceConfig(limits=[[0.8, 120], [0.1, 50]]).limits == HDL64E

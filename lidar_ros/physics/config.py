@@ -53,18 +53,24 @@ class SurfaceConfig:
     ambient_level: float = 300.0
     ambient_sky: float = 50.0
 
+    def __post_init__(self):
+        _settle(self, self._checked(dataclasses.asdict(self), type(self).__name__))
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None, where: str = "surface") -> "SurfaceConfig":
+        """Validated config from a mapping; errors name `where`, the key and the allowed values."""
         data = check_keys(data, [f.name for f in dataclasses.fields(cls)], where)
-        d = cls()
-        return cls(
-            model=choice(data.get("model", d.model), "model", where, DETECTION_MODELS),
-            limits=_limits(data.get("limits", d.limits), where),
-            signal_scale=number(data.get("signal_scale", d.signal_scale), "signal_scale", where, 0.0, 1e12),
-            retro_full_scale=number(data.get("retro_full_scale", d.retro_full_scale), "retro_full_scale", where,
-                                    1.0, 1e6, low_open=True),
-            ambient_level=number(data.get("ambient_level", d.ambient_level), "ambient_level", where, 0.0, 65535.0),
-            ambient_sky=number(data.get("ambient_sky", d.ambient_sky), "ambient_sky", where, 0.0, 65535.0),
+        return cls(**cls._checked({**dataclasses.asdict(cls()), **data}, where))
+
+    @staticmethod
+    def _checked(v: Mapping[str, Any], where: str) -> dict[str, Any]:
+        return dict(
+            model=choice(v["model"], "model", where, DETECTION_MODELS),
+            limits=_limits(v["limits"], where),
+            signal_scale=number(v["signal_scale"], "signal_scale", where, 0.0, 1e12),
+            retro_full_scale=number(v["retro_full_scale"], "retro_full_scale", where, 1.0, 1e6, low_open=True),
+            ambient_level=number(v["ambient_level"], "ambient_level", where, 0.0, 65535.0),
+            ambient_sky=number(v["ambient_sky"], "ambient_sky", where, 0.0, 65535.0),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,26 +91,22 @@ class NoiseConfig:
     resolution: float = 0.0
     angular_sigma: float = 0.0
 
+    def __post_init__(self):
+        _settle(self, self._checked(dataclasses.asdict(self), type(self).__name__))
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None, where: str = "noise") -> "NoiseConfig":
+        """Validated config from a mapping; errors name `where`, the key and the allowed values."""
         data = check_keys(data, [f.name for f in dataclasses.fields(cls)], where)
-        d = cls()
+        return cls(**cls._checked({**dataclasses.asdict(cls()), **data}, where))
 
-        def num(key: str, high: float) -> float:
-            return number(data.get(key, getattr(d, key)), key, where, 0.0, high)
-
-        return cls(
-            bias_distribution=choice(data.get("bias_distribution", d.bias_distribution), "bias_distribution",
-                                     where, BIAS_DISTRIBUTIONS),
-            bias_sigma=num("bias_sigma", 10.0),
-            sigma=num("sigma", 10.0),
-            relative_sigma=num("relative_sigma", 1.0),
-            relative_exponent=num("relative_exponent", 4.0),
-            dust_probability=num("dust_probability", 1.0),
-            dust_min_range=num("dust_min_range", 1e4),
-            resolution=num("resolution", 10.0),
-            angular_sigma=num("angular_sigma", 0.1),
-        )
+    @staticmethod
+    def _checked(v: Mapping[str, Any], where: str) -> dict[str, Any]:
+        highs = dict(bias_sigma=10.0, sigma=10.0, relative_sigma=1.0, relative_exponent=4.0, dust_probability=1.0,
+                     dust_min_range=1e4, resolution=10.0, angular_sigma=0.1)
+        checked = {key: number(v[key], key, where, 0.0, high) for key, high in highs.items()}
+        checked["bias_distribution"] = choice(v["bias_distribution"], "bias_distribution", where, BIAS_DISTRIBUTIONS)
+        return checked
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -114,6 +116,12 @@ class NoiseConfig:
         """True when any noise term is on."""
         return any((self.bias_sigma, self.sigma, self.relative_sigma, self.dust_probability, self.resolution,
                     self.angular_sigma))
+
+
+def _settle(config, values: Mapping[str, Any]) -> None:
+    """Store validated, normalised values on a frozen dataclass (from __post_init__)."""
+    for key, value in values.items():
+        object.__setattr__(config, key, value)
 
 
 def _limits(value: Any, where: str) -> tuple[tuple[float, float], tuple[float, float]]:
