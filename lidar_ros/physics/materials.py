@@ -16,8 +16,10 @@ mirror              reflects specularly (fraction `specular`); the point lies on
 Keys of a material's `lidar:` mapping::
 
     class: general            # general | transparent | absorbent | retroreflective | mirror
-    reflectivity: 0.3         # at 0° incidence, fraction of a Lambertian white target (1.0)
-    model: lambertian         # lambertian: ρ(θ)=ρ(0)·cos θ | table | constant (no angle dependence)
+    reflectivity: 0.3         # at 0° incidence, fraction of a Lambertian white target (1.0);
+                              # default 0.3 (retroreflective: 1.0)
+    model: lambertian         # lambertian: ρ(θ)=ρ(0)·cos θ | table | constant (no angle dependence);
+                              # default lambertian (retroreflective: constant; with a table: table)
     angle_table: [9 values]   # ρ at 0°, 10°, …, 80° (Ritter et al. 945 nm data used by LiMOX)
     transmittance: 1.0        # transparent only: fraction passing one crossing (applied both ways)
     gain: 1.0                 # retroreflective only: ρ(θ) = gain × (reflectivity or table); the
