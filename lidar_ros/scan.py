@@ -42,8 +42,33 @@ class LidarScan:
     clean_range: np.ndarray | None = None
     entity: np.ndarray | None = None
     material: np.ndarray | None = None
-    normal: np.ndarray | None = None
-    incidence_rad: np.ndarray | None = None
+    # the returning surfaces as the tracer gives them; `normal`/`incidence_rad` derive from them on use
+    normal_world: np.ndarray | None = field(default=None, repr=False)  # (R, C, 3) world frame
+    pose_rotation: np.ndarray | None = field(default=None, repr=False)  # (3, 3) or (R*C, 3, 3) world <- sensor
+    cos_incidence: np.ndarray | None = field(default=None, repr=False)  # (R, C), 0 = none
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def normal(self) -> np.ndarray | None:
+        """(R, C, 3) float32 surface normals in the sensor frame of each pixel's firing pose (0 = none)."""
+        if self.normal_world is None:
+            return None
+        if "normal" not in self._cache:
+            n = self.normal_world.reshape(-1, 3)
+            r = self.pose_rotation
+            sensor = np.einsum("nji,nj->ni", r, n) if r.ndim == 3 else n @ r.astype(np.float32)
+            self._cache["normal"] = sensor.astype(np.float32).reshape(self.normal_world.shape)
+        return self._cache["normal"]
+
+    @property
+    def incidence_rad(self) -> np.ndarray | None:
+        """(R, C) float32 angle between the ray and the surface normal, NaN = no return."""
+        if self.cos_incidence is None:
+            return None
+        if "incidence" not in self._cache:
+            angle = np.arccos(np.clip(self.cos_incidence, 0.0, 1.0)).astype(np.float32)
+            self._cache["incidence"] = np.where(self.hit, angle, np.float32(np.nan))
+        return self._cache["incidence"]
 
     @property
     def shape(self) -> tuple[int, int]:

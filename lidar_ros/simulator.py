@@ -38,6 +38,7 @@ class LidarSimulator:
         self._offset = np.repeat(config.range_offset, config.cols).astype(np.float32)
         self._column = config.pixel_column.reshape(n)
         self._has_offset = bool(np.any(config.range_offset))
+        self._has_origins = bool(np.any(config.origins))
 
     def simulate(self, pose, t0_ns: int = 0) -> LidarScan:
         """One frame starting at t0_ns. pose: 4x4 world <- sensor, or a Trajectory (per-column poses)."""
@@ -62,9 +63,15 @@ class LidarSimulator:
         ret = self.model.apply(hits, self._laser, rng)
 
         keep = ret.hit & (ret.range >= cfg.range_min) & (ret.range <= cfg.range_max)
-        rng_out = np.where(keep, ret.range, np.float32(np.nan)).astype(np.float32)
-        xyz = self._origins + (rng_out - self._offset)[:, None] * dirs  # NaN rows stay NaN
-        return self._scan(t0_ns, keep, rng_out, xyz, ret, rot, dirs)
+        dropped = np.flatnonzero(ret.hit & ~keep)  # returns that noise pushed outside [min, max]
+        rng_out = ret.range  # NaN where there is no return (physics contract)
+        rng_out[dropped] = np.nan
+        # x = origin + (range - offset) * nominal direction: NaN rows stay NaN
+        dist = rng_out - self._offset if self._has_offset else rng_out
+        xyz = dist[:, None] * dirs
+        if self._has_origins:
+            xyz += self._origins
+        return self._scan(t0_ns, keep, dropped, rng_out, xyz, ret, rot, dirs)
 
     # -- pieces ---------------------------------------------------------------------------------
     def _world_rays(self, pose, t0_ns: int, dirs: np.ndarray):
@@ -81,9 +88,11 @@ class LidarSimulator:
             pose = pose.poses[0]
         m = check_transform(pose, what="lidar sensor pose")
         r = m[:3, :3].astype(np.float32)
-        return m[:3, :3], self._origins @ r.T + m[:3, 3].astype(np.float32), dirs @ r.T
+        t = m[:3, 3].astype(np.float32)
+        origins = rotate(self._origins, r) + t if self._has_origins else np.broadcast_to(t, dirs.shape)
+        return m[:3, :3], origins, rotate(dirs, r)
 
-    def _scan(self, t0_ns, keep, rng_out, xyz, ret, rot, dirs) -> LidarScan:
+    def _scan(self, t0_ns, keep, dropped, rng_out, xyz, ret, rot, dirs) -> LidarScan:
         cfg = self.config
         shape = (cfg.rows, cfg.cols)
         if cfg.retime is None:
@@ -97,25 +106,42 @@ class LidarSimulator:
             "ouster_signal": ret.ouster_signal,
             "ouster_ambient": ret.ouster_ambient,
         }
-        fields = {k: np.where(keep | (k == "ouster_ambient"), v, 0).astype(v.dtype).reshape(shape) for k, v in fields.items()}
-        normal = ret.normal  # world frame -> sensor frame of each pixel's firing pose
-        normal = np.einsum("nji,nj->ni", rot, normal) if rot.ndim == 3 else normal @ rot.astype(np.float32)
-        clean = np.where(keep, ret.clean_range, np.float32(np.nan)).astype(np.float32)
+        # the physics model already zeroes everything without a return; clear the few dropped here
+        for name in ("reflectivity", "velodyne_intensity", "ouster_reflectivity", "ouster_signal"):
+            fields[name][dropped] = 0
+        for a in (ret.clean_range, ret.cos_incidence):
+            a[dropped] = np.nan if a is ret.clean_range else 0
+        ret.entity[dropped] = -1
+        ret.material[dropped] = -1
+        ret.normal[dropped] = 0
+        intensity = fields[cfg.intensity_field]
         return LidarScan(
             config=cfg,
             t0_ns=t0_ns,
             range=rng_out.reshape(shape),
             hit=keep.reshape(shape),
-            xyz=xyz.astype(np.float32).reshape(*shape, 3),
-            intensity=fields[cfg.intensity_field].astype(np.float32),
+            xyz=xyz.reshape(*shape, 3),
+            intensity=(intensity if intensity.dtype == np.float32 else intensity.astype(np.float32)).reshape(shape),
             elevation_rad=elevation,
             azimuth_rad=azimuth,
             time=cfg.time,
             ring=cfg.ring,
-            fields=fields,
-            clean_range=clean.reshape(shape),
-            entity=np.where(keep, ret.entity, -1).astype(np.int32).reshape(shape),
-            material=np.where(keep, ret.material, -1).astype(np.int32).reshape(shape),
-            normal=np.where(keep[:, None], normal, np.float32(0)).astype(np.float32).reshape(*shape, 3),
-            incidence_rad=np.where(keep, np.arccos(np.clip(ret.cos_incidence, 0.0, 1.0)), np.float32(np.nan)).astype(np.float32).reshape(shape),
+            fields={k: v.reshape(shape) for k, v in fields.items()},
+            clean_range=ret.clean_range.reshape(shape),
+            entity=ret.entity.reshape(shape),
+            material=ret.material.reshape(shape),
+            normal_world=ret.normal.reshape(*shape, 3),
+            pose_rotation=rot,
+            cos_incidence=ret.cos_incidence.reshape(shape),
         )
+
+
+def rotate(vectors: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """(N, 3) float32 vectors times a 3x3 rotation, v @ r.T, as three multiply-adds.
+
+    (numpy's BLAS matmul spins its own threads for this tiny inner dimension and fights the
+    tracing threads for the two cores; plain element-wise passes are steadier.)"""
+    out = vectors[:, 0:1] * r[:, 0]
+    out += vectors[:, 1:2] * r[:, 1]
+    out += vectors[:, 2:3] * r[:, 2]
+    return out
