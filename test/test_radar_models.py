@@ -131,14 +131,14 @@ def test_ambient_noise_floor_and_amplitude_formula():
     m = np.array([1.0, 2.0, 0.0])
     n = ambient_noise(cfg, signal, m, 0.5, np.random.default_rng(0))
     r = (np.arange(100) + 0.5) * 0.5
-    np.testing.assert_allclose(n[1], 2.0 * (0.4 * np.exp(-0.05 * r) + 0.1))
+    np.testing.assert_allclose(n[1], 2.0 * (0.4 * np.exp(-0.05 * r) + 0.1), rtol=1e-6)  # float32
     assert np.all(n[2] == 0)
     cfg2 = NoiseConfig(ambient="uniform", at_signal_0=0.3, at_signal_1=0.03, energy_max=0.0, energy_min=0.0)
     signal = np.array([[0.0, 0.5, 1.0]])
     n2 = ambient_noise(cfg2, signal, np.array([1.0]), 0.1, np.random.default_rng(0))
     p = np.random.default_rng(0).uniform(0, 1, (1, 3))
     s = (1 - signal) ** 4
-    np.testing.assert_allclose(n2, p * (s * 0.3 + (1 - s) * 0.03))  # big where no signal, small on the peak
+    np.testing.assert_allclose(n2, p * (s * 0.3 + (1 - s) * 0.03), rtol=1e-6)  # big where no signal, small on the peak
 
 
 # -- normalisation -----------------------------------------------------------------------------------------
@@ -216,4 +216,4 @@ def test_row_perlin_equals_pointwise_perlin():
     y = np.array([0.0, 1.5, 7.25, 20.0])
     for step in (0.05, 0.2, -0.3):
         x = x0[:, None] + step * np.arange(300)[None, :]
-        np.testing.assert_allclose(perlin_rows(x0, step, 300, y), perlin2(x, y[:, None]), atol=1e-5)
+        np.testing.assert_allclose(perlin_rows(x0, step, 300, y), perlin2(x, y[:, None]), atol=1e-4)  # float32

@@ -16,7 +16,6 @@ def draw_returns(azimuth, range_m, energy, n_azimuths: int, range_cfg, kernel_cf
     """Energies (A, B) float64 from raw returns (azimuth index, apparent range, strength)."""
     n_bins = range_cfg.n_bins
     res = range_cfg.resolution
-    image = np.zeros(n_azimuths * n_bins)
     energy = np.asarray(energy, np.float64)
     if output_cfg.radar_equation and len(energy):
         r = np.maximum(np.asarray(range_m) - range_cfg.offset, res)
@@ -24,10 +23,11 @@ def draw_returns(azimuth, range_m, energy, n_azimuths: int, range_cfg, kernel_cf
     cell = np.floor((np.asarray(range_m) - range_cfg.offset) / res)
     ok = (cell >= 0) & (cell < n_bins) & (energy > 0)
     if not ok.any():
-        return image.reshape(n_azimuths, n_bins)
+        return np.zeros((n_azimuths, n_bins))
     flat = np.asarray(azimuth)[ok].astype(np.int64) * n_bins + cell[ok].astype(np.int64)
     energy = energy[ok]
     if kernel_cfg.type == "none":
+        image = np.zeros(n_azimuths * n_bins)
         np.maximum.at(image, flat, energy)
         return image.reshape(n_azimuths, n_bins)
     # Sum the returns of each (azimuth, bin) first: the kernel is linear, so spreading the sums is the
@@ -35,11 +35,15 @@ def draw_returns(azimuth, range_m, energy, n_azimuths: int, range_cfg, kernel_cf
     delta = np.bincount(flat, energy, minlength=n_azimuths * n_bins)
     occupied = np.flatnonzero(delta)
     weights, m = kernel_weights(kernel_cfg.type, kernel_cfg.width, kernel_cfg.mode, kernel_cfg.gaussian_sigma)
+    width = len(weights)
+    # Spread into rows padded by the kernel width: padded column col + i holds bin col - m + i, so
+    # every index is in range and what falls before bin 0 or past the last bin is simply cut off.
     row, col = np.divmod(occupied, n_bins)
-    target = col[:, None] - m + np.arange(len(weights))[None, :]
-    first = 0 if range_cfg.write_bin_zero else 1
-    valid = (target >= first) & (target < n_bins)
+    padded_len = n_bins + width
+    index = (row * padded_len + col)[:, None] + np.arange(width)[None, :]
     contrib = delta[occupied][:, None] * weights[None, :]
-    index = (row[:, None] * n_bins + target)[valid]
-    image += np.bincount(index, contrib[valid], minlength=n_azimuths * n_bins)
-    return image.reshape(n_azimuths, n_bins)
+    padded = np.bincount(index.ravel(), contrib.ravel(), minlength=n_azimuths * padded_len)
+    image = padded.reshape(n_azimuths, padded_len)[:, m:m + n_bins].copy()
+    if not range_cfg.write_bin_zero:
+        image[:, 0] = 0.0  # RadaRays never writes row 0 while spreading
+    return image

@@ -29,14 +29,21 @@ def ambient_noise(cfg, signal: np.ndarray, colmax: np.ndarray, resolution: float
         offsets = rng.uniform(0.0, 1.0, 1 if cfg.perlin_coherent else a) * 1000.0
         offsets = np.broadcast_to(offsets, (a,))
         p = perlin_hilo_rows(offsets, b, np.arange(a), cfg.perlin_scale_low, cfg.perlin_scale_high, cfg.perlin_p_low)
-    m = colmax[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(m > 0, signal / np.where(m > 0, m, 1.0), 0.0)
-    s_prime = (1.0 - ratio) ** 4
-    amp = m * (s_prime * cfg.at_signal_0 + (1.0 - s_prime) * cfg.at_signal_1)
+    # N = M |(at1 + s' (at0 - at1)) p + f(r)| with f(r) = (e_max - e_min) exp(-loss r) + e_min, in float32
+    m = np.asarray(colmax, np.float64)
+    inv_m = np.divide(1.0, m, out=np.zeros_like(m), where=m > 0).astype(np.float32)
+    t = np.asarray(signal, np.float32) * inv_m[:, None]
+    np.subtract(np.float32(1.0), t, out=t)
+    t *= t
+    t *= t  # s' = (1 - s/M)^4
+    t *= np.float32(cfg.at_signal_0 - cfg.at_signal_1)
+    t += np.float32(cfg.at_signal_1)
+    t *= p.astype(np.float32, copy=False)
     r = (np.arange(b) + 0.5) * resolution
-    floor = m * ((cfg.energy_max - cfg.energy_min) * np.exp(-cfg.energy_loss * r)[None, :] + cfg.energy_min)
-    return np.abs(amp * p + floor)
+    t += ((cfg.energy_max - cfg.energy_min) * np.exp(-cfg.energy_loss * r) + cfg.energy_min).astype(np.float32)[None, :]
+    np.abs(t, out=t)
+    t *= m.astype(np.float32)[:, None]
+    return t
 
 
 def system_noise(shape, std: float, rng: np.random.Generator) -> np.ndarray:

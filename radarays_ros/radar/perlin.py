@@ -64,19 +64,19 @@ def perlin_hilo(x_offset, i, col, scale_low: float, scale_high: float, p_low: fl
 
 
 def perlin_rows(x0: np.ndarray, step: float, n: int, y: np.ndarray) -> np.ndarray:
-    """P(x0[r] + i * step, y[r], 0) for i < n, as an (R, n) array: the same noise as perlin2, faster.
+    """P(x0[r] + i * step, y[r], 0) for i < n, as an (R, n) float32 array: perlin2, faster.
 
     Along a row y is fixed, so everything but the x-fade is constant within a lattice cell: per cell
     the noise is lerp(u, a0 xf + b0, a1 (xf - 1) + b1), and only those four numbers are looked up per
-    sample.
+    sample. x is handled relative to the row's first lattice cell (float32 keeps ~1e-4 precision).
     """
     x0 = np.asarray(x0, np.float64).reshape(-1)
     y = np.broadcast_to(np.asarray(y, np.float64).reshape(-1), x0.shape)
     rows = len(x0)
-    x = x0[:, None] + np.arange(n, dtype=np.float64)[None, :] * step
-    cell0 = np.floor(x0).astype(np.int64)
-    n_cells = int(np.ceil(n * abs(step))) + 3
-    lattice = cell0[:, None] + np.arange(n_cells)[None, :] - (1 if step < 0 else 0) * (n_cells - 2)
+    span = n * abs(step)
+    n_cells = int(np.ceil(span)) + 3
+    first = np.floor(x0 - (span + 1.0 if step < 0 else 0.0))  # lowest lattice x of each row
+    lattice = first.astype(np.int64)[:, None] + np.arange(n_cells)[None, :]
     xi = lattice & 255
     yf_floor = np.floor(y)
     yi = (yf_floor.astype(np.int64) & 255)[:, None]
@@ -86,24 +86,31 @@ def perlin_rows(x0: np.ndarray, step: float, n: int, y: np.ndarray) -> np.ndarra
     b = _P[xi + 1] + yi
     g_aa, g_ab = _GRAD[_P[_P[a]] & 15], _GRAD[_P[_P[a + 1]] & 15]
     g_ba, g_bb = _GRAD[_P[_P[b]] & 15], _GRAD[_P[_P[b + 1]] & 15]
-    a0 = (1 - v) * g_aa[..., 0] + v * g_ab[..., 0]
-    b0 = (1 - v) * g_aa[..., 1] * yf + v * g_ab[..., 1] * (yf - 1.0)
-    a1 = (1 - v) * g_ba[..., 0] + v * g_bb[..., 0]
-    b1 = (1 - v) * g_ba[..., 1] * yf + v * g_bb[..., 1] * (yf - 1.0)
-    floor_x = np.floor(x)
-    xf = (x - floor_x).astype(np.float32)
-    index = (floor_x.astype(np.int64) - lattice[:, :1]) + (np.arange(rows) * n_cells)[:, None]
-    table = np.stack([a0, b0, a1, b1], axis=-1).astype(np.float32).reshape(-1, 4)
-    c = table[index]
+    table = np.empty((rows, n_cells, 4), np.float32)
+    table[..., 0] = (1 - v) * g_aa[..., 0] + v * g_ab[..., 0]
+    table[..., 1] = (1 - v) * g_aa[..., 1] * yf + v * g_ab[..., 1] * (yf - 1.0)
+    table[..., 2] = (1 - v) * g_ba[..., 0] + v * g_bb[..., 0]
+    table[..., 3] = (1 - v) * g_ba[..., 1] * yf + v * g_bb[..., 1] * (yf - 1.0)
+    local = (x0 - first).astype(np.float32)[:, None] + np.arange(n, dtype=np.float32)[None, :] * np.float32(step)
+    cell = np.floor(local)
+    xf = local - cell
+    index = cell.astype(np.int32)
+    index += (np.arange(rows, dtype=np.int32) * n_cells)[:, None]
+    c = table.reshape(-1, 4)[index]
     u = xf * xf * xf * (xf * (xf * np.float32(6) - np.float32(15)) + np.float32(10))
     l0 = c[..., 0] * xf + c[..., 1]
     l1 = c[..., 2] * (xf - np.float32(1)) + c[..., 3]
-    return l0 + u * (l1 - l0)
+    l1 -= l0
+    l1 *= u
+    l1 += l0
+    return l1
 
 
 def perlin_hilo_rows(x_offsets: np.ndarray, n: int, cols: np.ndarray, scale_low: float, scale_high: float,
                      p_low: float) -> np.ndarray:
     """perlin_hilo over an (A, n) grid: row r at x = offset[r] + i * scale, y = cols[r] * scale."""
     cols = np.asarray(cols, np.float64)
-    return (p_low * perlin_rows(x_offsets, scale_low, n, cols * scale_low)
-            + (1.0 - p_low) * perlin_rows(x_offsets, scale_high, n, cols * scale_high))
+    out = perlin_rows(x_offsets, scale_low, n, cols * scale_low)
+    out *= np.float32(p_low)
+    out += np.float32(1.0 - p_low) * perlin_rows(x_offsets, scale_high, n, cols * scale_high)
+    return out

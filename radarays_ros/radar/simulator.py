@@ -115,7 +115,6 @@ class RadarSimulator:
         values = normalise(energy, cfg.output, cfg.noise, cfg.range.resolution, rng)
         if cfg.noise.system_std > 0:
             values = np.maximum(values + system_noise(values.shape, cfg.noise.system_std, rng), 0.0)
-        values = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
 
         shift = cfg.azimuth.scroll % cfg.azimuth.count  # output column of azimuth k is (scroll + k) % count
         returns = None
