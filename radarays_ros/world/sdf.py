@@ -7,6 +7,9 @@ Public API::
     model_entities(model, pose=None, base_dir=None, materials=None, name=None, static=None,
                    report=None, **options) -> list[EntitySpec]
 
+materials: a MaterialLibrary used as it is (e.g. a scene's own), or a YAML path / None: the shipped
+library with that file merged over it. It supplies the names `<radarays><material>` may use and the
+lidar part of `<radarays_material>` materials.
 options: geometry="visual"|"collision", ignore=(globs on scoped names), resource_paths=(),
 strict=True, collada_up_axis="ignore"|"apply".
 
