@@ -109,3 +109,18 @@ def test_errors_are_one_line_and_exit_2(tmp_path, wall_world, capsys, args, mess
 def test_unknown_output_type(tmp_path, wall_world, capsys):
     assert main(["lidar", str(wall_world), "--sensor", "VLP-16", "--out", str(tmp_path / "x.las")]) == 2
     assert "allowed: .npz, .pcd, .ply, .mcap" in capsys.readouterr().err
+
+
+def test_trajectory_csv_gives_motion_distortion(tmp_path, wall_world):
+    """Driving toward the wall at 10 m/s: each column measures from the pose at its firing time."""
+    traj = tmp_path / "traj.csv"
+    traj.write_text("t,x,y,z,roll,pitch,yaw\n0,0,0,0,0,0,0\n1,10,0,0,0,0,0\n")
+    out = tmp_path / "moving.npz"
+    assert main(["lidar", str(wall_world), "--sensor", str(EXAMPLE), "--trajectory", str(traj), "--scans", "2",
+                 "--out", str(out)]) == 0
+    data = np.load(out)
+    assert data["range"].shape == (2, 16, 1800) and data["ring"].shape == (16,)
+    t = data["time"] + np.array([0.0, 0.1])[:, None, None]  # second scan starts one period later
+    cos = np.cos(data["elevation_rad"]) * np.cos(data["azimuth_rad"])
+    hit = data["hit"]
+    np.testing.assert_allclose(data["range"][hit], ((8.0 - 10.0 * t) / cos)[hit], rtol=1e-5)
