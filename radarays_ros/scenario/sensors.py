@@ -137,7 +137,7 @@ class SensorUnit:
     def __init__(self, name: str, frame_id: str, output: Mapping[str, Any] | None = None):
         self.name = name
         self.frame_id = frame_id
-        self.output = {k: p.value for k, p in self.output_params().items()}
+        self.output = {k: check_param(f"{name}: output.{k}", p.value, p) for k, p in self.output_params().items()}
         self.set_output(output or {})
 
     # subclasses: config handling

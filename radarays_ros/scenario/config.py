@@ -1,0 +1,298 @@
+"""Scenario files: a world, a sensor rig on a moving base, trajectories; validated on load.
+
+    world: ../worlds/office.sdf          # relative paths are relative to the scenario file
+    materials: my_materials.yaml         # optional, merged over the shipped library
+    ignore: [robot]                      # optional model/link/visual globs left out of the world
+    world_frame: map                     # /tf parent of the base
+    base_frame: base_link
+    start: 0.0                           # s, first sweep (default: the trajectory's start)
+    duration: 2.5                        # s (default: to the trajectory's end)
+    tf_rate_hz: 50                       # /tf and /clock messages per second
+    sensors:
+      radar:                             # the name is the topic prefix (/radar/radar/image)
+        type: radar                      # radar | lidar
+        config: navtech_cir204           # preset name or config file
+        set: {azimuth.count: 100}        # dotted-key overrides
+        mount: [0.0, 0.0, 1.2, 0, 0, 0]  # x y z roll pitch yaw (m, rad) on base_frame
+        frame_id: radar                  # default: the name
+        output: {image_layout: range_rows}
+        max_frames: 10                   # optional cap
+    trajectory:                          # exactly one of csv / waypoints / bag
+      csv: path.csv                      #   t,x,y,z,roll,pitch,yaw (s, m, rad)
+      waypoints: [[0, 0], [8, 0], [8, 1]]#   x y [z]; heading follows the path
+      speed: 1.0                         #   m/s along the waypoints
+      z: 0.0                             #   height of 2-D waypoints
+      bag: recorded.mcap                 #   poses from a bag: nav_msgs/Odometry or /tf
+      topic: /odom
+      frame: base_link                   #   /tf: the child frame to follow (parent: world_frame)
+    entities:                            # optional moving entities of the world
+      - name: "car_0*"                   # glob on entity names; all matches move rigidly together
+        trajectory: {waypoints: [[-20, 2], [20, 2]], speed: 5}   # the model starts where it is
+"""
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import yaml
+
+from ..errors import ConfigError
+from ..world.trajectory import Trajectory
+from ..world.transforms import pose_to_matrix, quaternion_to_matrix
+
+TOP_KEYS = ("world", "materials", "ignore", "world_frame", "base_frame", "start", "duration", "tf_rate_hz",
+            "sensors", "trajectory", "entities", "description", "backend")
+SENSOR_KEYS = ("type", "config", "set", "mount", "frame_id", "output", "max_frames")
+TRAJECTORY_KEYS = ("csv", "waypoints", "speed", "z", "bag", "topic", "frame")
+
+
+@dataclass(frozen=True)
+class SensorSpec:
+    name: str
+    kind: str
+    config: str
+    overrides: dict
+    mount: np.ndarray  # 4x4 base <- sensor
+    frame_id: str
+    output: dict
+    max_frames: int | None
+
+
+@dataclass(frozen=True)
+class EntityMotion:
+    pattern: str
+    trajectory: Trajectory
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: Path
+    world: Path
+    materials: Path | None
+    ignore: tuple
+    world_frame: str
+    base_frame: str
+    start_ns: int
+    end_ns: int
+    tf_rate_hz: float
+    sensors: tuple
+    trajectory: Trajectory
+    entities: tuple = field(default=())
+    backend: str = "embree"
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario YAML (errors name the file and the key)."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"scenario {path}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"scenario {path}: not valid YAML ({exc})") from None
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"scenario {path}: expected a mapping with keys {', '.join(TOP_KEYS)}")
+    where = f"scenario {path}"
+    _check_keys(data, TOP_KEYS, where)
+    base = path.parent
+    world = _required(data, "world", where)
+    world_path = (base / str(world)).resolve()
+    materials = data.get("materials")
+    ignore = data.get("ignore") or []
+    if not isinstance(ignore, list) or not all(isinstance(i, str) for i in ignore):
+        raise ConfigError(f"{where}: ignore must be a list of name globs")
+    trajectory = trajectory_from(_required(data, "trajectory", where), base, f"{where}: trajectory",
+                                 world_frame=str(data.get("world_frame", "map")))
+    start = _number(data, "start", where, None)
+    start_ns = trajectory.start_ns if start is None else int(round(start * 1e9))
+    duration = _number(data, "duration", where, None, lo=0.0)
+    end_ns = trajectory.end_ns if duration is None else start_ns + int(round(duration * 1e9))
+    if end_ns <= start_ns:
+        raise ConfigError(f"{where}: nothing to simulate: the run ends at {end_ns / 1e9:g} s, not after its start "
+                          f"{start_ns / 1e9:g} s (set duration, or give a longer trajectory)")
+    sensors = data.get("sensors")
+    if not isinstance(sensors, Mapping) or not sensors:
+        raise ConfigError(f"{where}: sensors must map sensor names to their settings (type, config, mount)")
+    specs = tuple(_sensor(str(name), spec, f"{where}: sensors.{name}", base) for name, spec in sensors.items())
+    entities = data.get("entities") or []
+    if not isinstance(entities, list):
+        raise ConfigError(f"{where}: entities must be a list of {{name, trajectory}}")
+    motions = []
+    for i, item in enumerate(entities):
+        w = f"{where}: entities[{i}]"
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"{w}: expected a mapping with name and trajectory")
+        _check_keys(item, ("name", "trajectory"), w)
+        motions.append(EntityMotion(str(_required(item, "name", w)),
+                                    trajectory_from(_required(item, "trajectory", w), base, f"{w}.trajectory")))
+    tf_rate = _number(data, "tf_rate_hz", where, 50.0, lo=0.1)
+    return Scenario(path, world_path, (base / str(materials)).resolve() if materials else None, tuple(ignore),
+                    str(data.get("world_frame", "map")), str(data.get("base_frame", "base_link")), start_ns, end_ns,
+                    tf_rate, specs, trajectory, tuple(motions), str(data.get("backend", "embree")))
+
+
+def _sensor(name: str, spec: Any, where: str, base: Path) -> SensorSpec:
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with type, config, mount")
+    _check_keys(spec, SENSOR_KEYS, where)
+    kind = _required(spec, "type", where)
+    if kind not in ("radar", "lidar"):
+        raise ConfigError(f"{where}.type = {kind!r}: must be radar or lidar")
+    config = str(spec.get("config") or ("radarays_default" if kind == "radar" else "VLP-16"))
+    if config.endswith((".yaml", ".yml", ".json")) and not Path(config).is_absolute():
+        config = str((base / config).resolve())
+    overrides = spec.get("set") or {}
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(f"{where}.set: expected a mapping of dotted keys to values")
+    mount = spec.get("mount", [0, 0, 0, 0, 0, 0])
+    if not isinstance(mount, list) or len(mount) != 6:
+        raise ConfigError(f"{where}.mount: expected [x, y, z, roll, pitch, yaw] (m, rad)")
+    try:
+        mount_m = pose_to_matrix(*[float(v) for v in mount])
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}.mount = {mount}: expected six finite numbers") from None
+    output = spec.get("output") or {}
+    if not isinstance(output, Mapping):
+        raise ConfigError(f"{where}.output: expected a mapping of output options")
+    max_frames = spec.get("max_frames")
+    if max_frames is not None and (not isinstance(max_frames, int) or isinstance(max_frames, bool) or max_frames < 1):
+        raise ConfigError(f"{where}.max_frames = {max_frames!r}: expected a positive integer")
+    return SensorSpec(name, kind, config, dict(overrides), mount_m, str(spec.get("frame_id") or name), dict(output),
+                      max_frames)
+
+
+def trajectory_from(spec: Any, base: Path, where: str, world_frame: str = "map") -> Trajectory:
+    """A Trajectory from a csv / waypoints / bag mapping."""
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"{where}: expected a mapping with one of csv, waypoints, bag")
+    _check_keys(spec, TRAJECTORY_KEYS, where)
+    sources = [k for k in ("csv", "waypoints", "bag") if k in spec]
+    if len(sources) != 1:
+        raise ConfigError(f"{where}: give exactly one of csv, waypoints, bag (got {sources or 'none'})")
+    if "csv" in spec:
+        return Trajectory.from_csv(base / str(spec["csv"]))
+    if "waypoints" in spec:
+        speed = _number(spec, "speed", where, 1.0, lo=0.0, lo_open=True)
+        z = _number(spec, "z", where, 0.0)
+        return waypoint_trajectory(spec["waypoints"], speed, z, where)
+    topic = spec.get("topic")
+    if not topic:
+        raise ConfigError(f"{where}: bag needs topic (nav_msgs/Odometry, or /tf with frame)")
+    return bag_trajectory(base / str(spec["bag"]), str(topic), spec.get("frame"), world_frame, where)
+
+
+def waypoint_trajectory(points: Any, speed: float, z: float, where: str) -> Trajectory:
+    """Poses along waypoints at constant speed; the heading looks along each segment."""
+    try:
+        p = np.array([[float(v) for v in row] for row in points])
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}.waypoints: expected a list of [x, y] or [x, y, z] numbers") from None
+    if p.ndim != 2 or p.shape[0] < 2 or p.shape[1] not in (2, 3) or not np.all(np.isfinite(p)):
+        raise ConfigError(f"{where}.waypoints: expected at least two finite [x, y] or [x, y, z] points")
+    if p.shape[1] == 2:
+        p = np.column_stack([p, np.full(len(p), z)])
+    step = np.linalg.norm(np.diff(p, axis=0), axis=1)
+    if np.any(step <= 0):
+        raise ConfigError(f"{where}.waypoints: consecutive waypoints must differ")
+    t = np.concatenate([[0.0], np.cumsum(step)]) / speed
+    d = np.diff(p, axis=0)
+    yaw = np.arctan2(d[:, 1], d[:, 0])
+    yaw = np.concatenate([yaw, yaw[-1:]])
+    poses = [pose_to_matrix(*p[i], 0.0, 0.0, yaw[i]) for i in range(len(p))]
+    return Trajectory(np.round(t * 1e9).astype(np.int64), poses)
+
+
+def bag_trajectory(path: Path, topic: str, frame: str | None, world_frame: str, where: str) -> Trajectory:
+    """Poses from a recorded bag: nav_msgs/Odometry on `topic`, or world_frame <- frame from /tf."""
+    from rosbags.highlevel import AnyReader
+
+    from ..io.messages import TYPESTORE
+    from ..ros.tf_buffer import TransformBuffer, TransformLookupError
+
+    if not path.exists():
+        raise ConfigError(f"{where}.bag: {path} not found")
+    times, poses = [], []
+    tf = TransformBuffer(cache_s=1e9, tolerance_ns=0)
+    try:
+        with AnyReader([path], default_typestore=TYPESTORE) as reader:
+            wanted = [c for c in reader.connections if c.topic in (topic, "/tf_static")]
+            if not any(c.topic == topic for c in wanted):
+                raise ConfigError(f"{where}: topic {topic} not in {path}; topics: "
+                                  f"{', '.join(sorted({c.topic for c in reader.connections}))}")
+            for conn, _, raw in reader.messages(connections=wanted):
+                msg = reader.deserialize(raw, conn.msgtype)
+                if conn.msgtype == "nav_msgs/msg/Odometry":
+                    s, q = msg.pose.pose.position, msg.pose.pose.orientation
+                    m = np.eye(4)
+                    m[:3, :3] = quaternion_to_matrix(q.x, q.y, q.z, q.w)
+                    m[:3, 3] = (s.x, s.y, s.z)
+                    times.append(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec)
+                    poses.append(m)
+                elif conn.msgtype == "tf2_msgs/msg/TFMessage":
+                    for t in msg.transforms:
+                        stamp = t.header.stamp.sec * 1_000_000_000 + t.header.stamp.nanosec
+                        tr, q = t.transform.translation, t.transform.rotation
+                        try:
+                            tf.set_transform(t.header.frame_id, t.child_frame_id, stamp, (tr.x, tr.y, tr.z),
+                                             (q.x, q.y, q.z, q.w), static=conn.topic == "/tf_static")
+                        except TransformLookupError:
+                            continue
+                        if conn.topic == topic and t.child_frame_id.lstrip("/") == str(frame or "").lstrip("/"):
+                            times.append(stamp)
+                else:
+                    raise ConfigError(f"{where}: topic {topic} carries {conn.msgtype}; expected "
+                                      "nav_msgs/msg/Odometry or tf2_msgs/msg/TFMessage")
+    except ConfigError:
+        raise
+    except Exception as exc:  # rosbags' own errors: not a bag, unknown storage...
+        raise ConfigError(f"{where}.bag: cannot read {path}: {exc}") from None
+    if not poses and times:  # /tf: the chain world_frame <- frame at each of the frame's stamps
+        if not frame:
+            raise ConfigError(f"{where}: a /tf trajectory needs frame (the child frame to follow)")
+        times = sorted(set(times))
+        try:
+            poses = list(tf.lookup(world_frame, str(frame), np.array(times)))
+        except TransformLookupError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    if not times:
+        raise ConfigError(f"{where}: no poses of {frame or topic} in {path}")
+    order = np.argsort(times, kind="stable")
+    t = np.asarray(times, np.int64)[order]
+    keep = np.concatenate([[True], np.diff(t) > 0])
+    return Trajectory(t[keep], np.asarray(poses)[order][keep])
+
+
+def matching_entities(scene, pattern: str) -> list[int]:
+    """Entity ids whose scoped name (or model name) matches a glob."""
+    return [e.id for e in scene.entities if fnmatch.fnmatchcase(e.name, pattern) or fnmatchcase_model(e.name, pattern)]
+
+
+def fnmatchcase_model(name: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(name.split("::", 1)[0], pattern)
+
+
+def _check_keys(data: Mapping, allowed, where: str) -> None:
+    unknown = sorted(set(map(str, data)) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {', '.join(allowed)}")
+
+
+def _required(data: Mapping, key: str, where: str):
+    if data.get(key) is None:
+        raise ConfigError(f"{where}: '{key}' is required")
+    return data[key]
+
+
+def _number(data: Mapping, key: str, where: str, default, lo: float | None = None, lo_open: bool = False):
+    value = data.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        raise ConfigError(f"{where}: {key} = {value!r}: expected a finite number")
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        raise ConfigError(f"{where}: {key} = {value!r}: must be {'>' if lo_open else '>='} {lo}")
+    return float(value)

@@ -1,0 +1,209 @@
+"""The scenario runner: its bag read back with rosbags, message by message, against the scenario."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_typestore
+
+from radarays_ros.cli import main as radarays_main
+from radarays_ros.errors import ConfigError
+from radarays_ros.scenario.config import load_scenario
+from radarays_ros.scenario.runner import run_scenario
+from radarays_ros.world.transforms import quaternion_to_matrix
+
+TYPESTORE = get_typestore(Stores.ROS2_JAZZY)
+REPO = Path(__file__).resolve().parents[1]
+ROOM = """<?xml version="1.0"?>
+<sdf version="1.11"><world name="room">
+  <model name="walls"><static>true</static><link name="link">
+    <visual name="north"><pose>10 0 1 0 0 0</pose><geometry><box><size>0.2 20 2</size></box></geometry></visual>
+    <visual name="south"><pose>-10 0 1 0 0 0</pose><geometry><box><size>0.2 20 2</size></box></geometry></visual>
+    <visual name="east"><pose>0 -10 1 0 0 0</pose><geometry><box><size>20 0.2 2</size></box></geometry></visual>
+    <visual name="west"><pose>0 10 1 0 0 0</pose><geometry><box><size>20 0.2 2</size></box></geometry></visual>
+  </link></model>
+  <model name="crate"><static>false</static><pose>5 -6 0.5 0 0 0</pose><link name="link">
+    <visual name="v"><geometry><box><size>1 1 1</size></box></geometry></visual>
+  </link></model>
+</world></sdf>
+"""
+RADAR_SET = {"azimuth.count": 40, "azimuth.step_deg": -9.0, "azimuth.rate_hz": 10.0, "range.bins": 300,
+             "range.resolution": 0.05, "beam.samples": 4, "tracing.passes": 1, "kernel.width": 5}
+
+
+def scenario_file(tmp_path: Path, **changes) -> Path:
+    (tmp_path / "room.sdf").write_text(ROOM)
+    data = {
+        "world": "room.sdf",
+        "duration": 0.5,
+        "tf_rate_hz": 20,
+        "trajectory": {"waypoints": [[-2.0, 0.0], [8.0, 0.0]], "speed": 2.0, "z": 0.0},
+        "sensors": {
+            "radar": {"type": "radar", "config": "radarays_default", "set": RADAR_SET, "mount": [0.5, 0, 1.0, 0, 0, 0]},
+            "lidar": {"type": "lidar", "config": "VLP-16", "set": {"noise.sigma": 0.0},
+                      "mount": [0.0, 0, 1.5, 0, 0, 0], "frame_id": "velodyne"},
+        },
+    }
+    data.update(changes)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def read_bag(path: Path) -> dict:
+    """{topic: [(log_ns, msgtype, message)]} decoded by rosbags."""
+    out: dict = {}
+    with AnyReader([path], default_typestore=TYPESTORE) as reader:
+        for conn, t, raw in reader.messages():
+            out.setdefault(conn.topic, []).append((t, conn.msgtype, reader.deserialize(raw, conn.msgtype)))
+    return out
+
+
+def stamp(header) -> int:
+    return header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+
+
+def matrix(transform) -> np.ndarray:
+    m = np.eye(4)
+    q, t = transform.rotation, transform.translation
+    m[:3, :3] = quaternion_to_matrix(q.x, q.y, q.z, q.w)
+    m[:3, 3] = (t.x, t.y, t.z)
+    return m
+
+
+def test_bag_message_by_message(tmp_path):
+    summary = run_scenario(scenario_file(tmp_path), tmp_path / "run.mcap", tmp_path / "pictures", quiet=True)
+    bag = read_bag(tmp_path / "run.mcap")
+    assert set(bag) == {"/tf_static", "/tf", "/clock", "/radar/radar/image", "/radar/radar/points", "/lidar/points"}
+    assert summary.frames == {"radar": 5, "lidar": 5}
+
+    # /tf_static: each sensor's mount on base_link, once, at the start
+    (static,) = bag["/tf_static"]
+    mounts = {t.child_frame_id: (t.header.frame_id, matrix(t.transform)) for t in static[2].transforms}
+    assert mounts["radar"][0] == "base_link" and np.allclose(mounts["radar"][1][:3, 3], [0.5, 0, 1.0])
+    assert np.allclose(mounts["velodyne"][1][:3, 3], [0, 0, 1.5])
+
+    # /clock and /tf at 20 Hz from 0 s; the base moves along +x at 2 m/s from x = -2
+    clocks = [stamp_ for _, _, m in bag["/clock"] for stamp_ in [m.clock.sec * 10**9 + m.clock.nanosec]]
+    assert clocks == [k * 50_000_000 for k in range(len(clocks))] and len(clocks) >= 10
+    for log_ns, msgtype, msg in bag["/tf"]:
+        (t,) = msg.transforms
+        assert msgtype == "tf2_msgs/msg/TFMessage" and (t.header.frame_id, t.child_frame_id) == ("map", "base_link")
+        assert stamp(t.header) == log_ns
+        assert t.transform.translation.x == pytest.approx(-2.0 + 2.0 * log_ns / 1e9, abs=1e-9)
+
+    # radar: sweeps start every 0.1 s, logged when they end; the +x wall is 9.9 - x(t) - 0.5 ahead
+    images = bag["/radar/radar/image"]
+    assert [stamp(m.header) for _, _, m in images] == [k * 100_000_000 for k in range(5)]
+    assert [log for log, _, _ in images] == [(k + 1) * 100_000_000 for k in range(5)]
+    for _, _, m in images:
+        assert (m.encoding, m.height, m.width, m.header.frame_id) == ("mono8", 300, 40, "radar")
+        polar = np.asarray(m.data, np.uint8).reshape(300, 40).T  # range_rows: rows are range bins
+        x0 = -2.0 + 2.0 * stamp(m.header) / 1e9 + 0.5  # azimuth 0 fires at the sweep start
+        assert (polar[0].argmax() + 0.5) * 0.05 == pytest.approx(9.9 - x0, abs=0.3)
+    radar_points = [m for _, _, m in bag["/radar/radar/points"]]
+    assert len(radar_points) == 5 and all(m.header.frame_id == "radar" for m in radar_points)
+    assert sum(m.width for m in radar_points) > 0
+
+    # lidar: velodyne layout, stamped at the last firing; every return on a wall or on the crate
+    for _, _, m in bag["/lidar/points"]:
+        assert m.header.frame_id == "velodyne" and m.point_step == 22
+        assert [f.name for f in m.fields] == ["x", "y", "z", "intensity", "ring", "time"]
+    assert len(summary.pictures) == 10 and all(p.is_file() for p in summary.pictures)
+
+
+def test_moving_entity_seen_where_it_is(tmp_path):
+    """The crate drives from (5, -6) along +y at 10 m/s; the lidar sees it where it is at each frame."""
+    path = scenario_file(tmp_path, entities=[{"name": "crate", "trajectory": {
+        "waypoints": [[5.0, -6.0, 0.5], [5.0, 6.0, 0.5]], "speed": 10.0}}],
+        trajectory={"waypoints": [[0.0, 0.0], [0.001, 0.0]], "speed": 0.0001})
+    run_scenario(path, tmp_path / "run.mcap", quiet=True)
+    bag = read_bag(tmp_path / "run.mcap")
+    ys = []
+    for _, _, m in bag["/lidar/points"]:
+        pts = np.frombuffer(np.asarray(m.data, np.uint8).tobytes(),
+                            np.dtype({"names": ["x", "y", "z"], "formats": ["<f4"] * 3, "offsets": [0, 4, 8],
+                                      "itemsize": 22}))
+        near = np.isfinite(pts["x"]) & (np.abs(pts["x"] - 4.5) < 0.05)  # the crate's face towards the sensor
+        assert near.sum() > 5
+        ys.append(float(np.median(pts["y"][near])))
+        t0 = stamp(m.header) - 100_000_000  # velodyne stamp = last firing ~ sweep start + 0.1 s
+        assert ys[-1] == pytest.approx(-6.0 + 10.0 * t0 / 1e9, abs=0.6)
+    assert np.all(np.diff(ys) > 0.5)
+
+
+def test_trajectory_from_csv_and_from_a_bags_odometry_and_tf(tmp_path):
+    from radarays_ros.io import messages
+    from radarays_ros.io.bag import BagWriter
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    (tmp_path / "path.csv").write_text("t,x,y,z,roll,pitch,yaw\n0,0,0,0,0,0,0\n1,1,2,0,0,0,1.0\n")
+    csv = load_scenario(scenario_file(tmp_path, trajectory={"csv": "path.csv"})).trajectory
+    assert np.allclose(csv.at([500_000_000])[0][:3, 3], [0.5, 1.0, 0.0])
+
+    Odometry = TYPESTORE.types["nav_msgs/msg/Odometry"]
+    PoseWithCovariance = TYPESTORE.types["geometry_msgs/msg/PoseWithCovariance"]
+    TwistWithCovariance = TYPESTORE.types["geometry_msgs/msg/TwistWithCovariance"]
+    Pose = TYPESTORE.types["geometry_msgs/msg/Pose"]
+    Point = TYPESTORE.types["geometry_msgs/msg/Point"]
+    Twist = TYPESTORE.types["geometry_msgs/msg/Twist"]
+    with BagWriter(tmp_path / "odom.mcap") as bag:
+        for k in range(5):
+            t = k * 200_000_000
+            q = messages.Quaternion(x=0.0, y=0.0, z=math.sin(0.1 * k), w=math.cos(0.1 * k))
+            odom = Odometry(header=messages.header(t, "odom"), child_frame_id="base_link",
+                            pose=PoseWithCovariance(pose=Pose(position=Point(x=float(k), y=0.0, z=0.0), orientation=q),
+                                                    covariance=np.zeros(36)),
+                            twist=TwistWithCovariance(twist=Twist(linear=messages.Vector3(x=0.0, y=0.0, z=0.0),
+                                                                  angular=messages.Vector3(x=0.0, y=0.0, z=0.0)),
+                                                      covariance=np.zeros(36)))
+            bag.write("/odom", odom, t)
+            bag.write("/tf", messages.tf_message([messages.transform_stamped(
+                pose_to_matrix(0, float(k), 0), t, "map", "base_link")]), t)
+    odom = load_scenario(scenario_file(tmp_path, trajectory={"bag": "odom.mcap", "topic": "/odom"})).trajectory
+    pose = odom.at([300_000_000])[0]
+    assert np.allclose(pose[:3, 3], [1.5, 0, 0]) and math.atan2(pose[1, 0], pose[0, 0]) == pytest.approx(0.3)
+    tf = load_scenario(scenario_file(tmp_path, trajectory={"bag": "odom.mcap", "topic": "/tf", "frame": "base_link"})).trajectory
+    assert np.allclose(tf.at([600_000_000])[0][:3, 3], [0, 3.0, 0])
+    with pytest.raises(ConfigError, match="topic /nope not in .*odom.mcap"):
+        load_scenario(scenario_file(tmp_path, trajectory={"bag": "odom.mcap", "topic": "/nope"}))
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"sensorz": {}}, r"unknown key\(s\) \['sensorz'\]"),
+    ({"sensors": {}}, "sensors must map"),
+    ({"trajectory": {"waypoints": [[0, 0]]}}, "at least two"),
+    ({"trajectory": {"waypoints": [[0, 0], [1, 0]], "csv": "x.csv"}}, "exactly one of"),
+    ({"sensors": {"r": {"type": "sonar"}}}, "sensors.r.type = 'sonar': must be radar or lidar"),
+    ({"sensors": {"r": {"type": "radar", "mount": [0, 0, 1]}}}, r"sensors.r.mount: expected \[x, y, z"),
+    ({"duration": -1}, "duration = -1: must be >= 0"),
+])
+def test_bad_scenarios_name_the_key(tmp_path, change, message):
+    with pytest.raises(ConfigError, match=message):
+        load_scenario(scenario_file(tmp_path, **change))
+
+
+def test_bad_sensor_override_names_the_sensor(tmp_path):
+    path = scenario_file(tmp_path, sensors={"radar": {"type": "radar", "set": {"beam.samples": 0}}})
+    with pytest.raises(ConfigError, match="sensors.radar: .*beam.samples"):
+        run_scenario(path, tmp_path / "x.mcap", quiet=True)
+
+
+def test_cli_run_and_error(tmp_path, capsys):
+    path = scenario_file(tmp_path, duration=0.2)
+    assert radarays_main(["run", str(path), "--out", str(tmp_path / "cli.mcap")]) == 0
+    err = capsys.readouterr().err
+    assert "2/" in err or "frames" in err
+    assert "wrote" in err and (tmp_path / "cli.mcap").is_file()
+    assert radarays_main(["run", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "y.mcap")]) == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("name", ["office_demo", "street_demo", "hall_demo"])
+def test_shipped_scenarios_load(name):
+    scenario = load_scenario(REPO / "scenarios" / f"{name}.yaml")
+    assert scenario.world.is_file() and scenario.sensors
