@@ -399,3 +399,41 @@ def test_sensor_files_by_path_and_overrides(tmp_path):
     np.testing.assert_allclose(np.degrees(g.azimuth[:, 0]), [-1.5, 1.5], atol=1e-5)
     np.testing.assert_allclose(g.origins[:, 0, 2], [-0.1, 0.1])
     assert cfg.with_overrides({"range.max": 50}).range_max == 50
+
+
+def test_2d_presets_match_the_scanner_parameter_file():
+    params = yaml.safe_load((LIDAR / "planar" / "scanners_2d.yaml").read_text())
+    utm, lms = params["hokuyo_utm_30lx"], params["sick_lms1xx"]
+    cfg = load_sensor("UTM-30LX")
+    assert cfg.cols == utm["n_steps"] and cfg.rate_hz == utm["scan_rate_hz"]
+    assert cfg.azimuth[0, 0] == pytest.approx(utm["angle_min_rad"], abs=1e-6)
+    assert cfg.azimuth[0, -1] == pytest.approx(utm["angle_max_rad"], abs=1e-6)
+    assert (cfg.range_min, cfg.range_max) == (utm["range_min_m"], utm["range_max_m"])
+    assert cfg.planar_info["time_increment"] == pytest.approx(1.0 / (utm["scan_rate_hz"] * utm["slit_division_ares"]))
+    cfg = load_sensor("LMS1xx")
+    assert cfg.cols == lms["beams_at_0p5deg"] and cfg.rate_hz == lms["default"]["scan_freq_hz"]
+    assert cfg.azimuth[0, 0] == pytest.approx(lms["min_ang_rad"], abs=1e-5)
+    assert (cfg.range_min, cfg.range_max) == (lms["driver_range_min_m"], lms["driver_range_max_m"])
+    urg = params["hokuyo_urg_04lx"]
+    cfg = load_sensor("URG-04LX")
+    assert cfg.cols == urg["n_steps"] and (cfg.range_min, cfg.range_max) == (urg["range_min_m"], urg["range_max_m"])
+
+
+def test_hdl64e_beam_origin_offsets_follow_the_driver_geometry():
+    """velodyne_pointcloud: xy = d cos(v) - vo sin(v); x_v = xy sin(a) - ho cos(a); y_v = xy cos(a) + ho sin(a);
+    z = d sin(v) + vo cos(v); ROS frame (x, y) = (y_v, -x_v); a = azimuth - rot_correction."""
+    spec = preset_yaml("HDL-64E-S2")
+    lasers = {l["laser_id"]: l for l in yaml.safe_load((PRESETS / spec["calibration"]).read_text())["lasers"]}
+    cfg = load_sensor("HDL-64E-S2")
+    assert cfg.time[:, 0].max() == 0.0  # preset: a column's lasers fire together
+    d = 10.0
+    for r in (0, 17, 40, 63):
+        l = lasers[int(cfg.laser_index[r])]
+        v, vo, ho = l["vert_correction"], l["vert_offset_correction"], l["horiz_offset_correction"]
+        for c in (0, 500, 1500):
+            a = 2 * np.pi * c / cfg.cols - l["rot_correction"]
+            xy = d * np.cos(v) - vo * np.sin(v)
+            xv, yv = xy * np.sin(a) - ho * np.cos(a), xy * np.cos(a) + ho * np.sin(a)
+            expected = np.array([yv, -xv, d * np.sin(v) + vo * np.cos(v)])
+            np.testing.assert_allclose(cfg.origins[r, c] + d * cfg.directions[r, c], expected, atol=2e-5)
+    assert np.abs(cfg.origins).max() > 0.1  # this unit's calibration has real offsets
