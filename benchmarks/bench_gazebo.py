@@ -10,6 +10,10 @@
 2. Spawn: a Scene message announcing a model whose visual is a 10,000-triangle STL (a fresh file
    each time, so no mesh cache helps) goes through `GazeboMirror.on_spawned`; reported: time until
    the entity is in the scene (budget: <= 50 ms), and until a first trace has rebuilt the dynamic BVH.
+3. With --peer (root or unprivileged user namespaces; needs build/gz_peer/gz_peer from
+   scripts/setup_gz_peer.sh): the same 100 moving models published at 60 Hz by the real Ignition
+   Transport peer in a private network namespace; reported: this whole process's CPU time per second
+   (transport thread, decoding, mirror, scene) while following them.
 Timings are best/median of repeats in one run; other processes share the 2 cores, so compare ratios.
 """
 from __future__ import annotations
@@ -166,15 +170,65 @@ def bench_spawn(n_triangles: int, repeats: int = 7) -> None:
     backend.close()
 
 
+def bench_peer(n: int, rate: float, seconds: float = 5.0) -> None:
+    import subprocess
+    import sys
+    import uuid
+
+    repo = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(repo / "test" / "gazebo"))
+    import gz_netns  # the tests' private-namespace helper
+
+    from radarays_ros.gazebo.transport import GzTransportClient
+
+    gz_netns.ensure_isolated()
+    world, partition = f"bench{uuid.uuid4().hex[:6]}", f"bench_{uuid.uuid4().hex[:6]}"
+    env = dict(__import__("os").environ, IGN_PARTITION=partition, IGN_IP="127.0.0.1")
+    peer = subprocess.Popen([str(repo / "build" / "gz_peer" / "gz_peer"), world], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        assert peer.stdout.readline().strip() == "ready"
+        for command in (f"swarm {n}", f"rate {rate}"):
+            peer.stdin.write(command + "\n")
+            peer.stdin.flush()
+            peer.stdout.readline()
+        client = GzTransportClient(partition=partition, host_ip="127.0.0.1")
+        scene = Scene()
+        backend = make_backend("embree", scene)
+        mirror = GazeboMirror(MirrorConfig(world=world), scene=scene, client=client).start()
+        end = time.monotonic() + 20
+        while time.monotonic() < end and not (mirror.alive and scene.find(f"mover_{n - 1}::link::visual") is not None):
+            time.sleep(0.05)
+        time.sleep(1.0)
+        updates0, moved0 = mirror.updates, mirror.moved
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        time.sleep(seconds)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        updates = mirror.updates - updates0
+        report(f"peer: {n} moving models at {rate:g} Hz, whole process", cpu / max(updates, 1),
+               messages_per_s=f"{updates / wall:.1f}", moved_per_s=f"{(mirror.moved - moved0) / wall:.0f}",
+               process_cpu=f"{100 * cpu / wall:.2f}% of one core")
+        mirror.close()
+        backend.close()
+        client.close()
+    finally:
+        peer.stdin.write("quit\n")
+        peer.stdin.flush()
+        peer.wait(timeout=5)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entities", type=int, default=100)
     parser.add_argument("--rate", type=float, default=60.0)
     parser.add_argument("--frames", type=int, default=600)
     parser.add_argument("--triangles", type=int, default=10_000)
+    parser.add_argument("--peer", action="store_true", help="also follow the real C++ peer end to end")
     args = parser.parse_args(argv)
     bench_pose_updates(args.entities, args.rate, args.frames)
     bench_spawn(args.triangles)
+    if args.peer:
+        bench_peer(args.entities, args.rate)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@
 //   mesh  <model> <id> <uri> x y z            add a mesh model
 //   delete <model>                            remove a model and announce its ids
 //   dump <dir>                                write pose_v.bin and scene.bin (serialized messages)
+//   swarm <n>                                 add n box models (ids 1000+3i) that drive circles
+//   rate <hz>                                 pose/info publishing rate (default 50)
 //   quit
 #include <atomic>
 #include <chrono>
@@ -96,10 +98,13 @@ class Peer {
 
   void Run() {
     std::thread publisher([this] {
+      auto next = std::chrono::steady_clock::now();
       while (running_) {
+        Drive();
         msgs::Pose_V poses = PoseV();
         pose_pub_.Publish(poses);
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        next += std::chrono::microseconds(static_cast<int64_t>(1e6 / rate_hz_.load()));
+        std::this_thread::sleep_until(next);
       }
     });
     std::cout << "ready" << std::endl;
@@ -113,6 +118,19 @@ class Peer {
   }
 
  private:
+  void Drive() {  // swarm models drive 1 m circles, ~0.5 rad/s
+    std::lock_guard<std::mutex> lock(mutex_);
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    for (auto &m : models_) {
+      if (m.id < 1000) continue;
+      int i = static_cast<int>((m.id - 1000) / 3);
+      double angle = 0.5 * t + i;
+      m.pose.x = (i % 10) * 3.0 + std::cos(angle);
+      m.pose.y = (i / 10) * 3.0 + std::sin(angle);
+      m.pose.yaw = angle;
+    }
+  }
+
   msgs::Pose_V PoseV() {
     std::lock_guard<std::mutex> lock(mutex_);
     msgs::Pose_V out;
@@ -239,6 +257,21 @@ class Peer {
       msgs::UInt32_V ids; ids.add_data(20); ids.add_data(21); ids.add_data(22);
       ids.SerializeToString(&bytes);
       std::ofstream(dir + "/deletion.bin", std::ios::binary) << bytes;
+    } else if (cmd == "swarm") {
+      int n = 0;
+      in >> n;
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int i = 0; i < n; ++i) {
+        PeerModel m;
+        m.name = "mover_" + std::to_string(i);
+        m.id = 1000 + 3 * i;
+        m.pose.z = 0.5;
+        models_.push_back(m);
+      }
+    } else if (cmd == "rate") {
+      double hz = 50;
+      in >> hz;
+      if (hz > 0) rate_hz_ = hz;
     } else if (cmd == "quit") {
       running_ = false;
     }
@@ -248,6 +281,7 @@ class Peer {
   std::vector<PeerModel> models_;
   std::mutex mutex_;
   std::atomic<bool> running_{true};
+  std::atomic<double> rate_hz_{50.0};
   ignition::transport::Node node_;
   ignition::transport::Node::Publisher pose_pub_, scene_pub_, deletion_pub_;
 };
