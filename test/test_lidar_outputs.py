@@ -1,7 +1,7 @@
 """Lidar outputs read back by independent readers: PointCloud2 in an .mcap decoded with rosbags and
 viewed through a numpy dtype built here from the decoded PointFields; LaserScan; PCD and PLY parsed
 by the small readers below. Offsets are compared with the drivers' (velodyne_pointcloud XYZIRT,
-ouster-ros ouster_ros::Point, Gazebo gpu_lidar through ros_gz_bridge)."""
+ouster-ros ouster_ros::Point, Gazebo gpu_lidar / cpu_lidar through ros_gz_bridge)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,7 +28,9 @@ DRIVER_FIELDS = {
     "velodyne": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4), "time": (18, 7)}, 22),
     "ouster": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "t": (20, 6), "reflectivity": (24, 4),
                 "ring": (26, 4), "ambient": (28, 4), "range": (32, 6)}, 48),
-    "gazebo": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4)}, 18),
+    # gz-sensors GpuLidarSensor: InitPointCloudPacked(..., memoryAligned=true, {xyz, intensity, ring})
+    "gazebo": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "ring": (24, 4)}, 32),
+    "gazebo_cpu": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4)}, 18),
     "xyzi": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7)}, 16),
 }
 NUMPY_OF_POINTFIELD = {1: "i1", 2: "u1", 3: "<i2", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}

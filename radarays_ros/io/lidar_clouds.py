@@ -11,8 +11,13 @@ ouster    ouster-ros `original` point (ouster_ros::Point, PCL_ADD_POINT4D + EIGE
           reflectivity uint16 @24, ring uint16 @26, ambient uint16 @28, range uint32 mm @32,
           point_step 48. Organized: rows = beams (ring 0 = top beam), columns destaggered. Header
           stamp = scan start.
-gazebo    Gazebo gpu_lidar through ros_gz_bridge: x,y,z,intensity float32, ring uint16, point_step 18;
-          organized height = vertical rows (ring 0 = lowest), width = horizontal samples. No time.
+gazebo    Gazebo gpu_lidar through ros_gz_bridge: x,y,z,intensity float32, ring uint16. gz-sensors'
+          GpuLidarSensor builds its PointCloudPacked with gz-msgs InitPointCloudPacked(memory aligned):
+          each field group (xyz, intensity, ring) starts on an 8-byte boundary, so x,y,z @0/4/8,
+          intensity @16, ring @24, point_step 32. Organized height = vertical rows (ring 0 = lowest),
+          width = horizontal samples. No time.
+gazebo_cpu  gz-sensors CpuLidarSensor (packed, not aligned): x,y,z,intensity @0/4/8/12, ring @16,
+          point_step 18.
 xyzi      x,y,z,intensity float32, point_step 16, rows as in the scan.
 
 Misses: organized clouds keep them as NaN points (intensity 0, range 0); unorganized clouds drop them.
@@ -26,7 +31,7 @@ import numpy as np
 from ..errors import ConfigError
 from . import messages
 
-LAYOUTS = ("velodyne", "ouster", "gazebo", "xyzi")
+LAYOUTS = ("velodyne", "ouster", "gazebo", "gazebo_cpu", "xyzi")
 
 VELODYNE_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring", "time"],
                            "formats": ["<f4", "<f4", "<f4", "<f4", "<u2", "<f4"],
@@ -36,11 +41,15 @@ OUSTER_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "t", "reflectivit
                          "offsets": [0, 4, 8, 16, 20, 24, 26, 28, 32], "itemsize": 48})
 GAZEBO_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
                          "formats": ["<f4", "<f4", "<f4", "<f4", "<u2"],
-                         "offsets": [0, 4, 8, 12, 16], "itemsize": 18})
+                         "offsets": [0, 4, 8, 16, 24], "itemsize": 32})
+GAZEBO_CPU_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
+                             "formats": ["<f4", "<f4", "<f4", "<f4", "<u2"],
+                             "offsets": [0, 4, 8, 12, 16], "itemsize": 18})
 XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
                        "offsets": [0, 4, 8, 12], "itemsize": 16})
-LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "gazebo": GAZEBO_DTYPE, "xyzi": XYZI_DTYPE}
-TOP_RING_FIRST = {"velodyne": False, "ouster": True, "gazebo": False, "xyzi": None}  # None: keep the scan's rows
+LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "gazebo": GAZEBO_DTYPE,
+                 "gazebo_cpu": GAZEBO_CPU_DTYPE, "xyzi": XYZI_DTYPE}
+TOP_RING_FIRST = {"velodyne": False, "ouster": True, "gazebo": False, "gazebo_cpu": False, "xyzi": None}  # None: keep rows
 
 GROUND_TRUTH_FIELDS = {  # scan attribute -> (field names, dtype)
     "clean_range": (("clean_range",), "<f4"),
