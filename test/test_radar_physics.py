@@ -215,3 +215,30 @@ def test_cosine_fresnel_equals_radarays_angle_forms():
     expected = np.where(ok, 0.3 * rs ** 2 + 0.7 * rp ** 2, 1.0)
     same = np.isfinite(expected)
     np.testing.assert_allclose(r[same], expected[same], rtol=1e-7, atol=1e-12)
+
+
+def test_elliptic_beam_sees_up_but_not_sideways():
+    # 5 m ahead: a box 1 m above boresight (11 deg elevation) and one 1 m to the side (11 deg azimuth)
+    above = ("above", (0.2, 0.4, 0.4), (5.1, 0, 1.0), "flat_metal")
+    beside = ("beside", (0.2, 0.4, 0.4), (5.1, 1.0, 0), "flat_metal")
+    beam = {"width_h_deg": 1.8, "width_v_deg": 25.0, "samples": 400, "p_in_cone": 0.95}
+    cfg = config(azimuth={"count": 1}, beam=beam)
+    assert len(RadarSimulator(cfg, scene_with(above)).simulate(EYE).returns) > 0
+    assert len(RadarSimulator(cfg, scene_with(beside)).simulate(EYE).returns) == 0
+    turned = config(azimuth={"count": 1}, beam={**beam, "width_h_deg": 25.0, "width_v_deg": 1.8})
+    assert len(RadarSimulator(turned, scene_with(above)).simulate(EYE).returns) == 0
+    assert len(RadarSimulator(turned, scene_with(beside)).simulate(EYE).returns) > 0
+
+
+def test_antenna_gain_weights_scale_sample_energy():
+    cfg = config(azimuth={"count": 1}, beam={"width_deg": 8.0, "samples": 200, "gain_weighting": True})
+    sim = RadarSimulator(cfg, scene_with(wall_x(3.0, material="flat_metal")))
+    img = sim.simulate(EYE)
+    directions, weights, alpha, beta = sim.cone()
+    assert weights is not None and weights.mean() == pytest.approx(1.0)
+    # R = 1 and BRDF 1 on metal: each return carries its sample's weight, largest on boresight
+    # (samples weighted below the energy threshold 0.001 are dropped, as every wave is)
+    kept = np.sort(weights[weights > 0.001]).astype(np.float32)
+    np.testing.assert_allclose(np.sort(img.returns["energy"]), kept, rtol=1e-6)
+    off_axis = np.hypot(alpha, beta)
+    assert weights[np.argmin(off_axis)] == weights.max()
