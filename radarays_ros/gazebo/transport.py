@@ -36,6 +36,7 @@ from typing import Callable
 
 import zmq
 
+from ..errors import ConfigError
 from . import protos
 
 log = logging.getLogger(__name__)
@@ -102,10 +103,16 @@ class GzTransportClient:
         self,
         partition: str | None = None,
         host_ip: str | None = None,
-        group: str = MULTICAST_GROUP,
-        msg_port: int = MSG_DISCOVERY_PORT,
-        srv_port: int = SRV_DISCOVERY_PORT,
+        group: str | None = None,
+        msg_port: int | None = None,
+        srv_port: int | None = None,
     ):
+        """Unset arguments come from the environment as gz-transport reads it (GZ_PARTITION, GZ_IP,
+        GZ_DISCOVERY_MULTICAST_IP, GZ_DISCOVERY_MSG_PORT, GZ_DISCOVERY_SRV_PORT; IGN_* likewise),
+        else the defaults (any partition, 239.255.0.7, 10317, 10318)."""
+        group = group or _env("GZ_DISCOVERY_MULTICAST_IP", "IGN_DISCOVERY_MULTICAST_IP") or MULTICAST_GROUP
+        msg_port = msg_port or _port("GZ_DISCOVERY_MSG_PORT", "IGN_DISCOVERY_MSG_PORT", MSG_DISCOVERY_PORT)
+        srv_port = srv_port or _port("GZ_DISCOVERY_SRV_PORT", "IGN_DISCOVERY_SRV_PORT", SRV_DISCOVERY_PORT)
         self.partition = partition if partition is not None else _env("GZ_PARTITION", "IGN_PARTITION")
         if self.partition is not None and not self.partition.startswith("/"):
             self.partition = "/" + self.partition
@@ -417,6 +424,19 @@ class GzTransportClient:
             self._udp[kind].sendto(struct.pack("<H", len(body)) + body, (self.group, self._ports[kind]))
         except OSError as exc:  # no route to the group: discovery simply finds nobody
             log.debug("gz-transport: cannot send discovery datagram: %s", exc)
+
+
+def _port(name: str, legacy: str, default: int) -> int:
+    text = _env(name, legacy)
+    if text is None:
+        return default
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 < port < 65536:
+        raise ConfigError(f"environment variable {name} = '{text}'; expected a UDP port 1..65535")
+    return port
 
 
 def _default_ip() -> str:

@@ -89,3 +89,16 @@ def test_any_partition_by_default_and_dead_peer_survived(gz_peer):
         finally:
             again.stop()
         assert wait_for(lambda: not c.alive(topic), timeout=3)  # a clean stop says BYE
+
+
+def test_discovery_settings_from_the_environment(gz_peer, monkeypatch):
+    from radarays_ros.errors import ConfigError
+
+    monkeypatch.setenv("GZ_DISCOVERY_MSG_PORT", "11417")  # the peer stays on 10317: not found there
+    with GzTransportClient(partition=gz_peer.partition, host_ip="127.0.0.1") as c:
+        got = []
+        c.subscribe(f"/world/{gz_peer.world}/pose/info", lambda p, t: got.append(p))
+        assert not wait_for(lambda: got, timeout=1.5)
+    monkeypatch.setenv("GZ_DISCOVERY_MSG_PORT", "port")
+    with pytest.raises(ConfigError, match="GZ_DISCOVERY_MSG_PORT = 'port'; expected a UDP port"):
+        GzTransportClient(host_ip="127.0.0.1")
