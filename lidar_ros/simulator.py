@@ -62,8 +62,12 @@ class LidarSimulator:
             hits.range = hits.range + self._offset  # Ouster ranges count from the lidar origin
         ret = self.model.apply(hits, self._laser, rng)
 
-        keep = ret.hit & (ret.range >= cfg.range_min) & (ret.range <= cfg.range_max)
-        dropped = np.flatnonzero(ret.hit & ~keep)  # returns that noise pushed outside [min, max]
+        keep = ret.range >= cfg.range_min  # NaN (no return) compares False
+        keep &= ret.range <= cfg.range_max
+        if np.count_nonzero(keep) == np.count_nonzero(ret.hit):
+            dropped = np.zeros(0, np.int64)
+        else:  # returns that noise pushed outside [min, max]
+            dropped = np.flatnonzero(ret.hit & ~keep)
         rng_out = ret.range  # NaN where there is no return (physics contract)
         rng_out[dropped] = np.nan
         # x = origin + (range - offset) * nominal direction: NaN rows stay NaN
