@@ -20,12 +20,17 @@ and an undeclared `gz:` prefix are accepted. A Gazebo `gpu_lidar` (also `gpu_ray
 block becomes a lidar of the nearest shipped preset, chosen by vertical/horizontal sample counts and
 field of view; its `<range>` limits are kept as overrides.
 
+Models pulled in with `<include><uri>` (model://, package://, file paths, the Fuel cache: resolved as
+the world loader resolves them; `<name>` renames the model) are searched too; an include that cannot
+be resolved is logged and skipped.
+
 Parameter values are read as YAML scalars ("80" -> 80, "true" -> True, "a b" stays a string); nested
 elements become nested dicts; a repeated element becomes a list. Checking them is the sensor layers'
 job (radar / lidar configs), which name `SensorSpec.source` in their errors.
 """
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -38,6 +43,9 @@ from lxml import etree
 
 from ..errors import ConfigError, WorldError
 from ..world.transforms import pose_to_matrix
+from ..world.uris import ResourceResolver
+
+log = logging.getLogger(__name__)
 
 OUR_TYPES = {"radarays_radar": "radar", "radarays_lidar": "lidar"}
 GAZEBO_LIDAR_TYPES = ("gpu_lidar", "gpu_ray", "lidar", "ray")
@@ -67,24 +75,33 @@ class SensorSpec:
     source: str
 
 
-def find_sensors(sdf_path_or_text) -> list[SensorSpec]:
-    """Every radarays or Gazebo-lidar sensor in an SDF world/model or URDF (a path, or the XML text)."""
+def find_sensors(sdf_path_or_text, resource_paths=()) -> list[SensorSpec]:
+    """Every radarays or Gazebo-lidar sensor in an SDF world/model or URDF (a path, or the XML text).
+    `resource_paths`: extra directories for `<include>` URIs (besides GZ_SIM_RESOURCE_PATH etc.)."""
     text, source = _read(sdf_path_or_text)
+    base_dir = Path(source).parent if source != "<string>" else Path.cwd()
     root = _parse(text, source)
     specs: list[SensorSpec] = []
     if root.tag == "robot":  # URDF
-        for gz in root.iter("gazebo"):
-            link = gz.get("reference")
-            for sensor in gz.findall("sensor"):
-                if link is None:
-                    raise WorldError(f"{_where(sensor, source)}: a <sensor> in <gazebo> needs reference=\"LINK\"")
-                spec = _sensor(sensor, link, link, source)
-                if spec is not None:
-                    specs.append(spec)
+        _urdf_sensors(root, "", source, specs)
         return specs
-    for model in _top_models(root):
-        _walk_model(model, "", source, specs)
+    walker = _Walker(ResourceResolver(resource_paths), specs)
+    worlds = root.findall("world")
+    scope = worlds[0] if worlds else root
+    for child in scope:
+        walker.child(child, "", base_dir, source)
     return specs
+
+
+def _urdf_sensors(root, prefix: str, source: str, out: list[SensorSpec]) -> None:
+    for gz in root.iter("gazebo"):
+        link = gz.get("reference")
+        for sensor in gz.findall("sensor"):
+            if link is None:
+                raise WorldError(f"{_where(sensor, source)}: a <sensor> in <gazebo> needs reference=\"LINK\"")
+            spec = _sensor(sensor, prefix + link, link, source)
+            if spec is not None:
+                out.append(spec)
 
 
 # -- document walking -----------------------------------------------------------------------------
@@ -113,22 +130,71 @@ def _parse(text: bytes, source: str) -> etree._Element:
     return etree.fromstring(text, lenient)
 
 
-def _top_models(root) -> list:
-    worlds = root.findall("world")
-    scope = worlds[0] if worlds else root
-    return [m for m in scope if m.tag == "model"]
+class _Walker:
+    """Walks models (inline, nested and included) collecting sensors."""
+
+    def __init__(self, resolver: ResourceResolver, out: list[SensorSpec]):
+        self.resolver, self.out, self.depth = resolver, out, 0
+
+    def child(self, element, prefix: str, base_dir: Path, source: str) -> None:
+        if element.tag == "model":
+            self.model(element, prefix, base_dir, source)
+        elif element.tag == "include":
+            self.include(element, prefix, base_dir, source)
+
+    def model(self, model, prefix: str, base_dir: Path, source: str, name: str | None = None) -> None:
+        scoped_model = prefix + (name or model.get("name", ""))
+        for link in model.findall("link"):
+            link_name = link.get("name", "")
+            for sensor in link.findall("sensor"):
+                spec = _sensor(sensor, f"{scoped_model}::{link_name}", link_name, source)
+                if spec is not None:
+                    self.out.append(spec)
+        for child in model:
+            if child.tag in ("model", "include"):
+                self.child(child, scoped_model + "::", base_dir, source)
+
+    def include(self, inc, prefix: str, base_dir: Path, source: str) -> None:
+        uri = (inc.findtext("uri") or "").strip()
+        where = _where(inc, source)
+        if self.depth > 16:
+            raise WorldError(f"{where}: includes nested deeper than 16 (a cycle?)")
+        path, _ = self.resolver.try_resolve(uri, base_dir)
+        model_file = _model_file(path) if path is not None else None
+        if model_file is None:
+            log.warning("%s: include '%s' cannot be resolved; sensors in it are not found", where, uri)
+            return
+        root = _parse(model_file.read_bytes(), str(model_file))
+        name = (inc.findtext("name") or "").strip() or None
+        self.depth += 1
+        try:
+            if root.tag == "robot":
+                _urdf_sensors(root, prefix + (name or root.get("name", "")) + "::", str(model_file), self.out)
+            else:
+                model = root if root.tag == "model" else root.find("model")
+                if model is not None:
+                    self.model(model, prefix, model_file.parent, str(model_file), name)
+        finally:
+            self.depth -= 1
 
 
-def _walk_model(model, prefix: str, source: str, out: list[SensorSpec]) -> None:
-    scoped_model = prefix + model.get("name", "")
-    for link in model.findall("link"):
-        link_name = link.get("name", "")
-        for sensor in link.findall("sensor"):
-            spec = _sensor(sensor, f"{scoped_model}::{link_name}", link_name, source)
-            if spec is not None:
-                out.append(spec)
-    for nested in model.findall("model"):
-        _walk_model(nested, scoped_model + "::", source, out)
+def _model_file(target: Path) -> Path | None:
+    """The model file of an include target: the file itself, or a model directory's file (the
+    newest <sdf> named in model.config, else model.sdf / model.urdf)."""
+    if target.is_file():
+        return target
+    config = target / "model.config"
+    if config.is_file():
+        entries = [(e.get("version", "0"), (e.text or "").strip()) for e in _parse(config.read_bytes(), str(config)).iter("sdf")]
+        entries = [e for e in entries if e[1]]
+        if entries:
+            entries.sort(key=lambda e: tuple(int(x) for x in e[0].split(".") if x.isdigit()))
+            if (target / entries[-1][1]).is_file():
+                return target / entries[-1][1]
+    for name in ("model.sdf", "model.urdf"):
+        if (target / name).is_file():
+            return target / name
+    return None
 
 
 def _where(element, source: str) -> str:

@@ -102,3 +102,28 @@ def test_malformed_and_missing_files(tmp_path):
         find_sensors("<sdf><model></sdf>")
     with pytest.raises(WorldError, match="cannot be read"):
         find_sensors(tmp_path / "nope.sdf")
+
+
+def test_sensors_in_included_models(tmp_path, monkeypatch, caplog):
+    model_dir = tmp_path / "models" / "scout"
+    model_dir.mkdir(parents=True)
+    (model_dir / "model.config").write_text(
+        '<?xml version="1.0"?><model><name>scout</name><sdf version="1.6">old.sdf</sdf>'
+        '<sdf version="1.11">model.sdf</sdf></model>')
+    (model_dir / "model.sdf").write_text("""<sdf version="1.11"><model name="scout"><link name="base">
+        <sensor name="radar" type="custom" gz:type="radarays_radar"><update_rate>4</update_rate></sensor>
+      </link></model></sdf>""")
+    (tmp_path / "bot.urdf").write_text("""<robot name="bot"><link name="mount"/>
+      <gazebo reference="mount"><sensor name="l" type="custom" gz:type="radarays_lidar"/></gazebo></robot>""")
+    world = tmp_path / "world.sdf"
+    world.write_text("""<sdf version="1.11"><world name="w">
+      <include><uri>model://scout</uri><name>scout_1</name><pose>1 0 0 0 0 0</pose></include>
+      <model name="carrier"><include><uri>model://scout</uri></include></model>
+      <include><uri>bot.urdf</uri></include>
+      <include><uri>model://missing</uri></include>
+    </world></sdf>""")
+    monkeypatch.setenv("GZ_SIM_RESOURCE_PATH", str(tmp_path / "models"))
+    specs = find_sensors(world)
+    assert [(s.name, s.parent) for s in specs] == [
+        ("radar", "scout_1::base"), ("radar", "carrier::scout::base"), ("l", "bot::mount")]
+    assert "model://missing" in caplog.text and "cannot be resolved" in caplog.text
