@@ -62,7 +62,7 @@ class BeamConfig:
     width_h_deg: float | None = _f(None, float, 0.0, 180.0, nullable=True, lo_open=True, doc="horizontal width (elliptic beam)")
     width_v_deg: float | None = _f(None, float, 0.0, 180.0, nullable=True, lo_open=True, doc="vertical width (elliptic beam)")
     samples: int = _f(10, int, 1, 1_000_000, doc="rays per azimuth (Ns)")
-    distribution: str = _f("D3", str, choices=DISTRIBUTIONS, doc="sample density D1..D4 (paper Sec. III-A)")
+    distribution: str = _f("D3", str, choices=DISTRIBUTIONS, doc="sample density D1..D4 (radar_model.md §1.2)")
     p_in_cone: float = _f(0.8, float, 0.0, 1.0, lo_open=True, hi_open=True, doc="D3/D4: probability of a sample inside the beam")
     gain_weighting: bool = _f(False, bool, doc="weight samples by a Gaussian two-way antenna gain (not in RadaRays)")
     redraw: str = _f("cached", str, choices=("cached", "per_frame"), doc="cone drawn once (CPU RadaRays) or every frame (GPU)")

@@ -1,7 +1,8 @@
 """Beam sampling: directions of the Ns rays of one azimuth, densities D1-D4.
 
-Paper Sec. III-A (Eq. 2-4) and radar_model.md §1.2. A sample is an angular offset from boresight,
-(alpha, beta) = r * (cos phi, sin phi) * half-width, phi ~ U[-pi, pi), with the radial part u = r/radius:
+The paper's beam densities (D3: radar_model.md §0) as coded in RadaRays (§1.2). A sample is an
+angular offset from boresight, (alpha, beta) = u (cos phi, sin phi) * half-width, phi ~ U[-pi, pi),
+with the radial part u = r/radius:
 
 * D1: u = U(0,1)                       uniform in radius (denser at the centre)
 * D2: u = sqrt(U(0,1))                 uniform over the disc
