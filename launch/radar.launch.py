@@ -1,0 +1,32 @@
+"""One simulated radar beside your robot: radar_node (+ rviz).
+
+    ros2 launch radarays_ros radar.launch.py world:=/path/world.sdf [params:=...yaml] [rviz:=false] [use_sim_time:=true]
+
+The radar's pose comes from tf (map -> radar); set pose_source:=fixed in the params file for a static radar.
+"""
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+
+def generate_launch_description():
+    share = FindPackageShare("radarays_ros")
+    use_sim_time = ParameterValue(LaunchConfiguration("use_sim_time"), value_type=bool)
+    return LaunchDescription([
+        DeclareLaunchArgument("world", default_value=PathJoinSubstitution([share, "worlds", "office.sdf"]),
+                              description="SDF world, model directory, URDF or mesh map"),
+        DeclareLaunchArgument("params", default_value=PathJoinSubstitution([share, "config", "ros", "radar_navtech_cir204.yaml"]),
+                              description="radar_node parameters (config/ros/radar_*.yaml)"),
+        DeclareLaunchArgument("rviz", default_value="true", description="start rviz2 with rviz/radar.rviz"),
+        DeclareLaunchArgument("use_sim_time", default_value="false", description="follow /clock"),
+        Node(package="radarays_ros", executable="radar_node", name="radar_node", output="screen",
+             parameters=[LaunchConfiguration("params"),
+                         {"world": LaunchConfiguration("world"), "use_sim_time": use_sim_time}]),
+        Node(package="rviz2", executable="rviz2", name="rviz2", output="log",
+             arguments=["-d", PathJoinSubstitution([share, "rviz", "radar.rviz"])],
+             parameters=[{"use_sim_time": use_sim_time}], condition=IfCondition(LaunchConfiguration("rviz"))),
+    ])
