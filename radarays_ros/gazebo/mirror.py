@@ -155,7 +155,8 @@ class GazeboMirror:
         """Gazebo is publishing poses (a publisher is known and spoke within stale_after_s)."""
         topic = self._topic(self.config.pose_topic) if self.world else None
         fresh = time.monotonic() - self._last_pose_time <= self.config.stale_after_s
-        return bool(self._ready and fresh and topic and self.client.alive(topic))
+        synced = self._ready and not self._needs_resync
+        return bool(synced and fresh and topic and self.client.alive(topic))
 
     @property
     def last_update(self) -> float:
@@ -198,15 +199,15 @@ class GazeboMirror:
 
     # -- the mirror thread: discovery, initial sync, liveness ------------------------------------
     def _run(self) -> None:
-        waiting_logged = False
+        self._quiet = False  # a 'waiting' line was logged for the current wait
         while not self._stop.is_set():
             try:
                 if not self.world:
                     self.world = self._find_world()
                     if not self.world:
-                        if not waiting_logged:
+                        if not self._quiet:
                             log.warning("Gazebo mirror: no Gazebo world found on gz-transport yet; waiting")
-                            waiting_logged = True
+                            self._quiet = True
                         self._stop.wait(0.2)
                         continue
                 if not self._subscribed:
@@ -216,13 +217,13 @@ class GazeboMirror:
                         log.info("Gazebo mirror: following world '%s' (%d entities in the scene)",
                                  self.world, len(self.scene))
                     else:
-                        if not waiting_logged:
+                        if not self._quiet:
                             log.warning("Gazebo mirror: waiting for Gazebo world '%s' (its scene/info service "
                                         "does not answer)", self.world)
-                            waiting_logged = True
+                            self._quiet = True
                         self._stop.wait(0.2)
                         continue
-                waiting_logged = False
+                self._quiet = False
                 self._watch_liveness()
             except RadaraysError as exc:  # a bad spawned model or world: keep the last good state
                 log.error("Gazebo mirror: %s", exc)
@@ -253,6 +254,7 @@ class GazeboMirror:
             log.warning("Gazebo mirror: world '%s' stopped publishing poses; scans pause until it returns",
                         self.world)
             self._needs_resync = True  # ids and models may differ when it comes back
+            self._quiet = True  # that line says it all: no 'waiting' line for the same outage
         self._was_alive = alive
 
     def _request(self, suffix: str) -> bytes | None:
@@ -406,8 +408,8 @@ class GazeboMirror:
         """Apply the newest pose message if it was held back by the rate cap and is now due (the
         transport calls this at least every 20 ms)."""
         with self._lock:
-            if self._pending is None or not self._ready:
-                return
+            if self._pending is None or not self._ready or self._needs_resync:
+                return  # ids mean nothing until the tree is (re)read
             now = time.monotonic()
             if now - self._last_apply < 1.0 / self.config.max_rate_hz:
                 return  # capped: the idle tick applies the newest message later
@@ -461,8 +463,8 @@ class GazeboMirror:
         """A serialized Scene holding newly created models (the scene/info topic)."""
         msg = protos.decode(type_name or "Scene", payload)
         with self._lock:
-            if not self._ready:
-                return  # the scene/info request of the initial sync will include it
+            if not self._ready or self._needs_resync:
+                return  # the scene/info request of the (re)sync will include it
             for model in msg.model:
                 if model.id in self._nodes:
                     continue

@@ -142,7 +142,9 @@ def test_dead_peer_is_survived_and_followed_again(gz_peer, client, caplog):
             assert wait_for(lambda: np.allclose(mirror.scene.entity("box::link::visual").pose[:3, 3], [-1, -1, 0.5]))
         finally:
             again.stop()
-        assert caplog.text.count("stopped publishing poses") == stopped_lines  # one line per outage
+        assert caplog.text.count("stopped publishing poses") == stopped_lines
+        warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.endswith("mirror")]
+        assert len(warnings) == 1, [r.getMessage() for r in warnings]  # one clear line for the outage
     finally:
         mirror.close()
 
