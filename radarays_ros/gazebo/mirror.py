@@ -133,6 +133,7 @@ class GazeboMirror:
         self.world = config.world
         self._lock = threading.RLock()
         self._nodes: dict[int, _Node] = {}
+        self._by_name: dict[str, int] = {}  # scoped name -> node id
         self._entity_of: dict[int, int] = {}  # visual node id -> scene entity id
         self._mirrored: set[str] = set()  # entity names that correspond to Gazebo visuals
         self._arrays: _Arrays | None = None
@@ -162,6 +163,14 @@ class GazeboMirror:
     def last_update(self) -> float:
         """time.monotonic() of the last pose message (-inf before the first)."""
         return self._last_pose_time
+
+    def frame_pose(self, scoped_name: str) -> np.ndarray | None:
+        """Current world pose of a model, link or visual of the Gazebo tree by scoped name
+        ('robot::chassis'), also of models left out of the scene (`ignore`, e.g. the robot carrying
+        the sensors): sensor pose = frame_pose(SensorSpec.parent) @ SensorSpec.pose. None if unknown."""
+        with self._lock:
+            node_id = self._by_name.get(scoped_name)
+            return None if node_id is None else self._world_pose(node_id)
 
     def start(self) -> "GazeboMirror":
         """Load the SDF file (errors raise here), then follow Gazebo on a background thread."""
@@ -284,6 +293,7 @@ class GazeboMirror:
         with self._lock:
             old_mirrored = set(self._mirrored)
             self._nodes.clear()
+            self._by_name.clear()
             self._entity_of.clear()
             self._mirrored.clear()
             for model in scene_msg.model:
@@ -318,6 +328,7 @@ class GazeboMirror:
 
     def _put(self, node: _Node) -> None:
         self._nodes[node.id] = node
+        self._by_name[node.name] = node.id
         if node.parent in self._nodes:
             self._nodes[node.parent].children.append(node.id)
         self._arrays = None
@@ -383,6 +394,8 @@ class GazeboMirror:
         node = self._nodes.pop(node_id, None)
         if node is None:
             return
+        if self._by_name.get(node.name) == node_id:
+            del self._by_name[node.name]
         for child in node.children:
             self._remove_subtree(child)
         if node.parent in self._nodes and node_id in self._nodes[node.parent].children:

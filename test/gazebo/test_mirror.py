@@ -162,6 +162,8 @@ def test_mirror_with_world_file_and_given_scene(gz_peer, client, tmp_path):
         gz_peer.send("move box 0 -2 0.5 0 0 0")
         assert wait_for(lambda: np.allclose(mirror.scene.entity("box::link::visual").pose[:3, 3], [0, -2, 0.5]))
         assert mirror.scene.find("arm::upper::shell") is None
+        # an ignored model (say, the robot carrying the sensors) is still followed as a frame
+        np.testing.assert_allclose(mirror.frame_pose("arm::upper")[:3, 3], [0, 6, 0], atol=1e-9)
     finally:
         mirror.close()
 
@@ -206,5 +208,11 @@ def test_recorded_messages_drive_the_mirror_without_a_network():
     assert mirror.moved == 1
     np.testing.assert_allclose(scene.entity("box::link::visual").pose, pose_to_matrix(-2, 0, 0.5, 0, 0, 0.5), atol=1e-12)
 
+    np.testing.assert_allclose(mirror.frame_pose("box"), pose_to_matrix(-2, 0, 0.5, 0, 0, 0.5), atol=1e-12)
+    arm_link = pose_to_matrix(0, 5, 0, 0, 0, math.pi / 2) @ pose_to_matrix(1, 0, 0)
+    np.testing.assert_allclose(mirror.frame_pose("arm::upper"), arm_link, atol=1e-12)
+    assert mirror.frame_pose("nope::link") is None
+
     mirror.on_deleted(protos.UInt32_V(data=[30]).SerializeToString(), "gz.msgs.UInt32_V")  # the model id only
     assert scene.find("arm::upper::shell") is None  # its whole subtree left
+    assert mirror.frame_pose("arm::upper") is None
