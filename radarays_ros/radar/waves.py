@@ -4,6 +4,9 @@ Every pass is ONE backend.trace call for all live waves of all azimuths; a hit s
 reflected and a refracted child (Fresnel, fresnel.py), so the wave count can at most double per pass.
 A wave starts in air with energy 1 (or its antenna-gain weight) at time 0 and advances its time by
 distance / velocity of its medium. Leaving any object means entering air (no nested media).
+Work that cannot change the image is skipped: the last pass traces only waves in air (the others can
+make no return and have no successor), and no pass after the first runs when neither later-pass
+return kind is recorded.
 
 Returns (signals) are recorded when a wave reflects while in air with E_refl above the threshold:
 * back along the path (pass 0, and later passes if returns.multi_reflection): apparent range
@@ -70,6 +73,14 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
     lossy = bool(np.any(materials.transmittance < 1.0))
     found: list[Returns] = []
     for pass_id in range(tracing.passes):
+        if pass_id > 0 and not (returns.multi_reflection or returns.multipath):
+            break  # later passes could only feed returns that are not recorded
+        last = pass_id == tracing.passes - 1
+        if last:  # only waves in air can make a return, and no wave outlives this pass
+            in_air_now = np.flatnonzero(medium == air)
+            if len(in_air_now) < len(o):
+                o, d = np.take(o, in_air_now, axis=0), np.take(d, in_air_now, axis=0)
+                az, energy, time, medium = az[in_air_now], energy[in_air_now], time[in_air_now], medium[in_air_now]
         if not len(o):
             break
         if ray_log is not None:
@@ -105,6 +116,8 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
             found.append(_multipath(backend, signal, pos, d, r_dir, az, time, v1, surface, e_refl, sensor_origin,
                                     materials, returns, float(skip), pass_id))
 
+        if last:
+            break
         # children: reflections stay in the medium, refractions enter `behind`; both step off by skip
         refl = np.flatnonzero(reflects)
         trans = np.flatnonzero(refracts & (e_trans > threshold))
