@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, help="seed of the noise (default: the sensor file's seed)")
     p.add_argument("--scans", type=int, default=1, help="number of consecutive scans (default 1)")
     p.add_argument("--t0", type=float, default=0.0, help="start time of the first scan (s)")
-    p.add_argument("--layout", choices=("velodyne", "ouster", "gazebo", "gazebo_cpu", "xyzi"), help="point cloud layout (default: the sensor's)")
+    p.add_argument("--layout", choices=("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "xyzi"), help="point cloud layout (default: the sensor's)")
     p.add_argument("--unorganized", action="store_true", help="clouds hold only the returns (default: organized, NaN misses)")
     p.add_argument("--ground-truth", action="store_true", help="add clean range, entity, material, normal, incidence")
     p.add_argument("--world-frame", default="world", help="parent frame of the sensor pose in .mcap /tf (default world)")

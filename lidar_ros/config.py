@@ -7,7 +7,7 @@ keys every sensor has:
     rate_hz: 10                  # scans per second
     range: {min: 0.1, max: 100}  # metres; hits nearer than min are not seen (rays start there, as in
                                  # Gazebo's gpu_lidar), farther than max are misses
-    layout: gazebo               # PointCloud2 layout: velodyne | ouster | gazebo | gazebo_cpu | xyzi
+    layout: gazebo               # PointCloud2 layout: velodyne | ouster | gazebo | gazebo_cpu | livox | xyzi
     organized: true              # organized cloud (NaN points for misses) or only the returns
     time_reference: last         # velodyne `time` field relative to the last (or first) firing
     intensity: reflectivity      # which physics field is the scan's `intensity`
@@ -49,8 +49,8 @@ BUILDERS: dict[str, Callable[[SpecReader, Path, float], Pattern]] = {
     "risley": risley.build,
     "mirror": mirror.build,
 }
-LAYOUTS = ("velodyne", "ouster", "gazebo", "gazebo_cpu", "xyzi")
-DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gazebo", "planar": "gazebo"}
+LAYOUTS = ("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "xyzi")
+DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gazebo", "planar": "xyzi", "risley": "livox"}
 INTENSITY_FIELDS = ("reflectivity", "velodyne_intensity", "ouster_signal", "ouster_reflectivity")
 DEFAULT_INTENSITY = {"velodyne": "velodyne_intensity", "ouster": "ouster_signal"}
 TIME_REFERENCES = ("last", "first")

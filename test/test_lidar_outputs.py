@@ -31,6 +31,9 @@ DRIVER_FIELDS = {
     # gz-sensors GpuLidarSensor: InitPointCloudPacked(..., memoryAligned=true, {xyz, intensity, ring})
     "gazebo": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "ring": (24, 4)}, 32),
     "gazebo_cpu": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4)}, 18),
+    # livox_ros_driver2 xfer_format 0: packed LivoxPointXyzrtlt
+    "livox": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "tag": (16, 2), "line": (17, 2),
+               "timestamp": (18, 8)}, 26),
     "xyzi": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7)}, 16),
 }
 NUMPY_OF_POINTFIELD = {1: "i1", 2: "u1", 3: "<i2", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}
@@ -227,3 +230,16 @@ def test_pcd_and_ply_read_back(tmp_path, room, layout):
         np.testing.assert_array_equal(ply[name], returns[name])
     mesh = trimesh.load(tmp_path / "c.ply")  # an independent PLY reader agrees on the points
     np.testing.assert_allclose(np.asarray(mesh.vertices), np.stack([returns["x"], returns["y"], returns["z"]], 1), atol=1e-6)
+
+
+def test_livox_cloud_read_back(tmp_path, room):
+    scan = scan_of(room, "Avia")
+    msg = bag_cloud(tmp_path, scan)  # the preset: livox layout, returns only
+    pts = points_of(msg)[0]
+    assert msg.height == 1 and msg.width == scan.hit.sum() and msg.point_step == 26 and msg.is_dense
+    assert msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec == T0
+    rows, cols = np.nonzero(scan.hit)
+    np.testing.assert_array_equal(pts["line"], rows)  # emitter index
+    np.testing.assert_allclose(pts["timestamp"], T0 + scan.time[rows, cols] * 1e9, rtol=0, atol=1.0)
+    np.testing.assert_array_equal(pts["x"], scan.xyz[rows, cols, 0])
+    assert set(np.unique(pts["line"])) == set(range(6))

@@ -18,6 +18,10 @@ gazebo    Gazebo gpu_lidar through ros_gz_bridge: x,y,z,intensity float32, ring 
           width = horizontal samples. No time.
 gazebo_cpu  gz-sensors CpuLidarSensor (packed, not aligned): x,y,z,intensity @0/4/8/12, ring @16,
           point_step 18.
+livox     livox_ros_driver2 PointCloud2 (xfer_format 0, packed LivoxPointXyzrtlt): x,y,z,intensity
+          float32 @0/4/8/12, tag uint8 @16 (0), line uint8 @17 (emitter = scan row), timestamp
+          float64 @18 (absolute ns of the point), point_step 26. The driver sends only returns
+          (unorganized, stamped at the first point).
 xyzi      x,y,z,intensity float32, point_step 16, rows as in the scan.
 
 Misses: organized clouds keep them as NaN points (intensity 0, range 0); unorganized clouds drop them.
@@ -31,7 +35,7 @@ import numpy as np
 from ..errors import ConfigError
 from . import messages
 
-LAYOUTS = ("velodyne", "ouster", "gazebo", "gazebo_cpu", "xyzi")
+LAYOUTS = ("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "xyzi")
 
 VELODYNE_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring", "time"],
                            "formats": ["<f4", "<f4", "<f4", "<f4", "<u2", "<f4"],
@@ -45,11 +49,15 @@ GAZEBO_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
 GAZEBO_CPU_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
                              "formats": ["<f4", "<f4", "<f4", "<f4", "<u2"],
                              "offsets": [0, 4, 8, 12, 16], "itemsize": 18})
+LIVOX_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line", "timestamp"],
+                        "formats": ["<f4", "<f4", "<f4", "<f4", "u1", "u1", "<f8"],
+                        "offsets": [0, 4, 8, 12, 16, 17, 18], "itemsize": 26})
 XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
                        "offsets": [0, 4, 8, 12], "itemsize": 16})
 LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "gazebo": GAZEBO_DTYPE,
-                 "gazebo_cpu": GAZEBO_CPU_DTYPE, "xyzi": XYZI_DTYPE}
-TOP_RING_FIRST = {"velodyne": False, "ouster": True, "gazebo": False, "gazebo_cpu": False, "xyzi": None}  # None: keep rows
+                 "gazebo_cpu": GAZEBO_CPU_DTYPE, "livox": LIVOX_DTYPE, "xyzi": XYZI_DTYPE}
+TOP_RING_FIRST = {"velodyne": False, "ouster": True, "gazebo": False, "gazebo_cpu": False,  # None: keep rows
+                  "livox": None, "xyzi": None}
 
 GROUND_TRUTH_FIELDS = {  # scan attribute -> (field names, dtype)
     "clean_range": (("clean_range",), "<f4"),
@@ -112,6 +120,9 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         out["reflectivity"] = np.where(hit, scan.fields["ouster_reflectivity"][order], 0)
         out["ambient"] = scan.fields["ouster_ambient"][order]
         out["range"] = np.where(hit, np.round(np.nan_to_num(scan.range[order]) * 1000.0), 0).astype(np.uint32)
+    elif layout == "livox":
+        out["line"] = np.arange(rows, dtype=np.uint8)[:, None]
+        out["timestamp"] = scan.t0_ns + scan.time[order] * 1e9
     for key in _check_ground_truth(ground_truth):
         names, _ = GROUND_TRUTH_FIELDS[key]
         value = getattr(scan, key)[order]
