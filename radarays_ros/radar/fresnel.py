@@ -22,27 +22,27 @@ from __future__ import annotations
 import numpy as np
 
 
-def fresnel_split(d: np.ndarray, n: np.ndarray, v1: np.ndarray, v2: np.ndarray, polarization: float):
-    """(R, cos_i, reflection dir, refraction dir (0 where none), refracts) per ray.
+def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot product of two (N, 3) arrays (faster than einsum for 3 columns)."""
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
 
-    d, n: (N,3) unit incoming direction and normal facing the ray; v1, v2: (N,) velocities (m/ns)
-    of the medium the wave is in and of the one behind the surface.
-    """
-    dtype = d.dtype
+
+def incidence_cosine(d: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """cos(theta_i) = -d.n, clipped to [0, 1] (n faces the ray)."""
+    c = row_dot(d, n)
+    np.negative(c, out=c)
+    return np.clip(c, 0.0, 1.0, out=c)
+
+
+def fresnel_coefficients(cos_i: np.ndarray, v1: np.ndarray, v2: np.ndarray, polarization: float):
+    """(R (float64), refracts, eta, cos_t): reflectance and what refract() needs, per ray."""
+    dtype = cos_i.dtype
     v1 = v1.astype(dtype, copy=False)
     v2 = v2.astype(dtype, copy=False)
-    cos_i = np.einsum("ij,ij->i", d, n)
-    np.negative(cos_i, out=cos_i)
-    np.clip(cos_i, 0.0, 1.0, out=cos_i)
-    r_dir = d + (2.0 * cos_i)[:, None] * n
-
     eta = v2 / np.where(v1 > 0, v1, 1.0).astype(dtype)
     k = 1.0 - eta * eta * (1.0 - cos_i * cos_i)
     refracts = (v2 > 0) & (v1 > 0) & (k >= 0.0)
     cos_t = np.sqrt(np.maximum(k, 0.0))
-    t_dir = eta[:, None] * d + (eta * cos_i - cos_t)[:, None] * n
-    t_dir[~refracts] = 0.0
-
     a, b = v2 * cos_i, v1 * cos_t
     c, e = v1 * cos_i, v2 * cos_t
     den_s, den_p = a + b, c + e
@@ -51,5 +51,27 @@ def fresnel_split(d: np.ndarray, n: np.ndarray, v1: np.ndarray, v2: np.ndarray, 
         rs = (a - b) / den_s
         rp = (c - e) / den_p
     r_eff = polarization * rs * rs + (1.0 - polarization) * rp * rp
-    r_eff = np.where(ok, r_eff, 1.0).astype(np.float64)
-    return r_eff, cos_i, r_dir, t_dir, refracts
+    return np.where(ok, r_eff, 1.0).astype(np.float64), refracts, eta, cos_t
+
+
+def reflect(d: np.ndarray, n: np.ndarray, cos_i: np.ndarray) -> np.ndarray:
+    """Mirror direction r = d + 2 cos(theta_i) n."""
+    return d + (2.0 * cos_i)[:, None] * n
+
+
+def refract(d: np.ndarray, n: np.ndarray, eta: np.ndarray, cos_i: np.ndarray, cos_t: np.ndarray) -> np.ndarray:
+    """Snell direction t = eta d + (eta cos_i - cos_t) n (only meaningful where refraction exists)."""
+    return eta[:, None] * d + (eta * cos_i - cos_t)[:, None] * n
+
+
+def fresnel_split(d: np.ndarray, n: np.ndarray, v1: np.ndarray, v2: np.ndarray, polarization: float):
+    """(R, cos_i, reflection dir, refraction dir (0 where none), refracts) per ray.
+
+    d, n: (N,3) unit incoming direction and normal facing the ray; v1, v2: (N,) velocities (m/ns)
+    of the medium the wave is in and of the one behind the surface.
+    """
+    cos_i = incidence_cosine(d, n)
+    r_eff, refracts, eta, cos_t = fresnel_coefficients(cos_i, v1, v2, polarization)
+    t_dir = refract(d, n, eta, cos_i, cos_t)
+    t_dir[~refracts] = 0.0
+    return r_eff, cos_i, reflect(d, n, cos_i), t_dir, refracts

@@ -79,7 +79,7 @@ class RadarMaterials:
         """
         if len(self.kinds) == 1:
             kind = self.kinds[0]
-            params = {k: v[material_ids] for k, v in self.param_arrays[kind].items()}
+            params = {k: v[material_ids].astype(theta.dtype, copy=False) for k, v in self.param_arrays[kind].items()}
             out = np.asarray(self.functions[kind](theta, params), dtype=np.float64)
         else:
             out = np.zeros(len(theta))
@@ -87,7 +87,8 @@ class RadarMaterials:
             for index, kind in enumerate(self.kinds):
                 sel = np.flatnonzero(which == index)
                 if len(sel):
-                    params = {k: v[material_ids[sel]] for k, v in self.param_arrays[kind].items()}
+                    params = {k: v[material_ids[sel]].astype(theta.dtype, copy=False)
+                              for k, v in self.param_arrays[kind].items()}
                     out[sel] = self.functions[kind](theta[sel], params)
         return np.maximum(np.nan_to_num(out), 0.0)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fresnel import fresnel_split
+from .fresnel import fresnel_coefficients, incidence_cosine, reflect, refract, row_dot
 from .materials import AIR_VELOCITY, RadarMaterials
 
 C = AIR_VELOCITY  # m/ns, converts signal time to apparent range
@@ -101,34 +101,38 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
             energy = energy * materials.transmittance[medium] ** dist
         in_air = medium == air
         behind = np.where(in_air, surface, air)
-        r_eff, cos_i, r_dir, t_dir, refracts = fresnel_split(d, normal, velocity32[medium], velocity32[behind],
-                                                            tracing.polarization)
+        cos_i = incidence_cosine(d, normal)
+        r_eff, refracts, eta, cos_t = fresnel_coefficients(cos_i, velocity32[medium], velocity32[behind],
+                                                           tracing.polarization)
         e_refl = r_eff * energy
         e_trans = energy - e_refl
 
         reflects = e_refl > threshold
         signal = np.flatnonzero(in_air & reflects)
         if len(signal) and (pass_id == 0 or returns.multi_reflection):
-            theta = np.arccos(cos_i[signal].astype(np.float64))
+            theta = np.arccos(cos_i[signal])  # float32, as the tracer's geometry
             strength = materials.evaluate(surface[signal], theta) * e_refl[signal]
             found.append(Returns(az[signal], C * time[signal], strength, np.full(len(signal), pass_id, np.int16)))
         if len(signal) and pass_id > 0 and returns.multipath:
-            found.append(_multipath(backend, signal, pos, d, r_dir, az, time, v1, surface, e_refl, sensor_origin,
-                                    materials, returns, float(skip), pass_id))
+            found.append(_multipath(backend, signal, pos, d, normal, cos_i, az, time, v1, surface, e_refl,
+                                    sensor_origin, materials, returns, float(skip), pass_id))
 
         if last:
             break
         # children: reflections stay in the medium, refractions enter `behind`; both step off by skip
         refl = np.flatnonzero(reflects)
         trans = np.flatnonzero(refracts & (e_trans > threshold))
+        r_dir = reflect(np.take(d, refl, axis=0), np.take(normal, refl, axis=0), cos_i[refl])
         if len(trans):
-            d = np.concatenate([np.take(r_dir, refl, axis=0), np.take(t_dir, trans, axis=0)])
+            t_dir = refract(np.take(d, trans, axis=0), np.take(normal, trans, axis=0), eta[trans], cos_i[trans],
+                            cos_t[trans])
+            d = np.concatenate([r_dir, t_dir])
             pick = np.concatenate([refl, trans])
             v_new = np.concatenate([v1[refl], velocity[behind[trans]]])
             energy = np.concatenate([e_refl[refl], e_trans[trans]])
             medium = np.concatenate([medium[refl], behind[trans]])
         else:
-            d = np.take(r_dir, refl, axis=0)
+            d = r_dir
             pick = refl
             v_new = v1[refl]
             energy = e_refl[refl]
@@ -140,13 +144,13 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
     return Returns.concat(found)
 
 
-def _multipath(backend, signal, pos, d, r_dir, az, time, v1, surface, e_refl, sensor_origin, materials, returns,
-               skip, pass_id) -> Returns:
+def _multipath(backend, signal, pos, d, normal, cos_i, az, time, v1, surface, e_refl, sensor_origin, materials,
+               returns, skip, pass_id) -> Returns:
     """Returns straight back through air to the sensor from reflections in pass > 0."""
     h = pos[signal].astype(np.float64) - sensor_origin[az[signal]]
     h_len = np.linalg.norm(h, axis=1)
     h_hat = h / np.maximum(h_len, 1e-12)[:, None]
-    gate = np.einsum("ij,ij->i", d[signal].astype(np.float64), h_hat) > returns.multipath_threshold
+    gate = row_dot(d[signal].astype(np.float64), h_hat) > returns.multipath_threshold
     idx = signal[gate]
     h_len, h_hat = h_len[gate], h_hat[gate]
     if returns.occlusion_test and len(idx):
@@ -159,7 +163,8 @@ def _multipath(backend, signal, pos, d, r_dir, az, time, v1, surface, e_refl, se
             blocked = backend.trace(start, back[far], 0.0, float(reach[far].max()))
             free[np.flatnonzero(far)] = ~(blocked.hit & (blocked.distance < reach[far]))
         idx, h_len, h_hat = idx[free], h_len[free], h_hat[free]
-    cos_dev = np.clip(-np.einsum("ij,ij->i", r_dir[idx].astype(np.float64), h_hat), -1.0, 1.0)
+    r_dir = reflect(d[idx], normal[idx], cos_i[idx]).astype(np.float64)
+    cos_dev = np.clip(-row_dot(r_dir, h_hat), -1.0, 1.0)
     strength = materials.evaluate(surface[idx], np.arccos(cos_dev)) * e_refl[idx]
     range_m = C * (time[idx] + h_len / v1[idx]) / 2.0
     return Returns(az[idx], range_m, strength, np.full(len(idx), pass_id, np.int16))
