@@ -97,3 +97,9 @@ def test_file_errors_name_the_file(tmp_path):
         RadarConfig.from_yaml(bad)
     with pytest.raises(ConfigError, match="file not found"):
         RadarConfig.from_yaml(tmp_path / "missing.yaml")
+
+
+def test_shipped_material_library_has_valid_radar_parts():
+    mats = RadarMaterials.from_library(MaterialLibrary.load())
+    assert mats.velocity[mats.names.index("air")] == 0.3 and mats.velocity[mats.names.index("metal")] == 0.0
+    assert len(mats.velocity) == len(mats.names) + 1  # + the air medium
