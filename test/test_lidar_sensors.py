@@ -437,3 +437,18 @@ def test_hdl64e_beam_origin_offsets_follow_the_driver_geometry():
             expected = np.array([yv, -xv, d * np.sin(v) + vo * np.cos(v)])
             np.testing.assert_allclose(cfg.origins[r, c] + d * cfg.directions[r, c], expected, atol=2e-5)
     assert np.abs(cfg.origins).max() > 0.1  # this unit's calibration has real offsets
+
+
+def test_fov_and_resolution_form_of_a_generic_sensor(tmp_path):
+    from lidar_ros.config import build_config
+
+    cfg = build_config({"type": "spherical", "vertical": {"fov_deg": 30, "resolution_deg": 2},
+                        "horizontal": {"fov_deg": 360, "resolution_deg": 0.2}, "range": {"min": 0.1, "max": 100}},
+                       "t", tmp_path)
+    example = load_sensor(ROOT / "config" / "examples" / "spherical_16x1800.yaml")
+    assert (cfg.rows, cfg.cols) == (16, 1800)
+    np.testing.assert_allclose(cfg.elevation, example.elevation, atol=1e-6)
+    np.testing.assert_allclose(cfg.azimuth, example.azimuth, atol=1e-5)
+    with pytest.raises(ConfigError, match="resolution_deg = 0.7 does not divide fov_deg = 30"):
+        build_config({"type": "spherical", "vertical": {"fov_deg": 30, "resolution_deg": 0.7},
+                      "horizontal": {"fov_deg": 360, "resolution_deg": 1}}, "t", tmp_path)

@@ -5,6 +5,8 @@ Accepted forms (degrees, the field names say so):
   {min_deg: -15, max_deg: 15, step_deg: 2}         min, min+step, ... up to max inclusive
   {min_deg: -180, step_deg: 0.2, count: 1800}      count angles from min
   {min_deg: -135, max_deg: 135, samples: 1081}     Gazebo style: samples spread over [min, max]
+  {fov_deg: 30, resolution_deg: 2}                 field of view centred on 0: -15, -13, ..., 15
+                                                   (a full 360 deg field does not repeat its first angle)
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from radarays_ros.errors import ConfigError
 
 from ..spec import SpecReader
 
-FORMS = "angles_deg | min_deg+max_deg+step_deg | min_deg+step_deg+count | min_deg+max_deg+samples"
+FORMS = ("angles_deg | min_deg+max_deg+step_deg | min_deg+step_deg+count | min_deg+max_deg+samples | "
+         "fov_deg+resolution_deg")
 
 
 def read_axis(axis: SpecReader, max_count: int = 100000) -> np.ndarray:
@@ -43,6 +46,15 @@ def read_axis(axis: SpecReader, max_count: int = 100000) -> np.ndarray:
         if count > 1 and hi <= lo:
             raise ConfigError(f"{axis.where('max_deg')} = {hi} must exceed min_deg = {lo} for samples > 1")
         angles = np.linspace(lo, hi, count) if count > 1 else np.array([lo])
+    elif keys == {"fov_deg", "resolution_deg"}:
+        fov = axis.number("fov_deg", lo=0.0, hi=360.0, lo_open=True)
+        res = axis.number("resolution_deg", lo=0.0, hi=360.0, lo_open=True)
+        steps = fov / res
+        if abs(steps - round(steps)) > 1e-6:
+            raise ConfigError(f"{axis.where('resolution_deg')} = {res} does not divide fov_deg = {fov}; "
+                              "allowed: fov_deg / resolution_deg a whole number")
+        count = int(round(steps)) + (0 if fov == 360.0 else 1)
+        angles = -fov / 2 + res * np.arange(count)
     else:
         raise ConfigError(f"{axis.origin}: {where} has keys {sorted(keys) or 'none'}; allowed forms: {FORMS}")
     if len(angles) > max_count:
