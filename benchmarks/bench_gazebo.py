@@ -208,6 +208,21 @@ def bench_peer(n: int, rate: float, seconds: float = 5.0) -> None:
         report(f"peer: {n} moving models at {rate:g} Hz, whole process", cpu / max(updates, 1),
                messages_per_s=f"{updates / wall:.1f}", moved_per_s=f"{(mirror.moved - moved0) / wall:.0f}",
                process_cpu=f"{100 * cpu / wall:.2f}% of one core")
+        latencies = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for k in range(5):
+                path = Path(tmp) / f"spawned_{k}.stl"
+                _grid_stl(path, 10_000, seed=k)
+                name = f"spawned_{k}::link::visual"
+                t0 = time.perf_counter()
+                peer.stdin.write(f"mesh spawned_{k} {9000 + 3 * k} {path} {4.0 * k} 40 0\n")
+                peer.stdin.flush()
+                while scene.find(name) is None and time.perf_counter() - t0 < 5:
+                    time.sleep(0.0005)
+                latencies.append(time.perf_counter() - t0)
+                peer.stdout.readline()
+        report("peer: spawn 10k-triangle mesh, command -> in scene", float(np.median(latencies)),
+               best_ms=f"{min(latencies) * 1e3:.2f}", note="includes the peer's publish and gz-transport")
         mirror.close()
         backend.close()
         client.close()
