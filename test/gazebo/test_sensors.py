@@ -127,3 +127,13 @@ def test_sensors_in_included_models(tmp_path, monkeypatch, caplog):
     assert [(s.name, s.parent) for s in specs] == [
         ("radar", "scout_1::base"), ("radar", "carrier::scout::base"), ("l", "bot::mount")]
     assert "model://missing" in caplog.text and "cannot be resolved" in caplog.text
+
+
+def test_lidar_params_load_with_the_lidar_layer():
+    from lidar_ros.config import load_sensor
+
+    specs = {s.name: s for s in find_sensors(DEMO)}
+    gpu = load_sensor(specs["gpu_lidar"].params["preset"], specs["gpu_lidar"].params["overrides"])
+    assert (gpu.rows, gpu.range_min, gpu.range_max) == (16, 0.4, 100.0)
+    ours = load_sensor(specs["lidar"].params["preset"], specs["lidar"].params["overrides"])
+    assert (ours.rows, ours.range_max) == (64, 80.0)
