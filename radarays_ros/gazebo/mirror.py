@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, RadaraysError
-from ..world.entities import add_entities
+from ..world.entities import LoadReport, add_entities
 from ..world.materials import MaterialLibrary
 from ..world.scene import Scene
 from . import protos
@@ -279,8 +279,12 @@ class GazeboMirror:
             generated = self._request("generate_world_sdf")
             if generated is None:
                 return False
-            self._add_world_sdf(generated.data, Path.cwd(), f"generate_world_sdf of world '{self.world}'")
             self._load_sdf = False
+            try:
+                self._add_world_sdf(generated.data, Path.cwd(), f"generate_world_sdf of world '{self.world}'")
+            except RadaraysError as exc:  # the tree's geometry messages still give every model
+                log.error("Gazebo mirror: the world SDF from Gazebo cannot be loaded (%s); mirroring the "
+                          "models from scene/info instead", exc)
         scene_msg = self._request("scene/info")
         if scene_msg is None:
             return False
@@ -348,7 +352,10 @@ class GazeboMirror:
         for model in models:
             missing = [v for v in self._visual_ids(model) if not self._link_visual(v)]
             if missing and all(self._nodes[v].name not in old_mirrored for v in missing) and self._spawnable(model):
-                self._spawn_model(model)
+                try:
+                    self._spawn_model(model)
+                except RadaraysError as exc:
+                    log.error("Gazebo mirror: model '%s' cannot be mirrored: %s", model.name, exc)
         for name in old_mirrored - self._mirrored:
             if self.scene.find(name) is not None:
                 self.scene.remove_entity(name)
@@ -373,9 +380,14 @@ class GazeboMirror:
 
         world_pose = self._world_pose(model.id)
         xml = model_sdf(model)
+        report = LoadReport()
         specs = model_entities(xml, pose=world_pose, materials=self.scene.materials, static=model.is_static,
                                ignore=self.config.ignore, resource_paths=self.config.resource_paths,
+                               strict=False, report=report,
                                source=f"model '{model.name}' from Gazebo world '{self.world}'")
+        for warning in report.warnings:  # e.g. a mesh URI that resolves nowhere: that visual is skipped
+            log.warning("Gazebo mirror: %s", warning)
+        self.scene.unresolved.extend(report.unresolved)
         specs = [s for s in specs if self.scene.find(s.name) is None]
         add_entities(self.scene, specs)
         for visual_id in self._visual_ids(model):

@@ -227,6 +227,8 @@ class GzTransportClient:
         self._stop.set()
         self._thread.join(timeout=2.0)
         with self._lock:
+            for kind in self._udp:  # publishers drop us now instead of after 3 s of silence
+                self._send(kind, D.BYE)
             for sock in self._udp.values():
                 sock.close()
             for s in (self._sub, self._requester, self._responses):

@@ -216,3 +216,23 @@ def test_recorded_messages_drive_the_mirror_without_a_network():
     mirror.on_deleted(protos.UInt32_V(data=[30]).SerializeToString(), "gz.msgs.UInt32_V")  # the model id only
     assert scene.find("arm::upper::shell") is None  # its whole subtree left
     assert mirror.frame_pose("arm::upper") is None
+
+
+def test_unresolvable_spawned_mesh_is_skipped_with_a_warning(caplog):
+    scene = Scene()
+    mirror = GazeboMirror(MirrorConfig(world="w1"), scene=scene, client=object())
+    mirror.apply_scene_info(protos.Scene(name="w1"))
+    msg = protos.Scene(name="w1")
+    model = msg.model.add(name="statue", id=50)
+    model.pose.position.x, model.pose.orientation.w = 3.0, 1.0
+    link = model.link.add(name="link", id=51)
+    link.visual.add(name="body", id=52).geometry.mesh.filename = "model://nowhere/statue.dae"
+    link.visual[0].geometry.type = protos.Geometry.MESH
+    box = link.visual.add(name="plinth", id=53)
+    box.geometry.type = protos.Geometry.BOX
+    box.geometry.box.size.x = box.geometry.box.size.y = box.geometry.box.size.z = 1.0
+    with caplog.at_level(logging.WARNING, logger="radarays_ros.gazebo.mirror"):
+        mirror.on_spawned(msg.SerializeToString(), "gz.msgs.Scene")
+    assert scene.entity_names() == ["statue::link::plinth"]
+    assert "model://nowhere/statue.dae" in caplog.text and "model://nowhere/statue.dae" in scene.unresolved
+    np.testing.assert_allclose(mirror.frame_pose("statue::link")[:3, 3], [3, 0, 0])
