@@ -185,7 +185,8 @@ def _model_file(target: Path) -> Path | None:
         return target
     config = target / "model.config"
     if config.is_file():
-        entries = [(e.get("version", "0"), (e.text or "").strip()) for e in _parse(config.read_bytes(), str(config)).iter("sdf")]
+        manifest = _parse(config.read_bytes(), str(config))
+        entries = [(e.get("version", "0"), (e.text or "").strip()) for e in manifest.iter("sdf")]
         entries = [e for e in entries if e[1]]
         if entries:
             entries.sort(key=lambda e: tuple(int(x) for x in e[0].split(".") if x.isdigit()))
@@ -271,7 +272,8 @@ def _pose(sensor, link_name: str, where: str) -> np.ndarray:
     except ValueError:
         values = []
     if len(values) != 6 or not all(math.isfinite(v) for v in values):
-        raise WorldError(f"{where}: <pose> '{pose_el.text.strip()}'; expected six finite numbers 'x y z roll pitch yaw'")
+        raise WorldError(f"{where}: <pose> '{pose_el.text.strip()}'; "
+                         "expected six finite numbers 'x y z roll pitch yaw'")
     if pose_el.get("degrees", "false").strip().lower() in ("true", "1"):
         values[3:] = [math.radians(v) for v in values[3:]]
     return pose_to_matrix(*values)
