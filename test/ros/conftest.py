@@ -17,8 +17,19 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import netns  # noqa: E402
+
+def _load_netns():
+    """netns.py next to this file, under a name of its own (other test folders have a conftest too)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("radarays_test_netns", Path(__file__).with_name("netns.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+netns = _load_netns()
 
 REPO = Path(__file__).resolve().parents[2]
 FASTDDS_PROFILE = REPO / "config" / "ros" / "fastdds_large_messages.xml"

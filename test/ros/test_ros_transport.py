@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-import netns
+import radarays_test_netns as netns  # loaded by conftest.py
 from ros_harness import Probe
 
 pytestmark = pytest.mark.ros
