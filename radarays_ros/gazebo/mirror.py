@@ -18,6 +18,8 @@ What it follows (Gazebo's SceneBroadcaster, over gz-transport; nothing of this i
 * `/world/<w>/scene/info` topic (Scene): spawned models; their visuals join the scene through the
   world layer (`model_entities`), so materials, mesh URIs and names follow the same rules as the
   SDF loader. `/world/<w>/scene/deletion` (UInt32_V): removed entity ids; their subtree leaves.
+* `/world/<w>/clock` (Clock) and the Pose_V header stamps: `sim_time_ns`, Gazebo's simulated time,
+  for stamping scans when /clock is not bridged to ROS.
 * The geometry of the world itself comes from the SDF file given, or from Gazebo's
   `/world/<w>/generate_world_sdf` service when none is given.
 
@@ -146,7 +148,7 @@ class GazeboMirror:
         self._subscribed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.sim_time_ns: int | None = None  # stamp of the last pose message (Gazebo sim time)
+        self.sim_time_ns: int | None = None  # Gazebo sim time: last /world/<w>/clock or Pose_V stamp
         self.updates = 0  # pose messages applied
         self.moved = 0  # entity moves given to the scene
 
@@ -253,6 +255,7 @@ class GazeboMirror:
         self.client.subscribe(self._topic(self.config.pose_topic), self.on_poses)
         self.client.subscribe(self._topic("scene/info"), self.on_spawned)
         self.client.subscribe(self._topic("scene/deletion"), self.on_deleted)
+        self.client.subscribe(self._topic("clock"), self.on_clock)
         self._subscribed = True
 
     def _watch_liveness(self) -> None:
@@ -424,7 +427,8 @@ class GazeboMirror:
         msg = protos.decode(type_name or "Pose_V", payload)
         self._last_pose_time = time.monotonic()
         stamp = msg.header.stamp
-        self.sim_time_ns = stamp.sec * 1_000_000_000 + stamp.nsec
+        if stamp.sec or stamp.nsec:  # an unset header says nothing about the time
+            self.sim_time_ns = stamp.sec * 1_000_000_000 + stamp.nsec
         with self._lock:
             self._pending = msg
         self.tick()
@@ -483,6 +487,11 @@ class GazeboMirror:
             self.scene.set_poses([(int(arrays.entity_ids[i]), world[i]) for i in index])
         arrays.applied[index] = world[index]
         self.moved += len(index)
+
+    def on_clock(self, payload: bytes, type_name: str) -> None:
+        """A serialized Clock (/world/<w>/clock): its sim time becomes `sim_time_ns`."""
+        sim = protos.decode(type_name or "Clock", payload).sim
+        self.sim_time_ns = sim.sec * 1_000_000_000 + sim.nsec
 
     def on_spawned(self, payload: bytes, type_name: str) -> None:
         """A serialized Scene holding newly created models (the scene/info topic)."""

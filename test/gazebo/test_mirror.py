@@ -84,6 +84,8 @@ def test_mirror_follows_moves_spawns_and_deletions(gz_peer, client, tmp_path):
         scene = mirror.scene
         assert set(scene.entity_names()) >= {"ground::link::visual", "box::link::visual", "arm::upper::shell"}
         backend = make_backend("embree", scene, threads=1)
+        first_time = mirror.sim_time_ns
+        assert first_time is not None and wait_for(lambda: mirror.sim_time_ns > first_time)  # Gazebo sim time
 
         # names compose into world poses: the arm's shell sits at model*link*visual = (0, 6, 0.5)
         shell = scene.entity("arm::upper::shell").pose

@@ -2,7 +2,9 @@
 //
 // It keeps a model -> link -> visual tree with parent-relative poses (as Gazebo's SceneBroadcaster
 // does) and
-//   publishes   /world/<w>/pose/info       Pose_V (models, links, visuals; parent-relative) at 50 Hz
+//   publishes   /world/<w>/pose/info       Pose_V (models, links, visuals; parent-relative) at 50 Hz,
+//                                          stamped with the simulated time (time since start)
+//               /world/<w>/clock           Clock (sim = time since start), with every Pose_V
 //               /world/<w>/scene/info      Scene with the subtree of each spawned model
 //               /world/<w>/scene/deletion  UInt32_V with the ids of a deleted model's subtree
 //   answers     /world/<w>/scene/info      Empty -> Scene (the whole tree)
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include <ignition/msgs/boolean.pb.h>
+#include <ignition/msgs/clock.pb.h>
 #include <ignition/msgs/empty.pb.h>
 #include <ignition/msgs/pose_v.pb.h>
 #include <ignition/msgs/scene.pb.h>
@@ -90,6 +93,7 @@ class Peer {
 
     std::string prefix = "/world/" + world_;
     pose_pub_ = node_.Advertise<msgs::Pose_V>(prefix + "/pose/info");
+    clock_pub_ = node_.Advertise<msgs::Clock>(prefix + "/clock");
     scene_pub_ = node_.Advertise<msgs::Scene>(prefix + "/scene/info");
     deletion_pub_ = node_.Advertise<msgs::UInt32_V>(prefix + "/scene/deletion");
     node_.Advertise(prefix + "/scene/info", &Peer::OnSceneInfo, this);
@@ -101,8 +105,14 @@ class Peer {
       auto next = std::chrono::steady_clock::now();
       while (running_) {
         Drive();
+        auto sim = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_);
         msgs::Pose_V poses = PoseV();
+        poses.mutable_header()->mutable_stamp()->set_sec(sim.count() / 1000000000);
+        poses.mutable_header()->mutable_stamp()->set_nsec(sim.count() % 1000000000);
         pose_pub_.Publish(poses);
+        msgs::Clock clock;
+        *clock.mutable_sim() = poses.header().stamp();
+        clock_pub_.Publish(clock);
         next += std::chrono::microseconds(static_cast<int64_t>(1e6 / rate_hz_.load()));
         std::this_thread::sleep_until(next);
       }
@@ -283,7 +293,8 @@ class Peer {
   std::atomic<bool> running_{true};
   std::atomic<double> rate_hz_{50.0};
   ignition::transport::Node node_;
-  ignition::transport::Node::Publisher pose_pub_, scene_pub_, deletion_pub_;
+  ignition::transport::Node::Publisher pose_pub_, clock_pub_, scene_pub_, deletion_pub_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 int main(int argc, char **argv) {
