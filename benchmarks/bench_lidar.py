@@ -3,22 +3,26 @@
 Everything on: material reflectivity and all intensity fields, ring, per-point time, noise (per-laser
 bias, per-ray Gaussian, dust, quantisation), the range-reflectivity detection limit, and the
 driver-layout point array. Each figure is printed with its ratio to raw embreex calls on the same
-rays through the same BVH, measured in the same run.
+rays through the same BVH, measured in the same run. The indented lines split the cost by layer:
+the tracing interface alone, then with the lidar material classes; `scan` adds world rays, the
+surface model (detection limit, noise, intensities) and the scan arrays.
 
 Run: .venv/bin/python -m benchmarks.bench_lidar [--triangles 1000000] [--repeats 5]
 """
 from __future__ import annotations
 
 import argparse
+import time
 
 import numpy as np
 
 from lidar_ros import LidarSimulator, load_sensor
+from lidar_ros.physics import trace_lidar
 from radarays_ros.io.lidar_clouds import pointcloud_array
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.transforms import pose_to_matrix
 
-from .common import bare_trace_seconds, best_of, make_big_world, peak_rss_mb, report
+from .common import bare_trace_seconds, make_big_world, peak_rss_mb, report
 
 EVERYTHING_ON = {
     "noise": {"bias_distribution": "gaussian", "bias_sigma": 0.02, "sigma": 0.02, "dust_probability": 0.001,
@@ -31,7 +35,7 @@ SENSORS = (("VLP-16", {}), ("OS1-128", {"columns": 1024, "rate_hz": 10}))
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--triangles", type=int, default=1_000_000)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=15, help="interleaved rounds; the best of each stage is reported")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
 
@@ -49,14 +53,26 @@ def main(argv=None) -> None:
         rays = cfg.rows * cfg.cols
         o = cfg.origins.reshape(-1, 3) @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
         d = cfg.directions.reshape(-1, 3) @ pose[:3, :3].T.astype(np.float32)
-        bare = bare_trace_seconds(backend, o, d, repeats=args.repeats)
-        scan_s = best_of(lambda: sim.simulate(pose), args.repeats)
-        full_s = best_of(lambda: pointcloud_array(sim.simulate(pose), cfg.layout), args.repeats)
-        scan = sim.simulate(pose)
+        stages = {
+            "backend.trace": lambda: backend.trace(o, d, cfg.range_min, cfg.range_max),
+            "+ material classes (trace_lidar)": lambda: trace_lidar(backend, o, d, sim.materials, cfg.range_min, cfg.range_max),
+            "scan": lambda: sim.simulate(pose),
+            f"scan + {cfg.layout} cloud": lambda: pointcloud_array(sim.simulate(pose), cfg.layout),
+        }
+        for fn in stages.values():  # warm-up
+            fn()
+        best = dict.fromkeys(["bare", *stages], np.inf)
+        for _ in range(args.repeats):  # interleaved, so every stage sees the same machine load
+            best["bare"] = min(best["bare"], bare_trace_seconds(backend, o, d, repeats=2))  # 2: its pool spawns threads on the first
+            for key, fn in stages.items():
+                start = time.perf_counter()
+                fn()
+                best[key] = min(best[key], time.perf_counter() - start)
         label = f"{name} {cfg.rows}x{cfg.cols} ({rays} rays)"
-        report(f"{label} bare embree", bare)
-        report(f"{label} scan", scan_s, bare, returns=int(scan.hit.sum()))
-        report(f"{label} scan + {cfg.layout} cloud", full_s, bare)
+        report(f"{label} bare embree", best["bare"])
+        for key in stages:
+            extra = {"returns": int(sim.simulate(pose).hit.sum())} if key == "scan" else {}
+            report(f"{label} {'  ' if key.startswith(('backend', '+')) else ''}{key}", best[key], best["bare"], **extra)
 
     print(f"peak RSS {peak_rss_mb():.0f} MiB (at process start {rss0:.0f} MiB)")
 

@@ -102,6 +102,7 @@ class LidarConfig:
     surface: SurfaceConfig
     noise: NoiseConfig
     retime: Callable[[float], np.ndarray] | None = field(default=None, repr=False)
+    derived: dict = field(default_factory=dict, repr=False)  # outputs' per-pixel tables computed from `time` once
 
     @property
     def n_lasers(self) -> int:

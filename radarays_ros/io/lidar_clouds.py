@@ -102,41 +102,75 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     cfg = scan.config
     layout = _check_layout(layout or cfg.layout)
     organized = cfg.organized if organized is None else bool(organized)
-    order = row_order(scan, layout)
     dtype = cloud_dtype(layout, ground_truth)
     rows, cols = scan.range.shape
-    out = np.zeros((rows, cols), dtype)
-    hit = scan.hit[order]
-    xyz = np.where(hit[..., None], scan.xyz[order], np.float32(np.nan))
+    order = row_order(scan, layout)
+    same_rows = bool(np.array_equal(order, np.arange(rows)))
+    transpose = layout == "velodyne"  # the driver's organization: one row per firing, one column per laser
+
+    def place(a: np.ndarray) -> np.ndarray:
+        """A per-pixel array (rows, cols, ...) in the layout's row order and orientation."""
+        a = a if same_rows else a[order]
+        return a.swapaxes(0, 1) if transpose else a
+
+    hit = place(scan.hit)
+    picked = None if organized else np.flatnonzero(hit.reshape(-1))
+
+    def field(a: np.ndarray) -> np.ndarray:
+        a = place(a)
+        return a if picked is None else a.reshape(-1, *a.shape[2:])[picked]
+
+    def per_row(values: np.ndarray) -> np.ndarray:
+        return field(np.broadcast_to(values[:, None], (rows, cols)))
+
+    out = np.zeros(hit.shape if picked is None else (len(picked),), dtype)  # zeros: padding bytes are 0
+    xyz = field(scan.xyz)  # NaN where there is no return
     out["x"], out["y"], out["z"] = xyz[..., 0], xyz[..., 1], xyz[..., 2]
-    out["intensity"] = np.where(hit, scan.intensity[order], 0)
+    out["intensity"] = field(scan.intensity)  # 0 where there is no return
     if "ring" in dtype.names:
-        out["ring"] = np.arange(rows, dtype=np.uint16)[:, None] if TOP_RING_FIRST[layout] is not None else scan.ring[order][:, None]
+        ring = np.arange(rows, dtype=np.uint16) if TOP_RING_FIRST[layout] is not None else scan.ring[order]
+        out["ring"] = per_row(ring)
     if layout == "velodyne":
         stamp = scan.stamp_ns(time_reference) if stamp_ns is None else int(stamp_ns)
-        out["time"] = (scan.time[order] + (scan.t0_ns - stamp) * 1e-9).astype(np.float32)
+        offset_s = (scan.t0_ns - stamp) * 1e-9
+        out["time"] = field(_derived(scan, ("velodyne_time", offset_s), lambda: (scan.time + offset_s).astype(np.float32)))
     elif layout == "ouster":
-        out["t"] = np.round(scan.time[order] * 1e9).astype(np.uint32)
-        out["reflectivity"] = np.where(hit, scan.fields["ouster_reflectivity"][order], 0)
-        out["ambient"] = scan.fields["ouster_ambient"][order]
-        out["range"] = np.where(hit, np.round(np.nan_to_num(scan.range[order]) * 1000.0), 0).astype(np.uint32)
+        out["t"] = field(_derived(scan, ("ouster_t",), lambda: np.rint(scan.time * 1e9).astype(np.uint32)))
+        out["reflectivity"] = field(scan.fields["ouster_reflectivity"])
+        out["ambient"] = field(scan.fields["ouster_ambient"])
+        out["range"] = field(_millimetres(scan.range))
     elif layout == "livox":
-        out["line"] = np.arange(rows, dtype=np.uint8)[:, None]
-        out["timestamp"] = scan.t0_ns + scan.time[order] * 1e9
+        out["line"] = per_row(np.arange(rows, dtype=np.uint8))
+        out["timestamp"] = field(scan.t0_ns + scan.time * 1e9)
     for key in _check_ground_truth(ground_truth):
         names, _ = GROUND_TRUTH_FIELDS[key]
-        value = getattr(scan, key)[order]
+        value = field(getattr(scan, key))
         if len(names) == 1:
             out[names[0]] = value
         else:
             for i, name in enumerate(names):
                 out[name] = value[..., i]
-    if layout == "velodyne":
-        out = out.T  # driver organization: one row per firing, one column per laser
-        hit = hit.T
-    if organized:
-        return np.ascontiguousarray(out)
-    return np.ascontiguousarray(out[hit])
+    return out
+
+
+def _millimetres(range_m: np.ndarray) -> np.ndarray:
+    """uint32 millimetres, 0 for no return (NaN)."""
+    mm = range_m * np.float32(1000.0)
+    np.nan_to_num(mm, copy=False, nan=0.0)
+    np.rint(mm, out=mm)
+    return mm.astype(np.uint32)
+
+
+def _derived(scan, key: tuple, compute):
+    """Per-pixel arrays that depend only on the sensor's firing table, computed once per config."""
+    cache = scan.config.derived
+    if scan.time is not scan.config.time:  # a scan with its own times: nothing to share
+        return compute()
+    if key not in cache:
+        if len(cache) > 16:
+            cache.clear()
+        cache[key] = compute()
+    return cache[key]
 
 
 def pointcloud_msg(scan, t_ns: int | None = None, frame_id: str | None = None, layout: str | None = None,
