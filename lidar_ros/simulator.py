@@ -12,7 +12,6 @@ import threading
 
 import numpy as np
 
-from radarays_ros.errors import ConfigError
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
 
