@@ -452,3 +452,20 @@ def test_fov_and_resolution_form_of_a_generic_sensor(tmp_path):
     with pytest.raises(ConfigError, match="resolution_deg = 0.7 does not divide fov_deg = 30"):
         build_config({"type": "spherical", "vertical": {"fov_deg": 30, "resolution_deg": 0.7},
                       "horizontal": {"fov_deg": 360, "resolution_deg": 1}}, "t", tmp_path)
+
+
+def test_staggered_ouster_pixels_use_the_pose_of_their_own_measurement_column():
+    """Destaggered pixels of one column were measured at different times; each is cast from its own pose."""
+    cfg = load_sensor("OS1-16", {**QUIET, "columns": 512})
+    d, v = 6.0, 30.0
+    scene, backend = wall_scene(d, size=600.0)
+    traj = Trajectory([0, 1_000_000_000], [pose_to_matrix(0, 0, 0), pose_to_matrix(v, 0, 0)])
+    scan = LidarSimulator(cfg, scene, backend).simulate(traj)
+    assert np.ptp(scan.time[:, 300]) > 0  # one destaggered column spans several firing times
+    o, u = cfg.origins.astype(float), cfg.directions.astype(float)
+    sensor_x = v * scan.time  # where the sensor was when each pixel fired
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = (d - sensor_x - o[..., 0]) / u[..., 0] + cfg.range_offset[:, None]
+    sure = (u[..., 0] > 0.2) & (expected < cfg.range_max - 1)
+    assert scan.hit[sure].all()
+    np.testing.assert_allclose(scan.range[sure], expected[sure], rtol=1e-5, atol=1e-4)
