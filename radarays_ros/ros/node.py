@@ -132,6 +132,7 @@ class SensorNode(Node):
         for sensor in self.sensors:
             self._build_unit(sensor)
         self._make_io()
+        self._warn_unknown_parameters()
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
     # -- parameters --------------------------------------------------------------------------------
@@ -183,6 +184,13 @@ class SensorNode(Node):
             default = {"radar": "radarays_default", "lidar": "VLP-16"}[values["type"]]
             sensors.append(Sensor(name, f"{name}.", values["type"], values["config"] or default))
         return sensors
+
+    def _warn_unknown_parameters(self) -> None:
+        """A params-file key nobody declared is a typo (rclpy would ignore it silently): say so."""
+        unknown = sorted(set(self._parameter_overrides) - {name for name in self._parameters})
+        if unknown:
+            self.get_logger().warning(f"ignored unknown parameter(s) {', '.join(unknown)}; see "
+                                      f"`ros2 param list /{self.get_name()}` for the known ones")
 
     def _sensor_param_overrides(self, sensor: Sensor) -> dict[str, Any]:
         """Sensor-model keys given in the params file (`sensor.beam.samples: 20`), before declaration."""

@@ -22,17 +22,18 @@ def descriptor(name: str, info: ParamInfo, *, read_only: bool = False, dynamic: 
     `rate_hz: 4` (an integer) still sets a floating-point key and a nullable key can be set later.
     """
     text = info.description or name
+    kind = info.kind or type(info.value)
     if info.choices:
         text += f" (one of: {', '.join(map(str, info.choices))})"
+    elif kind in (int, float) and (info.lo is not None or info.hi is not None):
+        text += f" (allowed: {info.lo if info.lo is not None else '-inf'} .. {info.hi if info.hi is not None else 'inf'})"
     if info.nullable:
         text += " (may be unset)"
     d = ParameterDescriptor(name=name, description=text, read_only=read_only, dynamic_typing=dynamic)
-    kind = info.kind or type(info.value)
     if info.choices:
         d.additional_constraints = "one of: " + ", ".join(map(str, info.choices))
-    if dynamic:
-        return d
-    d.type = _TYPES.get(kind, ParameterType.PARAMETER_NOT_SET)
+    if not dynamic:
+        d.type = _TYPES.get(kind, ParameterType.PARAMETER_NOT_SET)
     if kind is float and info.lo is not None and info.hi is not None and math.isfinite(info.lo) and math.isfinite(info.hi):
         d.floating_point_range = [FloatingPointRange(from_value=float(info.lo), to_value=float(info.hi), step=0.0)]
     elif kind is int and info.lo is not None and info.hi is not None:

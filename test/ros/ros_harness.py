@@ -221,6 +221,24 @@ class Probe:
         finally:
             self.node.destroy_client(client)
 
+    def describe_parameters(self, node_name: str, names: list[str], timeout: float = 20.0) -> list:
+        """ParameterDescriptor of each name, from NODE/describe_parameters."""
+        from rcl_interfaces.srv import DescribeParameters
+
+        client = self.node.create_client(DescribeParameters, f"/{node_name}/describe_parameters")
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise AssertionError(f"/{node_name}/describe_parameters not available")
+            future = client.call_async(DescribeParameters.Request(names=list(names)))
+            deadline = time.monotonic() + timeout
+            while not future.done():
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"/{node_name}/describe_parameters did not answer")
+                time.sleep(0.01)
+            return list(future.result().descriptors)
+        finally:
+            self.node.destroy_client(client)
+
     def close(self) -> None:
         try:
             self.executor.shutdown(timeout_sec=1.0)

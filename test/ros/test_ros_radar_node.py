@@ -132,6 +132,7 @@ def test_parameter_changes_accepted_and_rejected(tmp_path):
         bad_pose = probe.set_parameters("radar_node", {"fixed_pose": [0.0, 0.0, math.nan, 0.0, 0.0, 0.0]})[0]
         read_only = probe.set_parameters("radar_node", {"config": "mulran"})[0]
         kept = probe.get_parameters("radar_node", ["sensor.beam.distribution", "sensor.azimuth.count", "sensor.range.bins"])
+        samples, reliable = probe.describe_parameters("radar_node", ["sensor.beam.samples", "reliable"])
         images.clear()
         msg = images.wait(2, timeout=20)[-1]
         assert node.alive(), node.output()
@@ -140,6 +141,9 @@ def test_parameter_changes_accepted_and_rejected(tmp_path):
     assert not bad_pose.successful and "finite" in bad_pose.reason
     assert not read_only.successful
     assert kept == ["D3", AZIMUTHS, 200]
+    # descriptors: what a key means and what it may be
+    assert "rays per azimuth" in samples.description and samples.integer_range[0].from_value == 1
+    assert reliable.read_only and "BEST_EFFORT" in reliable.description
     # the accepted change is live, the rejected ones changed nothing
     assert (msg.encoding, msg.height, msg.width) == ("32FC1", 200, AZIMUTHS)
 
@@ -242,3 +246,17 @@ def test_sync_topic_stamps_each_frame_with_the_trigger(tmp_path):
         assert node.alive(), node.output()
     received = [stamp_ns(m.header) for m in msgs]
     assert set(received) <= set(sent) and received == sorted(received)
+
+
+def test_bad_preset_and_typos_reported_at_startup(tmp_path):
+    params = radar_params(tmp_path, config="navtech_cts999", lazy=False, pose_sorce="fixed")
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        diagnostics = probe.subscribe("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", qos="reliable")
+        diagnostics.wait(1, timeout=40)
+        status = diagnostics_values(diagnostics, "radar")
+        alive = node.alive()
+        log = node.output()
+    assert alive, log
+    assert "unknown radar config 'navtech_cts999'" in log and "navtech_cir204" in log  # the presets it could be
+    assert "pose_sorce" in log and "unknown parameter" in log
+    assert status["_level"] == 2 and "navtech_cts999" in status["_message"]
