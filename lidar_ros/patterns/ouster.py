@@ -58,7 +58,10 @@ def read_metadata(path: str | Path) -> dict:
     origin_mm = flat.get("lidar_origin_to_beam_origin_mm")
     if origin_mm is None:
         origin_mm = OS1_LEGACY_BEAM_ORIGIN_MM if prod_line.startswith("OS-1") else 0.0
-    transform = np.array(flat.get("lidar_to_sensor_transform", np.eye(4).ravel()), float)
+    try:
+        transform = np.array(flat.get("lidar_to_sensor_transform", np.eye(4).ravel()), float)
+    except (TypeError, ValueError):
+        transform = np.zeros(0)
     if transform.size != 16 or not np.all(np.isfinite(transform)):
         raise ConfigError(f"{where}: lidar_to_sensor_transform must be 16 numbers (row-major 4x4, mm)")
     shifts = flat.get("pixel_shift_by_row")
