@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trimesh
-from conftest import FIXTURES, Peer, wait_for
+from gz_harness import FIXTURES, Peer, wait_for
 
 from radarays_ros.errors import ConfigError
 from radarays_ros.gazebo import protos

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from conftest import Peer, wait_for
+from gz_harness import Peer, wait_for
 
 from radarays_ros.gazebo import protos
 from radarays_ros.gazebo.transport import GzTransportClient, split_topic
