@@ -9,6 +9,8 @@
 2. Rig memory: peak resident memory of a process holding the world with one radar, against one
    holding the same world with a radar and two lidars (VLP-16, OS1-128) on one shared scene and
    backend, each after simulating a frame of every sensor. Target: <= 1.2x.
+3. Rig concurrency: two lidars on one scene, one after the other vs. on two threads (the backend and
+   numpy release the GIL, so they overlap instead of queueing behind each other).
 Times are best-of-N; frame times are also given as ratios to the bare Embree cost of the same rays.
 """
 from __future__ import annotations
@@ -68,6 +70,26 @@ def overhead(triangles: int, repeats: int) -> None:
                node, None, **{"share of frame": f"{100 * node / frame:.1f} %"})
 
 
+def concurrency(triangles: int, repeats: int) -> None:
+    """Two lidars of one rig, frame by frame one after the other vs. on two threads (as the rig's executor runs them)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    scene = make_big_world(triangles)
+    backend = make_backend("embree", scene)
+    units = [LidarUnit(name, scene, backend, config="OS1-64", overrides={"columns": 1024}) for name in ("a", "b")]
+
+    def frame(unit):
+        unit.messages(unit.simulate(POSE, 0), 0)
+
+    one = best_of(lambda: frame(units[0]), repeats)
+    sequential = best_of(lambda: [frame(u) for u in units], repeats)
+    with ThreadPoolExecutor(2) as pool:
+        concurrent = best_of(lambda: list(pool.map(frame, units)), repeats)
+    report("rig: one OS1-64 x 1024 frame", one)
+    report("rig: two lidars, one after the other", sequential, None, **{"x one frame": f"{sequential / one:.2f}"})
+    report("rig: two lidars on two executor threads", concurrent, None, **{"x one frame": f"{concurrent / one:.2f}"})
+
+
 MEMORY_CHILD = """
 import json, sys
 sys.path.insert(0, {root!r})
@@ -111,6 +133,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     overhead(args.triangles, args.repeats)
+    concurrency(args.triangles, args.repeats)
     memory(args.triangles)
     print(f"benchmark process peak memory {peak_rss_mb():.0f} MiB")
     return 0

@@ -98,12 +98,16 @@ def test_layout_encoding_and_qos_by_parameter(tmp_path):
         images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos="reliable")
         msg = images.wait(2, timeout=40)[-1]
         info = probe.node.get_publishers_info_by_topic("/radar/image")
+        cartesian = probe.subscribe("/radar/image_cartesian", "sensor_msgs/msg/Image", qos="reliable")
+        picture = cartesian.wait(1, timeout=20)[-1]  # built on demand, now that somebody listens
         assert node.alive(), node.output()
     from rclpy.qos import ReliabilityPolicy
 
     assert info and info[0].qos_profile.reliability == ReliabilityPolicy.RELIABLE
     assert (msg.encoding, msg.height, msg.width, msg.step) == ("32FC1", AZIMUTHS, BINS, 4 * BINS)
     assert_sees_room(msg)
+    assert picture.encoding == "rgb8" and picture.height == picture.width and picture.step == 3 * picture.width
+    assert picture.header.frame_id == "radar"
 
 
 def test_default_qos_is_sensor_data_and_reliable_subscriber_gets_nothing(tmp_path):
