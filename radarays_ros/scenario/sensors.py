@@ -111,18 +111,21 @@ def radar_params(config) -> dict[str, ParamInfo]:
 
 
 def flatten(mapping: Mapping, prefix: str = "") -> dict[str, Any]:
-    """{'range': {'max': 100}} -> {'range.max': 100}; values that are lists of mappings stay out."""
+    """{'range': {'max': 100}} -> {'range.max': 100}: the values a ROS parameter can hold.
+
+    Lists become parameters when they are all booleans, all strings or all numbers (numbers with a
+    float among them become floats: ROS arrays have one type); lists of lists or mappings stay out.
+    """
     out = {}
     for key, value in mapping.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
             out.update(flatten(value, name + "."))
-        elif isinstance(value, (list, tuple)):
-            if value and all(isinstance(v, bool) for v in value) or all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in value) and value:
+        elif isinstance(value, (list, tuple)) and value:
+            if all(isinstance(v, bool) for v in value) or all(isinstance(v, str) for v in value):
                 out[name] = list(value)
-            elif value and all(isinstance(v, str) for v in value):
-                out[name] = list(value)
+            elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+                out[name] = [float(v) for v in value] if any(isinstance(v, float) for v in value) else list(value)
         elif value is None or isinstance(value, (bool, int, float, str)):
             out[name] = value
     return out
