@@ -258,9 +258,11 @@ class Probe:
 class ClockPublisher:
     """Publishes /clock from a background thread: sim time starts at start_s and runs at `speed` x wall time."""
 
-    def __init__(self, probe: Probe, start_s: float = 100.0, step_s: float = 0.005, speed: float = 1.0):
+    def __init__(self, probe: Probe, start_s: float = 100.0, step_s: float = 0.005, speed: float = 1.0, on_tick=None):
+        """on_tick(now_ns) runs right before each /clock message (e.g. to publish /tf for that time)."""
         from rosgraph_msgs.msg import Clock
 
+        self.on_tick = on_tick
         self._clock_cls = Clock
         self.pub = probe.publisher("/clock", "rosgraph_msgs/msg/Clock", qos="reliable")
         self.now_ns = int(start_s * 1e9)
@@ -275,6 +277,8 @@ class ClockPublisher:
         while not self._stop.is_set():
             msg = self._clock_cls()
             msg.clock.sec, msg.clock.nanosec = divmod(self.now_ns, 1_000_000_000)
+            if self.on_tick is not None:
+                self.on_tick(self.now_ns)
             self.pub.publish(msg)
             self.published.append(self.now_ns)
             self.now_ns += self.step_ns

@@ -194,6 +194,41 @@ def test_pose_from_tf_and_survives_missing_tf(tmp_path):
     assert peaks[np.argmin(np.abs(np.cos(theta - 0.0) - 1))] == pytest.approx(4.9, abs=0.5)
 
 
+def test_motion_distorts_the_sweep(tmp_path):
+    """Driving +x at 4 m/s, a 2 Hz sweep sees the front wall from where the sweep started and the rear
+    wall from where the robot was a quarter second later: tf is looked up at every azimuth's time."""
+    speed, start_s, x_start = 4.0, 50.0, -5.0
+    slow = dict(SMALL_RADAR, azimuth={"count": AZIMUTHS, "step_deg": -9.0, "rate_hz": 2.0})
+    params = radar_params(tmp_path, pose_source="tf", use_sim_time=True, lazy=False, sensor=slow)
+    from tf2_msgs.msg import TFMessage
+
+    def x_at(t_ns):
+        return x_start + speed * (t_ns - start_s * 1e9) / 1e9
+
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+        tf = probe.publisher("/tf", "tf2_msgs/msg/TFMessage")
+        static = probe.publisher("/tf_static", "tf2_msgs/msg/TFMessage")
+        static.publish(TFMessage(transforms=[transform_msg("base_link", "radar", 0, (0.0, 0.0, 1.0))]))
+        probe.wait_for_publisher("/radar/image")  # the node is up: start driving
+        clock = ClockPublisher(probe, start_s=start_s, speed=0.5, on_tick=lambda t: tf.publish(
+            TFMessage(transforms=[transform_msg("map", "base_link", t, (x_at(t), 0.0, 0.0))])))
+        try:
+            msgs = images.wait(2, timeout=40)
+        finally:
+            clock.stop()
+        assert node.alive(), node.output()
+    inside = [m for m in msgs if -8.0 < x_at(stamp_ns(m.header)) and x_at(stamp_ns(m.header) + 500_000_000) < 8.0]
+    assert inside, "no sweep while the robot was inside the room (machine too busy?)"
+    msg = inside[0]
+    t0 = stamp_ns(msg.header)
+    peaks = (polar(msg).argmax(axis=1) + 0.5) * RESOLUTION
+    front, rear = peaks[0], peaks[AZIMUTHS // 2]  # azimuth 0 fires at t0, azimuth 180 deg at t0 + 0.25 s
+    assert front == pytest.approx(9.9 - x_at(t0), abs=0.3)
+    assert rear == pytest.approx(9.9 + x_at(t0 + 250_000_000), abs=0.3)
+    assert rear - (9.9 + x_at(t0)) == pytest.approx(1.0, abs=0.4)  # what a single pose per sweep would miss
+
+
 def test_missing_world_then_fixed_at_run_time(tmp_path):
     params = radar_params(tmp_path, world=str(tmp_path / "nowhere.sdf"), lazy=False)
     with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
