@@ -203,7 +203,30 @@ def test_cli_run_and_error(tmp_path, capsys):
     assert capsys.readouterr().err.strip().count("\n") == 0
 
 
-@pytest.mark.parametrize("name", ["office_demo", "street_demo", "hall_demo"])
-def test_shipped_scenarios_load(name):
-    scenario = load_scenario(REPO / "scenarios" / f"{name}.yaml")
+SHIPPED = sorted((REPO / "scenarios").glob("*.yaml"))
+
+
+def test_a_demo_for_every_bundled_world():
+    worlds = {load_scenario(p).world.name for p in SHIPPED}
+    assert {"office.sdf", "street.sdf", "hall.sdf"} <= worlds
+    assert (REPO / "scenarios" / "office_demo.yaml") in SHIPPED
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_shipped_scenarios_load(path):
+    """Valid files whose sensors build and whose every sweep fits the trajectory (not run: CI time)."""
+    from radarays_ros.scenario.sensors import LidarUnit, RadarUnit, resolve_radar_config
+    from lidar_ros import load_sensor
+
+    scenario = load_scenario(path)
     assert scenario.world.is_file() and scenario.sensors
+    assert scenario.trajectory.start_ns <= scenario.start_ns < scenario.end_ns <= scenario.trajectory.end_ns
+    for spec in scenario.sensors:
+        if spec.kind == "radar":
+            resolve_radar_config(spec.config, spec.overrides)
+            for key in spec.output:
+                assert key in RadarUnit.output_params()
+        else:
+            load_sensor(spec.config, spec.overrides)
+            for key in spec.output:
+                assert key in LidarUnit.output_params()
