@@ -34,7 +34,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..errors import ConfigError, RadaraysError
-from ..scenario.sensors import ParamInfo, SensorUnit, make_unit, poses_over, share_path
+from ..scenario.sensors import ParamInfo, SensorUnit, check_param, make_unit, poses_over, share_path
 from ..world.transforms import pose_to_matrix
 from .convert import rclpy_class, to_rclpy
 from .params import descriptor, from_ros, ros_value
@@ -61,7 +61,7 @@ NODE_PARAMS = {
     "lazy": ParamInfo(True, "skip the simulation while nobody subscribes to the sensor's topics", kind=bool),
     "diagnostics_period": ParamInfo(1.0, "seconds between /diagnostics messages", 0.05, 3600.0, kind=float),
 }
-READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth"}
+READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period"}
 SENSOR_PARAMS = {
     "frame_id": ParamInfo("", "frame of the sensor's messages and of its tf lookup ('' = the sensor's default)"),
     "fixed_pose": ParamInfo([0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
@@ -158,7 +158,15 @@ class SensorNode(Node):
             except Exception as exc:  # a params-file value of the wrong type or out of range
                 self._error(f"parameter {name}: {exc}; using the default {info.value!r}")
                 param = self.declare_parameter(name, default, desc, ignore_override=True)
-            values[key] = from_ros(param.value)
+            value = from_ros(param.value)
+            if not dynamic and info.kind is not list and value is not None:
+                try:
+                    check_param(name, value, info)
+                except ConfigError as exc:  # e.g. pose_source: fixd (ROS checks types and ranges, not choices)
+                    self._error(f"{exc}; using the default {info.value!r}")
+                    self.set_parameters([Parameter(name, value=ros_value(info.value))])
+                    value = info.value
+            values[key] = value
         return values
 
     def _declare_sensors(self) -> list[Sensor]:
@@ -457,6 +465,10 @@ class SensorNode(Node):
         changes = {p.name: from_ros(p.value) for p in params}
         plan = []  # (apply callable) executed only when every check passed
         try:
+            for name, value in changes.items():
+                info = NODE_PARAMS.get(name)
+                if info is not None and info.kind is not list:
+                    check_param(name, value, info)
             for sensor in self.sensors:
                 plan += self._plan_sensor_change(sensor, changes)
             if "world" in changes:

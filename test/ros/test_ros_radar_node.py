@@ -135,6 +135,7 @@ def test_parameter_changes_accepted_and_rejected(tmp_path):
         bad_range = probe.set_parameters("radar_node", {"sensor.azimuth.count": -5})[0]
         bad_pose = probe.set_parameters("radar_node", {"fixed_pose": [0.0, 0.0, math.nan, 0.0, 0.0, 0.0]})[0]
         read_only = probe.set_parameters("radar_node", {"config": "mulran"})[0]
+        bad_source = probe.set_parameters("radar_node", {"pose_source": "gps"})[0]
         kept = probe.get_parameters("radar_node", ["sensor.beam.distribution", "sensor.azimuth.count", "sensor.range.bins"])
         samples, reliable = probe.describe_parameters("radar_node", ["sensor.beam.samples", "reliable"])
         images.clear()
@@ -144,6 +145,7 @@ def test_parameter_changes_accepted_and_rejected(tmp_path):
     assert not bad_range.successful and "azimuth.count" in bad_range.reason
     assert not bad_pose.successful and "finite" in bad_pose.reason
     assert not read_only.successful
+    assert not bad_source.successful and "tf, fixed" in bad_source.reason
     assert kept == ["D3", AZIMUTHS, 200]
     # descriptors: what a key means and what it may be
     assert "rays per azimuth" in samples.description and samples.integer_range[0].from_value == 1
