@@ -177,3 +177,55 @@ def test_bad_pose_and_unknown_backend(wall_scene):
 def test_gpu_backend_without_cuda_says_what_is_missing(wall_scene):
     with pytest.raises(TracingError, match="backend 'optix' is not available: .*use backend 'embree'"):
         make_backend("optix", wall_scene)
+
+
+def test_large_moving_mesh_is_an_instance_moved_without_rebuild():
+    """A moving mesh above INSTANCE_MIN_TRIANGLES keeps its own BVH: moves transform rays, not triangles."""
+    from radarays_ros.tracing.embree import INSTANCE_MIN_TRIANGLES
+
+    sphere = trimesh.creation.icosphere(subdivisions=4, radius=1.0)  # 5120 faces
+    assert len(sphere.faces) >= INSTANCE_MIN_TRIANGLES
+    scene = Scene()
+    ball = scene.add_entity("ball", TriMesh(sphere.vertices, sphere.faces), pose_to_matrix(5, 0, 0), static=False, material="metal")
+    backend = make_backend("embree", scene)
+    o, d = np.zeros((2, 3)), np.array([[1.0, 0, 0], [0, 1.0, 0]])
+    hits = backend.trace(o, d)
+    assert hits.distance[0] == pytest.approx(4.0, abs=2e-3) and hits.entity[0] == ball and not hits.hit[1]
+    rebuilds = backend.dynamic_rebuilds
+    scene.set_pose(ball, pose_to_matrix(0, 3, 0, 0.3, -0.2, 1.0))  # rotated: the sphere looks the same
+    hits = backend.trace(o, d)
+    assert not hits.hit[0]
+    assert hits.distance[1] == pytest.approx(2.0, abs=2e-3) and hits.entity[1] == ball
+    np.testing.assert_allclose(hits.normal[1], [0, -1, 0], atol=0.02)  # world frame, facing the ray
+    assert hits.material[1] == scene.materials.id_of("metal") and 0 <= hits.face[1] < len(sphere.faces)
+    assert backend.dynamic_rebuilds == rebuilds and backend.instance_builds == 1
+
+
+def test_instance_rotation_moves_an_asymmetric_mesh_where_the_matrix_says():
+    # a 4 m long bar made of many triangles, rotated 90 deg about z: it now lies along y
+    bar = trimesh.creation.box([4, 0.2, 0.2]).subdivide().subdivide().subdivide()
+    scene = Scene()
+    scene.add_entity("bar", TriMesh(bar.vertices, bar.faces), pose_to_matrix(0, 0, 2), static=False)
+    backend = make_backend("embree", scene)
+    assert backend.trace(np.array([[1.5, 0, 0]]), np.array([[0, 0, 1.0]])).distance[0] == pytest.approx(1.9, abs=1e-5)
+    scene.set_pose("bar", pose_to_matrix(0, 0, 2, 0, 0, np.pi / 2))
+    hits = backend.trace(np.array([[1.5, 0, 0], [0, 1.5, 0]]), np.array([[0, 0, 1.0], [0, 0, 1.0]]))
+    assert not hits.hit[0] and hits.distance[1] == pytest.approx(1.9, abs=1e-5)
+
+
+def test_set_poses_array_moves_all_or_nothing(wall_scene):
+    backend = make_backend("embree", wall_scene)
+    cube, wall = wall_scene.find("cube::link::visual"), wall_scene.find("wall::link::visual")
+    poses = np.stack([pose_to_matrix(2.5, 0, 0), pose_to_matrix(9.5, 0, 0)])
+    wall_scene.set_poses_array([cube, wall], poses)
+    hits = backend.trace(np.array([[0, 0, 0], [0, 0, 0.6]]), np.array([[1.0, 0, 0], [1.0, 0, 0]]))  # 2nd passes over the cube
+    assert hits.entity[0] == cube and hits.distance[1] == pytest.approx(9.0, abs=1e-5)
+    bad = poses.copy()
+    bad[1, 0, 3] = np.nan
+    with pytest.raises(ConfigError, match="wall::link::visual"):
+        wall_scene.set_poses_array([cube, wall], bad)
+    np.testing.assert_allclose(wall_scene.entity(cube).pose, poses[0])  # unchanged by the rejected batch
+    rotated_too_far = poses.copy()
+    rotated_too_far[0, :3, :3] *= 1.1  # scaled: not a rotation
+    with pytest.raises(ConfigError, match="cube::link::visual"):
+        wall_scene.set_poses_array([cube, wall], rotated_too_far)

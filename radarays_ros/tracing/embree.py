@@ -1,18 +1,23 @@
 """Embree (CPU) backend through embreex.
 
-embreex has no instancing, so moving entities is done in two layers:
+embreex has no instancing, so moving entities is handled in three kinds of layer:
 
 * the static layer: every entity that is static when the backend is created, in world coordinates,
   in one BVH that is never rebuilt. A static entity that is later moved or removed is *masked*: rays
-  that hit it are continued past the hit (rare, cheap), and a moved one joins the dynamic layer.
-* the dynamic layer: the non-static (and later added) entities, posed into world coordinates in a
-  small second BVH that is rebuilt lazily, only when something in it changed, at the next trace.
+  that hit it are continued past the hit (rare, cheap), and a moved one joins a dynamic layer.
+* the merged dynamic layer: small moving entities (and small ones added later), posed into world
+  coordinates in one small BVH that is rebuilt lazily, at the next trace after something in it moved.
+* instance layers: each large moving entity (>= INSTANCE_MIN_TRIANGLES) has its own BVH in its own
+  frame, built once; moving it costs nothing, rays are transformed into its frame instead.
 
-So a pose update costs O(1) (a flag), and the work it causes is proportional to the triangles of the
-dynamic entities, never to the static world. Normals come from per-triangle world-frame tables, so
-they are right for every pose (rmagine's Embree path uses object-space normals for instances).
+So a pose update costs O(1) (a flag or a matrix), and the work it causes is proportional to the
+triangles of the small movers, never to the static world or to large moving meshes. Each dynamic
+layer is only asked about rays whose segment meets its world bounding box.
 
-embreex releases the GIL inside `run`, so rays are traced in chunks on a thread pool.
+Normals are Embree's geometric normals, world-frame (rotated back for instances), made unit and
+turned to face the ray (rmagine's Embree path uses object-space normals for instances: not here).
+embreex releases the GIL inside `run`, so rays are traced in chunks on a thread pool, and each worker
+also does its chunk's post-processing.
 """
 from __future__ import annotations
 
@@ -35,25 +40,28 @@ except ImportError as exc:  # pragma: no cover - embreex is a hard dependency of
 else:
     _IMPORT_ERROR = None
 
+INSTANCE_MIN_TRIANGLES = 2000  # moving meshes this large get their own BVH instead of a rebuild per move
 _MIN_CHUNK = 8192  # below this, thread hand-off costs more than it saves
 _MAX_RETRACE = 32  # passes through masked static entities before giving up (counts as a miss)
 _SKIP = 1e-4  # metres to step past a masked hit before continuing
+_STATIC, _MERGED = 0, 1  # layer codes; instance k has code 2 + k in a trace's snapshot
 
 
 class _Layer:
-    """One BVH over world-frame triangles of some entities, with per-triangle id tables.
+    """One BVH over triangles of some entities, with per-triangle id tables.
 
-    The tables carry one extra last row describing a miss, so that indexing them with Embree's
-    primitive id -1 yields -1 directly (no masking on the hot path).
+    `local=True` keeps an entity's own frame (an instance layer); otherwise vertices are posed into
+    the world frame. The tables carry one extra last row describing a miss, so that indexing them
+    with Embree's primitive id -1 yields -1 directly (no masking on the hot path).
     """
 
-    def __init__(self, device, entities: list[Entity]):
+    def __init__(self, device, entities: list[Entity], local: bool = False):
         verts, faces, info = [], [], []
         offset = 0
         for e in entities:
             if not e.mesh.n_faces:
                 continue
-            v = e.mesh.vertices @ e.pose[:3, :3].T + e.pose[:3, 3]
+            v = e.mesh.vertices if local else e.mesh.vertices @ e.pose[:3, :3].T + e.pose[:3, 3]
             verts.append(v)
             faces.append(e.mesh.faces + offset)
             offset += len(v)
@@ -71,7 +79,7 @@ class _Layer:
         _mesh_construction.TriangleMesh(self.scene, vertices, indices)
 
     def run(self, origins, directions, tfar):
-        """(distance, primitive, Embree's unnormalised world-frame normal Ng) per ray.
+        """(distance, primitive, Embree's unnormalised normal Ng) per ray, in this layer's frame.
 
         Where nothing is hit: primitive -1, distance = tfar, Ng = 0."""
         if self.scene is None:
@@ -79,15 +87,35 @@ class _Layer:
         out = self.scene.run(origins, directions, dists=tfar, output=1)
         return out["tfar"], out["primID"], out["Ng"]
 
-    def may_hit(self, origins, directions, tfar) -> np.ndarray:
-        """Rays whose segment meets this layer's bounding box (slab test): the others cannot hit it."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = np.float32(1.0) / directions
-            t0 = (self.bounds[0] - origins) * inv
-            t1 = (self.bounds[1] - origins) * inv
-        near = np.nanmax(np.minimum(t0, t1), axis=1)
-        far = np.nanmin(np.maximum(t0, t1), axis=1)
-        return (near <= far) & (far >= 0) & (near <= tfar)
+
+class _Instance:
+    """A large moving entity: its BVH in its own frame and its current pose."""
+
+    def __init__(self, device, entity: Entity):
+        self.layer = _Layer(device, [entity], local=True)
+        self.pose = entity.pose
+
+    def snapshot(self) -> tuple[_Layer, np.ndarray, np.ndarray, np.ndarray] | None:
+        """(layer, rotation, translation, world bounds) for one trace, or None if it has no triangles."""
+        if self.layer.scene is None:
+            return None
+        r = self.pose[:3, :3].astype(np.float32)
+        t = self.pose[:3, 3].astype(np.float32)
+        lo, hi = self.layer.bounds
+        corners = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+        world = corners @ r.T + t
+        return self.layer, r, t, np.stack([world.min(axis=0), world.max(axis=0)]).astype(np.float32)
+
+
+def _segments_meet_box(origins, directions, tfar, box) -> np.ndarray:
+    """Rays whose segment [0, tfar] meets an axis-aligned box (slab test): the others cannot hit inside."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.float32(1.0) / directions
+        t0 = (box[0] - origins) * inv
+        t1 = (box[1] - origins) * inv
+    near = np.nanmax(np.minimum(t0, t1), axis=1)
+    far = np.nanmin(np.maximum(t0, t1), axis=1)
+    return (near <= far) & (far >= 0) & (near <= tfar)
 
 
 class EmbreeBackend(Backend):
@@ -101,58 +129,90 @@ class EmbreeBackend(Backend):
         self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         self._device = _rtcore.EmbreeDevice()
         self._lock = threading.Lock()
+        self.static_rebuilds = 0  # stays 0: the static layer is built once (tests check this)
+        self.dynamic_rebuilds = 0
+        self.instance_builds = 0
         with scene.lock:
             static = [e for e in scene.entities if e.static]
             self._static = _Layer(self._device, static)
             self._static_ids = {e.id for e in static}
-            self._dynamic_ids = {e.id for e in scene.entities if not e.static}
             self._masked = np.zeros(0, bool)  # indexed by entity id: static entities to look through
+            self._merged_ids: set[int] = set()
+            self._instances: dict[int, _Instance | None] = {}  # None until built at the next sync
             self._dynamic: _Layer | None = None
-            self._dirty = True
+            self._dirty = False
+            for e in scene.entities:
+                if not e.static:
+                    self._place_moving(e)
             scene.subscribe(self)
-        self.static_rebuilds = 0  # stays 0: the static layer is built once (tests check this)
-        self.dynamic_rebuilds = 0
 
     # -- scene listener -----------------------------------------------------------------------
     def on_entity_added(self, entity: Entity) -> None:
         with self._lock:
-            self._dynamic_ids.add(entity.id)
-            self._dirty = True
+            self._place_moving(entity)
 
     def on_entity_removed(self, entity: Entity) -> None:
         with self._lock:
             if entity.id in self._static_ids:
                 self._mask(entity.id)
-            self._dynamic_ids.discard(entity.id)
-            self._dirty = True
+            if entity.id in self._merged_ids:
+                self._merged_ids.discard(entity.id)
+                self._dirty = True
+            self._instances.pop(entity.id, None)
 
     def on_entity_moved(self, entity: Entity) -> None:
         with self._lock:
-            if entity.id in self._static_ids:  # look through the baked copy, trace the moved one
-                self._mask(entity.id)
-                self._dynamic_ids.add(entity.id)
-            self._dirty = entity.id in self._dynamic_ids or self._dirty
+            self._moved(entity)
+
+    def on_entities_moved(self, entities: list[Entity]) -> None:
+        with self._lock:
+            for entity in entities:
+                self._moved(entity)
+
+    def _moved(self, entity: Entity) -> None:
+        if entity.id in self._instances:
+            instance = self._instances[entity.id]
+            if instance is not None:
+                instance.pose = entity.pose  # O(1): rays are transformed at trace time
+        elif entity.id in self._merged_ids:
+            self._dirty = True
+        elif entity.id in self._static_ids:  # look through the baked copy, trace the moved one
+            self._mask(entity.id)
+            self._place_moving(entity)
+
+    def _place_moving(self, entity: Entity) -> None:
+        if entity.mesh.n_faces >= INSTANCE_MIN_TRIANGLES:
+            self._instances[entity.id] = None
+        else:
+            self._merged_ids.add(entity.id)
+            self._dirty = True
 
     def _mask(self, entity_id: int) -> None:
         if len(self._masked) <= entity_id:
             self._masked = np.concatenate([self._masked, np.zeros(entity_id + 1 - len(self._masked), bool)])
         self._masked[entity_id] = True
 
-    def _sync(self) -> tuple[_Layer | None, np.ndarray]:
+    def _sync(self):
+        """A consistent snapshot for one trace: merged layer, masked ids, instance snapshots."""
         with self.scene.lock, self._lock:
             if self._dirty:
-                entities = [self.scene.entity(i) for i in sorted(self._dynamic_ids)]
+                entities = [self.scene.entity(i) for i in sorted(self._merged_ids)]
                 self._dynamic = _Layer(self._device, entities) if entities else None
                 self._dirty = False
                 self.dynamic_rebuilds += 1
-            return self._dynamic, self._masked.copy()
+            for entity_id, instance in self._instances.items():
+                if instance is None:
+                    self._instances[entity_id] = _Instance(self._device, self.scene.entity(entity_id))
+                    self.instance_builds += 1
+            instances = [s for s in (i.snapshot() for i in self._instances.values()) if s is not None]
+            return self._dynamic, self._masked.copy(), instances
 
     # -- tracing --------------------------------------------------------------------------------
     def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf) -> Hits:
         o, d = check_rays(origins, directions)
         if not (0.0 <= tmin < tmax):
             raise TracingError(f"need 0 <= tmin < tmax, got tmin={tmin}, tmax={tmax}")
-        dynamic, masked = self._sync()
+        dynamic, masked, instances = self._sync()
         n = len(o)
         if n == 0:
             return Hits.misses(0)
@@ -160,32 +220,47 @@ class EmbreeBackend(Backend):
             o = o + d * np.float32(tmin)
         far = np.float32(min(float(tmax) - tmin, 1e30))
         result = _Result(n)
-        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, result)
+        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result)
         if self._pool is None or n < 2 * _MIN_CHUNK:
             self._trace_span(job, 0, n)
         else:  # each worker traces AND post-processes its span: numpy releases the GIL too
             bounds = np.linspace(0, n, min(self.threads * 4, n // _MIN_CHUNK) + 1).astype(int)
             list(self._pool.map(lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:])))
-        lookup = _IdLookup(result.prim, result.in_dynamic, self._static, dynamic)
-        return Hits(result.distance, result.normal, resolve=lookup)
+        layers = [self._static, dynamic] + [inst[0] for inst in instances]
+        return Hits(result.distance, result.normal, resolve=_IdLookup(result.prim, result.layer, layers))
 
     def _trace_span(self, job, a: int, b: int) -> None:
-        o_all, d_all, far, tmin, dynamic, masked, result = job
+        o_all, d_all, far, tmin, dynamic, masked, instances, result = job
         o, d = o_all[a:b], d_all[a:b]
         dist, prim, ng = self._static.run(o, d, np.full(b - a, far, np.float32))
         if masked is not None and self._static.scene is not None:
             dist, prim, ng = self._look_through(o, d, dist, prim, ng, masked, far)
+        layer = result.layer[a:b]
         if dynamic is not None and dynamic.scene is not None:
-            cand = np.flatnonzero(dynamic.may_hit(o, d, dist))
-            if len(cand):
-                ddist, dprim, dng = dynamic.run(o[cand], d[cand], dist[cand])
-                closer = dprim >= 0  # tfar was the static distance: any dynamic hit is closer
-                rays = cand[closer]
-                dist[rays], prim[rays], ng[rays] = ddist[closer], dprim[closer], dng[closer]
-                result.in_dynamic[a + rays] = True
+            self._closer_in(dynamic, None, None, dynamic.bounds, _MERGED, o, d, dist, prim, ng, layer)
+        for k, (inst, r, t, box) in enumerate(instances):
+            self._closer_in(inst, r, t, box, _MERGED + 1 + k, o, d, dist, prim, ng, layer)
         result.prim[a:b] = prim
         result.distance[a:b] = np.where(prim >= 0, dist + tmin if tmin else dist, np.float32(np.inf))
         _unit_normals_facing(ng, d, out=result.normal[a:b])
+
+    @staticmethod
+    def _closer_in(layer: _Layer, r, t, box, code: int, o, d, dist, prim, ng, layer_of) -> None:
+        """Replace hits by closer ones in `layer` (posed by r, t when it is an instance), in place."""
+        cand = np.flatnonzero(_segments_meet_box(o, d, dist, box))
+        if not len(cand):
+            return
+        oc, dc = o[cand], d[cand]
+        if r is not None:  # world -> instance frame: x_local = R^T (x - t); row vectors: (x - t) @ R
+            oc, dc = np.ascontiguousarray((oc - t) @ r), np.ascontiguousarray(dc @ r)
+        cdist, cprim, cng = layer.run(oc, dc, dist[cand])
+        closer = cprim >= 0  # tfar was the best distance so far: any hit is closer
+        if not closer.any():
+            return
+        rays = cand[closer]
+        cng = cng[closer]
+        dist[rays], prim[rays], ng[rays] = cdist[closer], cprim[closer], cng if r is None else cng @ r.T
+        layer_of[rays] = code
 
     def _look_through(self, o, d, dist, prim, ng, masked, far):
         """Continue rays whose static hit belongs to a masked (moved/removed) static entity."""
@@ -219,15 +294,14 @@ class _Result:
         self.distance = np.empty(n, np.float32)
         self.normal = np.empty((n, 3), np.float32)
         self.prim = np.empty(n, np.int32)
-        self.in_dynamic = np.zeros(n, bool)
+        self.layer = np.zeros(n, np.int16)  # which layer the primitive id belongs to (0 = static)
 
 
 def _unit_normals_facing(ng: np.ndarray, d: np.ndarray, out: np.ndarray) -> None:
     """out = Ng / |Ng|, turned to face the ray; 0 for misses (Ng = 0).
 
-    Embree's Ng is world-frame here (no instancing), computed by the trace anyway and still in
-    cache: cheaper than gathering from a per-triangle table. Column-wise products are the fast
-    numpy forms for (N, 3) float32."""
+    Embree's Ng is computed by the trace anyway and still in cache: cheaper than gathering from a
+    per-triangle table. Column-wise products are the fast numpy forms for (N, 3) float32."""
     length2 = ng[:, 0] * ng[:, 0] + ng[:, 1] * ng[:, 1] + ng[:, 2] * ng[:, 2]
     facing = ng[:, 0] * d[:, 0] + ng[:, 1] * d[:, 1] + ng[:, 2] * d[:, 2]
     with np.errstate(divide="ignore"):
@@ -239,18 +313,21 @@ def _unit_normals_facing(ng: np.ndarray, d: np.ndarray, out: np.ndarray) -> None
 class _IdLookup:
     """Entity, face and material ids of traced rays, gathered on first request (Hits resolve)."""
 
-    def __init__(self, prim, in_dynamic, static: _Layer, dynamic: _Layer | None):
-        self.prim, self.in_dynamic, self.static, self.dynamic = prim, in_dynamic, static, dynamic
+    def __init__(self, prim, layer_of, layers: list):
+        self.prim, self.layer_of, self.layers = prim, layer_of, layers
 
     def __call__(self, name: str) -> np.ndarray:
-        if self.static.scene is None:
+        static = self.layers[_STATIC]
+        if static.scene is None:
             values = np.full(len(self.prim), -1, np.int32)
-        else:  # the tables' last row is the miss row: 'wrap' sends primitive id -1 there (and dynamic
-            # layer ids, which may exceed this table, somewhere harmless: they are overwritten below)
-            values = np.take(getattr(self.static, f"prim_{name}"), self.prim, mode="wrap")
-        if self.dynamic is not None and self.in_dynamic.any():
-            rows = np.flatnonzero(self.in_dynamic)
-            values[rows] = np.take(getattr(self.dynamic, f"prim_{name}"), self.prim[rows])
+        else:  # the tables' last row is the miss row: 'wrap' sends primitive id -1 there (and ids of
+            # other layers, which may exceed this table, somewhere harmless: they are overwritten below)
+            values = np.take(getattr(static, f"prim_{name}"), self.prim, mode="wrap")
+        moved = np.flatnonzero(self.layer_of)  # rays whose closest hit is in a dynamic layer
+        codes = self.layer_of[moved]
+        for code in np.unique(codes):
+            rows = moved[codes == code]
+            values[rows] = np.take(getattr(self.layers[code], f"prim_{name}"), self.prim[rows])
         return values
 
 
