@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -38,15 +39,24 @@ class LidarScan:
     azimuth_rad: np.ndarray
     time: np.ndarray
     ring: np.ndarray
-    fields: dict = field(default_factory=dict)
-    clean_range: np.ndarray | None = None
-    entity: np.ndarray | None = None
-    material: np.ndarray | None = None
-    # the returning surfaces as the tracer gives them; `normal`/`incidence_rad` derive from them on use
-    normal_world: np.ndarray | None = field(default=None, repr=False)  # (R, C, 3) world frame
+    fields: Mapping = field(default_factory=dict)  # may compute each field on first access
     pose_rotation: np.ndarray | None = field(default=None, repr=False)  # (3, 3) or (R*C, 3, 3) world <- sensor
-    cos_incidence: np.ndarray | None = field(default=None, repr=False)  # (R, C), 0 = none
+    # ground truth on demand: name -> array for clean_range, entity, material, normal_world (R, C, 3,
+    # world frame), cos_incidence (0 = none); computed on first access so a frame pays only for what
+    # its outputs read
+    ground_truth_source: Callable[[str], np.ndarray] | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
+
+    def _truth(self, name: str) -> np.ndarray | None:
+        if name not in self._cache:
+            self._cache[name] = None if self.ground_truth_source is None else self.ground_truth_source(name)
+        return self._cache[name]
+
+    clean_range = property(lambda self: self._truth("clean_range"), doc="(R, C) noise-free range, NaN = none")
+    entity = property(lambda self: self._truth("entity"), doc="(R, C) int32 entity id, -1 = none")
+    material = property(lambda self: self._truth("material"), doc="(R, C) int32 material id, -1 = none")
+    normal_world = property(lambda self: self._truth("normal_world"), doc="(R, C, 3) world-frame normals")
+    cos_incidence = property(lambda self: self._truth("cos_incidence"), doc="(R, C) cosine of incidence, 0 = none")
 
     @property
     def normal(self) -> np.ndarray | None:

@@ -9,6 +9,7 @@ sensor frame of their own firing pose, as a real sensor reports them.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -126,21 +127,7 @@ class LidarSimulator:
             azimuth, elevation = cfg.azimuth, cfg.elevation
         else:  # this frame's own rays (Risley patterns move from frame to frame)
             azimuth, elevation = (a.astype(np.float32).reshape(shape) for a in angles_of(dirs))
-        fields = {
-            "reflectivity": ret.reflectivity,
-            "velodyne_intensity": ret.velodyne_intensity,
-            "ouster_reflectivity": ret.ouster_reflectivity,
-            "ouster_signal": ret.ouster_signal,
-            "ouster_ambient": ret.ouster_ambient,
-        }
-        # the physics model already zeroes everything without a return; clear the few dropped here
-        for name in ("reflectivity", "velodyne_intensity", "ouster_reflectivity", "ouster_signal"):
-            fields[name][dropped] = 0
-        for a in (ret.clean_range, ret.cos_incidence):
-            a[dropped] = np.nan if a is ret.clean_range else 0
-        ret.entity[dropped] = -1
-        ret.material[dropped] = -1
-        ret.normal[dropped] = 0
+        fields = _LazyFields(ret, dropped, shape)
         intensity = fields[cfg.intensity_field]
         return LidarScan(
             config=cfg,
@@ -148,19 +135,60 @@ class LidarSimulator:
             range=rng_out.reshape(shape),
             hit=keep.reshape(shape),
             xyz=xyz.reshape(*shape, 3),
-            intensity=(intensity if intensity.dtype == np.float32 else intensity.astype(np.float32)).reshape(shape),
+            intensity=intensity if intensity.dtype == np.float32 else intensity.astype(np.float32),
             elevation_rad=elevation,
             azimuth_rad=azimuth,
             time=cfg.time,
             ring=cfg.ring,
-            fields={k: v.reshape(shape) for k, v in fields.items()},
-            clean_range=ret.clean_range.reshape(shape),
-            entity=ret.entity.reshape(shape),
-            material=ret.material.reshape(shape),
-            normal_world=ret.normal.reshape(*shape, 3),
+            fields=fields,
             pose_rotation=rot,
-            cos_incidence=ret.cos_incidence.reshape(shape),
+            ground_truth_source=_GroundTruth(ret, dropped, shape),
         )
+
+
+class _LazyFields(Mapping):
+    """The physics model's intensity fields of one frame, each computed on first access.
+
+    Returns that noise pushed outside [range_min, range_max] (`dropped`) read 0 like any miss (the
+    physics model already zeroes everything without a return)."""
+
+    NAMES = ("reflectivity", "velodyne_intensity", "ouster_reflectivity", "ouster_signal", "ouster_ambient")
+    KEEP_ON_DROP = ("ouster_ambient",)  # ambient light is measured whether or not a return came back
+
+    def __init__(self, ret, dropped, shape):
+        self._ret, self._dropped, self._shape, self._done = ret, dropped, shape, {}
+
+    def __getitem__(self, name):
+        if name not in self.NAMES:
+            raise KeyError(name)
+        if name not in self._done:
+            values = getattr(self._ret, name)
+            if len(self._dropped) and name not in self.KEEP_ON_DROP:
+                values[self._dropped] = 0
+            self._done[name] = values.reshape(self._shape)
+        return self._done[name]
+
+    def __iter__(self):
+        return iter(self.NAMES)
+
+    def __len__(self):
+        return len(self.NAMES)
+
+
+class _GroundTruth:
+    """Ground-truth arrays of one frame on demand (LidarScan.ground_truth_source)."""
+
+    MISSING = {"clean_range": np.nan, "cos_incidence": 0, "entity": -1, "material": -1, "normal_world": 0}
+    SOURCE = {"normal_world": "normal"}
+
+    def __init__(self, ret, dropped, shape):
+        self._ret, self._dropped, self._shape = ret, dropped, shape
+
+    def __call__(self, name: str) -> np.ndarray:
+        values = getattr(self._ret, self.SOURCE.get(name, name))
+        if len(self._dropped):
+            values[self._dropped] = self.MISSING[name]
+        return values.reshape(*self._shape, *values.shape[1:])
 
 
 def rotate(vectors_t: np.ndarray, r: np.ndarray, shift: np.ndarray | None = None, out: np.ndarray | None = None,
