@@ -4,8 +4,9 @@
 (`config`, `frame_id`, `sensor.beam.samples`, ...); `sensor_rig` runs the sensors listed in
 `sensors`, each under its own name (`front_radar.config`, `front_radar.sensor.beam.samples`, ...)
 and publishing under its name (`front_radar/radar/image`). However many sensors, the world is held
-once: one Scene, one BVH. Each sensor has its own timer in its own callback group, so a
-multi-threaded executor runs them concurrently (the backend and numpy release the GIL).
+once: one Scene, one BVH. Each sensor's frames run on a worker thread of its own, so sensors run
+concurrently (the backend and numpy release the GIL) while the executor thread stays free for
+/clock, /tf and parameter changes.
 
 A node never dies of bad input: a missing world, a failed TF lookup, a NaN pose or a bad parameter
 is logged (throttled) and counted in the diagnostics, and the last good state is kept.
@@ -18,6 +19,7 @@ import struct
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +27,9 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -100,8 +101,8 @@ class Sensor:
         self.fixed_pose = np.eye(4)
         self.publishers: dict[str, Any] = {}
         self.timer = None
-        self.lock = threading.Lock()  # one frame at a time; reconfiguration waits for the frame
-        self.group = MutuallyExclusiveCallbackGroup()
+        self.lock = threading.Lock()  # held while a frame runs; reconfiguration waits for it
+        self.worker = ThreadPoolExecutor(1, thread_name_prefix=f"frame_{name or kind}")
         self.stats = Stats()
         self.last_tick_ns: int | None = None  # grid slot of the last simulated sweep
 
@@ -308,14 +309,13 @@ class SensorNode(Node):
                 continue
             for relative, msgtype in sensor.unit.topics.items():
                 sensor.publishers[relative] = self.create_publisher(rclpy_class(msgtype), sensor.topic(relative), qos)
-        tf_group = MutuallyExclusiveCallbackGroup()
         from tf2_msgs.msg import TFMessage
 
         self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False),
-                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE), callback_group=tf_group)
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True),
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
-                                            durability=DurabilityPolicy.TRANSIENT_LOCAL), callback_group=tf_group)
+                                            durability=DurabilityPolicy.TRANSIENT_LOCAL))
         sync_topic = self._param("sync_topic")
         if sync_topic:
             try:
@@ -325,7 +325,7 @@ class SensorNode(Node):
                 sync_topic = ""
         if sync_topic:
             self.create_subscription(sync_class, sync_topic, self._on_sync, QoSProfile(
-                depth=5, reliability=ReliabilityPolicy.BEST_EFFORT), raw=True, callback_group=ReentrantCallbackGroup())
+                depth=5, reliability=ReliabilityPolicy.BEST_EFFORT), raw=True)
             self.get_logger().info(f"frames triggered by {sync_topic}")
         else:
             for sensor in self.sensors:
@@ -339,8 +339,7 @@ class SensorNode(Node):
             return
         if sensor.timer is not None:
             self.destroy_timer(sensor.timer)
-        sensor.timer = self.create_timer(sensor.unit.period_ns * 0.5e-9, lambda s=sensor: self._on_timer(s),
-                                         callback_group=sensor.group)
+        sensor.timer = self.create_timer(sensor.unit.period_ns * 0.5e-9, lambda s=sensor: self._on_timer(s))
         sensor.last_tick_ns = None
 
     # -- callbacks ---------------------------------------------------------------------------------
@@ -384,20 +383,25 @@ class SensorNode(Node):
             self._warn("sync message without a readable header stamp ignored", key="sync")
             return
         for sensor in self.sensors:
-            if sensor.unit is None:
-                continue
-            if not sensor.lock.acquire(blocking=False):
-                sensor.stats.dropped += 1
-                continue
-            try:
-                self._frame_locked(sensor, stamp, stamp, sync=True)
-            finally:
-                sensor.lock.release()
+            if sensor.unit is not None:
+                self._frame(sensor, stamp, stamp, sync=True)
 
     def _frame(self, sensor: Sensor, t0_ns: int, stamp_ns: int, sync: bool) -> None:
+        """Hand one frame to the sensor's worker thread, or count it dropped if the last one still runs.
+
+        Callbacks stay short on the executor thread (rclpy's executors are Python: a callback that
+        holds them for a frame stalls /clock, /tf and the parameter services); the work itself runs
+        on a thread per sensor, where the backend and numpy release the GIL, so sensors overlap.
+        """
         if not sensor.lock.acquire(blocking=False):
             sensor.stats.dropped += 1
             return
+        try:
+            sensor.worker.submit(self._frame_and_release, sensor, t0_ns, stamp_ns, sync)
+        except RuntimeError:  # the worker is shut down: the node is stopping
+            sensor.lock.release()
+
+    def _frame_and_release(self, sensor: Sensor, t0_ns: int, stamp_ns: int, sync: bool) -> None:
         try:
             self._frame_locked(sensor, t0_ns, stamp_ns, sync)
         finally:
@@ -598,13 +602,15 @@ def run(node_name: str, kind: str, args: list[str] | None = None) -> int:
     node = None
     try:
         node = SensorNode(node_name, kind)
-        executor = MultiThreadedExecutor(num_threads=max(2, len(node.sensors) + 2))
+        executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         if node is not None:
+            for sensor in node.sensors:
+                sensor.worker.shutdown(wait=True, cancel_futures=True)
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()

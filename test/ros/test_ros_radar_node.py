@@ -7,6 +7,7 @@ faces are 9.9 m from the centre.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from pathlib import Path
 
@@ -157,13 +158,23 @@ def test_parameter_changes_accepted_and_rejected(tmp_path):
 def test_pose_from_tf_and_survives_missing_tf(tmp_path):
     """The radar rides on base_link (map -> base_link on /tf, base_link -> radar on /tf_static)."""
     params = radar_params(tmp_path, pose_source="tf", world_frame="map", use_sim_time=True, lazy=False,
-                          tf_tolerance=0.05)
+                          tf_tolerance=0.2)
     from tf2_msgs.msg import TFMessage
+
+    yaw = math.radians(90)
+    driving = threading.Event()  # /tf flows only once set
 
     with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
         images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
         diagnostics = probe.subscribe("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", qos="reliable")
-        clock = ClockPublisher(probe, start_s=50.0)
+        tf = probe.publisher("/tf", "tf2_msgs/msg/TFMessage")
+        static = probe.publisher("/tf_static", "tf2_msgs/msg/TFMessage")
+
+        def on_tick(t_ns):
+            if driving.is_set():
+                tf.publish(TFMessage(transforms=[transform_msg("map", "base_link", t_ns, (5.0, 0.0, 0.0), yaw)]))
+
+        clock = ClockPublisher(probe, start_s=50.0, speed=0.5, on_tick=on_tick)
         try:
             # no tf yet: frames fail, the node reports why and lives on
             deadline = time.monotonic() + 30
@@ -171,22 +182,17 @@ def test_pose_from_tf_and_survives_missing_tf(tmp_path):
                 time.sleep(0.1)
             failing = diagnostics_values(diagnostics, "radar")
             assert len(images) == 0 and node.alive(), node.output()
-            tf = probe.publisher("/tf", "tf2_msgs/msg/TFMessage")
-            static = probe.publisher("/tf_static", "tf2_msgs/msg/TFMessage")
+            tf.publish(TFMessage(transforms=[transform_msg("map", "base_link", clock.now_ns, (math.nan, 0.0, 0.0))]))
             static.publish(TFMessage(transforms=[transform_msg("base_link", "radar", 0, (0.0, 0.0, 1.0))]))
-            yaw = math.radians(90)
-            bad = transform_msg("map", "base_link", clock.now_ns, (math.nan, 0.0, 0.0))
-            tf.publish(TFMessage(transforms=[bad]))  # NaN: ignored, logged
-            deadline = time.monotonic() + 30
-            while len(images) < 3 and time.monotonic() < deadline:
-                tf.publish(TFMessage(transforms=[transform_msg("map", "base_link", clock.now_ns, (5.0, 0.0, 0.0), yaw)]))
-                time.sleep(0.02)
-            msgs = images.wait(3, timeout=1)
+            driving.set()
+            msgs = images.wait(3, timeout=40)
         finally:
             clock.stop()
         assert node.alive(), node.output()
+        log = node.output()
     assert "not connected" in failing["last_error"]
     assert int(failing["failed_frames"]) >= 2
+    assert "non-finite" in log  # the NaN transform was refused (and logged), not used
     # at x = 5 m facing +y: 9.9 m ahead (left wall), 4.9 m to the right of the start heading (+x wall)
     peaks = (polar(msgs[-1]).argmax(axis=1) + 0.5) * RESOLUTION
     theta = yaw + np.radians(-9.0 * np.arange(AZIMUTHS))
