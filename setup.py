@@ -52,6 +52,7 @@ setup(
             "colcon-package-selection>=0.2,<1",
             "catkin_pkg>=0.5,<2",
             "setuptools>=64",
+            "wheel>=0.40",
         ],
         "ros": [
             "ros-jazzy-rclpy[fastrtps]==7.1.6",

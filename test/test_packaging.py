@@ -56,3 +56,21 @@ def test_package_is_registered_and_data_is_installed(colcon_install):
             installed = {p.relative_to(share / folder) for p in (share / folder).rglob("*") if p.is_file()}
             shipped = {p.relative_to(REPO / folder) for p in (REPO / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
             assert shipped <= installed, f"{folder}: not installed: {sorted(map(str, shipped - installed))[:5]}"
+
+
+def test_wheel_carries_every_subpackage_and_the_data(tmp_path):
+    """`pip install .` (no ROS): the wheel holds all Python packages and the shared data files."""
+    import zipfile
+
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                             "-w", str(tmp_path), str(REPO)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    (wheel,) = tmp_path.glob("radarays_ros-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    packages = {str(p.parent.relative_to(REPO)) for p in REPO.glob("*/**/__init__.py")
+                if p.parts[len(REPO.parts)] in ("radarays_ros", "lidar_ros")}
+    for package in packages:
+        assert f"{package}/__init__.py" in names, f"package {package} missing from the wheel"
+    data = [n for n in names if ".data/data/share/radarays_ros/" in n]
+    assert any(n.endswith("config/materials/default.yaml") for n in data)
+    assert any(n.endswith("package.xml") for n in data)
