@@ -1,10 +1,14 @@
-"""rosbags message objects -> rclpy messages, field by field.
+"""rosbags message objects -> what rclpy publishes: CDR bytes, or rclpy messages field by field.
 
-Messages are built once, in radarays_ros/io (as rosbags objects, the form the bag writer stores);
-the nodes publish the same objects through this converter, so a node publishes exactly what a bag
-contains. Numeric arrays go across as `array.array` filled from the numpy buffer: rclpy's setters
-take those without a per-element check, whereas a numpy array or a list costs 200 ms+ for a
-1.6 MB cloud.
+Messages are built once, in radarays_ros/io (as rosbags objects, the form the bag writer stores).
+The nodes publish them as CDR bytes serialised by rosbags (`to_cdr`, rclpy's publish_raw path):
+exactly the bytes a bag holds, and the cheapest path measured -- a fresh 6 MB OS1-128 cloud costs
+~1 ms this way against ~11 ms through a typed rclpy message, whose conversion to C and
+serialisation copy it twice more into freshly allocated buffers (benchmarks/bench_nodes.py).
+
+`to_rclpy` gives a typed rclpy message for code that wants one (an in-process consumer, tests).
+Numeric arrays go across as `array.array` filled from the numpy buffer: rclpy's setters take those
+without a per-element check, whereas a numpy array or a list costs 200 ms+ for a 1.6 MB cloud.
 """
 from __future__ import annotations
 
@@ -24,6 +28,13 @@ _NUMPY_TYPES = {
     "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
     "float": np.float32, "double": np.float64,
 }
+
+
+def to_cdr(msg, msgtype: str | None = None) -> bytes:
+    """CDR bytes of a rosbags message object (what `Publisher.publish(bytes)` sends as is)."""
+    from ..io.messages import TYPESTORE
+
+    return bytes(TYPESTORE.serialize_cdr(msg, msgtype or msg.__msgtype__))
 
 
 def rclpy_class(msgtype: str):

@@ -37,7 +37,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from ..errors import ConfigError, RadaraysError
 from ..scenario.sensors import ParamInfo, SensorUnit, check_param, make_unit, poses_over, share_path
 from ..world.transforms import pose_to_matrix
-from .convert import rclpy_class, to_rclpy
+from .convert import rclpy_class, to_cdr
 from .params import descriptor, from_ros, ros_value
 from .tf_buffer import TransformBuffer, TransformLookupError
 
@@ -446,7 +446,7 @@ class SensorNode(Node):
             return
         simulated = time.perf_counter()
         for relative, msg in unit.messages(result, stamp_ns, wanted).items():
-            sensor.publishers[relative].publish(to_rclpy(msg))
+            sensor.publishers[relative].publish(to_cdr(msg))  # the bag's bytes, see convert.py
         done = time.perf_counter()
         sensor.stats.add_time(done - start, done - simulated, unit.rays_per_frame)
         sensor.stats.last_error = ""

@@ -160,6 +160,13 @@ class Probe:
         self.node.create_subscription(rclpy_type(type_name), topic, inbox._add, profile, raw=True)
         return inbox
 
+    def subscribe_typed(self, topic: str, type_name: str, qos="sensor", depth: int = 10) -> list:
+        """Messages deserialised by rclpy itself (a typed subscription, as any ROS node would receive them)."""
+        received: list = []
+        profile = self.qos(qos, depth) if isinstance(qos, str) else qos
+        self.node.create_subscription(rclpy_type(type_name), topic, received.append, profile)
+        return received
+
     def publisher(self, topic: str, type_name: str, qos="reliable", depth: int = 10):
         from rclpy.qos import DurabilityPolicy
 

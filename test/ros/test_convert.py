@@ -61,3 +61,21 @@ def test_tf_message_nested_sequences():
     assert [t.child_frame_id for t in back.transforms] == ["base_link", "radar"]
     assert back.transforms[0].transform.translation.y == 2.0
     assert back.transforms[0].transform.rotation.z == pytest.approx(np.sin(0.25))
+
+
+def test_cdr_bytes_read_by_rclpy():
+    """to_cdr (what the nodes publish) is read back by rclpy's own deserialiser, value for value."""
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import PointCloud2
+
+    from radarays_ros.ros.convert import to_cdr
+
+    pts = np.zeros(16, dtype=[("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("ring", "<u2")])
+    pts["x"] = np.arange(16)
+    pts["ring"] = 7
+    msg = M.pointcloud2(pts, 5_000_000_001, "lidar", height=4)
+    back = deserialize_message(to_cdr(msg), PointCloud2)
+    assert (back.header.stamp.sec, back.header.stamp.nanosec, back.header.frame_id) == (5, 1, "lidar")
+    assert (back.height, back.width, back.point_step) == (4, 4, 14)
+    assert [(f.name, f.offset) for f in back.fields] == [("x", 0), ("y", 4), ("z", 8), ("ring", 12)]
+    assert bytes(back.data) == pts.tobytes()

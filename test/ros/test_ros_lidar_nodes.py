@@ -1,6 +1,7 @@
 """lidar_node and sensor_rig as real processes: driver layouts, LaserScan, stamps, rig topics."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +28,18 @@ def test_vlp16_velodyne_layout(tmp_path):
         "frame_id": "velodyne", "sensor": {"noise": {"sigma": 0.0}}})
     with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
         clouds = probe.subscribe("/points", "sensor_msgs/msg/PointCloud2")
+        typed = probe.subscribe_typed("/points", "sensor_msgs/msg/PointCloud2")
         msgs = clouds.wait(2, timeout=40)
+        deadline = time.monotonic() + 10
+        while not typed and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert node.alive(), node.output()
+    # rclpy's own deserialiser reads the same cloud (the node publishes rosbags' CDR bytes as is)
+    same = [m for m in msgs if stamp_ns(m.header) == typed[0].header.stamp.sec * 10**9 + typed[0].header.stamp.nanosec]
+    assert same and bytes(typed[0].data) == np.asarray(same[0].data, np.uint8).tobytes()
+    assert [(f.name, f.offset, f.datatype) for f in typed[0].fields] == [(f.name, f.offset, f.datatype) for f in same[0].fields]
+    assert (typed[0].height, typed[0].width, typed[0].point_step, typed[0].header.frame_id) == (
+        same[0].height, same[0].width, same[0].point_step, "velodyne")
     msg = msgs[-1]
     assert msg.header.frame_id == "velodyne"
     assert [(f.name, f.offset, f.datatype) for f in msg.fields] == [
