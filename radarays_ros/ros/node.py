@@ -126,7 +126,6 @@ class SensorNode(Node):
         self.world_error = ""
         self.tf = TransformBuffer()
         self._declare(NODE_PARAMS, "", READ_ONLY)
-        self.tf.tolerance_ns = int(self.get_parameter("tf_tolerance").value * 1e9)
         self.sensors = self._declare_sensors()
         self._load_world(self._param("world"))
         for sensor in self.sensors:
@@ -456,11 +455,10 @@ class SensorNode(Node):
             return sensor.fixed_pose
         world = self._param("world_frame")
         frame = sensor.frame_id
+        tolerance = int(self._param("tf_tolerance") * 1e9)
         if sync:  # the sweep starts at the stamp: allow its future part to come from the newest sample
-            self.tf.tolerance_ns = int(self._param("tf_tolerance") * 1e9) + period_ns
-        else:
-            self.tf.tolerance_ns = int(self._param("tf_tolerance") * 1e9)
-        return poses_over(lambda times: self.tf.lookup(world, frame, times), t0_ns, period_ns,
+            tolerance += period_ns
+        return poses_over(lambda times: self.tf.lookup(world, frame, times, tolerance), t0_ns, period_ns,
                           self._param("pose_samples_per_second"))
 
     # -- run-time parameter changes ----------------------------------------------------------------
@@ -478,8 +476,6 @@ class SensorNode(Node):
             if "world" in changes:
                 world = self._prepare_world(changes["world"])
                 plan.append(lambda: self._install_world(*world))
-            if "tf_tolerance" in changes:
-                plan.append(lambda: setattr(self.tf, "tolerance_ns", int(changes["tf_tolerance"] * 1e9)))
         except (RadaraysError, ValueError, TypeError) as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         try:

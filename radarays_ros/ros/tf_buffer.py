@@ -130,8 +130,11 @@ class TransformBuffer:
             chain.append(self._edges[chain[-1]].parent)
         return chain
 
-    def lookup(self, target: str, source: str, t_ns) -> np.ndarray:
-        """(N, 4, 4) transforms target <- source at each time (t_ns array, or 0 = latest common)."""
+    def lookup(self, target: str, source: str, t_ns, tolerance_ns: int | None = None) -> np.ndarray:
+        """(N, 4, 4) transforms target <- source at each time (t_ns array, or 0 = latest common).
+
+        tolerance_ns: this lookup's allowance beyond the buffered samples (default: the buffer's)."""
+        tolerance = self.tolerance_ns if tolerance_ns is None else int(tolerance_ns)
         target, source = target.lstrip("/"), source.lstrip("/")
         times = np.atleast_1d(np.asarray(t_ns, dtype=np.int64))
         with self._lock:
@@ -150,30 +153,30 @@ class TransformBuffer:
             names_tgt = up_target[: up_target.index(common)]
             if np.all(times == 0):
                 times = np.full(len(times), self._latest_common(src_edges + tgt_edges), np.int64)
-            common_from_source = self._compose(src_edges, names_src, times)
-            common_from_target = self._compose(tgt_edges, names_tgt, times)
+            common_from_source = self._compose(src_edges, names_src, times, tolerance)
+            common_from_target = self._compose(tgt_edges, names_tgt, times, tolerance)
         return np.linalg.inv(common_from_target) @ common_from_source
 
     def _latest_common(self, edges: list[_Edge]) -> int:
         dynamic = [e.t_ns[-1] for e in edges if not e.static]
         return min(dynamic) if dynamic else 0
 
-    def _compose(self, edges: list[_Edge], names: list[str], times: np.ndarray) -> np.ndarray:
+    def _compose(self, edges: list[_Edge], names: list[str], times: np.ndarray, tolerance: int) -> np.ndarray:
         """ancestor <- frame for the chain frame -> ... -> ancestor (edges listed child first)."""
         out = np.tile(np.eye(4), (len(times), 1, 1))
         for edge, child in zip(edges, names):
-            out = self._edge_at(edge, child, times) @ out
+            out = self._edge_at(edge, child, times, tolerance) @ out
         return out
 
-    def _edge_at(self, edge: _Edge, child: str, times: np.ndarray) -> np.ndarray:
+    def _edge_at(self, edge: _Edge, child: str, times: np.ndarray, tolerance: int) -> np.ndarray:
         values = np.asarray(edge.values)
         if edge.static or len(values) == 1:
             if not edge.static:
-                self._check_range(edge, child, times)
+                self._check_range(edge, child, times, tolerance)
             v = np.broadcast_to(values[0], (len(times), 7))
             return self._matrices(v[:, :3], v[:, 3:])
         t = np.asarray(edge.t_ns, dtype=np.int64)
-        self._check_range(edge, child, times)
+        self._check_range(edge, child, times, tolerance)
         clamped = np.clip(times, t[0], t[-1])
         i = np.clip(np.searchsorted(t, clamped, side="right") - 1, 0, len(t) - 2)
         a = ((clamped - t[i]) / (t[i + 1] - t[i]).astype(float))[:, None]
@@ -181,14 +184,15 @@ class TransformBuffer:
         rotation = _slerp(values[i, 3:], values[i + 1, 3:], a[:, 0])
         return self._matrices(position, rotation)
 
-    def _check_range(self, edge: _Edge, child: str, times: np.ndarray) -> None:
+    @staticmethod
+    def _check_range(edge: _Edge, child: str, times: np.ndarray, tolerance: int) -> None:
         first, last = edge.t_ns[0], edge.t_ns[-1]
         early, late = times.min(), times.max()
-        if early < first - self.tolerance_ns or late > last + self.tolerance_ns:
+        if early < first - tolerance or late > last + tolerance:
             raise TransformLookupError(
                 f"transform {edge.parent} <- {child} is known from {first / 1e9:.3f} s to {last / 1e9:.3f} s, "
                 f"requested {early / 1e9:.3f}..{late / 1e9:.3f} s (no extrapolation beyond "
-                f"{self.tolerance_ns / 1e9:g} s)")
+                f"{tolerance / 1e9:g} s)")
 
     @staticmethod
     def _matrices(position: np.ndarray, rotation_xyzw: np.ndarray) -> np.ndarray:

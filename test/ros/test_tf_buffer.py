@@ -53,6 +53,7 @@ def test_refuses_extrapolation_beyond_tolerance():
     tf = make_buffer()
     with pytest.raises(TransformLookupError, match="requested"):
         tf.lookup("map", "radar", [2 * S])
+    np.testing.assert_allclose(tf.lookup("map", "base_link", [2 * S], tolerance_ns=S)[0][:3, 3], [11, 0, 0], atol=1e-12)
     tolerant = make_buffer()
     tolerant.tolerance_ns = S
     np.testing.assert_allclose(tolerant.lookup("map", "base_link", [2 * S])[0][:3, 3], [11, 0, 0], atol=1e-12)
