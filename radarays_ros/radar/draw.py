@@ -33,16 +33,22 @@ def draw_returns(azimuth, range_m, energy, n_azimuths: int, range_cfg, kernel_cf
     # Sum the returns of each (azimuth, bin) first: the kernel is linear, so spreading the sums is the
     # same as spreading every return, and there are far fewer occupied cells than returns.
     delta = np.bincount(flat, energy, minlength=n_azimuths * n_bins)
-    occupied = np.flatnonzero(delta)
+    marked = np.zeros(n_azimuths * n_bins, bool)
+    marked[flat] = True  # energies are > 0, so these are exactly the non-zero cells (a bool scan is cheaper)
+    occupied = np.flatnonzero(marked)
     weights, m = kernel_weights(kernel_cfg.type, kernel_cfg.width, kernel_cfg.mode, kernel_cfg.gaussian_sigma)
     width = len(weights)
     # Spread into rows padded by the kernel width: padded column col + i holds bin col - m + i, so
     # every index is in range and what falls before bin 0 or past the last bin is simply cut off.
-    row, col = np.divmod(occupied, n_bins)
+    # One scatter per kernel tap: within a tap the targets are distinct (occupied cells are), so a
+    # plain fancy-index add is exact; taps run from last to first so that every bin sums its sources
+    # in increasing bin order (the order np.bincount used here before: the same float64 sums).
     padded_len = n_bins + width
-    index = (row * padded_len + col)[:, None] + np.arange(width)[None, :]
-    contrib = delta[occupied][:, None] * weights[None, :]
-    padded = np.bincount(index.ravel(), contrib.ravel(), minlength=n_azimuths * padded_len)
+    start = occupied + (occupied // n_bins) * width  # row * padded_len + col
+    sums = delta[occupied]
+    padded = np.zeros(n_azimuths * padded_len)
+    for i in range(width - 1, -1, -1):
+        padded[start + i] += sums * weights[i]
     image = padded.reshape(n_azimuths, padded_len)[:, m:m + n_bins].copy()
     if not range_cfg.write_bin_zero:
         image[:, 0] = 0.0  # RadaRays never writes row 0 while spreading

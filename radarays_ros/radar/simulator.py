@@ -124,21 +124,26 @@ class RadarSimulator:
             returns["range"] = found.range_m
             returns["energy"] = found.energy
             returns["bounce"] = found.bounce
-        image_f32 = np.roll(values, shift, axis=0).astype(np.float32)
+        image_f32 = _scrolled(values, shift).astype(np.float32)
         return RadarImage(
             image_f32=image_f32,
             image=to_uint8(image_f32),
-            azimuth_rad=np.roll(theta, shift),
+            azimuth_rad=_scrolled(theta, shift),
             range_m=cfg.range.offset + np.arange(cfg.range.n_bins) * cfg.range.resolution,
-            azimuth_time_ns=np.roll(times, shift),
+            azimuth_time_ns=_scrolled(times, shift),
             t0_ns=int(t0_ns),
             config=cfg,
             returns=returns,
-            energy=np.roll(energy, shift, axis=0),
+            energy=_scrolled(energy, shift),
         )
 
     def close(self) -> None:
         self.backend.close()
+
+
+def _scrolled(array: np.ndarray, shift: int) -> np.ndarray:
+    """Rows (azimuths) rolled by shift; the array itself when there is nothing to roll (no 11 MB copy)."""
+    return np.roll(array, shift, axis=0) if shift else array
 
 
 def sweep_period_ns(config: RadarConfig) -> int:
