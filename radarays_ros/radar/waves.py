@@ -71,6 +71,8 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
     threshold = tracing.energy_threshold
     skip = np.float32(tracing.skip_distance)
     lossy = bool(np.any(materials.transmittance < 1.0))
+    with np.errstate(divide="ignore"):  # a wave never travels in a velocity-0 medium (it cannot enter one)
+        skip_time = float(skip) / velocity  # ns to step off a surface, per medium (a table, not per wave)
     found: list[Returns] = []
     for pass_id in range(tracing.passes):
         if pass_id > 0 and not (returns.multi_reflection or returns.multipath):
@@ -128,18 +130,16 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
                             cos_t[trans])
             d = np.concatenate([r_dir, t_dir])
             pick = np.concatenate([refl, trans])
-            v_new = np.concatenate([v1[refl], velocity[behind[trans]]])
             energy = np.concatenate([e_refl[refl], e_trans[trans]])
             medium = np.concatenate([medium[refl], behind[trans]])
         else:
             d = r_dir
             pick = refl
-            v_new = v1[refl]
             energy = e_refl[refl]
             medium = medium[refl]
         o = np.take(pos, pick, axis=0)
         o += d * skip
-        time = time[pick] + float(skip) / v_new
+        time = time[pick] + skip_time[medium]
         az = az[pick]
     return Returns.concat(found)
 
