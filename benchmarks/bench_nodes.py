@@ -38,7 +38,43 @@ POSE = pose_to_matrix(0.0, 0.0, 2.0, 0.0, 0.0, 0.3)
 LAYOUT_PHYSICS = {"ouster": ("ouster_reflectivity", "ouster_ambient"), "velodyne": ("velodyne_intensity",)}
 
 
-def overhead(triangles: int, repeats: int) -> None:
+def ros_session():
+    """(make_send(msgtype, topic) -> publish, close): real rclpy + Fast DDS publishers, each with a
+    subscriber in this process, in a private network namespace (root or user namespaces needed: DDS
+    must not discover anything outside)."""
+    import importlib.util
+    import os
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("bench_netns", root / "test" / "ros" / "netns.py")
+    netns = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(netns)
+    netns.enter()
+    os.environ.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(root / "config" / "ros" / "fastdds_large_messages.xml"))
+    import rclpy
+    from rclpy.qos import qos_profile_sensor_data
+
+    from radarays_ros.ros.convert import rclpy_class
+
+    rclpy.init()
+    node = rclpy.create_node("bench_publisher")
+
+    def make_send(msgtype: str, topic: str):
+        cls = rclpy_class(msgtype)
+        node.create_subscription(cls, topic, lambda raw: None, qos_profile_sensor_data, raw=True)
+        pub = node.create_publisher(cls, topic, qos_profile_sensor_data)
+        deadline = time.monotonic() + 10
+        while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+            rclpy.spin_once(node, timeout_sec=0.05)
+        return pub.publish
+
+    def close():
+        node.destroy_node()
+        rclpy.shutdown()
+    return make_send, close
+
+
+def overhead(triangles: int, repeats: int, publish: bool = False) -> None:
     try:
         from rclpy.serialization import serialize_message
 
@@ -53,7 +89,9 @@ def overhead(triangles: int, repeats: int) -> None:
     lidar = LidarUnit("os1", scene, backend, config="OS1-128", overrides={"columns": 1024})
     radar = RadarUnit("radar", scene, backend, config="radarays_default")
     frames = max(5, 3 * repeats)
+    make_send, close = ros_session() if publish else (None, lambda: None)
     for unit, topic in ((lidar, "points"), (radar, "radar/image")):
+        send = make_send(unit.topics[topic], "bench/" + topic) if publish else (lambda data: None)
         # every frame is new, as in the node (fresh memory); the two publish paths alternate frame by
         # frame so that load from other processes affects both alike
         sim, build, node, typed = [], [], [], []
@@ -66,7 +104,7 @@ def overhead(triangles: int, repeats: int) -> None:
             msg = unit.messages(result, 0, {topic})[topic]
             built = time.perf_counter()
             if k % 2 == 0:
-                to_cdr(msg)  # what the node publishes (Publisher.publish(bytes))
+                send(to_cdr(msg))  # what the node publishes (Publisher.publish(bytes)); --publish: through DDS
                 node.append(time.perf_counter() - simulated)
                 build.append(built - simulated)
             else:
@@ -85,10 +123,11 @@ def overhead(triangles: int, repeats: int) -> None:
             bare = None
             label = f"radar {radar.config.azimuth.count} x {radar.config.n_bins} image ({size_mb:.1f} MB)"
         report(f"frame: {label}", frame, bare)
-        report(f"  node overhead (message {build * 1e3:.2f} ms + CDR bytes)", cost, None,
+        report(f"  node overhead (message {build * 1e3:.2f} ms + CDR bytes{' + publish' if publish else ''})", cost, None,
                **{"share of frame": f"{100 * cost / frame:.1f} %"})
-        report("  (with a typed rclpy message instead)", typed, None,
+        report("  (with a typed rclpy message instead, not published)", typed, None,
                **{"share of frame": f"{100 * typed / frame:.1f} %"})
+    close()
 
 
 def concurrency(triangles: int, repeats: int) -> None:
@@ -152,8 +191,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--triangles", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--publish", action="store_true",
+                        help="also publish each message through rclpy/Fast DDS to a subscriber (enters a private "
+                             "network namespace: needs root or user namespaces)")
     args = parser.parse_args()
-    overhead(args.triangles, args.repeats)
+    overhead(args.triangles, args.repeats, args.publish)
     concurrency(args.triangles, args.repeats)
     memory(args.triangles)
     print(f"benchmark process peak memory {peak_rss_mb():.0f} MiB")
