@@ -1,11 +1,13 @@
 """`radarays world info|panorama`: see what a world loaded as, in a table or a 360° range picture.
 
-    radarays world info WORLD [--materials M] [--collision] [--ignore GLOB ...] [--json] [--lenient]
+    radarays world info WORLD [--materials M] [--collision] [--ignore GLOB ...] [--json] [--strict]
     radarays world panorama WORLD --pose "x y z roll pitch yaw" --out pano.png [--width 1440]
                             [--max-range R] [--ranges-out ranges.npy] [--materials M] [--collision]
 
-`info` lists unresolved URIs instead of failing (it loads with strict=False); `panorama` fails on them
-unless --lenient. The panorama is equirectangular: column 0 looks backwards (azimuth +180°) and
+`info` lists unresolved URIs and unreadable mesh files instead of failing (it loads with strict=False;
+--strict makes them errors); `panorama` fails on them unless --lenient. Errors in the world file itself
+(malformed XML, unknown geometry, NaN pose, ...) are one line on stderr and exit status 2 for both;
+non-fatal findings (degenerate triangles dropped, an empty world) are `warning:` lines. The panorama is equirectangular: column 0 looks backwards (azimuth +180°) and
 azimuth decreases to the right, so the centre column looks along the pose's +x and the left half of
 the picture is the sensor's left (+y); row 0 looks straight up. Ranges are colour-mapped (turbo,
 0 m .. max range); misses are black.
@@ -32,6 +34,7 @@ def add_parser(subparsers) -> None:
     info = sub.add_parser("info", help="entities, triangles, materials, unresolved URIs, warnings")
     _common(info)
     info.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    info.add_argument("--strict", action="store_true", help="fail on unresolved URIs and unreadable meshes")
     info.set_defaults(func=run_info)
 
     pano = sub.add_parser("panorama", help="360°x180° equirectangular range picture from a pose")
@@ -82,7 +85,7 @@ def world_summary(scene) -> dict:
 
 
 def run_info(args) -> int:
-    scene = _load(args, strict=False)
+    scene = _load(args, strict=args.strict)
     summary = world_summary(scene)
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -156,7 +159,8 @@ def run_panorama(args) -> int:
     scene = _load(args, strict=not args.lenient)
     ranges = panorama_ranges(scene, pose, args.width)
     hit = np.isfinite(ranges)
-    max_range = args.max_range or (float(ranges[hit].max()) if hit.any() else 1.0)
+    farthest = float(ranges[hit].max()) if hit.any() else 0.0
+    max_range = args.max_range or (farthest if farthest > 0 else 1.0)  # all hits at 0 m: no division by 0
     Image.fromarray(colorize(ranges, max_range)).save(args.out)
     if args.ranges_out:
         np.save(args.ranges_out, ranges)

@@ -26,8 +26,9 @@ MaterialLibrary; a given library is merged over the shipped one (its materials r
 its assign rules come first, its default wins). `geometry`: "visual" (what Gazebo's sensors see) or
 "collision". `ignore`: globs on scoped names (`model`, `model::link`, `model::link::visual`).
 `resource_paths`: searched before the environment's (see uris.py). `strict=False` skips entities whose
-URI cannot be resolved or whose mesh cannot be read, and lists them in `scene.unresolved` and
-`scene.warnings` instead of raising. Non-fatal findings (degenerate triangles dropped, empty world,
+URI cannot be resolved or whose mesh/heightmap file cannot be read, and lists them in `scene.unresolved`
+and `scene.warnings` instead of raising; errors in the file itself (malformed XML, unknown geometry,
+bad numbers, NaN poses, unknown frames) raise WorldError in both modes. Non-fatal findings (degenerate triangles dropped, empty world,
 missing <radarays_material> values, ...) always go to `scene.warnings`.
 """
 from __future__ import annotations
@@ -113,9 +114,9 @@ def _load_mesh_map(path: Path, up_axis: str, ignore) -> ParsedWorld:
 
 
 def _load_model_dir(path: Path, library, options) -> ParsedWorld:
-    from .sdf import _model_file_of
+    from .sdf import model_file_of
 
-    model_file = _model_file_of(path, f"model directory {path}")
+    model_file = model_file_of(path, f"model directory {path}")
     if model_file.suffix.lower() in URDF_SUFFIXES:
         return _load_urdf(model_file, library, options)
     return parse_sdf_file(model_file, library, **options)

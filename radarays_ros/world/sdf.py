@@ -35,7 +35,14 @@ What is read:
 
 Entity names are scoped: `model::link::visual`, nested `outer::inner::link::visual`.
 Errors are WorldError naming file:line and the element. With strict=False an entity whose URI cannot be
-resolved (or whose mesh cannot be read) is skipped and recorded in the report instead.
+resolved (or whose mesh or heightmap file cannot be read) is skipped and recorded in the report instead
+(`UnresolvedResource` is the WorldError subclass of those cases); errors in the SDF itself (malformed
+XML, unknown geometry, bad numbers, NaN poses, unknown frames) raise in both modes.
+
+    material_tags(text, base_dir, materials, models=None, ...) -> dict[scoped visual name, (name, Material|None)]
+
+reads only the material tags of a world or model (no geometry, no mesh files): the Gazebo mirror uses it
+on `generate_world_sdf` answers and on spawned models' own model files.
 """
 from __future__ import annotations
 
@@ -66,6 +73,10 @@ SUPPORTED_VERSIONS = ("1.6", "1.7", "1.8", "1.9", "1.10", "1.11")
 MAX_INCLUDE_DEPTH = 16
 _BASE = "__radarays_base_dir"  # bookkeeping attributes put on included model elements
 _SOURCE = "__radarays_source"
+
+
+class UnresolvedResource(WorldError):
+    """A URI that resolves nowhere, or a mesh/heightmap file that cannot be read (skippable with strict=False)."""
 
 
 @dataclass
@@ -107,7 +118,7 @@ def parse_sdf_file(path, materials=None, *, geometry="visual", ignore=(), resour
         text = path.read_bytes()
     except OSError as exc:
         raise WorldError(f"world file {path}: cannot be read ({exc.strerror or exc})") from None
-    return parse_sdf_string(text, path.parent, materials, source=str(path), geometry=geometry, ignore=ignore,
+    return parse_sdf_string(text, path.absolute().parent, materials, source=str(path), geometry=geometry, ignore=ignore,
                             resource_paths=resource_paths, strict=strict, collada_up_axis=collada_up_axis)
 
 
@@ -115,24 +126,7 @@ def parse_sdf_string(text, base_dir, materials=None, *, source="<string>", geome
                      resource_paths=(), strict=True, collada_up_axis="ignore") -> ParsedWorld:
     """Entities of SDF text; relative URIs resolve against `base_dir`."""
     opts = _options(materials, geometry, ignore, resource_paths, strict, collada_up_axis, None)
-    root = parse_xml(text, source)
-    base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
-    _stamp(root, base_dir, source)
-    if root.tag != "sdf":
-        if root.tag in ("model", "world"):
-            wrapper = etree.Element("sdf")
-            wrapper.append(root)
-            root = wrapper
-            _stamp(root, base_dir, source)
-        else:
-            raise WorldError(f"{source}:{root.sourceline}: root element <{root.tag}>; expected <sdf>")
-    version = root.get("version")
-    if version is not None and version not in SUPPORTED_VERSIONS:
-        opts.report.warn(f"{source}: SDFormat version {version} is outside the tested 1.6-1.11; reading it anyway")
-    worlds = root.findall("world")
-    if len(worlds) > 1:
-        opts.report.warn(f"{source}: {len(worlds)} <world> elements; only the first, '{worlds[0].get('name')}', is loaded")
-    scope = worlds[0] if worlds else root
+    scope = _top_scope(text, base_dir, source, opts)
     name = scope.get("name") or Path(source).stem
     _expand_includes(scope, opts, depth=0)
     world = ParsedWorld(name, report=opts.report)
@@ -148,6 +142,63 @@ def parse_sdf_string(text, base_dir, materials=None, *, source="<string>", geome
     return world
 
 
+def _top_scope(text, base_dir, source: str, opts: _Options):
+    """The <world> (or the <sdf> holding models) of SDF text, stamped with its base directory."""
+    root = parse_xml(text, source)
+    base_dir = Path(base_dir).absolute() if base_dir is not None else Path.cwd()
+    _stamp(root, base_dir, source)
+    if root.tag != "sdf":
+        if root.tag in ("model", "world"):
+            wrapper = etree.Element("sdf")
+            wrapper.append(root)
+            root = wrapper
+            _stamp(root, base_dir, source)
+        else:
+            raise WorldError(f"{source}:{root.sourceline}: root element <{root.tag}>; expected <sdf>")
+    version = root.get("version")
+    if version is not None and version not in SUPPORTED_VERSIONS:
+        opts.report.warn(f"{source}: SDFormat version {version} is outside the tested 1.6-1.11; reading it anyway")
+    worlds = root.findall("world")
+    if len(worlds) > 1:
+        opts.report.warn(f"{source}: {len(worlds)} <world> elements; only the first, '{worlds[0].get('name')}', is loaded")
+    return worlds[0] if worlds else root
+
+
+def material_tags(text, base_dir=None, materials=None, *, models=None, source="<string>", resource_paths=(),
+                  report=None) -> dict[str, tuple[str, Material | None]]:
+    """Material tags of every `<visual>` of SDF text (a world, or a file holding a model), by scoped name
+    `model::link::visual`: (material name, its Material when `<radarays_material>` defined it, else None).
+    Visuals without a tag are absent. No geometry or mesh file is read; `<include>`s are followed
+    (leniently: one that resolves nowhere is recorded in `report`). `models`: top-level model names to
+    read (None: all). Bad tag values raise WorldError as in a world load."""
+    opts = _options(materials, "visual", (), resource_paths, False, "ignore", report)
+    scope = _top_scope(text, base_dir, source, opts)
+    if models is not None:
+        wanted = set(models)
+        for child in list(scope):
+            named = child.get("name") if child.tag == "model" else (child.findtext("name") or "").strip()
+            if child.tag in ("model", "include") and named and named not in wanted:
+                scope.remove(child)  # other models: neither expanded nor read
+    _expand_includes(scope, opts, depth=0)
+    out: dict[str, tuple[str, Material | None]] = {}
+    for model in scope.findall("model"):
+        if models is None or model.get("name") in models:
+            _collect_tags(model, "", opts, out)
+    return out
+
+
+def _collect_tags(model, prefix: str, opts: _Options, out: dict) -> None:
+    scoped = f"{prefix}{model.get('name', '')}"
+    for link in model.findall("link"):
+        for shape in link.findall("visual"):
+            name = f"{scoped}::{link.get('name', '')}::{shape.get('name') or 'visual'}"
+            override, material = _material_tags(shape, name, opts)
+            if override is not None:
+                out[name] = (override, material)
+    for nested in model.findall("model"):
+        _collect_tags(nested, f"{scoped}::", opts, out)
+
+
 def model_entities(model, pose=None, base_dir=None, materials=None, *, name=None, static=None, report=None,
                    geometry="visual", ignore=(), resource_paths=(), strict=True, collada_up_axis="ignore",
                    source="<model>") -> list[EntitySpec]:
@@ -160,7 +211,7 @@ def model_entities(model, pose=None, base_dir=None, materials=None, *, name=None
         element = parse_xml(model, source)
     else:
         element = copy.deepcopy(model)
-    base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
+    base_dir = Path(base_dir).absolute() if base_dir is not None else Path.cwd()
     _stamp(element, base_dir, source)
     if element.tag == "sdf":
         candidates = [c for c in element if c.tag in ("model", "include")]
@@ -274,6 +325,12 @@ def _load_include(inc, opts: _Options):
     if inc.find("placement_frame") is not None:
         opts.report.warn(f"{_where(inc)}: <placement_frame> is not supported; the model's own frame is placed")
     return model
+
+
+def model_file_of(target: Path, where: str = "model") -> Path:
+    """The SDF/URDF file of a model directory (the newest `<sdf>` named by model.config, else model.sdf
+    or model.urdf), or `target` itself when it is a file."""
+    return _model_file_of(Path(target), where)
 
 
 def _model_file_of(target: Path, where: str) -> Path:
@@ -454,7 +511,7 @@ def _shape_spec(shape, link_scoped, link_pose, model_pose, frames: _Frames, stat
     pose = frame @ parse_pose(pose_el, f"{_where(pose_el)} of '{scoped}'" if pose_el is not None else None)
     try:
         mesh = _geometry_mesh(shape, scoped, opts)
-    except WorldError as exc:
+    except UnresolvedResource as exc:  # errors in the SDF itself raise in both modes
         if opts.strict:
             raise
         opts.report.warn(f"skipped '{scoped}': {exc}")
@@ -503,8 +560,17 @@ def _geometry_mesh(shape, scoped: str, opts: _Options) -> TriMesh | None:
         return _mesh_geometry(g, where, opts)
     if tag == "heightmap":
         uri = (g.findtext("uri") or "").strip()
+        if not uri:
+            raise WorldError(f"{where}: <heightmap> without <uri>")
+        size = _numbers(g, "size", 3, where, default=(1, 1, 1))
+        pos = _numbers(g, "pos", 3, where, default=(0, 0, 0))
+        if size[0] <= 0 or size[1] <= 0 or size[2] < 0:
+            raise WorldError(f"{where} <heightmap><size>: {list(size)}; expected x, y > 0 and z >= 0")
         path = _resolve(uri, g, opts, f"{where} <heightmap><uri>")
-        return heightmap_mesh(path, _numbers(g, "size", 3, where, default=(1, 1, 1)), _numbers(g, "pos", 3, where, default=(0, 0, 0)), what=f"{where} <heightmap>")
+        try:
+            return heightmap_mesh(path, size, pos, what=f"{where} <heightmap>")
+        except WorldError as exc:  # the image is missing or unreadable
+            raise UnresolvedResource(str(exc)) from None
     if tag == "empty":
         return None
     raise WorldError(f"{where}: unknown geometry <{tag}>; allowed: {', '.join(GEOMETRY_TYPES)}")
@@ -523,14 +589,17 @@ def _mesh_geometry(g, where: str, opts: _Options) -> TriMesh:
     uri = (g.findtext("uri") or "").strip()
     if not uri:
         raise WorldError(f"{where}: <mesh> without <uri>")
+    scale = _numbers(g, "scale", 3, where, default=(1, 1, 1))
+    if np.any(np.asarray(scale) == 0):
+        raise WorldError(f"{where}: <scale> {scale} has a zero component")
     path = _resolve(uri, g, opts, f"{where} <mesh><uri>")
     sub = g.find("submesh")
     sub_name = (sub.findtext("name") or "").strip() if sub is not None else ""
     center = sub is not None and (sub.findtext("center") or "").strip().lower() in ("true", "1")
-    mesh = load_mesh(path, submesh=sub_name or None, center_submesh=center, collada_up_axis=opts.collada_up_axis, what=where)
-    scale = _numbers(g, "scale", 3, where, default=(1, 1, 1))
-    if np.any(np.asarray(scale) == 0):
-        raise WorldError(f"{where}: <scale> {scale} has a zero component")
+    try:
+        mesh = load_mesh(path, submesh=sub_name or None, center_submesh=center, collada_up_axis=opts.collada_up_axis, what=where)
+    except WorldError as exc:  # unreadable mesh file, or a submesh it does not hold
+        raise UnresolvedResource(str(exc)) from None
     return mesh if np.allclose(scale, 1.0) else mesh.scaled(scale)
 
 
@@ -538,10 +607,10 @@ def _resolve(uri: str, element, opts: _Options, what: str) -> Path:
     base, _ = _origin(element)
     try:
         return opts.resolver.resolve(uri, base, what=what)
-    except WorldError:
+    except WorldError as exc:
         if not opts.strict:
             opts.report.unresolved.append(uri)
-        raise
+        raise UnresolvedResource(str(exc)) from None
 
 
 def _numbers(element, tag: str, n: int, where: str, default=None) -> tuple[float, ...]:
