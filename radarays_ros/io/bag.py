@@ -10,11 +10,24 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.rosbag2.enums import CompressionFormat, CompressionMode  # noqa: F401  (re-exported for users)
 
 from ..errors import ConfigError
 from .messages import TYPESTORE, msgtype_of
+
+
+def _qos(durability: QosDurability, depth: int) -> Qos:
+    never = QosTime(sec=0x7FFFFFFF, nsec=0xFFFFFFFF)  # rosbag2's "infinite" duration
+    return Qos(QosHistory.KEEP_LAST, depth, QosReliability.RELIABLE, durability, never, never,
+               QosLiveliness.AUTOMATIC, never, False)
+
+
+# /tf_static is latched (tf2's static broadcaster: reliable, transient local, depth 1): recorded so,
+# `ros2 bag play` re-offers it the same way and late subscribers still get the static transforms
+LATCHED_QOS = [_qos(QosDurability.TRANSIENT_LOCAL, 1)]
+LATCHED_TOPICS = ("/tf_static",)
 
 
 class BagWriter:
@@ -42,7 +55,8 @@ class BagWriter:
         msgtype = msgtype_of(msg)
         conn = self._connections.get(topic)
         if conn is None:
-            conn = self._writer.add_connection(topic, msgtype, typestore=TYPESTORE)
+            qos = LATCHED_QOS if topic in LATCHED_TOPICS else ()
+            conn = self._writer.add_connection(topic, msgtype, typestore=TYPESTORE, offered_qos_profiles=qos)
             self._connections[topic] = conn
         elif conn.msgtype != msgtype:
             raise ConfigError(f"bag topic {topic}: already carries {conn.msgtype}, cannot write {msgtype}")

@@ -64,7 +64,7 @@ def image(array: np.ndarray, t_ns: int, frame_id: str) -> Image:
         encoding=encodings[a.dtype],
         is_bigendian=0,
         step=a.shape[1] * a.itemsize,
-        data=np.frombuffer(a.tobytes(), np.uint8),
+        data=a.reshape(-1).view(np.uint8),  # a view of the contiguous pixels, no copy
     )
 
 
@@ -99,7 +99,7 @@ def pointcloud2(points: np.ndarray, t_ns: int, frame_id: str, height: int = 1, i
         is_bigendian=False,
         point_step=pts.dtype.itemsize,
         row_step=pts.dtype.itemsize * width,
-        data=np.frombuffer(pts.tobytes(), np.uint8),
+        data=pts.view(np.uint8),  # a view of the contiguous points, no copy
         is_dense=bool(is_dense),
     )
 
