@@ -93,8 +93,9 @@ def test_file_errors_name_the_file(tmp_path):
     with pytest.raises(ConfigError, match=r"unknown key\(s\) \['radar'\]"):
         RadarConfig.from_yaml(bad)
     bad.write_text("beam: [1, 2\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError, match="not valid YAML") as raised:
         RadarConfig.from_yaml(bad)
+    assert "\n" not in str(raised.value) and "line 2" in str(raised.value)  # one line, with where
     with pytest.raises(ConfigError, match="file not found"):
         RadarConfig.from_yaml(tmp_path / "missing.yaml")
 

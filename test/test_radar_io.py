@@ -121,6 +121,10 @@ def test_cli_npz_with_the_compat_example(tmp_path, room_obj):
     d = np.load(out)
     assert d["image_f32"].dtype == np.float32 and d["image_f32"].shape == (400, 400)
     assert d["image"].dtype == np.uint8 and d["image"].shape == (400, 400)
+    assert d["azimuth_rad"].shape == (400,) and d["range_m"].shape == (400,)
+    assert {"image_f32", "image", "azimuth_rad", "range_m"} <= set(d.files)
+    np.testing.assert_array_equal(d["image"], np.clip(np.rint(d["image_f32"]), 0, 255).astype(np.uint8))
+    np.testing.assert_allclose(np.diff(d["azimuth_rad"]), -math.radians(0.9))  # clockwise, 400 x 0.9 deg
     np.testing.assert_allclose(d["azimuth_rad"][:3], [0.0, -math.radians(0.9), -math.radians(1.8)])
     np.testing.assert_allclose(d["range_m"][:3], [0.0, 0.05, 0.1])
     assert int(np.argmax(d["image_f32"][0])) == 36  # metal pillar face at 1.8 m
@@ -168,3 +172,56 @@ def test_cli_errors_are_one_line(tmp_path, room_obj, capsys):
     assert err.startswith("radarays: error:") and "beam.width_deg" in err and "(0.0, 180.0]" in err
     assert run_cli(room_obj, tmp_path / "scan.txt") == 2
     assert ".npz, .png, .mcap" in capsys.readouterr().err
+
+
+def _bad_inputs(tmp_path: Path, room_obj: Path) -> dict:
+    """name -> (radar argv, what the one-line message must contain)."""
+    bad_yaml = tmp_path / "bad_radar.yaml"
+    bad_yaml.write_text("beam: [1, 2\n")
+    bad_key = tmp_path / "bad_key.yaml"
+    bad_key.write_text("materials:\n  wall_stone:\n    radar: {velocity: 0.001, brdf: radarays, A: 0.6, B: 0.3, C: 30, D: 1}\n"
+                       "assign:\n  - {object: room, material: wall_stone}\n")
+    bad_lib_yaml = tmp_path / "bad_lib.yaml"
+    bad_lib_yaml.write_text("materials: [1\n")
+    empty = tmp_path / "empty.obj"
+    empty.write_text("# nothing\n")
+    out = str(tmp_path / "scan.npz")
+    world = str(room_obj)
+    return {
+        "missing world": (["radar", str(tmp_path / "nope.obj"), "--out", out], "nope.obj"),
+        "empty world": (["radar", str(empty), "--out", out], "no triangles"),
+        "bad pose": (["radar", world, "--pose", "1 2 three", "--out", out], "pose '1 2 three'"),
+        "short pose": (["radar", world, "--pose", "1 2 3", "--out", out], "six numbers"),
+        "unknown --set key": (["radar", world, "--set", "beam.widht_deg=3", "--out", out], "beam.widht_deg"),
+        "--set without =": (["radar", world, "--set", "beam", "--out", out], "KEY=VALUE"),
+        "out of range": (["radar", world, "--set", "tracing.passes=99", "--out", out], "tracing.passes = 99"),
+        "malformed config": (["radar", world, "--config", str(bad_yaml), "--out", out], "not valid YAML"),
+        "missing config": (["radar", world, "--config", str(tmp_path / "none.yaml"), "--out", out], "file not found"),
+        "unknown material key": (["radar", world, "--materials", str(bad_key), "--out", out], "unknown key(s) ['D']"),
+        "malformed materials": (["radar", world, "--materials", str(bad_lib_yaml), "--out", out], "not valid YAML"),
+        "unwritable out": (["radar", world, "--out", "/proc/no/such/dir/scan.npz"], "cannot be written"),
+        "png style of npz": (["radar", world, "--png-style", "oxford", "--out", out], "--png-style oxford"),
+    }
+
+
+@pytest.mark.parametrize("case", ["missing world", "empty world", "bad pose", "short pose", "unknown --set key",
+                                  "--set without =", "out of range", "malformed config", "missing config",
+                                  "unknown material key", "malformed materials", "unwritable out", "png style of npz"])
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, room_obj, capsys, case):
+    argv, needle = _bad_inputs(tmp_path, room_obj)[case]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("radarays: error: "), captured.err
+    assert needle in lines[0]
+    assert not (tmp_path / "scan.npz").exists()
+
+
+def test_cli_oxford_png(tmp_path, room_obj):
+    out = tmp_path / "1000.png"
+    assert run_cli(room_obj, out, "--set", "beam.samples=5", "--png-style", "oxford", "--t-ns", "2000000") == 0
+    raw = np.array(PILImage.open(out))
+    assert raw.shape == (400, 11 + 400) and raw.dtype == np.uint8
+    assert raw[0, :8].copy().view(np.int64)[0] == 2000  # microseconds
+    assert np.all(raw[:, 10] == 255) and int(np.argmax(raw[0, 11:])) == 36  # the metal pillar at 1.8 m
+    assert not (tmp_path / "1000_cartesian.png").exists()

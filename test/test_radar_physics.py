@@ -10,7 +10,7 @@ from radarays_ros.radar import RadarSimulator
 from radarays_ros.radar.fresnel import fresnel_split
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import pose_to_matrix
-from test_radar_scenes import config, scene_with, wall_x
+from test_radar_scenes import config, library, scene_with, wall_x
 
 EYE = np.eye(4)
 
@@ -242,3 +242,126 @@ def test_antenna_gain_weights_scale_sample_energy():
     np.testing.assert_allclose(np.sort(img.returns["energy"]), kept, rtol=1e-6)
     off_axis = np.hypot(alpha, beta)
     assert weights[np.argmin(off_axis)] == weights.max()
+
+
+# -- audit of issue 4: every configurable part checked against an independent expectation ----------------
+class CountingBackend:
+    """The real Embree backend, counting trace calls (whole-frame batching: one call per pass)."""
+
+    def __init__(self, scene):
+        from radarays_ros.tracing import make_backend
+
+        self.inner = make_backend("embree", scene)
+        self.calls = []
+
+    def trace(self, origins, directions, tmin=0.0, tmax=np.inf):
+        self.calls.append(len(origins))
+        return self.inner.trace(origins, directions, tmin, tmax)
+
+    def close(self):
+        self.inner.close()
+
+
+def test_every_pass_is_one_trace_call_for_all_azimuths_and_samples():
+    scene = scene_with(wall_x(3.0), wall_x(-3.0, name="back"))
+    backend = CountingBackend(scene)
+    cfg = config(azimuth={"count": 16, "step_deg": -22.5}, beam={"samples": 7}, tracing={"passes": 3})
+    img = RadarSimulator(cfg, scene, backend=backend).simulate(EYE)
+    assert backend.calls[0] == 16 * 7 and len(backend.calls) == 3  # first pass: all azimuths x samples
+    assert set(img.returns["bounce"]) <= {0, 1, 2}
+    single = CountingBackend(scene)
+    first_only = RadarSimulator(config(tracing={"passes": 1}), scene, backend=single).simulate(EYE)
+    assert len(single.calls) == 1 and set(first_only.returns["bounce"]) == {0}  # passes = 1: first hit only
+
+
+def test_azimuth_start_and_step_direction():
+    # a post on -y (right of the sensor seen from above): with steps of -90 deg (clockwise) it is column 1
+    scene = scene_with(("post", (0.4, 0.4, 2.0), (0, -3.2, 0), "metal"))
+    img = RadarSimulator(config(azimuth={"count": 4, "step_deg": -90.0}), scene).simulate(EYE)
+    np.testing.assert_allclose(img.azimuth_rad, np.radians([0.0, -90.0, -180.0, -270.0]))
+    assert img.image.max(axis=1).tolist().index(img.image.max()) == 1 and int(np.argmax(img.image_f32[1])) == 60
+    ccw = RadarSimulator(config(azimuth={"count": 4, "step_deg": 90.0}), scene).simulate(EYE)
+    assert int(np.argmax(ccw.image.max(axis=1))) == 3  # counter-clockwise: -y is the last column
+    started = RadarSimulator(config(azimuth={"count": 1, "start_deg": -90.0}), scene).simulate(EYE)
+    assert started.image.shape == (1, 200) and int(np.argmax(started.image_f32[0])) == 60  # a single azimuth
+
+
+def test_max_range_sets_the_bins_and_drops_what_lies_beyond():
+    cfg = config(range={"resolution": 0.05, "max_range": 5.0})
+    assert cfg.n_bins == 100
+    near = RadarSimulator(cfg, scene_with(wall_x(4.97))).simulate(EYE)
+    assert near.image_f32.shape == (8, 100) and int(np.argmax(near.image_f32[0])) == 99  # last bin
+    far = RadarSimulator(cfg, scene_with(wall_x(5.02))).simulate(EYE)
+    assert len(far.returns) > 0 and far.image_f32.max() == 0.0  # returned, but beyond the last bin
+
+
+def test_cached_cone_is_reused_and_per_frame_cone_is_redrawn_seeded():
+    scene = scene_with(wall_x(3.0))
+    cached = RadarSimulator(config(beam={"width_deg": 5.0, "redraw": "cached"}), scene)
+    cached.simulate(EYE)
+    first = cached.cone()[0]
+    cached.simulate(EYE)
+    assert cached.cone()[0] is first
+    logs = []
+    for _ in range(2):
+        sim = RadarSimulator(config(beam={"width_deg": 5.0, "redraw": "per_frame"}), scene)
+        sim.ray_log = []
+        sim.simulate(EYE)
+        sim.simulate(EYE)
+        logs.append([d for _, d in sim.ray_log])
+    assert not np.array_equal(logs[0][0], logs[0][1])  # a new cone in every frame
+    np.testing.assert_array_equal(logs[0][0], logs[1][0])  # ... drawn from the seed: the same sequence
+    np.testing.assert_array_equal(logs[0][1], logs[1][1])
+
+
+def test_energy_threshold_drops_weak_reflections():
+    pane = ("pane", (0.1, 2.0, 2.0), (2.05, 0, 0), "glass")  # R(0 deg) = 0.5102, BRDF 1
+    kept = RadarSimulator(config(tracing={"energy_threshold": 0.5}), scene_with(pane)).simulate(EYE)
+    assert len(returns_of(kept, bounce=0)) == 20
+    dropped = RadarSimulator(config(tracing={"energy_threshold": 0.52}), scene_with(pane)).simulate(EYE)
+    assert len(dropped.returns) == 0
+
+
+def test_skip_distance_moves_new_waves_off_the_surface():
+    sim = RadarSimulator(config(tracing={"passes": 2, "skip_distance": 0.25}), scene_with(wall_x(3.0)))
+    sim.ray_log = []
+    sim.simulate(EYE)
+    (o0, d0), (o1, d1) = sim.ray_log
+    assert len(o1) == 3 * 20  # azimuths 0 and +-45 deg hit the wall, and metal reflects every wave
+    hit_x = 3.0
+    np.testing.assert_allclose(o1[:, 0] - 0.25 * d1[:, 0], hit_x, atol=1e-5)  # origin = hit + skip * new dir
+    assert np.all(d1[:, 0] < 0)  # mirrored back toward the sensor
+
+
+def test_cook_torrance_transmittance_is_lost_per_metre_inside():
+    # a 0.5 m slab (v 0.1 m/ns) in front of a metal wall: the back-path return is recorded where the wave
+    # hits the wall, after one crossing of the slab, so it scales by transmittance^0.5 (the skip distance
+    # stepped inside the slab counts as well: a wave loses energy for every metre it travels inside)
+    def wall_echo(transmittance):
+        slab = {"radar": {"velocity": 0.1, "brdf": "cook_torrance", "diffuse": 0.5, "roughness": 0.3, "n": 2.0,
+                          "transmittance": transmittance}}
+        scene = scene_with(("slab", (0.5, 2.0, 2.0), (2.25, 0, 0), "ct"), wall_x(4.0), lib=library({"ct": slab}))
+        img = RadarSimulator(config(tracing={"passes": 3}), scene).simulate(EYE)
+        echo = returns_of(img, bounce=2)
+        return np.sort(echo["energy"])
+    clear, lossy = wall_echo(1.0), wall_echo(0.25)
+    assert len(clear) == 20 and len(lossy) == 20
+    np.testing.assert_allclose(lossy / clear, 0.25 ** 0.5, rtol=1e-5)
+
+
+def test_paper_brdf_in_the_simulator():
+    lib = library({"paper_metal": {"radar": {"velocity": 0.0, "brdf": "paper", "A": 0.2, "B": 0.3, "C": 10}}})
+    sim = RadarSimulator(config(azimuth={"count": 1}, beam={"width_deg": 20.0}), scene_with(wall_x(3.0, "paper_metal"), lib=lib))
+    img = sim.simulate(EYE)
+    c = np.sort(sim.cone()[0][:, 0])  # cos of the incidence angle on the wall x = 3 (normal -x)
+    expected = 0.2 + 0.3 * c + 0.5 * c ** 10  # Eq. 5, S = 1 - A - B, times R = 1
+    np.testing.assert_allclose(np.sort(img.returns["energy"]), expected, rtol=1e-5)
+
+
+def test_system_noise_is_white_gaussian_in_output_units():
+    cfg = config(noise={"system_std": 4.0}, range={"resolution": 0.05, "bins": 500})
+    img = RadarSimulator(cfg, scene_with(wall_x(3.0, span=1.0))).simulate(EYE)
+    empty = img.image_f32[1:].ravel()  # columns without returns: max(0, N(0, 4))
+    assert np.mean(empty == 0) == pytest.approx(0.5, abs=0.03)
+    assert empty[empty > 0].mean() == pytest.approx(4.0 * math.sqrt(2 / math.pi), rel=0.06)
+    assert np.all(np.isfinite(img.image_f32)) and img.image_f32.min() >= 0

@@ -3,7 +3,8 @@
 OUT by suffix:
 * .npz  - image_f32 (float32 [azimuths, bins], before the 8-bit conversion), image (uint8, same shape),
           azimuth_rad, range_m (bin start), azimuth_time_ns, and the raw returns when kept;
-* .png  - the polar image (rows = range bins, columns = azimuths) and OUT_cartesian.png beside it;
+* .png  - the polar image (rows = range bins, columns = azimuths) and OUT_cartesian.png beside it,
+          or with --png-style oxford the Oxford Radar RobotCar / Boreas polar PNG;
 * .mcap - a rosbag2 file with sensor_msgs/Image on /radar/image, PointCloud2 on /radar/points and
           the map -> sensor transform on /tf_static.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, RadaraysError, WorldError
 
 OUTPUT_SUFFIXES = (".npz", ".png", ".mcap")
 
@@ -32,6 +33,9 @@ def add_parser(sub) -> None:
     p.add_argument("--frame-id", default="radar", help="sensor frame id in messages (default: radar)")
     p.add_argument("--layout", default="range_rows", choices=("range_rows", "azimuth_rows"), help="Image layout in .mcap")
     p.add_argument("--encoding", default="mono8", choices=("mono8", "32FC1"), help="Image encoding in .mcap")
+    p.add_argument("--png-style", default="polar", choices=("polar", "oxford"),
+                   help="a .png output: polar image + OUT_cartesian.png (default), or the Oxford/Boreas polar PNG "
+                        "(rows = azimuths; timestamp, encoder and valid columns before the bins)")
     p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
     p.add_argument("--out", required=True, help="output file: .npz, .png or .mcap")
     p.set_defaults(func=run)
@@ -58,6 +62,17 @@ def load_config(path: str | None, overrides: dict, seed: int | None):
 
 
 def run(args) -> int:
+    """The subcommand; every RadaraysError leaves it as one line (the CLI prints it and exits 2)."""
+    try:
+        return _run(args)
+    except RadaraysError as exc:
+        one_line = " ".join(str(exc).split())  # e.g. PyYAML's multi-line messages inside a library error
+        if one_line == str(exc):
+            raise
+        raise type(exc)(one_line) from None
+
+
+def _run(args) -> int:
     from ..world.loader import load_world
     from ..world.transforms import parse_pose_string
     from .simulator import RadarSimulator
@@ -65,18 +80,26 @@ def run(args) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
         raise ConfigError(f"--out {out}: the suffix must be one of {', '.join(OUTPUT_SUFFIXES)}")
+    if args.png_style != "polar" and out.suffix.lower() != ".png":
+        raise ConfigError(f"--png-style {args.png_style}: only for a .png output (got --out {out})")
     config = load_config(args.config, parse_overrides(args.set), args.seed)
     pose = parse_pose_string(args.pose)
     scene = load_world(args.world, materials=args.materials)
+    if scene.triangle_count == 0:
+        raise WorldError(f"world {args.world}: no triangles to trace (an empty or unsupported file?)")
     sim = RadarSimulator(config, scene, backend=args.backend)
     img = sim.simulate(pose, t0_ns=args.t_ns)
-    write_output(img, out, pose, args.t_ns, args.frame_id, args.layout, args.encoding)
+    try:
+        write_output(img, out, pose, args.t_ns, args.frame_id, args.layout, args.encoding, args.png_style)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot be written ({exc.strerror or exc})") from None
     peak = int(img.image.max()) if img.image.size else 0
     print(f"radar {img.n_azimuths} azimuths x {img.n_bins} bins, max {peak} -> {out}")
     return 0
 
 
-def write_output(img, out: Path, pose: np.ndarray, t_ns: int, frame_id: str, layout: str, encoding: str) -> None:
+def write_output(img, out: Path, pose: np.ndarray, t_ns: int, frame_id: str, layout: str, encoding: str,
+                 png_style: str = "polar") -> None:
     from ..io import radar_image as rio
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -87,6 +110,8 @@ def write_output(img, out: Path, pose: np.ndarray, t_ns: int, frame_id: str, lay
         if img.returns is not None:
             arrays["returns"] = img.returns
         np.savez(out, **arrays)
+    elif suffix == ".png" and png_style == "oxford":
+        rio.oxford_polar_png(img, out)
     elif suffix == ".png":
         rio.polar_png(img, out)
         rio.save_png(out.with_name(out.stem + "_cartesian.png"), rio.cartesian_image(img))

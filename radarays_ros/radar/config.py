@@ -171,7 +171,9 @@ class RadarConfig:
         except FileNotFoundError:
             raise ConfigError(f"radar config {path}: file not found") from None
         except yaml.YAMLError as exc:
-            raise ConfigError(f"radar config {path}: not valid YAML ({exc})") from None
+            raise ConfigError(f"radar config {path}: not valid YAML ({yaml_problem(exc)})") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"radar config {path}: cannot be read ({exc})") from None
         config = cls.from_dict(data or {}, origin=str(path))
         return config.with_overrides(overrides) if overrides else config
 
@@ -243,6 +245,14 @@ class RadarConfig:
         n = self.noise
         if n.energy_min > n.energy_max:
             raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")
+
+
+def yaml_problem(exc: "yaml.YAMLError") -> str:
+    """A YAML error on one line: the problem and where (PyYAML's own text spans several lines)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(f"{problem}{where}".split())
 
 
 def _build_section(section_cls, name: str, raw: Mapping, origin: str):

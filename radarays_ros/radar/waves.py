@@ -140,6 +140,8 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
         o = np.take(pos, pick, axis=0)
         o += d * skip
         time = time[pick] + skip_time[medium]
+        if lossy:  # the skip is travelled inside the new medium too: lose its share (as time counts it)
+            energy = energy * materials.transmittance[medium] ** float(skip)
         az = az[pick]
     return Returns.concat(found)
 
