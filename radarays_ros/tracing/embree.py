@@ -301,12 +301,14 @@ def _unit_normals_facing(ng: np.ndarray, d: np.ndarray, out: np.ndarray) -> None
     """out = Ng / |Ng|, turned to face the ray; 0 for misses (Ng = 0).
 
     Embree's Ng is computed by the trace anyway and still in cache: cheaper than gathering from a
-    per-triangle table. Column-wise products are the fast numpy forms for (N, 3) float32."""
+    per-triangle table. Written as in-place column-wise float32 operations (the fast numpy forms for
+    (N, 3)): a tiny bias keeps misses finite (0 * 1e15 = 0) and copysign orients without a mask."""
     length2 = ng[:, 0] * ng[:, 0] + ng[:, 1] * ng[:, 1] + ng[:, 2] * ng[:, 2]
     facing = ng[:, 0] * d[:, 0] + ng[:, 1] * d[:, 1] + ng[:, 2] * d[:, 2]
-    with np.errstate(divide="ignore"):
-        scale = np.where(length2 > 0, np.float32(1) / np.sqrt(length2), np.float32(0))
-    scale[facing > 0] *= np.float32(-1)
+    length2 += np.float32(1e-30)
+    scale = np.sqrt(length2, out=length2)
+    np.divide(np.float32(1), scale, out=scale)
+    np.copysign(scale, np.negative(facing, out=facing), out=scale)
     np.multiply(ng, scale[:, None], out=out)
 
 
