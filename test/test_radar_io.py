@@ -225,3 +225,19 @@ def test_cli_oxford_png(tmp_path, room_obj):
     assert raw[0, :8].copy().view(np.int64)[0] == 2000  # microseconds
     assert np.all(raw[:, 10] == 255) and int(np.argmax(raw[0, 11:])) == 36  # the metal pillar at 1.8 m
     assert not (tmp_path / "1000_cartesian.png").exists()
+
+
+def test_radar_points_keep_the_k_strongest_cfar_peaks_per_azimuth():
+    from radarays_ros.radar.image import RadarImage
+    from test_radar_scenes import config as small_config
+
+    cfg = small_config(azimuth={"count": 2, "step_deg": -90.0}, range={"resolution": 0.1, "bins": 100})
+    values = np.full((2, 100), 2.0, np.float32)  # a flat noise floor of 2
+    values[0, [20, 50, 80]] = [30.0, 50.0, 40.0]  # three isolated peaks: the two strongest are kept with k = 2
+    values[1, 30] = 5.0  # 2.5 x the floor: below a CFAR factor of 3
+    values[1, 60] = 7.0  # 3.5 x the floor: a detection
+    img = RadarImage(values, np.rint(values).astype(np.uint8), np.radians([0.0, -90.0]), np.arange(100) * 0.1,
+                     np.zeros(2, np.int64), 0, cfg)
+    pts = rio.radar_points(img, k=2, threshold=3.0, guard=2, train=8)
+    by_column = sorted((round(float(p["x"]), 3), round(float(p["y"]), 3), float(p["intensity"])) for p in pts)
+    assert by_column == [(0.0, -6.05, 7.0), (5.05, 0.0, 50.0), (8.05, 0.0, 40.0)]  # bin centres; -90 deg is -y

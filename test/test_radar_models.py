@@ -156,6 +156,10 @@ def test_normalisation_modes():
     db = normalise(s, OutputConfig(normalisation="db", db_reference=2.0, db_range=30.0), quiet, 0.1, rng)
     assert db[0, 2] == pytest.approx(255.0) and db[0, 5] == pytest.approx(255 * (1 - 10 * math.log10(2) / 30))
     assert db[2].max() == 0.0
+    faint = np.zeros((1, 3))
+    faint[0] = [2.0, 2.0 * 10 ** -1.5, 2.0 * 10 ** -4]  # 0 dB, -15 dB and -40 dB below E0
+    cut = normalise(faint, OutputConfig(normalisation="db", db_reference=2.0, db_range=30.0), quiet, 0.1, rng)
+    np.testing.assert_allclose(cut[0], [255.0, 127.5, 0.0])  # linear in dB, cut off below -db_range
     assert to_uint8(np.array([-3.0, 2.5, 3.5, 300.0])).tolist() == [0, 2, 4, 255]
 
 
