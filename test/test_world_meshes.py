@@ -145,3 +145,55 @@ def test_ply_and_stl_keep_face_order(tmp_path):
         assert mesh.n_faces == 12
         assert np.allclose(mesh.vertices[mesh.faces], box.vertices[box.faces])
         assert mesh.face_ids.tolist() == list(range(12))
+
+
+NESTED_DAE = """<?xml version="1.0" encoding="utf-8"?>
+<COLLADA xmlns="http://www.collada.org/2005/11/COLLADASchema" version="1.4.1">
+  <asset><unit name="meter" meter="1"/><up_axis>Z_UP</up_axis></asset>
+  <library_effects>
+    <effect id="fx"><profile_COMMON><technique sid="t"><lambert><diffuse><color>0.5 0.5 0.5 1</color></diffuse></lambert></technique></profile_COMMON></effect>
+  </library_effects>
+  <library_materials>
+    <material id="m_glass" name="Glass"><instance_effect url="#fx"/></material>
+    <material id="m_brick" name="Brick"><instance_effect url="#fx"/></material>
+  </library_materials>
+  <library_geometries>
+    <geometry id="g" name="panel"><mesh>
+      <source id="pos"><float_array id="pos_a" count="18">0 -1 -1  0 0 -1  0 0 1  0 -1 1  0 1 -1  0 1 1</float_array>
+        <technique_common><accessor source="#pos_a" count="6" stride="3">
+          <param name="X" type="float"/><param name="Y" type="float"/><param name="Z" type="float"/>
+        </accessor></technique_common></source>
+      <vertices id="v"><input semantic="POSITION" source="#pos"/></vertices>
+      <polylist material="glass_sym" count="1"><input semantic="VERTEX" source="#v" offset="0"/><vcount>4</vcount><p>0 1 2 3</p></polylist>
+      <polylist material="brick_sym" count="1"><input semantic="VERTEX" source="#v" offset="0"/><vcount>4</vcount><p>1 4 5 2</p></polylist>
+    </mesh></geometry>
+  </library_geometries>
+  <library_visual_scenes><visual_scene id="s">
+    <node id="parent" name="turntable"><rotate>0 0 1 90</rotate>
+      <node id="child" name="panel_node"><translate>5 0 0</translate>
+        <instance_geometry url="#g"><bind_material><technique_common>
+          <instance_material symbol="glass_sym" target="#m_glass"/>
+          <instance_material symbol="brick_sym" target="#m_brick"/>
+        </technique_common></bind_material></instance_geometry>
+      </node>
+    </node>
+  </visual_scene></library_visual_scenes>
+  <scene><instance_visual_scene url="#s"/></scene>
+</COLLADA>
+"""
+
+
+def test_collada_nested_node_transforms_and_per_face_materials(tmp_path):
+    """A panel 5 m along a child node's x, under a parent rotated 90° about z: the panel stands on the
+    plane y = 5; its first polygon (Glass, local y < 0) covers world x in [0, 1], the second
+    (Brick) x in [-1, 0]. Material and face id of each hit come from the polygon that was hit."""
+    path = tmp_path / "panel.dae"
+    path.write_text(NESTED_DAE)
+    scene = load_world(path)
+    hits = cast(scene, [[0.5, 0, 0], [-0.5, 0, 0.5], [1.5, 0, 0]], [[0, 1, 0]] * 3)
+    assert hits.distance[:2].tolist() == pytest.approx([5.0, 5.0]) and not hits.hit[2]
+    assert [scene.materials[int(m)].name for m in hits.material[:2]] == ["glass", "brick"]
+    assert hits.face[:2].tolist() == [0, 1]  # polygons in document order
+    np.testing.assert_allclose(np.abs(hits.normal[:2]), [[0, 1, 0]] * 2, atol=1e-6)
+    mesh = scene.entity("panel").mesh
+    assert mesh.part_names == ["panel_node"] and mesh.mesh_material_names == ["Glass", "Brick"]

@@ -331,3 +331,47 @@ def test_parse_sdf_string_and_add_to_an_empty_scene(tmp_path):
     scene = Scene(material_library())
     add_entities(scene, parsed.entities)
     assert cast(scene, [[0, 0, 0]], [[1, 0, 0]]).distance[0] == pytest.approx(1.5)
+
+
+def test_include_inside_a_model_relative_to_a_link_with_overrides(tmp_path, monkeypatch):
+    make_model_dir(tmp_path / "models", "crate", "meshes/cube.obj")  # its own pose z = 100, not static
+    monkeypatch.setenv("GZ_SIM_RESOURCE_PATH", str(tmp_path / "models"))
+    body = f"""<model name="outer"><pose>10 0 0 0 0 {math.pi / 2}</pose>
+      <link name="base"><pose>1 0 0 0 0 0</pose></link>
+      <include><uri>model://crate</uri><name>c</name><static>true</static>
+        <pose relative_to="base">2 0 0 0 0 0</pose></include>
+    </model>"""
+    scene = load_world(write_world(tmp_path, body))
+    e = scene.entity("outer::c::body::shell")
+    assert e.static  # the include's <static> wins over the model file's
+    # outer (10,0,0) yawed 90°, base at x=1, the include 2 m further along base's x: world (10, 3, 0)
+    assert e.pose[:3, 3] == pytest.approx([10, 3, 0], abs=1e-9)
+    hits = cast(scene, [[10, 0, 0]], [[0, 1, 0]])
+    assert hits.distance[0] == pytest.approx(2.5) and scene.entity(int(hits.entity[0])).name == e.name
+
+
+def test_material_tags_without_geometry(tmp_path, monkeypatch):
+    from radarays_ros.world.sdf import material_tags
+
+    make_model_dir(tmp_path / "models", "crate", "gone.obj",  # the mesh is never read
+                   extra="")
+    sdf_file = tmp_path / "models" / "crate" / "model.sdf"
+    sdf_file.write_text(sdf_file.read_text().replace(
+        "</mesh></geometry>", "</mesh></geometry><radarays_material><velocity>0.1</velocity><ambient>0.5</ambient>"
+        "<diffuse>0.25</diffuse><specular>42</specular></radarays_material>"))
+    monkeypatch.setenv("GZ_SIM_RESOURCE_PATH", str(tmp_path / "models"))
+    text = f"""<sdf version="1.9"><world name="w">
+      <include><uri>model://crate</uri><name>crate_9</name></include>
+      <include><uri>model://not_there</uri><name>skipped</name></include>
+      {model("table", "<box><size>1 1 1</size></box>", visual_extra="<radarays><material>wood</material></radarays>")}
+      {model("plain", "<box><size>1 1 1</size></box>")}
+    </world></sdf>"""
+    tags = material_tags(text, tmp_path, models={"crate_9", "table", "plain"})
+    assert sorted(tags) == ["crate_9::body::shell", "table::link::visual"]
+    name, material = tags["crate_9::body::shell"]
+    assert name == "sdf:crate_9::body::shell" and material.radar == {"velocity": 0.1, "brdf": "radarays", "A": 0.5, "B": 0.25, "C": 42.0}
+    assert tags["table::link::visual"] == ("wood", None)
+    assert sorted(material_tags(text, tmp_path, models={"table"})) == ["table::link::visual"]
+    with pytest.raises(WorldError, match="<specular> 'x' is not a number"):
+        material_tags(text.replace("<radarays><material>wood</material></radarays>",
+                                   "<radarays_material><specular>x</specular></radarays_material>"), tmp_path)

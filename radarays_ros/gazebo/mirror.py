@@ -18,15 +18,27 @@ What it follows (Gazebo's SceneBroadcaster, over gz-transport; nothing of this i
 * `/world/<w>/scene/info` topic (Scene): spawned models; their visuals join the scene through the
   world layer (`model_entities`), so materials, mesh URIs and names follow the same rules as the
   SDF loader. `/world/<w>/scene/deletion` (UInt32_V): removed entity ids; their subtree leaves.
+* Material tags of spawned models (`<radarays_material>`, `<radarays><material>`): the Scene message
+  carries geometry but no custom SDF elements, so a spawned model first gets the library's rules,
+  then its tags from two sources:
+  1. at once, its own model file, when a mesh URI of it points into a model directory
+     (`model://NAME/...` resolved along the resource paths, or an absolute path below a directory
+     holding model.config / model.sdf): the tags of visuals with the same link::visual names;
+  2. then, on the mirror thread, Gazebo's `generate_world_sdf` answer (gz-sim writes each model's
+     SDF element, custom elements included, or an `<include>` of its file): tags found there win.
+     A visual untagged in both keeps the rules' material. A model spawned from an SDF string with
+     primitive geometry only gets its tags from source 2.
 * `/world/<w>/clock` (Clock) and the Pose_V header stamps: `sim_time_ns`, Gazebo's simulated time,
   for stamping scans when /clock is not bridged to ROS.
 * The geometry of the world itself comes from the SDF file given, or from Gazebo's
   `/world/<w>/generate_world_sdf` service when none is given.
 
 Entities are named `model::link::visual` (nested `outer::inner::link::visual`) on both sides.
-Liveness: `alive` is true while a pose publisher is known and a pose message came within
-`stale_after_s`; when Gazebo goes away one warning is logged, and when it returns one info line,
-the tree is re-read and models spawned or deleted meanwhile are reconciled.
+Liveness, for sensor loops: `alive` is true only while a pose publisher is known, a pose message
+came within `stale_after_s` and the tree is in step with Gazebo. A sensor loop checks it before every
+frame and publishes nothing while it is false (the scene would show a world that no longer moves).
+When Gazebo goes away one warning is logged; when it returns one info line, the tree is re-read,
+models spawned or deleted meanwhile are reconciled, and only then does `alive` turn true again.
 
 TF pose source (for setups that bridge Gazebo's PosePublisher to ROS instead): see tf_source.py.
 """
@@ -44,13 +56,14 @@ import numpy as np
 
 from ..errors import ConfigError, RadaraysError
 from ..world.entities import LoadReport, add_entities
-from ..world.materials import MaterialLibrary
+from ..world.materials import Material, MaterialLibrary
 from ..world.scene import Scene
 from . import protos
 
 log = logging.getLogger(__name__)
 
 POSE_TOPICS = ("pose/info", "dynamic_pose/info")
+TAG_ATTEMPTS = 3  # generate_world_sdf requests for the tags of a spawned model before giving up
 
 
 @dataclass(frozen=True)
@@ -148,6 +161,8 @@ class GazeboMirror:
         self._subscribed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._tag_queue: dict[str, int] = {}  # spawned model name -> generate_world_sdf attempts left
+        self._tag_thread: threading.Thread | None = None
         self.sim_time_ns: int | None = None  # Gazebo sim time: last /world/<w>/clock or Pose_V stamp
         self.updates = 0  # pose messages applied
         self.moved = 0  # entity moves given to the scene
@@ -199,6 +214,8 @@ class GazeboMirror:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=3)
+        if self._tag_thread is not None:
+            self._tag_thread.join(timeout=self.config.service_timeout_s)
         if self._own_client and self.client is not None:
             self.client.close()
 
@@ -236,6 +253,8 @@ class GazeboMirror:
                         continue
                 self._quiet = False
                 self._watch_liveness()
+                if self._tag_queue and self.alive:
+                    self._start_tag_refresh()
             except RadaraysError as exc:  # a bad spawned model or world: keep the last good state
                 log.error("Gazebo mirror: %s", exc)
             self._stop.wait(0.05)
@@ -357,6 +376,7 @@ class GazeboMirror:
             if missing and all(self._nodes[v].name not in old_mirrored for v in missing) and self._spawnable(model):
                 try:
                     self._spawn_model(model)
+                    self._tag_queue[model.name] = TAG_ATTEMPTS
                 except RadaraysError as exc:
                     log.error("Gazebo mirror: model '%s' cannot be mirrored: %s", model.name, exc)
         for name in old_mirrored - self._mirrored:
@@ -392,10 +412,122 @@ class GazeboMirror:
             log.warning("Gazebo mirror: %s", warning)
         self.scene.unresolved.extend(report.unresolved)
         specs = [s for s in specs if self.scene.find(s.name) is None]
+        tags = self._tags_from_model_file(model)
+        for spec in specs:
+            if spec.material_override is None and spec.name in tags:
+                spec.material_override, spec.material = tags[spec.name]
         add_entities(self.scene, specs)
         for visual_id in self._visual_ids(model):
             self._link_visual(visual_id)
         log.info("Gazebo mirror: model '%s' joined the scene (%d entities)", model.name, len(specs))
+
+    # -- material tags of spawned models ----------------------------------------------------------
+    def _tags_from_model_file(self, model) -> dict:
+        """Tags of a spawned model's own model file, found from its mesh URIs, renamed to the spawned
+        model; only names of visuals the spawned model has (see the module doc, source 1)."""
+        from ..world.sdf import material_tags
+
+        model_file = self._model_file_of_meshes(model)
+        if model_file is None:
+            return {}
+        try:
+            found = material_tags(model_file.read_bytes(), model_file.parent, self.scene.materials,
+                                  source=str(model_file), resource_paths=self.config.resource_paths)
+        except (RadaraysError, OSError) as exc:
+            log.warning("Gazebo mirror: material tags of '%s' not read from %s: %s", model.name, model_file, exc)
+            return {}
+        wanted = {self._nodes[v].name for v in self._visual_ids(model) if v in self._nodes}
+        out = {}
+        for name, (override, material) in found.items():
+            renamed = f"{model.name}::{name.split('::', 1)[1]}" if "::" in name else name
+            if renamed in wanted:
+                if material is not None and override.startswith("sdf:"):
+                    override = f"sdf:{renamed}"
+                    material = Material(override, material.radar, material.lidar, material.origin)
+                out[renamed] = (override, material)
+        return out
+
+    def _model_file_of_meshes(self, model) -> Path | None:
+        from ..world.sdf import model_file_of
+        from ..world.uris import ResourceResolver
+
+        resolver = ResourceResolver(self.config.resource_paths)
+        for link in model.link:
+            for visual in link.visual:
+                uri = visual.geometry.mesh.filename if visual.geometry.type == protos.Geometry.MESH else ""
+                directory = None
+                if uri.startswith("model://"):
+                    directory, _ = resolver.try_resolve("model://" + uri[len("model://"):].split("/", 1)[0])
+                elif uri.startswith("file://") or uri.startswith("/"):
+                    path = Path(uri[len("file://"):] if uri.startswith("file://") else uri)
+                    directory = next((d for d in list(path.parents)[:4]
+                                      if (d / "model.config").is_file() or (d / "model.sdf").is_file()), None)
+                if directory is not None and directory.is_dir():
+                    try:
+                        return model_file_of(directory, f"model directory {directory}")
+                    except RadaraysError:
+                        continue
+        return None
+
+    def _start_tag_refresh(self) -> None:
+        """Ask for tags on a thread of its own: a service call may block for service_timeout_s, and the
+        mirror thread must keep watching liveness meanwhile."""
+        if self._tag_thread is not None and self._tag_thread.is_alive():
+            return
+        self._tag_thread = threading.Thread(target=self._refresh_material_tags, name="gazebo-mirror-tags", daemon=True)
+        self._tag_thread.start()
+
+    def _refresh_material_tags(self) -> None:
+        """Read the tags of recently spawned models from Gazebo's generate_world_sdf (source 2)."""
+        from ..world.sdf import material_tags
+
+        with self._lock:
+            names = set(self._tag_queue)
+        generated = self._request("generate_world_sdf")
+        if generated is None:
+            with self._lock:
+                for name in names:
+                    left = self._tag_queue.get(name, 0) - 1
+                    if left > 0:
+                        self._tag_queue[name] = left
+                    elif self._tag_queue.pop(name, None) is not None:
+                        log.warning("Gazebo mirror: material tags of spawned model '%s' not read: "
+                                    "generate_world_sdf did not answer; the library's rules apply", name)
+            return
+        try:
+            report = LoadReport()
+            tags = material_tags(generated.data, Path.cwd(), self.scene.materials, models=names,
+                                 source=f"generate_world_sdf of world '{self.world}'",
+                                 resource_paths=self.config.resource_paths, report=report)
+        except RadaraysError as exc:
+            log.error("Gazebo mirror: material tags of %s not read: %s", ", ".join(sorted(names)), exc)
+            tags = {}
+        with self._lock:
+            for name in names:
+                self._tag_queue.pop(name, None)
+            for name, (override, material) in tags.items():
+                self._apply_material(name, override, material)
+
+    def _apply_material(self, name: str, override: str, material) -> None:
+        """Give a mirrored entity a tagged material; it is re-added (same mesh and pose) if its faces
+        had another one, and the visual node follows the new entity id."""
+        entity_id = self.scene.find(name)
+        if entity_id is None:
+            return
+        if material is not None:
+            self.scene.materials.add(material)
+        wanted = self.scene.materials.id_of(override)
+        with self.scene.lock:
+            entity = self.scene.entity(entity_id)
+            if np.all(entity.face_materials == wanted):
+                return
+            self.scene.remove_entity(entity_id)
+            new_id = self.scene.add_entity(name, entity.mesh, entity.pose, entity.static, override)
+        node_id = self._by_name.get(name)
+        if node_id is not None and node_id in self._entity_of:
+            self._entity_of[node_id] = new_id
+        self._arrays = None
+        log.info("Gazebo mirror: '%s' takes material '%s' from its SDF tags", name, override)
 
     def _world_pose(self, node_id: int) -> np.ndarray:
         pose = np.eye(4)
@@ -505,6 +637,7 @@ class GazeboMirror:
                 self._add_model_nodes(model, None, "")
                 try:
                     self._spawn_model(model)
+                    self._tag_queue[model.name] = TAG_ATTEMPTS  # the mirror thread asks Gazebo for its SDF
                 except RadaraysError as exc:
                     log.error("Gazebo mirror: spawned model '%s' cannot be mirrored: %s", model.name, exc)
             self._arrays = None

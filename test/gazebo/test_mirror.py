@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -136,11 +137,23 @@ def test_dead_peer_is_survived_and_followed_again(gz_peer, client, caplog):
         assert wait_for(lambda: "stopped publishing poses" in caplog.text, timeout=2)
         stopped_lines = caplog.text.count("stopped publishing poses")
 
+        # a sensor loop asks `alive` before each frame: nothing may be published during the outage
+        assert not any(mirror.alive for _ in range(30) if time.sleep(0.01) is None)
+        stale_frames = []
+
+        def sensor_frame() -> bool:
+            if not mirror.alive:
+                return False
+            if mirror.scene.find("crate::link::visual") is not None:
+                stale_frames.append("the crate of the dead world")  # a frame of a scene not re-synced
+            return True
+
         again = Peer(gz_peer.world, gz_peer.partition).start()  # a fresh Gazebo: no crate any more
         try:
             again.send("move box -1 -1 0.5 0 0 0")
-            assert wait_for(lambda: mirror.alive and mirror.last_update > last, timeout=8)
-            assert wait_for(lambda: mirror.scene.find("crate::link::visual") is None, timeout=5)
+            assert wait_for(lambda: sensor_frame() and mirror.last_update > last, timeout=8, interval=0.002)
+            assert stale_frames == []  # `alive` turned true only after the tree was re-read
+            assert mirror.scene.find("crate::link::visual") is None
             assert wait_for(lambda: np.allclose(mirror.scene.entity("box::link::visual").pose[:3, 3], [-1, -1, 0.5]))
         finally:
             again.stop()
@@ -238,3 +251,99 @@ def test_unresolvable_spawned_mesh_is_skipped_with_a_warning(caplog):
     assert scene.entity_names() == ["statue::link::plinth"]
     assert "model://nowhere/statue.dae" in caplog.text and "model://nowhere/statue.dae" in scene.unresolved
     np.testing.assert_allclose(mirror.frame_pose("statue::link")[:3, 3], [3, 0, 0])
+
+
+# -- material tags of spawned models ------------------------------------------------------------
+STATUE_SDF = """<?xml version="1.0"?><sdf version="1.9"><model name="statue"><link name="link">
+  <visual name="body"><geometry><mesh><uri>model://statue/meshes/cube.obj</uri></mesh></geometry>
+    <radarays_material><velocity>0.0</velocity><ambient>0.2</ambient><diffuse>0.7</diffuse><specular>1234</specular></radarays_material>
+  </visual>
+  <visual name="plinth"><geometry><box><size>1 1 1</size></box></geometry><radarays><material>metal</material></radarays></visual>
+  <visual name="not_spawned"><geometry><box><size>1 1 1</size></box></geometry><radarays><material>glass</material></radarays></visual>
+</link></model></sdf>"""
+
+CUBE_OBJ = "".join(f"v {x} {y} {z}\n" for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)) + \
+    "f 1 3 4 2\nf 5 6 8 7\nf 1 2 6 5\nf 3 7 8 4\nf 1 5 7 3\nf 2 4 8 6\n"
+
+
+def _statue_models(root: Path) -> Path:
+    (root / "statue" / "meshes").mkdir(parents=True)
+    (root / "statue" / "meshes" / "cube.obj").write_text(CUBE_OBJ)
+    (root / "statue" / "model.config").write_text('<model><name>statue</name><sdf version="1.9">model.sdf</sdf></model>')
+    (root / "statue" / "model.sdf").write_text(STATUE_SDF)
+    return root
+
+
+def _spawn_message(name: str, model_id: int, x: float, mesh_uri: str) -> protos.Scene:
+    msg = protos.Scene(name="w1")
+    model = msg.model.add(name=name, id=model_id)
+    model.pose.position.x, model.pose.position.z, model.pose.orientation.w = x, 0.5, 1.0
+    link = model.link.add(name="link", id=model_id + 1)
+    body = link.visual.add(name="body", id=model_id + 2)
+    body.geometry.type = protos.Geometry.MESH
+    body.geometry.mesh.filename = mesh_uri
+    plinth = link.visual.add(name="plinth", id=model_id + 3)
+    plinth.pose.position.y, plinth.pose.orientation.w = 3.0, 1.0
+    plinth.geometry.type = protos.Geometry.BOX
+    plinth.geometry.box.size.x = plinth.geometry.box.size.y = plinth.geometry.box.size.z = 1.0
+    return msg
+
+
+@pytest.mark.parametrize("by", ["model_uri", "absolute_path"])
+def test_spawned_model_takes_the_tags_of_its_model_file(tmp_path, by):
+    models = _statue_models(tmp_path / "models")
+    uri = "model://statue/meshes/cube.obj" if by == "model_uri" else str(models / "statue" / "meshes" / "cube.obj")
+    scene = Scene()
+    mirror = GazeboMirror(MirrorConfig(world="w1", resource_paths=(str(models),)), scene=scene, client=object())
+    mirror.apply_scene_info(protos.Scene(name="w1"))
+    mirror.on_spawned(_spawn_message("statue_2", 60, 4.0, uri).SerializeToString(), "gz.msgs.Scene")  # renamed
+    assert sorted(scene.entity_names()) == ["statue_2::link::body", "statue_2::link::plinth"]
+    backend = make_backend("embree", scene, threads=1)
+    hits = backend.trace(np.array([[0.0, 0.0, 0.5], [4.0, 3.0, 5.0]]), np.array([[1.0, 0, 0], [0, 0, -1.0]]))
+    backend.close()
+    assert hits.distance.tolist() == pytest.approx([3.5, 4.0])
+    body, plinth = (scene.materials[int(i)] for i in hits.material)
+    assert body.name == "sdf:statue_2::link::body"
+    assert dict(body.radar) == {"velocity": 0.0, "brdf": "radarays", "A": 0.2, "B": 0.7, "C": 1234.0}
+    assert plinth.name == "metal"
+
+
+def test_spawned_model_without_a_model_file_keeps_the_rules(tmp_path):
+    mesh = tmp_path / "loose.obj"  # no model.config / model.sdf above it
+    mesh.write_text(CUBE_OBJ)
+    scene = Scene()
+    mirror = GazeboMirror(MirrorConfig(world="w1"), scene=scene, client=object())
+    mirror.apply_scene_info(protos.Scene(name="w1"))
+    mirror.on_spawned(_spawn_message("loose", 70, 4.0, str(mesh)).SerializeToString(), "gz.msgs.Scene")
+    lib = scene.materials
+    assert {lib[int(m)].name for e in scene.entities for m in e.face_materials} == {lib.default}
+
+
+def test_spawned_model_tags_from_generate_world_sdf(gz_peer, client, tmp_path):
+    models = _statue_models(tmp_path / "models")
+    config = MirrorConfig(world=gz_peer.world, resource_paths=(str(models),))
+    with GazeboMirror(config, client=client) as mirror:
+        assert mirror.wait_ready(10) and wait_for(lambda: mirror.alive)
+        scene = mirror.scene
+        # a box spawned from an SDF string: its tag exists only in Gazebo's SDF of the world
+        gz_peer.send("spawn crate 100 -4 4 0.5 1 1 1 0.01 0.3 0.6 777")
+
+        def crate_material():
+            entity = scene.find("crate::link::visual")
+            return None if entity is None else scene.materials[int(scene.entity(entity).face_materials[0])]
+
+        assert wait_for(lambda: crate_material() is not None and crate_material().name == "sdf:crate::link::visual")
+        assert dict(crate_material().radar) == {"velocity": 0.01, "brdf": "radarays", "A": 0.3, "B": 0.6, "C": 777.0}
+        # a mesh spawned by model:// URI: tags from the model's own file (the peer's SDF has none)
+        gz_peer.send("mesh statue 200 model://statue/meshes/cube.obj 6 -6 0.5")
+        assert wait_for(lambda: scene.find("statue::link::visual") is not None)
+        backend = make_backend("embree", scene, threads=1)
+        hits = backend.trace(np.array([[-4.0, 4.0, 5.0], [6.0, -6.0, 5.0]]), DOWN.repeat(2, axis=0))
+        backend.close()
+        assert hits.distance.tolist() == pytest.approx([4.0, 4.0], abs=1e-4)
+        assert scene.materials[int(hits.material[0])].radar["C"] == 777.0  # the re-added crate is traced
+        # the peer's statue visual is "visual", not "body": the file's tags do not apply to it
+        assert scene.materials[int(hits.material[1])].name == scene.materials.default
+        # the crate still follows its pose after its entity was replaced
+        gz_peer.send("move crate -4 5 0.5 0 0 0")
+        assert wait_for(lambda: np.allclose(scene.entity("crate::link::visual").pose[:3, 3], [-4, 5, 0.5]))

@@ -12,7 +12,10 @@
 //
 // Commands, one per line on stdin (each answered by "ok <command>" on stdout):
 //   move  <model> x y z roll pitch yaw        set a model's pose in the world
-//   spawn <model> <id> x y z sx sy sz         add a box model (ids id, id+1, id+2)
+//   spawn <model> <id> x y z sx sy sz [v a d s]   add a box model (ids id, id+1, id+2); with v a d s
+//                                            its visual carries <radarays_material> (velocity, ambient,
+//                                            diffuse, specular) in generate_world_sdf only, as in Gazebo
+//                                            (the Scene message has no custom SDF elements)
 //   mesh  <model> <id> <uri> x y z            add a mesh model
 //   delete <model>                            remove a model and announce its ids
 //   dump <dir>                                write pose_v.bin and scene.bin (serialized messages)
@@ -55,6 +58,8 @@ struct PeerModel {
   std::string link = "link", visual = "visual";
   std::string mesh_uri;  // empty: a box of size sx sy sz
   double sx = 1, sy = 1, sz = 1;
+  bool tagged = false;  // <radarays_material> in the model's SDF
+  double velocity = 0, ambient = 0, diffuse = 0, specular = 0;
 };
 
 static void SetPose(msgs::Pose *p, const std::string &name, unsigned id, const Frame &f) {
@@ -212,7 +217,12 @@ class Peer {
         s << "<box><size>" << m.sx << " " << m.sy << " " << m.sz << "</size></box>";
       else
         s << "<mesh><uri>" << m.mesh_uri << "</uri></mesh>";
-      s << "</geometry></visual></link></model>\n";
+      s << "</geometry>";
+      if (m.tagged)
+        s << "<radarays_material><velocity>" << m.velocity << "</velocity><ambient>" << m.ambient
+          << "</ambient><diffuse>" << m.diffuse << "</diffuse><specular>" << m.specular
+          << "</specular></radarays_material>";
+      s << "</visual></link></model>\n";
     }
     s << "</world>\n</sdf>\n";
     rep.set_data(s.str());
@@ -234,6 +244,7 @@ class Peer {
       if (cmd == "mesh") in >> m.mesh_uri;
       in >> m.pose.x >> m.pose.y >> m.pose.z;
       if (cmd == "spawn") in >> m.sx >> m.sy >> m.sz;
+      if (cmd == "spawn" && (in >> m.velocity >> m.ambient >> m.diffuse >> m.specular)) m.tagged = true;
       msgs::Scene added;
       added.set_name(world_);
       FillModel(added.add_model(), m);
