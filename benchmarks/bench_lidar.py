@@ -3,7 +3,9 @@
 Everything on: material reflectivity and all intensity fields, ring, per-point time, noise (per-laser
 bias, per-ray Gaussian, dust, quantisation), the range-reflectivity detection limit, and the
 driver-layout point array. Each figure is printed with its ratio to raw embreex calls on the same
-rays through the same BVH, measured in the same run. The indented lines split the cost by layer:
+rays through the same BVH, measured in the same run: `ratio to bare` is best time over best bare time,
+`median_round_ratio` the median over rounds of each round's time over that round's bare time (robust
+to load from other processes, which shifts both). The indented lines split the cost by layer:
 the tracing interface alone, then with the lidar material classes; `scan` adds world rays, the
 surface model (detection limit, noise, intensities) and the scan arrays.
 
@@ -62,17 +64,22 @@ def main(argv=None) -> None:
         for fn in stages.values():  # warm-up
             fn()
         best = dict.fromkeys(["bare", *stages], np.inf)
+        ratios = {key: [] for key in stages}
         for _ in range(args.repeats):  # interleaved, so every stage sees the same machine load
-            best["bare"] = min(best["bare"], bare_trace_seconds(backend, o, d, repeats=2))  # 2: its pool spawns threads on the first
+            bare = bare_trace_seconds(backend, o, d, repeats=2)  # 2: its pool spawns threads on the first
+            best["bare"] = min(best["bare"], bare)
             for key, fn in stages.items():
                 start = time.perf_counter()
                 fn()
-                best[key] = min(best[key], time.perf_counter() - start)
+                seconds = time.perf_counter() - start
+                best[key] = min(best[key], seconds)
+                ratios[key].append(seconds / bare)  # paired with the bare time of the same round
         label = f"{name} {cfg.rows}x{cfg.cols} ({rays} rays)"
         report(f"{label} bare embree", best["bare"])
         for key in stages:
             extra = {"returns": int(sim.simulate(pose).hit.sum())} if key == "scan" else {}
-            report(f"{label} {'  ' if key.startswith(('backend', '+')) else ''}{key}", best[key], best["bare"], **extra)
+            report(f"{label} {'  ' if key.startswith(('backend', '+')) else ''}{key}", best[key], best["bare"],
+                   median_round_ratio=f"{np.median(ratios[key]):.2f}x", **extra)
 
     print(f"peak RSS {peak_rss_mb():.0f} MiB (at process start {rss0:.0f} MiB)")
 

@@ -1,15 +1,20 @@
 """LidarSimulator: a sensor config + a scene + a backend -> LidarScan frames.
 
-One frame is one batch: every pixel's ray is put into world coordinates (from the sensor pose, or
-from the pose at each measurement column's firing time when given a Trajectory: motion distortion),
-traced in ONE backend call per bounce (lidar_ros.physics.trace_lidar), then passed through the
-surface model (detection limit, noise along the ray, intensity fields). Points are reported in the
-sensor frame of their own firing pose, as a real sensor reports them.
+Every pixel's ray is put into world coordinates (from the sensor pose, or from the pose at each
+measurement column's firing time when given a Trajectory: motion distortion), traced through the
+lidar material classes (lidar_ros.physics.trace_lidar), then passed through the surface model
+(detection limit, noise along the ray, intensity fields). Points are reported in the sensor frame of
+their own firing pose, as a real sensor reports them.
+
+A frame is processed in a few large pieces (`frame_pieces`, ~16k rays: one backend call per piece
+and bounce) on as many worker threads as the backend traces with: embreex and numpy release the
+GIL, so tracing and the per-ray numpy work of different pieces run on all cores at once.
 """
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -20,6 +25,39 @@ from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
 from .scan import LidarScan
+
+
+# A frame is cut into pieces of at most PIECE_RAYS rays, and into at least two from MIN_SPLIT_RAYS
+# on (an even count), traced and processed on the backend's thread count of workers. Pieces
+# depend on the ray count only, and each has its own random stream, so a frame is the same
+# whatever the thread count. Large pieces: every piece costs a backend call and a few dozen numpy
+# calls, and a backend splits a large call over its own threads anyway.
+PIECE_RAYS = 65536
+MIN_SPLIT_RAYS = 16384
+# intensity fields a layout's point cloud reads besides the sensor's intensity field: computed in
+# the parallel pieces instead of on first access
+LAYOUT_FIELDS = {"ouster": ("ouster_reflectivity", "ouster_ambient")}
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """A process-wide worker pool per thread count (shared by every simulator with that count)."""
+    with _POOLS_LOCK:
+        if threads not in _POOLS:
+            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="lidar-piece")
+        return _POOLS[threads]
+
+
+def frame_pieces(n: int) -> list[tuple[int, int]]:
+    """[a, b) ray ranges of a frame of n rays: ceil(n / PIECE_RAYS) pieces, at least two from
+    MIN_SPLIT_RAYS rays on, rounded up to an even count."""
+    k = max(1, -(-n // PIECE_RAYS), 2 if n >= MIN_SPLIT_RAYS else 1)
+    if k > 1 and k % 2:
+        k += 1
+    bounds = np.linspace(0, n, k + 1).astype(np.int64)
+    return [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 class LidarSimulator:
@@ -34,13 +72,20 @@ class LidarSimulator:
         self.materials = LidarMaterials.from_library(scene.materials)
         self._scans = 0
         n = config.rows * config.cols
+        self._pieces = frame_pieces(n)
+        self._threads = max(1, int(getattr(backend, "threads", 1) or 1))
+        # per-pixel constants of the run, gathered once (laser bias, range offset, ray tables)
         self._dirs = config.directions.reshape(n, 3)
         self._origins = config.origins.reshape(n, 3)
-        self._laser = np.repeat(config.laser_index, config.cols)
-        self._offset = np.repeat(config.range_offset, config.cols).astype(np.float32)
         self._column = config.pixel_column.reshape(n)
+        self._ray_bias = self.model.ray_bias(np.repeat(config.laser_index, config.cols))
         self._has_offset = bool(np.any(config.range_offset))
+        self._offset = np.repeat(config.range_offset, config.cols).astype(np.float32) if self._has_offset else None
         self._has_origins = bool(np.any(config.origins))
+        max_off, min_off = float(config.range_offset.max()), float(config.range_offset.min())
+        self._tmin = max(config.range_min - max_off, 0.0)
+        self._tmax = config.range_max - min_off
+        self._eager = tuple(f for f in LAYOUT_FIELDS.get(config.layout, ()) if f != config.intensity_field)
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
@@ -57,115 +102,172 @@ class LidarSimulator:
 
     def _simulate(self, pose, t0_ns: int) -> LidarScan:
         cfg = self.config
-        rng = np.random.default_rng([self.seed, self._scans])
+        frame = _Frame(self._scans, cfg.rows * cfg.cols, (cfg.intensity_field, *self._eager))
         self._scans += 1
         if len(self.materials) != len(self.scene.materials):  # materials were added to the library
             self.materials = LidarMaterials.from_library(self.scene.materials)
-
         if cfg.retime is None:
-            dirs, dirs_t = self._dirs, self._dirs_t
+            frame.dirs, frame.dirs_t = self._dirs, self._dirs_t
         else:  # Risley patterns: this frame's own rays
-            dirs = cfg.retime(t0_ns * 1e-9).reshape(-1, 3).astype(np.float32)
-            dirs_t = np.ascontiguousarray(dirs.T)
-        rot, origin_w, dirs_w = self._world_rays(pose, t0_ns, dirs, dirs_t)
-        if cfg.noise.angular_sigma > 0:
-            dirs_w = jitter_directions(dirs_w, cfg.noise.angular_sigma, rng)
-
-        max_off = float(cfg.range_offset.max())
-        tmin = max(cfg.range_min - max_off, 0.0)
-        tmax = cfg.range_max - float(cfg.range_offset.min())
-        hits = trace_lidar(self.backend, origin_w, dirs_w, self.materials, tmin, tmax, max_bounces=cfg.max_bounces)
-        if self._has_offset:
-            hits.range = hits.range + self._offset  # Ouster ranges count from the lidar origin
-        ret = self.model.apply(hits, self._laser, rng)
-
-        keep = ret.range >= cfg.range_min  # NaN (no return) compares False
-        keep &= ret.range <= cfg.range_max
-        if np.count_nonzero(keep) == np.count_nonzero(ret.hit):
-            dropped = np.zeros(0, np.int64)
-        else:  # returns that noise pushed outside [min, max]
-            dropped = np.flatnonzero(ret.hit & ~keep)
-        rng_out = ret.range  # NaN where there is no return (physics contract)
-        rng_out[dropped] = np.nan
-        # x = origin + (range - offset) * nominal direction: NaN rows stay NaN
-        dist = rng_out - self._offset if self._has_offset else rng_out
-        xyz = np.empty((len(dist), 3), np.float32)
-        tmp = self._tmp[0]
-        for i in range(3):
-            np.multiply(dirs_t[i], dist, out=tmp)
-            if self._has_origins:
-                tmp += self._origins_t[i]
-            xyz[:, i] = tmp
-        return self._scan(t0_ns, keep, dropped, rng_out, xyz, ret, rot, dirs)
+            frame.dirs = cfg.retime(t0_ns * 1e-9).reshape(-1, 3).astype(np.float32)
+            frame.dirs_t = np.ascontiguousarray(frame.dirs.T)
+        self._place(frame, pose, t0_ns)
+        jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]
+        if len(jobs) == 1 or self._threads == 1:
+            parts = [self._piece(frame, *job) for job in jobs]
+        else:
+            parts = list(_pool(self._threads).map(lambda job: self._piece(frame, *job), jobs))
+        return self._scan(frame, t0_ns, parts)
 
     # -- pieces ---------------------------------------------------------------------------------
-    def _world_rays(self, pose, t0_ns: int, dirs: np.ndarray, dirs_t: np.ndarray):
-        """Rotation per pixel (or one), world origins and directions of every pixel's ray."""
+    def _place(self, frame: "_Frame", pose, t0_ns: int) -> None:
+        """The frame's pose: one rotation + shift (rays rotated per piece), or per-pixel world rays."""
         if isinstance(pose, Trajectory) and len(pose.t_ns) > 1:
             times = t0_ns + np.round(self.config.column_times * 1e9).astype(np.int64)
             poses = pose.at(times)  # (M, 4, 4), one per measurement column
             rot = poses[self._column, :3, :3]
             shift = poses[self._column, :3, 3]
-            o = np.einsum("nij,nj->ni", rot, self._origins) + shift
-            d = np.einsum("nij,nj->ni", rot, dirs)
-            return rot, o.astype(np.float32), d.astype(np.float32)
+            frame.rotation = rot
+            frame.world_o = (np.einsum("nij,nj->ni", rot, self._origins) + shift).astype(np.float32)
+            frame.world_d = np.einsum("nij,nj->ni", rot, frame.dirs).astype(np.float32)
+            return
         if isinstance(pose, Trajectory):
             pose = pose.poses[0]
         m = check_transform(pose, what="lidar sensor pose")
-        r = m[:3, :3].astype(np.float32)
-        t = m[:3, 3].astype(np.float32)
-        if self._has_origins:
-            origins = rotate(self._origins_t, r, t, out=self._world_o, tmp=self._tmp)
-        else:
-            origins = np.broadcast_to(t, dirs.shape)
-        return m[:3, :3], origins, rotate(dirs_t, r, out=self._world_d, tmp=self._tmp)
+        frame.rotation = m[:3, :3]
+        frame.r = m[:3, :3].astype(np.float32)
+        frame.t = m[:3, 3].astype(np.float32)
 
-    def _scan(self, t0_ns, keep, dropped, rng_out, xyz, ret, rot, dirs) -> LidarScan:
+    def _world_rays(self, frame: "_Frame", a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """World origins and unit directions of rays a..b."""
+        if frame.world_d is not None:
+            return frame.world_o[a:b], frame.world_d[a:b]
+        tmp = self._tmp[:, a:b]
+        if self._has_origins:
+            origins = rotate(self._origins_t[:, a:b], frame.r, frame.t, out=self._world_o[a:b], tmp=tmp)
+        else:
+            origins = np.broadcast_to(frame.t, (b - a, 3))
+        return origins, rotate(frame.dirs_t[:, a:b], frame.r, out=self._world_d[a:b], tmp=tmp)
+
+    def _piece(self, frame: "_Frame", k: int, a: int, b: int) -> "_Part":
+        """Trace rays a..b, apply the surface model, fill the frame's arrays there."""
+        cfg = self.config
+        rng = np.random.default_rng([self.seed, frame.index, k])
+        origins, dirs = self._world_rays(frame, a, b)
+        if cfg.noise.angular_sigma > 0:
+            dirs = jitter_directions(dirs, cfg.noise.angular_sigma, rng)
+        hits = trace_lidar(self.backend, origins, dirs, self.materials, self._tmin, self._tmax,
+                           max_bounces=cfg.max_bounces, unit_directions=True)
+        if self._has_offset:
+            hits.range = hits.range + self._offset[a:b]  # Ouster ranges count from the lidar origin
+        ret = self.model.apply(hits, None, rng, ray_bias=None if self._ray_bias is None else self._ray_bias[a:b])
+
+        rng_out = ret.range  # NaN where there is no return (physics contract)
+        keep = frame.hit[a:b]
+        np.greater_equal(rng_out, cfg.range_min, out=keep)  # NaN compares False
+        keep &= rng_out <= cfg.range_max
+        if np.count_nonzero(keep) == np.count_nonzero(ret.hit):
+            dropped = None
+        else:  # returns that noise pushed outside [min, max]
+            dropped = np.flatnonzero(ret.hit & ~keep)
+            rng_out[dropped] = np.nan
+        frame.range[a:b] = rng_out
+        # x = origin + (range - offset) * nominal direction: NaN rows stay NaN
+        dist = rng_out - self._offset[a:b] if self._has_offset else rng_out
+        xyz = frame.xyz[a:b]
+        for i in range(3):
+            np.multiply(frame.dirs_t[i, a:b], dist, out=xyz[:, i])
+            if self._has_origins:
+                xyz[:, i] += self._origins_t[i, a:b]
+        part = _Part(ret, dropped)
+        for name in frame.fields:
+            frame.fields[name][a:b] = part.field(name)
+        frame.intensity[a:b] = frame.fields[cfg.intensity_field][a:b]  # float32 copy of the sensor's field
+        return part
+
+    def _scan(self, frame: "_Frame", t0_ns: int, parts: list) -> LidarScan:
         cfg = self.config
         shape = (cfg.rows, cfg.cols)
         if cfg.retime is None:
             azimuth, elevation = cfg.azimuth, cfg.elevation
         else:  # this frame's own rays (Risley patterns move from frame to frame)
-            azimuth, elevation = (a.astype(np.float32).reshape(shape) for a in angles_of(dirs))
-        fields = _LazyFields(ret, dropped, shape)
-        intensity = fields[cfg.intensity_field]
+            azimuth, elevation = (a.astype(np.float32).reshape(shape) for a in angles_of(frame.dirs))
+        fields = _LazyFields(parts, {k: v.reshape(shape) for k, v in frame.fields.items()}, shape)
         return LidarScan(
             config=cfg,
             t0_ns=t0_ns,
-            range=rng_out.reshape(shape),
-            hit=keep.reshape(shape),
-            xyz=xyz.reshape(*shape, 3),
-            intensity=intensity if intensity.dtype == np.float32 else intensity.astype(np.float32),
+            range=frame.range.reshape(shape),
+            hit=frame.hit.reshape(shape),
+            xyz=frame.xyz.reshape(*shape, 3),
+            intensity=frame.intensity.reshape(shape),
             elevation_rad=elevation,
             azimuth_rad=azimuth,
             time=cfg.time,
             ring=cfg.ring,
             fields=fields,
-            pose_rotation=rot,
-            ground_truth_source=_GroundTruth(ret, dropped, shape),
+            pose_rotation=frame.rotation,
+            ground_truth_source=_GroundTruth(parts, shape),
         )
 
 
-class _LazyFields(Mapping):
-    """The physics model's intensity fields of one frame, each computed on first access.
+class _Frame:
+    """One frame's inputs (rays, pose) and the output arrays its pieces fill."""
 
-    Returns that noise pushed outside [range_min, range_max] (`dropped`) read 0 like any miss (the
-    physics model already zeroes everything without a return)."""
+    def __init__(self, index: int, n: int, eager: tuple[str, ...]):
+        self.index = index
+        self.dirs = self.dirs_t = self.rotation = self.r = self.t = None
+        self.world_o = self.world_d = None  # per-pixel world rays (trajectory) instead of r, t
+        self.range = np.empty(n, np.float32)
+        self.hit = np.empty(n, bool)
+        self.xyz = np.empty((n, 3), np.float32)
+        self.intensity = np.empty(n, np.float32)
+        self.fields = {name: np.empty(n, FIELD_DTYPES[name]) for name in dict.fromkeys(eager)}
 
-    NAMES = ("reflectivity", "velodyne_intensity", "ouster_reflectivity", "ouster_signal", "ouster_ambient")
+
+FIELD_DTYPES = {"reflectivity": np.float32, "velodyne_intensity": np.float32, "ouster_reflectivity": np.uint16,
+                "ouster_signal": np.uint16, "ouster_ambient": np.uint16}
+
+
+class _Part:
+    """The surface model's returns of one piece, and its returns that noise pushed out of range."""
+
     KEEP_ON_DROP = ("ouster_ambient",)  # ambient light is measured whether or not a return came back
 
-    def __init__(self, ret, dropped, shape):
-        self._ret, self._dropped, self._shape, self._done = ret, dropped, shape, {}
+    def __init__(self, ret, dropped: np.ndarray | None):
+        self.ret, self.dropped = ret, dropped
+
+    def field(self, name: str) -> np.ndarray:
+        values = getattr(self.ret, name)
+        if self.dropped is not None and name not in self.KEEP_ON_DROP:
+            values[self.dropped] = 0
+        return values
+
+    def truth(self, name: str, missing) -> np.ndarray:
+        values = getattr(self.ret, name)
+        if self.dropped is not None:
+            values[self.dropped] = missing
+        return values
+
+
+class _LazyFields(Mapping):
+    """The physics model's intensity fields of one frame: the ones computed with the frame, the others
+    on first access (joined from the frame's pieces).
+
+    Returns that noise pushed outside [range_min, range_max] read 0 like any miss (the physics model
+    already zeroes everything without a return); ambient light is kept."""
+
+    NAMES = ("reflectivity", "velodyne_intensity", "ouster_reflectivity", "ouster_signal", "ouster_ambient")
+
+    def __init__(self, parts, done: dict, shape):
+        self._parts, self._shape, self._done = parts, shape, dict(done)
 
     def __getitem__(self, name):
         if name not in self.NAMES:
             raise KeyError(name)
         if name not in self._done:
-            values = getattr(self._ret, name)
-            if len(self._dropped) and name not in self.KEEP_ON_DROP:
-                values[self._dropped] = 0
-            self._done[name] = values.reshape(self._shape)
+            values = [p.field(name) for p in self._parts]
+            joined = values[0] if len(values) == 1 else np.concatenate(values)
+            self._done[name] = joined.reshape(self._shape)
         return self._done[name]
 
     def __iter__(self):
@@ -176,19 +278,18 @@ class _LazyFields(Mapping):
 
 
 class _GroundTruth:
-    """Ground-truth arrays of one frame on demand (LidarScan.ground_truth_source)."""
+    """Ground-truth arrays of one frame on demand (LidarScan.ground_truth_source), joined from its pieces."""
 
     MISSING = {"clean_range": np.nan, "cos_incidence": 0, "entity": -1, "material": -1, "normal_world": 0}
     SOURCE = {"normal_world": "normal"}
 
-    def __init__(self, ret, dropped, shape):
-        self._ret, self._dropped, self._shape = ret, dropped, shape
+    def __init__(self, parts, shape):
+        self._parts, self._shape = parts, shape
 
     def __call__(self, name: str) -> np.ndarray:
-        values = getattr(self._ret, self.SOURCE.get(name, name))
-        if len(self._dropped):
-            values[self._dropped] = self.MISSING[name]
-        return values.reshape(*self._shape, *values.shape[1:])
+        values = [p.truth(self.SOURCE.get(name, name), self.MISSING[name]) for p in self._parts]
+        joined = values[0] if len(values) == 1 else np.concatenate(values)
+        return joined.reshape(*self._shape, *joined.shape[1:])
 
 
 def rotate(vectors_t: np.ndarray, r: np.ndarray, shift: np.ndarray | None = None, out: np.ndarray | None = None,

@@ -235,3 +235,18 @@ def test_direct_construction_is_validated_too():
     with pytest.raises(ConfigError, match=r"NoiseConfig.sigma: -1 .*\[0, 10\]"):
         NoiseConfig(sigma=-1)
     assert SurfaceConfig(limits=[[0.8, 120], [0.1, 50]]).limits == HDL64E
+
+
+def test_box_muller_draws_are_standard_normal_and_seeded():
+    from scipy import stats
+
+    from lidar_ros.physics.noise import standard_normal
+
+    z = standard_normal(np.random.default_rng(12), 200_001)
+    assert z.shape == (200_001,) and z.dtype == np.float32
+    z = z.astype(np.float64)
+    assert abs(z.mean()) < 4 / np.sqrt(len(z)) and z.std() == pytest.approx(1.0, rel=0.01)
+    assert np.mean(z**4) / np.mean(z**2) ** 2 == pytest.approx(3.0, rel=0.03)
+    # the whole distribution, against the normal CDF (Kolmogorov-Smirnov)
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    np.testing.assert_array_equal(standard_normal(np.random.default_rng(12), 9), standard_normal(np.random.default_rng(12), 9))

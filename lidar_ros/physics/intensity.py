@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .noise import standard_normal
+
 UINT16_MAX = 65535
 MIN_SIGNAL_RANGE = 0.1  # m: keeps 1/r² finite for a target touching the window
 
@@ -26,32 +28,43 @@ MIN_SIGNAL_RANGE = 0.1  # m: keeps 1/r² finite for a target touching the window
 def calibrated_reflectivity(rho: np.ndarray, retro_full_scale: float) -> np.ndarray:
     """Velodyne/Ouster calibrated reflectivity 0..255 (float32, integer-valued) of reflectivity `rho`."""
     rho = np.asarray(rho, np.float32)
-    value = np.round(np.float32(100.0) * np.clip(rho, 0.0, 1.0))
-    retro = np.flatnonzero(rho > 1.0)  # few rays: keep the logarithm off the others
-    if len(retro):
+    value = np.clip(rho, np.float32(0.0), np.float32(1.0))
+    value *= np.float32(100.0)
+    np.rint(value, out=value)
+    if len(rho) and rho.max() > 1.0:  # retroreflectors: few rays, keep the logarithm off the others
+        retro = np.flatnonzero(rho > 1.0)
         scaled = 101.0 + 154.0 * np.log(rho[retro].astype(np.float64)) / np.log(retro_full_scale)
         value[retro] = np.round(np.minimum(scaled, 255.0))
     return value
 
 
 def ouster_signal(rho: np.ndarray, ranges: np.ndarray, signal_scale: float) -> np.ndarray:
-    """Photon count ∝ ρ(θ)/r² (uint16, saturating). Non-finite ranges (no return) give 0."""
-    r = np.maximum(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE))
-    photons = np.float32(signal_scale) * np.maximum(np.asarray(rho, np.float32), 0) / (r * r)  # r = inf -> 0
-    photons = np.nan_to_num(photons, nan=0.0)
-    return np.minimum(np.round(photons), np.float32(UINT16_MAX)).astype(np.uint16)
+    """Photon count ∝ ρ(θ)/r² (uint16, saturating). No return (range NaN or inf, ρ 0) gives 0."""
+    r2 = np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE))  # fmax: NaN -> 0.1
+    r2 *= r2
+    photons = np.maximum(np.asarray(rho, np.float32), np.float32(0.0))
+    photons /= r2  # r = inf -> 0
+    photons *= np.float32(signal_scale)
+    np.minimum(photons, np.float32(UINT16_MAX), out=photons)
+    np.rint(photons, out=photons)
+    return photons.astype(np.uint16)
 
 
 def ouster_ambient(rho: np.ndarray, returned: np.ndarray, ambient_level: float, ambient_sky: float,
                    rng: np.random.Generator) -> np.ndarray:
     """Ambient photons (uint16) around ambient_level·min(ρ, 1) on surfaces, ambient_sky elsewhere.
 
-    Shot noise: Poisson, drawn as its Gaussian approximation N(μ, μ) (same mean and variance; a third of
-    the cost of exact Poisson draws, and close for the tens-to-hundreds of photons modelled here).
+    Shot noise: Poisson, drawn as its Gaussian approximation N(μ, μ) (same mean and variance; a fraction
+    of the cost of exact Poisson draws, and close for the tens-to-hundreds of photons modelled here).
     """
-    mean = np.where(returned, np.float32(ambient_level) * np.clip(np.asarray(rho, np.float32), 0, 1),
-                    np.float32(ambient_sky))
-    if not np.any(mean > 0):
+    mean = np.clip(np.asarray(rho, np.float32), np.float32(0.0), np.float32(1.0))
+    mean *= np.float32(ambient_level)
+    np.copyto(mean, np.float32(ambient_sky), where=~np.asarray(returned, bool))
+    if not len(mean) or mean.max() <= 0:
         return np.zeros(mean.shape, np.uint16)
-    photons = mean + np.sqrt(mean) * rng.standard_normal(mean.shape, dtype=np.float32)
-    return np.clip(np.round(photons), 0, UINT16_MAX).astype(np.uint16)
+    photons = standard_normal(rng, len(mean))
+    photons *= np.sqrt(mean)
+    photons += mean
+    np.clip(photons, np.float32(0.0), np.float32(UINT16_MAX), out=photons)
+    np.rint(photons, out=photons)
+    return photons.astype(np.uint16)

@@ -14,7 +14,6 @@ factor of every transparent crossing (t²) and mirror reflection (s²) on the wa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -31,7 +30,6 @@ SKIP_REL = 2e-6
 MAX_TRANSPARENT = 16  # transparent crossings per ray before it counts as lost (a stack of glass panes)
 
 
-@dataclass
 class LidarHits:
     """Noise-free returns of N lidar rays.
 
@@ -44,24 +42,45 @@ class LidarHits:
     crossings (N,) int16    transparent surfaces passed on the way
     first_entity, first_material (N,) int32, first_range (N,) f32: the first surface the ray met,
                             whatever its class (ground truth: the glass pane, the mirror), -1/inf = none
+
+    `entity`, `first_entity`, `bounces` and `crossings` may be given as zero-argument callables:
+    they are then computed on first access (most frames never read them). Arrays of one LidarHits
+    may share memory (a frame without glass or mirrors: first_* are the final surface's arrays).
     """
 
-    range: np.ndarray
-    entity: np.ndarray
-    material: np.ndarray
-    normal: np.ndarray
-    cos_incidence: np.ndarray
-    reflectivity: np.ndarray
-    bounces: np.ndarray
-    crossings: np.ndarray
-    first_entity: np.ndarray
-    first_material: np.ndarray
-    first_range: np.ndarray
+    _LAZY = ("entity", "first_entity", "bounces", "crossings")
+
+    def __init__(self, range, entity, material, normal, cos_incidence, reflectivity, bounces, crossings,
+                 first_entity, first_material, first_range):
+        self.range = range
+        self.material = material
+        self.normal = normal
+        self.cos_incidence = cos_incidence
+        self.reflectivity = reflectivity
+        self.first_material = first_material
+        self.first_range = first_range
+        self._lazy = {}
+        for name, value in zip(self._LAZY, (entity, first_entity, bounces, crossings)):
+            self._lazy[name] = value
+
+    def _get(self, name):
+        value = self._lazy[name]
+        if callable(value):
+            value = self._lazy[name] = value()
+        return value
+
+    def _set(self, name, value):
+        self._lazy[name] = value
+
+    entity = property(lambda self: self._get("entity"), lambda self, v: self._set("entity", v))
+    first_entity = property(lambda self: self._get("first_entity"), lambda self, v: self._set("first_entity", v))
+    bounces = property(lambda self: self._get("bounces"), lambda self, v: self._set("bounces", v))
+    crossings = property(lambda self: self._get("crossings"), lambda self, v: self._set("crossings", v))
 
     @property
     def hit(self) -> np.ndarray:
         """(N,) bool: a surface returned the ray."""
-        return self.entity >= 0
+        return np.isfinite(self.range)
 
     @property
     def clean_range(self) -> np.ndarray:
@@ -89,11 +108,12 @@ class LidarHits:
 
 
 def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: float = 0.0,
-                tmax: float = np.inf, max_bounces: int = 4) -> LidarHits:
+                tmax: float = np.inf, max_bounces: int = 4, unit_directions: bool = False) -> LidarHits:
     """Trace N lidar rays through mirrors and transparent surfaces to the surface that returns them.
 
-    origins, directions: (N, 3) world frame (directions need not be unit length). tmin/tmax bound
-    the total path length. A ray that needs more than `max_bounces` mirror reflections (or
+    origins, directions: (N, 3) world frame (directions need not be unit length; a caller that
+    passes unit float32 directions says so with unit_directions=True and saves the check). tmin/tmax
+    bound the total path length. A ray that needs more than `max_bounces` mirror reflections (or
     MAX_TRANSPARENT crossings), or whose path exceeds tmax, gives no return: a miss, never a
     max-range point. Costs one backend.trace of all N rays, plus one per further round for the
     (few) rays that crossed glass or met a mirror.
@@ -108,13 +128,13 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     if n == 0:
         return LidarHits.misses(0)
     h = backend.trace(o, d, tmin, tmax)
-    klass = materials.class_of(h.material)  # -1 (miss) -> NO_SURFACE
-    unit = _unit(d)
+    unit = d if unit_directions else _unit(d)
+    not_first = materials.not_returning(h.material)  # one gather; -1 (miss) -> False
+    if not not_first.any():
+        return _first_surface_returns(h, None, unit, materials)  # the usual frame: a single trace
+    klass = materials.class_of(h.material)
     continuing = (klass == TRANSPARENT) | (klass == MIRROR)
-    ended = klass == ABSORBENT
-    if not np.any(continuing):
-        return _first_surface_returns(h, ended, unit, materials)  # the usual frame: a single trace
-    out = _first_surface_returns(h, ended | continuing, unit, materials)
+    out = _first_surface_returns(h, not_first, unit, materials)
     _follow(backend, out, np.flatnonzero(continuing), o, unit, h, klass, materials, tmax, max_bounces)
     return out
 
@@ -126,23 +146,33 @@ def _unit(d: np.ndarray) -> np.ndarray:
     return d / np.where(norm > 0, norm, 1.0).astype(np.float32)[:, None]
 
 
-def _first_surface_returns(h, no_return: np.ndarray, unit: np.ndarray, materials: LidarMaterials) -> LidarHits:
-    """Rays that return from their first surface; the rays in `no_return` are reported as misses."""
+def _row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot product of two (N, 3) float32 arrays (column products: faster than einsum here)."""
+    out = a[:, 0] * b[:, 0]
+    out += a[:, 1] * b[:, 1]
+    out += a[:, 2] * b[:, 2]
+    return out
+
+
+def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, materials: LidarMaterials) -> LidarHits:
+    """Rays that return from their first surface; the rays in `no_return` (bool mask) are reported as misses."""
     n = len(h.distance)
-    distance, normal, entity, material = h.distance, h.normal, h.entity, h.material  # face is never read
-    # ground-truth copies, so that changing `range` or `entity` in place never changes them
-    first_entity, first_material, first_range = entity.copy(), material.copy(), distance.copy()
-    if np.any(no_return):  # copies, in which those rays are misses
+    distance, normal, material = h.distance, h.normal, h.material  # face is never read
+    if no_return is None:  # every ray returns from the surface it met: the first surface IS the final one
+        entity = first_entity = (lambda: h.entity)  # resolved only if someone reads it (ground truth)
+        first_material, first_range = material, distance
+    else:  # copies in which those rays are misses; first_* keep what was met
+        first_entity, first_material, first_range = h.entity, material, distance
         distance = np.where(no_return, np.float32(np.inf), distance)
         normal = np.where(no_return[:, None], np.float32(0.0), normal)
-        entity = np.where(no_return, -1, entity).astype(np.int32)
+        entity = np.where(no_return, -1, first_entity).astype(np.int32)
         material = np.where(no_return, -1, material).astype(np.int32)
-    cos_inc = np.abs(np.einsum("ij,ij->i", unit, normal))
-    rho = reflectivity(materials, material, cos_inc)  # id -1 reads the last row; zeroed next line
-    rho[entity < 0] = 0.0
+    cos_inc = _row_dot(unit, normal)
+    np.abs(cos_inc, out=cos_inc)
+    rho = reflectivity(materials, material, cos_inc)  # 0 for misses (id -1)
     return LidarHits(
         range=distance, entity=entity, material=material, normal=normal, cos_incidence=cos_inc,
-        reflectivity=rho, bounces=np.zeros(n, np.int16), crossings=np.zeros(n, np.int16),
+        reflectivity=rho, bounces=lambda: np.zeros(n, np.int16), crossings=lambda: np.zeros(n, np.int16),
         first_entity=first_entity, first_material=first_material, first_range=first_range,
     )
 

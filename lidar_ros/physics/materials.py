@@ -78,9 +78,23 @@ class LidarMaterials:
 
     def __post_init__(self):
         # lookup tables with one extra last row, so that material id -1 (a miss) indexes "nothing"
-        object.__setattr__(self, "_cls_ext", np.append(self.material_class, np.int8(NO_SURFACE)))
-        models = set(self.model.tolist())
+        def ext(values, miss):
+            return np.append(values, np.asarray(miss, values.dtype))
+
+        cls, model, rho0 = self.material_class, self.model, np.asarray(self.reflectivity, np.float32)
+        object.__setattr__(self, "_cls_ext", ext(cls, NO_SURFACE))
+        models = set(model.tolist())
         object.__setattr__(self, "single_model", models.pop() if len(models) == 1 else None)
+        # per-ray lookups of the hot path (reflectivity.py, interaction.py), each one gather per frame:
+        # ρ(θ) = lambertian[id]·cos θ + constant[id] (+ the table rows), rays that do not return from
+        # the first surface they meet (transparent, mirror, absorbent)
+        object.__setattr__(self, "_lambertian_ext", ext(np.where(model == LAMBERTIAN, rho0, 0).astype(np.float32), 0))
+        object.__setattr__(self, "_constant_ext", ext(np.where(model == CONSTANT, rho0, 0).astype(np.float32), 0))
+        object.__setattr__(self, "_tabled_ext", ext(model == TABLE, False))
+        object.__setattr__(self, "has_constant", bool(np.any(model == CONSTANT)))
+        object.__setattr__(self, "has_table", bool(np.any(model == TABLE)))
+        passing = (cls == TRANSPARENT) | (cls == MIRROR) | (cls == ABSORBENT)
+        object.__setattr__(self, "_not_first_ext", ext(passing, False))
 
     def __len__(self) -> int:
         return len(self.names)
@@ -94,6 +108,14 @@ class LidarMaterials:
                 f"material id {int(np.max(material_ids))} was hit but the lidar materials know only "
                 f"{len(self)} ({', '.join(self.names)}); build LidarMaterials from the scene's library"
             ) from None
+
+    def not_returning(self, material_ids: np.ndarray) -> np.ndarray:
+        """(N,) bool: the traced surface does not return the ray itself (transparent, mirror, absorbent)."""
+        try:
+            return self._not_first_ext[material_ids]
+        except IndexError:
+            self.class_of(material_ids)  # raises the explanatory error
+            raise
 
     @classmethod
     def from_library(cls, lib: MaterialLibrary) -> "LidarMaterials":

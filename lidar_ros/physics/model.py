@@ -66,8 +66,8 @@ class Returns:
 
     @cached_property
     def ouster_signal(self) -> np.ndarray:
-        ranges = np.where(self.hit, self.clean_range, np.float32(np.inf))
-        return ouster_signal(self.reflectivity, ranges, self._surface.signal_scale)
+        # clean_range is NaN and reflectivity 0 where there is no return: the signal is 0 there
+        return ouster_signal(self.reflectivity, self.clean_range, self._surface.signal_scale)
 
     @cached_property
     def ouster_ambient(self) -> np.ndarray:
@@ -108,22 +108,34 @@ class SurfaceModel:
         self.limit = DetectionLimit(self.surface)
         self.biases = draw_laser_biases(self.noise, self.n_lasers, seed)
 
-    def apply(self, hits: LidarHits, laser_index: np.ndarray | None, rng: np.random.Generator) -> Returns:
-        """Detection limit per ray, then noise along the ray, then intensity fields."""
+    def ray_bias(self, laser_index: np.ndarray | None) -> np.ndarray | None:
+        """(N,) float32 range bias of each ray's laser (None without bias noise). Fixed for the run: a
+        simulator gathers it once per ray table and passes it to every `apply`."""
+        if self.noise.bias_sigma <= 0:
+            return None
+        if laser_index is None:
+            raise ConfigError("noise.bias_sigma > 0 needs the laser index of every ray")
+        laser_index = np.asarray(laser_index)
+        if len(laser_index) and (laser_index.min() < 0 or laser_index.max() >= self.n_lasers):
+            raise ConfigError(f"laser_index out of range; allowed: 0..{self.n_lasers - 1}")
+        return self.biases[laser_index]
+
+    def apply(self, hits: LidarHits, laser_index: np.ndarray | None, rng: np.random.Generator,
+              ray_bias: np.ndarray | None = None) -> Returns:
+        """Detection limit per ray, then noise along the ray, then intensity fields.
+
+        ray_bias: this batch's `ray_bias(laser_index)` when the caller keeps it (then laser_index is not read).
+        """
         n = len(hits)
-        if laser_index is not None:
-            laser_index = np.asarray(laser_index)
-            if laser_index.shape != (n,):
-                raise ConfigError(f"laser_index must have shape ({n},), got {laser_index.shape}")
-            if n and self.noise.bias_sigma > 0 and (laser_index.min() < 0 or laser_index.max() >= self.n_lasers):
-                raise ConfigError(f"laser_index out of range; allowed: 0..{self.n_lasers - 1}")
+        if ray_bias is None and self.noise.bias_sigma > 0:
+            if laser_index is not None and np.shape(laser_index) != (n,):
+                raise ConfigError(f"laser_index must have shape ({n},), got {np.shape(laser_index)}")
+            ray_bias = self.ray_bias(laser_index)
         keep = self.limit.keep(hits.range, hits.reflectivity)  # misses (range inf) are never kept
         clean = np.where(keep, hits.range, np.float32(np.nan)).astype(np.float32, copy=False)
-        noisy = clean.copy()  # its own array: a caller may edit range in place, clean_range stays
-        dust = np.zeros(n, bool)
         if self.noise.enabled:
-            idx = np.flatnonzero(keep)
-            lasers = laser_index[idx] if laser_index is not None else None
-            noisy[idx], dust[idx] = noisy_ranges(hits.range[idx], lasers, self.biases, self.noise, rng)
+            noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng)
+        else:  # its own array: a caller may edit range in place, clean_range stays
+            noisy, dust = clean.copy(), np.zeros(n, bool)
         ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
         return Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed)

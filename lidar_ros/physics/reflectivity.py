@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .materials import CONSTANT, LAMBERTIAN, LidarMaterials
+from .materials import LidarMaterials
 
 _BIN_DEG = 10.0
 
@@ -26,16 +26,21 @@ def table_reflectivity(table: np.ndarray, theta_deg: np.ndarray) -> np.ndarray:
 
 
 def reflectivity(materials: LidarMaterials, material_ids: np.ndarray, cos_incidence: np.ndarray) -> np.ndarray:
-    """ρ(θ) (float32) for hits on `material_ids` (valid ids) at incidence cos θ = `cos_incidence`."""
+    """ρ(θ) (float32) for hits on `material_ids` at incidence cos θ = `cos_incidence`; id -1 (a miss) gives 0.
+
+    One formula for the whole batch, ρ = lambertian[id]·cos θ + constant[id], from per-material
+    lookups (0 where a model does not apply, and for a miss); rows on table materials are then
+    interpolated in their table. Terms no material of the library uses are skipped.
+    """
     ids = np.asarray(material_ids)
-    cos_theta = np.clip(np.asarray(cos_incidence, np.float32), 0.0, 1.0)
-    rho0 = materials.reflectivity[ids]
-    if materials.single_model == LAMBERTIAN:  # the usual library: skip the per-ray model lookup
-        return (rho0 * cos_theta).astype(np.float32, copy=False)
-    model = materials.model[ids]
-    out = np.where(model == LAMBERTIAN, rho0 * cos_theta, rho0).astype(np.float32)
-    tabled = np.flatnonzero((model != LAMBERTIAN) & (model != CONSTANT))
-    if len(tabled):
-        theta_deg = np.degrees(np.arccos(cos_theta[tabled]))
-        out[tabled] = table_reflectivity(materials.table[ids[tabled]], theta_deg)
+    cos_theta = np.asarray(cos_incidence, np.float32)
+    out = materials._lambertian_ext[ids]
+    out *= cos_theta  # |d·n| of unit vectors: within [0, 1] up to rounding
+    if materials.has_constant:
+        out += materials._constant_ext[ids]
+    if materials.has_table:
+        tabled = np.flatnonzero(materials._tabled_ext[ids])
+        if len(tabled):
+            theta_deg = np.degrees(np.arccos(np.clip(cos_theta[tabled], 0.0, 1.0)))
+            out[tabled] = table_reflectivity(materials.table[ids[tabled]], theta_deg)
     return out
