@@ -56,3 +56,10 @@ def test_hall_partitions_are_radar_transparent_lidar_visible():
     assert (dist, entity) == pytest.approx((11.95, "partition_west::link::visual"), abs=1e-4)
     m = scene.materials[scene.materials.id_of(material)]
     assert m.radar["velocity"] == 0.27 and m.lidar == scene.materials[scene.materials.id_of(scene.materials.default)].lidar
+
+
+def test_street_sign_and_road():
+    scene = load_world(WORLDS / "street.sdf")
+    # the sign plate: model (6, 4.5, 0.15), plate 0.03 m behind the pole, 2.2 m up, 0.02 m thick
+    assert first_hit(scene, [0, 4.5, 2.35], [1, 0, 0]) == pytest.approx((5.96, "traffic_sign::link::plate", "retroreflective_sheeting"), abs=1e-4)
+    assert first_hit(scene, [0, 0, 5], [0, 0, -1]) == pytest.approx((5.0, "road::link::visual", "asphalt"), abs=1e-4)

@@ -197,3 +197,18 @@ def test_collada_nested_node_transforms_and_per_face_materials(tmp_path):
     np.testing.assert_allclose(np.abs(hits.normal[:2]), [[0, 1, 0]] * 2, atol=1e-6)
     mesh = scene.entity("panel").mesh
     assert mesh.part_names == ["panel_node"] and mesh.mesh_material_names == ["Glass", "Brick"]
+
+
+@pytest.mark.parametrize("suffix", ["glb", "gltf"])
+def test_gltf_rotated_node_transform(tmp_path, suffix):
+    slab = trimesh.creation.box(extents=(0.1, 2, 2))  # thin in x until its node turns it 90° about z
+    s = trimesh.Scene()
+    turn = trimesh.transformations.rotation_matrix(np.pi / 2, (0, 0, 1))
+    turn[:3, 3] = (0, -6, 0)
+    s.add_geometry(slab, node_name="slab", transform=turn)
+    path = tmp_path / f"slab.{suffix}"
+    s.export(path)
+    scene = load_world(path)
+    hits = cast(scene, [[0, 0, 0], [0.9, 0, 0], [1.1, 0, 0]], [[0, -1, 0]] * 3)
+    # rotated: 2 m wide in x, 0.1 m thick in y, near face at y = -5.95 (unrotated it would be y = -5)
+    assert hits.distance[:2].tolist() == pytest.approx([5.95, 5.95]) and not hits.hit[2]

@@ -375,3 +375,17 @@ def test_material_tags_without_geometry(tmp_path, monkeypatch):
     with pytest.raises(WorldError, match="<specular> 'x' is not a number"):
         material_tags(text.replace("<radarays><material>wood</material></radarays>",
                                    "<radarays_material><specular>x</specular></radarays_material>"), tmp_path)
+
+
+def test_heightmap_pos_offset_and_image_rows(tmp_path):
+    img = np.zeros((3, 3), np.uint8)
+    img[0, :] = 255  # image row 0 is the +y edge (north up, as Gazebo reads heightmaps)
+    Image.fromarray(img).save(tmp_path / "north.png")
+    geo = "<heightmap><uri>north.png</uri><size>4 4 1</size><pos>10 -5 2</pos></heightmap>"
+    scene = load_world(write_world(tmp_path, model("t", geo)))
+    # grid x in 8..12, y in -7..-3; row 0 (white) at y = -3, row 2 (black) at y = -7
+    hits = cast(scene, [[10, -3 - 1e-3, 10], [10, -7 + 1e-3, 10], [10, -5, 10], [7.9, -5, 10], [10, -2.9, 10]], [[0, 0, -1]] * 5)
+    assert hits.distance[0] == pytest.approx(10 - 3, abs=1e-3)  # pos z 2 + white 1
+    assert hits.distance[1] == pytest.approx(10 - 2, abs=1e-3)  # pos z 2 + black 0
+    assert hits.distance[2] == pytest.approx(10 - 2, abs=1e-6)  # the middle row is black too
+    assert not hits.hit[3] and not hits.hit[4]  # outside the 4 m square around (10, -5)
