@@ -365,3 +365,25 @@ def test_system_noise_is_white_gaussian_in_output_units():
     assert np.mean(empty == 0) == pytest.approx(0.5, abs=0.03)
     assert empty[empty > 0].mean() == pytest.approx(4.0 * math.sqrt(2 / math.pi), rel=0.06)
     assert np.all(np.isfinite(img.image_f32)) and img.image_f32.min() >= 0
+
+
+def test_skipping_waves_beyond_the_last_bin_does_not_change_the_image():
+    # without returns.keep, returns past the last bin get no BRDF and waves past it are not traced further
+    scene = scene_with(("mirror", (0.002, 1.0, 1.0), (2.0, 0, 0), "flat_metal", math.radians(-45.0)),
+                       ("wall", (4.0, 0.2, 4.0), (2.0, 3.11, 0), "wall_stone"),
+                       ("slab", (0.3, 2.0, 2.0), (-3.15, 0, 0), "slow"), wall_x(-5.0, name="back"),
+                       ("pane", (0.1, 2.0, 2.0), (0, 2.05, 0), "glass"))
+    for multipath in (False, True):
+        cfg = config(azimuth={"count": 16, "step_deg": -22.5}, range={"resolution": 0.05, "bins": 80},
+                     beam={"width_deg": 6.0, "samples": 30}, tracing={"passes": 4},
+                     kernel={"type": "triangular", "width": 10}, returns={"multipath": multipath})
+        everything = RadarSimulator(cfg, scene)  # config() keeps the raw returns: nothing is skipped
+        everything.ray_log = []
+        full = everything.simulate(EYE)
+        lean = RadarSimulator(cfg.with_overrides({"returns.keep": False}), scene)
+        lean.ray_log = []
+        pruned = lean.simulate(EYE)
+        assert sum(len(o) for o, _ in lean.ray_log) < sum(len(o) for o, _ in everything.ray_log)  # work skipped
+        assert np.any(full.returns["range"] >= 4.0) and full.image_f32.max() > 0  # ... returns past 4 m
+        np.testing.assert_array_equal(pruned.image_f32, full.image_f32)
+        np.testing.assert_array_equal(pruned.energy, full.energy)

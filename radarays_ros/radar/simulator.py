@@ -93,6 +93,14 @@ class RadarSimulator:
         matrix = check_transform(np.asarray(pose, dtype=np.float64), what="radar pose")
         return np.broadcast_to(matrix, (len(times), 4, 4))
 
+    def horizon_m(self) -> float | None:
+        """Apparent range from which no return can be drawn (one bin of margin past the last bin), or
+        None when the raw returns are kept (then every return is recorded, drawn or not)."""
+        rng = self.config.range
+        if self.config.returns.keep:
+            return None
+        return rng.offset + (rng.n_bins + 1) * rng.resolution
+
     # -- simulation -----------------------------------------------------------------------------
     def simulate(self, pose, t0_ns: int = 0) -> RadarImage:
         """One sweep from a 4x4 world <- sensor pose, or a Trajectory sampled at each azimuth's firing time."""
@@ -110,7 +118,7 @@ class RadarSimulator:
         directions, weights, _, _ = self.cone(rng)
 
         found = trace_frame(self.backend, origins, column_rot, directions, weights, self.materials,
-                            cfg.tracing, cfg.returns, self.ray_log)
+                            cfg.tracing, cfg.returns, self.ray_log, self.horizon_m())
         energy = draw_returns(found.azimuth, found.range_m, found.energy, cfg.azimuth.count, cfg.range, cfg.kernel, cfg.output)
         values = normalise(energy, cfg.output, cfg.noise, cfg.range.resolution, rng)
         if cfg.noise.system_std > 0:

@@ -6,7 +6,9 @@ A wave starts in air with energy 1 (or its antenna-gain weight) at time 0 and ad
 distance / velocity of its medium. Leaving any object means entering air (no nested media).
 Work that cannot change the image is skipped: the last pass traces only waves in air (the others can
 make no return and have no successor), and no pass after the first runs when neither later-pass
-return kind is recorded.
+return kind is recorded. With a horizon (the far end of the image, when the raw returns are not
+kept), returns beyond it get no BRDF evaluation and waves whose time already puts every later return
+beyond it are not traced further (time only grows along a path; a multipath return lies at >= c t / 2).
 
 Returns (signals) are recorded when a wave reflects while in air with E_refl above the threshold:
 * back along the path (pass 0, and later passes if returns.multi_reflection): apparent range
@@ -53,11 +55,23 @@ def primary_rays(sensor_origin: np.ndarray, column_rot: np.ndarray, cone: np.nda
     return origins, dirs
 
 
+def unit_rows(d: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, always (float32 round-off leaves |d| - 1 ~ 1e-7).
+
+    The backend re-normalises a whole batch when any row is off by more than 1e-6, so without this a
+    wave's traced direction (hence its distance, to ~1e-8 m) depended on the other waves of its pass.
+    """
+    norm2 = row_dot(d, d)
+    return d / np.sqrt(norm2)[:, None]
+
+
 def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone: np.ndarray, weights,
-                materials: RadarMaterials, tracing, returns, ray_log: list | None = None) -> Returns:
+                materials: RadarMaterials, tracing, returns, ray_log: list | None = None,
+                horizon_m: float | None = None) -> Returns:
     """All returns of one frame. sensor_origin (A,3) and column_rot (A,3,3) world <- column frame.
 
-    Geometry is float32 (what the tracer takes), time and energy float64.
+    Geometry is float32 (what the tracer takes), time and energy float64. horizon_m: apparent range
+    at and beyond which a return cannot be drawn (None: record every return).
     """
     a, s = len(column_rot), len(cone)
     o, d = primary_rays(sensor_origin, column_rot, cone)
@@ -74,6 +88,7 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
     with np.errstate(divide="ignore"):  # a wave never travels in a velocity-0 medium (it cannot enter one)
         skip_time = float(skip) / velocity  # ns to step off a surface, per medium (a table, not per wave)
     found: list[Returns] = []
+    wave_horizon = None if horizon_m is None else horizon_m * (2.0 if returns.multipath else 1.0)
     for pass_id in range(tracing.passes):
         if pass_id > 0 and not (returns.multi_reflection or returns.multipath):
             break  # later passes could only feed returns that are not recorded
@@ -112,9 +127,12 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
         reflects = e_refl > threshold
         signal = np.flatnonzero(in_air & reflects)
         if len(signal) and (pass_id == 0 or returns.multi_reflection):
-            theta = np.arccos(cos_i[signal])  # float32, as the tracer's geometry
-            strength = materials.evaluate(surface[signal], theta) * e_refl[signal]
-            found.append(Returns(az[signal], C * time[signal], strength, np.full(len(signal), pass_id, np.int16)))
+            back = signal
+            if horizon_m is not None:
+                back = signal[C * time[signal] < horizon_m]
+            theta = np.arccos(cos_i[back])  # float32, as the tracer's geometry
+            strength = materials.evaluate(surface[back], theta) * e_refl[back]
+            found.append(Returns(az[back], C * time[back], strength, np.full(len(back), pass_id, np.int16)))
         if len(signal) and pass_id > 0 and returns.multipath:
             found.append(_multipath(backend, signal, pos, d, normal, cos_i, az, time, v1, surface, e_refl,
                                     sensor_origin, materials, returns, float(skip), pass_id))
@@ -122,8 +140,12 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
         if last:
             break
         # children: reflections stay in the medium, refractions enter `behind`; both step off by skip
-        refl = np.flatnonzero(reflects)
-        trans = np.flatnonzero(refracts & (e_trans > threshold))
+        spawn_refl, spawn_trans = reflects, refracts & (e_trans > threshold)
+        if wave_horizon is not None:  # children start later than their parent: no drawable return left
+            near = C * time <= wave_horizon
+            spawn_refl, spawn_trans = spawn_refl & near, spawn_trans & near
+        refl = np.flatnonzero(spawn_refl)
+        trans = np.flatnonzero(spawn_trans)
         r_dir = reflect(np.take(d, refl, axis=0), np.take(normal, refl, axis=0), cos_i[refl])
         if len(trans):
             t_dir = refract(np.take(d, trans, axis=0), np.take(normal, trans, axis=0), eta[trans], cos_i[trans],
@@ -137,6 +159,7 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
             pick = refl
             energy = e_refl[refl]
             medium = medium[refl]
+        d = unit_rows(d)
         o = np.take(pos, pick, axis=0)
         o += d * skip
         time = time[pick] + skip_time[medium]
