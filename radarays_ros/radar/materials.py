@@ -79,7 +79,7 @@ class RadarMaterials:
         """
         if len(self.kinds) == 1:
             kind = self.kinds[0]
-            params = {k: v[material_ids].astype(theta.dtype, copy=False) for k, v in self.param_arrays[kind].items()}
+            params = {k: v[material_ids] for k, v in self._params_as(kind, theta.dtype).items()}
             out = np.asarray(self.functions[kind](theta, params), dtype=np.float64)
         else:
             out = np.zeros(len(theta))
@@ -87,10 +87,19 @@ class RadarMaterials:
             for index, kind in enumerate(self.kinds):
                 sel = np.flatnonzero(which == index)
                 if len(sel):
-                    params = {k: v[material_ids[sel]].astype(theta.dtype, copy=False)
-                              for k, v in self.param_arrays[kind].items()}
+                    params = {k: v[material_ids[sel]] for k, v in self._params_as(kind, theta.dtype).items()}
                     out[sel] = self.functions[kind](theta[sel], params)
-        return np.maximum(np.nan_to_num(out), 0.0)
+        if not np.isfinite(out).all():  # one check; the repair only when a BRDF misbehaved
+            out = np.nan_to_num(out)
+        return np.maximum(out, 0.0)
+
+    def _params_as(self, kind: str, dtype) -> dict:
+        """The parameter tables of a BRDF kind in the dtype of theta (cast once, not per call)."""
+        key = (kind, np.dtype(dtype))
+        cache = self.__dict__.setdefault("_param_cache", {})
+        if key not in cache:
+            cache[key] = {k: v.astype(dtype) for k, v in self.param_arrays[kind].items()}
+        return cache[key]
 
 
 def parse_radar_part(radar: dict, where: str):
