@@ -69,14 +69,21 @@ class DetectionLimit:
         if self.model == "none":
             return np.isfinite(r)
         rho = np.asarray(rho, np.float32)
-        positive = rho > 0
-        safe = np.maximum(rho, np.float32(1e-30))
         if self.model in _ROOTS:
             n = _ROOTS[self.model]
+            safe = np.maximum(rho, np.float32(1e-30))
             root = safe if n == 1 else np.sqrt(safe) if n == 2 else np.cbrt(safe) if n == 3 else np.sqrt(np.sqrt(safe))
-            limit = np.float32(self._a) + np.float32(self._b) * root
+            limit = root * np.float32(self._b)
+            limit += np.float32(self._a)
         elif self.model == "log":
-            limit = np.float32(self._a) + np.float32(self._b) * np.log(safe)
+            limit = np.log(np.maximum(rho, np.float32(1e-30)))
+            limit *= np.float32(self._b)
+            limit += np.float32(self._a)
         else:  # blensor
-            limit = np.float32(self.d1) + np.maximum(safe - np.float32(self.rho1), 0) * np.float32(self._slope)
-        return (r <= limit) & positive  # inf <= limit and NaN <= limit are False: misses stay out
+            limit = rho - np.float32(self.rho1)
+            np.maximum(limit, np.float32(0.0), out=limit)
+            limit *= np.float32(self._slope)
+            limit += np.float32(self.d1)
+        keep = r <= limit  # inf <= limit and NaN <= limit are False: misses stay out
+        keep &= rho > 0  # a black surface is never seen
+        return keep

@@ -42,8 +42,7 @@ def ouster_signal(rho: np.ndarray, ranges: np.ndarray, signal_scale: float) -> n
     """Photon count ∝ ρ(θ)/r² (uint16, saturating). No return (range NaN or inf, ρ 0) gives 0."""
     r2 = np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE))  # fmax: NaN -> 0.1
     r2 *= r2
-    photons = np.maximum(np.asarray(rho, np.float32), np.float32(0.0))
-    photons /= r2  # r = inf -> 0
+    photons = np.divide(np.asarray(rho, np.float32), r2)  # ρ ≥ 0 (validated materials); r = inf -> 0
     photons *= np.float32(signal_scale)
     np.minimum(photons, np.float32(UINT16_MAX), out=photons)
     np.rint(photons, out=photons)
@@ -57,11 +56,11 @@ def ouster_ambient(rho: np.ndarray, returned: np.ndarray, ambient_level: float, 
     Shot noise: Poisson, drawn as its Gaussian approximation N(μ, μ) (same mean and variance; a fraction
     of the cost of exact Poisson draws, and close for the tens-to-hundreds of photons modelled here).
     """
-    mean = np.clip(np.asarray(rho, np.float32), np.float32(0.0), np.float32(1.0))
-    mean *= np.float32(ambient_level)
-    np.copyto(mean, np.float32(ambient_sky), where=~np.asarray(returned, bool))
-    if not len(mean) or mean.max() <= 0:
-        return np.zeros(mean.shape, np.uint16)
+    if ambient_level <= 0 and ambient_sky <= 0:
+        return np.zeros(np.shape(rho), np.uint16)
+    lit = np.minimum(np.asarray(rho, np.float32), np.float32(1.0))  # ρ ≥ 0 (validated materials)
+    lit *= np.float32(ambient_level)
+    mean = np.where(returned, lit, np.float32(ambient_sky))
     photons = standard_normal(rng, len(mean))
     photons *= np.sqrt(mean)
     photons += mean

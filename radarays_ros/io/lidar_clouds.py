@@ -123,7 +123,9 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     def per_row(values: np.ndarray) -> np.ndarray:
         return field(np.broadcast_to(values[:, None], (rows, cols)))
 
-    out = np.zeros(hit.shape if picked is None else (len(picked),), dtype)  # zeros: padding bytes are 0
+    shape = hit.shape if picked is None else (len(picked),)
+    # padding bytes must read 0 (byte-exact clouds); a packed layout has none, and every field is written below
+    out = np.empty(shape, dtype) if _packed(dtype) else np.zeros(shape, dtype)
     xyz = field(scan.xyz)  # NaN where there is no return
     out["x"], out["y"], out["z"] = xyz[..., 0], xyz[..., 1], xyz[..., 2]
     out["intensity"] = field(scan.intensity)  # 0 where there is no return
@@ -140,6 +142,7 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         out["ambient"] = field(scan.fields["ouster_ambient"])
         out["range"] = field(_millimetres(scan.range))
     elif layout == "livox":
+        out["tag"] = 0
         out["line"] = per_row(np.arange(rows, dtype=np.uint8))
         out["timestamp"] = field(scan.t0_ns + scan.time * 1e9)
     for key in _check_ground_truth(ground_truth):
@@ -151,6 +154,11 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
             for i, name in enumerate(names):
                 out[name] = value[..., i]
     return out
+
+
+def _packed(dtype: np.dtype) -> bool:
+    """True when the fields of a structured dtype cover every byte of its items (no padding)."""
+    return sum(dtype.fields[name][0].itemsize for name in dtype.names) == dtype.itemsize
 
 
 def _millimetres(range_m: np.ndarray) -> np.ndarray:
