@@ -38,7 +38,9 @@ Liveness, for sensor loops: `alive` is true only while a pose publisher is known
 came within `stale_after_s` and the tree is in step with Gazebo. A sensor loop checks it before every
 frame and publishes nothing while it is false (the scene would show a world that no longer moves).
 When Gazebo goes away one warning is logged; when it returns one info line, the tree is re-read,
-models spawned or deleted meanwhile are reconciled, and only then does `alive` turn true again.
+models spawned or deleted meanwhile are reconciled, and only then does `alive` turn true again. A
+Gazebo restarted (or a world reset) within `stale_after_s` is noticed by its Pose_V stamps going back
+in time, and re-read the same way.
 
 TF pose source (for setups that bridge Gazebo's PosePublisher to ROS instead): see tf_source.py.
 """
@@ -63,6 +65,7 @@ from . import protos
 log = logging.getLogger(__name__)
 
 POSE_TOPICS = ("pose/info", "dynamic_pose/info")
+TIME_BACK_TOLERANCE_NS = 1_000_000  # Pose_V stamps this much earlier than the last one mean a restart/reset
 TAG_ATTEMPTS = 3  # generate_world_sdf requests for the tags of a spawned model before giving up
 
 
@@ -163,6 +166,7 @@ class GazeboMirror:
         self._thread: threading.Thread | None = None
         self._tag_queue: dict[str, int] = {}  # spawned model name -> generate_world_sdf attempts left
         self._tag_thread: threading.Thread | None = None
+        self._last_stamp_ns: int | None = None  # last Pose_V header stamp (restart/reset detection)
         self.sim_time_ns: int | None = None  # Gazebo sim time: last /world/<w>/clock or Pose_V stamp
         self.updates = 0  # pose messages applied
         self.moved = 0  # entity moves given to the scene
@@ -281,7 +285,7 @@ class GazeboMirror:
         alive = self.alive
         if alive and not self._was_alive:
             log.info("Gazebo mirror: world '%s' is publishing poses", self.world)
-        elif self._was_alive and not alive:
+        elif self._was_alive and not alive and not self._needs_resync:  # (a restart already said so)
             log.warning("Gazebo mirror: world '%s' stopped publishing poses; scans pause until it returns",
                         self.world)
             self._needs_resync = True  # ids and models may differ when it comes back
@@ -559,11 +563,24 @@ class GazeboMirror:
         msg = protos.decode(type_name or "Pose_V", payload)
         self._last_pose_time = time.monotonic()
         stamp = msg.header.stamp
-        if stamp.sec or stamp.nsec:  # an unset header says nothing about the time
-            self.sim_time_ns = stamp.sec * 1_000_000_000 + stamp.nsec
         with self._lock:
+            if stamp.sec or stamp.nsec:  # an unset header says nothing about the time
+                stamp_ns = stamp.sec * 1_000_000_000 + stamp.nsec
+                self._check_time_went_back(stamp_ns)
+                self._last_stamp_ns = self.sim_time_ns = stamp_ns
             self._pending = msg
         self.tick()
+
+    def _check_time_went_back(self, stamp_ns: int) -> None:
+        """A Pose_V stamp earlier than the last one: Gazebo restarted (faster than `stale_after_s`) or
+        its world was reset. Entity ids and spawned models may differ: re-read the tree; `alive` is
+        false until then."""
+        last = self._last_stamp_ns
+        if last is None or stamp_ns + TIME_BACK_TOLERANCE_NS >= last or not self._ready or self._needs_resync:
+            return
+        log.info("Gazebo mirror: world '%s' sim time went back from %.3f s to %.3f s (restarted or reset); "
+                 "re-reading its models", self.world, last / 1e9, stamp_ns / 1e9)
+        self._needs_resync = True
 
     def tick(self) -> None:
         """Apply the newest pose message if it was held back by the rate cap and is now due (the

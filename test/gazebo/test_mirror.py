@@ -347,3 +347,42 @@ def test_spawned_model_tags_from_generate_world_sdf(gz_peer, client, tmp_path):
         # the crate still follows its pose after its entity was replaced
         gz_peer.send("move crate -4 5 0.5 0 0 0")
         assert wait_for(lambda: np.allclose(scene.entity("crate::link::visual").pose[:3, 3], [-4, 5, 0.5]))
+
+
+def test_quick_restart_is_noticed_by_sim_time_going_back(gz_peer, client, caplog):
+    caplog.set_level(logging.INFO, logger="radarays_ros.gazebo.mirror")
+    # stale_after_s far longer than the restart: only the Pose_V stamps can tell
+    mirror = GazeboMirror(MirrorConfig(world=gz_peer.world, stale_after_s=30), client=client).start()
+    try:
+        assert mirror.wait_ready(10) and wait_for(lambda: mirror.alive)
+        gz_peer.send("spawn crate 100 -4 4 0.5 1 1 1")
+        assert wait_for(lambda: mirror.scene.find("crate::link::visual") is not None)
+        assert wait_for(lambda: mirror.sim_time_ns > 300_000_000)  # the old world ran a while
+        gz_peer.kill()
+        again = Peer(gz_peer.world, gz_peer.partition).start()  # a fresh Gazebo, sim time from 0, no crate
+        try:
+            assert wait_for(lambda: mirror.scene.find("crate::link::visual") is None, timeout=8)
+            assert wait_for(lambda: mirror.alive, timeout=5)
+            again.send("move box -1 -1 0.5 0 0 0")
+            assert wait_for(lambda: np.allclose(mirror.scene.entity("box::link::visual").pose[:3, 3], [-1, -1, 0.5]))
+        finally:
+            again.stop()
+        assert "sim time went back" in caplog.text
+        warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.endswith("mirror")]
+        assert warnings == [], [r.getMessage() for r in warnings]  # it never went stale
+    finally:
+        mirror.close()
+
+
+def test_world_reset_in_recorded_stamps_asks_for_a_resync():
+    scene = Scene()
+    mirror = GazeboMirror(MirrorConfig(world="w1"), scene=scene, client=object())
+    mirror.apply_scene_info(protos.decode("gz.msgs.Scene", (FIXTURES / "scene.bin").read_bytes()))
+    poses = protos.decode("gz.msgs.Pose_V", (FIXTURES / "pose_v.bin").read_bytes())
+    for sec in (5, 6, 6):  # forward (and a repeated stamp): nothing to do
+        poses.header.stamp.sec = sec
+        mirror.on_poses(poses.SerializeToString(), "gz.msgs.Pose_V")
+        assert not mirror._needs_resync
+    poses.header.stamp.sec, poses.header.stamp.nsec = 0, 16_000_000  # a reset world starts again at 0
+    mirror.on_poses(poses.SerializeToString(), "gz.msgs.Pose_V")
+    assert mirror._needs_resync and mirror.sim_time_ns == 16_000_000
