@@ -17,9 +17,11 @@ from .noise import ambient_noise
 
 
 def _scale(values: np.ndarray, m: np.ndarray, signal_max: float) -> np.ndarray:
+    """values * signal_max / m per column (0 where m = 0), in place: values is a fresh float64 array."""
     with np.errstate(divide="ignore", invalid="ignore"):
         factor = np.where(m > 0, signal_max / np.where(m > 0, m, 1.0), 0.0)
-    return values * factor
+    values *= factor
+    return values
 
 
 def normalise(slices: np.ndarray, out_cfg, noise_cfg, resolution: float, rng: np.random.Generator) -> np.ndarray:
@@ -28,8 +30,9 @@ def normalise(slices: np.ndarray, out_cfg, noise_cfg, resolution: float, rng: np
     if mode in ("radarays", "global"):
         m = slices.max(axis=1) if mode == "radarays" else np.full(len(slices), slices.max(initial=0.0))
         signal = out_cfg.energy_max * slices
-        total = signal + ambient_noise(noise_cfg, signal, m, resolution, rng)
-        return _scale(total, m[:, None], out_cfg.signal_max)
+        noise = ambient_noise(noise_cfg, signal, m, resolution, rng)
+        signal += noise  # (large arrays: in place saves a fresh 8-byte-per-pixel allocation per step)
+        return _scale(signal, m[:, None], out_cfg.signal_max)
     if mode == "gazebo":
         m = slices.max(axis=1)
         if noise_cfg.ambient != "none":
@@ -47,4 +50,6 @@ def normalise(slices: np.ndarray, out_cfg, noise_cfg, resolution: float, rng: np
 
 def to_uint8(image: np.ndarray) -> np.ndarray:
     """Round (half to even) and saturate to 0..255, like OpenCV's convertTo(CV_8U)."""
-    return np.clip(np.rint(image), 0, 255).astype(np.uint8)
+    rounded = np.rint(image)
+    np.clip(rounded, 0, 255, out=rounded)
+    return rounded.astype(np.uint8)
