@@ -31,13 +31,15 @@ scoped name and child_frame_id with the entity's (the world name stripped; the b
 How poses reach entities: frames form a tree (child -> parent, transform); a frame without a known
 parent is a root and stands for the world (the world frame's name does not matter). An entity named
 `model::link::visual` follows the frame `model/link` (or `model::link`). The visual's offset inside
-its link is not in TF: it is learned the first time the link's frame is seen, from the entity's
-loaded pose — so load the same SDF that Gazebo started from, before the first transform arrives.
-Moves below 1 mm / 1 mrad are not passed on, as in GazeboMirror.
+its link is not in TF: give it from the SDF (`link_offsets=TfPoseSource.link_offsets(parsed.entities)`,
+right even for models that moved before the first transform arrived); for entities without one it is
+learned the first time the link's frame is seen, from the entity's loaded pose, which is right only
+while the model still stands where the SDF put it. Moves below 1 mm / 1 mrad are not passed on, as in
+GazeboMirror.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -52,14 +54,22 @@ def _frame(name: str) -> str:
 class TfPoseSource:
     """Moves scene entities from PosePublisher transforms (see the module docstring)."""
 
-    def __init__(self, scene: Scene, min_translation: float = 1e-3, min_rotation: float = 1e-3):
+    def __init__(self, scene: Scene, min_translation: float = 1e-3, min_rotation: float = 1e-3,
+                 link_offsets: Mapping[str, np.ndarray] | None = None):
+        """`link_offsets`: entity name -> 4x4 pose in its link frame (see `link_offsets()`)."""
         self.scene = scene
+        self._link_offsets = {name: np.asarray(m, dtype=float) for name, m in (link_offsets or {}).items()}
         self.min_translation, self.min_rotation = min_translation, min_rotation
         self._parent: dict[str, str] = {}
         self._local: dict[str, np.ndarray] = {}
         self._offset: dict[int, np.ndarray] = {}  # entity id -> pose in its link frame
         self._followers: dict[str, list[int]] = {}  # link frame -> entity ids
         self._followers_of = -1  # scene size the followers were computed for
+
+    @staticmethod
+    def link_offsets(specs) -> dict[str, np.ndarray]:
+        """Entity name -> pose in its link frame, from the world layer's EntitySpecs (parse_sdf_*)."""
+        return {s.name: s.link_offset for s in specs if getattr(s, "link_offset", None) is not None}
 
     def apply(self, transforms: Iterable[tuple[str, str, np.ndarray]]) -> int:
         """Take (parent frame, child frame, 4x4 parent<-child) transforms; returns entities moved."""
@@ -76,8 +86,9 @@ class TfPoseSource:
             link_world = self._world(frame)
             for entity_id in entity_ids:
                 entity = self.scene.entity(entity_id)
-                if entity_id not in self._offset:  # first sight: the loaded pose fixes the visual offset
-                    self._offset[entity_id] = np.linalg.inv(link_world) @ entity.pose
+                if entity_id not in self._offset:  # from the SDF, else the loaded pose fixes it at first sight
+                    known = self._link_offsets.get(entity.name)
+                    self._offset[entity_id] = known if known is not None else np.linalg.inv(link_world) @ entity.pose
                 pose = link_world @ self._offset[entity_id]
                 if moved_beyond(entity.pose[None], pose[None], self.min_translation, self.min_rotation)[0]:
                     updates.append((entity_id, pose))

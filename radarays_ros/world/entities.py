@@ -19,7 +19,8 @@ class EntitySpec:
     static: the model's `<static>` (inherited by nested models); material_override: a material name that
     wins over every assign rule (from `<radarays><material>` or `<radarays_material>`), else None;
     material: the definition of that override when the SDF defined it (`<radarays_material>`), which
-    `add_entities` adds to the scene's library first.
+    `add_entities` adds to the scene's library first; link_offset: 4x4 pose in its link's frame (link <-
+    entity) for pose sources that move links (PosePublisher over TF), None where there is no link.
     """
 
     name: str
@@ -28,6 +29,7 @@ class EntitySpec:
     static: bool = True
     material_override: str | None = None
     material: Material | None = None
+    link_offset: np.ndarray | None = None
 
 
 @dataclass

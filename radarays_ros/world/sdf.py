@@ -525,7 +525,7 @@ def _shape_spec(shape, link_scoped, link_pose, model_pose, frames: _Frames, stat
         opts.report.warn(f"'{scoped}': no triangles left; entity skipped")
         return None
     override, material = _material_tags(shape, scoped, opts) if opts.geometry == "visual" else (None, None)
-    return EntitySpec(scoped, mesh, pose, static, override, material)
+    return EntitySpec(scoped, mesh, pose, static, override, material, link_offset=np.linalg.inv(link_pose) @ pose)
 
 
 def _geometry_mesh(shape, scoped: str, opts: _Options) -> TriMesh | None:

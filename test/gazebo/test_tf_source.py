@@ -35,3 +35,16 @@ def test_pose_publisher_transforms_move_visuals():
     assert source.apply([("yard", "crate", pose_to_matrix(1.0005, 1, 0.5, 0, 0, math.pi / 2))]) == 0  # < 1 mm
     assert source.apply([("crate", "crate::link", pose_to_matrix(0, 0, 0, 0.01, 0, 0))]) == 1  # '::' spelling too
     np.testing.assert_array_equal(scene.entity("ground::link::v").pose, ground_before)  # never in TF
+
+
+def test_link_offsets_from_the_sdf_hold_for_models_moved_before_start():
+    scene = Scene()
+    parsed = parse_sdf_string(WORLD, ".")
+    add_entities(scene, parsed.entities)
+    offsets = TfPoseSource.link_offsets(parsed.entities)
+    np.testing.assert_allclose(offsets["crate::link::visual"], pose_to_matrix(0, 0, 0.1), atol=1e-12)
+    source = TfPoseSource(scene, link_offsets=offsets)
+    # the crate was pushed before the first transform arrived: it is not where the SDF put it
+    model = pose_to_matrix(1, 1, 0.5, 0, 0, math.pi / 2)
+    assert source.apply([("yard", "crate", model), ("crate", "crate/link", np.eye(4))]) == 1
+    np.testing.assert_allclose(scene.entity("crate::link::visual").pose, model @ pose_to_matrix(0, 0, 0.1), atol=1e-12)
