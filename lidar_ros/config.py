@@ -223,8 +223,12 @@ def _spec_from_file(path: Path) -> dict:
 def load_sensor(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None) -> LidarConfig:
     """A LidarConfig from a preset name ('VLP-16', 'OS1-128', ...) or a sensor file, with dotted-key overrides."""
     text = str(name_or_path)
-    preset = _preset_path(text) if os.sep not in text and not text.endswith((".yaml", ".yml", ".json")) else None
+    looks_like_file = os.sep in text or text.lower().endswith((".yaml", ".yml", ".json"))
+    preset = None if looks_like_file else _preset_path(text)
     path = preset or Path(text)
+    if looks_like_file and not path.is_file():
+        raise ConfigError(f"sensor file {text} not found (a sensor YAML, Ouster metadata JSON or velodyne "
+                          "calibration YAML)")
     if not path.is_file():
         raise ConfigError(f"unknown lidar sensor '{text}': not a file and not a preset; presets: {', '.join(list_presets())}")
     spec = _spec_from_file(path)

@@ -24,8 +24,11 @@ def read_yaml(path: str | Path, what: str = "sensor file") -> Any:
             return yaml.safe_load(fh)
     except FileNotFoundError:
         raise ConfigError(f"{what} {path} not found") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{what} {path}: not valid YAML ({exc})") from None
+    except yaml.YAMLError as exc:  # one line: where the parser stopped and why
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        reason = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{what} {path}: not valid YAML{at}: {' '.join(str(reason).split())}") from None
 
 
 class SpecReader:

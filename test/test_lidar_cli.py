@@ -106,6 +106,40 @@ def test_errors_are_one_line_and_exit_2(tmp_path, wall_world, capsys, args, mess
     assert err.startswith("radarays: error:") and message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("case,message", [
+    ("missing file", "sensor file {tmp}/absent.yaml not found"),
+    ("malformed yaml", "sensor.yaml: not valid YAML at line 3, column 1: expected ',' or '}}'"),
+    ("unknown key", "bogus_key: unknown key; allowed here:"),
+    ("out of range", "vertical.step_deg"),
+    ("nan pose", "--pose 'nan 0 1 0 0 0' has a non-finite value"),
+    ("nan value", "noise.sigma: nan is out of range; allowed: a number in [0, 10]"),
+])
+def test_bad_sensor_files_and_values_from_the_command_line(tmp_path, wall_world, capsys, case, message):
+    """Each error is one line on stderr naming the file/key (and the allowed values), exit status 2."""
+    spec = EXAMPLE.read_text()
+    sensor = tmp_path / "sensor.yaml"
+    extra = []
+    if case == "missing file":
+        sensor = tmp_path / "absent.yaml"
+    elif case == "malformed yaml":
+        sensor.write_text("type: spherical\nvertical: {min_deg: -15, max_deg: 15\n")
+    elif case == "unknown key":
+        sensor.write_text(spec + "bogus_key: 3\n")
+    elif case == "out of range":
+        sensor.write_text(spec.replace("step_deg: 2}", "step_deg: -2}"))
+    elif case == "nan pose":
+        sensor.write_text(spec)
+        extra = ["--pose", "nan 0 1 0 0 0"]
+    else:
+        sensor.write_text(spec)
+        extra = ["--set", "noise.sigma=.nan"]
+    code = main(["lidar", str(wall_world), "--sensor", str(sensor), *extra, "--out", str(tmp_path / "x.npz")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("radarays: error:") and err.count("\n") == 1, err
+    assert message.format(tmp=tmp_path) in err, err
+    assert not (tmp_path / "x.npz").exists()
+
+
 def test_unknown_output_type(tmp_path, wall_world, capsys):
     assert main(["lidar", str(wall_world), "--sensor", "VLP-16", "--out", str(tmp_path / "x.las")]) == 2
     assert "allowed: .npz, .pcd, .ply, .mcap" in capsys.readouterr().err
