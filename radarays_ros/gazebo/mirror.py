@@ -24,7 +24,7 @@ What it follows (Gazebo's SceneBroadcaster, over gz-transport; nothing of this i
   1. at once, its own model file, when a mesh URI of it points into a model directory
      (`model://NAME/...` resolved along the resource paths, or an absolute path below a directory
      holding model.config / model.sdf): the tags of visuals with the same link::visual names;
-  2. then, on the mirror thread, Gazebo's `generate_world_sdf` answer (gz-sim writes each model's
+  2. then, on a worker thread, Gazebo's `generate_world_sdf` answer (gz-sim writes each model's
      SDF element, custom elements included, or an `<include>` of its file): tags found there win.
      A visual untagged in both keeps the rules' material. A model spawned from an SDF string with
      primitive geometry only gets its tags from source 2.
@@ -483,6 +483,12 @@ class GazeboMirror:
 
     def _refresh_material_tags(self) -> None:
         """Read the tags of recently spawned models from Gazebo's generate_world_sdf (source 2)."""
+        try:
+            self._read_generated_tags()
+        except Exception:  # a worker thread: say what failed, never die silently
+            log.exception("Gazebo mirror: reading material tags from generate_world_sdf failed")
+
+    def _read_generated_tags(self) -> None:
         from ..world.sdf import material_tags
 
         with self._lock:
@@ -510,7 +516,10 @@ class GazeboMirror:
             for name in names:
                 self._tag_queue.pop(name, None)
             for name, (override, material) in tags.items():
-                self._apply_material(name, override, material)
+                try:
+                    self._apply_material(name, override, material)
+                except RadaraysError as exc:
+                    log.error("Gazebo mirror: material '%s' of '%s' not applied: %s", override, name, exc)
 
     def _apply_material(self, name: str, override: str, material) -> None:
         """Give a mirrored entity a tagged material; it is re-added (same mesh and pose) if its faces
@@ -654,7 +663,7 @@ class GazeboMirror:
                 self._add_model_nodes(model, None, "")
                 try:
                     self._spawn_model(model)
-                    self._tag_queue[model.name] = TAG_ATTEMPTS  # the mirror thread asks Gazebo for its SDF
+                    self._tag_queue[model.name] = TAG_ATTEMPTS  # a worker asks Gazebo for its SDF
                 except RadaraysError as exc:
                     log.error("Gazebo mirror: spawned model '%s' cannot be mirrored: %s", model.name, exc)
             self._arrays = None
