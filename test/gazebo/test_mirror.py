@@ -386,3 +386,26 @@ def test_world_reset_in_recorded_stamps_asks_for_a_resync():
     poses.header.stamp.sec, poses.header.stamp.nsec = 0, 16_000_000  # a reset world starts again at 0
     mirror.on_poses(poses.SerializeToString(), "gz.msgs.Pose_V")
     assert mirror._needs_resync and mirror.sim_time_ns == 16_000_000
+
+
+def test_gazebo_absent_at_start_is_one_line_then_followed(gz_peer, caplog):
+    caplog.set_level(logging.INFO, logger="radarays_ros.gazebo.mirror")
+    gz_peer.kill()  # no Gazebo on the network yet
+    client = GzTransportClient(partition=gz_peer.partition, host_ip="127.0.0.1")
+    mirror = GazeboMirror(MirrorConfig(world=""), client=client).start()  # world found by discovery
+    try:
+        assert not any(mirror.alive for _ in range(40) if time.sleep(0.01) is None)
+        assert not mirror.wait_ready(0.2) and len(mirror.scene) == 0
+        peer = Peer(gz_peer.world, gz_peer.partition).start()
+        try:
+            assert mirror.wait_ready(10) and wait_for(lambda: mirror.alive)
+            assert mirror.world == gz_peer.world
+            peer.send("move box 3 3 0.5 0 0 0")
+            assert wait_for(lambda: np.allclose(mirror.scene.entity("box::link::visual").pose[:3, 3], [3, 3, 0.5]))
+            warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.endswith("mirror")]
+            assert len(warnings) == 1 and "no Gazebo world found" in warnings[0], warnings
+        finally:
+            peer.stop()
+    finally:
+        mirror.close()
+        client.close()
