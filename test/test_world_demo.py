@@ -63,3 +63,11 @@ def test_street_sign_and_road():
     # the sign plate: model (6, 4.5, 0.15), plate 0.03 m behind the pole, 2.2 m up, 0.02 m thick
     assert first_hit(scene, [0, 4.5, 2.35], [1, 0, 0]) == pytest.approx((5.96, "traffic_sign::link::plate", "retroreflective_sheeting"), abs=1e-4)
     assert first_hit(scene, [0, 0, 5], [0, 0, -1]) == pytest.approx((5.0, "road::link::visual", "asphalt"), abs=1e-4)
+
+
+def test_gazebo_demo_world_loads_without_its_robot():
+    scene = load_world(WORLDS / "gz_radarays_demo.sdf")
+    assert scene.warnings == [] and scene.unresolved == []
+    assert sorted(scene.entity_names()) == ["crate::link::visual", "ground::link::visual",
+                                            "wall_east::link::visual", "wall_north::link::visual"]
+    assert not any(name.startswith("robot::") for name in scene.entity_names())  # it carries the sensors
