@@ -243,3 +243,18 @@ def test_livox_cloud_read_back(tmp_path, room):
     np.testing.assert_allclose(pts["timestamp"], T0 + scan.time[rows, cols] * 1e9, rtol=0, atol=1.0)
     np.testing.assert_array_equal(pts["x"], scan.xyz[rows, cols, 0])
     assert set(np.unique(pts["line"])) == set(range(6))
+
+
+@pytest.mark.parametrize("layout,padding", [
+    ("ouster", [(12, 16), (30, 32), (36, 48)]),  # ouster_ros::Point: PCL_ADD_POINT4D + EIGEN_ALIGN16 padding
+    ("gazebo", [(12, 16), (20, 24), (26, 32)]),  # gz-msgs memory-aligned field groups
+    ("livox", [(16, 17)]),  # LivoxPointXyzrtlt.tag: 0 (no tag information simulated)
+])
+def test_padding_and_unset_bytes_are_zero(tmp_path, room, layout, padding):
+    """Byte for byte: bytes that no driver field covers (and the Livox tag) are 0 in the message data."""
+    scan = scan_of(room, "OS1-32" if layout == "ouster" else "Avia" if layout == "livox" else "VLP-16")
+    msg = bag_cloud(tmp_path, scan, layout=layout)
+    raw = np.frombuffer(bytes(msg.data), np.uint8).reshape(-1, msg.point_step)
+    assert len(raw) == msg.width * msg.height > 100
+    for lo, hi in padding:
+        assert not raw[:, lo:hi].any(), (layout, lo, hi)

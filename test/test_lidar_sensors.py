@@ -495,3 +495,82 @@ def test_a_frame_is_the_same_whatever_the_thread_count():
     hit = one.hit
     assert (np.abs(one.range[hit] - one.clean_range[hit]) < 0.3).mean() > 0.97
     assert (one.entity[hit] == 0).all() and (one.entity[~hit] == -1).all()
+
+
+# -- generic forms, jitter and per-face materials against geometry ----------------------------------
+def test_rays_file_with_times_measures_a_wall(tmp_path):
+    """`type: rays` from a CSV (azimuth, elevation, time): each ray's range is d / (cos el cos az)."""
+    (tmp_path / "pattern.csv").write_text("azimuth_deg,elevation_deg,time_s\n0,0,0\n30,0,0.01\n-30,10,0.02\n180,0,0.03\n")
+    (tmp_path / "s.yaml").write_text("type: rays\nrays_file: pattern.csv\nrange: {min: 0.1, max: 50}\nrate_hz: 10\n")
+    cfg = load_sensor(tmp_path / "s.yaml", QUIET)
+    assert (cfg.rows, cfg.cols) == (1, 4)
+    np.testing.assert_allclose(cfg.time[0], [0, 0.01, 0.02, 0.03])
+    scene, backend = wall_scene(5.0, size=100.0)
+    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    az, el = np.radians([0, 30, -30]), np.radians([0, 0, 10])
+    assert scan.hit[0].tolist() == [True, True, True, False]  # the last ray looks away from the wall
+    np.testing.assert_allclose(scan.range[0, :3], 5.0 / (np.cos(el) * np.cos(az)), rtol=2e-6)
+    assert np.isnan(scan.range[0, 3])
+
+
+def test_grid_of_explicit_vertical_and_horizontal_angles():
+    from lidar_ros.config import build_config
+
+    cfg = build_config({"type": "spherical", "vertical": {"angles_deg": [5.0, 0.0, -7.5]},
+                        "horizontal": {"angles_deg": [-10.0, 0.0, 25.0, 40.0]}, "range": {"min": 0.1, "max": 80},
+                        **QUIET}, "grid", ROOT)
+    assert (cfg.rows, cfg.cols) == (3, 4)
+    el = np.radians([-7.5, 0.0, 5.0])  # rows from the lowest beam up (ring 0 = lowest)
+    az = np.radians([-10.0, 0.0, 25.0, 40.0])
+    np.testing.assert_allclose(cfg.elevation, np.repeat(el[:, None], 4, 1), atol=1e-6)
+    np.testing.assert_allclose(cfg.azimuth, np.repeat(az[None], 3, 0), atol=1e-6)
+    scene, backend = wall_scene(7.0)
+    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    np.testing.assert_allclose(scan.range, 7.0 / np.outer(np.cos(el), np.cos(az)), rtol=2e-6)
+
+
+def test_angular_jitter_moves_the_ray_but_reports_the_point_on_the_nominal_ray():
+    sigma = 0.01
+    cfg = load_sensor("VLP-16", {**QUIET, "noise": {"angular_sigma": sigma}})
+    scene, backend = wall_scene(10.0, size=400.0)
+    scan = LidarSimulator(cfg, scene, backend, seed=5).simulate(np.eye(4))
+    hit = scan.hit & (np.cos(scan.azimuth_rad) > 0.5)
+    assert hit.sum() > 5000
+    nominal = 10.0 / (np.cos(scan.elevation_rad) * np.cos(scan.azimuth_rad))
+    # the traced range is that of a tilted ray: spread, but within the ranges of rays tilted by <= 6 sigma
+    assert np.abs(scan.range - nominal)[hit].mean() > 1e-3
+    tilt = 6 * sigma
+    el, az = np.abs(scan.elevation_rad) + tilt, np.abs(scan.azimuth_rad) + tilt
+    assert (scan.range[hit] <= (10.0 / (np.cos(el) * np.cos(az)))[hit] + 1e-3).all()
+    # every point lies on its pixel's nominal ray (sensor origin 0 for the VLP-16), at the reported range
+    unit = scan.xyz[hit] / np.linalg.norm(scan.xyz[hit], axis=1, keepdims=True)
+    np.testing.assert_allclose(unit, cfg.directions[hit], atol=2e-6)
+    np.testing.assert_allclose(np.linalg.norm(scan.xyz[hit], axis=1), scan.range[hit], rtol=1e-6)
+
+
+def test_per_face_materials_set_the_intensity_of_each_face():
+    """One wall mesh, upper faces 'white_paint' (ρ 0.8), lower faces 'black_paint' (ρ 0.05), assigned per face
+    from the mesh's own material names: Velodyne intensity = round(100·ρ·cos θ) on each half."""
+    from radarays_ros.world.materials import MaterialLibrary
+
+    lib = MaterialLibrary.load().merged(MaterialLibrary.from_dict({"materials": {
+        "white_paint": {"lidar": {"class": "general", "reflectivity": 0.8}},
+        "black_paint": {"lidar": {"class": "general", "reflectivity": 0.05}}}}))
+    x, h = 6.0, 50.0
+    vertices = np.array([[x, -h, 0], [x, h, 0], [x, h, h], [x, -h, h], [x, -h, -h], [x, h, -h]], float)
+    faces = np.array([[0, 1, 2], [0, 2, 3], [4, 5, 1], [4, 1, 0]])
+    mesh = TriMesh(vertices, faces, face_mesh_materials=np.array([0, 0, 1, 1]),
+                   mesh_material_names=["White_Paint", "black_paint"])
+    scene = Scene(lib)
+    wall = scene.add_entity("wall", mesh)
+    backend = make_backend("embree", scene, threads=2)
+    scan = LidarSimulator(load_sensor("VLP-16", QUIET), scene, backend).simulate(np.eye(4))
+    cos = np.cos(scan.elevation_rad) * np.cos(scan.azimuth_rad)
+    upper = scan.hit & (scan.elevation_rad > 0.01)
+    lower = scan.hit & (scan.elevation_rad < -0.01)
+    assert upper.sum() > 1000 and lower.sum() > 1000 and (scan.entity[scan.hit] == wall).all()
+    assert (scan.material[upper] == lib.id_of("white_paint")).all()
+    assert (scan.material[lower] == lib.id_of("black_paint")).all()
+    np.testing.assert_allclose(scan.intensity[upper], np.round(80.0 * cos[upper]), atol=1.0)
+    np.testing.assert_allclose(scan.intensity[lower], np.round(5.0 * cos[lower]), atol=1.0)
+    np.testing.assert_allclose(scan.fields["reflectivity"][upper], 0.8 * cos[upper], rtol=1e-5)
