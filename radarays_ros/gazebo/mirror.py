@@ -3,7 +3,8 @@
     mirror = GazeboMirror(MirrorConfig(world="radarays_demo", sdf="worlds/gz_radarays_demo.sdf"))
     mirror.start()                     # loads the SDF (or asks Gazebo for it), follows the world
     backend = make_backend("embree", mirror.scene)
-    if mirror.alive: ... trace ...     # never publish scans of a world that stopped
+    if mirror.alive:                   # never publish scans of a world that stopped
+        mirror.refresh(); ... trace ...  # the newest poses, whatever the rate cap
     mirror.close()
 
 What it follows (Gazebo's SceneBroadcaster, over gz-transport; nothing of this is bridged to ROS):
@@ -590,6 +591,18 @@ class GazeboMirror:
         log.info("Gazebo mirror: world '%s' sim time went back from %.3f s to %.3f s (restarted or reset); "
                  "re-reading its models", self.world, last / 1e9, stamp_ns / 1e9)
         self._needs_resync = True
+
+    def refresh(self) -> bool:
+        """Apply the newest pose message now, whatever `max_rate_hz` says; returns whether one was
+        applied. A sensor loop calls it right before tracing a frame: the scene then holds Gazebo's
+        latest poses even with a low cap (which keeps the cost of following fast pose streams down)."""
+        with self._lock:
+            if self._pending is None or not self._ready or self._needs_resync:
+                return False
+            msg, self._pending = self._pending, None
+            self._last_apply = time.monotonic()
+            self._apply_pose_v(msg)
+            return True
 
     def tick(self) -> None:
         """Apply the newest pose message if it was held back by the rate cap and is now due (the

@@ -233,6 +233,21 @@ def test_recorded_messages_drive_the_mirror_without_a_network():
     assert mirror.frame_pose("arm::upper") is None
 
 
+def test_refresh_applies_the_newest_poses_despite_the_cap():
+    scene = _CountingScene()
+    mirror = GazeboMirror(MirrorConfig(world="w1", max_rate_hz=0.01), scene=scene, client=object())  # 100 s
+    mirror.apply_scene_info(protos.decode("gz.msgs.Scene", (FIXTURES / "scene.bin").read_bytes()))
+    poses = protos.decode("gz.msgs.Pose_V", (FIXTURES / "pose_v.bin").read_bytes())
+    box = next(p for p in poses.pose if p.id == 20)
+    for x, applied in ((-2.0, 1), (-3.0, 1), (-4.0, 1)):  # the first is applied, the others held back
+        box.position.x = x
+        mirror.on_poses(poses.SerializeToString(), "gz.msgs.Pose_V")
+        assert scene.calls == applied
+    assert scene.entity("box::link::visual").pose[0, 3] == -2.0
+    assert mirror.refresh() and scene.calls == 2 and not mirror.refresh()  # a frame is due: the newest
+    assert scene.entity("box::link::visual").pose[0, 3] == -4.0
+
+
 def test_unresolvable_spawned_mesh_is_skipped_with_a_warning(caplog):
     scene = Scene()
     mirror = GazeboMirror(MirrorConfig(world="w1"), scene=scene, client=object())
