@@ -387,3 +387,20 @@ def test_skipping_waves_beyond_the_last_bin_does_not_change_the_image():
         assert np.any(full.returns["range"] >= 4.0) and full.image_f32.max() > 0  # ... returns past 4 m
         np.testing.assert_array_equal(pruned.image_f32, full.image_f32)
         np.testing.assert_array_equal(pruned.energy, full.energy)
+
+
+def test_perlin_ambient_noise_in_the_image_coherent_or_per_column():
+    # a 6 x 6 m room: every column has a return (M > 0); beyond 4.3 m only noise, signal_max at_0 |p|
+    room = [wall_x(3.0, span=8.0), wall_x(-3.0, name="back", span=8.0),
+            ("left", (8.0, 0.2, 8.0), (0, 3.1, 0), "metal"), ("right", (8.0, 0.2, 8.0), (0, -3.1, 0), "metal")]
+    noise = {"ambient": "perlin", "at_signal_0": 0.3, "at_signal_1": 0.03, "energy_max": 0.0, "energy_min": 0.0}
+
+    def neighbour_correlation(coherent):
+        cfg = config(azimuth={"count": 64, "step_deg": -360 / 64}, noise={**noise, "perlin_coherent": coherent})
+        img = RadarSimulator(cfg, scene_with(*room)).simulate(EYE)
+        far = img.image_f32[:, 100:].astype(np.float64)  # 5 .. 10 m
+        assert far.max() <= 120 * 0.3 + 1e-3 and far.mean() > 0  # |p| <= 1 of the no-signal amplitude
+        return np.mean([np.corrcoef(far[k], far[k + 1])[0, 1] for k in range(63)])
+
+    assert neighbour_correlation(True) > 0.9  # one offset per frame: smooth across azimuth
+    assert abs(neighbour_correlation(False)) < 0.25  # RadaRays: a new offset per column
