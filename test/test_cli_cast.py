@@ -56,3 +56,13 @@ def test_cast_missing_world_names_the_file(tmp_path):
     np.savez(tmp_path / "rays.npz", origins=np.zeros((1, 3)), directions=np.array([[1.0, 0, 0]]))
     result = run("cast", tmp_path / "nope.sdf", "--rays", tmp_path / "rays.npz", "--out", tmp_path / "hits.npz")
     assert result.returncode == 2 and "nope.sdf" in result.stderr
+
+
+def test_cast_reports_load_warnings_and_still_writes_misses(tmp_path):
+    world = tmp_path / "empty.sdf"
+    world.write_text('<sdf version="1.9"><world name="w"></world></sdf>')
+    np.savez(tmp_path / "rays.npz", origins=np.zeros((2, 3)), directions=np.eye(3)[:2])
+    result = run("cast", world, "--rays", tmp_path / "rays.npz", "--out", tmp_path / "hits.npz")
+    assert result.returncode == 0 and "warning:" in result.stderr
+    hits = np.load(tmp_path / "hits.npz")
+    assert not hits["hit"].any() and np.isinf(hits["distance"]).all()

@@ -229,3 +229,12 @@ def test_set_poses_array_moves_all_or_nothing(wall_scene):
     rotated_too_far[0, :3, :3] *= 1.1  # scaled: not a rotation
     with pytest.raises(ConfigError, match="cube::link::visual"):
         wall_scene.set_poses_array([cube, wall], rotated_too_far)
+
+
+def test_material_library_version_changes_when_a_material_is_replaced():
+    from radarays_ros.world.materials import Material
+
+    lib = MaterialLibrary.load()
+    before, count = lib.version, len(lib)
+    lib.add(Material("metal", {"velocity": 0.0}, {}, "test"))
+    assert len(lib) == count and lib.version > before

@@ -1,6 +1,7 @@
 """`radarays cast WORLD --rays rays.npz --out hits.npz`: first hits of given rays, for external checks."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,8 @@ def run(args) -> int:
     if not (0 <= args.tmin < args.tmax):
         raise ConfigError(f"--tmin {args.tmin} / --tmax {args.tmax}: need 0 <= tmin < tmax")
     scene = load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual")
+    for warning in scene.warnings:  # documented, non-fatal findings (empty world, dropped degenerate faces)
+        print(f"warning: {warning}", file=sys.stderr)
     backend = make_backend(args.backend, scene)
     hits = backend.trace(origins, directions, tmin=args.tmin, tmax=args.tmax)
     out = Path(args.out)

@@ -65,6 +65,7 @@ class MaterialLibrary:
             materials = [Material("default")]
         self.materials: list[Material] = []
         self._ids: dict[str, int] = {}
+        self.version = 0  # bumped by every add/replace: simulators re-read their tables when it changes
         for m in materials:
             self.add(m)
         self.rules = list(rules or [])
@@ -119,6 +120,7 @@ class MaterialLibrary:
 
     def add(self, material: Material) -> int:
         """Add (or replace, by name) a material; returns its id."""
+        self.version += 1
         if material.name in self._ids:
             idx = self._ids[material.name]
             self.materials[idx] = material
