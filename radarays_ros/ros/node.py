@@ -10,6 +10,38 @@ concurrently (the backend and numpy release the GIL) while the executor thread s
 
 A node never dies of bad input: a missing world, a failed TF lookup, a NaN pose or a bad parameter
 is logged (throttled) and counted in the diagnostics, and the last good state is kept.
+
+Parameters (`ros2 param describe` shows each with its range; all are in NODE_PARAMS, SENSOR_PARAMS
+and gazebo_link.GAZEBO_PARAMS): `world`, `materials`, `ignore`, `world_frame`, `pose_source`
+(tf | fixed | gazebo), `fixed_pose`, `frame_id`, `sync_topic`, `reliable`, `lazy`, ..., the sensor
+model under `sensor.*` and the message options under `output.*`.
+
+Following a running Gazebo (issue 7; radarays_ros.gazebo does the transport and the mirroring):
+
+    gazebo.enable: true            # the scene is the mirror's: one BVH, moved live by its thread
+    gazebo.world: radarays_demo    # '' = the only world on gz-transport
+    gazebo.sdf: worlds/x.sdf       # geometry file ('' = `world`, else Gazebo's generate_world_sdf)
+    gazebo.pose_topic: pose/info   # or dynamic_pose/info
+    gazebo.partition: ''           # gz-transport partition ('' = GZ_PARTITION / IGN_PARTITION)
+    gazebo.clock: ros              # ros: node clock (use_sim_time + bridged /clock = Gazebo time);
+                                   # gazebo: the mirror's sim time (/world/<w>/clock), no bridge needed
+    gazebo.stale_after_s: 1.0      # no pose message for this long = Gazebo is gone
+    gazebo.max_rate_hz: 200.0      # most scene updates per second
+  sensor_rig only:
+    gazebo.sdf_sensors: true       # also run sensors declared in the SDF: <sensor type="custom"
+                                   # gz:type="radarays_radar"|"radarays_lidar"> and gpu_lidar blocks
+    gazebo.sensor_files: []        # more SDF / URDF files with such blocks
+    gazebo.urdf_model: ''          # Gazebo model of those URDFs' robot (link L -> MODEL::L)
+  per sensor (NAME. prefix in the rig):
+    gazebo_parent: robot::chassis  # with pose_source: gazebo, pose = that link's pose x fixed_pose
+
+A sensor declared in SDF runs under its sensor name (a parameter prefix like any rig sensor, so
+`NAME.sensor.*` tunes it live): pose = the Gazebo pose of its parent link (at frame time) x its
+<pose>, rate = <update_rate>, frame id = <gz_frame_id> (or the link), topics from <topic> (the main
+output there when the topic ends with it, e.g. 'front/points', else below it), its parameters as
+config overrides; a bad one is logged with the SDF file and line and that sensor stays off. While the
+mirror is not alive (Gazebo stopped or not yet there) no frame is simulated or published; the
+mirror logs one line when Gazebo goes and one when it returns, and the scans resume by themselves.
 """
 from __future__ import annotations
 
@@ -38,6 +70,8 @@ from ..errors import ConfigError, RadaraysError
 from ..scenario.sensors import ParamInfo, SensorUnit, check_param, make_unit, poses_over, share_path
 from ..world.transforms import pose_to_matrix
 from .convert import rclpy_class, to_cdr
+from .gazebo_link import (GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, LogRelay, SensorDiscovery, close_mirror,
+                          sdf_sensor_plan, sdf_topic, start_mirror)
 from .params import descriptor, from_ros, ros_value
 from .tf_buffer import TransformBuffer, TransformLookupError
 
@@ -48,8 +82,9 @@ NODE_PARAMS = {
     "backend": ParamInfo("embree", "ray-tracing backend", choices=("embree", "optix")),
     "threads": ParamInfo(0, "ray-tracing threads (0 = all cores)", 0, 1024, kind=int),
     "world_frame": ParamInfo("map", "fixed frame of the world geometry (tf lookups go world_frame <- sensor frame)"),
-    "pose_source": ParamInfo("tf", "sensor pose from tf (moving sensor) or the fixed_pose parameter (static sensor)",
-                             choices=("tf", "fixed")),
+    "pose_source": ParamInfo("tf", "sensor pose from tf (moving sensor), the fixed_pose parameter (static sensor) "
+                             "or the Gazebo link gazebo_parent x fixed_pose (needs gazebo.enable)",
+                             choices=("tf", "fixed", "gazebo")),
     "tf_tolerance": ParamInfo(0.1, "seconds a pose may be taken from the newest/oldest tf sample instead of failing",
                               0.0, 10.0, kind=float),
     "pose_samples_per_second": ParamInfo(200.0, "tf poses sampled per second of a sweep (motion distortion)",
@@ -62,11 +97,14 @@ NODE_PARAMS = {
     "lazy": ParamInfo(True, "skip the simulation while nobody subscribes to the sensor's topics", kind=bool),
     "diagnostics_period": ParamInfo(1.0, "seconds between /diagnostics messages", 0.05, 3600.0, kind=float),
 }
-READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period"}
+READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period",
+             *GAZEBO_PARAMS, *RIG_GAZEBO_PARAMS}
 SENSOR_PARAMS = {
     "frame_id": ParamInfo("", "frame of the sensor's messages and of its tf lookup ('' = the sensor's default)"),
     "fixed_pose": ParamInfo([0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-                            "pose_source=fixed: x y z roll pitch yaw (m, rad) of the sensor in world_frame", kind=list),
+                            "pose_source=fixed: x y z roll pitch yaw (m, rad) of the sensor in world_frame; "
+                            "pose_source=gazebo: its mount on gazebo_parent", kind=list),
+    "gazebo_parent": ParamInfo("", "pose_source=gazebo: scoped Gazebo link carrying the sensor (model::link)"),
 }
 
 
@@ -76,6 +114,7 @@ class Stats:
     dropped: int = 0  # timer ticks or sync messages that found the previous frame still running
     skipped: int = 0  # frames not simulated because nobody subscribed
     failed: int = 0  # frames abandoned: no pose, no world, a simulation error
+    paused: int = 0  # frames not simulated or not published because Gazebo was away
     frame_times: list = field(default_factory=list)  # seconds, last 20
     publish_times: list = field(default_factory=list)  # seconds (message building + publishing), last 20
     rays: int = 0
@@ -105,8 +144,17 @@ class Sensor:
         self.worker = ThreadPoolExecutor(1, thread_name_prefix=f"frame_{name or kind}")
         self.stats = Stats()
         self.last_tick_ns: int | None = None  # grid slot of the last simulated sweep
+        self.sdf = None  # gazebo_link.SdfSensorPlan of a sensor declared in SDF
+        self.gazebo_parent = ""  # pose_source gazebo: the link carrying it
+
+    @property
+    def origin(self) -> str:
+        """Where the sensor was declared, for messages: its SDF block or its config."""
+        return self.sdf.source if self.sdf is not None else self.source
 
     def topic(self, relative: str) -> str:
+        if self.sdf is not None:
+            return sdf_topic(self.sdf.topic, self.kind, relative)
         return f"{self.name}/{relative}" if self.name else relative
 
     @property
@@ -125,14 +173,28 @@ class SensorNode(Node):
         self.backend = None
         self.world_error = ""
         self.tf = TransformBuffer()
+        self.mirror = None  # GazeboMirror when gazebo.enable
+        self._discovery = None
+        self._log_relay = None
+        self._discovered: list = []  # SensorSpecs found by the discovery thread, adopted on the executor
+        self._discovered_lock = threading.Lock()
         self._declare(NODE_PARAMS, "", READ_ONLY)
+        self._declare(GAZEBO_PARAMS, "", READ_ONLY)
+        if kind == "rig":
+            self._declare(RIG_GAZEBO_PARAMS, "", READ_ONLY)
         self.sensors = self._declare_sensors()
-        self._load_world(self._param("world"))
+        if self._param("gazebo.enable"):
+            self._start_gazebo()
+            self.sensors += self._sdf_sensors()
+        else:
+            self._load_world(self._param("world"))
         for sensor in self.sensors:
             self._build_unit(sensor)
         self._make_io()
         self._warn_unknown_parameters()
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        if self._discovery is not None:
+            self._discovery.start()
 
     # -- parameters --------------------------------------------------------------------------------
     def _param(self, name: str) -> Any:
@@ -216,6 +278,117 @@ class SensorNode(Node):
             self._error(self.world_error)
             return False
 
+    # -- Gazebo ------------------------------------------------------------------------------------
+    def _start_gazebo(self) -> None:
+        """Follow Gazebo: the mirror's Scene is the world of every sensor (one BVH)."""
+        from ..tracing import make_backend
+
+        self._log_relay = LogRelay(self.get_logger()).attach()
+        sdf = self._param("gazebo.sdf") or self._param("world") or None
+        ignore = tuple(n for n in (self._param("ignore") or []) if n)
+        options = dict(world=self._param("gazebo.world"), pose_topic=self._param("gazebo.pose_topic"),
+                       partition=self._param("gazebo.partition"), stale_after_s=self._param("gazebo.stale_after_s"),
+                       max_rate_hz=self._param("gazebo.max_rate_hz"), materials=self._param("materials"),
+                       ignore=ignore)
+        self._gazebo_sdf = None
+        try:
+            try:
+                self.mirror = start_mirror(sdf=sdf, **options)
+            except (RadaraysError, OSError) as exc:
+                if sdf is None:
+                    raise
+                self._error(f"gazebo.sdf {sdf!r} not loaded: {exc}; taking the geometry from Gazebo's "
+                            "generate_world_sdf instead (fix the file or the gazebo.sdf parameter)")
+                sdf = None
+                self.mirror = start_mirror(sdf=None, **options)
+        except (RadaraysError, OSError) as exc:  # no transport at all (sockets, bad GZ_* variables)
+            self.world_error = f"cannot follow Gazebo: {exc}"
+            self._error(self.world_error)
+            return
+        self._gazebo_sdf = sdf
+        backend = make_backend(self._param("backend"), self.mirror.scene, threads=self._param("threads") or None)
+        self.scene, self.backend, self.world_error = self.mirror.scene, backend, ""
+        self.get_logger().info(f"following Gazebo world '{self.mirror.world or '(the only one found)'}'"
+                               f"{f' with the geometry of {sdf}' if sdf else ''}; no scans until it publishes poses")
+
+    def _sdf_sensors(self) -> list[Sensor]:
+        """Sensors declared in the world file and gazebo.sensor_files (rig with gazebo.sdf_sensors)."""
+        from ..gazebo.sensors import find_sensors
+
+        if self.kind != "rig" or not self._param("gazebo.sdf_sensors") or self.mirror is None:
+            return []
+        files = [f for f in (self._param("gazebo.sensor_files") or []) if f]
+        if self._gazebo_sdf:
+            files.insert(0, self._gazebo_sdf)
+        else:  # the world comes from Gazebo: read its sensors from there too, when it answers
+            self._discovery = SensorDiscovery(self.mirror, self._on_discovered, self._warn)
+        specs = []
+        for path in files:
+            try:
+                specs += find_sensors(path)
+            except RadaraysError as exc:
+                self._error(f"sensors of {path} not read: {exc}")
+        return self._plan_sdf_sensors(specs)
+
+    def _plan_sdf_sensors(self, specs) -> list[Sensor]:
+        taken = {s.name for s in self.sensors}
+        known = {s.sdf.key for s in self.sensors if s.sdf is not None}
+        out = []
+        for spec in specs:
+            try:
+                plan = sdf_sensor_plan(spec, taken, self._param("gazebo.urdf_model"))
+            except ConfigError as exc:
+                self._error(f"sensor {spec.name} not started: {exc}")
+                continue
+            if plan.key in known:
+                continue
+            known.add(plan.key)
+            sensor = Sensor(plan.name, f"{plan.name}.", plan.kind, plan.config)
+            sensor.sdf = plan
+            sensor.gazebo_parent = plan.parent
+            out.append(sensor)
+            self.get_logger().info(f"sensor {plan.name}: {plan.kind} {plan.config} on Gazebo link {plan.parent} "
+                                   f"(declared at {plan.source})")
+        return out
+
+    def _on_discovered(self, specs) -> None:
+        """Discovery thread: hand the specs to the executor thread (publishers are made there)."""
+        with self._discovered_lock:
+            self._discovered += specs
+
+    def _adopt_discovered(self) -> None:
+        with self._discovered_lock:
+            specs, self._discovered = self._discovered, []
+        if not specs:
+            return
+        for sensor in self._plan_sdf_sensors(specs):
+            self.sensors.append(sensor)
+            self._build_unit(sensor)
+            self._make_publishers(sensor, self._qos())
+            if not self._param("sync_topic"):
+                self._start_timer(sensor)
+
+    def _gazebo_paused(self, sensor: Sensor) -> bool:
+        """True (and counted) while the mirror is not alive: no frame may show a world that stopped."""
+        if self.mirror is None or self.mirror.alive:
+            return False
+        sensor.stats.paused += 1
+        return True
+
+    def _now_ns(self) -> int:
+        if self.mirror is not None and self._param("gazebo.clock") == "gazebo":
+            return int(self.mirror.sim_time_ns or 0)
+        return self.get_clock().now().nanoseconds
+
+    def destroy_node(self):
+        if self._discovery is not None:
+            self._discovery.close()
+        if self.mirror is not None:
+            close_mirror(self.mirror)
+        if self._log_relay is not None:
+            self._log_relay.detach()
+        return super().destroy_node()
+
     def _prepare_world(self, path: str):
         """(scene, backend) for a world file; ConfigError saying what is wrong and how to fix it."""
         from ..tracing import make_backend
@@ -259,7 +432,8 @@ class SensorNode(Node):
     def _build_unit(self, sensor: Sensor) -> None:
         """Create the sensor from its config plus the params file's keys, then declare its parameters."""
         self._declare(SENSOR_PARAMS, sensor.prefix)
-        sensor.frame_id = self._param(sensor.prefix + "frame_id")
+        sensor.frame_id = self._param(sensor.prefix + "frame_id") or (sensor.sdf.frame if sensor.sdf else "")
+        sensor.gazebo_parent = self._param(sensor.prefix + "gazebo_parent") or sensor.gazebo_parent
         try:
             sensor.fixed_pose = self._pose_param(self._param(sensor.prefix + "fixed_pose"))
         except ConfigError as exc:
@@ -270,13 +444,14 @@ class SensorNode(Node):
 
             self.scene = Scene(source="<no world>")
             self.backend = make_backend(self._param("backend"), self.scene, threads=self._param("threads") or None)
-        overrides = self._sensor_param_overrides(sensor)
+        overrides = {**(sensor.sdf.overrides if sensor.sdf else {}), **self._sensor_param_overrides(sensor)}
         try:
             sensor.unit = make_unit(sensor.kind, sensor.name, self.scene, self.backend, config=sensor.source,
                                     frame_id=self._frame_arg(sensor), overrides=overrides)
         except (RadaraysError, OSError) as exc:
             sensor.stats.last_error = str(exc)
-            self._error(f"sensor {sensor.label} ({sensor.source}) not started: {exc}. Fix the config or the "
+            where = f"the SDF block at {sensor.origin}" if sensor.sdf else "the config"
+            self._error(f"sensor {sensor.label} ({sensor.origin}) not started: {exc}. Fix {where} or the "
                         f"{sensor.prefix}sensor.* values in the params file and restart the node.")
             return
         sensor.frame_id = sensor.unit.frame_id
@@ -301,13 +476,16 @@ class SensorNode(Node):
                           reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
                           durability=DurabilityPolicy.VOLATILE)
 
+    def _make_publishers(self, sensor: Sensor, qos: QoSProfile) -> None:
+        if sensor.unit is None:
+            return
+        for relative, msgtype in sensor.unit.topics.items():
+            sensor.publishers[relative] = self.create_publisher(rclpy_class(msgtype), sensor.topic(relative), qos)
+
     def _make_io(self) -> None:
         qos = self._qos()
         for sensor in self.sensors:
-            if sensor.unit is None:
-                continue
-            for relative, msgtype in sensor.unit.topics.items():
-                sensor.publishers[relative] = self.create_publisher(rclpy_class(msgtype), sensor.topic(relative), qos)
+            self._make_publishers(sensor, qos)
         from tf2_msgs.msg import TFMessage
 
         self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False),
@@ -332,13 +510,20 @@ class SensorNode(Node):
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self._diag_timer = self.create_timer(self._param("diagnostics_period"), self._publish_diagnostics,
                                              clock=Clock(clock_type=ClockType.STEADY_TIME))
+        if self._discovery is not None:
+            self._adopt_timer = self.create_timer(0.5, self._adopt_discovered,
+                                                  clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def _start_timer(self, sensor: Sensor) -> None:
         if sensor.unit is None:
             return
         if sensor.timer is not None:
             self.destroy_timer(sensor.timer)
-        sensor.timer = self.create_timer(sensor.unit.period_ns * 0.5e-9, lambda s=sensor: self._on_timer(s))
+        clock = None  # the node clock (sim time under use_sim_time)
+        if self.mirror is not None and self._param("gazebo.clock") == "gazebo":
+            clock = Clock(clock_type=ClockType.STEADY_TIME)  # ticks; the grid runs on Gazebo's time
+        sensor.timer = self.create_timer(sensor.unit.period_ns * 0.5e-9, lambda s=sensor: self._on_timer(s),
+                                         clock=clock)
         sensor.last_tick_ns = None
 
     # -- callbacks ---------------------------------------------------------------------------------
@@ -359,9 +544,11 @@ class SensorNode(Node):
         timer jitter neither repeats nor skips a sweep; slots missed while a frame was still being
         simulated count as dropped.
         """
-        now = self.get_clock().now().nanoseconds
+        if self._gazebo_paused(sensor):
+            return
+        now = self._now_ns()
         if now <= 0:
-            return  # use_sim_time and no /clock yet
+            return  # use_sim_time and no /clock yet (or no Gazebo time yet)
         period = sensor.unit.period_ns
         slot = now // period  # sweeps [slot - 1, slot) * period are complete
         last = sensor.last_tick_ns
@@ -382,7 +569,7 @@ class SensorNode(Node):
             self._warn("sync message without a readable header stamp ignored", key="sync")
             return
         for sensor in self.sensors:
-            if sensor.unit is not None:
+            if sensor.unit is not None and not self._gazebo_paused(sensor):
                 self._frame(sensor, stamp, stamp, sync=True)
 
     def _frame(self, sensor: Sensor, t0_ns: int, stamp_ns: int, sync: bool) -> None:
@@ -444,6 +631,8 @@ class SensorNode(Node):
             self._warn(f"{sensor.label}: frame at {t0_ns / 1e9:.3f} s skipped: {exc}", key=f"frame:{sensor.label}")
             return
         simulated = time.perf_counter()
+        if self._gazebo_paused(sensor):  # Gazebo went away during the frame: its world may be stale
+            return
         for relative, msg in unit.messages(result, stamp_ns, wanted).items():
             sensor.publishers[relative].publish(to_cdr(msg))  # the bag's bytes, see convert.py
         done = time.perf_counter()
@@ -451,8 +640,11 @@ class SensorNode(Node):
         sensor.stats.last_error = ""
 
     def _pose(self, sensor: Sensor, t0_ns: int, period_ns: int, sync: bool):
-        if self._param("pose_source") == "fixed":
+        source = "gazebo" if sensor.sdf is not None else self._param("pose_source")
+        if source == "fixed":
             return sensor.fixed_pose
+        if source == "gazebo":
+            return self._gazebo_pose(sensor)
         world = self._param("world_frame")
         frame = sensor.frame_id
         tolerance = int(self._param("tf_tolerance") * 1e9)
@@ -460,6 +652,21 @@ class SensorNode(Node):
             tolerance += period_ns
         return poses_over(lambda times: self.tf.lookup(world, frame, times, tolerance), t0_ns, period_ns,
                           self._param("pose_samples_per_second"))
+
+    def _gazebo_pose(self, sensor: Sensor) -> np.ndarray:
+        """Pose of the sensor's Gazebo link now (the mirror follows it at pose-message rate) x its mount."""
+        if self.mirror is None:
+            raise TransformLookupError("pose_source gazebo needs gazebo.enable: true")
+        if not sensor.gazebo_parent:
+            raise TransformLookupError(f"pose_source gazebo: set {sensor.prefix}gazebo_parent to the Gazebo "
+                                       "link carrying the sensor (model::link)")
+        parent = self.mirror.frame_pose(sensor.gazebo_parent)
+        if parent is None:
+            hint = "" if "::" in sensor.gazebo_parent else " (URDF sensors need gazebo.urdf_model)"
+            raise TransformLookupError(f"Gazebo world '{self.mirror.world}' has no link "
+                                       f"'{sensor.gazebo_parent}'{hint}")
+        mount = sensor.sdf.mount if sensor.sdf is not None else sensor.fixed_pose
+        return parent @ mount
 
     # -- run-time parameter changes ----------------------------------------------------------------
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
@@ -473,6 +680,9 @@ class SensorNode(Node):
                     check_param(name, value, info)
             for sensor in self.sensors:
                 plan += self._plan_sensor_change(sensor, changes)
+            if "world" in changes and self.mirror is not None:
+                raise ConfigError("world: the scene follows Gazebo (gazebo.enable is true); restart the node "
+                                  "to change the world")
             if "world" in changes:
                 world = self._prepare_world(changes["world"])
                 plan.append(lambda: self._install_world(*world))
@@ -513,6 +723,8 @@ class SensorNode(Node):
             unit_copy.output = probe
             unit_copy.set_output(output)  # raises ConfigError
             plan.append(lambda sensor=sensor, output=output: sensor.unit.set_output(output))
+        if "gazebo_parent" in mine:
+            plan.append(lambda sensor=sensor, parent=str(mine["gazebo_parent"]): setattr(sensor, "gazebo_parent", parent))
         if "fixed_pose" in mine:
             pose = self._pose_param(mine["fixed_pose"])
             plan.append(lambda sensor=sensor, pose=pose: setattr(sensor, "fixed_pose", pose))
@@ -543,9 +755,16 @@ class SensorNode(Node):
             }
             if sensor.unit is not None:
                 values["rate_hz"] = f"{1e9 / sensor.unit.period_ns:.3f}"
+            paused = self.mirror is not None and not self.mirror.alive
+            if self.mirror is not None:
+                values["gazebo_alive"] = "false" if paused else "true"
+                values["paused_ticks"] = str(s.paused)  # timer ticks and frames skipped while Gazebo was away
             status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
             if sensor.unit is None or (self.world_error and not len(self.scene)):
                 status.level, status.message = DiagnosticStatus.ERROR, self.world_error or s.last_error or "not started"
+            elif paused:
+                status.level = DiagnosticStatus.WARN
+                status.message = f"Gazebo world '{self.mirror.world}' is not publishing poses: scans paused"
             elif s.last_error or s.dropped:
                 status.level = DiagnosticStatus.WARN
                 status.message = s.last_error or f"{s.dropped} frames dropped (simulation slower than the rate)"

@@ -1,0 +1,211 @@
+"""sensor_rig following a running Gazebo: real rclpy node processes and the real C++ Ignition
+Transport peer (test/gazebo/peer/gz_peer.cc), both in the ROS tests' private network namespace with
+multicast switched on for lo (gz-transport discovery).
+
+The peer plays Gazebo: a ground, a box at (5, 0, 0.5) and a rotated 'arm', poses at 50 Hz stamped
+with its sim time (seconds since it started), moves on command.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ros_harness import NodeProcess, Probe, diagnostics_values, stamp_ns, write_params
+
+pytestmark = pytest.mark.ros
+
+GAZEBO_TESTS = Path(__file__).resolve().parents[1] / "gazebo"
+SENSOR_WORLD = Path(__file__).parent / "data" / "peer_world_sensors.sdf"
+
+
+def _load(name: str):
+    """A helper module of the Gazebo tests under a name of its own (no sys.path games)."""
+    spec = importlib.util.spec_from_file_location(f"radarays_test_{name}", GAZEBO_TESTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+gz_harness = _load("gz_harness")
+gz_netns = _load("gz_netns")
+
+
+def _refuse(reason: str):
+    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+        pytest.fail(f"Gazebo node test cannot run under CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def peer(monkeypatch):
+    try:
+        gz_netns.ensure_isolated()  # the ROS namespace already holds only lo: this turns multicast on
+    except OSError as exc:
+        _refuse(f"no multicast on lo in the private network namespace: {exc}")
+    if not gz_harness.PEER.exists():
+        _refuse(f"{gz_harness.PEER} is not built (bash scripts/setup_gz_peer.sh builds it)")
+    partition = f"radarays_ros_{uuid.uuid4().hex[:8]}"
+    for key in ("GZ_PARTITION", "IGN_PARTITION"):
+        monkeypatch.setenv(key, partition)  # the node processes inherit it
+    for key in ("GZ_IP", "IGN_IP"):
+        monkeypatch.setenv(key, "127.0.0.1")
+    p = gz_harness.Peer(world=f"w{uuid.uuid4().hex[:8]}", partition=partition).start()
+    yield p
+    p.stop()
+
+
+def cloud_xyz(msg) -> np.ndarray:
+    """(N, 3) finite points of a PointCloud2, read through its own PointField list."""
+    offsets = {f.name: f.offset for f in msg.fields}
+    raw = np.asarray(msg.data, np.uint8).tobytes()
+    dtype = np.dtype({"names": ["x", "y", "z"], "formats": ["<f4"] * 3,
+                      "offsets": [offsets["x"], offsets["y"], offsets["z"]], "itemsize": msg.point_step})
+    pts = np.frombuffer(raw, dtype)
+    xyz = np.stack([pts["x"], pts["y"], pts["z"]], 1).astype(float)
+    return xyz[np.isfinite(xyz).all(axis=1)]
+
+
+def wait_message(inbox, predicate, timeout: float = 15.0, after_ns: int = 0):
+    """The first message (received after `after_ns`, monotonic) for which predicate(msg) holds."""
+    deadline = time.monotonic() + timeout
+    seen = 0
+    while time.monotonic() < deadline:
+        items = inbox.raw()
+        for raw, received in items[seen:]:
+            msg = gz_harness_decode(inbox, raw)
+            if received > after_ns and predicate(msg):
+                return msg, received
+        seen = len(items)
+        time.sleep(0.02)
+    raise AssertionError(f"no {inbox.type_name} message matching within {timeout} s ({seen} received)")
+
+
+def gz_harness_decode(inbox, raw):
+    from ros_harness import decode
+
+    return decode(raw, inbox.type_name)
+
+
+def box_face_points(xyz: np.ndarray, centre_xy, normal_axis: int) -> int:
+    """Points on the box face (1 m wide, 0..1 m high) facing a sensor at (0, 0, 1): sensor frame."""
+    other = 1 - normal_axis
+    on_plane = np.abs(xyz[:, normal_axis] - centre_xy[normal_axis]) < 0.05
+    within = np.abs(xyz[:, other] - centre_xy[other]) < 0.5
+    above_ground = xyz[:, 2] > -0.98
+    return int(np.count_nonzero(on_plane & within & above_ground))
+
+
+def peer_clock(peer):
+    """Gazebo's own sim time as the peer publishes it (/world/<w>/clock), read by a gz client."""
+    from radarays_ros.gazebo import protos
+    from radarays_ros.gazebo.transport import GzTransportClient
+
+    client = GzTransportClient(partition=peer.partition, host_ip="127.0.0.1")
+    latest = {}
+
+    def on_clock(payload, type_name):
+        sim = protos.decode(type_name or "Clock", payload).sim
+        latest["ns"] = sim.sec * 1_000_000_000 + sim.nsec
+
+    client.subscribe(f"/world/{peer.world}/clock", on_clock)
+    return client, latest
+
+
+def test_rig_follows_gazebo_moves_pauses_without_it_and_resumes(peer, tmp_path):
+    params = write_params(tmp_path / "rig.yaml", "sensor_rig", {
+        "gazebo": {"enable": True, "world": peer.world, "stale_after_s": 0.5},  # frames on the node's clock
+        "pose_source": "fixed", "diagnostics_period": 0.1, "sensors": ["top_lidar"],
+        "top_lidar": {"type": "lidar", "config": "VLP-16", "frame_id": "top_lidar",
+                      "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], "sensor": {"noise": {"sigma": 0.0}}},
+    })
+    with Probe() as probe, NodeProcess("radarays_ros.ros.sensor_rig", params_file=params) as node:
+        clouds = probe.subscribe("/top_lidar/points", "sensor_msgs/msg/PointCloud2")
+        diagnostics = probe.subscribe("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", qos="reliable")
+        # the box at (5, 0, 0.5): its -x face 4.5 m ahead of the lidar (the world came from generate_world_sdf)
+        msg, _ = wait_message(clouds, lambda m: box_face_points(cloud_xyz(m), (4.5, 0.0), 0) > 10, timeout=30)
+        assert msg.header.frame_id == "top_lidar"
+
+        peer.send("move box 0 -3 0.5 0 0 0")
+        moved, _ = wait_message(clouds, lambda m: box_face_points(cloud_xyz(m), (0.0, -2.5), 1) > 10)
+        assert box_face_points(cloud_xyz(moved), (4.5, 0.0), 0) == 0  # nothing left where it was
+
+        peer.kill()  # Gazebo crashes: no BYE
+        deadline = time.monotonic() + 10
+        while "stopped publishing poses" not in node.output():
+            assert time.monotonic() < deadline, node.output()
+            time.sleep(0.02)
+        noticed = time.monotonic_ns()
+        paused0 = None
+        deadline = time.monotonic() + 10
+        while True:  # wait for several paused timer ticks reported by the node itself
+            values = diagnostics_values(diagnostics, "top_lidar")
+            if values.get("gazebo_alive") == "false":
+                paused0 = int(values["paused_ticks"]) if paused0 is None else paused0
+                if int(values["paused_ticks"]) >= paused0 + 6:
+                    break
+            assert time.monotonic() < deadline, node.output()
+            time.sleep(0.02)
+        assert values["_level"] == 1 and "scans paused" in values["_message"]
+        late = [t for _, t in clouds.raw() if t > noticed + 200_000_000]
+        assert not late, "a scan was published while Gazebo was away"
+
+        restarted = time.monotonic_ns()
+        again = gz_harness.Peer(peer.world, peer.partition).start()  # a fresh Gazebo: its sim time restarts
+        try:
+            # scans resume by themselves, of the new world (its box is back at (5, 0, 0.5))
+            wait_message(clouds, lambda m: box_face_points(cloud_xyz(m), (4.5, 0.0), 0) > 10,
+                         timeout=20, after_ns=restarted)
+            assert node.alive(), node.output()
+            out = node.output()  # before this Gazebo, too, goes away
+        finally:
+            again.stop()
+    assert out.count("stopped publishing poses") == 1  # one clear line for the outage
+    assert "is publishing poses" in out
+
+
+def test_sensors_declared_in_sdf_run_on_their_links_topics_and_frames(peer, tmp_path):
+    params = write_params(tmp_path / "rig.yaml", "sensor_rig", {
+        "gazebo": {"enable": True, "world": peer.world, "sdf": str(SENSOR_WORLD), "clock": "gazebo"},
+    })
+    client, sim = peer_clock(peer)
+    try:
+        with Probe() as probe, NodeProcess("radarays_ros.ros.sensor_rig", params_file=params) as node:
+            box = probe.subscribe("/box_lidar/points", "sensor_msgs/msg/PointCloud2")
+            radar = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+            scan = probe.subscribe("/arm_scan/scan", "sensor_msgs/msg/LaserScan")
+
+            def ground_height(msg) -> float:
+                xyz = cloud_xyz(msg)
+                return float(np.median(xyz[xyz[:, 2] < -1.0, 2]))
+
+            # the lidar rides 1 m above the box's link (box centre at z = 0.5): the ground 1.5 m below it
+            first, _ = wait_message(box, lambda m: abs(ground_height(m) + 1.5) < 0.02, timeout=30)
+            assert first.header.frame_id == "box_lidar_frame"
+            peer.send("move box 0 -3 1.5 0 0 0")  # lifted by 1 m: the sensor follows its link
+            wait_message(box, lambda m: abs(ground_height(m) + 2.5) < 0.02)
+            msgs = box.wait(3)
+            now_sim = sim.get("ns")
+            # stamps are Gazebo's sim time (gazebo.clock: gazebo; seconds since the peer started), not the wall clock
+            assert now_sim is not None and abs(stamp_ns(msgs[-1].header) - now_sim) < 1.0e9
+            stamps = [stamp_ns(m.header) for m in msgs]
+            # <update_rate>5</update_rate>: sweeps on a 200 ms grid of that time
+            assert all(d % 200_000_000 == 0 and d > 0 for d in np.diff(stamps))
+
+            image = radar.wait(1, timeout=30)[-1]
+            assert image.header.frame_id == "yard_radar_link" and (image.height, image.width) == (300, 40)
+            laser = scan.wait(1, timeout=30)[-1]
+            assert laser.header.frame_id == "upper" and laser.range_max == pytest.approx(30.0)  # gpu_lidar's <range>
+            assert node.alive(), node.output()
+            out = node.output()
+        # a bad parameter names its SDF block (file and line); the other sensors run regardless
+        assert "peer_world_sensors.sdf:24 <sensor name='broken'>" in out and "rnge" in out
+    finally:
+        client.close()
