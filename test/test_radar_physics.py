@@ -376,7 +376,8 @@ def test_skipping_waves_beyond_the_last_bin_does_not_change_the_image():
     for multipath in (False, True):
         cfg = config(azimuth={"count": 16, "step_deg": -22.5}, range={"resolution": 0.05, "bins": 80},
                      beam={"width_deg": 6.0, "samples": 30}, tracing={"passes": 4},
-                     kernel={"type": "triangular", "width": 10}, returns={"multipath": multipath})
+                     kernel={"type": "triangular", "width": 10},
+                     returns={"multipath": multipath, "occlusion_test": multipath})
         everything = RadarSimulator(cfg, scene)  # config() keeps the raw returns: nothing is skipped
         everything.ray_log = []
         full = everything.simulate(EYE)

@@ -135,7 +135,7 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
             found.append(Returns(az[back], C * time[back], strength, np.full(len(back), pass_id, np.int16)))
         if len(signal) and pass_id > 0 and returns.multipath:
             found.append(_multipath(backend, signal, pos, d, normal, cos_i, az, time, v1, surface, e_refl,
-                                    sensor_origin, materials, returns, float(skip), pass_id))
+                                    sensor_origin, materials, returns, float(skip), pass_id, horizon_m))
 
         if last:
             break
@@ -170,12 +170,17 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
 
 
 def _multipath(backend, signal, pos, d, normal, cos_i, az, time, v1, surface, e_refl, sensor_origin, materials,
-               returns, skip, pass_id) -> Returns:
-    """Returns straight back through air to the sensor from reflections in pass > 0."""
+               returns, skip, pass_id, horizon_m=None) -> Returns:
+    """Returns straight back through air to the sensor from reflections in pass > 0.
+
+    With horizon_m, candidates whose apparent range falls past the image get no occlusion test and
+    no BRDF (they would be dropped when drawing)."""
     h = pos[signal].astype(np.float64) - sensor_origin[az[signal]]
     h_len = np.linalg.norm(h, axis=1)
     h_hat = h / np.maximum(h_len, 1e-12)[:, None]
     gate = row_dot(d[signal].astype(np.float64), h_hat) > returns.multipath_threshold
+    if horizon_m is not None:
+        gate &= C * (time[signal] + h_len / v1[signal]) / 2.0 < horizon_m
     idx = signal[gate]
     h_len, h_hat = h_len[gate], h_hat[gate]
     if returns.occlusion_test and len(idx):
