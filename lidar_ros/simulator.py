@@ -109,7 +109,8 @@ class LidarSimulator:
         if cfg.retime is None:
             frame.dirs, frame.dirs_t = self._dirs, self._dirs_t
         else:  # Risley patterns: this frame's own rays
-            frame.dirs = cfg.retime(t0_ns * 1e-9).reshape(-1, 3).astype(np.float32)
+            dirs = cfg.retime(t0_ns * 1e-9).reshape(-1, 3)
+            frame.dirs = (dirs / np.linalg.norm(dirs, axis=1, keepdims=True)).astype(np.float32)  # unit: traced as is
             frame.dirs_t = np.ascontiguousarray(frame.dirs.T)
         self._place(frame, pose, t0_ns)
         jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]

@@ -164,7 +164,7 @@ def _packed(dtype: np.dtype) -> bool:
 def _millimetres(range_m: np.ndarray) -> np.ndarray:
     """uint32 millimetres, 0 for no return (NaN)."""
     mm = range_m * np.float32(1000.0)
-    np.nan_to_num(mm, copy=False, nan=0.0)
+    np.fmax(mm, np.float32(0.0), out=mm)  # fmax: NaN (no return) -> 0; ranges are never negative
     np.rint(mm, out=mm)
     return mm.astype(np.uint32)
 
