@@ -43,6 +43,7 @@ def _lattice_gradients() -> np.ndarray:
 
 
 _LATTICE_GRAD = _lattice_gradients()
+_LATTICE_GRAD_FLAT = np.ascontiguousarray(_LATTICE_GRAD.reshape(-1, 2))  # row X * 256 + Y, for np.take
 
 
 def _fade(t):
@@ -97,8 +98,10 @@ def perlin_rows(x0: np.ndarray, step: float, n: int, y: np.ndarray) -> np.ndarra
     yf = (y - yf_floor)[:, None]
     v = _fade(yf)
     xi1, yi1 = (xi + 1) & 255, (yi + 1) & 255
-    g_aa, g_ab = _LATTICE_GRAD[xi, yi], _LATTICE_GRAD[xi, yi1]  # corners (X, Y), (X, Y+1)
-    g_ba, g_bb = _LATTICE_GRAD[xi1, yi], _LATTICE_GRAD[xi1, yi1]  # corners (X+1, Y), (X+1, Y+1)
+    xi, xi1 = xi * 256, xi1 * 256  # flat rows of the lattice table: np.take beats 2-D fancy indexing
+    # gradients at the cell corners g_aa (X, Y), g_ab (X, Y+1), g_ba (X+1, Y), g_bb (X+1, Y+1)
+    g_aa, g_ab = np.take(_LATTICE_GRAD_FLAT, xi + yi, axis=0), np.take(_LATTICE_GRAD_FLAT, xi + yi1, axis=0)
+    g_ba, g_bb = np.take(_LATTICE_GRAD_FLAT, xi1 + yi, axis=0), np.take(_LATTICE_GRAD_FLAT, xi1 + yi1, axis=0)
     table = np.empty((rows, n_cells, 4), np.float32)
     table[..., 0] = (1 - v) * g_aa[..., 0] + v * g_ab[..., 0]
     table[..., 1] = (1 - v) * g_aa[..., 1] * yf + v * g_ab[..., 1] * (yf - 1.0)
@@ -107,8 +110,8 @@ def perlin_rows(x0: np.ndarray, step: float, n: int, y: np.ndarray) -> np.ndarra
     local = (x0 - first).astype(np.float32)[:, None] + np.arange(n, dtype=np.float32)[None, :] * np.float32(step)
     cell = np.floor(local)
     xf = local - cell
-    index = cell.astype(np.int32)
-    index += (np.arange(rows, dtype=np.int32) * n_cells)[:, None]
+    index = cell.astype(np.intp)  # np.take converts other index types first (an extra pass)
+    index += (np.arange(rows, dtype=np.intp) * n_cells)[:, None]
     c = np.take(table.reshape(-1, 4), index, axis=0)  # np.take: far faster than fancy indexing here
     u = xf * xf * xf * (xf * (xf * np.float32(6) - np.float32(15)) + np.float32(10))
     l0 = c[..., 0] * xf + c[..., 1]
