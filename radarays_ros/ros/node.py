@@ -240,7 +240,8 @@ class SensorNode(Node):
         self._declare({"sensors": ParamInfo([""], "names of the rig's sensors; each has NAME.type and NAME.config",
                                             kind=list)}, "", read_only={"sensors"})
         names = [n for n in (self._param("sensors") or []) if n]
-        if not names:
+        sdf_sensors = self._param("gazebo.enable") and self._param("gazebo.sdf_sensors")
+        if not names and not sdf_sensors:
             self._error("parameter 'sensors' is empty: list the rig's sensors, e.g. sensors: [front_radar, top_lidar] "
                         "with front_radar.type: radar and front_radar.config: navtech_cir204")
         sensors = []
@@ -308,8 +309,11 @@ class SensorNode(Node):
         self._gazebo_sdf = sdf
         backend = make_backend(self._param("backend"), self.mirror.scene, threads=self._param("threads") or None)
         self.scene, self.backend, self.world_error = self.mirror.scene, backend, ""
-        self.get_logger().info(f"following Gazebo world '{self.mirror.world or '(the only one found)'}'"
-                               f"{f' with the geometry of {sdf}' if sdf else ''}; no scans until it publishes poses")
+        scene = self.mirror.scene
+        geometry = (f" with the geometry of {sdf} ({len(scene)} entities, {scene.triangle_count} triangles)" if sdf
+                    else " (geometry from its generate_world_sdf service)")
+        self.get_logger().info(f"following Gazebo world '{self.mirror.world or '(the only one found)'}'{geometry}; "
+                               "no scans until it publishes poses")
 
     def _sdf_sensors(self) -> list[Sensor]:
         """Sensors declared in the world file and gazebo.sensor_files (rig with gazebo.sdf_sensors)."""

@@ -45,19 +45,25 @@ def _refuse(reason: str):
 
 
 @pytest.fixture
-def peer(monkeypatch):
+def gz_partition(monkeypatch) -> str:
+    """Multicast on lo and a partition of our own, in the environment the node processes inherit."""
     try:
         gz_netns.ensure_isolated()  # the ROS namespace already holds only lo: this turns multicast on
     except OSError as exc:
         _refuse(f"no multicast on lo in the private network namespace: {exc}")
-    if not gz_harness.PEER.exists():
-        _refuse(f"{gz_harness.PEER} is not built (bash scripts/setup_gz_peer.sh builds it)")
     partition = f"radarays_ros_{uuid.uuid4().hex[:8]}"
     for key in ("GZ_PARTITION", "IGN_PARTITION"):
-        monkeypatch.setenv(key, partition)  # the node processes inherit it
+        monkeypatch.setenv(key, partition)
     for key in ("GZ_IP", "IGN_IP"):
         monkeypatch.setenv(key, "127.0.0.1")
-    p = gz_harness.Peer(world=f"w{uuid.uuid4().hex[:8]}", partition=partition).start()
+    return partition
+
+
+@pytest.fixture
+def peer(gz_partition):
+    if not gz_harness.PEER.exists():
+        _refuse(f"{gz_harness.PEER} is not built (bash scripts/setup_gz_peer.sh builds it)")
+    p = gz_harness.Peer(world=f"w{uuid.uuid4().hex[:8]}", partition=gz_partition).start()
     yield p
     p.stop()
 
@@ -122,9 +128,10 @@ def peer_clock(peer):
 def test_rig_follows_gazebo_moves_pauses_without_it_and_resumes(peer, tmp_path):
     params = write_params(tmp_path / "rig.yaml", "sensor_rig", {
         "gazebo": {"enable": True, "world": peer.world, "stale_after_s": 0.5},  # frames on the node's clock
-        "pose_source": "fixed", "diagnostics_period": 0.1, "sensors": ["top_lidar"],
-        "top_lidar": {"type": "lidar", "config": "VLP-16", "frame_id": "top_lidar",
-                      "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], "sensor": {"noise": {"sigma": 0.0}}},
+        "pose_source": "gazebo", "diagnostics_period": 0.1, "sensors": ["top_lidar"],
+        # mounted 1.05 m above the ground's link (at z = -0.05): the lidar at (0, 0, 1) in the world
+        "top_lidar": {"type": "lidar", "config": "VLP-16", "frame_id": "top_lidar", "gazebo_parent": "ground::link",
+                      "fixed_pose": [0.0, 0.0, 1.05, 0.0, 0.0, 0.0], "sensor": {"noise": {"sigma": 0.0}}},
     })
     with Probe() as probe, NodeProcess("radarays_ros.ros.sensor_rig", params_file=params) as node:
         clouds = probe.subscribe("/top_lidar/points", "sensor_msgs/msg/PointCloud2")
@@ -209,3 +216,29 @@ def test_sensors_declared_in_sdf_run_on_their_links_topics_and_frames(peer, tmp_
         assert "peer_world_sensors.sdf:24 <sensor name='broken'>" in out and "rnge" in out
     finally:
         client.close()
+
+
+def test_demo_rig_without_gazebo_waits_and_publishes_nothing(gz_partition):
+    """The shipped Gazebo rig on the example world, Gazebo not running: the SDF sensors are set up
+    from the file, the node says it waits, and no scan of a world that is not running goes out."""
+    demo = Path(__file__).resolve().parents[2] / "config" / "ros" / "rig_gazebo_demo.yaml"
+    world = Path(__file__).resolve().parents[2] / "worlds" / "gz_radarays_demo.sdf"
+    with Probe() as probe, NodeProcess("radarays_ros.ros.sensor_rig", "-p", f"gazebo.sdf:={world}",
+                                       "-p", "diagnostics_period:=0.1", params_file=demo) as node:
+        inboxes = [probe.subscribe(topic, kind) for topic, kind in (
+            ("/radar/image", "sensor_msgs/msg/Image"), ("/points", "sensor_msgs/msg/PointCloud2"),
+            ("/gpu_lidar/points", "sensor_msgs/msg/PointCloud2"))]
+        diagnostics = probe.subscribe("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", qos="reliable")
+        deadline = time.monotonic() + 30
+        while True:  # each SDF sensor reports itself paused for a while
+            values = [diagnostics_values(diagnostics, name) for name in ("radar", "lidar", "gpu_lidar")]
+            paused = all(v.get("gazebo_alive") == "false" and int(v["paused_ticks"]) >= 6 for v in values)
+            if paused and "waiting for Gazebo world 'radarays_demo'" in node.output():  # after a service timeout
+                break
+            assert time.monotonic() < deadline and node.alive(), node.output()
+            time.sleep(0.05)
+        assert all(len(inbox) == 0 for inbox in inboxes)
+        out = node.output()
+    assert "sensor radar: radar navtech_cir204 on Gazebo link robot::chassis" in out
+    assert "sensor gpu_lidar: lidar VLP-16 on Gazebo link robot::mast" in out
+    assert out.count("waiting for Gazebo world 'radarays_demo'") == 1

@@ -121,9 +121,11 @@ def test_params_file_configures_a_valid_sensor(path):
     ((node, body),) = data.items()
     params = body["ros__parameters"]
     assert node in ("radar_node", "lidar_node", "sensor_rig")
-    assert params.get("pose_source", "tf") in ("tf", "fixed")
+    assert params.get("pose_source", "tf") in ("tf", "fixed", "gazebo")
     sensors = [(node.split("_")[0], params)] if node != "sensor_rig" else [
-        (params[name]["type"], params[name]) for name in params["sensors"]]
+        (params[name]["type"], params[name]) for name in params.get("sensors", [])]
+    if node == "sensor_rig" and not sensors:  # a rig of the sensors a Gazebo world declares in SDF
+        assert params["gazebo"]["enable"] and params["gazebo"]["sdf_sensors"]
     for kind, p in sensors:
         overrides = _flatten(p.get("sensor", {}))
         if kind == "radar":
