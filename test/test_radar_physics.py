@@ -405,3 +405,14 @@ def test_perlin_ambient_noise_in_the_image_coherent_or_per_column():
 
     assert neighbour_correlation(True) > 0.9  # one offset per frame: smooth across azimuth
     assert abs(neighbour_correlation(False)) < 0.25  # RadaRays: a new offset per column
+
+
+def test_a_replaced_material_is_seen_by_the_next_frame():
+    from radarays_ros.world.materials import Material
+
+    scene = scene_with(wall_x(3.0, material="metal"))
+    sim = RadarSimulator(config(), scene)
+    assert len(sim.simulate(EYE).returns) > 0
+    scene.materials.add(Material("metal", radar={"velocity": 0.3, "brdf": "radarays", "A": 1.0, "B": 0.0, "C": 1.0},
+                                 lidar={}, origin="test"))  # same name, same library size: now invisible
+    assert len(sim.simulate(EYE).returns) == 0

@@ -33,7 +33,7 @@ class RadarSimulator:
         self.backend = make_backend(backend, scene) if isinstance(backend, str) else backend
         self._fixed_materials = materials
         self._materials: RadarMaterials | None = materials
-        self._materials_len = -1
+        self._materials_len = None  # (library id, version, size) the parsed table belongs to
         self._cone = None
         self.config = config
         self.frame = 0  # frames simulated since construction or the last seed change
@@ -53,12 +53,14 @@ class RadarSimulator:
 
     @property
     def materials(self) -> RadarMaterials:
-        """The scene library's radar materials, re-parsed when the library grows."""
+        """The scene library's radar materials, re-parsed when a material is added or replaced."""
         if self._fixed_materials is not None:
             return self._fixed_materials
-        if self._materials is None or self._materials_len != len(self.scene.materials):
-            self._materials = RadarMaterials.from_library(self.scene.materials)
-            self._materials_len = len(self.scene.materials)
+        library = self.scene.materials
+        stamp = (id(library), getattr(library, "version", None), len(library))
+        if self._materials is None or self._materials_len != stamp:
+            self._materials = RadarMaterials.from_library(library)
+            self._materials_len = stamp
         return self._materials
 
     def cone(self, rng: np.random.Generator | None = None):
