@@ -238,3 +238,13 @@ def test_material_library_version_changes_when_a_material_is_replaced():
     before, count = lib.version, len(lib)
     lib.add(Material("metal", {"velocity": 0.0}, {}, "test"))
     assert len(lib) == count and lib.version > before
+
+
+def test_a_rays_result_does_not_depend_on_its_batch(wall_scene):
+    backend = make_backend("embree", wall_scene)
+    o, d, _ = fan(32)
+    d = d.astype(np.float32)
+    alone = backend.trace(o, d)
+    mixed = backend.trace(np.vstack([o, [[0, 0, 0]]]), np.vstack([d, [[3.0, 0, 0]]]))  # one non-unit direction
+    np.testing.assert_array_equal(alone.distance, mixed.distance[:32])
+    assert mixed.distance[32] == pytest.approx(5.0)  # distances are along the unit direction

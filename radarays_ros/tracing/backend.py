@@ -120,8 +120,10 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
         raise TracingError("directions contain NaN or inf")
     if norm2.min(initial=1.0) < 1e-24:
         raise TracingError(f"{int((norm2 < 1e-24).sum())} ray direction(s) have zero length")
-    if np.abs(norm2 - 1).max(initial=0.0) > 1e-6:  # normalise only what the caller did not
-        d = d / np.sqrt(norm2)[:, None]
+    off = np.abs(norm2 - 1) > 1e-6  # normalise only the rows the caller did not: a ray's result must
+    if off.any():                     # never depend on the other rays of its batch
+        d = d.copy()
+        d[off] /= np.sqrt(norm2[off])[:, None]
     return o, d
 
 
