@@ -36,8 +36,9 @@ Following a running Gazebo (issue 7; radarays_ros.gazebo does the transport and 
     gazebo_parent: robot::chassis  # with pose_source: gazebo, pose = that link's pose x fixed_pose
 
 A sensor declared in SDF runs under its sensor name (a parameter prefix like any rig sensor, so
-`NAME.sensor.*` tunes it live): pose = the Gazebo pose of its parent link (at frame time) x its
-<pose>, rate = <update_rate>, frame id = <gz_frame_id> (or the link), topics from <topic> (the main
+`NAME.sensor.*` tunes it live): pose = the Gazebo pose of its parent link x its <pose>, the link
+sampled at 100 Hz on the frame clock so each azimuth / column gets the pose of its own time (motion
+distorts a sweep as with tf; the pose now when the samples do not cover the sweep), rate = <update_rate>, frame id = <gz_frame_id> (or the link), topics from <topic> (the main
 output there when the topic ends with it, e.g. 'front/points', else below it), its parameters as
 config overrides; a bad one is logged with the SDF file and line and that sensor stays off. While the
 mirror is not alive (Gazebo stopped or not yet there) no frame is simulated or published; the
@@ -99,6 +100,7 @@ NODE_PARAMS = {
 }
 READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period",
              *GAZEBO_PARAMS, *RIG_GAZEBO_PARAMS}
+GAZEBO_FRAME = "__gazebo_world__"  # root of the recorded Gazebo link poses (a buffer of its own)
 SENSOR_PARAMS = {
     "frame_id": ParamInfo("", "frame of the sensor's messages and of its tf lookup ('' = the sensor's default)"),
     "fixed_pose": ParamInfo([0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
@@ -174,6 +176,9 @@ class SensorNode(Node):
         self.world_error = ""
         self.tf = TransformBuffer()
         self.mirror = None  # GazeboMirror when gazebo.enable
+        self._gz_poses = TransformBuffer(cache_s=5.0)  # world <- Gazebo link samples on the frame clock
+        self._gz_recorder: threading.Thread | None = None
+        self._gz_stop = threading.Event()
         self._discovery = None
         self._log_relay = None
         self._discovered: list = []  # SensorSpecs found by the discovery thread, adopted on the executor
@@ -195,6 +200,9 @@ class SensorNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if self._discovery is not None:
             self._discovery.start()
+        if self.mirror is not None:
+            self._gz_recorder = threading.Thread(target=self._record_gazebo_poses, name="gazebo-poses", daemon=True)
+            self._gz_recorder.start()
 
     # -- parameters --------------------------------------------------------------------------------
     def _param(self, name: str) -> Any:
@@ -384,7 +392,39 @@ class SensorNode(Node):
             return int(self.mirror.sim_time_ns or 0)
         return self.get_clock().now().nanoseconds
 
+    def _gazebo_parents(self) -> set[str]:
+        pose_source = self._param("pose_source")
+        return {s.gazebo_parent for s in list(self.sensors)
+                if s.gazebo_parent and (s.sdf is not None or pose_source == "gazebo")}
+
+    def _record_gazebo_poses(self) -> None:
+        """Sample the Gazebo links carrying sensors (100 Hz, on the clock frames run on), so a sweep
+        is posed at each azimuth's / column's time and motion distorts it, as with tf."""
+        from ..world.transforms import matrix_to_quaternion
+
+        while not self._gz_stop.wait(0.01):
+            if not self.mirror.alive:
+                continue
+            try:
+                now = self._now_ns()
+            except Exception:  # the node's context is shutting down
+                return
+            if now <= 0:
+                continue
+            for parent in self._gazebo_parents():
+                pose = self.mirror.frame_pose(parent)
+                if pose is None:
+                    continue
+                try:
+                    self._gz_poses.set_transform(GAZEBO_FRAME, parent, now, pose[:3, 3],
+                                                 matrix_to_quaternion(pose[:3, :3]))
+                except TransformLookupError:  # a NaN pose or a time that went back: skip the sample
+                    continue
+
     def destroy_node(self):
+        self._gz_stop.set()
+        if self._gz_recorder is not None:
+            self._gz_recorder.join(timeout=2)
         if self._discovery is not None:
             self._discovery.close()
         if self.mirror is not None:
@@ -559,8 +599,9 @@ class SensorNode(Node):
         if last is not None:
             if slot == last:
                 return
-            if slot < last:  # time jumped back (a bag restarted): forget the old motion
+            if slot < last:  # time jumped back (a bag or Gazebo restarted): forget the old motion
                 self.tf.clear()
+                self._gz_poses.clear()
             else:
                 sensor.stats.dropped += int(slot - last - 1)
         sensor.last_tick_ns = slot
@@ -648,7 +689,7 @@ class SensorNode(Node):
         if source == "fixed":
             return sensor.fixed_pose
         if source == "gazebo":
-            return self._gazebo_pose(sensor)
+            return self._gazebo_pose(sensor, t0_ns, period_ns)
         world = self._param("world_frame")
         frame = sensor.frame_id
         tolerance = int(self._param("tf_tolerance") * 1e9)
@@ -657,7 +698,19 @@ class SensorNode(Node):
         return poses_over(lambda times: self.tf.lookup(world, frame, times, tolerance), t0_ns, period_ns,
                           self._param("pose_samples_per_second"))
 
-    def _gazebo_pose(self, sensor: Sensor) -> np.ndarray:
+    def _gazebo_pose(self, sensor: Sensor, t0_ns: int, period_ns: int):
+        """Pose of the sensor's Gazebo link x its mount over the sweep, from the recorded link poses
+        (motion distortion as with tf); the link's pose now when the samples do not cover the sweep."""
+        tolerance = int(self._param("tf_tolerance") * 1e9)
+        mount = sensor.sdf.mount if sensor.sdf is not None else sensor.fixed_pose
+        try:
+            return poses_over(lambda times: self._gz_poses.lookup(GAZEBO_FRAME, sensor.gazebo_parent, times,
+                                                                  tolerance) @ mount,
+                              t0_ns, period_ns, self._param("pose_samples_per_second"))
+        except TransformLookupError:
+            return self._gazebo_pose_now(sensor)
+
+    def _gazebo_pose_now(self, sensor: Sensor) -> np.ndarray:
         """Pose of the sensor's Gazebo link now (the mirror follows it at pose-message rate) x its mount."""
         if self.mirror is None:
             raise TransformLookupError("pose_source gazebo needs gazebo.enable: true")

@@ -242,3 +242,42 @@ def test_demo_rig_without_gazebo_waits_and_publishes_nothing(gz_partition):
     assert "sensor radar: radar navtech_cir204 on Gazebo link robot::chassis" in out
     assert "sensor gpu_lidar: lidar VLP-16 on Gazebo link robot::mast" in out
     assert out.count("waiting for Gazebo world 'radarays_demo'") == 1
+
+
+def test_sensor_on_a_moving_gazebo_link_is_posed_per_column(peer, tmp_path):
+    """A lidar riding on a box that Gazebo lifts at 1.5 m/s: within one 0.1 s sweep the ground drops
+    away by 0.15 m in the sensor frame, column by column (motion distortion, as with tf poses)."""
+    speed = 1.5
+    params = write_params(tmp_path / "rig.yaml", "sensor_rig", {
+        "gazebo": {"enable": True, "world": peer.world}, "pose_source": "gazebo", "sensors": ["rider"],
+        "rider": {"type": "lidar", "config": "VLP-16", "frame_id": "rider", "gazebo_parent": "box::link",
+                  "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], "sensor": {"noise": {"sigma": 0.0}}},
+    })
+    with Probe() as probe, NodeProcess("radarays_ros.ros.sensor_rig", params_file=params) as node:
+        clouds = probe.subscribe("/rider/points", "sensor_msgs/msg/PointCloud2")
+        clouds.wait(1, timeout=30)  # running, the box at rest
+        start = time.monotonic()
+        lifting = True
+        slopes = []
+        while lifting:
+            elapsed = time.monotonic() - start
+            lifting = elapsed < 2.0
+            peer.send(f"move box 0 -3 {0.5 + speed * min(elapsed, 2.0):.4f} 0 0 0")
+            time.sleep(0.005)  # the pace of the commands, not an assertion
+        for msg in clouds.messages():
+            fields = {f.name: f.offset for f in msg.fields}
+            raw = np.asarray(msg.data, np.uint8).tobytes()
+            dtype = np.dtype({"names": ["z", "t"], "formats": ["<f4", "<f4"],
+                              "offsets": [fields["z"], fields["time"]], "itemsize": msg.point_step})
+            pts = np.frombuffer(raw, dtype)
+            ground = np.isfinite(pts["z"]) & (pts["z"] < -1.2)
+            if np.count_nonzero(ground) < 500:
+                continue
+            slope = np.polyfit(pts["t"][ground].astype(float), pts["z"][ground].astype(float), 1)[0]
+            depth = -float(np.median(pts["z"][ground]))
+            if 1.5 + 0.5 < depth < 1.5 + speed * 2.0 - 0.3:  # sweeps well inside the lift
+                slopes.append(slope)
+        assert node.alive(), node.output()
+    assert len(slopes) >= 3, slopes
+    # the ground's z in the sensor frame falls as the sensor rises: dz/dt = -speed
+    assert np.median(slopes) == pytest.approx(-speed, rel=0.35), slopes
