@@ -1,4 +1,9 @@
-"""`ros2 run radarays_ros lidar_node --ros-args --params-file config/ros/lidar_*.yaml`: one simulated lidar."""
+"""`ros2 run radarays_ros lidar_node --ros-args --params-file config/ros/lidar_*.yaml`: one simulated lidar.
+
+With `-p gazebo.enable:=true -p gazebo.world:=NAME` its world is a live mirror of a running Gazebo
+(and `pose_source: gazebo` + `gazebo_parent: model::link` mounts it on a Gazebo link); parameters:
+node.py's module docstring.
+"""
 import sys
 
 from .node import run

@@ -1,4 +1,10 @@
-"""`ros2 run radarays_ros sensor_rig --ros-args --params-file config/ros/rig_demo.yaml`: several sensors, one world."""
+"""`ros2 run radarays_ros sensor_rig --ros-args --params-file config/ros/rig_demo.yaml`: several sensors, one world.
+
+Beside Gazebo: `--params-file config/ros/rig_gazebo_demo.yaml` (gazebo.enable: true) mirrors the
+running world and also runs the sensors it declares in SDF (`<sensor type="custom"
+gz:type="radarays_radar">`, gpu_lidar blocks) on their links, topics and frames. Every parameter,
+the gazebo.* ones included, is documented in node.py's module docstring and in `ros2 param describe`.
+"""
 import sys
 
 from .node import run
