@@ -150,8 +150,10 @@ class LidarSimulator:
         tmp = self._tmp[:, a:b]
         if self._has_origins:
             origins = rotate(self._origins_t[:, a:b], frame.r, frame.t, out=self._world_o[a:b], tmp=tmp)
-        else:
-            origins = np.broadcast_to(frame.t, (b - a, 3))
+        else:  # every ray from the sensor origin: a contiguous copy (the tracer needs one), column by column
+            origins = self._world_o[a:b]
+            for i in range(3):
+                origins[:, i] = frame.t[i]
         return origins, rotate(frame.dirs_t[:, a:b], frame.r, out=self._world_d[a:b], tmp=tmp)
 
     def _piece(self, frame: "_Frame", k: int, a: int, b: int) -> "_Part":

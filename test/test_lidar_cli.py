@@ -158,3 +158,24 @@ def test_trajectory_csv_gives_motion_distortion(tmp_path, wall_world):
     cos = np.cos(data["elevation_rad"]) * np.cos(data["azimuth_rad"])
     hit = data["hit"]
     np.testing.assert_allclose(data["range"][hit], ((8.0 - 10.0 * t) / cos)[hit], rtol=1e-5)
+
+
+def test_materials_file_sets_the_wall_reflectivity(tmp_path, wall_world):
+    """--materials: a user library merged over the shipped one; its rule gives the wall ρ = 0.9, so the
+    Velodyne intensity of each return is round(100·0.9·cos θ) (Lambert), and an absorbent wall returns nothing."""
+    lib = tmp_path / "mats.yaml"
+    lib.write_text("materials:\n  white_board: {lidar: {class: general, reflectivity: 0.9}}\n"
+                   "assign:\n  - {entity: '*', material: white_board}\n")
+    out = tmp_path / "white.npz"
+    assert main(["lidar", str(wall_world), "--sensor", "VLP-16", "--set", "noise={}", "--set", "surface={}",
+                 "--materials", str(lib), "--ground-truth", "--out", str(out)]) == 0
+    data = np.load(out)
+    hit = data["hit"]
+    assert hit.sum() > 1000
+    cos = np.cos(data["elevation_rad"]) * np.cos(data["azimuth_rad"])
+    np.testing.assert_allclose(data["intensity"][hit], np.round(90.0 * cos[hit]), atol=1.0)
+    absorbent = tmp_path / "water.yaml"
+    absorbent.write_text("assign:\n  - {entity: '*', material: water}\n")
+    assert main(["lidar", str(wall_world), "--sensor", "VLP-16", "--materials", str(absorbent),
+                 "--out", str(tmp_path / "water.npz")]) == 0
+    assert not np.load(tmp_path / "water.npz")["hit"].any()
