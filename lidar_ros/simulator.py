@@ -189,7 +189,8 @@ class LidarSimulator:
         part = _Part(ret, dropped)
         for name in frame.fields:
             frame.fields[name][a:b] = part.field(name)
-        frame.intensity[a:b] = frame.fields[cfg.intensity_field][a:b]  # float32 copy of the sensor's field
+        if frame.intensity is not frame.fields[cfg.intensity_field]:  # a float32 copy of an integer field
+            frame.intensity[a:b] = frame.fields[cfg.intensity_field][a:b]
         return part
 
     def _scan(self, frame: "_Frame", t0_ns: int, parts: list) -> LidarScan:
@@ -227,8 +228,9 @@ class _Frame:
         self.range = np.empty(n, np.float32)
         self.hit = np.empty(n, bool)
         self.xyz = np.empty((n, 3), np.float32)
-        self.intensity = np.empty(n, np.float32)
         self.fields = {name: np.empty(n, FIELD_DTYPES[name]) for name in dict.fromkeys(eager)}
+        first = self.fields[eager[0]]  # the sensor's intensity field: float32 already, or copied per piece
+        self.intensity = first if first.dtype == np.float32 else np.empty(n, np.float32)
 
 
 FIELD_DTYPES = {"reflectivity": np.float32, "velodyne_intensity": np.float32, "ouster_reflectivity": np.uint16,
