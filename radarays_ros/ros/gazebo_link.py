@@ -145,7 +145,7 @@ class SensorDiscovery:
     whenever the mirror is alive and the set of models changed (or every `every_s`); new ones (by
     parent::name) are handed to `found(specs)`."""
 
-    def __init__(self, mirror, found: Callable[[list], None], log: Callable[[str], None], every_s: float = 10.0):
+    def __init__(self, mirror, found: Callable[[list], None], log: Callable[[str], None], every_s: float = 30.0):
         self.mirror, self.found, self.log, self.every_s = mirror, found, log, every_s
         self._seen: set[str] = set()
         self._stop = threading.Event()

@@ -38,11 +38,12 @@ Following a running Gazebo (issue 7; radarays_ros.gazebo does the transport and 
 A sensor declared in SDF runs under its sensor name (a parameter prefix like any rig sensor, so
 `NAME.sensor.*` tunes it live): pose = the Gazebo pose of its parent link x its <pose>, the link
 sampled at 100 Hz on the frame clock so each azimuth / column gets the pose of its own time (motion
-distorts a sweep as with tf; the pose now when the samples do not cover the sweep), rate = <update_rate>, frame id = <gz_frame_id> (or the link), topics from <topic> (the main
-output there when the topic ends with it, e.g. 'front/points', else below it), its parameters as
-config overrides; a bad one is logged with the SDF file and line and that sensor stays off. While the
-mirror is not alive (Gazebo stopped or not yet there) no frame is simulated or published; the
-mirror logs one line when Gazebo goes and one when it returns, and the scans resume by themselves.
+distorts a sweep as with tf; the pose now when the samples do not cover the sweep), rate =
+<update_rate>, frame id = <gz_frame_id> (or the link), topics from <topic> (the main output there
+when the topic ends with it, e.g. 'front/points', else below it), its parameters as config
+overrides; a bad one is logged with the SDF file and line and that sensor stays off. While the mirror
+is not alive (Gazebo stopped or not yet there) no frame is simulated or published; the mirror logs
+one line when Gazebo goes and one when it returns, and the scans resume by themselves.
 """
 from __future__ import annotations
 
@@ -781,7 +782,8 @@ class SensorNode(Node):
             unit_copy.set_output(output)  # raises ConfigError
             plan.append(lambda sensor=sensor, output=output: sensor.unit.set_output(output))
         if "gazebo_parent" in mine:
-            plan.append(lambda sensor=sensor, parent=str(mine["gazebo_parent"]): setattr(sensor, "gazebo_parent", parent))
+            parent = str(mine["gazebo_parent"])
+            plan.append(lambda sensor=sensor, parent=parent: setattr(sensor, "gazebo_parent", parent))
         if "fixed_pose" in mine:
             pose = self._pose_param(mine["fixed_pose"])
             plan.append(lambda sensor=sensor, pose=pose: setattr(sensor, "fixed_pose", pose))
