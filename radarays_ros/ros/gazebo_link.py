@@ -46,7 +46,7 @@ RIG_GAZEBO_PARAMS = {
     "gazebo.sensor_files": ParamInfo([""], "more SDF / URDF files whose sensor blocks the rig runs", kind=list),
     "gazebo.urdf_model": ParamInfo("", "Gazebo model name of the robot of URDF sensor_files (link L -> MODEL::L)"),
 }
-MAIN_TOPIC = {"radar": "radar/image", "lidar": "points"}
+OUTPUT_TOPICS = {"radar": ("radar/image", "radar/points", "radar/image_cartesian"), "lidar": ("points", "scan")}
 RATE_KEY = {"radar": "azimuth.rate_hz", "lidar": "rate_hz"}
 DEFAULT_CONFIG = {"radar": "radarays_default", "lidar": "VLP-16"}
 
@@ -103,15 +103,13 @@ def unique_name(name: str, parent: str, taken: set[str]) -> str:
 
 
 def sdf_topic(sdf: str, kind: str, relative: str) -> str:
-    """Topic of one output of an SDF sensor. The main output (radar/image, points) goes to the SDF
-    <topic> itself when the topic ends with its name ('front/points' -> front/points, front/scan);
-    otherwise the outputs go below it ('front' -> front/points, front/scan)."""
-    main = MAIN_TOPIC[kind]
-    if sdf == main or sdf.endswith("/" + main):
-        base = sdf[: -len(main)]
-    else:
-        base = sdf.rstrip("/") + "/"
-    return base + relative
+    """Topic of one output of an SDF sensor. When the SDF <topic> ends with the name of one of the
+    sensor's outputs, that output goes there and the others beside it ('front/points' or
+    'front/scan' -> front/points, front/scan); otherwise they go below it ('front' -> front/points)."""
+    for name in sorted(OUTPUT_TOPICS[kind], key=len, reverse=True):
+        if sdf == name or sdf.endswith("/" + name):
+            return sdf[: -len(name)] + relative
+    return sdf.rstrip("/") + "/" + relative
 
 
 def start_mirror(world: str, sdf: str | None, pose_topic: str, partition: str, stale_after_s: float,

@@ -39,8 +39,8 @@ A sensor declared in SDF runs under its sensor name (a parameter prefix like any
 `NAME.sensor.*` tunes it live): pose = the Gazebo pose of its parent link x its <pose>, the link
 sampled at 100 Hz on the frame clock so each azimuth / column gets the pose of its own time (motion
 distorts a sweep as with tf; the pose now when the samples do not cover the sweep), rate =
-<update_rate>, frame id = <gz_frame_id> (or the link), topics from <topic> (the main output there
-when the topic ends with it, e.g. 'front/points', else below it), its parameters as config
+<update_rate>, frame id = <gz_frame_id> (or the link), topics from <topic> (when it ends with an
+output's name, e.g. 'front/points' or 'front/scan', the outputs go beside it, else below it), its parameters as config
 overrides; a bad one is logged with the SDF file and line and that sensor stays off. While the mirror
 is not alive (Gazebo stopped or not yet there) no frame is simulated or published; the mirror logs
 one line when Gazebo goes and one when it returns, and the scans resume by themselves.

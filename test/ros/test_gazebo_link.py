@@ -17,6 +17,9 @@ from radarays_ros.world.transforms import pose_to_matrix
     ("front/points", "lidar", "points", "front/points"),
     ("front/points", "lidar", "scan", "front/scan"),
     ("front", "lidar", "points", "front/points"),
+    ("front/scan", "lidar", "scan", "front/scan"),
+    ("front/scan", "lidar", "points", "front/points"),
+    ("radar/points", "radar", "radar/image", "radar/image"),
     ("/abs/radar", "radar", "radar/image", "/abs/radar/radar/image"),
 ])
 def test_sdf_topics(sdf, kind, relative, expected):

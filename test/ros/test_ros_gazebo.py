@@ -179,8 +179,14 @@ def test_rig_follows_gazebo_moves_pauses_without_it_and_resumes(peer, tmp_path):
 
 
 def test_sensors_declared_in_sdf_run_on_their_links_topics_and_frames(peer, tmp_path):
+    urdf = tmp_path / "rider.urdf"  # a robot description's <gazebo> block; Gazebo runs it as model 'box'
+    urdf.write_text("""<robot name="rider" xmlns:gz="http://gazebosim.org/schema"><link name="link"/>
+      <gazebo reference="link"><sensor name="urdf_laser" type="custom" gz:type="radarays_lidar">
+        <pose>0 0 0.8 0 0 0</pose><topic>urdf_laser/scan</topic><gz_frame_id>laser_link</gz_frame_id>
+        <radarays_lidar><preset>URG-04LX</preset></radarays_lidar></sensor></gazebo></robot>""")
     params = write_params(tmp_path / "rig.yaml", "sensor_rig", {
-        "gazebo": {"enable": True, "world": peer.world, "sdf": str(SENSOR_WORLD), "clock": "gazebo"},
+        "gazebo": {"enable": True, "world": peer.world, "sdf": str(SENSOR_WORLD), "clock": "gazebo",
+                   "sensor_files": [str(urdf)], "urdf_model": "box"},
     })
     client, sim = peer_clock(peer)
     try:
@@ -188,6 +194,7 @@ def test_sensors_declared_in_sdf_run_on_their_links_topics_and_frames(peer, tmp_
             box = probe.subscribe("/box_lidar/points", "sensor_msgs/msg/PointCloud2")
             radar = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
             scan = probe.subscribe("/arm_scan/scan", "sensor_msgs/msg/LaserScan")
+            urdf_scan = probe.subscribe("/urdf_laser/scan", "sensor_msgs/msg/LaserScan")
 
             def ground_height(msg) -> float:
                 xyz = cloud_xyz(msg)
@@ -210,6 +217,7 @@ def test_sensors_declared_in_sdf_run_on_their_links_topics_and_frames(peer, tmp_
             assert image.header.frame_id == "yard_radar_link" and (image.height, image.width) == (300, 40)
             laser = scan.wait(1, timeout=30)[-1]
             assert laser.header.frame_id == "upper" and laser.range_max == pytest.approx(30.0)  # gpu_lidar's <range>
+            assert urdf_scan.wait(1, timeout=30)[-1].header.frame_id == "laser_link"  # URDF link -> box::link
             assert node.alive(), node.output()
             out = node.output()
         # a bad parameter names its SDF block (file and line); the other sensors run regardless
