@@ -6,9 +6,9 @@ lidar material classes (lidar_ros.physics.trace_lidar), then passed through the 
 (detection limit, noise along the ray, intensity fields). Points are reported in the sensor frame of
 their own firing pose, as a real sensor reports them.
 
-A frame is processed in a few large pieces (`frame_pieces`, ~16k rays: one backend call per piece
-and bounce) on as many worker threads as the backend traces with: embreex and numpy release the
-GIL, so tracing and the per-ray numpy work of different pieces run on all cores at once.
+A frame is processed in a few large pieces (`frame_pieces`: one backend call per piece and bounce)
+on as many threads as the backend traces with: embreex and numpy release the GIL, so the pieces'
+tracing, and then their per-ray numpy work, run on all cores at once.
 """
 from __future__ import annotations
 
@@ -114,15 +114,23 @@ class LidarSimulator:
             frame.dirs_t = np.ascontiguousarray(frame.dirs.T)
         self._place(frame, pose, t0_ns)
         jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]
-        if len(jobs) == 1 or self._threads == 1:
-            parts = [self._piece(frame, *job) for job in jobs]
-        else:  # the calling thread takes the first piece itself (one hand-off less, no idle waiter)
-            rest = [_pool(self._threads).submit(self._piece, frame, *job) for job in jobs[1:]]
-            try:
-                parts = [self._piece(frame, *jobs[0])]
-            finally:
-                parts += [future.result() for future in rest]  # also waits for them when piece 0 fails
+        rngs = [np.random.default_rng([self.seed, frame.index, k]) for k, _, _ in jobs]
+        # two phases, each on every thread: tracing, then the per-ray surface model. With a barrier
+        # between them no core idles at the end of a frame while one piece still runs its numpy work
+        hits = self._each_piece(jobs, lambda k, a, b: self._trace_piece(frame, rngs[k], a, b))
+        parts = self._each_piece(jobs, lambda k, a, b: self._surface_piece(frame, rngs[k], hits[k], a, b))
         return self._scan(frame, t0_ns, parts)
+
+    def _each_piece(self, jobs, fn) -> list:
+        """[fn(k, a, b) for every piece], the first on the calling thread, the others on the worker pool."""
+        if len(jobs) == 1 or self._threads == 1:
+            return [fn(*job) for job in jobs]
+        rest = [_pool(self._threads).submit(fn, *job) for job in jobs[1:]]
+        try:
+            first = fn(*jobs[0])
+        finally:
+            others = [future.result() for future in rest]  # also waits for them when the first fails
+        return [first, *others]
 
     # -- pieces ---------------------------------------------------------------------------------
     def _place(self, frame: "_Frame", pose, t0_ns: int) -> None:
@@ -156,10 +164,9 @@ class LidarSimulator:
                 origins[:, i] = frame.t[i]
         return origins, rotate(frame.dirs_t[:, a:b], frame.r, out=self._world_d[a:b], tmp=tmp)
 
-    def _piece(self, frame: "_Frame", k: int, a: int, b: int) -> "_Part":
-        """Trace rays a..b, apply the surface model, fill the frame's arrays there."""
+    def _trace_piece(self, frame: "_Frame", rng: np.random.Generator, a: int, b: int):
+        """World rays a..b (jittered), traced through the material classes."""
         cfg = self.config
-        rng = np.random.default_rng([self.seed, frame.index, k])
         origins, dirs = self._world_rays(frame, a, b)
         if cfg.noise.angular_sigma > 0:
             dirs = jitter_directions(dirs, cfg.noise.angular_sigma, rng)
@@ -167,6 +174,11 @@ class LidarSimulator:
                            max_bounces=cfg.max_bounces, unit_directions=True)
         if self._has_offset:
             hits.range = hits.range + self._offset[a:b]  # Ouster ranges count from the lidar origin
+        return hits
+
+    def _surface_piece(self, frame: "_Frame", rng: np.random.Generator, hits, a: int, b: int) -> "_Part":
+        """The surface model on the traced rays a..b; fills the frame's arrays there."""
+        cfg = self.config
         ret = self.model.apply(hits, None, rng, ray_bias=None if self._ray_bias is None else self._ray_bias[a:b])
 
         rng_out = ret.range  # NaN where there is no return (physics contract)
