@@ -564,11 +564,11 @@ class SensorNode(Node):
             return
         if sensor.timer is not None:
             self.destroy_timer(sensor.timer)
-        clock = None  # the node clock (sim time under use_sim_time)
+        clock, tick_s = None, sensor.unit.period_ns * 0.5e-9  # the node clock (sim time under use_sim_time)
         if self.mirror is not None and self._param("gazebo.clock") == "gazebo":
-            clock = Clock(clock_type=ClockType.STEADY_TIME)  # ticks; the grid runs on Gazebo's time
-        sensor.timer = self.create_timer(sensor.unit.period_ns * 0.5e-9, lambda s=sensor: self._on_timer(s),
-                                         clock=clock)
+            # steady ticks, the grid on Gazebo's time: tick often enough for a Gazebo faster than real time
+            clock, tick_s = Clock(clock_type=ClockType.STEADY_TIME), min(tick_s, 0.02)
+        sensor.timer = self.create_timer(tick_s, lambda s=sensor: self._on_timer(s), clock=clock)
         sensor.last_tick_ns = None
 
     # -- callbacks ---------------------------------------------------------------------------------
