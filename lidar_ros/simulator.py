@@ -70,6 +70,7 @@ class LidarSimulator:
         self.seed = int(config.seed if seed is None else seed)
         self.model = SurfaceModel(config.surface, config.noise, config.n_lasers, self.seed)
         self.materials = LidarMaterials.from_library(scene.materials)
+        self._materials_stamp = self._library_stamp()
         self._scans = 0
         n = config.rows * config.cols
         self._pieces = frame_pieces(n)
@@ -104,8 +105,10 @@ class LidarSimulator:
         cfg = self.config
         frame = _Frame(self._scans, cfg.rows * cfg.cols, (cfg.intensity_field, *self._eager))
         self._scans += 1
-        if len(self.materials) != len(self.scene.materials):  # materials were added to the library
+        stamp = self._library_stamp()
+        if stamp != self._materials_stamp:  # materials were added to or replaced in the library
             self.materials = LidarMaterials.from_library(self.scene.materials)
+            self._materials_stamp = stamp
         if cfg.retime is None:
             frame.dirs, frame.dirs_t = self._dirs, self._dirs_t
         else:  # Risley patterns: this frame's own rays
@@ -120,6 +123,11 @@ class LidarSimulator:
         hits = self._each_piece(jobs, lambda k, a, b: self._trace_piece(frame, rngs[k], a, b))
         parts = self._each_piece(jobs, lambda k, a, b: self._surface_piece(frame, rngs[k], hits[k], a, b))
         return self._scan(frame, t0_ns, parts)
+
+    def _library_stamp(self) -> tuple:
+        """Which library, at which version and size, `self.materials` was parsed from."""
+        library = self.scene.materials
+        return id(library), getattr(library, "version", None), len(library)
 
     def _each_piece(self, jobs, fn) -> list:
         """[fn(k, a, b) for every piece], the first on the calling thread, the others on the worker pool."""

@@ -574,3 +574,20 @@ def test_per_face_materials_set_the_intensity_of_each_face():
     np.testing.assert_allclose(scan.intensity[upper], np.round(80.0 * cos[upper]), atol=1.0)
     np.testing.assert_allclose(scan.intensity[lower], np.round(5.0 * cos[lower]), atol=1.0)
     np.testing.assert_allclose(scan.fields["reflectivity"][upper], 0.8 * cos[upper], rtol=1e-5)
+
+
+def test_a_material_replaced_in_the_library_reaches_the_next_frame():
+    """Replacing a material (same name, new lidar part) changes the next frame's intensity: ρ 0.3 -> 0.9."""
+    from radarays_ros.world.materials import Material
+
+    scene, backend = wall_scene(10.0, material="concrete")
+    sim = LidarSimulator(load_sensor("VLP-16", QUIET), scene, backend)
+    before = sim.simulate(np.eye(4))
+    old = scene.materials[scene.materials.id_of("concrete")]
+    scene.materials.add(Material(old.name, old.radar, {"class": "general", "reflectivity": 0.9}, old.origin))
+    after = sim.simulate(np.eye(4))
+    hit = before.hit & after.hit
+    assert hit.sum() > 1000
+    cos = np.cos(after.elevation_rad) * np.cos(after.azimuth_rad)
+    np.testing.assert_allclose(before.fields["reflectivity"][hit], 0.3 * cos[hit], rtol=1e-5)
+    np.testing.assert_allclose(after.fields["reflectivity"][hit], 0.9 * cos[hit], rtol=1e-5)
