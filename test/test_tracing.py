@@ -248,3 +248,12 @@ def test_a_rays_result_does_not_depend_on_its_batch(wall_scene):
     mixed = backend.trace(np.vstack([o, [[0, 0, 0]]]), np.vstack([d, [[3.0, 0, 0]]]))  # one non-unit direction
     np.testing.assert_array_equal(alone.distance, mixed.distance[:32])
     assert mixed.distance[32] == pytest.approx(5.0)  # distances are along the unit direction
+
+
+def test_vectorised_quaternions_match_the_scalar_conversion():
+    from radarays_ros.world.transforms import matrix_to_quaternion, quaternions_to_matrices, rpy_to_matrix
+
+    rng = np.random.default_rng(5)
+    rotations = [rpy_to_matrix(*rng.uniform(-3, 3, 3)) for _ in range(20)]
+    q = np.array([matrix_to_quaternion(r) for r in rotations])
+    np.testing.assert_allclose(quaternions_to_matrices(q), rotations, atol=1e-12)

@@ -61,6 +61,7 @@ from ..errors import ConfigError, RadaraysError
 from ..world.entities import LoadReport, add_entities
 from ..world.materials import Material, MaterialLibrary
 from ..world.scene import Scene
+from ..world.transforms import quaternions_to_matrices
 from . import protos
 
 log = logging.getLogger(__name__)
@@ -716,17 +717,8 @@ def poses_to_matrices(positions: np.ndarray, quaternions_xyzw: np.ndarray) -> np
     unset = norm < 1e-12
     q[unset] = (0.0, 0.0, 0.0, 1.0)
     q /= np.where(unset, 1.0, norm)[:, None]
-    x, y, z, w = q.T
     out = np.zeros((len(q), 4, 4))
-    out[:, 0, 0] = 1 - 2 * (y * y + z * z)
-    out[:, 0, 1] = 2 * (x * y - z * w)
-    out[:, 0, 2] = 2 * (x * z + y * w)
-    out[:, 1, 0] = 2 * (x * y + z * w)
-    out[:, 1, 1] = 1 - 2 * (x * x + z * z)
-    out[:, 1, 2] = 2 * (y * z - x * w)
-    out[:, 2, 0] = 2 * (x * z - y * w)
-    out[:, 2, 1] = 2 * (y * z + x * w)
-    out[:, 2, 2] = 1 - 2 * (x * x + y * y)
+    out[:, :3, :3] = quaternions_to_matrices(q)
     out[:, :3, 3] = positions
     out[:, 3, 3] = 1.0
     return out

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
-from .transforms import check_transform, pose_to_matrix
+from .transforms import check_transform, pose_to_matrix, quaternions_to_matrices
 
 
 def _quat_from_matrices(r: np.ndarray) -> np.ndarray:
@@ -28,9 +28,8 @@ def _quat_from_matrices(r: np.ndarray) -> np.ndarray:
 
 
 def _matrices_from_quat(q: np.ndarray) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
-    return Rotation.from_quat(np.concatenate([q[:, 1:], q[:, :1]], axis=1)).as_matrix()
+    """(K, 4) unit quaternions (w, x, y, z) -> (K, 3, 3)."""
+    return quaternions_to_matrices(np.concatenate([q[:, 1:], q[:, :1]], axis=1))
 
 
 class Trajectory:

@@ -68,6 +68,24 @@ def quaternion_to_matrix(qx: float, qy: float, qz: float, qw: float) -> np.ndarr
     )
 
 
+def quaternions_to_matrices(quaternions_xyzw) -> np.ndarray:
+    """(N, 4) ROS-order x, y, z, w unit quaternions -> (N, 3, 3) rotations, vectorised.
+
+    Callers normalise (and decide what a zero quaternion means) first; this is the shared formula."""
+    x, y, z, w = np.asarray(quaternions_xyzw, dtype=np.float64).T
+    r = np.empty((len(x), 3, 3))
+    r[:, 0, 0] = 1 - 2 * (y * y + z * z)
+    r[:, 0, 1] = 2 * (x * y - z * w)
+    r[:, 0, 2] = 2 * (x * z + y * w)
+    r[:, 1, 0] = 2 * (x * y + z * w)
+    r[:, 1, 1] = 1 - 2 * (x * x + z * z)
+    r[:, 1, 2] = 2 * (y * z - x * w)
+    r[:, 2, 0] = 2 * (x * z - y * w)
+    r[:, 2, 1] = 2 * (y * z + x * w)
+    r[:, 2, 2] = 1 - 2 * (x * x + y * y)
+    return r
+
+
 def matrix_to_quaternion(rotation: np.ndarray) -> tuple[float, float, float, float]:
     """ROS-order (x, y, z, w) quaternion of a 3x3 rotation, w >= 0."""
     m = np.asarray(rotation)[:3, :3]
