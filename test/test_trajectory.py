@@ -36,7 +36,7 @@ def test_csv_with_header(tmp_path):
     ("0,0,0,0,0,0\n", "expected 7 columns"),
     ("0,0,0,0,0,0,0\n0,1,0,0,0,0,0\n", "strictly increasing"),
     ("0,0,0,0,0,0,0\n1,nan,0,0,0,0,0\n", "NaN"),
-    ("t,x\n", "no poses"),
+    ("t,x\n", "no rows of numbers"),
 ])
 def test_bad_csv_names_the_file_and_the_problem(tmp_path, text, message):
     path = tmp_path / "bad.csv"

@@ -8,12 +8,12 @@ One row of N pixels in the given order. Without a time column the rays fire even
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 
 from radarays_ros.errors import ConfigError
+from radarays_ros.world.number_table import read_number_table
 
 from ..spec import SpecReader, check_number
 from . import Pattern, column_sequence, unit_vectors
@@ -23,26 +23,7 @@ MAX_RAYS = 5_000_000
 
 def read_rays_file(path: Path) -> np.ndarray:
     """(N, 2 or 3) array of azimuth_deg, elevation_deg[, time_s]; a header line is allowed."""
-    rows = []
-    try:
-        with path.open() as fh:
-            for line_no, row in enumerate(csv.reader(fh), 1):
-                if not row or row[0].strip().startswith("#"):
-                    continue
-                try:
-                    values = [float(v) for v in row]
-                except ValueError:
-                    if not rows:
-                        continue  # header line
-                    raise ConfigError(f"rays file {path}:{line_no}: expected numbers azimuth_deg, elevation_deg[, time_s]") from None
-                if len(values) not in (2, 3) or (rows and len(values) != len(rows[0])):
-                    raise ConfigError(f"rays file {path}:{line_no}: expected 2 or 3 columns (the same on every line)")
-                rows.append(values)
-    except FileNotFoundError:
-        raise ConfigError(f"rays file {path} not found") from None
-    if not rows:
-        raise ConfigError(f"rays file {path}: no rays")
-    return np.array(rows)
+    return read_number_table(path, (2, 3), "azimuth_deg, elevation_deg[, time_s]", "rays file")
 
 
 def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import RadaraysError
+from ..world.transforms import quaternions_to_matrices, slerp
 
 
 class TransformLookupError(RadaraysError):
@@ -29,35 +30,6 @@ class _Edge:
     static: bool = False
     t_ns: list = field(default_factory=list)
     values: list = field(default_factory=list)  # (7,) x y z qx qy qz qw
-
-
-def _quat_to_matrices(q: np.ndarray) -> np.ndarray:
-    """(N, 4) x,y,z,w (unit) -> (N, 3, 3)."""
-    x, y, z, w = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    r = np.empty((len(q), 3, 3))
-    r[:, 0, 0] = 1 - 2 * (y * y + z * z)
-    r[:, 0, 1] = 2 * (x * y - z * w)
-    r[:, 0, 2] = 2 * (x * z + y * w)
-    r[:, 1, 0] = 2 * (x * y + z * w)
-    r[:, 1, 1] = 1 - 2 * (x * x + z * z)
-    r[:, 1, 2] = 2 * (y * z - x * w)
-    r[:, 2, 0] = 2 * (x * z - y * w)
-    r[:, 2, 1] = 2 * (y * z + x * w)
-    r[:, 2, 2] = 1 - 2 * (x * x + y * y)
-    return r
-
-
-def _slerp(q0: np.ndarray, q1: np.ndarray, a: np.ndarray) -> np.ndarray:
-    dot = np.einsum("ij,ij->i", q0, q1)
-    q1 = np.where(dot[:, None] < 0, -q1, q1)  # the short way round
-    dot = np.clip(np.abs(dot), -1.0, 1.0)
-    theta = np.arccos(dot)
-    small = theta < 1e-6
-    s = np.where(small, 1.0, np.sin(theta))
-    w0 = np.where(small, 1.0 - a, np.sin((1.0 - a) * theta) / s)
-    w1 = np.where(small, a, np.sin(a * theta) / s)
-    q = w0[:, None] * q0 + w1[:, None] * q1
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
 class TransformBuffer:
@@ -181,7 +153,7 @@ class TransformBuffer:
         i = np.clip(np.searchsorted(t, clamped, side="right") - 1, 0, len(t) - 2)
         a = ((clamped - t[i]) / (t[i + 1] - t[i]).astype(float))[:, None]
         position = values[i, :3] + (values[i + 1, :3] - values[i, :3]) * a
-        rotation = _slerp(values[i, 3:], values[i + 1, 3:], a[:, 0])
+        rotation = slerp(values[i, 3:], values[i + 1, 3:], a[:, 0])
         return self._matrices(position, rotation)
 
     @staticmethod
@@ -197,6 +169,6 @@ class TransformBuffer:
     @staticmethod
     def _matrices(position: np.ndarray, rotation_xyzw: np.ndarray) -> np.ndarray:
         m = np.tile(np.eye(4), (len(position), 1, 1))
-        m[:, :3, :3] = _quat_to_matrices(np.asarray(rotation_xyzw, float))
+        m[:, :3, :3] = quaternions_to_matrices(np.asarray(rotation_xyzw, float))
         m[:, :3, 3] = position
         return m

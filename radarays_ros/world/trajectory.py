@@ -6,13 +6,13 @@ Positions are interpolated linearly, rotations by slerp; times outside the sampl
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ConfigError
-from .transforms import check_transform, pose_to_matrix, quaternions_to_matrices
+from .number_table import read_number_table
+from .transforms import check_transform, pose_to_matrix, quaternions_to_matrices, slerp
 
 
 def _quat_from_matrices(r: np.ndarray) -> np.ndarray:
@@ -55,29 +55,7 @@ class Trajectory:
     @classmethod
     def from_csv(cls, path: str | Path) -> "Trajectory":
         """CSV with columns t (s), x, y, z, roll, pitch, yaw (radians); a header line is allowed."""
-        path = Path(path)
-        rows = []
-        try:
-            with path.open() as fh:
-                for line_no, row in enumerate(csv.reader(fh), 1):
-                    if not row or row[0].strip().startswith("#"):
-                        continue
-                    try:
-                        values = [float(v) for v in row]
-                    except ValueError:
-                        if not rows and line_no == 1:
-                            continue  # header
-                        raise ConfigError(f"{path}:{line_no}: expected numbers t,x,y,z,roll,pitch,yaw") from None
-                    if len(values) != 7:
-                        raise ConfigError(f"{path}:{line_no}: expected 7 columns t,x,y,z,roll,pitch,yaw, got {len(values)}")
-                    rows.append(values)
-        except FileNotFoundError:
-            raise ConfigError(f"trajectory file {path} not found") from None
-        if not rows:
-            raise ConfigError(f"{path}: no poses")
-        data = np.array(rows)
-        if not np.all(np.isfinite(data)):
-            raise ConfigError(f"{path}: contains NaN or inf values")
+        data = read_number_table(path, (7,), "t,x,y,z,roll,pitch,yaw", "trajectory file")
         t_ns = np.round(data[:, 0] * 1e9).astype(np.int64)
         return cls(t_ns, [pose_to_matrix(*r[1:]) for r in data])
 
@@ -101,19 +79,8 @@ class Trajectory:
         a = np.clip((t - t0) / (t1 - t0).astype(np.float64), 0.0, 1.0)
         p0, p1 = self.poses[i, :3, 3], self.poses[i + 1, :3, 3]
         out[:, :3, 3] = p0 + (p1 - p0) * a[:, None]
-        out[:, :3, :3] = _matrices_from_quat(_slerp(self._quats[i], self._quats[i + 1], a))
+        out[:, :3, :3] = _matrices_from_quat(slerp(self._quats[i], self._quats[i + 1], a))
         return out
-
-
-def _slerp(q0: np.ndarray, q1: np.ndarray, a: np.ndarray) -> np.ndarray:
-    dot = np.clip(np.einsum("ij,ij->i", q0, q1), -1.0, 1.0)
-    theta = np.arccos(dot)
-    small = theta < 1e-6
-    s = np.sin(theta)
-    w0 = np.where(small, 1.0 - a, np.sin((1.0 - a) * theta) / np.where(small, 1.0, s))
-    w1 = np.where(small, a, np.sin(a * theta) / np.where(small, 1.0, s))
-    q = w0[:, None] * q0 + w1[:, None] * q1
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
 def poses_at(pose_or_trajectory, t_ns) -> np.ndarray:

@@ -86,6 +86,21 @@ def quaternions_to_matrices(quaternions_xyzw) -> np.ndarray:
     return r
 
 
+def slerp(q0: np.ndarray, q1: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(N, 4) unit quaternions between q0 and q1 at fractions a (N,), the short way round.
+
+    Works in either component order (x,y,z,w or w,x,y,z) as long as q0 and q1 share it."""
+    dot = np.einsum("ij,ij->i", q0, q1)
+    q1 = np.where(dot[:, None] < 0, -q1, q1)  # q and -q are the same rotation: take the nearer one
+    theta = np.arccos(np.clip(np.abs(dot), 0.0, 1.0))
+    small = theta < 1e-6  # nearly equal: linear interpolation avoids 0/0
+    s = np.where(small, 1.0, np.sin(theta))
+    w0 = np.where(small, 1.0 - a, np.sin((1.0 - a) * theta) / s)
+    w1 = np.where(small, a, np.sin(a * theta) / s)
+    q = w0[:, None] * q0 + w1[:, None] * q1
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
 def matrix_to_quaternion(rotation: np.ndarray) -> tuple[float, float, float, float]:
     """ROS-order (x, y, z, w) quaternion of a 3x3 rotation, w >= 0."""
     m = np.asarray(rotation)[:3, :3]
