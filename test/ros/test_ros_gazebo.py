@@ -8,7 +8,6 @@ with its sim time (seconds since it started), moves on command.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 import time
 import uuid
@@ -17,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from netns_common import refuse
 from ros_harness import NodeProcess, Probe, diagnostics_values, stamp_ns, write_params
 
 pytestmark = pytest.mark.ros
@@ -39,9 +39,7 @@ gz_netns = _load("gz_netns")
 
 
 def _refuse(reason: str):
-    if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-        pytest.fail(f"Gazebo node test cannot run under CI: {reason}")
-    pytest.skip(reason)
+    refuse("Gazebo node test", reason)
 
 
 @pytest.fixture
