@@ -214,13 +214,31 @@ def test_gazebo_variant_publishes_the_model_pose():
 RVIZ = sorted((REPO / "rviz").glob("*.rviz"))
 
 
+def gazebo_demo_topics() -> set[str]:
+    """Where sensor_rig publishes the sensors declared in worlds/gz_radarays_demo.sdf (3-D lidars: points)."""
+    from radarays_ros.gazebo.sensors import find_sensors
+    from radarays_ros.ros.gazebo_link import sdf_topic
+
+    topics = set()
+    for spec in find_sensors(REPO / "worlds" / "gz_radarays_demo.sdf"):
+        outputs = RadarUnit.topics if spec.kind == "radar" else ("points",)
+        topics |= {"/" + sdf_topic(spec.topic, spec.kind, relative) for relative in outputs}
+    return topics
+
+
+def test_gazebo_demo_topics_are_the_ones_its_params_file_names():
+    assert gazebo_demo_topics() == {"/radar/image", "/radar/image_cartesian", "/radar/points", "/points",
+                                    "/gpu_lidar/points"}
+
+
 @pytest.mark.parametrize("path", RVIZ, ids=lambda p: p.name)
 def test_rviz_displays_receive_sensor_data(path):
     data = yaml.safe_load(path.read_text())
     displays = data["Visualization Manager"]["Displays"]
     published = {"radar.rviz": {"/" + t for t in RadarUnit.topics},
                  "lidar.rviz": {"/points", "/scan"},
-                 "rig.rviz": {"/radar/" + t for t in RadarUnit.topics} | {"/velodyne/points", "/os1/points"}}[path.name]
+                 "rig.rviz": ({"/radar/" + t for t in RadarUnit.topics} | {"/velodyne/points", "/os1/points"}
+                              | gazebo_demo_topics())}[path.name]
     sensor_topics = set()
     for d in displays:
         topic = d.get("Topic")
