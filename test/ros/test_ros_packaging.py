@@ -226,6 +226,16 @@ def gazebo_demo_topics() -> set[str]:
     return topics
 
 
+def scenario_topics() -> set[str]:
+    """The sensor topics of the bags `radarays run scenarios/*.yaml` writes (sensor name / relative topic)."""
+    topics = set()
+    for path in (REPO / "scenarios").glob("*.yaml"):
+        for name, sensor in yaml.safe_load(path.read_text())["sensors"].items():
+            outputs = ("radar/image", "radar/points") if sensor["type"] == "radar" else ("points",)
+            topics |= {f"/{name}/{relative}" for relative in outputs}
+    return topics
+
+
 def test_gazebo_demo_topics_are_the_ones_its_params_file_names():
     assert gazebo_demo_topics() == {"/radar/image", "/radar/image_cartesian", "/radar/points", "/points",
                                     "/gpu_lidar/points"}
@@ -238,7 +248,7 @@ def test_rviz_displays_receive_sensor_data(path):
     published = {"radar.rviz": {"/" + t for t in RadarUnit.topics},
                  "lidar.rviz": {"/points", "/scan"},
                  "rig.rviz": ({"/radar/" + t for t in RadarUnit.topics} | {"/velodyne/points", "/os1/points"}
-                              | gazebo_demo_topics())}[path.name]
+                              | scenario_topics() | gazebo_demo_topics())}[path.name]
     sensor_topics = set()
     for d in displays:
         topic = d.get("Topic")
