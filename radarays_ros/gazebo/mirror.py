@@ -62,7 +62,7 @@ from ..world.entities import LoadReport, add_entities
 from ..world.materials import Material, MaterialLibrary
 from ..world.scene import Scene
 from ..world.transforms import quaternions_to_matrices
-from . import protos
+from . import pose_decode, protos
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,7 @@ class _Arrays:
         self.entity_rows = np.array([row[i] for i in visual_ids], dtype=np.int64)
         self.entity_ids = np.array([entity_of[i] for i in visual_ids], dtype=np.int64)
         self.applied: np.ndarray | None = None  # last poses given to the scene, per entity row
+        self.raw = np.full((len(self.ids), 7), np.nan)  # last position + quaternion read per row (NaN: none yet)
 
     def world(self) -> np.ndarray:
         out = self.local.copy()
@@ -158,7 +159,7 @@ class GazeboMirror:
         self._mirrored: set[str] = set()  # entity names that correspond to Gazebo visuals
         self._arrays: _Arrays | None = None
         self._ready = False  # tree known
-        self._pending: protos.Pose_V | None = None
+        self._pending: tuple | None = None  # (parsed Pose_V view, its bytes): the newest only, decoded when applied
         self._last_apply = 0.0
         self._last_pose_time = -math.inf  # monotonic time of the last pose message
         self._was_alive = False
@@ -571,15 +572,15 @@ class GazeboMirror:
     # -- message entry points (called on the transport thread; usable by any transport) ----------
     def on_poses(self, payload: bytes, type_name: str) -> None:
         """A serialized Pose_V: parent-relative poses by entity id."""
-        msg = protos.decode(type_name or "Pose_V", payload)
+        protos.message_class(type_name or "Pose_V")  # an unknown type name is an error, as for the others
+        view = pose_decode.parse_view(payload)  # cheap; the poses are decoded only if this one is applied
         self._last_pose_time = time.monotonic()
-        stamp = msg.header.stamp
+        stamp_ns = pose_decode.stamp_ns(view)
         with self._lock:
-            if stamp.sec or stamp.nsec:  # an unset header says nothing about the time
-                stamp_ns = stamp.sec * 1_000_000_000 + stamp.nsec
+            if stamp_ns:  # an unset header says nothing about the time
                 self._check_time_went_back(stamp_ns)
                 self._last_stamp_ns = self.sim_time_ns = stamp_ns
-            self._pending = msg
+            self._pending = (view, payload)  # Pose_V carries every pose: a newer message replaces an older
         self.tick()
 
     def _check_time_went_back(self, stamp_ns: int) -> None:
@@ -618,18 +619,24 @@ class GazeboMirror:
             self._last_apply = now
             self._apply_pose_v(msg)
 
-    def _apply_pose_v(self, msg) -> None:
+    def _apply_pose_v(self, pending: tuple) -> None:
         arrays = self._tree_arrays()
-        if not len(arrays.ids) or not len(msg.pose):
+        view, payload = pending
+        if not len(arrays.ids) or not len(view.pose):
             return
-        values = np.array(_pose_rows(msg), dtype=np.float64)
-        ids = values[:, 0].astype(np.int64)
-        rows = np.searchsorted(arrays.ids, ids)
+        poses = pose_decode.decode_view(view, payload)
+        rows = np.searchsorted(arrays.ids, poses.ids)
         rows[rows >= len(arrays.ids)] = 0
-        known = arrays.ids[rows] == ids  # lights and unknown entities are skipped
-        rows, values = rows[known], values[known]
-        arrays.local[rows] = poses_to_matrices(values[:, 1:4], values[:, 4:8])  # node.local views these rows
+        known = arrays.ids[rows] == poses.ids  # lights and unknown entities are skipped
+        raw = np.concatenate([poses.positions[known], poses.quaternions[known]], axis=1)
+        rows = rows[known]
+        changed = np.any(raw != arrays.raw[rows], axis=1)  # most links and visuals never move in their parent
         self.updates += 1
+        if not changed.any():
+            return  # the same numbers as last time: the same world poses
+        rows, raw = rows[changed], raw[changed]
+        arrays.raw[rows] = raw
+        arrays.local[rows] = poses_to_matrices(raw[:, :3], raw[:, 3:])  # node.local views these rows
         self._apply_world(arrays)
 
     def _tree_arrays(self) -> _Arrays:
@@ -694,16 +701,6 @@ class GazeboMirror:
 
 
 # -- pure helpers ---------------------------------------------------------------------------------
-def _pose_rows(msg) -> list[tuple]:
-    """(id, px, py, pz, qx, qy, qz, qw) per pose; each submessage fetched once (the hot loop)."""
-    rows = []
-    append = rows.append
-    for p in msg.pose:
-        a, q = p.position, p.orientation
-        append((p.id, a.x, a.y, a.z, q.x, q.y, q.z, q.w))
-    return rows
-
-
 def _pose_matrix(pose) -> np.ndarray:
     p, q = pose.position, pose.orientation
     return poses_to_matrices(np.array([[p.x, p.y, p.z]]), np.array([[q.x, q.y, q.z, q.w]]))[0]
