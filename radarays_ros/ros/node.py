@@ -869,8 +869,44 @@ def use_large_message_profile() -> None:
         os.environ["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
 
 
+def help_requested(argv: list[str]) -> bool:
+    """-h / --help among the program's own arguments (those before --ros-args)."""
+    own = argv[1: argv.index("--ros-args")] if "--ros-args" in argv else argv[1:]
+    return "-h" in own or "--help" in own
+
+
+def help_text(node_name: str, kind: str) -> str:
+    """Usage and the node-level parameters with their defaults and descriptions."""
+    prefix = "NAME." if kind == "rig" else ""
+    groups = [("node", NODE_PARAMS), ("per sensor" if kind == "rig" else "sensor", SENSOR_PARAMS),
+              ("Gazebo", {**GAZEBO_PARAMS, **(RIG_GAZEBO_PARAMS if kind == "rig" else {})})]
+    lines = [f"usage: ros2 run radarays_ros {node_name} --ros-args [--params-file FILE.yaml] [-p NAME:=VALUE ...]",
+             f"       python -m radarays_ros.ros.{node_name} --ros-args ...", ""]
+    if kind == "rig":
+        lines += ["sensor_rig runs the sensors listed in `sensors` (e.g. [front_radar, top_lidar]); each NAME has",
+                  "NAME.type (radar | lidar), NAME.config (a preset or a config file; default radarays_default /",
+                  "VLP-16) and the per-sensor parameters below under NAME.", ""]
+    else:
+        default = {"radar": "radarays_default", "lidar": "VLP-16"}[kind]
+        lines += [f"config (default {default!r}): {kind} preset name or config file "
+                  f"(`radarays {kind} --help`; lidar presets: `radarays lidar --list-presets`)", ""]
+    for title, params in groups:
+        lines.append(f"{title} parameters:")
+        for name, info in params.items():
+            shown = prefix + name if params is SENSOR_PARAMS else name
+            lines.append(f"  {shown} (default {info.value!r}): {info.description}")
+        lines.append("")
+    lines.append(f"The sensor model's own parameters ({prefix}sensor.*, {prefix}output.*) depend on its config: "
+                 f"`ros2 param list /{node_name}` and `ros2 param describe` show them with their ranges. "
+                 "Example params files: config/ros/.")
+    return "\n".join(lines)
+
+
 def run(node_name: str, kind: str, args: list[str] | None = None) -> int:
     """Entry point shared by radar_node, lidar_node and sensor_rig."""
+    if help_requested(sys.argv if args is None else args):
+        print(help_text(node_name, kind))
+        return 0
     use_large_message_profile()
     rclpy.init(args=sys.argv if args is None else args)
     node = None
