@@ -186,39 +186,64 @@ class GzTransportClient:
             return sorted(split_topic(q)[1] for q in self._services)
 
     def request(self, service: str, payload: bytes = b"", timeout: float = 3.0) -> tuple[bytes, str]:
-        """Call a service; returns (response bytes, response type). TimeoutError if nobody answers."""
+        """Call a service; returns (response bytes, response type). TimeoutError if nobody answers.
+
+        The request follows the service while it waits: when another replier advertises it (a
+        Gazebo restarted after a crash: the dead one never says BYE and is only forgotten after 3 s of
+        silence) or the one asked is forgotten, the same request goes to the replier known now; an
+        unreachable replier (its connection is gone) is tried again every few milliseconds."""
         deadline = time.monotonic() + timeout
-        replier = None
-        while replier is None:
-            with self._lock:
-                replier = next((r for q, r in self._services.items() if self._matches(q, service)), None)
-                if replier is None and self.partition is not None:
-                    self._send("srv", D.SUBSCRIBE, sub_topic=f"@{self.partition}@{service}")
-            if replier is None:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"no gz-transport service '{service}' found within {timeout:.1f} s")
-                time.sleep(0.05)
         request_uuid = str(uuid.uuid4())
         waiter = {"event": threading.Event(), "reply": b"", "ok": False}
-        frames = [
-            replier.socket_id, replier.topic, self._response_address, self._response_id,
-            self.process_uuid, request_uuid,
-        ]
+        asked: RemoteEndpoint | None = None  # the replier the request last reached
+        found = False
         with self._lock:
             self._pending[request_uuid] = waiter
-            if replier.address not in self._req_addresses:
-                self._requester.connect(replier.address)
-                self._req_addresses.add(replier.address)
         try:
-            self._send_request(frames, payload, replier, deadline)
-            if not waiter["event"].wait(max(0.0, deadline - time.monotonic())):
-                raise TimeoutError(f"gz-transport service '{service}' did not answer within {timeout:.1f} s")
+            while True:
+                replier = self._replier(service)
+                found = found or replier is not None
+                if replier is not None and not _same_replier(replier, asked) and self._try_send(
+                        replier, request_uuid, payload):
+                    asked = replier  # a heartbeat re-advertising the same replier sends nothing again
+                if waiter["event"].wait(0.05 if asked is not None else 0.01):
+                    break
+                if time.monotonic() > deadline:
+                    if not found:
+                        raise TimeoutError(f"no gz-transport service '{service}' found within {timeout:.1f} s")
+                    raise TimeoutError(f"gz-transport service '{service}' did not answer within {timeout:.1f} s")
         finally:
             with self._lock:
                 self._pending.pop(request_uuid, None)
         if not waiter["ok"]:
             raise RuntimeError(f"gz-transport service '{service}' reported failure")
-        return waiter["reply"], replier.response_type
+        return waiter["reply"], asked.response_type
+
+    def _replier(self, service: str) -> RemoteEndpoint | None:
+        """The replier of `service` known now (the latest advertisement); asks for one when none."""
+        with self._lock:
+            replier = next((r for q, r in self._services.items() if self._matches(q, service)), None)
+            if replier is None and self.partition is not None:
+                self._send("srv", D.SUBSCRIBE, sub_topic=f"@{self.partition}@{service}")
+            return replier
+
+    def _try_send(self, replier: RemoteEndpoint, request_uuid: str, payload: bytes) -> bool:
+        """Send the request to `replier`; False while it cannot be reached (ROUTER_MANDATORY refuses
+        while the TCP connection is being made, and for a replier whose process died)."""
+        frames = [replier.socket_id, replier.topic, self._response_address, self._response_id,
+                  self.process_uuid, request_uuid]
+        message = [f.encode() for f in frames] + [payload, replier.type_name.encode(), replier.response_type.encode()]
+        with self._lock:
+            if replier.address not in self._req_addresses:
+                self._requester.connect(replier.address)
+                self._req_addresses.add(replier.address)
+            try:
+                self._requester.send_multipart(message)
+            except zmq.error.ZMQError as exc:
+                if exc.errno != zmq.EHOSTUNREACH:
+                    raise
+                return False
+        return True
 
     def close(self) -> None:
         """Stop the thread and close the sockets (publishers see us leave)."""
@@ -245,19 +270,6 @@ class GzTransportClient:
     def _matches(self, qualified: str, topic: str) -> bool:
         partition, name = split_topic(qualified)
         return name == topic and (self.partition is None or partition == self.partition)
-
-    def _send_request(self, frames, payload, replier, deadline) -> None:
-        # ROUTER_MANDATORY raises while the TCP connection to the replier is still being made.
-        message = [f.encode() for f in frames] + [payload, replier.type_name.encode(), replier.response_type.encode()]
-        while True:
-            try:
-                with self._lock:
-                    self._requester.send_multipart(message)
-                return
-            except zmq.error.ZMQError as exc:
-                if exc.errno != zmq.EHOSTUNREACH or time.monotonic() > deadline:
-                    raise TimeoutError(f"cannot reach gz-transport replier at {replier.address}: {exc}") from None
-                time.sleep(0.01)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -426,6 +438,10 @@ class GzTransportClient:
             self._udp[kind].sendto(struct.pack("<H", len(body)) + body, (self.group, self._ports[kind]))
         except OSError as exc:  # no route to the group: discovery simply finds nobody
             log.debug("gz-transport: cannot send discovery datagram: %s", exc)
+
+
+def _same_replier(a: RemoteEndpoint | None, b: RemoteEndpoint | None) -> bool:
+    return a is not None and b is not None and (a.address, a.socket_id) == (b.address, b.socket_id)
 
 
 def _port(name: str, legacy: str, default: int) -> int:

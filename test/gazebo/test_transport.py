@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from gz_harness import Peer, wait_for
@@ -102,3 +103,31 @@ def test_discovery_settings_from_the_environment(gz_peer, monkeypatch):
     monkeypatch.setenv("GZ_DISCOVERY_MSG_PORT", "port")
     with pytest.raises(ConfigError, match="GZ_DISCOVERY_MSG_PORT = 'port'; expected a UDP port"):
         GzTransportClient(host_ip="127.0.0.1")
+
+
+def test_request_to_a_crashed_replier_goes_to_the_restarted_one(gz_peer, client):
+    # A killed Gazebo says no BYE: its service stays known until 3 s of silence. A request made in
+    # that window must not wait for the dead replier: it is re-sent as soon as a new one advertises.
+    service = f"/world/{gz_peer.world}/scene/info"
+    client.request(service, timeout=5)  # the first replier is known and connected
+    gz_peer.kill()
+    answer = {}
+
+    def ask():
+        try:
+            answer["reply"] = client.request(service, timeout=2.5)  # shorter than the 3 s of silence
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            answer["error"] = exc
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    time.sleep(0.3)  # the request is out, to the dead replier, before the new one exists
+    again = Peer(gz_peer.world, gz_peer.partition).start()
+    try:
+        again.send("spawn crate 100 -4 4 0.5 1 1 1")  # only the new world has a crate
+        asking.join(timeout=5)
+        assert "error" not in answer, answer
+        payload, type_name = answer["reply"]
+        assert "crate" in [m.name for m in protos.decode(type_name, payload).model]
+    finally:
+        again.stop()
