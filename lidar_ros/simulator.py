@@ -27,13 +27,15 @@ from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lida
 from .scan import LidarScan
 
 
-# A frame is cut into pieces of at most PIECE_RAYS rays, and into at least two from MIN_SPLIT_RAYS
-# on (an even count), traced and processed on the backend's thread count of workers. Pieces
-# depend on the ray count only, and each has its own random stream, so a frame is the same
-# whatever the thread count. Large pieces: every piece costs a backend call and a few dozen numpy
-# calls, and a backend splits a large call over its own threads anyway.
+# A frame is cut into pieces of at most PIECE_RAYS rays, and into at least MIN_PIECES from
+# MIN_SPLIT_RAYS on (an even count), traced and processed on the backend's thread count of workers
+# that take the next piece as they finish one. Pieces depend on the ray count only, and each has its
+# own random stream, so a frame is the same whatever the thread count. A piece is small enough to be
+# traced on its worker's thread (the backend splits only larger calls) and to balance the uneven
+# cost of sky and ground rays, large enough that its few dozen numpy calls stay cheap.
 PIECE_RAYS = 65536
 MIN_SPLIT_RAYS = 16384
+MIN_PIECES = 2  # from MIN_SPLIT_RAYS on: both threads get a piece
 # intensity fields a layout's point cloud reads besides the sensor's intensity field: computed in
 # the parallel pieces instead of on first access
 LAYOUT_FIELDS = {"ouster": ("ouster_reflectivity", "ouster_ambient")}
@@ -51,9 +53,9 @@ def _pool(threads: int) -> ThreadPoolExecutor:
 
 
 def frame_pieces(n: int) -> list[tuple[int, int]]:
-    """[a, b) ray ranges of a frame of n rays: ceil(n / PIECE_RAYS) pieces, at least two from
+    """[a, b) ray ranges of a frame of n rays: ceil(n / PIECE_RAYS) pieces, at least MIN_PIECES from
     MIN_SPLIT_RAYS rays on, rounded up to an even count."""
-    k = max(1, -(-n // PIECE_RAYS), 2 if n >= MIN_SPLIT_RAYS else 1)
+    k = max(1, -(-n // PIECE_RAYS), MIN_PIECES if n >= MIN_SPLIT_RAYS else 1)
     if k > 1 and k % 2:
         k += 1
     bounds = np.linspace(0, n, k + 1).astype(np.int64)
@@ -83,6 +85,9 @@ class LidarSimulator:
         self._has_offset = bool(np.any(config.range_offset))
         self._offset = np.repeat(config.range_offset, config.cols).astype(np.float32) if self._has_offset else None
         self._has_origins = bool(np.any(config.origins))
+        # a ray table checked once (finite origins, finite unit directions) lets every frame's world
+        # rays skip the backend's per-ray checks (rotations of it by a validated pose stay so)
+        self._table_ok = _valid_rays(self._origins, self._dirs)
         max_off, min_off = float(config.range_offset.max()), float(config.range_offset.min())
         self._tmin = max(config.range_min - max_off, 0.0)
         self._tmax = config.range_max - min_off
@@ -111,10 +116,12 @@ class LidarSimulator:
             self._materials_stamp = stamp
         if cfg.retime is None:
             frame.dirs, frame.dirs_t = self._dirs, self._dirs_t
+            frame.checked = self._table_ok
         else:  # Risley patterns: this frame's own rays
             dirs = cfg.retime(t0_ns * 1e-9).reshape(-1, 3)
             frame.dirs = (dirs / np.linalg.norm(dirs, axis=1, keepdims=True)).astype(np.float32)  # unit: traced as is
             frame.dirs_t = np.ascontiguousarray(frame.dirs.T)
+            frame.checked = self._table_ok and bool(np.isfinite(frame.dirs.sum()))
         self._place(frame, pose, t0_ns)
         jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]
         rngs = [np.random.default_rng([self.seed, frame.index, k]) for k, _, _ in jobs]
@@ -130,15 +137,37 @@ class LidarSimulator:
         return id(library), getattr(library, "version", None), len(library)
 
     def _each_piece(self, jobs, fn) -> list:
-        """[fn(k, a, b) for every piece], the first on the calling thread, the others on the worker pool."""
-        if len(jobs) == 1 or self._threads == 1:
+        """[fn(k, a, b) for every piece]: the calling thread and threads - 1 pool workers each take the
+        next piece not yet taken until none is left (dynamic scheduling: uneven pieces balance out)."""
+        workers = min(self._threads, len(jobs))
+        if workers == 1:
             return [fn(*job) for job in jobs]
-        rest = [_pool(self._threads).submit(fn, *job) for job in jobs[1:]]
+        results = [None] * len(jobs)
+        queue = iter(range(len(jobs)))
+        take = threading.Lock()
+        failed = []
+
+        def work():
+            while not failed:
+                with take:
+                    k = next(queue, None)
+                if k is None:
+                    return
+                try:
+                    results[k] = fn(*jobs[k])
+                except BaseException as exc:  # stop the others early; re-raised on the caller
+                    failed.append(exc)
+                    raise
+
+        helpers = [_pool(self._threads).submit(work) for _ in range(workers - 1)]
         try:
-            first = fn(*jobs[0])
+            work()
         finally:
-            others = [future.result() for future in rest]  # also waits for them when the first fails
-        return [first, *others]
+            for helper in helpers:  # also waits for them when the caller's share failed
+                helper.exception()
+        if failed:
+            raise failed[0]
+        return results
 
     # -- pieces ---------------------------------------------------------------------------------
     def _place(self, frame: "_Frame", pose, t0_ns: int) -> None:
@@ -146,6 +175,7 @@ class LidarSimulator:
         if isinstance(pose, Trajectory) and len(pose.t_ns) > 1:
             times = t0_ns + np.round(self.config.column_times * 1e9).astype(np.int64)
             poses = pose.at(times)  # (M, 4, 4), one per measurement column
+            frame.checked = frame.checked and bool(np.isfinite(poses.sum()))
             rot = poses[self._column, :3, :3]
             shift = poses[self._column, :3, 3]
             frame.rotation = rot
@@ -179,7 +209,7 @@ class LidarSimulator:
         if cfg.noise.angular_sigma > 0:
             dirs = jitter_directions(dirs, cfg.noise.angular_sigma, rng)
         hits = trace_lidar(self.backend, origins, dirs, self.materials, self._tmin, self._tmax,
-                           max_bounces=cfg.max_bounces, unit_directions=True)
+                           max_bounces=cfg.max_bounces, unit_directions=True, checked_rays=frame.checked)
         if self._has_offset:
             hits.range = hits.range + self._offset[a:b]  # Ouster ranges count from the lidar origin
         return hits
@@ -244,6 +274,7 @@ class _Frame:
     def __init__(self, index: int, n: int, eager: tuple[str, ...]):
         self.index = index
         self.dirs = self.dirs_t = self.rotation = self.r = self.t = None
+        self.checked = False  # the frame's world rays are known valid (trace(checked=True))
         self.world_o = self.world_d = None  # per-pixel world rays (trajectory) instead of r, t
         self.range = np.empty(n, np.float32)
         self.hit = np.empty(n, bool)
@@ -319,6 +350,12 @@ class _GroundTruth:
         values = [p.truth(self.SOURCE.get(name, name), self.MISSING[name]) for p in self._parts]
         joined = values[0] if len(values) == 1 else np.concatenate(values)
         return joined.reshape(*self._shape, *joined.shape[1:])
+
+
+def _valid_rays(origins: np.ndarray, directions: np.ndarray) -> bool:
+    """Finite origins and finite unit directions (|d|^2 within 1e-6 of 1, as check_rays accepts)."""
+    norm2 = np.einsum("ij,ij->i", directions.astype(np.float64), directions.astype(np.float64))
+    return bool(np.isfinite(origins).all() and np.isfinite(norm2).all() and np.all(np.abs(norm2 - 1) <= 1e-6))
 
 
 def rotate(vectors_t: np.ndarray, r: np.ndarray, shift: np.ndarray | None = None, out: np.ndarray | None = None,

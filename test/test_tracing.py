@@ -257,3 +257,53 @@ def test_vectorised_quaternions_match_the_scalar_conversion():
     rotations = [rpy_to_matrix(*rng.uniform(-3, 3, 3)) for _ in range(20)]
     q = np.array([matrix_to_quaternion(r) for r in rotations])
     np.testing.assert_allclose(quaternions_to_matrices(q), rotations, atol=1e-12)
+
+
+def _sphere_rays(n=40_000, seed=5):
+    """Unit float32 rays from inside a sphere of radius 3 (every ray hits), plus the scene."""
+    scene = Scene()
+    sphere = trimesh.creation.icosphere(subdivisions=4, radius=3.0)
+    scene.add_entity("s", TriMesh(sphere.vertices, sphere.faces))
+    rng = np.random.default_rng(seed)
+    d = rng.normal(size=(n, 3))
+    d = (d / np.linalg.norm(d, axis=1, keepdims=True)).astype(np.float32)
+    o = rng.uniform(-1, 1, size=(n, 3)).astype(np.float32)
+    return scene, o, d
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_checked_fast_path_and_lazy_normals_match_the_checked_trace(threads):
+    scene, o, d = _sphere_rays()
+    backend = make_backend("embree", scene, threads=threads)
+    full = backend.trace(o, d, 0.1, 50.0)
+    fast = backend.trace(o, d, 0.1, 50.0, checked=True, lazy_normals=True)
+    np.testing.assert_array_equal(fast.distance, full.distance)
+    np.testing.assert_array_equal(fast.face, full.face)
+    np.testing.assert_array_equal(fast.normal, full.normal)  # computed on first access, same values
+    cos = fast.incidence_cosines(d)
+    np.testing.assert_allclose(cos, np.abs(np.einsum("ij,ij->i", d, full.normal)), atol=2e-6)
+    assert cos.dtype == np.float32 and np.all((cos > 0) & (cos <= 1 + 1e-6))
+
+
+def test_incidence_cosine_of_a_plane_is_cos_of_the_ray_angle(wall_scene):
+    backend = make_backend("embree", wall_scene, threads=1)
+    o, d, yaw = fan()
+    hits = backend.trace(o, d, lazy_normals=True)
+    wall = hits.entity == wall_scene.find("wall::link::visual")
+    np.testing.assert_allclose(hits.incidence_cosines(d)[wall], np.cos(yaw[wall]), atol=1e-6)
+    assert np.all(hits.incidence_cosines(d)[~hits.hit] == 0)
+    np.testing.assert_allclose(hits.normal[wall], np.tile([-1, 0, 0], (wall.sum(), 1)), atol=1e-6)
+    misses = hits.take(~hits.hit)  # a taken Hits keeps the cosines
+    assert np.all(misses.incidence_cosines(None) == 0)
+
+
+def test_checked_fast_path_still_rejects_wrong_layouts(wall_scene):
+    backend = make_backend("embree", wall_scene, threads=1)
+    o, d, _ = fan(8)
+    with pytest.raises(TracingError, match="float32"):
+        backend.trace(o, d, checked=True)  # float64
+    o32, d32 = o.astype(np.float32), d.astype(np.float32)
+    with pytest.raises(TracingError, match="C-contiguous"):
+        backend.trace(np.asfortranarray(o32), d32, checked=True)
+    with pytest.raises(TracingError, match=r"\(N, 3\)"):
+        backend.trace(o32, d32[:4], checked=True)

@@ -43,24 +43,23 @@ class LidarHits:
     first_entity, first_material (N,) int32, first_range (N,) f32: the first surface the ray met,
                             whatever its class (ground truth: the glass pane, the mirror), -1/inf = none
 
-    `entity`, `first_entity`, `bounces` and `crossings` may be given as zero-argument callables:
+    `normal`, `entity`, `first_entity`, `bounces` and `crossings` may be given as zero-argument callables:
     they are then computed on first access (most frames never read them). Arrays of one LidarHits
     may share memory (a frame without glass or mirrors: first_* are the final surface's arrays).
     """
 
-    _LAZY = ("entity", "first_entity", "bounces", "crossings")
+    _LAZY = ("normal", "entity", "first_entity", "bounces", "crossings")
 
     def __init__(self, range, entity, material, normal, cos_incidence, reflectivity, bounces, crossings,
                  first_entity, first_material, first_range):
         self.range = range
         self.material = material
-        self.normal = normal
         self.cos_incidence = cos_incidence
         self.reflectivity = reflectivity
         self.first_material = first_material
         self.first_range = first_range
         self._lazy = {}
-        for name, value in zip(self._LAZY, (entity, first_entity, bounces, crossings)):
+        for name, value in zip(self._LAZY, (normal, entity, first_entity, bounces, crossings)):
             self._lazy[name] = value
 
     def _get(self, name):
@@ -72,6 +71,7 @@ class LidarHits:
     def _set(self, name, value):
         self._lazy[name] = value
 
+    normal = property(lambda self: self._get("normal"), lambda self, v: self._set("normal", v))
     entity = property(lambda self: self._get("entity"), lambda self, v: self._set("entity", v))
     first_entity = property(lambda self: self._get("first_entity"), lambda self, v: self._set("first_entity", v))
     bounces = property(lambda self: self._get("bounces"), lambda self, v: self._set("bounces", v))
@@ -108,11 +108,14 @@ class LidarHits:
 
 
 def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: float = 0.0,
-                tmax: float = np.inf, max_bounces: int = 4, unit_directions: bool = False) -> LidarHits:
+                tmax: float = np.inf, max_bounces: int = 4, unit_directions: bool = False,
+                checked_rays: bool = False) -> LidarHits:
     """Trace N lidar rays through mirrors and transparent surfaces to the surface that returns them.
 
     origins, directions: (N, 3) world frame (directions need not be unit length; a caller that
-    passes unit float32 directions says so with unit_directions=True and saves the check). tmin/tmax
+    passes unit float32 directions says so with unit_directions=True and saves the check; one that
+    built C-contiguous float32 rays from validated tables (finite origins, unit directions) passes
+    checked_rays=True and the backend skips its per-ray checks too). tmin/tmax
     bound the total path length. A ray that needs more than `max_bounces` mirror reflections (or
     MAX_TRANSPARENT crossings), or whose path exceeds tmax, gives no return: a miss, never a
     max-range point. Costs one backend.trace of all N rays, plus one per further round for the
@@ -127,8 +130,9 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     n = len(o)
     if n == 0:
         return LidarHits.misses(0)
-    h = backend.trace(o, d, tmin, tmax)
-    unit = d if unit_directions else _unit(d)
+    # normals on first access: most frames read only the cosines of incidence
+    h = backend.trace(o, d, tmin, tmax, checked=checked_rays, lazy_normals=True)
+    unit = d if unit_directions or checked_rays else _unit(d)
     not_first = materials.not_returning(h.material)  # one gather; -1 (miss) -> False
     if not not_first.any():
         return _first_surface_returns(h, None, unit, materials)  # the usual frame: a single trace
@@ -146,29 +150,22 @@ def _unit(d: np.ndarray) -> np.ndarray:
     return d / np.where(norm > 0, norm, 1.0).astype(np.float32)[:, None]
 
 
-def _row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise dot product of two (N, 3) float32 arrays (column products: faster than einsum here)."""
-    out = a[:, 0] * b[:, 0]
-    out += a[:, 1] * b[:, 1]
-    out += a[:, 2] * b[:, 2]
-    return out
-
-
 def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, materials: LidarMaterials) -> LidarHits:
     """Rays that return from their first surface; the rays in `no_return` (bool mask) are reported as misses."""
     n = len(h.distance)
-    distance, normal, material = h.distance, h.normal, h.material  # face is never read
+    distance, material = h.distance, h.material  # face is never read
     if no_return is None:  # every ray returns from the surface it met: the first surface IS the final one
         entity = first_entity = (lambda: h.entity)  # resolved only if someone reads it (ground truth)
+        normal = (lambda: h.normal)
         first_material, first_range = material, distance
+        cos_inc = h.incidence_cosines(unit)
     else:  # copies in which those rays are misses; first_* keep what was met
         first_entity, first_material, first_range = h.entity, material, distance
         distance = np.where(no_return, np.float32(np.inf), distance)
-        normal = np.where(no_return[:, None], np.float32(0.0), normal)
+        normal = np.where(no_return[:, None], np.float32(0.0), h.normal)
         entity = np.where(no_return, -1, first_entity).astype(np.int32)
         material = np.where(no_return, -1, material).astype(np.int32)
-    cos_inc = _row_dot(unit, normal)
-    np.abs(cos_inc, out=cos_inc)
+        cos_inc = np.where(no_return, np.float32(0.0), h.incidence_cosines(unit))
     rho = reflectivity(materials, material, cos_inc)  # 0 for misses (id -1)
     return LidarHits(
         range=distance, entity=entity, material=material, normal=normal, cos_incidence=cos_inc,

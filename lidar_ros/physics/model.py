@@ -28,7 +28,6 @@ class Returns:
     reflectivity (N,) f32       ρ(θ), fraction of a white Lambertian target (LiMOX)
     intensity (N,) f32          = reflectivity (LiMOX's intensity output)
     dust (N,) bool              the return is an early dust return
-    first_entity (N,) i32       the first surface met (glass, mirror…), also without a return
 
     Computed on first access (a sensor asks only for the fields its layout has):
     velodyne_intensity (N,) f32 calibrated reflectivity 0..255 (intensity.py)
@@ -38,6 +37,7 @@ class Returns:
                                 come from a seed taken from the scan's rng in `apply`, so the values
                                 do not depend on which fields are read or in what order
     entity, material (N,) i32; normal (N, 3) f32; cos_incidence (N,) f32: the returning surface
+    first_entity (N,) i32       the first surface met (glass, mirror…), also without a return
     """
 
     def __init__(self, hits: LidarHits, keep: np.ndarray, noisy: np.ndarray, clean: np.ndarray,
@@ -48,13 +48,16 @@ class Returns:
         self.reflectivity = np.where(keep, hits.reflectivity, np.float32(0.0)).astype(np.float32, copy=False)
         self.intensity = self.reflectivity
         self.dust = dust
-        self.first_entity = hits.first_entity
         self._hits = hits
         self._surface = surface
         self._ambient_seed = ambient_seed
 
     def __len__(self) -> int:
         return len(self.range)
+
+    @property
+    def first_entity(self) -> np.ndarray:
+        return self._hits.first_entity  # looked up on first access (ground truth only)
 
     @cached_property
     def velodyne_intensity(self) -> np.ndarray:

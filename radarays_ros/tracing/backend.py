@@ -23,19 +23,20 @@ class Hits:
     face      (N,) int32 face index in the entity's source mesh file, -1 = miss
     material  (N,) int32 material id in the scene's library, -1 = miss
 
-    A backend may hand over entity/face/material as a `resolve(name) -> array` callable instead of
-    arrays: each is then looked up on first access only (callers pay for the attributes they use).
+    A backend may hand over normal/entity/face/material as a `resolve(name) -> array` callable
+    instead of arrays: each is then computed or looked up on first access only (callers pay for the
+    attributes they use). Such a backend may also resolve "cos_incidence" (see `incidence_cosines`).
     """
 
-    FIELDS = ("entity", "face", "material")
+    FIELDS = ("normal", "entity", "face", "material")
 
-    def __init__(self, distance, normal, entity=None, face=None, material=None, *, resolve=None):
+    def __init__(self, distance, normal=None, entity=None, face=None, material=None, *, resolve=None):
         self.distance = distance
-        self.normal = normal
-        self._ids = {"entity": entity, "face": face, "material": material}
+        self._ids = {"normal": normal, "entity": entity, "face": face, "material": material,
+                     "cos_incidence": None}
         self._resolve = resolve
-        if resolve is None and any(v is None for v in self._ids.values()):
-            raise TypeError("Hits needs entity, face and material arrays, or a resolve callable")
+        if resolve is None and any(self._ids[name] is None for name in self.FIELDS):
+            raise TypeError("Hits needs normal, entity, face and material arrays, or a resolve callable")
 
     def _field(self, name: str) -> np.ndarray:
         value = self._ids[name]
@@ -43,9 +44,27 @@ class Hits:
             value = self._ids[name] = self._resolve(name)
         return value
 
+    normal = property(lambda self: self._field("normal"), lambda self, v: self._ids.__setitem__("normal", v))
     entity = property(lambda self: self._field("entity"), lambda self, v: self._ids.__setitem__("entity", v))
     face = property(lambda self: self._field("face"), lambda self, v: self._ids.__setitem__("face", v))
     material = property(lambda self: self._field("material"), lambda self, v: self._ids.__setitem__("material", v))
+
+    def incidence_cosines(self, directions) -> np.ndarray:
+        """(N,) float32 |cos| of the angle between each traced unit direction and its hit's normal, 0 = miss.
+
+        A backend that knows it from the trace hands it over (then `directions` is not read);
+        otherwise it is |d . n| of `directions` ((N, 3) unit, as traced) and `normal`."""
+        value = self._ids["cos_incidence"]
+        if value is None and self._resolve is not None:
+            value = self._resolve("cos_incidence")
+        if value is None:
+            d, n = np.asarray(directions, np.float32), self.normal
+            value = d[:, 0] * n[:, 0]
+            value += d[:, 1] * n[:, 1]
+            value += d[:, 2] * n[:, 2]
+            np.abs(value, out=value)
+        self._ids["cos_incidence"] = value
+        return value
 
     @property
     def hit(self) -> np.ndarray:
@@ -68,7 +87,10 @@ class Hits:
         )
 
     def take(self, index) -> "Hits":
-        return Hits(self.distance[index], self.normal[index], self.entity[index], self.face[index], self.material[index])
+        taken = Hits(self.distance[index], self.normal[index], self.entity[index], self.face[index], self.material[index])
+        if self._ids["cos_incidence"] is not None:
+            taken._ids["cos_incidence"] = self._ids["cos_incidence"][index]
+        return taken
 
 
 class Backend(abc.ABC):
@@ -80,8 +102,16 @@ class Backend(abc.ABC):
         self.scene = scene
 
     @abc.abstractmethod
-    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf) -> Hits:
-        """First hit of each ray in [tmin, tmax]. origins, directions: (N, 3) world frame."""
+    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf, *, checked: bool = False,
+              lazy_normals: bool = False) -> Hits:
+        """First hit of each ray in [tmin, tmax]. origins, directions: (N, 3) world frame.
+
+        checked=True: the caller guarantees what `check_rays` would establish -- C-contiguous (N, 3)
+        float32 arrays, finite origins, finite unit directions (e.g. rays rotated from a validated
+        ray table) -- and the per-ray checks are skipped (dtype, shape and layout are still checked).
+        lazy_normals=True: `Hits.normal` is computed on first access instead of during the trace
+        (`Hits.incidence_cosines` stays cheap): for callers that seldom read the normals.
+        """
 
     def close(self) -> None:
         self.scene.unsubscribe(self)  # type: ignore[arg-type]
@@ -125,6 +155,17 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
         d = d.copy()
         d[off] /= np.sqrt(norm2[off])[:, None]
     return o, d
+
+
+def checked_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
+    """The O(1) part of `check_rays` for callers that vouch for their values (trace(checked=True))."""
+    for name, a in (("origins", origins), ("directions", directions)):
+        if not (isinstance(a, np.ndarray) and a.dtype == np.float32 and a.ndim == 2 and a.shape[1:] == (3,)
+                and a.flags.c_contiguous):
+            raise TracingError(f"checked rays: {name} must be a C-contiguous (N, 3) float32 array")
+    if origins.shape != directions.shape:
+        raise TracingError(f"origins and directions must both be (N, 3); got {origins.shape} and {directions.shape}")
+    return origins, directions
 
 
 def _load_builtin() -> None:

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import TracingError
 from ..world.scene import Entity, Scene
-from .backend import Backend, Hits, check_rays, register_backend
+from .backend import Backend, Hits, check_rays, checked_rays, register_backend
 
 try:  # optional heavy dependency, imported once with a clear message if missing
     from embreex import mesh_construction as _mesh_construction
@@ -215,8 +215,9 @@ class EmbreeBackend(Backend):
             return self._dynamic, self._masked.copy(), instances
 
     # -- tracing --------------------------------------------------------------------------------
-    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf) -> Hits:
-        o, d = check_rays(origins, directions)
+    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf, *, checked: bool = False,
+              lazy_normals: bool = False) -> Hits:
+        o, d = checked_rays(origins, directions) if checked else check_rays(origins, directions)
         if not (0.0 <= tmin < tmax):
             raise TracingError(f"need 0 <= tmin < tmax, got tmin={tmin}, tmax={tmax}")
         dynamic, masked, instances = self._sync()
@@ -226,7 +227,7 @@ class EmbreeBackend(Backend):
         if tmin > 0:
             o = o + d * np.float32(tmin)
         far = np.float32(min(float(tmax) - tmin, 1e30))
-        result = _Result(n)
+        result = _Result(n, lazy_normals)
         job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result)
         if self._pool is None or n < 2 * _MIN_CHUNK:
             self._trace_span(job, 0, n)
@@ -234,7 +235,7 @@ class EmbreeBackend(Backend):
             bounds = np.linspace(0, n, min(self.threads * 4, n // _MIN_CHUNK) + 1).astype(int)
             list(self._pool.map(lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:])))
         layers = [self._static, dynamic] + [inst[0] for inst in instances]
-        return Hits(result.distance, result.normal, resolve=_IdLookup(result.prim, result.layer, layers))
+        return Hits(result.distance, None if lazy_normals else result.normal, resolve=_IdLookup(result, layers))
 
     def _trace_span(self, job, a: int, b: int) -> None:
         o_all, d_all, far, tmin, dynamic, masked, instances, result = job
@@ -249,7 +250,11 @@ class EmbreeBackend(Backend):
             self._closer_in(inst, r, t, box, _MERGED + 1 + k, o, d, dist, prim, ng, layer)
         result.prim[a:b] = prim
         result.distance[a:b] = np.where(prim >= 0, dist + tmin if tmin else dist, np.float32(np.inf))
-        _unit_normals_facing(ng, d, out=result.normal[a:b])
+        scale = _normal_scales(ng, d, cos_out=result.cos[a:b])
+        if result.normal is not None:
+            np.multiply(ng, scale[:, None], out=result.normal[a:b])
+        else:  # kept for a normal computed on first access (Hits.normal)
+            result.parts.append((a, b, ng, scale))
 
     @staticmethod
     def _closer_in(layer: _Layer, r, t, box, code: int, o, d, dist, prim, ng, layer_of) -> None:
@@ -297,41 +302,63 @@ class EmbreeBackend(Backend):
 class _Result:
     """Preallocated per-trace outputs that the worker threads fill span by span."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, lazy_normals: bool = False):
         self.distance = np.empty(n, np.float32)
-        self.normal = np.empty((n, 3), np.float32)
+        self.normal = None if lazy_normals else np.empty((n, 3), np.float32)
+        self.parts: list = []  # lazy normals: (a, b, Ng, scale) of each span
+        self.cos = np.empty(n, np.float32)
         self.prim = np.empty(n, np.int32)
         self.layer = np.zeros(n, np.int16)  # which layer the primitive id belongs to (0 = static)
 
+    def lazy_normal(self) -> np.ndarray:
+        normal = np.empty((len(self.distance), 3), np.float32)
+        for a, b, ng, scale in self.parts:
+            np.multiply(ng, scale[:, None], out=normal[a:b])
+        self.parts = []
+        return normal
 
-def _unit_normals_facing(ng: np.ndarray, d: np.ndarray, out: np.ndarray) -> None:
-    """out = Ng / |Ng|, turned to face the ray; 0 for misses (Ng = 0).
+
+def _normal_scales(ng: np.ndarray, d: np.ndarray, cos_out: np.ndarray) -> np.ndarray:
+    """(N,) float32 s such that s * Ng is the unit normal facing the ray (0 for misses: Ng = 0),
+    and cos_out = |d . n| (the cosine of incidence, 0 for misses).
 
     Embree's Ng is computed by the trace anyway and still in cache: cheaper than gathering from a
     per-triangle table. Written as in-place column-wise float32 operations (the fast numpy forms for
     (N, 3)): a tiny bias keeps misses finite (0 * 1e15 = 0) and copysign orients without a mask."""
-    length2 = ng[:, 0] * ng[:, 0] + ng[:, 1] * ng[:, 1] + ng[:, 2] * ng[:, 2]
-    facing = ng[:, 0] * d[:, 0] + ng[:, 1] * d[:, 1] + ng[:, 2] * d[:, 2]
+    length2 = ng[:, 0] * ng[:, 0]
+    length2 += ng[:, 1] * ng[:, 1]
+    length2 += ng[:, 2] * ng[:, 2]
+    facing = ng[:, 0] * d[:, 0]
+    facing += ng[:, 1] * d[:, 1]
+    facing += ng[:, 2] * d[:, 2]
     length2 += np.float32(1e-30)
     scale = np.sqrt(length2, out=length2)
     np.divide(np.float32(1), scale, out=scale)
     np.copysign(scale, np.negative(facing, out=facing), out=scale)
-    np.multiply(ng, scale[:, None], out=out)
+    np.multiply(facing, scale, out=cos_out)  # -(Ng.d) * s = |Ng.d| / |Ng|
+    return scale
 
 
 class _IdLookup:
-    """Entity, face and material ids of traced rays, gathered on first request (Hits resolve)."""
+    """Entity, face and material ids of traced rays, gathered on first request (Hits resolve);
+    also the lazy normals and the cosines of incidence."""
 
-    def __init__(self, prim, layer_of, layers: list):
-        self.prim, self.layer_of, self.layers = prim, layer_of, layers
+    def __init__(self, result: _Result, layers: list):
+        self.result, self.prim, self.layer_of, self.layers = result, result.prim, result.layer, layers
 
     def __call__(self, name: str) -> np.ndarray:
+        if name == "normal":
+            return self.result.lazy_normal()
+        if name == "cos_incidence":
+            return self.result.cos
         static = self.layers[_STATIC]
         if static.scene is None:
             values = np.full(len(self.prim), -1, np.int32)
         else:  # the tables' last row is the miss row: 'wrap' sends primitive id -1 there (and ids of
             # other layers, which may exceed this table, somewhere harmless: they are overwritten below)
             values = np.take(getattr(static, f"prim_{name}"), self.prim, mode="wrap")
+        if len(self.layers) == 2 and self.layers[_MERGED] is None:  # a static world: nothing else to look up
+            return values
         moved = np.flatnonzero(self.layer_of)  # rays whose closest hit is in a dynamic layer
         codes = self.layer_of[moved]
         for code in np.unique(codes):

@@ -1,0 +1,88 @@
+"""The lidar's fast paths give the same frames as the plain ones.
+
+A ray table checked once lets every frame trace with `checked=True` and lazy normals; pieces are
+taken by whichever thread is free. None of it may change a single value of a frame.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import trimesh
+
+from lidar_ros import LidarSimulator, load_sensor
+from radarays_ros.tracing import make_backend
+from radarays_ros.world.mesh import TriMesh
+from radarays_ros.world.scene import Scene
+from radarays_ros.world.trajectory import Trajectory
+from radarays_ros.world.transforms import pose_to_matrix
+
+EVERYTHING_ON = {
+    "noise": {"bias_distribution": "gaussian", "bias_sigma": 0.02, "sigma": 0.02, "dust_probability": 0.01,
+              "resolution": 0.002},
+    "surface": {"model": "blensor", "limits": [[0.10, 50.0], [0.80, 120.0]]},
+}
+
+
+def street():
+    """Ground, a few buildings of different materials and a glass pane (a second trace round)."""
+    scene = Scene()
+    ground = trimesh.creation.box([200, 200, 1])
+    scene.add_entity("ground::link::visual", TriMesh(ground.vertices, ground.faces), pose_to_matrix(0, 0, -2.3),
+                     material="asphalt")
+    for i, (x, y, material) in enumerate([(12, 3, "concrete"), (-8, 9, "brick"), (5, -14, "metal"), (-20, -6, "wood")]):
+        box = trimesh.creation.box([4, 6, 8])
+        scene.add_entity(f"b{i}::link::visual", TriMesh(box.vertices, box.faces), pose_to_matrix(x, y, 1), material=material)
+    pane = trimesh.creation.box([0.02, 3, 2])
+    scene.add_entity("pane::link::visual", TriMesh(pane.vertices, pane.faces), pose_to_matrix(4, 0, 0), material="glass")
+    return scene
+
+
+def frame_arrays(scan) -> dict:
+    arrays = dict(scan.arrays())
+    arrays.update({f"field_{k}": scan.fields[k] for k in scan.fields})
+    arrays.update(normal=scan.normal, entity=scan.entity, material=scan.material, clean=scan.clean_range)
+    return arrays
+
+
+def assert_same_frames(a, b):
+    fa, fb = frame_arrays(a), frame_arrays(b)
+    for key in fa:
+        np.testing.assert_array_equal(fa[key], fb[key], err_msg=key)
+
+
+@pytest.mark.parametrize("sensor", ["VLP-16", "OS1-16"])
+def test_checked_ray_table_gives_the_frames_of_the_fully_checked_path(sensor):
+    scene = street()
+    backend = make_backend("embree", scene, threads=2)
+    cfg = load_sensor(sensor, EVERYTHING_ON)
+    fast, plain = LidarSimulator(cfg, scene, backend, seed=4), LidarSimulator(cfg, scene, backend, seed=4)
+    assert fast._table_ok
+    plain._table_ok = False  # every frame through check_rays and eager normals
+    pose = pose_to_matrix(0.3, -0.2, 0.1, 0.01, -0.02, 0.7)
+    moving = Trajectory(np.array([0, 100_000_000]), np.stack([pose, pose_to_matrix(1.0, 0.2, 0.1, 0, 0, 0.9)]))
+    for where in (pose, moving):
+        a, b = fast.simulate(where), plain.simulate(where)
+        assert a.hit.sum() > 0.3 * a.hit.size
+        assert_same_frames(a, b)
+
+
+def test_a_frame_does_not_depend_on_the_thread_count():
+    scene = street()
+    cfg = load_sensor("OS1-16", {**EVERYTHING_ON, "columns": 2048})  # 32768 rays: several pieces
+    pose = pose_to_matrix(0, 0, 0, 0, 0, 0.4)
+    one = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=1), seed=2).simulate(pose)
+    two = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=2).simulate(pose)
+    assert_same_frames(one, two)
+
+
+def test_a_bad_ray_table_is_not_trusted():
+    scene = street()
+    cfg = load_sensor("VLP-16", {})
+    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=1))
+    bad = np.array(cfg.directions, copy=True).reshape(-1, 3)
+    bad[0] *= 2.0  # not unit
+    from lidar_ros.simulator import _valid_rays
+
+    assert sim._table_ok and not _valid_rays(sim._origins, bad)
+    bad[0] = np.nan
+    assert not _valid_rays(sim._origins, bad)
