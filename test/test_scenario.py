@@ -109,10 +109,23 @@ def test_bag_message_by_message(tmp_path):
     assert len(radar_points) == 5 and all(m.header.frame_id == "radar" for m in radar_points)
     assert sum(m.width for m in radar_points) > 0
 
-    # lidar: velodyne layout, stamped at the last firing; every return on a wall or on the crate
+    # lidar: velodyne layout, stamped at the last firing; every return on a wall or on the crate. Each
+    # point is placed in the world with the base pose at its own firing time (stamp + `time`): the sensor
+    # sits at (x(t), 0, 1.5) with x(t) = -2 + 2 t and no rotation (mount and trajectory are pure shifts).
+    velodyne = np.dtype({"names": ["x", "y", "z", "time"], "formats": ["<f4", "<f4", "<f4", "<f4"],
+                         "offsets": [0, 4, 8, 18], "itemsize": 22})
     for _, _, m in bag["/lidar/points"]:
         assert m.header.frame_id == "velodyne" and m.point_step == 22
         assert [f.name for f in m.fields] == ["x", "y", "z", "intensity", "ring", "time"]
+        pts = np.frombuffer(np.asarray(m.data, np.uint8).tobytes(), velodyne)
+        pts = pts[np.isfinite(pts["x"])]
+        assert len(pts) > 1000 and np.all(pts["time"] <= 0) and pts["time"].min() > -0.11
+        t = stamp(m.header) / 1e9 + pts["time"].astype(np.float64)
+        x, y, z = pts["x"] + (-2.0 + 2.0 * t), pts["y"].astype(np.float64), pts["z"] + 1.5
+        on_wall = (np.minimum(np.abs(9.9 - np.abs(x)), np.abs(9.9 - np.abs(y))) < 0.02) & (z > -0.02) & (z < 2.02)
+        on_crate = (x > 4.48) & (x < 5.52) & (y > -6.52) & (y < -5.48) & (z > -0.02) & (z < 1.02)
+        assert np.all(on_wall | on_crate), np.c_[x, y, z][~(on_wall | on_crate)][:5]
+        assert on_crate.sum() > 10  # the crate is in view (5 m ahead-right)
     assert len(summary.pictures) == 10 and all(p.is_file() for p in summary.pictures)
 
 
@@ -230,3 +243,15 @@ def test_shipped_scenarios_load(path):
             load_sensor(spec.config, spec.overrides)
             for key in spec.output:
                 assert key in LidarUnit.output_params()
+
+
+def test_readme_main_job_runs(tmp_path):
+    """The README's first command (scenarios/office_demo.yaml with --pictures): 2.5 s of a 4 Hz radar and a 10 Hz
+    VLP-16 (organized as the velodyne driver: 16 rings wide), every frame in the bag at its rate, a picture per frame."""
+    assert radarays_main(["run", str(REPO / "scenarios" / "office_demo.yaml"), "--out", str(tmp_path / "demo.mcap"),
+                          "--pictures", str(tmp_path / "pictures")]) == 0
+    bag = read_bag(tmp_path / "demo.mcap")
+    radar, velodyne = bag["/radar/radar/image"], bag["/velodyne/points"]
+    assert [stamp(m.header) for _, _, m in radar] == [k * 250_000_000 for k in range(10)]
+    assert len(velodyne) == 25 and all(m.header.frame_id == "velodyne" and (m.width, m.height) == (16, 1800) for _, _, m in velodyne)
+    assert len(list((tmp_path / "pictures").glob("*.png"))) == 35
