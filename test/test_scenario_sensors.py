@@ -76,7 +76,13 @@ def test_lidar_unit_reconfigures_and_stamps_like_its_driver(wall_scene):
     msg = unit.messages(scan, 1_000_000_000)["points"]
     assert msg.header.frame_id == "velodyne"
     stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
-    assert stamp > 1_000_000_000  # velodyne: the last firing, not the sweep start
+    # velodyne: the last firing, not the sweep start. 1800 columns over 0.1 s, the 16 lasers 2.304 us apart
+    # (VLP-16 manual): the last one fires at 1799 x 0.1 / 1800 s + 15 x 2.304 us after the sweep start.
+    last_firing_s = 1799 * 0.1 / 1800 + 15 * 2.304e-6
+    assert (stamp - 1_000_000_000) * 1e-9 == pytest.approx(last_firing_s, abs=1e-7)
+    times = np.frombuffer(bytes(msg.data), np.dtype({"names": ["time"], "formats": ["<f4"], "offsets": [18],
+                                                     "itemsize": msg.point_step}))["time"]
+    assert times.max() == pytest.approx(0.0, abs=1e-7) and times.min() == pytest.approx(-last_firing_s, abs=1e-6)
     unit.reconfigure(unit.with_overrides({"rate_hz": 20}))
     assert unit.period_ns == 50_000_000
     planar = make_unit("lidar", "p", scene, backend, config="URG-04LX")
