@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from netns_common import refuse
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_FOLDERS = ("launch", "config", "urdf", "rviz", "worlds")
 NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "build", "install", "log", "out", "__pycache__", "*.egg-info", ".pytest_cache")
@@ -31,7 +33,7 @@ def test_package_xml_is_format_3_ament_python():
 def colcon_install(tmp_path_factory):
     colcon = shutil.which("colcon", path=str(Path(sys.executable).parent)) or shutil.which("colcon")
     if colcon is None:
-        pytest.skip("colcon is not installed (pip install radarays_ros[test])")
+        refuse("colcon build test", "colcon is not installed (pip install radarays_ros[test])")
     ws = tmp_path_factory.mktemp("ws")
     shutil.copytree(REPO, ws / "src" / "radarays_ros", ignore=NOT_SOURCES)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
