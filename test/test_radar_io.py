@@ -197,6 +197,8 @@ def _bad_inputs(tmp_path: Path, room_obj: Path) -> dict:
         "out of range": (["radar", world, "--set", "tracing.passes=99", "--out", out], "tracing.passes = 99"),
         "malformed config": (["radar", world, "--config", str(bad_yaml), "--out", out], "not valid YAML"),
         "missing config": (["radar", world, "--config", str(tmp_path / "none.yaml"), "--out", out], "file not found"),
+        "unknown preset": (["radar", world, "--config", "navtech", "--out", out],
+                           "unknown radar config 'navtech': not a file and not a preset; presets: mulran, navtech_cir204"),
         "unknown material key": (["radar", world, "--materials", str(bad_key), "--out", out], "unknown key(s) ['D']"),
         "malformed materials": (["radar", world, "--materials", str(bad_lib_yaml), "--out", out], "not valid YAML"),
         "unwritable out": (["radar", world, "--out", "/proc/no/such/dir/scan.npz"], "cannot be written"),
@@ -205,7 +207,7 @@ def _bad_inputs(tmp_path: Path, room_obj: Path) -> dict:
 
 
 @pytest.mark.parametrize("case", ["missing world", "empty world", "bad pose", "short pose", "unknown --set key",
-                                  "--set without =", "out of range", "malformed config", "missing config",
+                                  "--set without =", "out of range", "malformed config", "missing config", "unknown preset",
                                   "unknown material key", "malformed materials", "unwritable out", "png style of npz"])
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, room_obj, capsys, case):
     argv, needle = _bad_inputs(tmp_path, room_obj)[case]
@@ -215,6 +217,16 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, room_obj, capsys, case):
     assert len(lines) == 1 and lines[0].startswith("radarays: error: "), captured.err
     assert needle in lines[0]
     assert not (tmp_path / "scan.npz").exists()
+
+
+def test_cli_config_by_preset_name(tmp_path, room_obj):
+    """--config takes a preset name as the nodes and scenarios do: navtech_cir204 = 3360 bins of 0.0595 m."""
+    out = tmp_path / "navtech.npz"
+    assert main(["radar", str(room_obj), "--config", "navtech_cir204", "--set", "beam.samples=2",
+                 "--set", "noise.ambient=none", "--out", str(out)]) == 0
+    d = np.load(out)
+    assert d["image"].shape == (400, 3360)
+    np.testing.assert_allclose(d["range_m"][:2], [0.0, 0.0595])
 
 
 def test_cli_oxford_png(tmp_path, room_obj):

@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
     p.add_argument("world", help="SDF world, model directory, URDF or mesh file")
     p.add_argument("--pose", default="0 0 0 0 0 0", help='sensor pose in the world: "x y z roll pitch yaw" (m, rad)')
     p.add_argument("--materials", help="material library YAML merged over the shipped one")
-    p.add_argument("--config", help="radar config YAML (default: RadaRays defaults, config/radar/radarays_default.yaml)")
+    p.add_argument("--config", help="radar config: a YAML file or a preset name (radarays_default, mulran, navtech_cir204; "
+                        "default: RadaRays' defaults, config/radar/radarays_default.yaml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set beam.width_deg=10 (repeatable)")
     p.add_argument("--seed", type=int, help="random seed (overrides the config's)")
@@ -53,9 +54,14 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 
 
 def load_config(path: str | None, overrides: dict, seed: int | None):
+    """The --config preset name or YAML file (default: RadaRays' defaults) with --set/--seed applied.
+
+    Preset names are resolved as the nodes and scenarios resolve them (config/radar/NAME.yaml); an
+    unknown name lists the presets."""
+    from ..scenario.sensors import resolve_radar_config
     from .config import RadarConfig
 
-    config = RadarConfig.from_yaml(path) if path else RadarConfig()
+    config = resolve_radar_config(path) if path else RadarConfig()
     if seed is not None:
         overrides = {**overrides, "seed": seed}
     return config.with_overrides(overrides)
