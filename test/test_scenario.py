@@ -194,10 +194,29 @@ def test_trajectory_from_csv_and_from_a_bags_odometry_and_tf(tmp_path):
     ({"sensors": {"r": {"type": "sonar"}}}, "sensors.r.type = 'sonar': must be radar or lidar"),
     ({"sensors": {"r": {"type": "radar", "mount": [0, 0, 1]}}}, r"sensors.r.mount: expected \[x, y, z"),
     ({"duration": -1}, "duration = -1: must be >= 0"),
+    ({"world": "nope.sdf"}, r"world = 'nope.sdf': .*nope.sdf not found \(paths are relative to the scenario file\)"),
+    ({"materials": "mats.yaml"}, r"materials = 'mats.yaml': .*mats.yaml not found"),
+    ({"trajectory": {"csv": "none.csv"}}, r"trajectory.csv: trajectory file .*none.csv not found"),
 ])
 def test_bad_scenarios_name_the_key(tmp_path, change, message):
     with pytest.raises(ConfigError, match=message):
         load_scenario(scenario_file(tmp_path, **change))
+
+
+def test_malformed_scenario_yaml_is_one_line_with_where(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("world: room.sdf\nsensors: {r: {type: radar}\n")
+    with pytest.raises(ConfigError, match=r"broken.yaml: not valid YAML: expected ',' or '}', .* at line 3, column 1$"):
+        load_scenario(path)
+
+
+def test_unknown_output_option_and_entity_name_the_key_and_the_choices(tmp_path):
+    path = scenario_file(tmp_path, sensors={"radar": {"type": "radar", "output": {"layout": "x"}}})
+    with pytest.raises(ConfigError, match=r"sensors.radar: output.layout: unknown output option; allowed: image_layout, "):
+        run_scenario(path, tmp_path / "x.mcap", quiet=True)
+    path = scenario_file(tmp_path, entities=[{"name": "truck", "trajectory": {"waypoints": [[0, 0], [1, 0]], "speed": 1.0}}])
+    with pytest.raises(ConfigError, match=r"entities: no entity matches 'truck' .*; models: crate, walls$"):
+        run_scenario(path, tmp_path / "x.mcap", quiet=True)
 
 
 def test_bad_sensor_override_names_the_sensor(tmp_path):

@@ -93,7 +93,9 @@ def load_scenario(path: str | Path) -> Scenario:
     except FileNotFoundError:
         raise ConfigError(f"scenario {path}: file not found") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"scenario {path}: not valid YAML ({exc})") from None
+        from ..radar.config import yaml_problem
+
+        raise ConfigError(f"scenario {path}: not valid YAML: {yaml_problem(exc)}") from None
     if not isinstance(data, Mapping):
         raise ConfigError(f"scenario {path}: expected a mapping with keys {', '.join(TOP_KEYS)}")
     where = f"scenario {path}"
@@ -101,7 +103,12 @@ def load_scenario(path: str | Path) -> Scenario:
     base = path.parent
     world = _required(data, "world", where)
     world_path = (base / str(world)).resolve()
+    if not world_path.exists():
+        raise ConfigError(f"{where}: world = {world!r}: {world_path} not found (paths are relative to the scenario file)")
     materials = data.get("materials")
+    if materials and not (base / str(materials)).is_file():
+        raise ConfigError(f"{where}: materials = {materials!r}: {(base / str(materials)).resolve()} not found "
+                          "(paths are relative to the scenario file)")
     ignore = data.get("ignore") or []
     if not isinstance(ignore, list) or not all(isinstance(i, str) for i in ignore):
         raise ConfigError(f"{where}: ignore must be a list of name globs")
@@ -174,7 +181,10 @@ def trajectory_from(spec: Any, base: Path, where: str, world_frame: str = "map")
     if len(sources) != 1:
         raise ConfigError(f"{where}: give exactly one of csv, waypoints, bag (got {sources or 'none'})")
     if "csv" in spec:
-        return Trajectory.from_csv(base / str(spec["csv"]))
+        try:
+            return Trajectory.from_csv(base / str(spec["csv"]))
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.csv: {exc}") from None
     if "waypoints" in spec:
         speed = _number(spec, "speed", where, 1.0, lo=0.0, lo_open=True)
         z = _number(spec, "z", where, 0.0)

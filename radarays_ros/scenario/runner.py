@@ -80,12 +80,16 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
             units[spec.name] = make_unit(spec.kind, spec.name, scene, backend, config=spec.config,
                                          frame_id=spec.frame_id, overrides=spec.overrides, output=spec.output)
         except ConfigError as exc:
-            raise ConfigError(f"scenario {scenario.path}: sensors.{spec.name}: {exc}") from None
+            reason = str(exc).removeprefix(f"{spec.name}: ")  # the unit names itself; the scenario key says it
+            raise ConfigError(f"scenario {scenario.path}: sensors.{spec.name}: {reason}") from None
     movers = []
     for motion in scenario.entities:
         ids = matching_entities(scene, motion.pattern)
         if not ids:
-            raise ConfigError(f"scenario {scenario.path}: entities: no entity matches '{motion.pattern}'")
+            models = sorted({e.name.split("::", 1)[0] for e in scene.entities})
+            shown = ", ".join(models[:20]) + (f", ... ({len(models)} in all)" if len(models) > 20 else "")
+            raise ConfigError(f"scenario {scenario.path}: entities: no entity matches '{motion.pattern}' "
+                              f"(a model name or a glob over model::link::visual names); models: {shown}")
         start_pose = motion.trajectory.at([scenario.start_ns])[0]
         offsets = [np.linalg.inv(start_pose) @ scene.entity(i).pose for i in ids]
         movers.append((motion.trajectory, ids, offsets))

@@ -163,7 +163,7 @@ class SensorUnit:
         checked = dict(self.output)
         for key, value in values.items():
             if key not in specs:
-                raise ConfigError(f"{self.name}: unknown output option '{key}'; allowed: {', '.join(specs)}")
+                raise ConfigError(f"{self.name}: output.{key}: unknown output option; allowed: {', '.join(specs)}")
             checked[key] = check_param(f"{self.name}: output.{key}", value, specs[key])
         self.output = checked
 
