@@ -45,6 +45,10 @@ class LidarScan:
     # world frame), cos_incidence (0 = none); computed on first access so a frame pays only for what
     # its outputs read
     ground_truth_source: Callable[[str], np.ndarray] | None = field(default=None, repr=False)
+    # the config's organized driver-layout cloud (rows, cols), written while the frame was simulated
+    # (radarays_ros.io.lidar_clouds.FrameCloud; xyz and intensity are views into it), or None
+    cloud: np.ndarray | None = field(default=None, repr=False)
+    cloud_writer: object = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def _truth(self, name: str) -> np.ndarray | None:

@@ -18,12 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from radarays_ros.io.lidar_clouds import FrameCloud
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
 
 from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
+from .physics.interaction import first_trace
 from .scan import LidarScan
 
 
@@ -35,6 +37,7 @@ from .scan import LidarScan
 # cost of sky and ground rays, large enough that its few dozen numpy calls stay cheap.
 PIECE_RAYS = 65536
 MIN_SPLIT_RAYS = 16384
+TRACE_ON_CALLER = 1
 MIN_PIECES = 2  # from MIN_SPLIT_RAYS on: both threads get a piece
 # intensity fields a layout's point cloud reads besides the sensor's intensity field: computed in
 # the parallel pieces instead of on first access
@@ -92,6 +95,7 @@ class LidarSimulator:
         self._tmin = max(config.range_min - max_off, 0.0)
         self._tmax = config.range_max - min_off
         self._eager = tuple(f for f in LAYOUT_FIELDS.get(config.layout, ()) if f != config.intensity_field)
+        self._cloud = FrameCloud.of(config)  # the driver cloud written in place, where the layout allows
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
@@ -108,7 +112,7 @@ class LidarSimulator:
 
     def _simulate(self, pose, t0_ns: int) -> LidarScan:
         cfg = self.config
-        frame = _Frame(self._scans, cfg.rows * cfg.cols, (cfg.intensity_field, *self._eager))
+        frame = _Frame(self._scans, cfg.rows * cfg.cols, (cfg.intensity_field, *self._eager), self._cloud)
         self._scans += 1
         stamp = self._library_stamp()
         if stamp != self._materials_stamp:  # materials were added to or replaced in the library
@@ -125,10 +129,8 @@ class LidarSimulator:
         self._place(frame, pose, t0_ns)
         jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]
         rngs = [np.random.default_rng([self.seed, frame.index, k]) for k, _, _ in jobs]
-        # two phases, each on every thread: tracing, then the per-ray surface model. With a barrier
-        # between them no core idles at the end of a frame while one piece still runs its numpy work
-        hits = self._each_piece(jobs, lambda k, a, b: self._trace_piece(frame, rngs[k], a, b))
-        parts = self._each_piece(jobs, lambda k, a, b: self._surface_piece(frame, rngs[k], hits[k], a, b))
+        parts = self._pipeline(jobs, lambda k, a, b: self._trace_piece(frame, rngs[k], a, b),
+                               lambda k, a, b, traced: self._surface_piece(frame, rngs[k], traced, a, b))
         return self._scan(frame, t0_ns, parts)
 
     def _library_stamp(self) -> tuple:
@@ -136,38 +138,43 @@ class LidarSimulator:
         library = self.scene.materials
         return id(library), getattr(library, "version", None), len(library)
 
-    def _each_piece(self, jobs, fn) -> list:
-        """[fn(k, a, b) for every piece]: the calling thread and threads - 1 pool workers each take the
-        next piece not yet taken until none is left (dynamic scheduling: uneven pieces balance out)."""
-        workers = min(self._threads, len(jobs))
-        if workers == 1:
-            return [fn(*job) for job in jobs]
-        results = [None] * len(jobs)
-        queue = iter(range(len(jobs)))
-        take = threading.Lock()
-        failed = []
+    def _pipeline(self, jobs, trace, finish) -> list:
+        """[finish(k, a, b, trace(k, a, b)) for every piece], as a pipeline over the threads.
 
-        def work():
-            while not failed:
-                with take:
-                    k = next(queue, None)
-                if k is None:
-                    return
+        trace (world rays + the backend's first hits) is mostly time inside the backend, which
+        releases the GIL; finish (material classes + surface model) is a few dozen numpy calls, each
+        of which takes and gives back the GIL. Two threads running numpy call sequences at once hand
+        the GIL back and forth at every call (a context switch each: on a small VM they cost more
+        than the calls), so only the calling thread finishes pieces, and the pool workers only
+        trace. The calling thread traces too whenever no traced piece is waiting for it."""
+        n = len(jobs)
+        if n == 1 or self._threads == 1:
+            return [finish(*job, trace(*job)) for job in jobs]
+        state = _PipelineState(n)
+
+        def tracer() -> None:  # a pool worker: traces pieces until none is left
+            while (k := state.take()) is not None:
                 try:
-                    results[k] = fn(*jobs[k])
-                except BaseException as exc:  # stop the others early; re-raised on the caller
-                    failed.append(exc)
-                    raise
+                    state.traced(k, trace(*jobs[k]))
+                except BaseException as exc:
+                    state.fail(exc)
+                    return
 
-        helpers = [_pool(self._threads).submit(work) for _ in range(workers - 1)]
+        helpers = [_pool(self._threads).submit(tracer) for _ in range(min(self._threads - TRACE_ON_CALLER, n - 1))]
+        parts = [None] * n
         try:
-            work()
+            for _ in range(n):
+                k, traced = state.next_to_finish(TRACE_ON_CALLER)
+                if traced is None:  # nothing traced is waiting: trace the next piece here
+                    traced = trace(*jobs[k])
+                parts[k] = finish(*jobs[k], traced)
+        except BaseException as exc:
+            state.fail(exc)
+            raise
         finally:
-            for helper in helpers:  # also waits for them when the caller's share failed
-                helper.exception()
-        if failed:
-            raise failed[0]
-        return results
+            for helper in helpers:  # also waits for them when this thread failed
+                helper.result()
+        return parts
 
     # -- pieces ---------------------------------------------------------------------------------
     def _place(self, frame: "_Frame", pose, t0_ns: int) -> None:
@@ -203,20 +210,21 @@ class LidarSimulator:
         return origins, rotate(frame.dirs_t[:, a:b], frame.r, out=self._world_d[a:b], tmp=tmp)
 
     def _trace_piece(self, frame: "_Frame", rng: np.random.Generator, a: int, b: int):
-        """World rays a..b (jittered), traced through the material classes."""
+        """World rays a..b (jittered) and their first hits (origins, directions, Hits)."""
         cfg = self.config
         origins, dirs = self._world_rays(frame, a, b)
         if cfg.noise.angular_sigma > 0:
             dirs = jitter_directions(dirs, cfg.noise.angular_sigma, rng)
+        return origins, dirs, first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
+
+    def _surface_piece(self, frame: "_Frame", rng: np.random.Generator, traced, a: int, b: int) -> "_Part":
+        """The material classes and the surface model on the traced rays a..b; fills the frame's arrays there."""
+        cfg = self.config
+        origins, dirs, first = traced
         hits = trace_lidar(self.backend, origins, dirs, self.materials, self._tmin, self._tmax,
-                           max_bounces=cfg.max_bounces, unit_directions=True, checked_rays=frame.checked)
+                           max_bounces=cfg.max_bounces, unit_directions=True, first_hits=first)
         if self._has_offset:
             hits.range = hits.range + self._offset[a:b]  # Ouster ranges count from the lidar origin
-        return hits
-
-    def _surface_piece(self, frame: "_Frame", rng: np.random.Generator, hits, a: int, b: int) -> "_Part":
-        """The surface model on the traced rays a..b; fills the frame's arrays there."""
-        cfg = self.config
         ret = self.model.apply(hits, None, rng, ray_bias=None if self._ray_bias is None else self._ray_bias[a:b])
 
         rng_out = ret.range  # NaN where there is no return (physics contract)
@@ -241,6 +249,8 @@ class LidarSimulator:
             frame.fields[name][a:b] = part.field(name)
         if frame.intensity is not frame.fields[cfg.intensity_field]:  # a float32 copy of an integer field
             frame.intensity[a:b] = frame.fields[cfg.intensity_field][a:b]
+        if frame.cloud is not None:
+            self._cloud.fill(frame.cloud, a, b, rng_out)
         return part
 
     def _scan(self, frame: "_Frame", t0_ns: int, parts: list) -> LidarScan:
@@ -265,23 +275,75 @@ class LidarSimulator:
             fields=fields,
             pose_rotation=frame.rotation,
             ground_truth_source=_GroundTruth(parts, shape),
+            cloud=None if frame.cloud is None else frame.cloud.reshape(shape),
+            cloud_writer=self._cloud,
         )
+
+
+class _PipelineState:
+    """Pieces of one frame between the tracing workers and the finishing (calling) thread."""
+
+    def __init__(self, n: int):
+        self._n, self._next = n, 0
+        self._ready: dict = {}
+        self._error: BaseException | None = None
+        self._cond = threading.Condition()
+
+    def take(self) -> int | None:
+        """The next piece nobody has started tracing (None: all taken, or the frame failed)."""
+        with self._cond:
+            if self._error is not None or self._next >= self._n:
+                return None
+            self._next += 1
+            return self._next - 1
+
+    def traced(self, k: int, hits) -> None:
+        with self._cond:
+            self._ready[k] = hits
+            self._cond.notify_all()
+
+    def fail(self, exc: BaseException) -> None:
+        with self._cond:
+            if self._error is None:
+                self._error = exc
+            self._cond.notify_all()
+
+    def next_to_finish(self, may_trace=True) -> tuple[int, object]:
+        """(k, hits) of a traced piece, or (k, None) for an untraced piece the caller must trace;
+        waits while every remaining piece is being traced elsewhere."""
+        with self._cond:
+            while True:
+                if self._error is not None:
+                    raise self._error
+                if self._ready:
+                    k = min(self._ready)
+                    return k, self._ready.pop(k)
+                if may_trace and self._next < self._n:
+                    self._next += 1
+                    return self._next - 1, None
+                self._cond.wait()
 
 
 class _Frame:
     """One frame's inputs (rays, pose) and the output arrays its pieces fill."""
 
-    def __init__(self, index: int, n: int, eager: tuple[str, ...]):
+    def __init__(self, index: int, n: int, eager: tuple[str, ...], cloud: FrameCloud | None = None):
         self.index = index
         self.dirs = self.dirs_t = self.rotation = self.r = self.t = None
         self.checked = False  # the frame's world rays are known valid (trace(checked=True))
         self.world_o = self.world_d = None  # per-pixel world rays (trajectory) instead of r, t
         self.range = np.empty(n, np.float32)
         self.hit = np.empty(n, bool)
-        self.xyz = np.empty((n, 3), np.float32)
-        self.fields = {name: np.empty(n, FIELD_DTYPES[name]) for name in dict.fromkeys(eager)}
+        self.cloud = None if cloud is None else cloud.new(n)
+        views = {} if cloud is None else cloud.views(self.cloud)  # arrays that live in the cloud
+        self.xyz = views["xyz"] if views else np.empty((n, 3), np.float32)
+        self.fields = {name: views[name] if name in views else np.empty(n, FIELD_DTYPES[name])
+                       for name in dict.fromkeys(eager)}
         first = self.fields[eager[0]]  # the sensor's intensity field: float32 already, or copied per piece
-        self.intensity = first if first.dtype == np.float32 else np.empty(n, np.float32)
+        if views:
+            self.intensity = views["intensity"]
+        else:
+            self.intensity = first if first.dtype == np.float32 else np.empty(n, np.float32)
 
 
 FIELD_DTYPES = {"reflectivity": np.float32, "velodyne_intensity": np.float32, "ouster_reflectivity": np.uint16,

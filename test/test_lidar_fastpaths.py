@@ -86,3 +86,34 @@ def test_a_bad_ray_table_is_not_trusted():
     assert sim._table_ok and not _valid_rays(sim._origins, bad)
     bad[0] = np.nan
     assert not _valid_rays(sim._origins, bad)
+
+
+@pytest.mark.parametrize("sensor,layout", [("OS1-16", "ouster"), ("OS1-16", "gazebo"), ("OS1-16", "xyzi"),
+                                           ("VLP-16", "gazebo_cpu"), ("VLP-16", "velodyne")])
+def test_cloud_written_with_the_frame_is_the_driver_cloud_byte_for_byte(sensor, layout):
+    import dataclasses
+
+    from radarays_ros.io.lidar_clouds import pointcloud_array, pointcloud_msg
+    from rosbags.typesys import Stores, get_typestore
+
+    scene = street()
+    cfg = load_sensor(sensor, {**EVERYTHING_ON, "layout": layout, "range": {"min": 0.5, "max": 14.0}})
+    scan = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=1).simulate(pose_to_matrix(0, 0, 0))
+    assert 0 < scan.hit.sum() < scan.hit.size  # returns, misses and (max 14 m) returns pushed out by noise
+    generic = pointcloud_array(dataclasses.replace(scan, cloud=None))
+    built = pointcloud_array(scan)
+    # written with the frame where the cloud's rows are the scan's rows in the same order; the
+    # velodyne cloud is transposed, a gazebo cloud of an Ouster counts rings from the bottom
+    in_place = {"ouster": True, "xyzi": True, "gazebo_cpu": True, "gazebo": False, "velodyne": False}[layout]
+    assert (scan.cloud is not None) == in_place
+    if in_place:
+        assert built is scan.cloud
+    assert built.dtype == generic.dtype and built.shape == generic.shape
+    assert built.tobytes() == generic.tobytes()
+    # the message reads back with an independent decoder, field by field
+    store = get_typestore(Stores.ROS2_JAZZY)
+    msg = store.deserialize_cdr(store.serialize_cdr(pointcloud_msg(scan), "sensor_msgs/msg/PointCloud2"),
+                                "sensor_msgs/msg/PointCloud2")
+    assert bytes(msg.data) == generic.tobytes() and not msg.is_dense
+    # asking for another layout or ground truth still builds a new array
+    assert pointcloud_array(scan, ground_truth=("entity",)) is not scan.cloud

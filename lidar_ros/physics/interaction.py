@@ -109,7 +109,7 @@ class LidarHits:
 
 def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: float = 0.0,
                 tmax: float = np.inf, max_bounces: int = 4, unit_directions: bool = False,
-                checked_rays: bool = False) -> LidarHits:
+                checked_rays: bool = False, first_hits=None) -> LidarHits:
     """Trace N lidar rays through mirrors and transparent surfaces to the surface that returns them.
 
     origins, directions: (N, 3) world frame (directions need not be unit length; a caller that
@@ -120,6 +120,9 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     MAX_TRANSPARENT crossings), or whose path exceeds tmax, gives no return: a miss, never a
     max-range point. Costs one backend.trace of all N rays, plus one per further round for the
     (few) rays that crossed glass or met a mirror.
+
+    first_hits: the first round's `first_trace(backend, origins, directions, tmin, tmax, ...)` when
+    the caller traced it already (e.g. on another thread); the rays must be the same.
     """
     o = np.asarray(origins, np.float32)
     d = np.asarray(directions, np.float32)
@@ -130,8 +133,7 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     n = len(o)
     if n == 0:
         return LidarHits.misses(0)
-    # normals on first access: most frames read only the cosines of incidence
-    h = backend.trace(o, d, tmin, tmax, checked=checked_rays, lazy_normals=True)
+    h = first_trace(backend, o, d, tmin, tmax, checked_rays) if first_hits is None else first_hits
     unit = d if unit_directions or checked_rays else _unit(d)
     not_first = materials.not_returning(h.material)  # one gather; -1 (miss) -> False
     if not not_first.any():
@@ -141,6 +143,12 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     out = _first_surface_returns(h, not_first, unit, materials)
     _follow(backend, out, np.flatnonzero(continuing), o, unit, h, klass, materials, tmax, max_bounces)
     return out
+
+
+def first_trace(backend, origins, directions, tmin: float = 0.0, tmax: float = np.inf, checked_rays: bool = False):
+    """The first round of `trace_lidar`: the backend's hits of every ray (normals on first access:
+    most frames read only the cosines of incidence)."""
+    return backend.trace(origins, directions, tmin, tmax, checked=checked_rays, lazy_normals=True)
 
 
 def _unit(d: np.ndarray) -> np.ndarray:

@@ -100,6 +100,9 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     stamp_ns: header stamp the velodyne `time` field is relative to (default: last or first firing).
     """
     cfg = scan.config
+    cloud = getattr(scan, "cloud", None)  # built with the frame (FrameCloud): nothing left to do
+    if cloud is not None and scan.cloud_writer.matches(scan, layout, organized, ground_truth):
+        return cloud
     layout = _check_layout(layout or cfg.layout)
     organized = cfg.organized if organized is None else bool(organized)
     dtype = cloud_dtype(layout, ground_truth)
@@ -156,6 +159,69 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     return out
 
 
+class FrameCloud:
+    """Writes a sensor's organized driver-layout cloud while its frame is simulated (no second pass).
+
+    For layouts whose cloud rows are the scan's rows, in the same order (not velodyne: its cloud is
+    transposed), a frame's per-pixel outputs can live in the cloud itself: `views` gives the frame's
+    xyz and intensity arrays (and the intensity fields the layout carries) as strided views into
+    it, and `fill` writes the fields that follow from a piece's ranges and the firing table. The
+    result equals `pointcloud_array(scan)` byte for byte (tested), so `pointcloud_array` returns
+    it as is. `FrameCloud.of(config)` is None for every other sensor.
+    """
+
+    FIELDS = {"ouster": {"reflectivity": "ouster_reflectivity", "ambient": "ouster_ambient"}}
+
+    def __init__(self, config, dtype: np.dtype):
+        self.layout, self.dtype = config.layout, dtype
+        rows, cols = config.rows, config.cols
+        n = rows * cols
+        # the firing-table fields, one value per pixel, the same for every frame
+        self._constant = {}
+        if "ring" in dtype.names:
+            self._constant["ring"] = np.repeat(np.arange(rows, dtype=np.uint16), cols)
+        if self.layout == "ouster":
+            self._constant["t"] = np.rint(config.time * 1e9).astype(np.uint32).reshape(n)
+
+    @classmethod
+    def of(cls, config) -> "FrameCloud | None":
+        """The writer of a config's own cloud, or None where its cloud is not the scan's pixel order."""
+        layout = config.layout
+        if not config.organized or layout not in ("ouster", "gazebo", "gazebo_cpu", "xyzi"):
+            return None
+        if TOP_RING_FIRST[layout] is not None and config.rows > 1:
+            elevation = np.asarray(config.elevation).mean(axis=1)
+            order = np.argsort(-elevation if TOP_RING_FIRST[layout] else elevation, kind="stable")
+            if not np.array_equal(order, np.arange(config.rows)):
+                return None
+        return cls(config, cloud_dtype(layout))
+
+    def new(self, n: int) -> np.ndarray:
+        """An (n,) cloud of one frame; padding bytes 0."""
+        return np.empty(n, self.dtype) if _packed(self.dtype) else np.zeros(n, self.dtype)
+
+    def views(self, cloud: np.ndarray) -> dict[str, np.ndarray]:
+        """Per-pixel views into `cloud`: xyz (n, 3) float32, intensity (n,) float32, and the physics
+        intensity fields the layout carries (by their physics name)."""
+        xyz = np.ndarray((len(cloud), 3), np.float32, buffer=cloud, strides=(self.dtype.itemsize, 4))
+        out = {"xyz": xyz, "intensity": cloud["intensity"]}
+        for name, physics in self.FIELDS.get(self.layout, {}).items():
+            out[physics] = cloud[name]
+        return out
+
+    def fill(self, cloud: np.ndarray, a: int, b: int, range_m: np.ndarray) -> None:
+        """The fields of pixels a..b that are not views: firing-table constants, range in mm."""
+        piece = cloud[a:b]
+        for name, values in self._constant.items():
+            piece[name] = values[a:b]
+        if "range" in self.dtype.names:
+            piece["range"] = _millimetres(range_m)
+
+    def matches(self, scan, layout, organized, ground_truth) -> bool:
+        """Whether `pointcloud_array(scan, layout, organized, ground_truth)` is this frame's cloud."""
+        return (layout or scan.config.layout) == self.layout and organized in (None, True) and not ground_truth
+
+
 def _packed(dtype: np.dtype) -> bool:
     """True when the fields of a structured dtype cover every byte of its items (no padding)."""
     return sum(dtype.fields[name][0].itemsize for name in dtype.names) == dtype.itemsize
@@ -192,8 +258,9 @@ def pointcloud_msg(scan, t_ns: int | None = None, frame_id: str | None = None, l
         t_ns = scan.stamp_ns(time_reference) if layout == "velodyne" else scan.t0_ns
     points = pointcloud_array(scan, layout, organized, ground_truth, stamp_ns=t_ns, time_reference=time_reference)
     height = points.shape[0] if points.ndim == 2 else 1
+    # organized: a point is NaN exactly where the scan has no return
     return messages.pointcloud2(points, t_ns, frame_id or cfg.frame_id, height=height,
-                                is_dense=points.ndim == 1 or bool(points.size and not np.isnan(points["x"]).any()))
+                                is_dense=points.ndim == 1 or bool(points.size and scan.hit.all()))
 
 
 def laserscan_msg(scan, t_ns: int | None = None, frame_id: str | None = None):
@@ -206,7 +273,7 @@ def laserscan_msg(scan, t_ns: int | None = None, frame_id: str | None = None):
     return messages.laserscan(
         ranges, scan.t0_ns if t_ns is None else t_ns, frame_id or cfg.frame_id,
         angle_min=info["angle_min"], angle_increment=info["angle_increment"],
-        range_min=cfg.range_min, range_max=cfg.range_max, intensities=scan.intensity[0],
+        range_min=cfg.range_min, range_max=cfg.range_max, intensities=np.ascontiguousarray(scan.intensity[0]),
         time_increment=info["time_increment"], scan_time=info["scan_time"],
     )
 
