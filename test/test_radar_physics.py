@@ -81,7 +81,10 @@ def test_glass_splits_energy_by_fresnel():
     scene = scene_with(("pane", (0.1, 2.0, 2.0), (2.05, 0, 0), "glass"))
     img = RadarSimulator(config(), scene).simulate(EYE)
     first = returns_of(img, bounce=0)
-    assert np.allclose(first["energy"], 0.5102, atol=2e-3)  # BRDF 1 times R(0 deg) = 0.51
+    # normal incidence: n = c / v, air 0.3 m/ns -> n1 = 1, glass 0.05 m/ns -> n2 = 6; R = ((n1 - n2) / (n1 + n2))^2
+    # = 25/49 for both polarisations, times the BRDF (A = 1, B = 0)
+    n1, n2 = 0.3 / 0.3, 0.3 / 0.05
+    assert np.allclose(first["energy"], ((n1 - n2) / (n1 + n2)) ** 2, atol=2e-3)
 
 
 def test_air_velocity_objects_are_invisible():
