@@ -31,11 +31,12 @@ def test_organized_pointcloud2_bytes_identical():
     assert isinstance(converted.data, array.array) and converted.data.typecode == "B"
     assert back.header.stamp.sec == 1_700_000_000 and back.header.stamp.nanosec == 123_456_789
     assert back.header.frame_id == "os_sensor"
-    assert (back.height, back.width, back.point_step, back.row_step) == (64, 32, msg.point_step, msg.row_step)
+    # packed little-endian fields (sensor_msgs/PointField: FLOAT32 = 7, UINT16 = 4, UINT32 = 6): 22 bytes a point
+    assert (back.height, back.width, back.point_step, back.row_step) == (64, 32, 22, 22 * 32)
     assert [(f.name, f.offset, f.datatype, f.count) for f in back.fields] == [
-        (f.name, f.offset, f.datatype, f.count) for f in msg.fields]
+        ("x", 0, 7, 1), ("y", 4, 7, 1), ("z", 8, 7, 1), ("intensity", 12, 7, 1), ("ring", 16, 4, 1), ("t", 18, 6, 1)]
     assert back.is_dense is True and back.is_bigendian is False
-    assert np.array_equal(np.asarray(back.data), np.asarray(msg.data))
+    assert bytes(np.asarray(back.data, np.uint8)) == pts.tobytes()  # the points themselves, byte for byte
 
 
 def test_image_and_laserscan_values():
