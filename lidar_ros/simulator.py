@@ -30,14 +30,14 @@ from .scan import LidarScan
 
 
 # A frame is cut into pieces of at most PIECE_RAYS rays, and into at least MIN_PIECES from
-# MIN_SPLIT_RAYS on (an even count), traced and processed on the backend's thread count of workers
-# that take the next piece as they finish one. Pieces depend on the ray count only, and each has its
-# own random stream, so a frame is the same whatever the thread count. A piece is small enough to be
-# traced on its worker's thread (the backend splits only larger calls) and to balance the uneven
-# cost of sky and ground rays, large enough that its few dozen numpy calls stay cheap.
+# MIN_SPLIT_RAYS on (an even count), traced and processed by a pipeline over the backend's thread
+# count of workers (`LidarSimulator._pipeline`). Pieces depend on the ray count only, and each has
+# its own random stream, so a frame is the same whatever the thread count. Large pieces: each costs
+# a backend call and a few dozen numpy calls, and when two threads run numpy calls at once every
+# call hands the GIL over (a context switch): per call, large arrays keep that cost small. A large
+# piece is split by the backend over its own threads, which balances sky and ground rays.
 PIECE_RAYS = 65536
 MIN_SPLIT_RAYS = 16384
-TRACE_ON_CALLER = 1
 MIN_PIECES = 2  # from MIN_SPLIT_RAYS on: both threads get a piece
 # intensity fields a layout's point cloud reads besides the sensor's intensity field: computed in
 # the parallel pieces instead of on first access
@@ -145,35 +145,34 @@ class LidarSimulator:
         releases the GIL; finish (material classes + surface model) is a few dozen numpy calls, each
         of which takes and gives back the GIL. Two threads running numpy call sequences at once hand
         the GIL back and forth at every call (a context switch each: on a small VM they cost more
-        than the calls), so only the calling thread finishes pieces, and the pool workers only
-        trace. The calling thread traces too whenever no traced piece is waiting for it."""
+        than the calls), so the calling thread finishes pieces while the pool workers trace; each
+        does the other kind of work only when none of its own kind is waiting (the calling thread
+        traces when nothing traced is ready, a worker finishes pieces once all are traced)."""
         n = len(jobs)
         if n == 1 or self._threads == 1:
             return [finish(*job, trace(*job)) for job in jobs]
         state = _PipelineState(n)
+        parts = [None] * n
 
-        def tracer() -> None:  # a pool worker: traces pieces until none is left
-            while (k := state.take()) is not None:
+        def work(finisher: bool) -> None:
+            while (task := state.next_task(finisher)) is not None:
+                k, traced = task
                 try:
-                    state.traced(k, trace(*jobs[k]))
+                    if traced is None:
+                        state.traced(k, trace(*jobs[k]))
+                    else:
+                        parts[k] = finish(*jobs[k], traced)
                 except BaseException as exc:
                     state.fail(exc)
-                    return
+                    raise
 
-        helpers = [_pool(self._threads).submit(tracer) for _ in range(min(self._threads - TRACE_ON_CALLER, n - 1))]
-        parts = [None] * n
+        helpers = [_pool(self._threads).submit(work, False) for _ in range(min(self._threads - 1, n - 1))]
         try:
-            for _ in range(n):
-                k, traced = state.next_to_finish(TRACE_ON_CALLER)
-                if traced is None:  # nothing traced is waiting: trace the next piece here
-                    traced = trace(*jobs[k])
-                parts[k] = finish(*jobs[k], traced)
-        except BaseException as exc:
-            state.fail(exc)
-            raise
+            work(True)
         finally:
             for helper in helpers:  # also waits for them when this thread failed
-                helper.result()
+                helper.exception()
+        state.raise_failure()
         return parts
 
     # -- pieces ---------------------------------------------------------------------------------
@@ -281,24 +280,37 @@ class LidarSimulator:
 
 
 class _PipelineState:
-    """Pieces of one frame between the tracing workers and the finishing (calling) thread."""
+    """Pieces of one frame between the threads: untraced, traced (waiting to be finished), finished."""
 
     def __init__(self, n: int):
-        self._n, self._next = n, 0
+        self._n, self._next, self._tracing = n, 0, 0
         self._ready: dict = {}
         self._error: BaseException | None = None
         self._cond = threading.Condition()
 
-    def take(self) -> int | None:
-        """The next piece nobody has started tracing (None: all taken, or the frame failed)."""
+    def next_task(self, finisher: bool) -> tuple[int, object] | None:
+        """(k, hits) to finish, (k, None) to trace, or None when no work can come any more (or the
+        frame failed). A finisher takes traced pieces first, a tracer untraced ones first; both
+        wait while the only remaining work is pieces being traced elsewhere."""
         with self._cond:
-            if self._error is not None or self._next >= self._n:
-                return None
-            self._next += 1
-            return self._next - 1
+            while True:
+                if self._error is not None:
+                    return None
+                can_trace = self._next < self._n
+                if self._ready and (finisher or not can_trace):
+                    k = min(self._ready)
+                    return k, self._ready.pop(k)
+                if can_trace:
+                    self._next += 1
+                    self._tracing += 1
+                    return self._next - 1, None
+                if not self._tracing:
+                    return None
+                self._cond.wait()
 
     def traced(self, k: int, hits) -> None:
         with self._cond:
+            self._tracing -= 1
             self._ready[k] = hits
             self._cond.notify_all()
 
@@ -308,20 +320,9 @@ class _PipelineState:
                 self._error = exc
             self._cond.notify_all()
 
-    def next_to_finish(self, may_trace=True) -> tuple[int, object]:
-        """(k, hits) of a traced piece, or (k, None) for an untraced piece the caller must trace;
-        waits while every remaining piece is being traced elsewhere."""
-        with self._cond:
-            while True:
-                if self._error is not None:
-                    raise self._error
-                if self._ready:
-                    k = min(self._ready)
-                    return k, self._ready.pop(k)
-                if may_trace and self._next < self._n:
-                    self._next += 1
-                    return self._next - 1, None
-                self._cond.wait()
+    def raise_failure(self) -> None:
+        if self._error is not None:
+            raise self._error
 
 
 class _Frame:

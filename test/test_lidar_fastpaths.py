@@ -117,3 +117,24 @@ def test_cloud_written_with_the_frame_is_the_driver_cloud_byte_for_byte(sensor, 
     assert bytes(msg.data) == generic.tobytes() and not msg.is_dense
     # asking for another layout or ground truth still builds a new array
     assert pointcloud_array(scan, ground_truth=("entity",)) is not scan.cloud
+
+
+def test_a_failing_piece_fails_the_frame_and_the_next_frame_works():
+    scene = street()
+    cfg = load_sensor("OS1-16", {**EVERYTHING_ON, "columns": 2048})  # two pieces
+    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=3)
+    good = sim.simulate(np.eye(4))
+    trace = sim._trace_piece
+
+    def failing(frame, rng, a, b):
+        if a > 0:
+            raise RuntimeError("piece failed")
+        return trace(frame, rng, a, b)
+
+    sim._trace_piece = failing
+    with pytest.raises(RuntimeError, match="piece failed"):
+        sim.simulate(np.eye(4))
+    sim._trace_piece = trace
+    again = LidarSimulator(cfg, scene, sim.backend, seed=3)
+    np.testing.assert_array_equal(again.simulate(np.eye(4)).range, good.range)
+    assert np.isfinite(sim.simulate(np.eye(4)).range).any()

@@ -41,7 +41,7 @@ else:
     _IMPORT_ERROR = None
 
 INSTANCE_MIN_TRIANGLES = 2000  # moving meshes this large get their own BVH instead of a rebuild per move
-_MIN_CHUNK = 8192  # below this, thread hand-off costs more than it saves
+_MIN_CHUNK = 16384  # below this, thread hand-off (and a GIL hand-over per numpy call) costs more than it saves
 _MAX_RETRACE = 32  # passes through masked static entities before giving up (counts as a miss)
 _SKIP = 1e-4  # metres to step past a masked hit before continuing
 _STATIC, _MERGED = 0, 1  # layer codes; instance k has code 2 + k in a trace's snapshot
