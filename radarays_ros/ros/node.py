@@ -266,7 +266,10 @@ class SensorNode(Node):
 
     def _warn_unknown_parameters(self) -> None:
         """A params-file key nobody declared is a typo (rclpy would ignore it silently): say so."""
-        unknown = sorted(set(self._parameter_overrides) - {name for name in self._parameters})
+        # a sensor that did not start declared none of its sensor.* / output.* keys: its error said why
+        not_started = tuple(f"{s.prefix}{part}." for s in self.sensors if s.unit is None for part in ("sensor", "output"))
+        unknown = sorted(name for name in set(self._parameter_overrides) - set(self._parameters)
+                         if not (not_started and name.startswith(not_started)))
         if unknown:
             self.get_logger().warning(f"ignored unknown parameter(s) {', '.join(unknown)}; see "
                                       f"`ros2 param list /{self.get_name()}` for the known ones")
