@@ -229,6 +229,15 @@ def test_cli_config_by_preset_name(tmp_path, room_obj):
     np.testing.assert_allclose(d["range_m"][:2], [0.0, 0.0595])
 
 
+def test_cli_pose_in_degrees(tmp_path, room_obj):
+    """--degrees: yaw 90 turns azimuth 0 to +y, where the room's wall is 4 m away (bin 80 of 0.05 m)."""
+    out = tmp_path / "turned.npz"
+    assert main(["radar", str(room_obj), "--pose", "0 0 0 0 0 90", "--degrees", "--set", "beam.samples=5",
+                 "--materials", str(ROOT / "config/examples/materials_room.yaml"),
+                 "--config", str(ROOT / "config/examples/radarays_compat.yaml"), "--out", str(out)]) == 0
+    assert int(np.argmax(np.load(out)["image_f32"][0])) == 80
+
+
 def test_cli_oxford_png(tmp_path, room_obj):
     out = tmp_path / "1000.png"
     assert run_cli(room_obj, out, "--set", "beam.samples=5", "--png-style", "oxford", "--t-ns", "2000000") == 0

@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
                        description=__doc__.split("\n\n")[0])
     p.add_argument("world", help="SDF world, model directory, URDF or mesh file")
     p.add_argument("--pose", default="0 0 0 0 0 0", help='sensor pose in the world: "x y z roll pitch yaw" (m, rad)')
+    p.add_argument("--degrees", action="store_true", help="roll/pitch/yaw of --pose are in degrees")
     p.add_argument("--materials", help="material library YAML merged over the shipped one")
     p.add_argument("--config", help="radar config: a YAML file or a preset name (radarays_default, mulran, navtech_cir204; "
                         "default: RadaRays' defaults, config/radar/radarays_default.yaml)")
@@ -89,7 +90,7 @@ def _run(args) -> int:
     if args.png_style != "polar" and out.suffix.lower() != ".png":
         raise ConfigError(f"--png-style {args.png_style}: only for a .png output (got --out {out})")
     config = load_config(args.config, parse_overrides(args.set), args.seed)
-    pose = parse_pose_string(args.pose)
+    pose = parse_pose_string(args.pose, degrees=args.degrees, what="--pose")
     scene = load_world(args.world, materials=args.materials)
     if scene.triangle_count == 0:
         raise WorldError(f"world {args.world}: no triangles to trace (an empty or unsupported file?)")
