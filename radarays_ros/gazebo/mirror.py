@@ -15,7 +15,7 @@ What it follows (Gazebo's SceneBroadcaster, over gz-transport; nothing of this i
   poses. World poses are composed up the tree (model · link · visual, nested models included) and
   only entities that moved more than `min_translation` / `min_rotation` (1 mm, 1 mrad, as
   Rmagine's mirror) are moved in the Scene, at most `max_rate_hz` times a second (the newest
-  message wins; a capped one is applied on the next tick).
+  message wins; a capped one is applied by the mirror thread when due).
 * `/world/<w>/scene/info` topic (Scene): spawned models; their visuals join the scene through the
   world layer (`model_entities`), so materials, mesh URIs and names follow the same rules as the
   SDF loader. `/world/<w>/scene/deletion` (UInt32_V): removed entity ids; their subtree leaves.
@@ -134,6 +134,7 @@ class _Arrays:
         self.entity_ids = np.array([entity_of[i] for i in visual_ids], dtype=np.int64)
         self.applied: np.ndarray | None = None  # last poses given to the scene, per entity row
         self.raw = np.full((len(self.ids), 7), np.nan)  # last position + quaternion read per row (NaN: none yet)
+        self.bodies: list | None = None  # pose bytes of the last message applied (unchanged ones are skipped)
 
     def world(self) -> np.ndarray:
         out = self.local.copy()
@@ -166,6 +167,7 @@ class GazeboMirror:
         self._needs_resync = False
         self._subscribed = False
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a pose message held back by the rate cap: apply it when due
         self._thread: threading.Thread | None = None
         self._tag_queue: dict[str, int] = {}  # spawned model name -> generate_world_sdf attempts left
         self._tag_thread: threading.Thread | None = None
@@ -207,7 +209,6 @@ class GazeboMirror:
             self._load_sdf = False
         self._thread = threading.Thread(target=self._run, name="gazebo-mirror", daemon=True)
         self._thread.start()
-        self.client.add_idle_callback(self.tick)
         return self
 
     def wait_ready(self, timeout: float = 10.0) -> bool:
@@ -219,6 +220,7 @@ class GazeboMirror:
 
     def close(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=3)
         if self._tag_thread is not None:
@@ -264,7 +266,31 @@ class GazeboMirror:
                     self._start_tag_refresh()
             except RadaraysError as exc:  # a bad spawned model or world: keep the last good state
                 log.error("Gazebo mirror: %s", exc)
-            self._stop.wait(0.05)
+            self._wait_for_work(0.05)
+
+    def _wait_for_work(self, timeout: float) -> None:
+        """Sleep up to `timeout`; meanwhile apply a pose message held back by the rate cap when it is
+        due. (This thread, not the transport's, owns held-back messages: the transport needs no
+        timer for them, so an idle process wakes only for traffic and this loop.)"""
+        end = time.monotonic() + timeout
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if not self._wake.is_set():
+                if now >= end or not self._wake.wait(end - now):
+                    break
+                continue
+            due = self._last_apply + 1.0 / self.config.max_rate_hz
+            if now < due:
+                if now >= end:
+                    break
+                self._stop.wait(min(end, due) - now)
+                continue
+            self._wake.clear()
+            if not self.tick():
+                if not self._ready or self._needs_resync:
+                    break  # applied after the (re)sync
+                self._wake.set()  # refresh() applied one meanwhile: the cap starts again
+        self.tick()  # a message that came while the tree was being read
 
     def _topic(self, suffix: str) -> str:
         return f"/world/{self.world}/{suffix}"
@@ -581,7 +607,8 @@ class GazeboMirror:
                 self._check_time_went_back(stamp_ns)
                 self._last_stamp_ns = self.sim_time_ns = stamp_ns
             self._pending = (view, payload)  # Pose_V carries every pose: a newer message replaces an older
-        self.tick()
+        if not self.tick():
+            self._wake.set()  # capped (or not synced yet): the mirror thread applies it when due
 
     def _check_time_went_back(self, stamp_ns: int) -> None:
         """A Pose_V stamp earlier than the last one: Gazebo restarted (faster than `stale_after_s`) or
@@ -606,25 +633,29 @@ class GazeboMirror:
             self._apply_pose_v(msg)
             return True
 
-    def tick(self) -> None:
-        """Apply the newest pose message if it was held back by the rate cap and is now due (the
-        transport calls this at least every 20 ms)."""
+    def tick(self) -> bool:
+        """Apply the newest pose message if the rate cap allows it now; returns whether it did
+        (or there was nothing to apply). The mirror thread calls it for messages held back."""
         with self._lock:
-            if self._pending is None or not self._ready or self._needs_resync:
-                return  # ids mean nothing until the tree is (re)read
+            if self._pending is None:
+                return True
+            if not self._ready or self._needs_resync:
+                return False  # ids mean nothing until the tree is (re)read
             now = time.monotonic()
             if now - self._last_apply < 1.0 / self.config.max_rate_hz:
-                return  # capped: the idle tick applies the newest message later
+                return False  # capped: the mirror thread applies the newest message when due
             msg, self._pending = self._pending, None
             self._last_apply = now
             self._apply_pose_v(msg)
+            return True
 
     def _apply_pose_v(self, pending: tuple) -> None:
         arrays = self._tree_arrays()
         view, payload = pending
         if not len(arrays.ids) or not len(view.pose):
             return
-        poses = pose_decode.decode_view(view, payload)
+        poses = pose_decode.decode_view(view, payload, arrays.bodies)
+        arrays.bodies = poses.bodies
         rows = np.searchsorted(arrays.ids, poses.ids)
         rows[rows >= len(arrays.ids)] = 0
         known = arrays.ids[rows] == poses.ids  # lights and unknown entities are skipped

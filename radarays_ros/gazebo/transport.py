@@ -47,6 +47,8 @@ MSG_DISCOVERY_PORT = 10317
 SRV_DISCOVERY_PORT = 10318
 HEARTBEAT_S = 1.0
 SILENCE_S = 3.0
+IDLE_PERIOD_MS = 20  # idle callbacks run at least this often
+POLL_MS = 100  # without idle callbacks: heartbeats (1 s) and silence (3 s) need no finer clock
 NEW_CONNECTION = "6"
 END_CONNECTION = "7"
 
@@ -129,6 +131,9 @@ class GzTransportClient:
         self._req_addresses: set[str] = set()
         self._pending: dict[str, dict] = {}  # request uuid -> {'event', 'reply', 'ok'}
         self._idle: list[Callable[[], None]] = []
+        self._new_subs: list[_Subscription] = []  # subscriptions not yet connected to known publishers
+        self._routes: dict[bytes, tuple[str, bool]] = {}  # data frame topic -> (name, ours)
+        self._type_names: dict[bytes, str] = {}
         self._ctx = zmq.Context()
         self._sub = self._ctx.socket(zmq.SUB)
         self._requester = self._ctx.socket(zmq.ROUTER)
@@ -160,10 +165,7 @@ class GzTransportClient:
         with self._lock:
             sub = _Subscription(topic, callback, str(uuid.uuid4()))
             self._subs.setdefault(topic, []).append(sub)
-            for qualified, pubs in self._publishers.items():
-                if self._matches(qualified, topic):
-                    for pub in pubs.values():
-                        self._connect_publisher(pub, sub)
+            self._new_subs.append(sub)  # connected by the client thread, the only user of the SUB socket
             if self.partition is not None:  # ask publishers to re-advertise now instead of at the heartbeat
                 self._send("msg", D.SUBSCRIBE, sub_topic=f"@{self.partition}@{topic}")
 
@@ -173,9 +175,9 @@ class GzTransportClient:
             self._idle.append(fn)
 
     def alive(self, topic: str) -> bool:
-        """True while at least one publisher of `topic` is known and not silent."""
-        with self._lock:
-            return any(self._matches(q, topic) and pubs for q, pubs in self._publishers.items())
+        """True while at least one publisher of `topic` is known and not silent. Lock-free (a sensor
+        loop asks before every frame): the table is copied in one step under the GIL."""
+        return any(pubs and self._matches(q, topic) for q, pubs in list(self._publishers.items()))
 
     def topics(self) -> list[str]:
         with self._lock:
@@ -272,24 +274,45 @@ class GzTransportClient:
         return name == topic and (self.partition is None or partition == self.partition)
 
     def _run(self) -> None:
+        # Housekeeping and idle callbacks run on their own clock, not on every wake-up: at 60 Hz of
+        # poses (and as many clock messages) each wake-up should cost only the receiving. The poll
+        # waits without the lock (other threads call request/alive meanwhile); only this thread
+        # uses the polled sockets.
+        udp = [(kind, sock, sock.fileno()) for kind, sock in self._udp.items()]
+        next_chores = 0.0
         while not self._stop.is_set():
             try:
+                ready = dict(self._poller.poll(IDLE_PERIOD_MS if self._idle else POLL_MS))
                 with self._lock:
-                    ready = dict(self._poller.poll(20))
-                    for kind, sock in self._udp.items():
-                        if sock.fileno() in ready or sock in ready:
+                    if self._new_subs:
+                        self._connect_new_subscriptions()
+                    for kind, sock, fd in udp:
+                        if fd in ready:
                             self._receive_discovery(kind, sock)
                     if self._sub in ready:
                         self._receive_message()
                     if self._responses in ready:
                         self._receive_response()
-                    self._housekeeping()
-                    idle = list(self._idle)
-                for fn in idle:
-                    fn()
+                    now = time.monotonic()
+                    due = now >= next_chores
+                    if due:
+                        next_chores = now + (IDLE_PERIOD_MS if self._idle else POLL_MS) / 1000.0
+                        self._housekeeping(now)
+                        idle = list(self._idle)
+                if due:
+                    for fn in idle:
+                        fn()
             except Exception:  # a bad datagram or callback must not kill the transport thread
                 log.exception("gz-transport client: error while handling traffic")
                 time.sleep(0.05)
+
+    def _connect_new_subscriptions(self) -> None:
+        for sub in self._new_subs:
+            for qualified, pubs in self._publishers.items():
+                if self._matches(qualified, sub.topic):
+                    for pub in pubs.values():
+                        self._connect_publisher(pub, sub)
+        self._new_subs.clear()
 
     def _receive_discovery(self, kind: str, sock: socket.socket) -> None:
         while True:
@@ -382,12 +405,18 @@ class GzTransportClient:
                 return
             if len(frames) < 3:
                 continue
-            qualified = frames[0].decode(errors="replace")
-            payload = frames[2]
-            type_name = frames[3].decode(errors="replace") if len(frames) > 3 else ""
-            _, name = split_topic(qualified)
-            if not self._matches(qualified, name):
+            route = self._routes.get(frames[0])
+            if route is None:  # topic bytes -> (unqualified name, from our partition), once per topic
+                qualified = frames[0].decode(errors="replace")
+                name = split_topic(qualified)[1]
+                route = self._routes[frames[0]] = (name, self._matches(qualified, name))
+            name, ours = route
+            if not ours:
                 continue
+            payload = frames[2]
+            type_name = self._type_names.get(frames[3], "") if len(frames) > 3 else ""
+            if len(frames) > 3 and not type_name:
+                type_name = self._type_names[frames[3]] = frames[3].decode(errors="replace")
             for sub in self._subs.get(name, []):
                 try:
                     sub.callback(payload, type_name)
@@ -407,8 +436,7 @@ class GzTransportClient:
                 waiter["reply"], waiter["ok"] = frames[4], frames[5] == b"1"
                 waiter["event"].set()
 
-    def _housekeeping(self) -> None:
-        now = time.monotonic()
+    def _housekeeping(self, now: float) -> None:
         if now >= self._next_heartbeat:
             self._next_heartbeat = now + HEARTBEAT_S
             self._send("msg", D.HEARTBEAT)

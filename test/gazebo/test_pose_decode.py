@@ -70,3 +70,20 @@ def test_unusual_but_valid_bodies_fall_back_to_the_ordinary_classes(body):
     assert pose_decode._records((body, b""), 1) is None  # the vectorised pass declines it...
     fast = _assert_same(_with_position_body(body))  # ...and the result is still protobuf's
     assert fast.ids.tolist() == [9]
+
+
+def test_only_poses_whose_bytes_changed_are_decoded_after_a_previous_message():
+    msg = protos.Pose_V()
+    for i in range(3):
+        p = msg.pose.add(name=f"m{i}", id=10 + i)
+        p.position.x, p.orientation.w = float(i), 1.0
+    first = pose_decode.decode_pose_v(msg.SerializeToString())
+    assert first.ids.tolist() == [10, 11, 12]
+    msg.pose[1].position.x = 7.5  # only the middle one moves
+    second = pose_decode.decode_view(pose_decode.parse_view(msg.SerializeToString()), previous=first.bodies)
+    assert second.ids.tolist() == [11] and second.positions.tolist() == [[7.5, 0.0, 0.0]]
+    same = pose_decode.decode_view(pose_decode.parse_view(msg.SerializeToString()), previous=second.bodies)
+    assert same.ids.tolist() == []
+    msg.pose.add(name="new", id=99)  # another count (a model spawned): everything again
+    grown = pose_decode.decode_view(pose_decode.parse_view(msg.SerializeToString()), previous=same.bodies)
+    assert grown.ids.tolist() == [10, 11, 12, 99]
