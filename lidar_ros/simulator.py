@@ -29,13 +29,12 @@ from .physics.interaction import first_trace
 from .scan import LidarScan
 
 
-# A frame is cut into pieces of at most PIECE_RAYS rays, and into at least MIN_PIECES from
-# MIN_SPLIT_RAYS on (an even count), traced and processed by a pipeline over the backend's thread
-# count of workers (`LidarSimulator._pipeline`). Pieces depend on the ray count only, and each has
-# its own random stream, so a frame is the same whatever the thread count. Large pieces: each costs
-# a backend call and a few dozen numpy calls, and when two threads run numpy calls at once every
-# call hands the GIL over (a context switch): per call, large arrays keep that cost small. A large
-# piece is split by the backend over its own threads, which balances sky and ground rays.
+# A frame is traced in one backend call, then cut into pieces of at most PIECE_RAYS rays, and into
+# at least MIN_PIECES from MIN_SPLIT_RAYS on (an even count), for the material classes and the
+# surface model on the backend's thread count of workers. Pieces depend on the ray count only, and
+# each has its own random stream, so a frame is the same whatever the thread count. Large pieces:
+# each costs a few dozen numpy calls, and while two threads run numpy calls every call may wait
+# for the GIL: large arrays per call keep that cost small against the work.
 PIECE_RAYS = 65536
 MIN_SPLIT_RAYS = 16384
 MIN_PIECES = 2  # from MIN_SPLIT_RAYS on: both threads get a piece
@@ -129,51 +128,34 @@ class LidarSimulator:
         self._place(frame, pose, t0_ns)
         jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]
         rngs = [np.random.default_rng([self.seed, frame.index, k]) for k, _, _ in jobs]
-        parts = self._pipeline(jobs, lambda k, a, b: self._trace_piece(frame, rngs[k], a, b),
-                               lambda k, a, b, traced: self._surface_piece(frame, rngs[k], traced, a, b))
+        # The first hits of the whole frame in one backend call: the backend splits it over its
+        # threads in chunks (as many as the bare-Embree benchmark uses), taken dynamically, which
+        # balances cheap sky rays against ground rays. Then the material classes and the surface
+        # model, piece by piece on every thread (numpy releases the GIL in each call).
+        origins, dirs = self._world_rays(frame, 0, cfg.rows * cfg.cols)
+        if cfg.noise.angular_sigma > 0:  # each piece's own random stream, as it is used below
+            for k, a, b in jobs:
+                dirs[a:b] = jitter_directions(dirs[a:b], cfg.noise.angular_sigma, rngs[k])
+        first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
+        parts = self._each_piece(jobs, lambda k, a, b: self._surface_piece(
+            frame, rngs[k], (origins[a:b], dirs[a:b], first.span(a, b)), a, b))
         return self._scan(frame, t0_ns, parts)
+
+    def _each_piece(self, jobs, fn) -> list:
+        """[fn(k, a, b) for every piece], the first on the calling thread, the others on the worker pool."""
+        if len(jobs) == 1 or self._threads == 1:
+            return [fn(*job) for job in jobs]
+        rest = [_pool(self._threads).submit(fn, *job) for job in jobs[1:]]
+        try:
+            first = fn(*jobs[0])
+        finally:
+            others = [future.result() for future in rest]  # also waits for them when the first fails
+        return [first, *others]
 
     def _library_stamp(self) -> tuple:
         """Which library, at which version and size, `self.materials` was parsed from."""
         library = self.scene.materials
         return id(library), getattr(library, "version", None), len(library)
-
-    def _pipeline(self, jobs, trace, finish) -> list:
-        """[finish(k, a, b, trace(k, a, b)) for every piece], as a pipeline over the threads.
-
-        trace (world rays + the backend's first hits) is mostly time inside the backend, which
-        releases the GIL; finish (material classes + surface model) is a few dozen numpy calls, each
-        of which takes and gives back the GIL. Two threads running numpy call sequences at once hand
-        the GIL back and forth at every call (a context switch each: on a small VM they cost more
-        than the calls), so the calling thread finishes pieces while the pool workers trace; each
-        does the other kind of work only when none of its own kind is waiting (the calling thread
-        traces when nothing traced is ready, a worker finishes pieces once all are traced)."""
-        n = len(jobs)
-        if n == 1 or self._threads == 1:
-            return [finish(*job, trace(*job)) for job in jobs]
-        state = _PipelineState(n)
-        parts = [None] * n
-
-        def work(finisher: bool) -> None:
-            while (task := state.next_task(finisher)) is not None:
-                k, traced = task
-                try:
-                    if traced is None:
-                        state.traced(k, trace(*jobs[k]))
-                    else:
-                        parts[k] = finish(*jobs[k], traced)
-                except BaseException as exc:
-                    state.fail(exc)
-                    raise
-
-        helpers = [_pool(self._threads).submit(work, False) for _ in range(min(self._threads - 1, n - 1))]
-        try:
-            work(True)
-        finally:
-            for helper in helpers:  # also waits for them when this thread failed
-                helper.exception()
-        state.raise_failure()
-        return parts
 
     # -- pieces ---------------------------------------------------------------------------------
     def _place(self, frame: "_Frame", pose, t0_ns: int) -> None:
@@ -208,16 +190,9 @@ class LidarSimulator:
                 origins[:, i] = frame.t[i]
         return origins, rotate(frame.dirs_t[:, a:b], frame.r, out=self._world_d[a:b], tmp=tmp)
 
-    def _trace_piece(self, frame: "_Frame", rng: np.random.Generator, a: int, b: int):
-        """World rays a..b (jittered) and their first hits (origins, directions, Hits)."""
-        cfg = self.config
-        origins, dirs = self._world_rays(frame, a, b)
-        if cfg.noise.angular_sigma > 0:
-            dirs = jitter_directions(dirs, cfg.noise.angular_sigma, rng)
-        return origins, dirs, first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
-
     def _surface_piece(self, frame: "_Frame", rng: np.random.Generator, traced, a: int, b: int) -> "_Part":
-        """The material classes and the surface model on the traced rays a..b; fills the frame's arrays there."""
+        """The material classes and the surface model on rays a..b (traced: their world origins,
+        directions and first hits); fills the frame's arrays there."""
         cfg = self.config
         origins, dirs, first = traced
         hits = trace_lidar(self.backend, origins, dirs, self.materials, self._tmin, self._tmax,
@@ -277,52 +252,6 @@ class LidarSimulator:
             cloud=None if frame.cloud is None else frame.cloud.reshape(shape),
             cloud_writer=self._cloud,
         )
-
-
-class _PipelineState:
-    """Pieces of one frame between the threads: untraced, traced (waiting to be finished), finished."""
-
-    def __init__(self, n: int):
-        self._n, self._next, self._tracing = n, 0, 0
-        self._ready: dict = {}
-        self._error: BaseException | None = None
-        self._cond = threading.Condition()
-
-    def next_task(self, finisher: bool) -> tuple[int, object] | None:
-        """(k, hits) to finish, (k, None) to trace, or None when no work can come any more (or the
-        frame failed). A finisher takes traced pieces first, a tracer untraced ones first; both
-        wait while the only remaining work is pieces being traced elsewhere."""
-        with self._cond:
-            while True:
-                if self._error is not None:
-                    return None
-                can_trace = self._next < self._n
-                if self._ready and (finisher or not can_trace):
-                    k = min(self._ready)
-                    return k, self._ready.pop(k)
-                if can_trace:
-                    self._next += 1
-                    self._tracing += 1
-                    return self._next - 1, None
-                if not self._tracing:
-                    return None
-                self._cond.wait()
-
-    def traced(self, k: int, hits) -> None:
-        with self._cond:
-            self._tracing -= 1
-            self._ready[k] = hits
-            self._cond.notify_all()
-
-    def fail(self, exc: BaseException) -> None:
-        with self._cond:
-            if self._error is None:
-                self._error = exc
-            self._cond.notify_all()
-
-    def raise_failure(self) -> None:
-        if self._error is not None:
-            raise self._error
 
 
 class _Frame:

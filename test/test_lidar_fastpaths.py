@@ -124,17 +124,17 @@ def test_a_failing_piece_fails_the_frame_and_the_next_frame_works():
     cfg = load_sensor("OS1-16", {**EVERYTHING_ON, "columns": 2048})  # two pieces
     sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=3)
     good = sim.simulate(np.eye(4))
-    trace = sim._trace_piece
+    surface = sim._surface_piece
 
-    def failing(frame, rng, a, b):
-        if a > 0:
+    def failing(frame, rng, traced, a, b):
+        if a > 0:  # the piece on the worker thread
             raise RuntimeError("piece failed")
-        return trace(frame, rng, a, b)
+        return surface(frame, rng, traced, a, b)
 
-    sim._trace_piece = failing
+    sim._surface_piece = failing
     with pytest.raises(RuntimeError, match="piece failed"):
         sim.simulate(np.eye(4))
-    sim._trace_piece = trace
+    sim._surface_piece = surface
     again = LidarSimulator(cfg, scene, sim.backend, seed=3)
     np.testing.assert_array_equal(again.simulate(np.eye(4)).range, good.range)
     assert np.isfinite(sim.simulate(np.eye(4)).range).any()

@@ -5,6 +5,7 @@ import trimesh
 
 from radarays_ros.errors import ConfigError, TracingError
 from radarays_ros.tracing import make_backend
+from radarays_ros.tracing.backend import Hits
 from radarays_ros.world.materials import MaterialLibrary
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
@@ -307,3 +308,18 @@ def test_checked_fast_path_still_rejects_wrong_layouts(wall_scene):
         backend.trace(np.asfortranarray(o32), d32, checked=True)
     with pytest.raises(TracingError, match=r"\(N, 3\)"):
         backend.trace(o32, d32[:4], checked=True)
+
+
+def test_a_span_of_hits_is_the_same_rays_lazily(wall_scene):
+    backend = make_backend("embree", wall_scene, threads=2)
+    o, d, _ = fan(64)
+    for lazy in (False, True):
+        hits = backend.trace(o, d, lazy_normals=lazy)
+        part = hits.span(10, 40)  # before anything else was read: the span resolves its own rows
+        np.testing.assert_array_equal(part.material, hits.material[10:40])
+        np.testing.assert_array_equal(part.entity, hits.entity[10:40])
+        np.testing.assert_array_equal(part.normal, hits.normal[10:40])
+        np.testing.assert_array_equal(part.incidence_cosines(None), hits.incidence_cosines(None)[10:40])
+        np.testing.assert_array_equal(part.distance, hits.distance[10:40])
+    plain = Hits.misses(5)  # arrays only: a span is views of them
+    assert plain.span(1, 3).distance.shape == (2,) and np.all(plain.span(1, 3).incidence_cosines(np.ones((2, 3))) == 0)

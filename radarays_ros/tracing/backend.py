@@ -49,6 +49,28 @@ class Hits:
     face = property(lambda self: self._field("face"), lambda self, v: self._ids.__setitem__("face", v))
     material = property(lambda self: self._field("material"), lambda self, v: self._ids.__setitem__("material", v))
 
+    def span(self, a: int, b: int) -> "Hits":
+        """Rays a..b as a Hits of views into this one's arrays; attributes not read yet stay lazy
+        (a backend's resolver may offer `span(a, b)`, else the whole attribute is resolved once)."""
+        sub = Hits(self.distance[a:b], resolve=self._span_resolver(a, b))
+        for name, value in self._ids.items():
+            if value is not None:
+                sub._ids[name] = value[a:b]
+        return sub
+
+    def _span_resolver(self, a: int, b: int):
+        if self._resolve is not None and hasattr(self._resolve, "span"):
+            return self._resolve.span(a, b)
+
+        def resolve(name: str):
+            if name != "cos_incidence":
+                return self._field(name)[a:b]
+            value = self._ids[name]
+            if value is None and self._resolve is not None:
+                value = self._resolve(name)
+            return None if value is None else value[a:b]
+        return resolve
+
     def incidence_cosines(self, directions) -> np.ndarray:
         """(N,) float32 |cos| of the angle between each traced unit direction and its hit's normal, 0 = miss.
 

@@ -41,7 +41,7 @@ else:
     _IMPORT_ERROR = None
 
 INSTANCE_MIN_TRIANGLES = 2000  # moving meshes this large get their own BVH instead of a rebuild per move
-_MIN_CHUNK = 16384  # below this, thread hand-off (and a GIL hand-over per numpy call) costs more than it saves
+_MIN_CHUNK = 8192  # below this, thread hand-off costs more than it saves
 _MAX_RETRACE = 32  # passes through masked static entities before giving up (counts as a miss)
 _SKIP = 1e-4  # metres to step past a masked hit before continuing
 _STATIC, _MERGED = 0, 1  # layer codes; instance k has code 2 + k in a trace's snapshot
@@ -310,11 +310,14 @@ class _Result:
         self.prim = np.empty(n, np.int32)
         self.layer = np.zeros(n, np.int16)  # which layer the primitive id belongs to (0 = static)
 
-    def lazy_normal(self) -> np.ndarray:
-        normal = np.empty((len(self.distance), 3), np.float32)
+    def lazy_normal(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Unit normals of rays lo..hi from the kept spans (Ng, scale)."""
+        hi = len(self.distance) if hi is None else hi
+        normal = np.empty((hi - lo, 3), np.float32)
         for a, b, ng, scale in self.parts:
-            np.multiply(ng, scale[:, None], out=normal[a:b])
-        self.parts = []
+            a2, b2 = max(a, lo), min(b, hi)
+            if a2 < b2:
+                np.multiply(ng[a2 - a:b2 - a], scale[a2 - a:b2 - a, None], out=normal[a2 - lo:b2 - lo])
         return normal
 
 
@@ -340,17 +343,25 @@ def _normal_scales(ng: np.ndarray, d: np.ndarray, cos_out: np.ndarray) -> np.nda
 
 
 class _IdLookup:
-    """Entity, face and material ids of traced rays, gathered on first request (Hits resolve);
+    """Entity, face and material ids of traced rays lo..hi, gathered on first request (Hits resolve);
     also the lazy normals and the cosines of incidence."""
 
-    def __init__(self, result: _Result, layers: list):
-        self.result, self.prim, self.layer_of, self.layers = result, result.prim, result.layer, layers
+    def __init__(self, result: _Result, layers: list, lo: int = 0, hi: int | None = None):
+        hi = len(result.prim) if hi is None else hi
+        self.result, self.layers, self.lo, self.hi = result, layers, lo, hi
+        self.prim, self.layer_of = result.prim[lo:hi], result.layer[lo:hi]
+
+    def span(self, a: int, b: int) -> "_IdLookup":
+        """The lookup of rays a..b of these (Hits.span)."""
+        return _IdLookup(self.result, self.layers, self.lo + a, self.lo + b)
 
     def __call__(self, name: str) -> np.ndarray:
         if name == "normal":
-            return self.result.lazy_normal()
+            if self.result.normal is not None:
+                return self.result.normal[self.lo:self.hi]
+            return self.result.lazy_normal(self.lo, self.hi)
         if name == "cos_incidence":
-            return self.result.cos
+            return self.result.cos[self.lo:self.hi]
         static = self.layers[_STATIC]
         if static.scene is None:
             values = np.full(len(self.prim), -1, np.int32)
