@@ -754,11 +754,15 @@ def poses_to_matrices(positions: np.ndarray, quaternions_xyzw: np.ndarray) -> np
 
 def moved_beyond(old: np.ndarray, new: np.ndarray, min_translation: float, min_rotation: float) -> np.ndarray:
     """(N,) bool: poses whose translation changed by more than min_translation or whose rotation
-    changed by more than min_rotation (angle of old_R^T new_R)."""
-    shift = np.linalg.norm(new[:, :3, 3] - old[:, :3, 3], axis=1)
-    cos_angle = (np.einsum("nij,nij->n", old[:, :3, :3], new[:, :3, :3]) - 1.0) / 2.0
-    angle = np.arccos(np.clip(cos_angle, -1.0, 1.0))
-    return (shift > min_translation) | (angle > min_rotation)
+    changed by more than min_rotation (angle of old_R^T new_R).
+
+    Compared without square roots and arccos (few numpy calls: this runs for every pose message):
+    |d|^2 > t^2, and angle > a  <=>  trace(old_R^T new_R) = 1 + 2 cos(angle) < 1 + 2 cos(a) on [0, pi]."""
+    d = new[:, :3, 3] - old[:, :3, 3]
+    moved = np.einsum("ni,ni->n", d, d) > min_translation * min_translation
+    if min_rotation < math.pi:  # no rotation is larger than pi
+        moved |= np.einsum("nij,nij->n", old[:, :3, :3], new[:, :3, :3]) < 1.0 + 2.0 * math.cos(min_rotation)
+    return moved
 
 
 def model_sdf(model) -> str:

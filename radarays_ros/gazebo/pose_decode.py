@@ -107,26 +107,41 @@ def decode_pose_v(payload: bytes) -> PoseArrays:
     return decode_view(parse_view(payload), payload)
 
 
+def _column_table() -> np.ndarray:
+    """(512,) int64: tag byte (+256 for a Quaternion body) -> output column, or a large negative
+    number for a tag that is not a fixed64 field of that message."""
+    table = np.full(512, -(1 << 40), np.int64)
+    for field in (2, 3, 4):  # Vector3d x, y, z
+        table[field << 3 | _WIRE_FIXED64] = field - 2
+    for field in (2, 3, 4, 5):  # Quaternion x, y, z, w
+        table[256 + (field << 3 | _WIRE_FIXED64)] = field - 2
+    return table
+
+
+_COLUMN = _column_table()
+
+
 def _records(bodies: tuple[bytes, ...], n_positions: int) -> np.ndarray | None:
     """(len(bodies), 4) doubles of the submessage bodies: the first `n_positions` are Vector3d
     (fields 2..4 -> columns 0..2), the rest Quaternion (fields 2..5 -> columns 0..3). One numpy pass
-    for both (the fixed cost of the numpy calls is most of the time at 300 poses). None when a body
-    holds anything else."""
-    lengths = np.fromiter(map(len, bodies), np.int64, len(bodies))
-    out = np.zeros((len(bodies), 4))
-    if not lengths.any():
-        return out
-    if np.any(lengths % _RECORD):
+    for both, in few numpy calls (their fixed cost is most of the time at a few hundred poses).
+    None when a body holds anything else, or its fields out of order or repeated (valid protobuf,
+    never written by Gazebo)."""
+    k = len(bodies)
+    lengths = np.fromiter(map(len, bodies), np.int64, k)
+    counts = lengths // _RECORD
+    out = np.zeros((k, 4))
+    if not counts.any():
+        return None if lengths.any() else out
+    if np.any(counts * _RECORD != lengths):
         return None
     records = np.frombuffer(b"".join(bodies), np.uint8).reshape(-1, _RECORD)
-    owner = np.repeat(np.arange(len(bodies)), lengths // _RECORD)
-    tags = records[:, 0]
-    column = (tags >> 3).astype(np.int64) - 2
-    limit = np.where(owner < n_positions, 3, 4)
-    in_order = (owner[1:] != owner[:-1]) | (column[1:] > column[:-1])
-    if np.any((tags & 7) != _WIRE_FIXED64) or np.any(column < 0) or np.any(column >= limit) or not in_order.all():
-        return None  # another field, or fields out of order / repeated (valid, never written by Gazebo)
-    out[owner, column] = np.ascontiguousarray(records[:, 1:]).view("<f8").ravel()
+    owner = np.repeat(np.arange(k), counts)
+    # flat index into out: row * 4 + column; an unknown tag makes it hugely negative
+    flat = owner * 4 + _COLUMN[records[:, 0] + np.where(owner < n_positions, 0, 256)]
+    if flat[0] < 0 or (len(flat) > 1 and np.diff(flat).min() <= 0):
+        return None  # strictly increasing: known tags, in field order, none repeated
+    out.reshape(-1)[flat] = np.ascontiguousarray(records[:, 1:]).view("<f8").ravel()
     return out
 
 

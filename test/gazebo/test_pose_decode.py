@@ -65,6 +65,7 @@ def _with_position_body(body: bytes) -> bytes:
     b"\x21" + struct.pack("<d", 3.0) + b"\x11" + struct.pack("<d", 1.0),  # fields out of order
     b"\x11" + struct.pack("<d", 1.0) + b"\x11" + struct.pack("<d", 2.0),  # a field repeated: last wins
     b"\x0a\x00" + b"\x11" + struct.pack("<d", 1.0),  # a (empty) header inside the Vector3d
+    b"\x29" + struct.pack("<d", 1.0),  # field 5: a Quaternion's w, unknown to a Vector3d
 ])
 def test_unusual_but_valid_bodies_fall_back_to_the_ordinary_classes(body):
     assert pose_decode._records((body, b""), 1) is None  # the vectorised pass declines it...
