@@ -1,4 +1,4 @@
-"""`python -m radarays_ros.ros.<node> --help`, and what a node says about a bad params file."""
+"""Node parameters from the outside: `--help`, what a node says about a bad params file, shipped params files."""
 from __future__ import annotations
 
 import subprocess
@@ -49,3 +49,43 @@ def test_bad_params_file_names_the_key_and_the_range_and_the_node_stays_up(tmp_p
     assert "range.max = -3.0" in started and "(0.0, 1000000.0]" in started
     (unknown,) = [line for line in log.splitlines() if "ignored unknown parameter" in line]
     assert "ignored unknown parameter(s) pose_sourc;" in unknown
+
+
+def _flat_keys(d: dict, prefix: str = "") -> set[str]:
+    out = set()
+    for key, value in d.items():
+        out |= _flat_keys(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key}
+    return out
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[2] / "config" / "ros").glob("*.yaml")),
+                         ids=lambda p: p.name)
+def test_shipped_params_files_name_only_known_node_keys(path):
+    """A typo in a params file is only a warning at run time (rclpy ignores unknown keys): catch it here.
+    Sensor-model keys (sensor.*) are checked against the sensor configs in test_ros_packaging.py."""
+    import yaml
+
+    from radarays_ros.ros.gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS
+    from radarays_ros.ros.node import NODE_PARAMS, SENSOR_PARAMS
+    from radarays_ros.scenario.sensors import LidarUnit, RadarUnit
+
+    ((node, body),) = yaml.safe_load(path.read_text()).items()
+    params = body["ros__parameters"]
+    node_keys = set(NODE_PARAMS) | set(GAZEBO_PARAMS) | (set(RIG_GAZEBO_PARAMS) | {"sensors"} if node == "sensor_rig" else set())
+    kinds = {name: params[name]["type"] for name in params.get("sensors", [])} if node == "sensor_rig" else {}
+    if node == "sensor_rig" and params.get("gazebo", {}).get("sdf_sensors"):  # the demo world's SDF sensors
+        from radarays_ros.gazebo.sensors import find_sensors
+
+        kinds.update({spec.name: spec.kind for spec in find_sensors(path.parents[2] / "worlds" / "gz_radarays_demo.sdf")})
+    for key in _flat_keys(params):
+        name, _, rest = key.partition(".")
+        if key in node_keys:
+            continue
+        if node != "sensor_rig":
+            name, rest, kind = "", key, node.split("_")[0]
+        else:
+            assert name in kinds, f"{path.name}: {key}: neither a node parameter nor a listed sensor's"
+            kind = kinds[name]
+        sensor_keys = set(SENSOR_PARAMS) | {"config"} | ({"type"} if node == "sensor_rig" else set())
+        outputs = {"output." + k for k in (RadarUnit if kind == "radar" else LidarUnit).output_params()}
+        assert rest in sensor_keys | outputs or rest.startswith("sensor."), f"{path.name}: unknown parameter {key}"
