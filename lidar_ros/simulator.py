@@ -94,7 +94,8 @@ class LidarSimulator:
         self._tmin = max(config.range_min - max_off, 0.0)
         self._tmax = config.range_max - min_off
         self._eager = tuple(f for f in LAYOUT_FIELDS.get(config.layout, ()) if f != config.intensity_field)
-        self._cloud = FrameCloud.of(config)  # the driver cloud written in place, where the layout allows
+        # the driver cloud written in place, where the layout allows (pieces are then whole rows)
+        self._cloud = FrameCloud.of(config, [a for a, _ in self._pieces])
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
@@ -111,7 +112,7 @@ class LidarSimulator:
 
     def _simulate(self, pose, t0_ns: int) -> LidarScan:
         cfg = self.config
-        frame = _Frame(self._scans, cfg.rows * cfg.cols, (cfg.intensity_field, *self._eager), self._cloud)
+        frame = _Frame(self._scans, (cfg.rows, cfg.cols), (cfg.intensity_field, *self._eager), self._cloud)
         self._scans += 1
         stamp = self._library_stamp()
         if stamp != self._materials_stamp:  # materials were added to or replaced in the library
@@ -132,7 +133,11 @@ class LidarSimulator:
         # threads in chunks (as many as the bare-Embree benchmark uses), taken dynamically, which
         # balances cheap sky rays against ground rays. Then the material classes and the surface
         # model, piece by piece on every thread (numpy releases the GIL in each call).
-        origins, dirs = self._world_rays(frame, 0, cfg.rows * cfg.cols)
+        if frame.world_d is None and len(jobs) > 1:  # rotated into the reused buffers, piece by piece on every thread
+            self._each_piece(jobs, lambda k, a, b: self._world_rays(frame, a, b))
+            origins, dirs = self._world_o, self._world_d
+        else:
+            origins, dirs = self._world_rays(frame, 0, cfg.rows * cfg.cols)
         if cfg.noise.angular_sigma > 0:  # each piece's own random stream, as it is used below
             for k, a, b in jobs:
                 dirs[a:b] = jitter_directions(dirs[a:b], cfg.noise.angular_sigma, rngs[k])
@@ -213,18 +218,21 @@ class LidarSimulator:
         frame.range[a:b] = rng_out
         # x = origin + (range - offset) * nominal direction: NaN rows stay NaN
         dist = rng_out - self._offset[a:b] if self._has_offset else rng_out
-        xyz = frame.xyz[a:b]
+        xyz = frame.pixels(frame.xyz, a, b)
         for i in range(3):
-            np.multiply(frame.dirs_t[i, a:b], dist, out=xyz[:, i])
+            out = xyz[..., i]
+            np.multiply(frame.dirs_t[i, a:b].reshape(out.shape), dist.reshape(out.shape), out=out)
             if self._has_origins:
-                xyz[:, i] += self._origins_t[i, a:b]
+                out += self._origins_t[i, a:b].reshape(out.shape)
         part = _Part(ret, dropped)
-        for name in frame.fields:
-            frame.fields[name][a:b] = part.field(name)
+        for name, values in frame.fields.items():
+            dst = frame.pixels(values, a, b)
+            dst[...] = part.field(name).reshape(dst.shape)
         if frame.intensity is not frame.fields[cfg.intensity_field]:  # a float32 copy of an integer field
-            frame.intensity[a:b] = frame.fields[cfg.intensity_field][a:b]
+            dst = frame.pixels(frame.intensity, a, b)
+            dst[...] = frame.pixels(frame.fields[cfg.intensity_field], a, b).reshape(dst.shape)
         if frame.cloud is not None:
-            self._cloud.fill(frame.cloud, a, b, rng_out)
+            self._cloud.fill(frame.cloud, a // cfg.cols, b // cfg.cols, rng_out)
         return part
 
     def _scan(self, frame: "_Frame", t0_ns: int, parts: list) -> LidarScan:
@@ -249,7 +257,7 @@ class LidarSimulator:
             fields=fields,
             pose_rotation=frame.rotation,
             ground_truth_source=_GroundTruth(parts, shape),
-            cloud=None if frame.cloud is None else frame.cloud.reshape(shape),
+            cloud=frame.cloud,  # already in its layout's shape
             cloud_writer=self._cloud,
         )
 
@@ -257,15 +265,18 @@ class LidarSimulator:
 class _Frame:
     """One frame's inputs (rays, pose) and the output arrays its pieces fill."""
 
-    def __init__(self, index: int, n: int, eager: tuple[str, ...], cloud: FrameCloud | None = None):
+    def __init__(self, index: int, shape: tuple[int, int], eager: tuple[str, ...], cloud: FrameCloud | None = None):
         self.index = index
+        self.cols = shape[1]
+        n = shape[0] * shape[1]
         self.dirs = self.dirs_t = self.rotation = self.r = self.t = None
         self.checked = False  # the frame's world rays are known valid (trace(checked=True))
         self.world_o = self.world_d = None  # per-pixel world rays (trajectory) instead of r, t
         self.range = np.empty(n, np.float32)
         self.hit = np.empty(n, bool)
-        self.cloud = None if cloud is None else cloud.new(n)
-        views = {} if cloud is None else cloud.views(self.cloud)  # arrays that live in the cloud
+        self.cloud = None if cloud is None else cloud.new()
+        views = {} if cloud is None else cloud.views(self.cloud)  # (rows, cols) arrays that live in the cloud
+        self._in_cloud = {id(v) for v in views.values()}
         self.xyz = views["xyz"] if views else np.empty((n, 3), np.float32)
         self.fields = {name: views[name] if name in views else np.empty(n, FIELD_DTYPES[name])
                        for name in dict.fromkeys(eager)}
@@ -274,6 +285,13 @@ class _Frame:
             self.intensity = views["intensity"]
         else:
             self.intensity = first if first.dtype == np.float32 else np.empty(n, np.float32)
+
+    def pixels(self, values: np.ndarray, a: int, b: int) -> np.ndarray:
+        """The part of a frame array that holds pixels a..b: (b - a, ...) of a flat array, or rows
+        a/cols..b/cols of a (rows, cols, ...) view into the cloud (pieces are then whole rows)."""
+        if id(values) in self._in_cloud:
+            return values[a // self.cols:b // self.cols]
+        return values[a:b]
 
 
 FIELD_DTYPES = {"reflectivity": np.float32, "velodyne_intensity": np.float32, "ouster_reflectivity": np.uint16,

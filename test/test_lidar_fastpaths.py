@@ -102,9 +102,9 @@ def test_cloud_written_with_the_frame_is_the_driver_cloud_byte_for_byte(sensor, 
     assert 0 < scan.hit.sum() < scan.hit.size  # returns, misses and (max 14 m) returns pushed out by noise
     generic = pointcloud_array(dataclasses.replace(scan, cloud=None))
     built = pointcloud_array(scan)
-    # written with the frame where the cloud's rows are the scan's rows in the same order; the
-    # velodyne cloud is transposed, a gazebo cloud of an Ouster counts rings from the bottom
-    in_place = {"ouster": True, "xyzi": True, "gazebo_cpu": True, "gazebo": False, "velodyne": False}[layout]
+    # written with the frame where the cloud's rows are the scan's rows (or its columns: velodyne)
+    # in the same order; a gazebo cloud of an Ouster counts rings from the bottom
+    in_place = {"ouster": True, "xyzi": True, "gazebo_cpu": True, "gazebo": False, "velodyne": True}[layout]
     assert (scan.cloud is not None) == in_place
     if in_place:
         assert built is scan.cloud
@@ -115,8 +115,14 @@ def test_cloud_written_with_the_frame_is_the_driver_cloud_byte_for_byte(sensor, 
     msg = store.deserialize_cdr(store.serialize_cdr(pointcloud_msg(scan), "sensor_msgs/msg/PointCloud2"),
                                 "sensor_msgs/msg/PointCloud2")
     assert bytes(msg.data) == generic.tobytes() and not msg.is_dense
-    # asking for another layout or ground truth still builds a new array
+    # asking for another layout, ground truth or another stamp still builds a new array
     assert pointcloud_array(scan, ground_truth=("entity",)) is not scan.cloud
+    assert pointcloud_array(scan, "xyzi" if layout != "xyzi" else "gazebo_cpu") is not scan.cloud
+    if layout == "velodyne":
+        other = pointcloud_array(scan, stamp_ns=scan.t0_ns)  # times relative to the first firing
+        assert other is not scan.cloud and other.tobytes() == pointcloud_array(
+            dataclasses.replace(scan, cloud=None), stamp_ns=scan.t0_ns).tobytes()
+        assert pointcloud_array(scan, stamp_ns=scan.stamp_ns()) is scan.cloud
 
 
 def test_a_failing_piece_fails_the_frame_and_the_next_frame_works():

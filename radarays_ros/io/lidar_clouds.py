@@ -101,7 +101,7 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     """
     cfg = scan.config
     cloud = getattr(scan, "cloud", None)  # built with the frame (FrameCloud): nothing left to do
-    if cloud is not None and scan.cloud_writer.matches(scan, layout, organized, ground_truth):
+    if cloud is not None and scan.cloud_writer.matches(scan, layout, organized, ground_truth, stamp_ns, time_reference):
         return cloud
     layout = _check_layout(layout or cfg.layout)
     organized = cfg.organized if organized is None else bool(organized)
@@ -162,32 +162,40 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
 class FrameCloud:
     """Writes a sensor's organized driver-layout cloud while its frame is simulated (no second pass).
 
-    For layouts whose cloud rows are the scan's rows, in the same order (not velodyne: its cloud is
-    transposed), a frame's per-pixel outputs can live in the cloud itself: `views` gives the frame's
-    xyz and intensity arrays (and the intensity fields the layout carries) as strided views into
-    it, and `fill` writes the fields that follow from a piece's ranges and the firing table. The
-    result equals `pointcloud_array(scan)` byte for byte (tested), so `pointcloud_array` returns
-    it as is. `FrameCloud.of(config)` is None for every other sensor.
+    For layouts whose cloud rows are the scan's rows in the same order, or its columns (velodyne:
+    one cloud row per firing), a frame's per-pixel outputs can live in the cloud itself: `views`
+    gives the frame's xyz and intensity arrays (and the intensity fields the layout carries) as
+    strided (rows, cols) views into it, and `fill` writes the fields that follow from a piece's
+    ranges and the firing table. The result equals `pointcloud_array(scan)` byte for byte
+    (tested), so `pointcloud_array` returns it as is. `FrameCloud.of(config)` is None for every
+    other sensor.
     """
 
+    LAYOUTS = ("ouster", "velodyne", "gazebo", "gazebo_cpu", "xyzi")
     FIELDS = {"ouster": {"reflectivity": "ouster_reflectivity", "ambient": "ouster_ambient"}}
 
     def __init__(self, config, dtype: np.dtype):
         self.layout, self.dtype = config.layout, dtype
-        rows, cols = config.rows, config.cols
-        n = rows * cols
-        # the firing-table fields, one value per pixel, the same for every frame
+        self.rows, self.cols = config.rows, config.cols
+        self.transposed = self.layout == "velodyne"
+        self._time_reference = config.time_reference
+        # the firing-table fields per pixel (rows, cols), the same for every frame
         self._constant = {}
         if "ring" in dtype.names:
-            self._constant["ring"] = np.repeat(np.arange(rows, dtype=np.uint16), cols)
+            self._constant["ring"] = np.broadcast_to(np.arange(self.rows, dtype=np.uint16)[:, None], (self.rows, self.cols))
+        time = np.asarray(config.time)
         if self.layout == "ouster":
-            self._constant["t"] = np.rint(config.time * 1e9).astype(np.uint32).reshape(n)
+            self._constant["t"] = np.rint(time * 1e9).astype(np.uint32)
+        elif self.layout == "velodyne":  # seconds from the default header stamp (last or first firing)
+            offset = time.max() if self._time_reference == "last" else time.min()
+            self._constant["time"] = (time + (-int(round(float(offset) * 1e9))) * 1e-9).astype(np.float32)
 
     @classmethod
-    def of(cls, config) -> "FrameCloud | None":
-        """The writer of a config's own cloud, or None where its cloud is not the scan's pixel order."""
+    def of(cls, config, piece_bounds=()) -> "FrameCloud | None":
+        """The writer of a config's own cloud, or None where its cloud is not in the scan's pixel order
+        or a piece boundary (`piece_bounds`, pixel indices) falls inside a row."""
         layout = config.layout
-        if not config.organized or layout not in ("ouster", "gazebo", "gazebo_cpu", "xyzi"):
+        if not config.organized or layout not in cls.LAYOUTS or any(b % config.cols for b in piece_bounds):
             return None
         if TOP_RING_FIRST[layout] is not None and config.rows > 1:
             elevation = np.asarray(config.elevation).mean(axis=1)
@@ -196,30 +204,47 @@ class FrameCloud:
                 return None
         return cls(config, cloud_dtype(layout))
 
-    def new(self, n: int) -> np.ndarray:
-        """An (n,) cloud of one frame; padding bytes 0."""
-        return np.empty(n, self.dtype) if _packed(self.dtype) else np.zeros(n, self.dtype)
+    def new(self) -> np.ndarray:
+        """The cloud of one frame, (rows, cols) or (cols, rows) for velodyne; padding bytes 0."""
+        shape = (self.cols, self.rows) if self.transposed else (self.rows, self.cols)
+        return np.empty(shape, self.dtype) if _packed(self.dtype) else np.zeros(shape, self.dtype)
+
+    def _pixels(self, cloud: np.ndarray, name: str) -> np.ndarray:
+        view = cloud[name]
+        return view.T if self.transposed else view
 
     def views(self, cloud: np.ndarray) -> dict[str, np.ndarray]:
-        """Per-pixel views into `cloud`: xyz (n, 3) float32, intensity (n,) float32, and the physics
-        intensity fields the layout carries (by their physics name)."""
-        xyz = np.ndarray((len(cloud), 3), np.float32, buffer=cloud, strides=(self.dtype.itemsize, 4))
-        out = {"xyz": xyz, "intensity": cloud["intensity"]}
+        """(rows, cols[, 3]) views into `cloud` in the scan's pixel order: xyz float32, intensity
+        float32, and the physics intensity fields the layout carries (by their physics name)."""
+        item = self.dtype.itemsize
+        strides = (item, self.rows * item, 4) if self.transposed else (self.cols * item, item, 4)
+        xyz = np.ndarray((self.rows, self.cols, 3), np.float32, buffer=cloud, strides=strides)
+        out = {"xyz": xyz, "intensity": self._pixels(cloud, "intensity")}
         for name, physics in self.FIELDS.get(self.layout, {}).items():
-            out[physics] = cloud[name]
+            out[physics] = self._pixels(cloud, name)
         return out
 
-    def fill(self, cloud: np.ndarray, a: int, b: int, range_m: np.ndarray) -> None:
-        """The fields of pixels a..b that are not views: firing-table constants, range in mm."""
-        piece = cloud[a:b]
+    def fill(self, cloud: np.ndarray, r0: int, r1: int, range_m: np.ndarray) -> None:
+        """The fields of scan rows r0..r1 that are not views: firing-table constants, range in mm.
+        range_m: those rows' ranges, (r1 - r0) * cols in pixel order."""
         for name, values in self._constant.items():
-            piece[name] = values[a:b]
+            self._pixels(cloud, name)[r0:r1] = values[r0:r1]
         if "range" in self.dtype.names:
-            piece["range"] = _millimetres(range_m)
+            self._pixels(cloud, "range")[r0:r1] = _millimetres(range_m).reshape(r1 - r0, self.cols)
 
-    def matches(self, scan, layout, organized, ground_truth) -> bool:
-        """Whether `pointcloud_array(scan, layout, organized, ground_truth)` is this frame's cloud."""
-        return (layout or scan.config.layout) == self.layout and organized in (None, True) and not ground_truth
+    def matches(self, scan, layout, organized, ground_truth, stamp_ns=None, time_reference=None) -> bool:
+        """Whether `pointcloud_array(scan, layout, organized, ground_truth, stamp_ns, time_reference)`
+        is this frame's cloud."""
+        if (layout or scan.config.layout) != self.layout or organized not in (None, True) or ground_truth:
+            return False
+        if self.layout != "velodyne":
+            return True
+        if scan.time is not scan.config.time:
+            return False
+        reference = time_reference or scan.config.time_reference
+        if stamp_ns is None:
+            return reference == self._time_reference
+        return int(stamp_ns) == scan.stamp_ns(self._time_reference)
 
 
 def _packed(dtype: np.dtype) -> bool:
