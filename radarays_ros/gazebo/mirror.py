@@ -15,7 +15,8 @@ What it follows (Gazebo's SceneBroadcaster, over gz-transport; nothing of this i
   poses. World poses are composed up the tree (model · link · visual, nested models included) and
   only entities that moved more than `min_translation` / `min_rotation` (1 mm, 1 mrad, as
   Rmagine's mirror) are moved in the Scene, at most `max_rate_hz` times a second (the newest
-  message wins; a capped one is applied by the mirror thread when due).
+  message wins; a capped one is applied by the next message or, at the end of a stream, within
+  50 ms by the mirror thread).
 * `/world/<w>/scene/info` topic (Scene): spawned models; their visuals join the scene through the
   world layer (`model_entities`), so materials, mesh URIs and names follow the same rules as the
   SDF loader. `/world/<w>/scene/deletion` (UInt32_V): removed entity ids; their subtree leaves.
@@ -167,7 +168,6 @@ class GazeboMirror:
         self._needs_resync = False
         self._subscribed = False
         self._stop = threading.Event()
-        self._wake = threading.Event()  # a pose message held back by the rate cap: apply it when due
         self._thread: threading.Thread | None = None
         self._tag_queue: dict[str, int] = {}  # spawned model name -> generate_world_sdf attempts left
         self._tag_thread: threading.Thread | None = None
@@ -220,7 +220,6 @@ class GazeboMirror:
 
     def close(self) -> None:
         self._stop.set()
-        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=3)
         if self._tag_thread is not None:
@@ -269,28 +268,12 @@ class GazeboMirror:
             self._wait_for_work(0.05)
 
     def _wait_for_work(self, timeout: float) -> None:
-        """Sleep up to `timeout`; meanwhile apply a pose message held back by the rate cap when it is
-        due. (This thread, not the transport's, owns held-back messages: the transport needs no
-        timer for them, so an idle process wakes only for traffic and this loop.)"""
-        end = time.monotonic() + timeout
-        while not self._stop.is_set():
-            now = time.monotonic()
-            if not self._wake.is_set():
-                if now >= end or not self._wake.wait(end - now):
-                    break
-                continue
-            due = self._last_apply + 1.0 / self.config.max_rate_hz
-            if now < due:
-                if now >= end:
-                    break
-                self._stop.wait(min(end, due) - now)
-                continue
-            self._wake.clear()
-            if not self.tick():
-                if not self._ready or self._needs_resync:
-                    break  # applied after the (re)sync
-                self._wake.set()  # refresh() applied one meanwhile: the cap starts again
-        self.tick()  # a message that came while the tree was being read
+        """Sleep `timeout`, then apply a pose message held back by the rate cap if it is due. While
+        poses stream in, the next message applies the newest one itself; this loop only catches
+        the last of a stream (or one that came while the tree was being read). No wake-up of its
+        own per held message: on a loaded machine every wake-up costs several times its work."""
+        self._stop.wait(timeout)
+        self.tick()
 
     def _topic(self, suffix: str) -> str:
         return f"/world/{self.world}/{suffix}"
@@ -607,8 +590,7 @@ class GazeboMirror:
                 self._check_time_went_back(stamp_ns)
                 self._last_stamp_ns = self.sim_time_ns = stamp_ns
             self._pending = (view, payload)  # Pose_V carries every pose: a newer message replaces an older
-        if not self.tick():
-            self._wake.set()  # capped (or not synced yet): the mirror thread applies it when due
+        self.tick()  # capped (or not synced yet): a later message or the mirror thread's loop applies it
 
     def _check_time_went_back(self, stamp_ns: int) -> None:
         """A Pose_V stamp earlier than the last one: Gazebo restarted (faster than `stale_after_s`) or
@@ -643,7 +625,7 @@ class GazeboMirror:
                 return False  # ids mean nothing until the tree is (re)read
             now = time.monotonic()
             if now - self._last_apply < 1.0 / self.config.max_rate_hz:
-                return False  # capped: the mirror thread applies the newest message when due
+                return False  # capped: the next message or the mirror thread's loop applies the newest
             msg, self._pending = self._pending, None
             self._last_apply = now
             self._apply_pose_v(msg)
