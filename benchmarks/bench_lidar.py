@@ -8,8 +8,12 @@ rays through the same BVH, measured in the same run: `ratio to bare` is best tim
 to load from other processes, which shifts both), and `cpu_ratio` the process CPU time (all threads)
 over the CPU time of the bare rays traced on one thread: the work our layers add, which other
 processes on a shared machine cannot change. The indented lines split the cost by layer:
-the tracing interface alone, then with the lidar material classes; `scan` adds world rays, the
-surface model (detection limit, noise, intensities) and the scan arrays.
+the tracing interface alone (checked rays and eager normals, as a generic caller gets it; then the
+fast path the lidar uses for rays rotated from its validated table: `checked=True`,
+`lazy_normals=True`), then with the lidar material classes; `scan` adds world rays, the surface
+model (detection limit, noise, intensities) and the scan arrays. For the velodyne and ouster
+layouts the scan arrays live in the driver cloud itself (radarays_ros.io.lidar_clouds.FrameCloud),
+so `scan + cloud` only adds the lookup.
 
 Run: .venv/bin/python -m benchmarks.bench_lidar [--triangles 1000000] [--repeats 5]
 """
@@ -57,14 +61,16 @@ def main(argv=None) -> None:
         rays = cfg.rows * cfg.cols
         o = cfg.origins.reshape(-1, 3) @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
         d = cfg.directions.reshape(-1, 3) @ pose[:3, :3].T.astype(np.float32)
+        o32, d32 = np.ascontiguousarray(o, np.float32), np.ascontiguousarray(d, np.float32)
         stages = {
             "backend.trace": lambda: backend.trace(o, d, cfg.range_min, cfg.range_max),
+            "backend.trace (checked, lazy normals)": lambda: backend.trace(
+                o32, d32, cfg.range_min, cfg.range_max, checked=True, lazy_normals=True),
             "+ material classes (trace_lidar)": lambda: trace_lidar(backend, o, d, sim.materials, cfg.range_min, cfg.range_max),
             "scan": lambda: sim.simulate(pose),
             f"scan + {cfg.layout} cloud": lambda: pointcloud_array(sim.simulate(pose), cfg.layout),
         }
         tfar = np.full(rays, 1e30, np.float32)
-        o32, d32 = np.ascontiguousarray(o, np.float32), np.ascontiguousarray(d, np.float32)
         for fn in stages.values():  # warm-up
             fn()
         best = dict.fromkeys(["bare", *stages], np.inf)

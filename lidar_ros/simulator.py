@@ -133,7 +133,8 @@ class LidarSimulator:
         # threads in chunks (as many as the bare-Embree benchmark uses), taken dynamically, which
         # balances cheap sky rays against ground rays. Then the material classes and the surface
         # model, piece by piece on every thread (numpy releases the GIL in each call).
-        if frame.world_d is None and len(jobs) > 1:  # rotated into the reused buffers, piece by piece on every thread
+        if frame.world_d is None and len(jobs) > 1 and cfg.rows * cfg.cols >= PIECE_RAYS:
+            # rotated into the reused buffers, piece by piece on every thread (small frames: here)
             self._each_piece(jobs, lambda k, a, b: self._world_rays(frame, a, b))
             origins, dirs = self._world_o, self._world_d
         else:
