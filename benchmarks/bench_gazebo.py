@@ -13,7 +13,13 @@
 3. With --peer (root or unprivileged user namespaces; needs build/gz_peer/gz_peer from
    scripts/setup_gz_peer.sh): the same 100 moving models published at 60 Hz by the real Ignition
    Transport peer in a private network namespace; reported: this whole process's CPU time per second
-   (transport thread, decoding, mirror, scene) while following them.
+   (transport thread, decoding, mirror, scene) while following them; before that, the same process
+   receiving the same topics with no-op callbacks (the floor of any Python follower). Then: a
+   spawned mesh's latency, and three kills (no BYE) and restarts of the peer: time from the new
+   peer's start until the mirror is alive again.
+   The in-process figures come twice: back to back (hot caches) and paced at the message rate with
+   the thread asleep in between, as when following Gazebo (on a busy machine the paced cost is
+   several times the hot one).
 Timings are best/median of repeats in one run; other processes share the 2 cores, so compare ratios.
 """
 from __future__ import annotations
@@ -114,6 +120,21 @@ def bench_pose_updates(n: int, rate: float, frames: int) -> None:
            moved_per_msg=f"{moved_per_frame:.0f}",
            scene_set_poses_share=f"{100 * set_poses / cpu:.0f}%",
            mirror_alone=f"{100 * max(cpu - set_poses, 0.0) * rate:.2f}% of one core")
+
+    # paced: one message per 1/rate s with the thread asleep in between, as when following Gazebo
+    # (a thread that wakes for each message finds cold caches: on a busy machine the same work
+    # costs several times the back-to-back figure above)
+    paced = payloads[1 : 1 + min(len(payloads) - 1, int(2 * rate))]
+    mirror._last_stamp_ns = None  # the same stamps again: not a restart
+    cpu_paced = 0.0
+    for payload in paced:
+        time.sleep(1.0 / rate)
+        t0 = time.thread_time()
+        mirror.on_poses(payload, "gz.msgs.Pose_V")
+        cpu_paced += time.thread_time() - t0
+    cpu_paced /= len(paced)
+    report(f"pose update paced at {rate:g} Hz (cold)", cpu_paced, cpu_ms=f"{cpu_paced * 1e3:.3f}",
+           core_at_rate=f"{100 * cpu_paced * rate:.2f}% of one core")
     # the dynamic BVH rebuild those moves cause happens in the next trace (the sensors' cost):
     origin, down = np.array([[0.0, 0.0, 5.0]]), np.array([[0.0, 0.0, -1.0]])
     t0 = time.perf_counter()
@@ -196,6 +217,18 @@ def bench_peer(n: int, rate: float, seconds: float = 5.0, max_rate_hz: float | N
             peer.stdin.flush()
             peer.stdout.readline()
         client = GzTransportClient(partition=partition, host_ip="127.0.0.1")
+        # the floor: this process receiving the same topics with nothing done per message
+        received = [0]
+        for topic in ("pose/info", "clock"):
+            client.subscribe(f"/world/{world}/{topic}", lambda p, t: received.__setitem__(0, received[0] + 1))
+        end = time.monotonic() + 10
+        while time.monotonic() < end and received[0] < 2 * rate:
+            time.sleep(0.05)
+        received0, cpu0, wall0 = received[0], time.process_time(), time.perf_counter()
+        time.sleep(seconds / 2)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        report("peer: receiving only (pose/info + clock, no-op callbacks)", cpu / max(received[0] - received0, 1),
+               messages_per_s=f"{(received[0] - received0) / wall:.1f}", process_cpu=f"{100 * cpu / wall:.2f}% of one core")
         scene = Scene()
         backend = make_backend("embree", scene)
         config = MirrorConfig(world=world) if max_rate_hz is None else MirrorConfig(world=world, max_rate_hz=max_rate_hz)
@@ -228,6 +261,23 @@ def bench_peer(n: int, rate: float, seconds: float = 5.0, max_rate_hz: float | N
                 peer.stdout.readline()
         report("peer: spawn 10k-triangle mesh, command -> in scene", float(np.median(latencies)),
                best_ms=f"{min(latencies) * 1e3:.2f}", note="includes the peer's publish and gz-transport")
+        # a crashed Gazebo (no BYE) started again: time until the mirror follows the new one
+        recoveries = []
+        for _ in range(3):
+            peer.kill()
+            peer.wait()
+            end = time.monotonic() + 10
+            while time.monotonic() < end and mirror.alive:
+                time.sleep(0.01)
+            peer = subprocess.Popen([str(repo / "build" / "gz_peer" / "gz_peer"), world], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+            assert peer.stdout.readline().strip() == "ready"
+            t0 = time.perf_counter()
+            while not mirror.alive and time.perf_counter() - t0 < 15:
+                time.sleep(0.002)
+            recoveries.append(time.perf_counter() - t0)
+        report("peer: killed and restarted, new peer ready -> mirror alive", float(np.median(recoveries)),
+               worst_ms=f"{max(recoveries) * 1e3:.0f}", note=f"stale_after_s {config.stale_after_s:g}")
         mirror.close()
         backend.close()
         client.close()
