@@ -145,6 +145,8 @@ class LidarSimulator:
         first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
         parts = self._each_piece(jobs, lambda k, a, b: self._surface_piece(
             frame, rngs[k], (origins[a:b], dirs[a:b], first.span(a, b)), a, b))
+        if frame.cloud is not None:
+            self._cloud.done(frame.cloud)
         return self._scan(frame, t0_ns, parts)
 
     def _each_piece(self, jobs, fn) -> list:
@@ -233,7 +235,7 @@ class LidarSimulator:
             dst = frame.pixels(frame.intensity, a, b)
             dst[...] = frame.pixels(frame.fields[cfg.intensity_field], a, b).reshape(dst.shape)
         if frame.cloud is not None:
-            self._cloud.fill(frame.cloud, a // cfg.cols, b // cfg.cols, rng_out)
+            self._cloud.fill(frame.cloud, a // cfg.cols, b // cfg.cols, rng_out, frame.fresh_cloud)
         return part
 
     def _scan(self, frame: "_Frame", t0_ns: int, parts: list) -> LidarScan:
@@ -275,7 +277,7 @@ class _Frame:
         self.world_o = self.world_d = None  # per-pixel world rays (trajectory) instead of r, t
         self.range = np.empty(n, np.float32)
         self.hit = np.empty(n, bool)
-        self.cloud = None if cloud is None else cloud.new()
+        self.cloud, self.fresh_cloud = (None, True) if cloud is None else cloud.new()
         views = {} if cloud is None else cloud.views(self.cloud)  # (rows, cols) arrays that live in the cloud
         self._in_cloud = {id(v) for v in views.values()}
         self.xyz = views["xyz"] if views else np.empty((n, 3), np.float32)

@@ -143,4 +143,41 @@ def test_a_failing_piece_fails_the_frame_and_the_next_frame_works():
     sim._surface_piece = surface
     again = LidarSimulator(cfg, scene, sim.backend, seed=3)
     np.testing.assert_array_equal(again.simulate(np.eye(4)).range, good.range)
-    assert np.isfinite(sim.simulate(np.eye(4)).range).any()
+    after = sim.simulate(np.eye(4))  # a new cloud: the failed frame's was never completed
+    assert np.isfinite(after.range).any()
+    import dataclasses
+
+    from radarays_ros.io.lidar_clouds import pointcloud_array
+
+    assert after.cloud is not None
+    assert after.cloud.tobytes() == pointcloud_array(dataclasses.replace(after, cloud=None)).tobytes()
+
+
+@pytest.mark.parametrize("layout", ["ouster", "velodyne"])
+def test_a_cloud_is_reused_only_when_nothing_refers_to_it(layout):
+    from radarays_ros.io.lidar_clouds import pointcloud_array
+
+    scene = street()
+    sensor = "OS1-16" if layout == "ouster" else "VLP-16"
+    cfg = load_sensor(sensor, {**EVERYTHING_ON, "layout": layout})
+    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=7)
+    ref = LidarSimulator(cfg, scene, sim.backend, seed=7)
+    poses = [pose_to_matrix(0.5 * i, 0, 0, 0, 0, 0.3 * i) for i in range(4)]
+    kept = sim.simulate(poses[0])  # held: the next frame must get a new cloud
+    kept_bytes = kept.cloud.tobytes()
+    second = sim.simulate(poses[1])
+    assert second.cloud is not kept.cloud and kept.cloud.tobytes() == kept_bytes
+    address = second.cloud.__array_interface__["data"][0]
+    xyz = second.xyz  # a view keeps the cloud alive too
+    del second
+    third = sim.simulate(poses[2])
+    third_address = third.cloud.__array_interface__["data"][0]
+    assert third_address != address
+    del xyz, third
+    fourth = sim.simulate(poses[3])  # nothing refers to the third frame's cloud: reused
+    assert fourth.cloud.__array_interface__["data"][0] == third_address
+    for i, scan in ((0, kept), (3, fourth)):  # every frame equals a fresh simulator's frame, byte for byte
+        for _ in range(i - ref._scans):
+            ref.simulate(poses[ref._scans])
+        fresh = ref.simulate(poses[i])
+        assert pointcloud_array(scan).tobytes() == pointcloud_array(fresh).tobytes()

@@ -30,6 +30,8 @@ material_id int32, normal_x/y/z float32 (sensor frame), incidence_angle float32 
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..errors import ConfigError
@@ -179,6 +181,8 @@ class FrameCloud:
         self.rows, self.cols = config.rows, config.cols
         self.transposed = self.layout == "velodyne"
         self._time_reference = config.time_reference
+        self._last: np.ndarray | None = None  # the latest cloud handed out (reused once unreferenced)
+        self._last_done = False
         # the firing-table fields per pixel (rows, cols), the same for every frame
         self._constant = {}
         if "ring" in dtype.names:
@@ -204,10 +208,23 @@ class FrameCloud:
                 return None
         return cls(config, cloud_dtype(layout))
 
-    def new(self) -> np.ndarray:
-        """The cloud of one frame, (rows, cols) or (cols, rows) for velodyne; padding bytes 0."""
+    def new(self) -> tuple[np.ndarray, bool]:
+        """(cloud, fresh): the cloud of one frame, (rows, cols) or (cols, rows) for velodyne, padding
+        bytes 0. The previous frame's cloud is handed out again once nothing refers to it any more
+        (no scan, message or view of it is alive: CPython reference count): its padding and
+        firing-table fields are already in place (fresh False), and no new memory is touched."""
+        last = self._last
+        if last is not None and self._last_done and sys.getrefcount(last) == 3:  # self._last, `last`, the argument
+            return last, False
         shape = (self.cols, self.rows) if self.transposed else (self.rows, self.cols)
-        return np.empty(shape, self.dtype) if _packed(self.dtype) else np.zeros(shape, self.dtype)
+        self._last = np.empty(shape, self.dtype) if _packed(self.dtype) else np.zeros(shape, self.dtype)
+        self._last_done = False
+        return self._last, True
+
+    def done(self, cloud: np.ndarray) -> None:
+        """Every field of `cloud` is written (its frame succeeded): it may be reused once unreferenced."""
+        if cloud is self._last:
+            self._last_done = True
 
     def _pixels(self, cloud: np.ndarray, name: str) -> np.ndarray:
         view = cloud[name]
@@ -224,10 +241,10 @@ class FrameCloud:
             out[physics] = self._pixels(cloud, name)
         return out
 
-    def fill(self, cloud: np.ndarray, r0: int, r1: int, range_m: np.ndarray) -> None:
-        """The fields of scan rows r0..r1 that are not views: firing-table constants, range in mm.
-        range_m: those rows' ranges, (r1 - r0) * cols in pixel order."""
-        for name, values in self._constant.items():
+    def fill(self, cloud: np.ndarray, r0: int, r1: int, range_m: np.ndarray, fresh: bool = True) -> None:
+        """The fields of scan rows r0..r1 that are not views: firing-table constants (only in a
+        fresh cloud), range in mm. range_m: those rows' ranges, (r1 - r0) * cols in pixel order."""
+        for name, values in self._constant.items() if fresh else ():
             self._pixels(cloud, name)[r0:r1] = values[r0:r1]
         if "range" in self.dtype.names:
             self._pixels(cloud, "range")[r0:r1] = _millimetres(range_m).reshape(r1 - r0, self.cols)
