@@ -208,7 +208,8 @@ class GzTransportClient:
                 if replier is not None and not _same_replier(replier, asked) and self._try_send(
                         replier, request_uuid, payload):
                     asked = replier  # a heartbeat re-advertising the same replier sends nothing again
-                if waiter["event"].wait(0.05 if asked is not None else 0.01):
+                connecting = replier is not None and asked is None  # ROUTER_MANDATORY: not reachable yet
+                if waiter["event"].wait(0.01 if connecting else 0.05):
                     break
                 if time.monotonic() > deadline:
                     if not found:
@@ -243,7 +244,7 @@ class GzTransportClient:
                 self._requester.send_multipart(message)
             except zmq.error.ZMQError as exc:
                 if exc.errno != zmq.EHOSTUNREACH:
-                    raise
+                    raise TimeoutError(f"cannot send to gz-transport replier at {replier.address}: {exc}") from None
                 return False
         return True
 
