@@ -250,7 +250,7 @@ class EmbreeBackend(Backend):
             self._closer_in(inst, r, t, box, _MERGED + 1 + k, o, d, dist, prim, ng, layer)
         result.prim[a:b] = prim
         result.distance[a:b] = np.where(prim >= 0, dist + tmin if tmin else dist, np.float32(np.inf))
-        scale = _normal_scales(ng, d, cos_out=result.cos[a:b])
+        scale = _normal_scales(ng, d, result.scale[a:b], result.facing[a:b])
         if result.normal is not None:
             np.multiply(ng, scale[:, None], out=result.normal[a:b])
         else:  # kept for a normal computed on first access (Hits.normal)
@@ -306,7 +306,8 @@ class _Result:
         self.distance = np.empty(n, np.float32)
         self.normal = None if lazy_normals else np.empty((n, 3), np.float32)
         self.parts: list = []  # lazy normals: (a, b, Ng, scale) of each span
-        self.cos = np.empty(n, np.float32)
+        self.scale = np.empty(n, np.float32)  # signed 1/|Ng|: scale * Ng is the unit normal facing the ray
+        self.facing = np.empty(n, np.float32)  # -(Ng . d); the cosine of incidence is facing * scale
         self.prim = np.empty(n, np.int32)
         self.layer = np.zeros(n, np.int16)  # which layer the primitive id belongs to (0 = static)
 
@@ -321,24 +322,24 @@ class _Result:
         return normal
 
 
-def _normal_scales(ng: np.ndarray, d: np.ndarray, cos_out: np.ndarray) -> np.ndarray:
-    """(N,) float32 s such that s * Ng is the unit normal facing the ray (0 for misses: Ng = 0),
-    and cos_out = |d . n| (the cosine of incidence, 0 for misses).
+def _normal_scales(ng: np.ndarray, d: np.ndarray, scale: np.ndarray, facing: np.ndarray) -> np.ndarray:
+    """Fills and returns scale: (N,) float32 s such that s * Ng is the unit normal facing the ray
+    (0 for misses: Ng = 0); facing = -(Ng . d), so that facing * s = |d . n| is the cosine of
+    incidence (0 for misses), computed only when asked for.
 
     Embree's Ng is computed by the trace anyway and still in cache: cheaper than gathering from a
     per-triangle table. Written as in-place column-wise float32 operations (the fast numpy forms for
     (N, 3)): a tiny bias keeps misses finite (0 * 1e15 = 0) and copysign orients without a mask."""
-    length2 = ng[:, 0] * ng[:, 0]
-    length2 += ng[:, 1] * ng[:, 1]
-    length2 += ng[:, 2] * ng[:, 2]
-    facing = ng[:, 0] * d[:, 0]
+    np.multiply(ng[:, 0], ng[:, 0], out=scale)
+    scale += ng[:, 1] * ng[:, 1]
+    scale += ng[:, 2] * ng[:, 2]
+    np.multiply(ng[:, 0], d[:, 0], out=facing)
     facing += ng[:, 1] * d[:, 1]
     facing += ng[:, 2] * d[:, 2]
-    length2 += np.float32(1e-30)
-    scale = np.sqrt(length2, out=length2)
+    scale += np.float32(1e-30)
+    np.sqrt(scale, out=scale)
     np.divide(np.float32(1), scale, out=scale)
     np.copysign(scale, np.negative(facing, out=facing), out=scale)
-    np.multiply(facing, scale, out=cos_out)  # -(Ng.d) * s = |Ng.d| / |Ng|
     return scale
 
 
@@ -361,7 +362,7 @@ class _IdLookup:
                 return self.result.normal[self.lo:self.hi]
             return self.result.lazy_normal(self.lo, self.hi)
         if name == "cos_incidence":
-            return self.result.cos[self.lo:self.hi]
+            return np.multiply(self.result.facing[self.lo:self.hi], self.result.scale[self.lo:self.hi])
         static = self.layers[_STATIC]
         if static.scene is None:
             values = np.full(len(self.prim), -1, np.int32)
