@@ -6,9 +6,13 @@ lidar material classes (lidar_ros.physics.trace_lidar), then passed through the 
 (detection limit, noise along the ray, intensity fields). Points are reported in the sensor frame of
 their own firing pose, as a real sensor reports them.
 
-A frame is processed in a few large pieces (`frame_pieces`: one backend call per piece and bounce)
-on as many threads as the backend traces with: embreex and numpy release the GIL, so the pieces'
-tracing, and then their per-ray numpy work, run on all cores at once.
+A frame's first hits come from one backend call for all its rays (the backend spreads it over its
+threads); the material classes (further bounces) and the surface model then run in a few large
+pieces (`frame_pieces`) on as many threads as the backend traces with: embreex and numpy release
+the GIL, so all cores work. The ray table is checked once, so the frame's rays skip the backend's
+per-ray checks; normals are computed only if read. For driver layouts that allow it the organized
+point cloud is the frame's storage (radarays_ros.io.lidar_clouds.FrameCloud): no copy into a
+message layout afterwards.
 """
 from __future__ import annotations
 
