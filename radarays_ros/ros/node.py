@@ -212,6 +212,18 @@ class SensorNode(Node):
         except ParameterUninitializedException:  # a declared array parameter nobody set
             return None
 
+    def _rejected_override(self, name: str, info: ParamInfo, exc: Exception) -> str:
+        """Why rclpy refused a params-file value, in our words: the key, the value and what is allowed."""
+        override = self._parameter_overrides.get(name)
+        if override is not None:
+            try:
+                check_param(name, from_ros(override.value), info)
+            except ConfigError as reason:  # out of range, not a choice, not finite: names the allowed values
+                return str(reason)
+            kind = (info.kind or type(info.value)).__name__
+            return f"{name} = {from_ros(override.value)!r}: expected a {kind} value"
+        return f"parameter {name}: {exc}"
+
     def _declare(self, infos: dict[str, ParamInfo], prefix: str, read_only=(), dynamic: bool = False) -> dict[str, Any]:
         """Declare `prefix + key` for each info; returns {key: value} with the values from the params file."""
         values = {}
@@ -227,7 +239,7 @@ class SensorNode(Node):
             try:
                 param = self.declare_parameter(name, default, desc)
             except Exception as exc:  # a params-file value of the wrong type or out of range
-                self._error(f"parameter {name}: {exc}; using the default {info.value!r}")
+                self._error(f"{self._rejected_override(name, info, exc)}; using the default {info.value!r}")
                 param = self.declare_parameter(name, default, desc, ignore_override=True)
             value = from_ros(param.value)
             if not dynamic and info.kind is not list and value is not None:
@@ -485,7 +497,7 @@ class SensorNode(Node):
         try:
             sensor.fixed_pose = self._pose_param(self._param(sensor.prefix + "fixed_pose"))
         except ConfigError as exc:
-            self._error(f"{sensor.prefix}fixed_pose: {exc}; using the identity")
+            self._error(f"{sensor.prefix}{exc}; using the identity")  # exc names fixed_pose and what it needs
         if self.scene is None:
             from ..world.scene import Scene
             from ..tracing import make_backend

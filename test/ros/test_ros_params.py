@@ -30,15 +30,17 @@ def test_help_lists_the_parameters_and_starts_no_node(node):
 
 
 def test_bad_params_file_names_the_key_and_the_range_and_the_node_stays_up(tmp_path):
-    """A typo'd node key is reported as unknown; a sensor value out of range stops that sensor with the key and
-    the allowed range, and its sensor.* keys are not called unknown as well."""
+    """A typo'd node key is reported as unknown; node values out of range fall back to the default with the key
+    and the allowed values; a sensor value out of range stops that sensor with the key and the allowed range,
+    and its sensor.* keys are not called unknown as well."""
     import time
 
     from ros_harness import NodeProcess, write_params
 
     room = Path(__file__).parent / "data" / "room.sdf"
     params = write_params(tmp_path / "lidar.yaml", "lidar_node", {
-        "world": str(room), "pose_source": "fixed", "pose_sourc": "fixed", "sensor": {"range": {"max": -3.0}}})
+        "world": str(room), "pose_source": "fixed", "pose_sourc": "fixed", "threads": -1, "fixed_pose": [1.0, 2.0],
+        "sensor": {"range": {"max": -3.0}}})
     with NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and "ignored unknown parameter" not in node.output():
@@ -47,6 +49,8 @@ def test_bad_params_file_names_the_key_and_the_range_and_the_node_stays_up(tmp_p
         log = node.output()
     (started,) = [line for line in log.splitlines() if "not started" in line]
     assert "range.max = -3.0" in started and "(0.0, 1000000.0]" in started
+    assert "threads = -1: out of range, allowed [0, 1024]; using the default 0" in log  # not rclpy's wording
+    assert "fixed_pose: expected 6 numbers x y z roll pitch yaw, got 2; using the identity" in log
     (unknown,) = [line for line in log.splitlines() if "ignored unknown parameter" in line]
     assert "ignored unknown parameter(s) pose_sourc;" in unknown
 
