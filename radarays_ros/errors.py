@@ -15,3 +15,11 @@ class WorldError(RadaraysError):
 
 class TracingError(RadaraysError):
     """A ray-tracing backend cannot be created or was called with bad arrays."""
+
+
+def yaml_problem(exc) -> str:
+    """A PyYAML error on one line: the problem and where (PyYAML's own text spans several lines)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(f"{problem}{where}".split())

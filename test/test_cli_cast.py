@@ -66,3 +66,13 @@ def test_cast_reports_load_warnings_and_still_writes_misses(tmp_path):
     assert result.returncode == 0 and "warning:" in result.stderr
     hits = np.load(tmp_path / "hits.npz")
     assert not hits["hit"].any() and np.isinf(hits["distance"]).all()
+
+
+def test_malformed_material_library_is_one_line_with_line_and_column(tmp_path, wall_stl):
+    path, _ = wall_stl
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("materials:\n  wall: {radar: [1, 2\n")
+    np.savez(tmp_path / "rays.npz", origins=np.zeros((1, 3)), directions=np.array([[1.0, 0, 0]]))
+    result = run("cast", path, "--rays", tmp_path / "rays.npz", "--out", tmp_path / "hits.npz", "--materials", bad)
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert "bad.yaml" in result.stderr and "line 3" in result.stderr

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, yaml_problem
 
 INF = math.inf
 
@@ -245,14 +245,6 @@ class RadarConfig:
         n = self.noise
         if n.energy_min > n.energy_max:
             raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")
-
-
-def yaml_problem(exc: "yaml.YAMLError") -> str:
-    """A YAML error on one line: the problem and where (PyYAML's own text spans several lines)."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return " ".join(f"{problem}{where}".split())
 
 
 def _build_section(section_cls, name: str, raw: Mapping, origin: str):

@@ -93,7 +93,7 @@ def load_scenario(path: str | Path) -> Scenario:
     except FileNotFoundError:
         raise ConfigError(f"scenario {path}: file not found") from None
     except yaml.YAMLError as exc:
-        from ..radar.config import yaml_problem
+        from ..errors import yaml_problem
 
         raise ConfigError(f"scenario {path}: not valid YAML: {yaml_problem(exc)}") from None
     if not isinstance(data, Mapping):

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, yaml_problem
 from .mesh import TriMesh
 
 RULE_KEYS = ("entity", "object", "mesh_material")
@@ -194,7 +194,7 @@ def _read_yaml(path: Path):
     except FileNotFoundError:
         raise ConfigError(f"material library {path}: file not found") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"material library {path}: not valid YAML ({exc})") from None
+        raise ConfigError(f"material library {path}: not valid YAML ({yaml_problem(exc)})") from None
 
 
 def _parse_material(name: Any, entry: Any, origin: str) -> Material:
