@@ -269,6 +269,7 @@ def bench_peer(n: int, rate: float, seconds: float = 5.0, max_rate_hz: float | N
             end = time.monotonic() + 10
             while time.monotonic() < end and mirror.alive:
                 time.sleep(0.01)
+            time.sleep(0.5)  # Gazebo takes a while to start again: the mirror is already asking the dead one
             peer = subprocess.Popen([str(repo / "build" / "gz_peer" / "gz_peer"), world], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
             assert peer.stdout.readline().strip() == "ready"
