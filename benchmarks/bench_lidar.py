@@ -5,7 +5,8 @@ bias, per-ray Gaussian, dust, quantisation), the range-reflectivity detection li
 driver-layout point array. Each figure is printed with its ratio to raw embreex calls on the same
 rays through the same BVH, measured in the same run: `ratio to bare` is best time over best bare time,
 `median_round_ratio` the median over rounds of each round's time over that round's bare time (robust
-to load from other processes, which shifts both), and `cpu_ratio` the process CPU time (all threads)
+to load from other processes, which shifts both), `vs_bare_in_backend_spans` the same against raw
+embreex calls cut into the backend's own spans (`bare_same_spans_seconds`), and `cpu_ratio` the process CPU time (all threads)
 over the CPU time of the bare rays traced on one thread: the work our layers add, which other
 processes on a shared machine cannot change. The indented lines split the cost by layer:
 the tracing interface alone (checked rays and eager normals, as a generic caller gets it; then the
@@ -38,6 +39,29 @@ EVERYTHING_ON = {
     "surface": {"model": "blensor", "limits": [[0.10, 50.0], [0.80, 120.0]]},
 }
 SENSORS = (("VLP-16", {}), ("OS1-128", {"columns": 1024, "rate_hz": 10}))
+
+
+def bare_same_spans_seconds(backend, o32, d32, repeats: int = 2) -> float:
+    """Best time of raw embreex calls on the backend's static BVH, cut into the spans the backend
+    itself uses (`embree.chunk_bounds`: a multiple of the thread count) on a pool of as many threads.
+    common.bare_trace_seconds cuts n // 8192 spans (3 for a VLP-16 frame, so one thread traces two
+    thirds); this is the bare cost of the backend's own split, to compare the per-ray work alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from radarays_ros.tracing.embree import chunk_bounds
+
+    layer = backend._static
+    bounds = chunk_bounds(len(o32), backend.threads)
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    tfar = np.full(len(o32), 1e30, np.float32)
+    best = np.inf
+    with ThreadPoolExecutor(backend.threads) as pool:
+        for _ in range(repeats):
+            start = time.perf_counter()
+            list(pool.map(lambda ab: layer.scene.run(o32[ab[0]:ab[1]], d32[ab[0]:ab[1]], dists=tfar[ab[0]:ab[1]],
+                                                     output=1), spans))
+            best = min(best, time.perf_counter() - start)
+    return best
 
 
 def main(argv=None) -> None:
@@ -73,12 +97,15 @@ def main(argv=None) -> None:
         tfar = np.full(rays, 1e30, np.float32)
         for fn in stages.values():  # warm-up
             fn()
-        best = dict.fromkeys(["bare", *stages], np.inf)
+        best = dict.fromkeys(["bare", "bare_spans", *stages], np.inf)
         ratios = {key: [] for key in stages}
+        span_ratios = {key: [] for key in stages}
         cpu = {key: [] for key in ["bare", *stages]}
         for _ in range(args.repeats):  # interleaved, so every stage sees the same machine load
             bare = bare_trace_seconds(backend, o, d, repeats=2)  # 2: its pool spawns threads on the first
             best["bare"] = min(best["bare"], bare)
+            spans = bare_same_spans_seconds(backend, o32, d32, repeats=2)
+            best["bare_spans"] = min(best["bare_spans"], spans)
             start = time.process_time()  # the bare work on one thread: embreex's own cost, no pool
             backend._static.scene.run(o32, d32, dists=tfar.copy(), output=1)
             cpu["bare"].append(time.process_time() - start)
@@ -89,12 +116,15 @@ def main(argv=None) -> None:
                 cpu[key].append(time.process_time() - start_cpu)
                 best[key] = min(best[key], seconds)
                 ratios[key].append(seconds / bare)  # paired with the bare time of the same round
+                span_ratios[key].append(seconds / spans)
         label = f"{name} {cfg.rows}x{cfg.cols} ({rays} rays)"
-        report(f"{label} bare embree", best["bare"], cpu_ms=f"{np.median(cpu['bare']) * 1e3:.2f}")
+        report(f"{label} bare embree", best["bare"], cpu_ms=f"{np.median(cpu['bare']) * 1e3:.2f}",
+               bare_in_backend_spans_ms=f"{best['bare_spans'] * 1e3:.2f}")
         for key in stages:
             extra = {"returns": int(sim.simulate(pose).hit.sum())} if key == "scan" else {}
             report(f"{label} {'  ' if key.startswith(('backend', '+')) else ''}{key}", best[key], best["bare"],
                    median_round_ratio=f"{np.median(ratios[key]):.2f}x",
+                   vs_bare_in_backend_spans=f"{np.median(span_ratios[key]):.2f}x",
                    cpu_ratio=f"{np.median(cpu[key]) / np.median(cpu['bare']):.2f}x", **extra)
 
     print(f"peak RSS {peak_rss_mb():.0f} MiB (at process start {rss0:.0f} MiB)")

@@ -41,7 +41,7 @@ else:
     _IMPORT_ERROR = None
 
 INSTANCE_MIN_TRIANGLES = 2000  # moving meshes this large get their own BVH instead of a rebuild per move
-_MIN_CHUNK = 8192  # below this, thread hand-off costs more than it saves
+_MIN_CHUNK = 4096  # below this, thread hand-off costs more than it saves
 _MAX_RETRACE = 32  # passes through masked static entities before giving up (counts as a miss)
 _SKIP = 1e-4  # metres to step past a masked hit before continuing
 _STATIC, _MERGED = 0, 1  # layer codes; instance k has code 2 + k in a trace's snapshot
@@ -224,15 +224,13 @@ class EmbreeBackend(Backend):
         n = len(o)
         if n == 0:
             return Hits.misses(0)
-        if tmin > 0:
-            o = o + d * np.float32(tmin)
-        far = np.float32(min(float(tmax) - tmin, 1e30))
+        far = np.float32(min(float(tmax) - tmin, 1e30))  # rays start at tmin: each span shifts its origins
         result = _Result(n, lazy_normals)
         job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result)
         if self._pool is None or n < 2 * _MIN_CHUNK:
             self._trace_span(job, 0, n)
         else:  # each worker traces AND post-processes its span: numpy releases the GIL too
-            bounds = np.linspace(0, n, min(self.threads * 4, n // _MIN_CHUNK) + 1).astype(int)
+            bounds = chunk_bounds(n, self.threads)
             list(self._pool.map(lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:])))
         layers = [self._static, dynamic] + [inst[0] for inst in instances]
         return Hits(result.distance, None if lazy_normals else result.normal, resolve=_IdLookup(result, layers))
@@ -240,6 +238,8 @@ class EmbreeBackend(Backend):
     def _trace_span(self, job, a: int, b: int) -> None:
         o_all, d_all, far, tmin, dynamic, masked, instances, result = job
         o, d = o_all[a:b], d_all[a:b]
+        if tmin:
+            o = o + d * tmin
         dist, prim, ng = self._static.run(o, d, np.full(b - a, far, np.float32))
         if masked is not None and self._static.scene is not None:
             dist, prim, ng = self._look_through(o, d, dist, prim, ng, masked, far)
@@ -297,6 +297,17 @@ class EmbreeBackend(Backend):
         super().close()
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+
+
+def chunk_bounds(n: int, threads: int) -> np.ndarray:
+    """Span boundaries of a batch of n rays on `threads` workers (which take the spans in order as
+    they finish one): 1 to 4 spans per worker, a multiple of the thread count, each of at least
+    _MIN_CHUNK rays. Rays cost very different amounts (sky rays miss at the root, ground rays walk
+    the BVH), so a worker that drew a cheap span takes another; with spans a multiple of the
+    workers no worker is left with an extra span while the others idle (3 spans on 2 threads:
+    one thread traces two thirds)."""
+    per_thread = max(1, min(4, n // (threads * _MIN_CHUNK)))
+    return np.linspace(0, n, threads * per_thread + 1).astype(int)
 
 
 class _Result:
