@@ -37,7 +37,9 @@ GAZEBO_PARAMS = {
                               choices=("ros", "gazebo")),
     "gazebo.stale_after_s": ParamInfo(1.0, "seconds without pose messages after which Gazebo counts as gone",
                                       0.05, 60.0, kind=float),
-    "gazebo.max_rate_hz": ParamInfo(200.0, "most scene pose updates per second", 1.0, 10000.0, kind=float),
+    "gazebo.max_rate_hz": ParamInfo(200.0, "most scene pose updates per second (each frame also applies the newest "
+                                           "poses first); lower it to save CPU on fast pose streams, keep it above "
+                                           "the sweep rate for motion-distorted sweeps", 1.0, 10000.0, kind=float),
 }
 RIG_GAZEBO_PARAMS = {
     "gazebo.sdf_sensors": ParamInfo(True, "also run the radarays / gpu_lidar sensors declared in the world's SDF "

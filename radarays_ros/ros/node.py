@@ -683,6 +683,8 @@ class SensorNode(Node):
             sensor.stats.skipped += 1
             return
         start = time.perf_counter()
+        if self.mirror is not None:
+            self.mirror.refresh()  # the newest Gazebo poses, even when gazebo.max_rate_hz holds one back
         try:
             pose = self._pose(sensor, t0_ns, unit.period_ns, sync)
             result = unit.simulate(pose, t0_ns)

@@ -6,7 +6,6 @@ when it cannot be had, and fail instead under CI=true.
 """
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from pathlib import Path
@@ -16,16 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import gz_netns  # noqa: E402
 from gz_harness import PEER, Peer  # noqa: E402
-
-
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("true", "1", "yes")
-
-
-def _refuse(reason: str):
-    if _under_ci():
-        pytest.fail(f"gz-transport test cannot run under CI: {reason}")
-    pytest.skip(reason)
+from netns_common import refuse  # noqa: E402
 
 
 @pytest.fixture
@@ -33,13 +23,13 @@ def isolated_network():
     try:
         gz_netns.ensure_isolated()
     except OSError as exc:
-        _refuse(f"cannot create a private network namespace with multicast on lo: {exc}")
+        refuse("gz-transport test", f"cannot create a private network namespace with multicast on lo: {exc}")
 
 
 @pytest.fixture
 def gz_peer(isolated_network):
     if not PEER.exists():
-        _refuse(f"{PEER} is not built (bash scripts/setup_gz_peer.sh installs Ignition Transport and builds it)")
+        refuse("gz-transport test", f"{PEER} is not built (bash scripts/setup_gz_peer.sh installs Ignition Transport and builds it)")
     peer = Peer(world=f"w{uuid.uuid4().hex[:8]}", partition=f"radarays_test_{uuid.uuid4().hex[:8]}")
     peer.start()
     yield peer
