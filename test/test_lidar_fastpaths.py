@@ -68,7 +68,7 @@ def test_checked_ray_table_gives_the_frames_of_the_fully_checked_path(sensor):
 
 def test_a_frame_does_not_depend_on_the_thread_count():
     scene = street()
-    cfg = load_sensor("OS1-16", {**EVERYTHING_ON, "columns": 2048})  # 32768 rays: several pieces
+    cfg = load_sensor("OS1-32", {**EVERYTHING_ON, "columns": 2048})  # 65536 rays: two pieces on two threads
     pose = pose_to_matrix(0, 0, 0, 0, 0, 0.4)
     one = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=1), seed=2).simulate(pose)
     two = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=2).simulate(pose)
@@ -127,7 +127,7 @@ def test_cloud_written_with_the_frame_is_the_driver_cloud_byte_for_byte(sensor, 
 
 def test_a_failing_piece_fails_the_frame_and_the_next_frame_works():
     scene = street()
-    cfg = load_sensor("OS1-16", {**EVERYTHING_ON, "columns": 2048})  # two pieces
+    cfg = load_sensor("OS1-32", {**EVERYTHING_ON, "columns": 2048})  # two pieces on two threads
     sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=3)
     good = sim.simulate(np.eye(4))
     surface = sim._surface_piece
@@ -181,3 +181,22 @@ def test_a_cloud_is_reused_only_when_nothing_refers_to_it(layout):
             ref.simulate(poses[ref._scans])
         fresh = ref.simulate(poses[i])
         assert pointcloud_array(scan).tobytes() == pointcloud_array(fresh).tobytes()
+
+
+def test_large_pieces_run_on_two_threads_and_small_ones_on_the_caller():
+    import threading
+
+    scene = street()
+    backend = make_backend("embree", scene, threads=2)
+    for sensor, columns, both in (("OS1-32", 2048, True), ("VLP-16", None, False)):
+        cfg = load_sensor(sensor, {**EVERYTHING_ON, **({"columns": columns} if columns else {})})
+        sim = LidarSimulator(cfg, scene, backend, seed=1)
+        surface, seen = sim._surface_piece, set()
+
+        def recording(*args, surface=surface, seen=seen):
+            seen.add(threading.get_ident())
+            return surface(*args)
+
+        sim._surface_piece = recording
+        sim.simulate(np.eye(4))
+        assert len(sim._pieces) == 2 and (len(seen) == 2) == both
