@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import trimesh
 
+from radarays_ros.tracing.embree import chunk_bounds
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
@@ -65,7 +66,8 @@ def make_big_world(n_triangles: int = 1_000_000, seed: int = 0, size: float = 20
 def bare_trace_seconds(backend, origins: np.ndarray, directions: np.ndarray, repeats: int = 3, threads: int | None = None) -> float:
     """Best-of-`repeats` time of raw embreex calls for these rays on the backend's static BVH.
 
-    Same chunking and thread count as the backend uses, so the ratio isolates our per-ray work.
+    Same spans (embree.chunk_bounds) and thread count as the backend uses, so the ratio isolates our
+    per-ray work.
     """
     layer = backend._static  # the raw Embree scene behind the interface
     o = np.ascontiguousarray(origins, dtype=np.float32)
@@ -74,8 +76,8 @@ def bare_trace_seconds(backend, origins: np.ndarray, directions: np.ndarray, rep
     tfar = np.full(len(o), 1e30, np.float32)
     threads = threads or backend.threads
     n = len(o)
-    n_chunks = max(1, min(threads * 4, n // 8192)) if threads > 1 else 1
-    bounds = np.linspace(0, n, n_chunks + 1).astype(int)
+    # the very spans the backend uses, so the ratio is about our per-ray work, not about load balance
+    bounds = chunk_bounds(n, threads) if threads > 1 else np.array([0, n])
     spans = list(zip(bounds[:-1], bounds[1:]))
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     best = np.inf

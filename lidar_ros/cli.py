@@ -40,7 +40,7 @@ def add_parser(sub) -> None:
     p.add_argument("--layout", choices=("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "xyzi"), help="point cloud layout (default: the sensor's)")
     p.add_argument("--unorganized", action="store_true", help="clouds hold only the returns (default: organized, NaN misses)")
     p.add_argument("--ground-truth", action="store_true", help="add clean range, entity, material, normal, incidence")
-    p.add_argument("--world-frame", default="world", help="parent frame of the sensor pose in .mcap /tf (default world)")
+    p.add_argument("--world-frame", default="map", help="parent frame of the sensor pose in .mcap /tf (default map, as radar and scenarios)")
     p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
     p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
     p.add_argument("--out", help="output file: .npz, .pcd, .ply or .mcap (required unless --list-presets)")

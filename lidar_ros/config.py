@@ -119,7 +119,7 @@ class LidarConfig:
         spec = dict(self.spec)
         for key, value in overrides.items():
             spec = set_dotted(spec, str(key), value)
-        return build_config(spec, self.origin, Path(self.base_dir))
+        return build_config(spec, _overridden(self.origin), Path(self.base_dir))
 
     def to_dict(self) -> dict[str, Any]:
         """The source mapping (writable back as a sensor YAML)."""
@@ -234,4 +234,9 @@ def load_sensor(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | 
     spec = _spec_from_file(path)
     for key, value in (overrides or {}).items():
         spec = set_dotted(spec, str(key), value)
-    return build_config(spec, str(path), path.parent)
+    return build_config(spec, _overridden(str(path)) if overrides else str(path), path.parent)
+
+
+def _overridden(origin: str) -> str:
+    """Error messages must say when a value came from an override (--set, a ROS parameter), not the file."""
+    return origin if origin.endswith(" + overrides") else f"{origin} + overrides"

@@ -67,7 +67,7 @@ def test_mcap_has_points_and_tf_static(tmp_path, wall_world):
     cloud = topics["/points"][1]
     assert (cloud.height, cloud.width, cloud.point_step) == (16, 512, 48)
     tf = topics["/tf_static"][1].transforms[0]
-    assert (tf.header.frame_id, tf.child_frame_id) == ("world", "lidar")
+    assert (tf.header.frame_id, tf.child_frame_id) == ("map", "lidar")
     assert (tf.transform.translation.x, tf.transform.translation.y) == (1.0, 2.0)
 
 
