@@ -200,7 +200,7 @@ def bench_peer(n: int, rate: float, seconds: float = 5.0, max_rate_hz: float | N
     import uuid
 
     repo = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(repo / "test" / "gazebo"))
+    sys.path[:0] = [str(repo / "test" / "gazebo"), str(repo / "test")]  # gz_netns uses test/netns_common.py
     import gz_netns  # the tests' private-namespace helper
 
     from radarays_ros.gazebo.transport import GzTransportClient
