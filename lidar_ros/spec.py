@@ -11,24 +11,15 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
+from radarays_ros import config_file
 from radarays_ros.errors import ConfigError
 
 _REQUIRED = object()
 
 
 def read_yaml(path: str | Path, what: str = "sensor file") -> Any:
-    """Parse a YAML file; missing file or bad syntax -> ConfigError naming the file."""
-    path = Path(path)
-    try:
-        with path.open() as fh:
-            return yaml.safe_load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"{what} {path} not found") from None
-    except yaml.YAMLError as exc:  # one line: where the parser stopped and why
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        reason = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{what} {path}: not valid YAML{at}: {' '.join(str(reason).split())}") from None
+    """Parse a YAML file; missing file or bad syntax -> ConfigError naming the file (one line)."""
+    return config_file.read_yaml(path, what)
 
 
 class SpecReader:

@@ -108,7 +108,7 @@ def test_errors_are_one_line_and_exit_2(tmp_path, wall_world, capsys, args, mess
 
 @pytest.mark.parametrize("case,message", [
     ("missing file", "sensor file {tmp}/absent.yaml not found"),
-    ("malformed yaml", "sensor.yaml: not valid YAML at line 3, column 1: expected ',' or '}}'"),
+    ("malformed yaml", "sensor.yaml: not valid YAML (expected ',' or '}}', but got '<stream end>' at line 3, column 1)"),
     ("unknown key", "bogus_key: unknown key; allowed here:"),
     ("out of range", "vertical.step_deg"),
     ("nan pose", "--pose 'nan 0 1 0 0 0' has a non-finite value"),

@@ -206,7 +206,7 @@ def test_bad_scenarios_name_the_key(tmp_path, change, message):
 def test_malformed_scenario_yaml_is_one_line_with_where(tmp_path):
     path = tmp_path / "broken.yaml"
     path.write_text("world: room.sdf\nsensors: {r: {type: radar}\n")
-    with pytest.raises(ConfigError, match=r"broken.yaml: not valid YAML: expected ',' or '}', .* at line 3, column 1$"):
+    with pytest.raises(ConfigError, match=r"broken.yaml: not valid YAML \(expected ',' or '}', .* at line 3, column 1\)$"):
         load_scenario(path)
 
 

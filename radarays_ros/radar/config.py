@@ -17,7 +17,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..errors import ConfigError, yaml_problem
+from ..config_file import read_yaml
+from ..errors import ConfigError
 
 INF = math.inf
 
@@ -166,14 +167,7 @@ class RadarConfig:
     def from_yaml(cls, path: str | Path, overrides: Mapping[str, Any] | None = None) -> "RadarConfig":
         """Read a YAML file (sections as in to_dict()), then apply dotted-key overrides."""
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except FileNotFoundError:
-            raise ConfigError(f"radar config {path}: file not found") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"radar config {path}: not valid YAML ({yaml_problem(exc)})") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"radar config {path}: cannot be read ({exc})") from None
+        data = read_yaml(path, "radar config")
         config = cls.from_dict(data or {}, origin=str(path))
         return config.with_overrides(overrides) if overrides else config
 

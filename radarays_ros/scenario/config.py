@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-import yaml
 
+from ..config_file import read_yaml
 from ..errors import ConfigError
 from ..world.trajectory import Trajectory
 from ..world.transforms import pose_to_matrix, quaternion_to_matrix
@@ -88,14 +88,7 @@ class Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario YAML (errors name the file and the key)."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"scenario {path}: file not found") from None
-    except yaml.YAMLError as exc:
-        from ..errors import yaml_problem
-
-        raise ConfigError(f"scenario {path}: not valid YAML: {yaml_problem(exc)}") from None
+    data = read_yaml(path, "scenario")
     if not isinstance(data, Mapping):
         raise ConfigError(f"scenario {path}: expected a mapping with keys {', '.join(TOP_KEYS)}")
     where = f"scenario {path}"

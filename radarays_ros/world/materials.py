@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-import yaml
 
-from ..errors import ConfigError, yaml_problem
+from ..config_file import read_yaml
+from ..errors import ConfigError
 from .mesh import TriMesh
 
 RULE_KEYS = ("entity", "object", "mesh_material")
@@ -86,7 +86,7 @@ class MaterialLibrary:
 
         A user file may refer to shipped materials; `load_user` merges it over the shipped library."""
         path = Path(path) if path is not None else DEFAULT_LIBRARY
-        lib = cls.from_dict(_read_yaml(path), origin=str(path))
+        lib = cls.from_dict(read_yaml(path, "material library"), origin=str(path))
         if not lib.materials:
             raise ConfigError(f"material library {path}: defines no materials")
         if lib.default is None:
@@ -101,7 +101,7 @@ class MaterialLibrary:
         if path is None:
             return shipped
         path = Path(path)
-        return shipped.merged(cls.from_dict(_read_yaml(path), origin=str(path)))
+        return shipped.merged(cls.from_dict(read_yaml(path, "material library"), origin=str(path)))
 
     @classmethod
     def from_dict(cls, data: Any, origin: str = "<dict>") -> "MaterialLibrary":
@@ -186,15 +186,6 @@ class MaterialLibrary:
         if mesh_material and mesh_material.lower() in lowered:
             return lowered[mesh_material.lower()]
         return self._ids[self.default]
-
-
-def _read_yaml(path: Path):
-    try:
-        return yaml.safe_load(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"material library {path}: file not found") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"material library {path}: not valid YAML ({yaml_problem(exc)})") from None
 
 
 def _parse_material(name: Any, entry: Any, origin: str) -> Material:
