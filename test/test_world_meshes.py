@@ -5,19 +5,11 @@ import numpy as np
 import pytest
 import trimesh
 
-from radarays_ros.tracing import make_backend
 from radarays_ros.world.loader import load_world
 from radarays_ros.world.meshfiles import load_mesh, read_obj
+from tracing_support import cast
 
 DATA = Path(__file__).parent / "data" / "world"
-
-
-def cast(scene, origins, directions):
-    backend = make_backend("embree", scene)
-    try:
-        return backend.trace(np.atleast_2d(np.asarray(origins, float)), np.atleast_2d(np.asarray(directions, float)))
-    finally:
-        backend.close()
 
 
 # Two objects: a room (two walls, the second written as a quad with negative indices and a usemtl),

@@ -7,18 +7,10 @@ import pytest
 from PIL import Image
 
 from radarays_ros.errors import WorldError
-from radarays_ros.tracing import make_backend
 from radarays_ros.world.loader import load_world, model_entities, parse_sdf_string, add_entities
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.entities import material_library
-
-
-def cast(scene, origins, directions):
-    backend = make_backend("embree", scene)
-    try:
-        return backend.trace(np.atleast_2d(np.asarray(origins, float)), np.atleast_2d(np.asarray(directions, float)))
-    finally:
-        backend.close()
+from tracing_support import cast
 
 
 def write_world(tmp_path, body, name="w.sdf", version="1.9"):

@@ -40,6 +40,13 @@ def plot_detection_limits(path, limits=HDL64E_LIMITS) -> Path:
     ax.set_xlabel("reflectivity ρ(θ) [% of a white Lambertian target]")
     ax.set_ylabel("detection limit r_L [m]")
     ax.set_title("Range–reflectivity detection limit (LiMOX §4.2, BlenSor §3.2)")
+    return _save(fig, ax, path)
+
+
+def _save(fig, ax, path) -> Path:
+    """Grid, legend, tight layout, PNG at `path`; the figure is closed."""
+    import matplotlib.pyplot as plt
+
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -66,13 +73,7 @@ def plot_reflectivity(path, rho0: float = 0.5, table=(0.50, 0.48, 0.45, 0.40, 0.
     ax.set_xlabel("incidence angle θ [deg]")
     ax.set_ylabel("reflectivity ρ(θ)")
     ax.set_title("Lidar reflectivity models (LiMOX §4.1)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path)
 
 
 def main(argv=None) -> int:
