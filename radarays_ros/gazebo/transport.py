@@ -7,9 +7,8 @@ against Debian's Ignition Transport 11 in test/gazebo):
 Discovery (UDP multicast, group 239.255.0.7; messages on port 10317, services on 10318): each
 datagram is a little-endian uint16 length followed by a serialized `Discovery` protobuf (version 10).
 Publishers re-ADVERTISE every heartbeat (1 s); a process silent for 3 s, or one that says BYE, is gone.
-Topic names on the wire are fully qualified: "@<partition>@<topic>"; the default partition of
-gz-transport is "<hostname>:<username>", so by default this client accepts any partition
-(`partition=None`) or only the one given (or GZ_PARTITION / IGN_PARTITION).
+Topic names on the wire are fully qualified: "@<partition>@<topic>". Which partition, addresses and
+limits apply is netconf.py's (gz-transport's rules, plus an allowed set of networks).
 
 Messages (ZeroMQ): the subscriber connects a SUB socket to the publisher's address, subscribes to the
 qualified topic, and tells the publisher's control (DEALER) socket [topic, process uuid, node uuid,
@@ -21,6 +20,18 @@ response socket id, node uuid, request uuid, payload, request type, response typ
 back to our bound ROUTER as [replier id, topic, node uuid, request uuid, payload, "1"|"0"].
 Type names of either generation ("gz.msgs.X" or "ignition.msgs.X") are accepted; requests use the
 types the replier advertised.
+
+Hostile or broken peers (README, Security). Discovery has no authentication, so:
+- only datagrams from allowed networks, for our partition, are read; a datagram naming a process
+  is accepted only from the address that process first spoke from (a forged BYE from elsewhere is
+  ignored); advertised addresses outside the allowed networks are refused;
+- a world's topics and services ("/world/<w>/...") are taken from one process only, the world's
+  owner: the first that advertises under that world, replaced only once it misses its heartbeats;
+- sockets are never disconnected: libzmq aborts the process (`!_more`, fq.cpp) when a pipe holding
+  a half-read multipart message goes away, and the poller pre-reads the first part. A socket whose
+  connections went stale is closed and made anew instead;
+- messages above a size are refused by ZeroMQ, queues are short, tables have caps, and silent
+  processes are forgotten after 3 s; every kind of trouble is one rate-limited log line.
 """
 from __future__ import annotations
 
@@ -38,6 +49,9 @@ import zmq
 
 from ..errors import ConfigError
 from . import protos
+from .netconf import NetConfig, read_config, shorten, tcp_endpoint
+from .netconf import split_topic as _decompose
+from .ratelog import RateLimitedLog
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +61,16 @@ MSG_DISCOVERY_PORT = 10317
 SRV_DISCOVERY_PORT = 10318
 HEARTBEAT_S = 1.0
 SILENCE_S = 3.0
+TAKEOVER_S = 1.5  # a world's owner that missed a heartbeat may be replaced (a restarted Gazebo)
 IDLE_PERIOD_MS = 20  # idle callbacks run at least this often
 POLL_MS = 100  # without idle callbacks: heartbeats (1 s) and silence (3 s) need no finer clock
 NEW_CONNECTION = "6"
-END_CONNECTION = "7"
+DATAGRAMS_PER_WAKE = 256  # discovery cannot starve the data: both are bounded per wake-up
+MESSAGES_PER_WAKE = 1000
+MAX_ID_LENGTH = 64  # process and node uuids are 36 characters
+MAX_TYPE_LENGTH = 256
+STALE_CONNECTIONS = 4  # a socket with more connections to forgotten peers is made anew
+MAX_CONNECTIONS = 64  # distinct publisher addresses followed at once
 
 D = protos.Discovery
 
@@ -59,18 +79,16 @@ MessageCallback = Callable[[bytes, str], None]  # (payload, wire type name)
 
 def split_topic(qualified: str) -> tuple[str, str]:
     """'@/host:user@/world/w/pose/info' -> ('/host:user', '/world/w/pose/info'); plain names pass."""
-    if qualified.startswith("@"):
-        end = qualified.find("@", 1)
-        if end > 0:
-            return qualified[1:end], qualified[end + 1 :]
-    return "", qualified
+    parts = _decompose(qualified)
+    return parts if parts is not None else ("", qualified)
 
 
-def _env(*names: str) -> str | None:
-    for name in names:
-        if os.environ.get(name):
-            return os.environ[name]
-    return None
+def world_of(topic: str) -> str | None:
+    """'/world/w/pose/info' -> 'w'; None for topics outside a world."""
+    if not topic.startswith("/world/"):
+        return None
+    name = topic[7:].split("/", 1)[0]
+    return name or None
 
 
 @dataclass
@@ -85,6 +103,12 @@ class RemoteEndpoint:
     response_type: str = ""
     ctrl: str = ""  # control address (messages)
     socket_id: str = ""  # replier identity (services)
+
+
+@dataclass
+class _Process:
+    source: str  # the IP its first datagram came from: the only one it may speak from
+    last_heard: float
 
 
 @dataclass
@@ -111,43 +135,49 @@ class GzTransportClient:
     ):
         """Unset arguments come from the environment as gz-transport reads it (GZ_PARTITION, GZ_IP,
         GZ_DISCOVERY_MULTICAST_IP, GZ_DISCOVERY_MSG_PORT, GZ_DISCOVERY_SRV_PORT; IGN_* likewise),
-        else the defaults (any partition, 239.255.0.7, 10317, 10318)."""
+        else the defaults ('<hostname>:<username>', loopback, 239.255.0.7, 10317, 10318). Limits and
+        the allowed networks: netconf.py."""
+        self.config: NetConfig = read_config(partition, host_ip)
         group = group or _env("GZ_DISCOVERY_MULTICAST_IP", "IGN_DISCOVERY_MULTICAST_IP") or MULTICAST_GROUP
         msg_port = msg_port or _port("GZ_DISCOVERY_MSG_PORT", "IGN_DISCOVERY_MSG_PORT", MSG_DISCOVERY_PORT)
         srv_port = srv_port or _port("GZ_DISCOVERY_SRV_PORT", "IGN_DISCOVERY_SRV_PORT", SRV_DISCOVERY_PORT)
-        self.partition = partition if partition is not None else _env("GZ_PARTITION", "IGN_PARTITION")
-        if self.partition is not None and not self.partition.startswith("/"):
-            self.partition = "/" + self.partition
-        self.host_ip = host_ip or _env("GZ_IP", "IGN_IP") or _default_ip()
+        self.partition = self.config.partition
+        self.host_ip = self.config.host_ip
         self.group = group
         self.process_uuid = str(uuid.uuid4())
+        self.trouble = RateLimitedLog(log)  # .totals: what was refused, by kind
         self._lock = threading.RLock()  # guards the zmq sockets and the tables below
         self._subs: dict[str, list[_Subscription]] = {}
         self._publishers: dict[str, dict[str, RemoteEndpoint]] = {}  # qualified topic -> node uuid -> pub
         self._services: dict[str, RemoteEndpoint] = {}  # qualified service name -> replier
-        self._activity: dict[str, float] = {}  # process uuid -> last heard (monotonic)
-        self._connected: set[tuple[str, str]] = set()  # (qualified topic, address) subscribed at
+        self._endpoints = 0  # publishers + repliers remembered (capped)
+        self._processes: dict[str, _Process] = {}
+        self._owners: dict[str, str] = {}  # world name -> process uuid
+        self._claims: dict[str, float] = {}  # world name -> when another process last claimed it
+        self._following: dict[tuple[bytes, bytes], str] = {}  # (qualified topic, sender) -> topic
         self._sub_addresses: set[str] = set()
+        self._sub_topics: set[bytes] = set()
         self._req_addresses: set[str] = set()
         self._pending: dict[str, dict] = {}  # request uuid -> {'event', 'reply', 'ok'}
         self._idle: list[Callable[[], None]] = []
         self._new_subs: list[_Subscription] = []  # subscriptions not yet connected to known publishers
-        self._routes: dict[bytes, tuple[str, bool]] = {}  # data frame topic -> (name, ours)
         self._type_names: dict[bytes, str] = {}
         self._ctx = zmq.Context()
-        self._sub = self._ctx.socket(zmq.SUB)
-        self._requester = self._ctx.socket(zmq.ROUTER)
-        self._requester.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        self._requester.setsockopt(zmq.LINGER, 0)
+        self._sub = self._new_socket(zmq.SUB)
+        self._requester = self._new_requester()
         self._response_id = str(uuid.uuid4())
-        self._responses = self._ctx.socket(zmq.ROUTER)
+        self._responses = self._new_socket(zmq.ROUTER)
         self._responses.setsockopt(zmq.IDENTITY, self._response_id.encode())
-        self._responses.bind(f"tcp://{self.host_ip}:*")
+        try:
+            self._responses.bind(f"tcp://{self.host_ip}:*")
+        except zmq.ZMQError as exc:
+            self._ctx.destroy(linger=0)
+            raise ConfigError(f"GZ_IP = '{shorten(self.host_ip)}': cannot bind there ({exc}); "
+                              "expected an IPv4 address of this host") from None
         self._response_address = self._responses.getsockopt(zmq.LAST_ENDPOINT).decode()
-        self._udp = {
-            "msg": _multicast_socket(group, msg_port, self.host_ip),
-            "srv": _multicast_socket(group, srv_port, self.host_ip),
-        }
+        self._udp = {"msg": _multicast_socket(group, msg_port, self.config.discovery_ips),
+                     "srv": _multicast_socket(group, srv_port, self.config.discovery_ips)}
+        self._sender = _sender_socket()
         self._ports = {"msg": msg_port, "srv": srv_port}
         self._poller = zmq.Poller()
         self._poller.register(self._sub, zmq.POLLIN)
@@ -159,6 +189,18 @@ class GzTransportClient:
         self._thread = threading.Thread(target=self._run, name="gz-transport", daemon=True)
         self._thread.start()
 
+    def _new_socket(self, kind: int) -> zmq.Socket:
+        sock = self._ctx.socket(kind)
+        sock.setsockopt(zmq.MAXMSGSIZE, self.config.max_message_bytes)  # larger: connection dropped
+        sock.setsockopt(zmq.RCVHWM, self.config.queue)
+        sock.setsockopt(zmq.LINGER, 0)
+        return sock
+
+    def _new_requester(self) -> zmq.Socket:
+        sock = self._new_socket(zmq.ROUTER)
+        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        return sock
+
     # -- public API -----------------------------------------------------------------------------
     def subscribe(self, topic: str, callback: MessageCallback) -> None:
         """Call `callback(payload, type_name)` for every message on `topic` (unqualified name)."""
@@ -166,8 +208,8 @@ class GzTransportClient:
             sub = _Subscription(topic, callback, str(uuid.uuid4()))
             self._subs.setdefault(topic, []).append(sub)
             self._new_subs.append(sub)  # connected by the client thread, the only user of the SUB socket
-            if self.partition is not None:  # ask publishers to re-advertise now instead of at the heartbeat
-                self._send("msg", D.SUBSCRIBE, sub_topic=f"@{self.partition}@{topic}")
+            # ask publishers to re-advertise now instead of at the heartbeat
+            self._send("msg", D.SUBSCRIBE, sub_topic=f"@{self.partition}@{topic}")
 
     def add_idle_callback(self, fn: Callable[[], None]) -> None:
         """Run `fn()` on the client thread at least every 20 ms (rate-capped work, timeouts)."""
@@ -177,7 +219,7 @@ class GzTransportClient:
     def alive(self, topic: str) -> bool:
         """True while at least one publisher of `topic` is known and not silent. Lock-free (a sensor
         loop asks before every frame): the table is copied in one step under the GIL."""
-        return any(pubs and self._matches(q, topic) for q, pubs in list(self._publishers.items()))
+        return bool(self._publishers.get(f"@{self.partition}@{topic}"))
 
     def topics(self) -> list[str]:
         with self._lock:
@@ -191,8 +233,8 @@ class GzTransportClient:
         """Call a service; returns (response bytes, response type). TimeoutError if nobody answers.
 
         The request follows the service while it waits: when another replier advertises it (a
-        Gazebo restarted after a crash: the dead one never says BYE and is only forgotten after 3 s of
-        silence) or the one asked is forgotten, the same request goes to the replier known now; an
+        Gazebo restarted after a crash: the dead one never says BYE and is replaced once it missed a
+        heartbeat) or the one asked is forgotten, the same request goes to the replier known now; an
         unreachable replier (its connection is gone) is tried again every few milliseconds."""
         deadline = time.monotonic() + timeout
         request_uuid = str(uuid.uuid4())
@@ -225,8 +267,8 @@ class GzTransportClient:
     def _replier(self, service: str) -> RemoteEndpoint | None:
         """The replier of `service` known now (the latest advertisement); asks for one when none."""
         with self._lock:
-            replier = next((r for q, r in self._services.items() if self._matches(q, service)), None)
-            if replier is None and self.partition is not None:
+            replier = self._services.get(f"@{self.partition}@{service}")
+            if replier is None:
                 self._send("srv", D.SUBSCRIBE, sub_topic=f"@{self.partition}@{service}")
             return replier
 
@@ -238,6 +280,8 @@ class GzTransportClient:
         message = [f.encode() for f in frames] + [payload, replier.type_name.encode(), replier.response_type.encode()]
         with self._lock:
             if replier.address not in self._req_addresses:
+                if len(self._req_addresses) >= MAX_CONNECTIONS:
+                    self._rebuild_requester()
                 self._requester.connect(replier.address)
                 self._req_addresses.add(replier.address)
             try:
@@ -257,7 +301,7 @@ class GzTransportClient:
         with self._lock:
             for kind in self._udp:  # publishers drop us now instead of after 3 s of silence
                 self._send(kind, D.BYE)
-            for sock in self._udp.values():
+            for sock in list(self._udp.values()) + [self._sender]:
                 sock.close()
             for s in (self._sub, self._requester, self._responses):
                 s.close(linger=0)
@@ -269,163 +313,321 @@ class GzTransportClient:
     def __exit__(self, *exc):
         self.close()
 
-    # -- internals ------------------------------------------------------------------------------
-    def _matches(self, qualified: str, topic: str) -> bool:
-        partition, name = split_topic(qualified)
-        return name == topic and (self.partition is None or partition == self.partition)
-
+    # -- the client thread ----------------------------------------------------------------------
     def _run(self) -> None:
         # Housekeeping and idle callbacks run on their own clock, not on every wake-up: at 60 Hz of
         # poses (and as many clock messages) each wake-up should cost only the receiving. The poll
         # waits without the lock (other threads call request/alive meanwhile); only this thread
-        # uses the polled sockets.
-        udp = [(kind, sock, sock.fileno()) for kind, sock in self._udp.items()]
+        # uses the polled sockets. Data is read before discovery, both in bounded amounts.
         next_chores = 0.0
         while not self._stop.is_set():
             try:
                 ready = dict(self._poller.poll(IDLE_PERIOD_MS if self._idle else POLL_MS))
-                with self._lock:
-                    if self._new_subs:
-                        self._connect_new_subscriptions()
-                    for kind, sock, fd in udp:
-                        if fd in ready:
-                            self._receive_discovery(kind, sock)
-                    if self._sub in ready:
-                        self._receive_message()
-                    if self._responses in ready:
-                        self._receive_response()
-                    now = time.monotonic()
-                    due = now >= next_chores
-                    if due:
-                        next_chores = now + (IDLE_PERIOD_MS if self._idle else POLL_MS) / 1000.0
-                        self._housekeeping(now)
-                        idle = list(self._idle)
+            except zmq.ZMQError as exc:
+                self.trouble.report("poll", f"gz-transport: poll failed: {exc}")
+                self._stop.wait(0.01)
+                continue
+            with self._lock:
+                if self._sub in ready:
+                    self._guarded("message", self._receive_messages)
+                if self._responses in ready:
+                    self._guarded("response", self._receive_responses)
+                for kind, sock in self._udp.items():
+                    if sock.fileno() in ready:
+                        self._guarded("discovery", self._receive_discovery, kind, sock)
+                if self._new_subs:
+                    self._guarded("subscribe", self._connect_new_subscriptions)
+                now = time.monotonic()
+                due = now >= next_chores
                 if due:
-                    for fn in idle:
-                        fn()
-            except Exception:  # a bad datagram or callback must not kill the transport thread
-                log.exception("gz-transport client: error while handling traffic")
-                time.sleep(0.05)
+                    next_chores = now + (IDLE_PERIOD_MS if self._idle else POLL_MS) / 1000.0
+                    self._guarded("housekeeping", self._housekeeping, now)
+                    idle = list(self._idle)
+            if due:
+                for fn in idle:
+                    self._guarded("idle callback", fn)
 
-    def _connect_new_subscriptions(self) -> None:
-        for sub in self._new_subs:
-            for qualified, pubs in self._publishers.items():
-                if self._matches(qualified, sub.topic):
-                    for pub in pubs.values():
-                        self._connect_publisher(pub, sub)
-        self._new_subs.clear()
+    def _guarded(self, what: str, fn, *args) -> None:
+        """Run fn; an exception becomes one rate-limited line (type and message), not a traceback."""
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001 - nothing from the network may stop the thread
+            self.trouble.report(f"error:{what}:{type(exc).__name__}",
+                                lambda: f"gz-transport: {what} failed: {type(exc).__name__}: {shorten(exc, 200)}")
+
+    # -- discovery ------------------------------------------------------------------------------
+    def _bad(self, key: str, text) -> None:
+        self.trouble.report(key, text)
 
     def _receive_discovery(self, kind: str, sock: socket.socket) -> None:
-        while True:
+        for _ in range(DATAGRAMS_PER_WAKE):
             try:
-                data = sock.recv(65535, socket.MSG_DONTWAIT)
-            except BlockingIOError:
+                data, (source, _) = sock.recvfrom(65535)
+            except (BlockingIOError, InterruptedError):
                 return
-            if len(data) < 2 or struct.unpack_from("<H", data)[0] + 2 != len(data):
-                continue  # another wire generation (length prefix counted differently) or garbage
-            msg = D()
-            try:
-                msg.ParseFromString(data[2:])
-            except Exception:
-                continue
-            if msg.version != WIRE_VERSION or msg.process_uuid == self.process_uuid:
-                continue
-            self._activity[msg.process_uuid] = time.monotonic()
-            if msg.type == D.ADVERTISE and msg.HasField("pub"):
-                self._on_advertise(kind, msg.pub)
-            elif msg.type == D.UNADVERTISE and msg.HasField("pub"):
-                self._forget(lambda ep: ep.topic == msg.pub.topic and ep.node_uuid == msg.pub.node_uuid)
-            elif msg.type == D.BYE:
-                self._forget(lambda ep: ep.process_uuid == msg.process_uuid)
+            self._on_datagram(kind, data, source, time.monotonic())
 
-    def _on_advertise(self, kind: str, pub) -> None:
-        if kind == "srv" and pub.WhichOneof("pub_type") == "srv_pub":
-            self._services[pub.topic] = RemoteEndpoint(
-                pub.topic, pub.address, pub.process_uuid, pub.node_uuid,
-                pub.srv_pub.request_type, pub.srv_pub.response_type, socket_id=pub.srv_pub.socket_id,
-            )
+    def _on_datagram(self, kind: str, data: bytes, source: str, now: float) -> None:
+        """One discovery datagram: checks that cost microseconds first, then the protobuf."""
+        if not self.config.allows(source):
+            self._bad("outside", lambda: f"gz-transport: discovery datagram from {source}, outside the allowed "
+                      "networks (RADARAYS_GZ_ALLOW), ignored")
             return
-        if kind != "msg" or pub.WhichOneof("pub_type") != "msg_pub":
+        if len(data) < 2 or struct.unpack_from("<H", data)[0] + 2 != len(data):
+            self._bad("framing", f"gz-transport: discovery datagram from {source} with a bad length prefix, ignored")
             return
-        endpoint = RemoteEndpoint(
-            pub.topic, pub.address, pub.process_uuid, pub.node_uuid, pub.msg_pub.msg_type, ctrl=pub.msg_pub.ctrl
-        )
-        known = self._publishers.setdefault(pub.topic, {})
-        if pub.node_uuid in known and known[pub.node_uuid].address == pub.address:
+        msg = D()
+        try:
+            msg.ParseFromString(data[2:])
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends
+            self._bad("protobuf", f"gz-transport: discovery datagram from {source} is not a Discovery message, ignored")
             return
-        known[pub.node_uuid] = endpoint
-        _, name = split_topic(pub.topic)
+        if msg.version != WIRE_VERSION or msg.process_uuid == self.process_uuid:
+            return  # another wire generation, or our own datagram looped back
+        process_id = msg.process_uuid
+        if not process_id or len(process_id) > MAX_ID_LENGTH:
+            self._bad("process", f"gz-transport: discovery datagram from {source} with a bad process uuid, ignored")
+            return
+        process = self._processes.get(process_id)
+        if process is None:
+            if msg.type == D.BYE:
+                return
+            if len(self._processes) >= self.config.max_peers:
+                self._bad("peers", f"gz-transport: more than {self.config.max_peers} peers (RADARAYS_GZ_MAX_PEERS); "
+                          f"{source} ignored")
+                return
+            process = self._processes[process_id] = _Process(source, now)
+        elif process.source != source:
+            self._bad("spoof", lambda: f"gz-transport: datagram for process {shorten(process_id, 40)} from {source}, "
+                      f"but it speaks from {process.source}: ignored")
+            return
+        process.last_heard = now
+        if msg.type == D.ADVERTISE and msg.HasField("pub"):
+            self._on_advertise(kind, msg.pub, process_id, source, now)
+        elif msg.type == D.UNADVERTISE and msg.HasField("pub"):
+            topic, node = msg.pub.topic, msg.pub.node_uuid
+            self._forget(lambda ep: ep.process_uuid == process_id and ep.topic == topic and ep.node_uuid == node)
+        elif msg.type == D.BYE:
+            self._forget_process(process_id)
+
+    def _on_advertise(self, kind: str, pub, process_id: str, source: str, now: float) -> None:
+        parts = _decompose(pub.topic)
+        if parts is None or pub.process_uuid != process_id or not pub.node_uuid or len(pub.node_uuid) > MAX_ID_LENGTH:
+            self._bad("advertise", lambda: f"gz-transport: malformed ADVERTISE from {source} "
+                      f"(topic '{shorten(pub.topic)}'), ignored")
+            return
+        partition, name = parts
+        if partition != self.partition:
+            return  # another partition: not ours to follow (gz-transport's rule)
+        if pub.scope == D.Publisher.PROCESS or (pub.scope == D.Publisher.HOST and not _is_local(source, self.config)):
+            return
+        address = tcp_endpoint(pub.address, self.config)
+        if address is None:
+            self._bad("address", lambda: f"gz-transport: {name} advertised at '{shorten(pub.address)}' from {source}: "
+                      "not a tcp:// address in the allowed networks (RADARAYS_GZ_ALLOW), ignored")
+            return
+        pub_type = pub.WhichOneof("pub_type")
+        if kind == "srv" and pub_type == "srv_pub":
+            srv = pub.srv_pub
+            if max(len(srv.request_type), len(srv.response_type), len(srv.socket_id)) > MAX_TYPE_LENGTH:
+                self._bad("advertise", f"gz-transport: service {shorten(name)} advertised with over-long names, ignored")
+                return
+            endpoint = RemoteEndpoint(pub.topic, address, process_id, pub.node_uuid, srv.request_type,
+                                      srv.response_type, socket_id=srv.socket_id)
+            if not self._owned_by(name, process_id, now):
+                return
+            known = self._services.get(pub.topic)
+            if known is None and not self._room():
+                return
+            self._endpoints += known is None
+            self._services[pub.topic] = endpoint
+            return
+        if kind != "msg" or pub_type != "msg_pub":
+            return
+        msg_pub = pub.msg_pub
+        if max(len(msg_pub.msg_type), len(msg_pub.ctrl)) > MAX_TYPE_LENGTH:
+            self._bad("advertise", f"gz-transport: topic {shorten(name)} advertised with over-long names, ignored")
+            return
+        if not self._owned_by(name, process_id, now):
+            return
+        known = self._publishers.get(pub.topic, {})
+        old = known.get(pub.node_uuid)
+        if old is not None and old.address == address:
+            return  # the heartbeat's re-advertisement
+        if old is None and not self._room():
+            return
+        endpoint = RemoteEndpoint(pub.topic, address, process_id, pub.node_uuid, msg_pub.msg_type, ctrl=msg_pub.ctrl)
+        if old is not None:
+            self._forget(lambda ep: ep is old)
+        self._publishers.setdefault(pub.topic, {})[pub.node_uuid] = endpoint
+        self._endpoints += 1
         for sub in self._subs.get(name, []):
-            if self._matches(pub.topic, name):
-                self._connect_publisher(endpoint, sub)
+            self._connect_publisher(endpoint, sub)
+
+    def _room(self) -> bool:
+        if self._endpoints < self.config.max_endpoints:
+            return True
+        self._bad("endpoints", f"gz-transport: more than {self.config.max_endpoints} topics and services advertised "
+                  "(RADARAYS_GZ_MAX_ENDPOINTS); new ones ignored until some go silent")
+        return False
+
+    def _owned_by(self, topic: str, process_id: str, now: float) -> bool:
+        """A world's topics and services come from its owner only: the first process that advertised
+        under /world/<w>/, replaced once it missed a heartbeat (TAKEOVER_S)."""
+        world = world_of(topic)
+        if world is None:
+            return True
+        owner = self._owners.get(world)
+        if owner == process_id:
+            return True
+        current = self._processes.get(owner) if owner is not None else None
+        if current is not None and now - current.last_heard <= TAKEOVER_S:
+            self._claims[world] = now
+            self._bad("owner", lambda: f"gz-transport: world '{shorten(world)}' belongs to {current.source} "
+                      f"({shorten(owner, 40)}); another process advertising in it is ignored")
+            return False
+        if owner is None and len(self._owners) >= self.config.max_endpoints:
+            return False
+        if owner is not None:
+            self._forget(lambda ep: ep.process_uuid == owner and world_of(split_topic(ep.topic)[1]) == world)
+            log.info("gz-transport: world '%s' now follows process %s (the previous one is silent)",
+                     shorten(world), shorten(process_id, 40))
+        self._owners[world] = process_id
+        return True
+
+    # -- following publishers -------------------------------------------------------------------
+    def _connect_new_subscriptions(self) -> None:
+        subs, self._new_subs = self._new_subs, []
+        for sub in subs:
+            for pub in list(self._publishers.get(f"@{self.partition}@{sub.topic}", {}).values()):
+                self._connect_publisher(pub, sub)
 
     def _connect_publisher(self, pub: RemoteEndpoint, sub: _Subscription) -> None:
+        topic = pub.topic.encode()
         if pub.address not in self._sub_addresses:
+            if len(self._sub_addresses) >= MAX_CONNECTIONS:
+                self._rebuild_sub()
+                if len(self._sub_addresses) >= MAX_CONNECTIONS:
+                    self._bad("connections", f"gz-transport: already following {MAX_CONNECTIONS} addresses; "
+                              f"{pub.address} ignored")
+                    return
             self._sub.connect(pub.address)
             self._sub_addresses.add(pub.address)
-        if (pub.topic, pub.address) not in self._connected:
-            self._sub.setsockopt(zmq.SUBSCRIBE, pub.topic.encode())
-            self._connected.add((pub.topic, pub.address))
-            log.info("gz-transport: following %s (%s) from %s", pub.topic, pub.type_name, pub.address)
+        if topic not in self._sub_topics:
+            self._sub.setsockopt(zmq.SUBSCRIBE, topic)
+            self._sub_topics.add(topic)
+        key = (topic, pub.address.encode())
+        if key not in self._following:
+            self._following[key] = split_topic(pub.topic)[1]
+            log.info("gz-transport: following %s (%s) from %s", pub.topic, shorten(pub.type_name), pub.address)
         # Tell the publisher it has a remote subscriber, or it will not send anything: a NEW_CONNECTION
         # discovery message addressed by the publisher's process uuid (Ignition Transport 8+ and
         # gz-transport, which advertise ctrl "unused"),
         # and the older control-socket message where a control address is advertised.
         self._send("msg", D.NEW_CONNECTION, pub=(pub.topic, pub.type_name, sub.node_uuid, pub.process_uuid))
-        if pub.ctrl.startswith("tcp://"):
-            ctrl = self._ctx.socket(zmq.DEALER)
-            ctrl.setsockopt(zmq.LINGER, 300)
-            ctrl.connect(pub.ctrl)
-            ctrl.send_multipart([pub.topic.encode(), self.process_uuid.encode(), sub.node_uuid.encode(),
-                                 NEW_CONNECTION.encode()])
-            ctrl.close()
+        ctrl = tcp_endpoint(pub.ctrl, self.config) if pub.ctrl.startswith("tcp://") else None
+        if ctrl is not None:
+            dealer = self._ctx.socket(zmq.DEALER)
+            dealer.setsockopt(zmq.LINGER, 300)
+            dealer.connect(ctrl)
+            dealer.send_multipart([pub.topic.encode(), self.process_uuid.encode(), sub.node_uuid.encode(),
+                                   NEW_CONNECTION.encode()], zmq.NOBLOCK)
+            dealer.close()
 
     def _forget(self, gone: Callable[[RemoteEndpoint], bool]) -> None:
+        """Drop endpoints from the tables. Sockets stay connected (see the module docstring); data from
+        a forgotten publisher is no longer delivered, and stale connections go with the socket."""
         for topic in list(self._publishers):
             pubs = self._publishers[topic]
             for node in [n for n, ep in pubs.items() if gone(ep)]:
                 ep = pubs.pop(node)
-                self._connected.discard((ep.topic, ep.address))
-                if ep.address in self._sub_addresses and not any(
-                    e.address == ep.address for p in self._publishers.values() for e in p.values()
-                ):
-                    self._sub.disconnect(ep.address)
-                    self._sub_addresses.discard(ep.address)
+                self._endpoints -= 1
+                if not any(e.address == ep.address for e in pubs.values()):
+                    self._following.pop((ep.topic.encode(), ep.address.encode()), None)
                 log.info("gz-transport: publisher of %s at %s is gone", ep.topic, ep.address)
+            if not pubs:
+                del self._publishers[topic]
         for name in [n for n, ep in self._services.items() if gone(ep)]:
-            ep = self._services.pop(name)
-            if ep.address in self._req_addresses:
-                self._requester.disconnect(ep.address)
-                self._req_addresses.discard(ep.address)
+            del self._services[name]
+            self._endpoints -= 1
 
-    def _receive_message(self) -> None:
-        while True:
+    def _forget_process(self, process_id: str) -> None:
+        self._processes.pop(process_id, None)
+        self._forget(lambda ep: ep.process_uuid == process_id)
+        for world in [w for w, owner in self._owners.items() if owner == process_id]:
+            del self._owners[world]
+
+    def _hand_over(self, world: str, now: float) -> None:
+        """Another process claimed `world` while its owner was alive. Once the owner misses a heartbeat
+        (a crashed Gazebo says no BYE), release it and ask the world's topics and services to be
+        advertised again, so that the restarted Gazebo is followed without waiting for its heartbeat."""
+        owner = self._processes.get(self._owners.get(world, ""))
+        if now - self._claims[world] > SILENCE_S or owner is None:
+            del self._claims[world]
+            return
+        if now - owner.last_heard <= TAKEOVER_S:
+            return
+        del self._claims[world]
+        old = self._owners.pop(world)
+        names = {split_topic(ep.topic)[1]: kind for kind, table in (("msg", self._publishers), ("srv", self._services))
+                 for ep in (e for v in table.values() for e in (v.values() if isinstance(v, dict) else [v]))
+                 if ep.process_uuid == old and world_of(split_topic(ep.topic)[1]) == world}
+        self._forget(lambda ep: ep.process_uuid == old and world_of(split_topic(ep.topic)[1]) == world)
+        for name, kind in names.items():
+            self._send(kind, D.SUBSCRIBE, sub_topic=f"@{self.partition}@{name}")
+
+    def _rebuild_sub(self) -> None:
+        """A new SUB socket connected to the publishers followed now (the old one's connections to
+        forgotten peers go with it; closing, unlike disconnecting, never trips libzmq's assertion)."""
+        self._poller.unregister(self._sub)
+        self._sub.close(linger=0)
+        self._sub = self._new_socket(zmq.SUB)
+        self._poller.register(self._sub, zmq.POLLIN)
+        self._sub_addresses, self._sub_topics = set(), set()
+        for topic, address in list(self._following):
+            if address.decode() not in self._sub_addresses:
+                self._sub.connect(address.decode())
+                self._sub_addresses.add(address.decode())
+            if topic not in self._sub_topics:
+                self._sub.setsockopt(zmq.SUBSCRIBE, topic)
+                self._sub_topics.add(topic)
+
+    def _rebuild_requester(self) -> None:
+        self._requester.close(linger=0)
+        self._requester = self._new_requester()
+        self._req_addresses = set()
+
+    # -- data -----------------------------------------------------------------------------------
+    def _receive_messages(self) -> None:
+        for _ in range(MESSAGES_PER_WAKE):
             try:
                 frames = self._sub.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            if len(frames) < 3:
+            if len(frames) != 4:
+                self._bad("frames", f"gz-transport: a message of {len(frames)} frames (expected 4), ignored")
                 continue
-            route = self._routes.get(frames[0])
-            if route is None:  # topic bytes -> (unqualified name, from our partition), once per topic
-                qualified = frames[0].decode(errors="replace")
-                name = split_topic(qualified)[1]
-                route = self._routes[frames[0]] = (name, self._matches(qualified, name))
-            name, ours = route
-            if not ours:
-                continue
-            payload = frames[2]
-            type_name = self._type_names.get(frames[3], "") if len(frames) > 3 else ""
-            if len(frames) > 3 and not type_name:
+            name = self._following.get((frames[0], frames[1]))
+            if name is None:
+                continue  # a publisher no longer followed (its connection goes with the next rebuild)
+            type_name = self._type_names.get(frames[3])
+            if type_name is None:
+                if len(frames[3]) > MAX_TYPE_LENGTH:
+                    self._bad("frames", "gz-transport: a message with an over-long type name, ignored")
+                    continue
+                if len(self._type_names) >= 256:
+                    self._type_names.clear()
                 type_name = self._type_names[frames[3]] = frames[3].decode(errors="replace")
             for sub in self._subs.get(name, []):
                 try:
-                    sub.callback(payload, type_name)
-                except Exception:
-                    log.exception("gz-transport: callback for %s failed", name)
+                    sub.callback(frames[2], type_name)
+                except Exception as exc:  # noqa: BLE001 - a bad message must not stop the others
+                    self.trouble.report(f"callback:{name}:{type(exc).__name__}",
+                                        lambda: f"gz-transport: message on {name} refused: "
+                                                f"{type(exc).__name__}: {shorten(exc, 200)}")
 
-    def _receive_response(self) -> None:
-        while True:
+    def _receive_responses(self) -> None:
+        for _ in range(MESSAGES_PER_WAKE):
             try:
                 frames = self._responses.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
@@ -441,15 +643,22 @@ class GzTransportClient:
         if now >= self._next_heartbeat:
             self._next_heartbeat = now + HEARTBEAT_S
             self._send("msg", D.HEARTBEAT)
-        silent = [p for p, t in self._activity.items() if now - t > SILENCE_S]
-        for process in silent:
-            del self._activity[process]
-            self._forget(lambda ep, p=process: ep.process_uuid == p)
+        for process_id in [p for p, proc in self._processes.items() if now - proc.last_heard > SILENCE_S]:
+            self._forget_process(process_id)
+        for world in list(self._claims):
+            self._hand_over(world, now)
+        live = {address.decode() for _, address in self._following}
+        if len(self._sub_addresses - live) > STALE_CONNECTIONS:
+            self._rebuild_sub()
+        services = {ep.address for ep in self._services.values()}
+        if len(self._req_addresses - services) > STALE_CONNECTIONS and not self._pending:
+            self._rebuild_requester()
 
     def _send(self, kind: str, msg_type: int, sub_topic: str | None = None,
               pub: tuple[str, str, str, str] | None = None) -> None:
-        """One discovery datagram; `pub` = (qualified topic, message type, our node uuid, publisher's
-        process uuid). In a NEW_CONNECTION the `ctrl` field carries the publisher's process uuid."""
+        """One discovery datagram on every discovery interface; `pub` = (qualified topic, message
+        type, our node uuid, publisher's process uuid). In a NEW_CONNECTION the `ctrl` field carries
+        the publisher's process uuid."""
         msg = D(version=WIRE_VERSION, process_uuid=self.process_uuid, type=msg_type)
         if sub_topic is not None:
             msg.sub.topic = sub_topic
@@ -463,14 +672,30 @@ class GzTransportClient:
             msg.pub.msg_pub.msg_type = type_name
             msg.pub.msg_pub.ctrl = publisher_process
         body = msg.SerializeToString()
-        try:
-            self._udp[kind].sendto(struct.pack("<H", len(body)) + body, (self.group, self._ports[kind]))
-        except OSError as exc:  # no route to the group: discovery simply finds nobody
-            log.debug("gz-transport: cannot send discovery datagram: %s", exc)
+        if len(body) > 65533:
+            return
+        datagram = struct.pack("<H", len(body)) + body
+        for ip in self.config.discovery_ips:
+            try:
+                self._sender.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(ip))
+                self._sender.sendto(datagram, (self.group, self._ports[kind]))
+            except OSError as exc:  # no route to the group: discovery simply finds nobody there
+                self.trouble.report(f"send:{ip}", f"gz-transport: cannot send discovery on {ip}: {exc}", logging.DEBUG)
 
 
 def _same_replier(a: RemoteEndpoint | None, b: RemoteEndpoint | None) -> bool:
     return a is not None and b is not None and (a.address, a.socket_id) == (b.address, b.socket_id)
+
+
+def _is_local(ip: str, config: NetConfig) -> bool:
+    return ip.startswith("127.") or ip in config.discovery_ips or ip == config.host_ip
+
+
+def _env(*names: str) -> str | None:
+    for name in names:
+        if os.environ.get(name):
+            return os.environ[name]
+    return None
 
 
 def _port(name: str, legacy: str, default: int) -> int:
@@ -482,36 +707,32 @@ def _port(name: str, legacy: str, default: int) -> int:
     except ValueError:
         port = -1
     if not 0 < port < 65536:
-        raise ConfigError(f"environment variable {name} = '{text}'; expected a UDP port 1..65535")
+        raise ConfigError(f"environment variable {name} = '{shorten(text)}'; expected a UDP port 1..65535")
     return port
 
 
-def _default_ip() -> str:
-    """The address gz-transport would pick: the host's outward address, else loopback."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("10.255.255.255", 1))  # no packet is sent; this only selects a route
-            ip = s.getsockname()[0]
-            if ip and not ip.startswith("0."):
-                return ip
-    except OSError:
-        pass
-    return "127.0.0.1"
-
-
-def _multicast_socket(group: str, port: int, ip: str) -> socket.socket:
+def _multicast_socket(group: str, port: int, interfaces: tuple[str, ...]) -> socket.socket:
+    """Receives the group's datagrams on `port` (bound to the group address, not to every address
+    of the host), joined on each interface."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if hasattr(socket, "SO_REUSEPORT"):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind(("", port))
-    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(ip))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)  # a burst of datagrams, bounded
+    sock.bind((group, port))
+    for ip in interfaces:
+        try:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(group) + socket.inet_aton(ip))
+        except OSError as exc:
+            log.warning("gz-transport: cannot join multicast group %s on %s: %s (Gazebo will not be found there)",
+                        group, ip, exc)
+    sock.setblocking(False)
+    return sock
+
+
+def _sender_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_UDP)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
     sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
-    try:
-        sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(group) + socket.inet_aton(ip))
-    except OSError as exc:
-        log.warning("gz-transport: cannot join multicast group %s on %s: %s (Gazebo will not be found)",
-                    group, ip, exc)
     sock.setblocking(False)
     return sock

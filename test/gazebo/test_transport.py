@@ -75,21 +75,34 @@ def test_other_partition_is_not_followed(gz_peer):
         assert not wait_for(lambda: got, timeout=1.5)
 
 
-def test_any_partition_by_default_and_dead_peer_survived(gz_peer):
-    topic = f"/world/{gz_peer.world}/pose/info"
-    with GzTransportClient(host_ip="127.0.0.1") as c:  # partition None: follow whichever
-        count = [0]
-        c.subscribe(topic, lambda p, t: count.__setitem__(0, count[0] + 1))
-        assert wait_for(lambda: count[0] > 0, timeout=5)
-        gz_peer.kill()  # no BYE: found dead by 3 s of silence
-        assert wait_for(lambda: not c.alive(topic), timeout=6)
-        stopped_at = count[0]
-        again = Peer(gz_peer.world, gz_peer.partition).start()
-        try:
-            assert wait_for(lambda: c.alive(topic) and count[0] > stopped_at + 5, timeout=6)
-        finally:
-            again.stop()
-        assert wait_for(lambda: not c.alive(topic), timeout=3)  # a clean stop says BYE
+def test_default_partition_is_gazebos_and_dead_peer_survived(gz_peer, monkeypatch):
+    # gz-transport's default partition is "<hostname>:<username>": a Gazebo started without
+    # GZ_PARTITION is followed by a client without it, and the test peer's own partition is not.
+    from radarays_ros.gazebo.netconf import default_partition
+
+    for name in ("GZ_PARTITION", "IGN_PARTITION"):
+        monkeypatch.delenv(name, raising=False)
+    ours = Peer(gz_peer.world + "d", default_partition()).start()
+    try:
+        with GzTransportClient(host_ip="127.0.0.1") as c:
+            assert c.partition == "/" + default_partition()
+            count, foreign = [0], []
+            topic = f"/world/{ours.world}/pose/info"
+            c.subscribe(topic, lambda p, t: count.__setitem__(0, count[0] + 1))
+            c.subscribe(f"/world/{gz_peer.world}/pose/info", lambda p, t: foreign.append(p))
+            assert wait_for(lambda: count[0] > 0, timeout=5)
+            ours.kill()  # no BYE: found dead by 3 s of silence
+            assert wait_for(lambda: not c.alive(topic), timeout=6)
+            stopped_at = count[0]
+            again = Peer(ours.world, ours.partition).start()
+            try:
+                assert wait_for(lambda: c.alive(topic) and count[0] > stopped_at + 5, timeout=6)
+            finally:
+                again.stop()
+            assert wait_for(lambda: not c.alive(topic), timeout=3)  # a clean stop says BYE
+            assert not foreign  # the fixture's peer is in another partition
+    finally:
+        ours.stop()
 
 
 def test_discovery_settings_from_the_environment(gz_peer, monkeypatch):
