@@ -179,8 +179,10 @@ class GzTransportClient:
                      "srv": _multicast_socket(group, srv_port, self.config.discovery_ips)}
         self._sender = _sender_socket()
         self._ports = {"msg": msg_port, "srv": srv_port}
+        self._down: set[str] = set()  # publisher addresses whose connection dropped (process gone?)
         self._poller = zmq.Poller()
         self._poller.register(self._sub, zmq.POLLIN)
+        self._monitor = self._watch(self._sub)
         self._poller.register(self._responses, zmq.POLLIN)
         for sock in self._udp.values():
             self._poller.register(sock, zmq.POLLIN)
@@ -195,6 +197,35 @@ class GzTransportClient:
         sock.setsockopt(zmq.RCVHWM, self.config.queue)
         sock.setsockopt(zmq.LINGER, 0)
         return sock
+
+    def _watch(self, sock: zmq.Socket) -> zmq.Socket:
+        """A monitor of `sock`'s connections: a killed Gazebo's TCP connection drops at once, which
+        lets a restarted one take its world over without waiting for the missed heartbeat."""
+        monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+        self._poller.register(monitor, zmq.POLLIN)
+        return monitor
+
+    def _receive_monitor(self) -> None:
+        from zmq.utils.monitor import recv_monitor_message
+
+        for _ in range(MESSAGES_PER_WAKE):
+            try:
+                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            address = event.get("endpoint", b"").decode(errors="replace")
+            if event["event"] == zmq.EVENT_DISCONNECTED:
+                self._down.add(address)
+            else:
+                self._down.discard(address)
+
+    def _gone(self, process_id: str, now: float) -> bool:
+        """The process missed a heartbeat, or the connection to one of its publishers dropped."""
+        process = self._processes.get(process_id)
+        if process is None or now - process.last_heard > TAKEOVER_S:
+            return True
+        return any(ep.process_uuid == process_id and ep.address in self._down
+                   for pubs in self._publishers.values() for ep in pubs.values())
 
     def _new_requester(self) -> zmq.Socket:
         sock = self._new_socket(zmq.ROUTER)
@@ -303,7 +334,8 @@ class GzTransportClient:
                 self._send(kind, D.BYE)
             for sock in list(self._udp.values()) + [self._sender]:
                 sock.close()
-            for s in (self._sub, self._requester, self._responses):
+            self._sub.disable_monitor()
+            for s in (self._monitor, self._sub, self._requester, self._responses):
                 s.close(linger=0)
             self._ctx.term()
 
@@ -330,6 +362,8 @@ class GzTransportClient:
             with self._lock:
                 if self._sub in ready:
                     self._guarded("message", self._receive_messages)
+                if self._monitor in ready:
+                    self._guarded("monitor", self._receive_monitor)
                 if self._responses in ready:
                     self._guarded("response", self._receive_responses)
                 for kind, sock in self._udp.items():
@@ -461,6 +495,8 @@ class GzTransportClient:
             self._forget(lambda ep: ep is old)
         self._publishers.setdefault(pub.topic, {})[pub.node_uuid] = endpoint
         self._endpoints += 1
+        if any(ep.process_uuid != process_id for ep in self._publishers[pub.topic].values()) and world_of(name):
+            self._drop_former_owners()
         for sub in self._subs.get(name, []):
             self._connect_publisher(endpoint, sub)
 
@@ -481,15 +517,14 @@ class GzTransportClient:
         if owner == process_id:
             return True
         current = self._processes.get(owner) if owner is not None else None
-        if current is not None and now - current.last_heard <= TAKEOVER_S:
+        if current is not None and not self._gone(owner, now):
             self._claims[world] = now
             self._bad("owner", lambda: f"gz-transport: world '{shorten(world)}' belongs to {current.source} "
                       f"({shorten(owner, 40)}); another process advertising in it is ignored")
             return False
         if owner is None and len(self._owners) >= self.config.max_endpoints:
             return False
-        if owner is not None:
-            self._forget(lambda ep: ep.process_uuid == owner and world_of(split_topic(ep.topic)[1]) == world)
+        if owner is not None:  # its endpoints stay until the new owner's replace them (no gap)
             log.info("gz-transport: world '%s' now follows process %s (the previous one is silent)",
                      shorten(world), shorten(process_id, 40))
         self._owners[world] = process_id
@@ -561,28 +596,42 @@ class GzTransportClient:
         """Another process claimed `world` while its owner was alive. Once the owner misses a heartbeat
         (a crashed Gazebo says no BYE), release it and ask the world's topics and services to be
         advertised again, so that the restarted Gazebo is followed without waiting for its heartbeat."""
-        owner = self._processes.get(self._owners.get(world, ""))
+        owner = self._owners.get(world)
         if now - self._claims[world] > SILENCE_S or owner is None:
             del self._claims[world]
             return
-        if now - owner.last_heard <= TAKEOVER_S:
+        if not self._gone(owner, now):
             return
         del self._claims[world]
         old = self._owners.pop(world)
-        names = {split_topic(ep.topic)[1]: kind for kind, table in (("msg", self._publishers), ("srv", self._services))
-                 for ep in (e for v in table.values() for e in (v.values() if isinstance(v, dict) else [v]))
-                 if ep.process_uuid == old and world_of(split_topic(ep.topic)[1]) == world}
-        self._forget(lambda ep: ep.process_uuid == old and world_of(split_topic(ep.topic)[1]) == world)
+        names = {split_topic(ep.topic)[1]: kind for kind, eps in self._endpoints_by_kind()
+                 for ep in eps if ep.process_uuid == old and world_of(split_topic(ep.topic)[1]) == world}
         for name, kind in names.items():
             self._send(kind, D.SUBSCRIBE, sub_topic=f"@{self.partition}@{name}")
+
+    def _endpoints_by_kind(self):
+        yield "msg", [ep for pubs in self._publishers.values() for ep in pubs.values()]
+        yield "srv", list(self._services.values())
+
+    def _drop_former_owners(self) -> None:
+        """Endpoints in a world from a process that no longer owns it (the new owner replaced it)."""
+        def former(ep: RemoteEndpoint) -> bool:
+            world = world_of(split_topic(ep.topic)[1])
+            return world is not None and self._owners.get(world, ep.process_uuid) != ep.process_uuid
+        self._forget(former)
 
     def _rebuild_sub(self) -> None:
         """A new SUB socket connected to the publishers followed now (the old one's connections to
         forgotten peers go with it; closing, unlike disconnecting, never trips libzmq's assertion)."""
         self._poller.unregister(self._sub)
+        self._poller.unregister(self._monitor)
+        self._sub.disable_monitor()
+        self._monitor.close(linger=0)
         self._sub.close(linger=0)
         self._sub = self._new_socket(zmq.SUB)
         self._poller.register(self._sub, zmq.POLLIN)
+        self._monitor = self._watch(self._sub)
+        self._down = set()
         self._sub_addresses, self._sub_topics = set(), set()
         for topic, address in list(self._following):
             if address.decode() not in self._sub_addresses:
@@ -647,6 +696,7 @@ class GzTransportClient:
             self._forget_process(process_id)
         for world in list(self._claims):
             self._hand_over(world, now)
+        self._drop_former_owners()
         live = {address.decode() for _, address in self._following}
         if len(self._sub_addresses - live) > STALE_CONNECTIONS:
             self._rebuild_sub()
