@@ -179,7 +179,8 @@ class GzTransportClient:
                      "srv": _multicast_socket(group, srv_port, self.config.discovery_ips)}
         self._sender = _sender_socket()
         self._ports = {"msg": msg_port, "srv": srv_port}
-        self._down: set[str] = set()  # publisher addresses whose connection dropped (process gone?)
+        self._down: dict[str, float] = {}  # publisher address -> when its connection dropped
+        self._last_rebuild = 0.0
         self._poller = zmq.Poller()
         self._poller.register(self._sub, zmq.POLLIN)
         self._monitor = self._watch(self._sub)
@@ -215,9 +216,9 @@ class GzTransportClient:
                 return
             address = event.get("endpoint", b"").decode(errors="replace")
             if event["event"] == zmq.EVENT_DISCONNECTED:
-                self._down.add(address)
+                self._down.setdefault(address, time.monotonic())
             else:
-                self._down.discard(address)
+                self._down.pop(address, None)
 
     def _gone(self, process_id: str, now: float) -> bool:
         """The process missed a heartbeat, or the connection to one of its publishers dropped."""
@@ -226,6 +227,17 @@ class GzTransportClient:
             return True
         return any(ep.process_uuid == process_id and ep.address in self._down
                    for pubs in self._publishers.values() for ep in pubs.values())
+
+    def _cut_off(self, live: set[str], now: float) -> bool:
+        """A followed publisher that still heartbeats lost its connection for good: ZeroMQ ends a
+        connection that brought a message over the size cap (a protocol error) without reconnecting.
+        The socket is made anew, at most once a second."""
+        cut = [a for a, since in self._down.items() if a in live and now - since > 0.5]
+        if not cut or now - self._last_rebuild < 1.0:
+            return False
+        self._bad("cut", lambda: f"gz-transport: connection to {cut[0]} dropped (a message over "
+                  f"{self.config.max_message_bytes} bytes, RADARAYS_GZ_MAX_MESSAGE_BYTES, or the peer left); reconnecting")
+        return True
 
     def _new_requester(self) -> zmq.Socket:
         sock = self._new_socket(zmq.ROUTER)
@@ -631,7 +643,8 @@ class GzTransportClient:
         self._sub = self._new_socket(zmq.SUB)
         self._poller.register(self._sub, zmq.POLLIN)
         self._monitor = self._watch(self._sub)
-        self._down = set()
+        self._down = {}
+        self._last_rebuild = time.monotonic()
         self._sub_addresses, self._sub_topics = set(), set()
         for topic, address in list(self._following):
             if address.decode() not in self._sub_addresses:
@@ -698,7 +711,7 @@ class GzTransportClient:
             self._hand_over(world, now)
         self._drop_former_owners()
         live = {address.decode() for _, address in self._following}
-        if len(self._sub_addresses - live) > STALE_CONNECTIONS:
+        if len(self._sub_addresses - live) > STALE_CONNECTIONS or self._cut_off(live, now):
             self._rebuild_sub()
         services = {ep.address for ep in self._services.values()}
         if len(self._req_addresses - services) > STALE_CONNECTIONS and not self._pending:
