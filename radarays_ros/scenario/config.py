@@ -214,7 +214,7 @@ def bag_trajectory(path: Path, topic: str, frame: str | None, world_frame: str, 
     from rosbags.highlevel import AnyReader
 
     from ..io.messages import TYPESTORE
-    from ..ros.tf_buffer import TransformBuffer, TransformLookupError
+    from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
 
     if not path.exists():
         raise ConfigError(f"{where}.bag: {path} not found")

@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from radarays_ros.scenario.sensors import RadarUnit, resolve_radar_config
+from radarays_ros.sensors.units import RadarUnit, resolve_radar_config
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
@@ -107,7 +107,7 @@ def test_a_params_file_for_every_preset():
     from lidar_ros import list_presets
 
     names = {p.stem for p in PARAMS}
-    for preset in (p.stem for p in (REPO / "config" / "radar").glob("*.yaml")):
+    for preset in (p.stem for p in (REPO / "radarays_ros" / "data" / "radar").glob("*.yaml")):
         assert f"radar_{preset.lower()}" in names
     for preset in list_presets():
         assert "lidar_" + preset.lower().replace("-", "_").replace(".", "_") in names
@@ -220,7 +220,7 @@ def gazebo_demo_topics() -> set[str]:
     from radarays_ros.ros.gazebo_link import sdf_topic
 
     topics = set()
-    for spec in find_sensors(REPO / "worlds" / "gz_radarays_demo.sdf"):
+    for spec in find_sensors(REPO / "radarays_ros" / "data" / "worlds" / "gz_radarays_demo.sdf"):
         outputs = RadarUnit.topics if spec.kind == "radar" else ("points",)
         topics |= {"/" + sdf_topic(spec.topic, spec.kind, relative) for relative in outputs}
     return topics
@@ -229,7 +229,7 @@ def gazebo_demo_topics() -> set[str]:
 def scenario_topics() -> set[str]:
     """The sensor topics of the bags `radarays run scenarios/*.yaml` writes (sensor name / relative topic)."""
     topics = set()
-    for path in (REPO / "scenarios").glob("*.yaml"):
+    for path in (REPO / "radarays_ros" / "data" / "scenarios").glob("*.yaml"):
         for name, sensor in yaml.safe_load(path.read_text())["sensors"].items():
             outputs = ("radar/image", "radar/points") if sensor["type"] == "radar" else ("points",)
             topics |= {f"/{name}/{relative}" for relative in outputs}
