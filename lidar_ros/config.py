@@ -24,6 +24,7 @@ to the sensor file before validation, so an override is checked exactly like the
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
