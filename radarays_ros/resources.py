@@ -81,20 +81,28 @@ def find_shipped(kind: str, name: str) -> Path | None:
     return None
 
 
+def not_shipped(kind: str, name: str, problem: str = "") -> str:
+    """The one message for a name that matches nothing: what was asked and every name that exists."""
+    _, _, label = _folder(kind)
+    names = shipped_names(kind)
+    listing = ", ".join(names) if names else "none found (a broken install?)"
+    return f"{problem or repr(name)}: not a {label}; {label}s: {listing}"
+
+
 def shipped(kind: str, name: str) -> Path:
     """The shipped file of `kind` called `name`; ConfigError listing the names that exist."""
     path = find_shipped(kind, name)
     if path is None:
-        _, _, label = _folder(kind)
-        names = shipped_names(kind)
-        listing = ", ".join(names) if names else "none found (broken install?)"
-        raise ConfigError(f"'{name}' is neither a file nor a {label}; {label}s: {listing}")
+        raise ConfigError(not_shipped(kind, name))
     return path
 
 
 def file_or_shipped(kind: str, text: str | os.PathLike) -> Path:
     """An existing file path as given, else the shipped file of that name (ConfigError listing names)."""
-    path = Path(text)
+    path = Path(text).expanduser()
     if path.exists():
         return path
-    return shipped(kind, str(text))
+    found = find_shipped(kind, str(text))
+    if found is None:
+        raise ConfigError(not_shipped(kind, str(text), f"{text}: file not found"))
+    return found
