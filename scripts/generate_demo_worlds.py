@@ -226,8 +226,7 @@ def street() -> str:
     for i, x in enumerate((-18, -2, 16)):
         m.append(model(f"tree_{i}", visual("visual", mesh("meshes/tree.obj")), (x, -5.5, 0.15, 0, 0, 0)))
     sign = visual("pole", cylinder(0.04, 2.5), (0, 0, 1.25), "metal")
-    # the plate 1 cm clear of the pole (front faces at x 5.95 and 5.96): never a tie in the first hit
-    sign += visual("plate", box(0.02, 0.6, 0.6), (-0.04, 0, 2.2), "retroreflective_sheeting")
+    sign += visual("plate", box(0.02, 0.6, 0.6), (-0.03, 0, 2.2), "retroreflective_sheeting")
     m.append(model("traffic_sign", sign, (6, 4.5, 0.15, 0, 0, 0)))
     return world("street", "Street: buildings, parked cars, poles, trees, asphalt, a retroreflective sign.", m)
 

@@ -19,6 +19,17 @@ from radarays_ros.sensors.units import RadarUnit, resolve_radar_config
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
 SHARE_FOLDERS = ("launch", "config", "urdf", "rviz", "worlds", "scenarios")
+# share/radarays_ros folders installed from the package data (setup.py): where their files come from
+FROM_PACKAGE_DATA = {"worlds": "radarays_ros/data/worlds", "scenarios": "radarays_ros/data/scenarios",
+                     "config/ros/fastdds_large_messages.xml": "radarays_ros/data/ros/fastdds_large_messages.xml"}
+
+
+def source_of(share_relative: str) -> Path:
+    """The file of the source tree that setup.py installs at share/radarays_ros/<share_relative>."""
+    for share, source in FROM_PACKAGE_DATA.items():
+        if share_relative == share or share_relative.startswith(share + "/"):
+            return REPO / (source + share_relative[len(share):])
+    return REPO / share_relative
 
 
 def console_scripts() -> dict[str, str]:
@@ -80,7 +91,7 @@ def test_launch_file_names_only_what_exists(path):
     paths = share_paths(tree)
     assert paths
     for relative in paths:
-        assert (REPO / relative).exists(), f"{path.name} names {relative}, which the package does not ship"
+        assert source_of(relative).exists(), f"{path.name} names {relative}, which the package does not ship"
         assert relative.split("/")[0] in SHARE_FOLDERS  # installed into share/radarays_ros by setup.py
     arguments = {c.args[0].value for c in calls(tree, "DeclareLaunchArgument")}
     assert {"rviz", "use_sim_time"} <= arguments
