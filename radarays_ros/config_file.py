@@ -17,10 +17,33 @@ def read_yaml(path: str | Path, what: str) -> Any:
     path = Path(path)
     try:
         with path.open() as fh:
-            return yaml.safe_load(fh)
+            data = yaml.safe_load(fh)
     except FileNotFoundError:
         raise ConfigError(f"{what} {path}: file not found") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{what} {path}: not valid YAML ({yaml_problem(exc)})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{what} {path}: cannot be read ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{what} {path}: nested too deeply to be a configuration") from None
+    check_size(data, f"{what} {path}")
+    return data
+
+
+MAX_VALUES = 200_000  # values in a configuration, counted with YAML aliases expanded
+
+
+def check_size(data: Any, where: str, limit: int = MAX_VALUES) -> None:
+    """ConfigError when `data`, with aliases expanded, holds more than `limit` values: a 400-byte
+    alias bomb stands for billions (every later walk or message over it would expand them)."""
+    count, stack = 0, [data]
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > limit:
+            raise ConfigError(f"{where}: more than {limit} values (YAML aliases expanded); not a configuration")
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)

@@ -24,8 +24,14 @@ def plain(value: Any) -> str:
     """A value as a person reads it: numpy scalars as Python numbers, long values shortened."""
     if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
         value = value.item()
-    if isinstance(value, (list, tuple)):
-        text = "[" + ", ".join(plain(v) for v in value) + "]"
+    if isinstance(value, (list, tuple)):  # element by element, stopping once long enough (alias bombs)
+        parts, length = [], 0
+        for item in value:
+            parts.append(plain(item))
+            length += len(parts[-1]) + 2
+            if length > _MAX_SHOWN:
+                break
+        text = "[" + ", ".join(parts) + ("]" if len(parts) == len(value) else ", ...]")
     elif isinstance(value, float):
         text = repr(value)
     elif isinstance(value, str):
