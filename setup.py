@@ -60,6 +60,7 @@ setup(
     extras_require={
         "test": [
             "pytest>=7,<10",
+            "hypothesis>=6.100,<7",  # fuzz tests of every reader (test/test_fuzz_readers.py)
             "xacro>=2.0,<3",
             # colcon builds the package in a temporary workspace, as a Jazzy user would
             "colcon-core>=0.15,<1",

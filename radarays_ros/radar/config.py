@@ -18,6 +18,7 @@ from typing import Any, Mapping
 import yaml
 
 from ..config_file import read_yaml
+from ..validate import plain
 from ..errors import ConfigError
 
 INF = math.inf
@@ -272,7 +273,11 @@ def _check_value(key: str, value: Any, rule: Mapping, origin: str):
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{where} = {value!r}: must be a number ({_allowed(rule)})")
+    if isinstance(value, int) and abs(value) > 2**63:  # float() of it overflows
+        raise ConfigError(f"{where} = {plain(value)}: too large ({_allowed(rule)})")
     if kind is int:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{where} = {value!r}: must be a finite integer ({_allowed(rule)})")
         if float(value) != int(value):
             raise ConfigError(f"{where} = {value!r}: must be an integer ({_allowed(rule)})")
         value = int(value)

@@ -29,7 +29,7 @@ def read_rays(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         data = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise ConfigError(f"rays file {path}: not found") from None
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, EOFError) as exc:
         raise ConfigError(f"rays file {path}: not a readable .npz ({exc})") from None
     arrays = {}
     for key in ("origins", "directions"):

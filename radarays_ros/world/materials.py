@@ -27,6 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..config_file import read_yaml
+from ..validate import plain
 from ..errors import ConfigError
 from ..resources import data_path
 from .mesh import TriMesh
@@ -114,7 +115,10 @@ class MaterialLibrary:
         if not isinstance(raw, dict):
             raise ConfigError(f"material library {origin}: 'materials' must map names to material entries")
         materials = [_parse_material(name, entry, origin) for name, entry in raw.items()]
-        rules = [_parse_rule(i, r, origin) for i, r in enumerate(data.get("assign") or [])]
+        assign = data.get("assign") or []
+        if not isinstance(assign, list):
+            raise ConfigError(f"material library {origin}: 'assign' must be a list of rules, got {plain(assign)}")
+        rules = [_parse_rule(i, r, origin) for i, r in enumerate(assign)]
         default = data.get("default")
         return cls(materials, rules, None if default is None else str(default), check=False)
 

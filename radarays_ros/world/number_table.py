@@ -18,7 +18,7 @@ def read_number_table(path: str | Path, widths: tuple[int, ...], columns: str, w
     path = Path(path)
     rows: list[list[float]] = []
     try:
-        with path.open() as fh:
+        with path.open(encoding="utf-8") as fh:
             for line_no, row in enumerate(csv.reader(fh), 1):
                 if not row or row[0].strip().startswith("#"):
                     continue
@@ -35,6 +35,8 @@ def read_number_table(path: str | Path, widths: tuple[int, ...], columns: str, w
                 rows.append(values)
     except FileNotFoundError:
         raise ConfigError(f"{what} {path} not found") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"{what} {path}: cannot be read as text ({type(exc).__name__})") from None
     if not rows:
         raise ConfigError(f"{what} {path}: no rows of numbers {columns}")
     table = np.array(rows)

@@ -34,6 +34,9 @@ def urdf_to_sdf_model(path: str | Path, text: str | bytes | None = None) -> etre
     if robot.tag != "robot":
         raise WorldError(f"{path}:{robot.sourceline}: root element <{robot.tag}>; expected <robot>")
     name = robot.get("name") or path.stem
+    for link in robot.findall("link"):
+        if not link.get("name"):
+            raise WorldError(f"{path}:{link.sourceline}: <link> needs a name attribute")
     links = {l.get("name"): l for l in robot.findall("link")}
     if not links:
         raise WorldError(f"{path}: <robot name='{name}'> has no <link>")
