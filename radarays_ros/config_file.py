@@ -24,6 +24,8 @@ def read_yaml(path: str | Path, what: str) -> Any:
         raise ConfigError(f"{what} {path}: not valid YAML ({yaml_problem(exc)})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{what} {path}: cannot be read ({exc})") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise ConfigError(f"{what} {path}: a value cannot be read ({str(exc)[:80]})") from None
     except RecursionError:
         raise ConfigError(f"{what} {path}: nested too deeply to be a configuration") from None
     check_size(data, f"{what} {path}")

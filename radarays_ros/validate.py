@@ -36,6 +36,8 @@ def plain(value: Any) -> str:
         text = repr(value)
     elif isinstance(value, str):
         text = repr(value)
+    elif isinstance(value, int) and abs(value) > 10**_MAX_SHOWN:  # str() of 5000 digits raises
+        text = f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
     else:
         text = str(value)
     return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN - 3] + "..."
@@ -101,7 +103,11 @@ class Rule:
             value = value.item()
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             self.fail(where, value, "not a number")
-        if not math.isfinite(float(value)):
+        try:
+            finite = math.isfinite(float(value))
+        except OverflowError:  # an integer of hundreds of digits
+            self.fail(where, value, "too large")
+        if not finite:
             self.fail(where, value, "not a finite number")
         if self.kind is int:
             if float(value) != int(value):

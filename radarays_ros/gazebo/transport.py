@@ -154,6 +154,7 @@ class GzTransportClient:
         self._processes: dict[str, _Process] = {}
         self._owners: dict[str, str] = {}  # world name -> process uuid
         self._claims: dict[str, float] = {}  # world name -> when another process last claimed it
+        self._since: dict[str, float] = {}  # world name -> when its owner took it
         self._following: dict[tuple[bytes, bytes], str] = {}  # (qualified topic, sender) -> topic
         self._sub_addresses: set[str] = set()
         self._sub_topics: set[bytes] = set()
@@ -507,8 +508,6 @@ class GzTransportClient:
             self._forget(lambda ep: ep is old)
         self._publishers.setdefault(pub.topic, {})[pub.node_uuid] = endpoint
         self._endpoints += 1
-        if any(ep.process_uuid != process_id for ep in self._publishers[pub.topic].values()) and world_of(name):
-            self._drop_former_owners()
         for sub in self._subs.get(name, []):
             self._connect_publisher(endpoint, sub)
 
@@ -540,6 +539,7 @@ class GzTransportClient:
             log.info("gz-transport: world '%s' now follows process %s (the previous one is silent)",
                      shorten(world), shorten(process_id, 40))
         self._owners[world] = process_id
+        self._since[world] = now
         return True
 
     # -- following publishers -------------------------------------------------------------------
@@ -603,6 +603,7 @@ class GzTransportClient:
         self._forget(lambda ep: ep.process_uuid == process_id)
         for world in [w for w, owner in self._owners.items() if owner == process_id]:
             del self._owners[world]
+            self._since.pop(world, None)
 
     def _hand_over(self, world: str, now: float) -> None:
         """Another process claimed `world` while its owner was alive. Once the owner misses a heartbeat
@@ -616,6 +617,7 @@ class GzTransportClient:
             return
         del self._claims[world]
         old = self._owners.pop(world)
+        self._since.pop(world, None)
         names = {split_topic(ep.topic)[1]: kind for kind, eps in self._endpoints_by_kind()
                  for ep in eps if ep.process_uuid == old and world_of(split_topic(ep.topic)[1]) == world}
         for name, kind in names.items():
@@ -625,11 +627,16 @@ class GzTransportClient:
         yield "msg", [ep for pubs in self._publishers.values() for ep in pubs.values()]
         yield "srv", list(self._services.values())
 
-    def _drop_former_owners(self) -> None:
-        """Endpoints in a world from a process that no longer owns it (the new owner replaced it)."""
+    def _drop_former_owners(self, now: float) -> None:
+        """Endpoints in a world from a process that no longer owns it, once the new owner has owned it
+        for as long as a silent process is remembered (a restarted Gazebo may unadvertise and advertise
+        again while it starts: the old entries keep `alive` true meanwhile, as before the takeover)."""
         def former(ep: RemoteEndpoint) -> bool:
             world = world_of(split_topic(ep.topic)[1])
-            return world is not None and self._owners.get(world, ep.process_uuid) != ep.process_uuid
+            if world is None or self._owners.get(world, ep.process_uuid) == ep.process_uuid:
+                return False
+            return now - self._since.get(world, now) > SILENCE_S
+
         self._forget(former)
 
     def _rebuild_sub(self) -> None:
@@ -709,7 +716,7 @@ class GzTransportClient:
             self._forget_process(process_id)
         for world in list(self._claims):
             self._hand_over(world, now)
-        self._drop_former_owners()
+        self._drop_former_owners(now)
         live = {address.decode() for _, address in self._following}
         if len(self._sub_addresses - live) > STALE_CONNECTIONS or self._cut_off(live, now):
             self._rebuild_sub()
