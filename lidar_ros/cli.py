@@ -17,10 +17,17 @@ from pathlib import Path
 
 import numpy as np
 
+from radarays_ros.validate import Rule
 from radarays_ros.errors import ConfigError
 
 OUTPUT_SUFFIXES = (".npz", ".pcd", ".ply", ".mcap")
 
+
+# What the command line may ask for (radarays_ros.validate rules, one message format)
+SCANS = Rule(int, 1, 100_000)
+T0 = Rule(float, 0.0, 9.2e9)  # seconds whose nanoseconds fit a ROS stamp (int64)
+SEED = Rule(int, 0, 2**63 - 1)  # numpy's SeedSequence takes no negative seed
+MAX_POINTS = 50_000_000  # ~2 GB of float32 x, y, z, intensity, range held before writing
 
 def add_parser(sub) -> None:
     p = sub.add_parser("lidar", help="simulate a lidar (presets, sensor files) and write npz/pcd/ply/mcap")
@@ -87,9 +94,14 @@ def run(args) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
         raise ConfigError(f"--out {out}: unknown output type '{out.suffix}'; allowed: {', '.join(OUTPUT_SUFFIXES)}")
-    if args.scans < 1:
-        raise ConfigError(f"--scans {args.scans}: allowed: an integer >= 1")
+    SCANS.check(args.scans, "--scans")
+    T0.check(args.t0, "--t0")
+    if args.seed is not None:
+        SEED.check(args.seed, "--seed")
     config = load_sensor(args.sensor, parse_overrides(args.overrides))
+    if args.scans * config.rows * config.cols > MAX_POINTS:  # every scan is held until written
+        raise ConfigError(f"--scans {args.scans}: {args.scans} scans of {config.rows} x {config.cols} exceed "
+                          f"{MAX_POINTS} points in one run; write fewer scans per file")
     if args.trajectory:
         pose = Trajectory.from_csv(args.trajectory)
     else:

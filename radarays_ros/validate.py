@@ -110,7 +110,7 @@ class Rule:
         if not finite:
             self.fail(where, value, "not a finite number")
         if self.kind is int:
-            if float(value) != int(value):
+            if not isinstance(value, int) and float(value) != int(value):
                 self.fail(where, value, "not an integer")
             value = int(value)
         else:

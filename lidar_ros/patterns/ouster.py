@@ -39,6 +39,10 @@ def read_metadata(path: str | Path) -> dict:
         raise ConfigError(f"ouster metadata {path} not found") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"ouster metadata {path}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"ouster metadata {path}: nested too deeply to be sensor metadata") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"ouster metadata {path}: cannot be read ({type(exc).__name__})") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"ouster metadata {path}: expected a JSON object")
     flat: dict = {}

@@ -14,10 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..validate import Rule
 from ..errors import ConfigError, RadaraysError, WorldError
 
 OUTPUT_SUFFIXES = (".npz", ".png", ".mcap")
 
+
+T_NS = Rule(int, 0, 2**63 - 1)  # nanoseconds in a ROS stamp / MCAP log time (int64)
 
 def add_parser(sub) -> None:
     p = sub.add_parser("radar", help="simulate one rotating-radar sweep (RadaRays model)",
@@ -89,6 +92,7 @@ def _run(args) -> int:
         raise ConfigError(f"--out {out}: the suffix must be one of {', '.join(OUTPUT_SUFFIXES)}")
     if args.png_style != "polar" and out.suffix.lower() != ".png":
         raise ConfigError(f"--png-style {args.png_style}: only for a .png output (got --out {out})")
+    T_NS.check(args.t_ns, "--t-ns")
     config = load_config(args.config, parse_overrides(args.set), args.seed)
     pose = parse_pose_string(args.pose, degrees=args.degrees, what="--pose")
     scene = load_world(args.world, materials=args.materials)

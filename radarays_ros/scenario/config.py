@@ -40,10 +40,11 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..config_file import read_yaml
+from ..validate import plain
 from ..errors import ConfigError
 from ..resources import file_or_shipped, find_shipped
 from ..world.trajectory import Trajectory
-from ..world.transforms import pose_to_matrix, quaternion_to_matrix
+from ..world.transforms import MAX_COORDINATE_M, pose_to_matrix, quaternion_to_matrix
 
 TOP_KEYS = ("world", "materials", "ignore", "world_frame", "base_frame", "start", "duration", "tf_rate_hz",
             "sensors", "trajectory", "entities", "description", "backend")
@@ -86,6 +87,8 @@ class Scenario:
     backend: str = "embree"
 
 
+MAX_NUMBER = 1e6  # seconds (11 days), m/s, Hz, m: beyond, a run never ends or its stamps overflow int64 ns
+
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario YAML, or a shipped scenario by name (errors name the file and the key)."""
     path = file_or_shipped("scenario", path)
@@ -110,7 +113,7 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ConfigError(f"{where}: ignore must be a list of name globs")
     trajectory = trajectory_from(_required(data, "trajectory", where), base, f"{where}: trajectory",
                                  world_frame=str(data.get("world_frame", "map")))
-    start = _number(data, "start", where, None)
+    start = _number(data, "start", where, None, hi=1e9)
     start_ns = trajectory.start_ns if start is None else int(round(start * 1e9))
     duration = _number(data, "duration", where, None, lo=0.0)
     end_ns = trajectory.end_ns if duration is None else start_ns + int(round(duration * 1e9))
@@ -182,7 +185,7 @@ def trajectory_from(spec: Any, base: Path, where: str, world_frame: str = "map")
         except ConfigError as exc:
             raise ConfigError(f"{where}.csv: {exc}") from None
     if "waypoints" in spec:
-        speed = _number(spec, "speed", where, 1.0, lo=0.0, lo_open=True)
+        speed = _number(spec, "speed", where, 1.0, lo=1e-3)
         z = _number(spec, "z", where, 0.0)
         return waypoint_trajectory(spec["waypoints"], speed, z, where)
     topic = spec.get("topic")
@@ -195,16 +198,20 @@ def waypoint_trajectory(points: Any, speed: float, z: float, where: str) -> Traj
     """Poses along waypoints at constant speed; the heading looks along each segment."""
     try:
         p = np.array([[float(v) for v in row] for row in points])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ConfigError(f"{where}.waypoints: expected a list of [x, y] or [x, y, z] numbers") from None
-    if p.ndim != 2 or p.shape[0] < 2 or p.shape[1] not in (2, 3) or not np.all(np.isfinite(p)):
-        raise ConfigError(f"{where}.waypoints: expected at least two finite [x, y] or [x, y, z] points")
+    if p.ndim != 2 or p.shape[0] < 2 or p.shape[1] not in (2, 3) or not np.all(np.isfinite(p)) \
+            or np.abs(p).max() > MAX_COORDINATE_M:
+        raise ConfigError(f"{where}.waypoints: expected at least two finite [x, y] or [x, y, z] points "
+                          f"within ±{MAX_COORDINATE_M:g} m")
     if p.shape[1] == 2:
         p = np.column_stack([p, np.full(len(p), z)])
     step = np.linalg.norm(np.diff(p, axis=0), axis=1)
     if np.any(step <= 0):
         raise ConfigError(f"{where}.waypoints: consecutive waypoints must differ")
     t = np.concatenate([[0.0], np.cumsum(step)]) / speed
+    if t[-1] > MAX_NUMBER:
+        raise ConfigError(f"{where}: the waypoints take {t[-1]:.3g} s at speed {speed:g}; at most {MAX_NUMBER:g} s")
     d = np.diff(p, axis=0)
     yaw = np.arctan2(d[:, 1], d[:, 0])
     yaw = np.concatenate([yaw, yaw[-1:]])
@@ -293,12 +300,16 @@ def _required(data: Mapping, key: str, where: str):
     return data[key]
 
 
-def _number(data: Mapping, key: str, where: str, default, lo: float | None = None, lo_open: bool = False):
+def _number(data: Mapping, key: str, where: str, default, lo: float | None = None, lo_open: bool = False,
+            hi: float = MAX_NUMBER):
     value = data.get(key, default)
     if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-        raise ConfigError(f"{where}: {key} = {value!r}: expected a finite number")
+        if default is None:
+            return None  # optional and absent
+        raise ConfigError(f"{where}: {key} = null: a number is required (default {default})")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or abs(value) > hi \
+            or not math.isfinite(value):  # (abs first: isfinite of a 400-digit integer overflows)
+        raise ConfigError(f"{where}: {key} = {plain(value)}: expected a finite number of at most {hi:g}")
     if lo is not None and (value <= lo if lo_open else value < lo):
-        raise ConfigError(f"{where}: {key} = {value!r}: must be {'>' if lo_open else '>='} {lo}")
+        raise ConfigError(f"{where}: {key} = {plain(value)}: must be {'>' if lo_open else '>='} {lo}")
     return float(value)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -22,31 +23,61 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+MAX_RAYS = 50_000_000  # 1.2 GB of float32 origins and directions, 2.4 GB as float64
+
+
 def read_rays(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """origins and directions from a .npz; errors name the file and the array."""
+    """origins and directions from a .npz; errors name the file and the array. Each array's header
+    and size are checked before it is read (a zip bomb or a header claiming 10^12 rows allocates
+    nothing)."""
     path = Path(path)
-    try:
-        data = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ConfigError(f"rays file {path}: not found") from None
-    except (ValueError, OSError, EOFError) as exc:
-        raise ConfigError(f"rays file {path}: not a readable .npz ({exc})") from None
+    if not path.is_file():
+        raise ConfigError(f"rays file {path}: not found" if not path.exists() else f"rays file {path}: not a file")
+    if not zipfile.is_zipfile(path):
+        raise ConfigError(f"rays file {path}: not a .npz archive (a .npy renamed .npz? save with numpy.savez)")
     arrays = {}
-    for key in ("origins", "directions"):
-        if key not in data.files:
-            raise ConfigError(f"rays file {path}: missing array '{key}' (need 'origins' and 'directions', N x 3)")
-        a = data[key]
-        if a.ndim != 2 or a.shape[1] != 3 or a.dtype.kind != "f":
-            raise ConfigError(f"rays file {path}: '{key}' must be a float N x 3 array, got {a.dtype} {a.shape}")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for key in ("origins", "directions"):
+                arrays[key] = _read_member(archive, key, path)
+    except ConfigError:
+        raise
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise ConfigError(f"rays file {path}: not a readable .npz ({str(exc)[:120]})") from None
+    for key, a in arrays.items():
         if not np.all(np.isfinite(a)):
             raise ConfigError(f"rays file {path}: '{key}' contains NaN or inf")
-        arrays[key] = a
     if arrays["origins"].shape != arrays["directions"].shape:
         raise ConfigError(f"rays file {path}: origins {arrays['origins'].shape} and directions {arrays['directions'].shape} differ in shape")
     zero = np.linalg.norm(arrays["directions"], axis=1) == 0
     if zero.any():
         raise ConfigError(f"rays file {path}: directions[{int(np.flatnonzero(zero)[0])}] has zero length")
     return arrays["origins"], arrays["directions"]
+
+
+def _read_member(archive: zipfile.ZipFile, key: str, path: Path) -> np.ndarray:
+    """One N x 3 float array of the archive, its npy header checked against MAX_RAYS and the member's
+    stored size before the data is read."""
+    if key + ".npy" not in archive.namelist():
+        raise ConfigError(f"rays file {path}: missing array '{key}' (need 'origins' and 'directions', N x 3)")
+    info = archive.getinfo(key + ".npy")
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+        if dtype.kind != "f" or len(shape) != 2 or shape[1] != 3:
+            raise ConfigError(f"rays file {path}: '{key}' must be a float N x 3 array, got {dtype} {shape}")
+        if shape[0] > MAX_RAYS:
+            raise ConfigError(f"rays file {path}: '{key}' claims {shape[0]} rays; at most {MAX_RAYS}")
+        nbytes = shape[0] * 3 * dtype.itemsize
+        if nbytes > info.file_size:
+            raise ConfigError(f"rays file {path}: '{key}' claims {shape[0]} rays but holds fewer bytes")
+        data = member.read(nbytes)
+    if len(data) != nbytes:
+        raise ConfigError(f"rays file {path}: '{key}' is truncated")
+    return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy()
 
 
 def run(args) -> int:

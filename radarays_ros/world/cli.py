@@ -127,6 +127,9 @@ def _fmt(v) -> str:
 
 
 # -- panorama ---------------------------------------------------------------------------------------
+MAX_PANORAMA_WIDTH = 4096  # 8.4 M rays: ~0.5 GB of rays and hits; 20000 would need ~12 GB
+
+
 def panorama_directions(width: int) -> np.ndarray:
     """(H, W, 3) unit directions of the equirectangular picture in the sensor frame (pixel centres)."""
     height = width // 2
@@ -166,8 +169,8 @@ def colorize(ranges: np.ndarray, max_range: float) -> np.ndarray:
 def run_panorama(args) -> int:
     from PIL import Image
 
-    if args.width < 8 or args.width % 2:
-        raise ConfigError(f"--width {args.width}: expected an even number >= 8")
+    if args.width < 8 or args.width % 2 or args.width > MAX_PANORAMA_WIDTH:
+        raise ConfigError(f"--width {args.width}: expected an even number in [8, {MAX_PANORAMA_WIDTH}]")
     if args.max_range is not None and not (math.isfinite(args.max_range) and args.max_range > 0):
         raise ConfigError(f"--max-range {args.max_range}: expected a positive number of metres")
     pose = parse_pose_string(args.pose, degrees=args.degrees, what="--pose")

@@ -15,6 +15,8 @@ from ..errors import WorldError
 from .mesh import TriMesh
 
 
+MAX_HEIGHTMAP_PIXELS = 4096 * 4096  # 33 M triangles; Gazebo's own heightmaps are at most 4097 x 4097
+
 def heightmap_mesh(image_path: str | Path, size=(1.0, 1.0, 1.0), pos=(0.0, 0.0, 0.0), what: str = "heightmap") -> TriMesh:
     """Terrain mesh of a grayscale image (PNG/JPEG/...; 8- or 16-bit)."""
     from PIL import Image, UnidentifiedImageError
@@ -28,11 +30,14 @@ def heightmap_mesh(image_path: str | Path, size=(1.0, 1.0, 1.0), pos=(0.0, 0.0, 
         raise WorldError(f"{what}: size {size.tolist()} must be positive in x and y, non-negative in z")
     try:
         with Image.open(path) as img:
+            if img.width * img.height > MAX_HEIGHTMAP_PIXELS:
+                raise WorldError(f"{what}: heightmap image {path} has {img.width}x{img.height} pixels; at most "
+                                 f"{MAX_HEIGHTMAP_PIXELS} are allowed (each becomes two triangles)")
             mode = img.mode
             arr = np.asarray(img.convert("I") if mode in ("I;16", "I;16B", "I") else img.convert("L"), dtype=np.float64)
     except FileNotFoundError:
         raise WorldError(f"{what}: heightmap image {path} not found") from None
-    except (UnidentifiedImageError, OSError) as exc:
+    except (UnidentifiedImageError, OSError, Image.DecompressionBombError) as exc:
         raise WorldError(f"{what}: heightmap image {path} is not a readable image ({exc}); DEM files are not supported") from None
     full_scale = 65535.0 if mode.startswith("I") and arr.max() > 255 else 255.0
     rows, cols = arr.shape

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .transforms import MAX_COORDINATE_M
 from ..errors import WorldError
 
 
@@ -41,6 +42,9 @@ class TriMesh:
             raise WorldError(f"{self.source or 'mesh'}: face indices out of range 0..{len(self.vertices) - 1}")
         if not np.all(np.isfinite(self.vertices)):
             raise WorldError(f"{self.source or 'mesh'}: vertices contain NaN or inf")
+        if len(self.vertices) and float(np.abs(self.vertices).max()) > MAX_COORDINATE_M:
+            raise WorldError(f"{self.source or 'mesh'}: vertices beyond ±{MAX_COORDINATE_M:g} m (a size or scale "
+                             "too large for float32 tracing)")
 
     @property
     def n_faces(self) -> int:

@@ -9,6 +9,8 @@ import numpy as np
 from ..errors import ConfigError
 
 
+MAX_TABLE_BYTES = 256 * 2**20  # a table of numbers larger than this is not a trajectory or a ray list
+
 def read_number_table(path: str | Path, widths: tuple[int, ...], columns: str, what: str) -> np.ndarray:
     """(N, W) float64 rows of a CSV file; W is one of `widths` and the same on every line.
 
@@ -18,6 +20,8 @@ def read_number_table(path: str | Path, widths: tuple[int, ...], columns: str, w
     path = Path(path)
     rows: list[list[float]] = []
     try:
+        if path.stat().st_size > MAX_TABLE_BYTES:
+            raise ConfigError(f"{what} {path}: larger than {MAX_TABLE_BYTES} bytes")
         with path.open(encoding="utf-8") as fh:
             for line_no, row in enumerate(csv.reader(fh), 1):
                 if not row or row[0].strip().startswith("#"):

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ConfigError, WorldError
 from .materials import MaterialLibrary
 from .mesh import TriMesh
-from .transforms import check_transform
+from .transforms import MAX_COORDINATE_M, check_transform
 
 
 def _proper_rigid(poses: np.ndarray, tol: float = 1e-6) -> np.ndarray:
@@ -25,7 +25,8 @@ def _proper_rigid(poses: np.ndarray, tol: float = 1e-6) -> np.ndarray:
     orthonormal = np.abs(r @ np.swapaxes(r, 1, 2) - np.eye(3)).max(axis=(1, 2)) <= tol
     right_handed = np.linalg.det(r) > 0
     bottom = np.all(poses[:, 3] == (0.0, 0.0, 0.0, 1.0), axis=1)
-    return finite & orthonormal & right_handed & bottom
+    near = np.abs(np.where(finite[:, None], poses[:, :3, 3], 0.0)).max(axis=1) <= MAX_COORDINATE_M
+    return finite & orthonormal & right_handed & bottom & near
 
 
 @dataclass
@@ -164,7 +165,8 @@ class Scene:
             entities = [self.entity(int(i)) for i in ids]
             if bad.any():
                 name = entities[int(np.flatnonzero(bad)[0])].name
-                raise ConfigError(f"pose of entity '{name}': not a finite rigid transform (NaN/inf or not a rotation)")
+                raise ConfigError(f"pose of entity '{name}': not a finite rigid transform (NaN/inf, not a rotation, "
+                                  f"or beyond ±{MAX_COORDINATE_M:g} m)")
             for entity, pose in zip(entities, poses):
                 entity.pose = pose.copy()
             for listener in self._listeners:

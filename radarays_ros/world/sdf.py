@@ -71,6 +71,7 @@ GEOMETRY_MODES = ("visual", "collision")
 IGNORE_TAGS = ("rmagine_ignore", "radarays_ignore")
 SUPPORTED_VERSIONS = ("1.6", "1.7", "1.8", "1.9", "1.10", "1.11")
 MAX_INCLUDE_DEPTH = 16
+MAX_INCLUDES = 2000
 _BASE = "__radarays_base_dir"  # bookkeeping attributes put on included model elements
 _SOURCE = "__radarays_source"
 
@@ -95,6 +96,7 @@ class _Options:
     strict: bool = True
     collada_up_axis: str = "ignore"
     report: LoadReport = field(default_factory=LoadReport)
+    includes: int = 0  # <include>s expanded so far (bounded: a fan-out of 8 over 6 levels is 262 144)
 
 
 def _options(materials, geometry, ignore, resource_paths, strict, collada_up_axis, report) -> _Options:
@@ -285,6 +287,9 @@ def _expand_includes(scope, opts: _Options, depth: int) -> None:
             continue
         if depth > MAX_INCLUDE_DEPTH:
             raise WorldError(f"{_where(inc)}: includes nested deeper than {MAX_INCLUDE_DEPTH} (a cycle?)")
+        opts.includes += 1
+        if opts.includes > MAX_INCLUDES:
+            raise WorldError(f"{_where(inc)}: more than {MAX_INCLUDES} <include>s in one world")
         model = _load_include(inc, opts)
         parent = inc.getparent()
         if model is None:

@@ -12,7 +12,9 @@ import numpy as np
 
 from ..errors import ConfigError
 from .number_table import read_number_table
-from .transforms import check_transform, pose_to_matrix, quaternions_to_matrices, slerp
+from .transforms import MAX_COORDINATE_M, check_transform, pose_to_matrix, quaternions_to_matrices, slerp
+
+MAX_TIME_S = 9.2e9  # int64 nanoseconds reach 9.22e9 s
 
 
 def _quat_from_matrices(r: np.ndarray) -> np.ndarray:
@@ -56,6 +58,9 @@ class Trajectory:
     def from_csv(cls, path: str | Path) -> "Trajectory":
         """CSV with columns t (s), x, y, z, roll, pitch, yaw (radians); a header line is allowed."""
         data = read_number_table(path, (7,), "t,x,y,z,roll,pitch,yaw", "trajectory file")
+        if np.abs(data[:, 0]).max() > MAX_TIME_S or np.abs(data[:, 1:4]).max() > MAX_COORDINATE_M:
+            raise ConfigError(f"trajectory file {path}: times beyond ±{MAX_TIME_S:g} s (int64 nanoseconds) or "
+                              f"positions beyond ±{MAX_COORDINATE_M:g} m")
         t_ns = np.round(data[:, 0] * 1e9).astype(np.int64)
         return cls(t_ns, [pose_to_matrix(*r[1:]) for r in data])
 

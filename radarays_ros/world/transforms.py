@@ -8,11 +8,16 @@ import math
 
 import numpy as np
 
+from ..validate import plain
 from ..errors import ConfigError
 
 
 _EYE3 = np.eye(3)
 
+
+# Coordinates the tracers can hold: Embree and Warp trace in float32, whose spacing at 1e7 m is already
+# 1 m; a box of 1e39 m becomes inf there and every ray misses it silently.
+MAX_COORDINATE_M = 1e7
 
 def rpy_to_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """3x3 rotation for fixed-axis roll about x, then pitch about y, then yaw about z."""
@@ -146,6 +151,8 @@ def check_transform(matrix, what: str = "pose") -> np.ndarray:
         raise ConfigError(f"{what}: expected a 4x4 matrix, got shape {m.shape}")
     if not math.isfinite(m.sum()):
         raise ConfigError(f"{what}: contains NaN or inf; expected finite values")
+    if float(np.abs(m[:3, 3]).max()) > MAX_COORDINATE_M:
+        raise ConfigError(f"{what}: translation {plain(m[:3, 3].tolist())} beyond ±{MAX_COORDINATE_M:g} m")
     r = m[:3, :3]
     # cheap checks (this runs for every pose update): orthonormal rows and a right-handed frame
     if float(np.abs(r @ r.T - _EYE3).max()) > 1e-6 or float(np.cross(r[0], r[1]) @ r[2]) < 0:

@@ -38,6 +38,8 @@ def _split_env(value: str | None) -> list[Path]:
     return out
 
 
+MAX_URI_LENGTH = 4096  # PATH_MAX on Linux: a longer URI names no file
+
 class ResourceResolver:
     """Turns URIs into existing paths along the configured and environment search paths."""
 
@@ -68,11 +70,16 @@ class ResourceResolver:
     def try_resolve(self, uri: str, base_dir: str | Path | None = None) -> tuple[Path | None, list[Path]]:
         """(path or None, candidates tried)."""
         uri = str(uri).strip()
+        if len(uri) > MAX_URI_LENGTH:
+            raise WorldError(f"URI '{uri[:60]}...' is {len(uri)} characters long; at most {MAX_URI_LENGTH} are allowed")
         base = Path(base_dir) if base_dir is not None else None
         candidates = self._candidates(uri, base)
         for c in candidates:
-            if c.exists():
-                return c, candidates
+            try:
+                if c.exists():
+                    return c, candidates
+            except OSError:  # a name longer than the file system allows, a path through a file...
+                continue
         return None, candidates
 
     def _candidates(self, uri: str, base: Path | None) -> list[Path]:
