@@ -36,8 +36,11 @@ def plain(value: Any) -> str:
         text = repr(value)
     elif isinstance(value, str):
         text = repr(value)
-    elif isinstance(value, int) and abs(value) > 10**_MAX_SHOWN:  # str() of 5000 digits raises
-        text = f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    elif isinstance(value, int) and abs(value) > 10**_MAX_SHOWN:  # str() of over 4300 digits raises
+        try:
+            text = f"an integer of {len(str(abs(value)))} digits"
+        except ValueError:
+            text = f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
     else:
         text = str(value)
     return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN - 3] + "..."

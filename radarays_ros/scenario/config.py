@@ -185,7 +185,7 @@ def trajectory_from(spec: Any, base: Path, where: str, world_frame: str = "map")
         except ConfigError as exc:
             raise ConfigError(f"{where}.csv: {exc}") from None
     if "waypoints" in spec:
-        speed = _number(spec, "speed", where, 1.0, lo=1e-3)
+        speed = _number(spec, "speed", where, 1.0, lo=0.0, lo_open=True)
         z = _number(spec, "z", where, 0.0)
         return waypoint_trajectory(spec["waypoints"], speed, z, where)
     topic = spec.get("topic")
