@@ -13,6 +13,10 @@ class WorldError(RadaraysError):
     """A world, model or mesh file cannot be loaded (names the file and the element)."""
 
 
+class MessageError(RadaraysError):
+    """A message from outside (Gazebo's transport) cannot be decoded (names its type)."""
+
+
 class TracingError(RadaraysError):
     """A ray-tracing backend cannot be created or was called with bad arrays."""
 

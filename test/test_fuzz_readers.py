@@ -106,7 +106,7 @@ def _library_base() -> dict:
     return yaml.safe_load(data_path("materials", "default.yaml").read_text())
 
 
-@FUZZ
+@settings(FUZZ, max_examples=25)  # each example merges over the shipped library (~0.1 s)
 @given(_mutated(_library_base(), [("materials",), ("assign",), ("default",), ("materials", "concrete"),
                                   ("materials", "concrete", "radar"), ("assign", "0")]))
 def test_material_library(data):
@@ -116,12 +116,13 @@ def test_material_library(data):
         assert_clean(MaterialLibrary.load_user, write(Path(tmp), "materials.yaml", data))
 
 
-SCENARIO = {"world": "demo", "duration_s": 1.0, "rate_hz": 10,
+SCENARIO = {"world": "office", "duration": 0.2, "tf_rate_hz": 10,
             "trajectory": {"waypoints": [[0, 0], [1, 0]], "speed": 1.0},
-            "sensors": {"front": {"kind": "radar", "preset": "radarays"}}}
-SCENARIO_KEYS = [("world",), ("duration_s",), ("rate_hz",), ("seed",), ("trajectory",), ("trajectory", "speed"),
-                 ("trajectory", "waypoints"), ("trajectory", "z"), ("sensors",), ("sensors", "front"),
-                 ("sensors", "front", "kind"), ("sensors", "front", "rate_hz"), ("sensors", "front", "pose")]
+            "sensors": {"front": {"type": "lidar", "config": "VLP-16", "mount": [0, 0, 1, 0, 0, 0]}}}
+SCENARIO_KEYS = [("world",), ("duration",), ("start",), ("tf_rate_hz",), ("trajectory",), ("trajectory", "speed"),
+                 ("trajectory", "waypoints"), ("trajectory", "z"), ("trajectory", "csv"), ("sensors",),
+                 ("sensors", "front"), ("sensors", "front", "type"), ("sensors", "front", "config"),
+                 ("sensors", "front", "mount"), ("sensors", "front", "set"), ("entities",), ("ignore",)]
 
 
 @FUZZ

@@ -24,6 +24,7 @@ from operator import attrgetter, ne
 
 import numpy as np
 
+from ..errors import MessageError
 from . import protos
 
 # The view: field numbers and wire types as in gz_msgs.proto (Pose_V, Pose); name/header of a Pose
@@ -71,7 +72,10 @@ def parse_view(payload: bytes):
     """The cheap first step (~20 µs): the bytes parsed into the view; the stamp is readable at once,
     the poses are decoded later by `decode_view` (only for the message the mirror applies)."""
     view = Pose_VView()
-    view.ParseFromString(payload)
+    try:
+        view.ParseFromString(payload)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
+        raise MessageError(f"a Pose_V message of {len(payload)} bytes cannot be decoded ({type(exc).__name__})") from None
     return view
 
 
@@ -93,7 +97,10 @@ def decode_view(view, payload: bytes | None = None, previous: list | None = None
     if not changed:
         return PoseArrays(np.zeros(0, np.int64), np.zeros((0, 3)), np.zeros((0, 4)), stamp_ns(view), bodies)
     m = len(changed)
-    ids, position_bytes, orientation_bytes = zip(*map(_FIELDS, map(PoseView.FromString, changed)))
+    try:
+        ids, position_bytes, orientation_bytes = zip(*map(_FIELDS, map(PoseView.FromString, changed)))
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError in one pose
+        raise MessageError(f"a Pose_V message with {n} poses cannot be decoded ({type(exc).__name__})") from None
     values = _records(position_bytes + orientation_bytes, m)
     if values is None:
         slow = _decode_slowly(payload if payload is not None else view.SerializeToString())

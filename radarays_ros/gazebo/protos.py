@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - older runtimes
 
     _message_class = MessageFactory().GetPrototype
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MessageError
 
 PROTO_PATH = Path(__file__).with_name("proto") / "gz_msgs.proto"
 PACKAGE = "gz.msgs"
@@ -206,5 +206,9 @@ def message_class(type_name: str) -> type:
 def decode(type_name: str, payload: bytes):
     """Parse serialized bytes as the named message type."""
     msg = message_class(type_name)()
-    msg.ParseFromString(payload)
+    try:
+        msg.ParseFromString(payload)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and RecursionError on deep nesting)
+        raise MessageError(f"a {short_name(type_name)} message of {len(payload)} bytes cannot be decoded "
+                           f"({type(exc).__name__})") from None
     return msg
