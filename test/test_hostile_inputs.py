@@ -52,6 +52,10 @@ def npz_with_header(shape, body: bytes = b"") -> bytes:
     (["radar", OFFICE, "--out", "o.npz", "--set", "azimuth.count=.inf"], "azimuth.count = inf"),
     (["radar", OFFICE, "--out", "o.npz", "--set", "azimuth.count=" + "9" * 400], "integer of 400 digits"),
     (["radar", OFFICE, "--out", "o.npz", "--set", "range.bins=100000000"], "range.bins"),
+    (["radar", OFFICE, "--out", "o.npz", "--set", "range.bins=1000000"], "exceeds 16000000 cells"),  # each key
+    (["radar", OFFICE, "--out", "o.npz", "--set", "beam.samples=1000000"], "rays per frame"),  # valid alone
+    (["lidar", OFFICE, "--out", "o.npz", "--sensor", "UTM-30LX", "--set", "angles.step_deg=0.0000000000001"],
+     "gives 2700000000000001 angles"),
     (["lidar", OFFICE, "--out", "o.npz", "--sensor", "VLP-16", "--t0", "nan"], "--t0 = nan"),
     (["lidar", OFFICE, "--out", "o.npz", "--sensor", "VLP-16", "--t0", "1e300"], "--t0 = 1e+300"),
     (["lidar", OFFICE, "--out", "o.npz", "--sensor", "VLP-16", "--seed", "-1"], "--seed = -1"),
@@ -198,3 +202,11 @@ def test_deep_ouster_json(capsys, tmp_path):
     (tmp_path / "s.json").write_text('{"a":' * 10000 + "1" + "}" * 10000)
     assert "nested too deeply" in cli_error(capsys, "lidar", OFFICE, "--out", str(tmp_path / "o.npz"),
                                             "--sensor", str(tmp_path / "s.json"))
+
+
+def test_lidar_grid_of_valid_axes_too_large_for_memory(capsys, tmp_path):
+    (tmp_path / "s.yaml").write_text("type: spherical\nname: g\nrate_hz: 10\nrange: {min: 0.1, max: 100}\n"
+                                     "horizontal: {min_deg: -180, step_deg: 0.0036, count: 100000}\n"
+                                     "vertical: {min_deg: -10, step_deg: 0.01, count: 1024}\n")
+    assert "rays per scan" in cli_error(capsys, "lidar", OFFICE, "--out", str(tmp_path / "o.npz"),
+                                        "--sensor", str(tmp_path / "s.yaml"))

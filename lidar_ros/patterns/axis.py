@@ -32,6 +32,7 @@ def read_axis(axis: SpecReader, max_count: int = 100000) -> np.ndarray:
         if hi < lo:
             raise ConfigError(f"{axis.where('max_deg')} = {hi} is below min_deg = {lo}; allowed: >= min_deg")
         count = int(np.floor((hi - lo) / step + 1e-6)) + 1
+        _check_count(count, axis, where, max_count)  # before allocating: step_deg 1e-13 means 10^15 angles
         angles = lo + step * np.arange(count)
     elif keys == {"min_deg", "step_deg", "count"}:
         lo = axis.number("min_deg", lo=-360.0, hi=360.0)
@@ -54,9 +55,14 @@ def read_axis(axis: SpecReader, max_count: int = 100000) -> np.ndarray:
             raise ConfigError(f"{axis.where('resolution_deg')} = {res} does not divide fov_deg = {fov}; "
                               "allowed: fov_deg / resolution_deg a whole number")
         count = int(round(steps)) + (0 if fov == 360.0 else 1)
+        _check_count(count, axis, where, max_count)
         angles = -fov / 2 + res * np.arange(count)
     else:
         raise ConfigError(f"{axis.origin}: {where} has keys {sorted(keys) or 'none'}; allowed forms: {FORMS}")
-    if len(angles) > max_count:
-        raise ConfigError(f"{axis.origin}: {where} gives {len(angles)} angles; allowed: at most {max_count}")
+    _check_count(len(angles), axis, where, max_count)
     return np.radians(angles)
+
+
+def _check_count(count: int, axis: SpecReader, where: str, max_count: int) -> None:
+    if count > max_count:
+        raise ConfigError(f"{axis.origin}: {where} gives {count} angles; allowed: at most {max_count}")

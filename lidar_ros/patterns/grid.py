@@ -23,6 +23,7 @@ from . import Pattern, column_sequence, ring_rank, unit_vectors
 from .axis import read_axis
 
 RING_ORDERS = ("bottom_first", "top_first", "as_given")
+MAX_PIXELS = 4_000_000  # an OS1-128 x 2048 is 262 144; 4 M rays take ~0.5 GB of per-pixel arrays
 
 
 def read_beam_offsets(spec: SpecReader, rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -56,6 +57,8 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
         raise ConfigError(f"{spec.origin}: vertical angles must lie in [-90, 90] degrees (elevation)")
     horizontal = read_axis(spec.sub("horizontal", required=True))
     rows, cols = len(vertical), len(horizontal)
+    if rows * cols > MAX_PIXELS:  # before the per-pixel arrays (directions, origins... ~100 B a pixel)
+        raise ConfigError(f"{spec.origin}: {rows} x {cols} = {rows * cols} rays per scan; allowed: at most {MAX_PIXELS}")
     az_off, origin_off = read_beam_offsets(spec, rows)
     order = row_order(vertical, spec.choice("ring_order", RING_ORDERS, "bottom_first"))
     el = vertical[order][:, None]

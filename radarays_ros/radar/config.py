@@ -24,6 +24,11 @@ from ..errors import ConfigError
 INF = math.inf
 
 
+# Memory bounds of one frame (each key alone may be at its maximum, not all together): a Navtech-like
+# 400 x 6848 image is 2.7 M cells, RadaRays' 400 x 10 beam 4000 rays.
+MAX_IMAGE_CELLS = 16_000_000  # float64 images of 128 MB each
+MAX_FRAME_RAYS = 2_000_000  # x tracing.passes bounces, ~100 B of arrays per ray and bounce
+
 def _f(default, kind, lo=None, hi=None, *, choices=None, nullable=False, lo_open=False, hi_open=False, doc=""):
     """A dataclass field with its validation rule in the metadata."""
     rule = dict(kind=kind, lo=lo, hi=hi, choices=choices, nullable=nullable, lo_open=lo_open, hi_open=hi_open, doc=doc)
@@ -237,6 +242,13 @@ class RadarConfig:
         return self.range.n_bins
 
     def _check_consistency(self) -> None:
+        a = self.azimuth
+        if a.count * self.range.bins > MAX_IMAGE_CELLS:  # each frame holds several images of this size
+            raise ConfigError(f"radar config {self.origin}: azimuth.count x range.bins = {a.count} x {self.range.bins} "
+                              f"exceeds {MAX_IMAGE_CELLS} cells (memory); lower one of them")
+        if a.count * self.beam.samples > MAX_FRAME_RAYS:
+            raise ConfigError(f"radar config {self.origin}: azimuth.count x beam.samples = {a.count} x "
+                              f"{self.beam.samples} exceeds {MAX_FRAME_RAYS} rays per frame (memory); lower one of them")
         n = self.noise
         if n.energy_min > n.energy_max:
             raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")
