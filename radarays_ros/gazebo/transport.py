@@ -26,7 +26,8 @@ Hostile or broken peers (README, Security). Discovery has no authentication, so:
   is accepted only from the address that process first spoke from (a forged BYE from elsewhere is
   ignored); advertised addresses outside the allowed networks are refused;
 - a world's topics and services ("/world/<w>/...") are taken from one process only, the world's
-  owner: the first that advertises under that world, replaced only once it misses its heartbeats;
+  owner: the first that advertises under that world, replaced only once its connection drops or it
+  misses a heartbeat (a restarted Gazebo);
 - sockets are never disconnected: libzmq aborts the process (`!_more`, fq.cpp) when a pipe holding
   a half-read multipart message goes away, and the poller pre-reads the first part. A socket whose
   connections went stale is closed and made anew instead;
@@ -606,8 +607,8 @@ class GzTransportClient:
             self._since.pop(world, None)
 
     def _hand_over(self, world: str, now: float) -> None:
-        """Another process claimed `world` while its owner was alive. Once the owner misses a heartbeat
-        (a crashed Gazebo says no BYE), release it and ask the world's topics and services to be
+        """Another process claimed `world` while its owner was alive. Once the owner is gone (its
+        connection dropped or it missed a heartbeat: a crashed Gazebo says no BYE), release it and ask the world's topics and services to be
         advertised again, so that the restarted Gazebo is followed without waiting for its heartbeat."""
         owner = self._owners.get(world)
         if now - self._claims[world] > SILENCE_S or owner is None:
