@@ -19,6 +19,7 @@ import yaml
 
 from ..config_file import read_yaml
 from ..errors import ConfigError
+from ..validate import Rule
 
 INF = math.inf
 
@@ -256,43 +257,7 @@ def _build_section(section_cls, name: str, raw: Mapping, origin: str):
 
 
 def _check_value(key: str, value: Any, rule: Mapping, origin: str):
-    where = f"radar config {origin}: {key}"
-    kind = rule["kind"]
-    if value is None:
-        if rule.get("nullable"):
-            return None
-        raise ConfigError(f"{where}: a value is required ({_allowed(rule)})")
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"{where} = {value!r}: must be true or false")
-    if kind is str:
-        if not isinstance(value, str) or (rule["choices"] and value not in rule["choices"]):
-            raise ConfigError(f"{where} = {value!r}: must be one of {', '.join(rule['choices'])}")
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{where} = {value!r}: must be a number ({_allowed(rule)})")
-    if kind is int:
-        if float(value) != int(value):
-            raise ConfigError(f"{where} = {value!r}: must be an integer ({_allowed(rule)})")
-        value = int(value)
-    else:
-        value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(f"{where} = {value!r}: must be a finite number ({_allowed(rule)})")
-    lo, hi = rule["lo"], rule["hi"]
-    bad_lo = lo is not None and (value <= lo if rule["lo_open"] else value < lo)
-    bad_hi = hi is not None and (value >= hi if rule["hi_open"] else value > hi)
-    if bad_lo or bad_hi:
-        raise ConfigError(f"{where} = {value!r}: out of range, allowed {_allowed(rule)}")
-    return value
-
-
-def _allowed(rule: Mapping) -> str:
-    if rule["choices"]:
-        return "one of " + ", ".join(rule["choices"])
-    left = "(" if rule["lo_open"] else "["
-    right = ")" if rule["hi_open"] else "]"
-    kind = "integer" if rule["kind"] is int else "number"
-    span = f"{kind} in {left}{rule['lo']}, {rule['hi']}{right}"
-    return span + (" or null" if rule.get("nullable") else "")
+    """One key against its field rule, in the package's one rule vocabulary (radarays_ros.validate)."""
+    return Rule(kind=rule["kind"], lo=rule["lo"], hi=rule["hi"], lo_open=rule["lo_open"], hi_open=rule["hi_open"],
+                choices=tuple(rule["choices"] or ()), nullable=bool(rule.get("nullable")),
+                doc=rule.get("doc", "")).check(value, f"radar config {origin}: {key}")

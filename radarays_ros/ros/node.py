@@ -70,7 +70,8 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from ..errors import ConfigError, RadaraysError
 from ..resources import data_path
-from ..sensors.units import ParamInfo, SensorUnit, check_param, make_unit, poses_over
+from ..sensors.units import ParamInfo, SensorUnit, check_param, make_unit, param_rule, poses_over
+from ..validate import check_pose6, plain
 from ..world.transforms import pose_to_matrix
 from .convert import rclpy_class, to_cdr
 from .gazebo_link import (GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, LogRelay, SensorDiscovery, close_mirror,
@@ -525,10 +526,7 @@ class SensorNode(Node):
 
     @staticmethod
     def _pose_param(values) -> np.ndarray:
-        values = list(values or [])
-        if len(values) != 6:
-            raise ConfigError(f"fixed_pose: expected 6 numbers x y z roll pitch yaw, got {len(values)}")
-        return pose_to_matrix(*[float(v) for v in values])
+        return pose_to_matrix(*check_pose6(list(values or []), "fixed_pose"))
 
     # -- topics, timers ----------------------------------------------------------------------------
     def _qos(self) -> QoSProfile:
@@ -752,7 +750,7 @@ class SensorNode(Node):
         try:
             for name, value in changes.items():
                 info = NODE_PARAMS.get(name)
-                if info is not None and info.kind is not list:
+                if info is not None:
                     check_param(name, value, info)
             for sensor in self.sensors:
                 plan += self._plan_sensor_change(sensor, changes)
@@ -762,8 +760,10 @@ class SensorNode(Node):
             if "world" in changes:
                 world = self._prepare_world(changes["world"])
                 plan.append(lambda: self._install_world(*world))
-        except (RadaraysError, ValueError, TypeError) as exc:
+        except RadaraysError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
+        except Exception as exc:  # anything a value can provoke (OverflowError, ...): refused, state kept
+            return SetParametersResult(successful=False, reason=f"{sorted(changes)} refused: {type(exc).__name__}: {exc}")
         try:
             for apply in plan:
                 apply()
@@ -871,7 +871,7 @@ def header_stamp_ns(raw: bytes) -> int | None:
         return None
     little = raw[1] in (0x01, 0x03)  # CDR_LE / PL_CDR_LE encapsulation
     sec, nanosec = struct.unpack("<iI" if little else ">iI", raw[4:12])
-    if nanosec >= 1_000_000_000:
+    if sec < 0 or nanosec >= 1_000_000_000:  # before 1970 or not a time: not a stamp to simulate at
         return None
     return sec * 1_000_000_000 + nanosec
 
@@ -912,12 +912,19 @@ def help_text(node_name: str, kind: str) -> str:
         lines.append(f"{title} parameters:")
         for name, info in params.items():
             shown = prefix + name if params is SENSOR_PARAMS else name
-            lines.append(f"  {shown} (default {info.value!r}): {info.description}")
+            lines.append(f"  {shown} (default {plain(info.value)}): {info.description}{allowed_suffix(info)}")
         lines.append("")
     lines.append(f"The sensor model's own parameters ({prefix}sensor.*, {prefix}output.*) depend on its config: "
                  f"`ros2 param list /{node_name}` and `ros2 param describe` show them with their ranges. "
                  "Example params files: config/ros/.")
     return "\n".join(lines)
+
+
+def allowed_suffix(info: ParamInfo) -> str:
+    """' (allowed ...)' for a parameter with a range or choices: the words of its errors and descriptor."""
+    if info.choices or info.lo is not None or info.hi is not None:
+        return f" (allowed {param_rule(info).allowed()})"
+    return ""
 
 
 def run(node_name: str, kind: str, args: list[str] | None = None) -> int:
