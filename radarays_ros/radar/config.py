@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
-from ..config_file import read_yaml
+from ..config_file import parse_scalar, read_yaml
 from ..errors import ConfigError
 from ..validate import Rule
 
@@ -150,7 +148,7 @@ _DISTRIBUTION_ALIASES = {0: "D1", 1: "D2", 2: "D3", 3: "D4"}
 
 @dataclass(frozen=True)
 class RadarConfig:
-    """Everything the radar model needs; see config/radar/radarays_default.yaml for every key."""
+    """Everything the radar model needs; see radarays_ros/data/radar/radarays_default.yaml for every key."""
 
     azimuth: AzimuthConfig = field(default_factory=AzimuthConfig)
     range: RangeConfig = field(default_factory=RangeConfig)
@@ -200,11 +198,7 @@ class RadarConfig:
         data = self.to_dict()
         for key, value in overrides.items():
             parts = str(key).split(".")
-            if isinstance(value, str):
-                try:
-                    value = yaml.safe_load(value) if value.strip() else value
-                except yaml.YAMLError:
-                    pass
+            value = parse_scalar(value)  # "10" -> 10, "1e-7" -> 1e-07, "true" -> True
             if parts == ["seed"]:
                 data["seed"] = value
                 continue

@@ -78,6 +78,9 @@ def load_world(path, materials=None, geometry: str = "visual", ignore=(), resour
     else:
         parsed = parse_sdf_file(path, library, **options)
     scene = Scene(library, source=str(path))
+    if geometry == "collision" and not parsed.entities and not path.suffix.lower() in MESH_SUFFIXES:
+        scene.warnings.append(f"{path}: collision geometry was asked for (--collision) and the world has none; "
+                              "leave out --collision to use its <visual> geometry")
     scene.warnings.extend(parsed.report.warnings)
     scene.unresolved.extend(dict.fromkeys(parsed.report.unresolved))
     add_entities(scene, parsed.entities)
