@@ -2,7 +2,7 @@
 
 The YAML file has one mapping per section (the dataclass fields below); dotted keys such as
 ``beam.width_deg`` name a value for overrides (``--set beam.width_deg=10``, ROS parameters).
-Defaults are the RadaRays ``cfg/RadarModel.cfg`` defaults (radar_model.md §3), except that the
+Defaults are the RadaRays ``cfg/RadarModel.cfg`` defaults, except that the
 azimuth layout, which RadaRays hard-codes (400 columns at -0.9 deg), is configurable here.
 Every field carries its allowed range or values; a bad value raises ConfigError naming the file,
 the key and what is allowed; unknown keys are errors.
@@ -62,7 +62,7 @@ class BeamConfig:
     width_h_deg: float | None = _f(None, float, 0.0, 180.0, nullable=True, lo_open=True, doc="horizontal width (elliptic beam)")
     width_v_deg: float | None = _f(None, float, 0.0, 180.0, nullable=True, lo_open=True, doc="vertical width (elliptic beam)")
     samples: int = _f(10, int, 1, 1_000_000, doc="rays per azimuth (Ns)")
-    distribution: str = _f("D3", str, choices=DISTRIBUTIONS, doc="sample density D1..D4 (radar_model.md §1.2)")
+    distribution: str = _f("D3", str, choices=DISTRIBUTIONS, doc="sample density D1..D4 (Mock et al., RadaRays, RA-L 2025, beam densities; RadaRays' numbering 0..3)")
     p_in_cone: float = _f(0.8, float, 0.0, 1.0, lo_open=True, hi_open=True, doc="D3/D4: probability of a sample inside the beam")
     gain_weighting: bool = _f(False, bool, doc="weight samples by a Gaussian two-way antenna gain (not in RadaRays)")
     redraw: str = _f("cached", str, choices=("cached", "per_frame"), doc="cone drawn once (CPU RadaRays) or every frame (GPU)")
@@ -98,7 +98,7 @@ KERNELS = ("none", "triangular", "gaussian", "maxwell_boltzmann")
 
 @dataclass(frozen=True)
 class KernelConfig:
-    type: str = _f("triangular", str, choices=KERNELS, doc="range spread ('system noise', radar_model.md §1.6)")
+    type: str = _f("triangular", str, choices=KERNELS, doc="range spread ('measurement noise' of Mock et al., RadaRays, RA-L 2025: a blur along range)")
     width: int = _f(50, int, 1, 100_000, doc="kernel length in bins")
     mode: float = _f(0.35, float, 0.0, 1.0, doc="peak position as a fraction of the width")
     gaussian_sigma: float | None = _f(None, float, 0.0, 100_000.0, nullable=True, lo_open=True, doc="gaussian: sigma in bins (default width/6)")
@@ -106,7 +106,7 @@ class KernelConfig:
 
 @dataclass(frozen=True)
 class NoiseConfig:
-    ambient: str = _f("perlin", str, choices=("none", "uniform", "perlin"), doc="ambient noise model (§2)")
+    ambient: str = _f("perlin", str, choices=("none", "uniform", "perlin"), doc="ambient noise model (Mock et al., RadaRays, RA-L 2025: uniform or Perlin)")
     at_signal_0: float = _f(0.3, float, 0.0, 100.0, doc="noise amplitude (x column max) where there is no signal")
     at_signal_1: float = _f(0.03, float, 0.0, 100.0, doc="noise amplitude (x column max) on the strongest signal")
     energy_max: float = _f(0.5, float, 0.0, 100.0, doc="noise floor at range 0 (x column max)")
