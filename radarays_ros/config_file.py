@@ -49,3 +49,21 @@ def check_size(data: Any, where: str, limit: int = MAX_VALUES) -> None:
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
+
+
+def parse_scalar(text: str) -> Any:
+    """A value typed on a command line (`--set key=value`) or in a parameter string: YAML's reading
+    (numbers, booleans, lists, null), except that what Python reads as a number is a number
+    (YAML 1.1 leaves `1e-7` and `1E5` as text); anything else stays the text itself."""
+    if not isinstance(text, str) or not text.strip():
+        return text
+    try:
+        value = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError, RecursionError):  # ValueError: an integer of over 4300 digits
+        return text
+    if isinstance(value, str):
+        try:
+            return float(value) if value.strip().lower() not in ("nan", "inf", "-inf", "+inf", "infinity") else value
+        except ValueError:
+            return value
+    return value
