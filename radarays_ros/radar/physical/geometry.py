@@ -1,0 +1,184 @@
+"""Geometry of one frame for the physical stage: beam samples, first hits, mirror bounces.
+
+For every azimuth column the beam is sampled afresh (beam_sampling.py); every sample is a ray tube of
+solid angle dOmega = d_beta d_e cos(e). One backend call per pass traces all tubes of the frame. At each
+hit the tube makes:
+
+* clutter (distributed, incoherent): expected power by the radar equation with sigma = sigma0(theta) A,
+  A = L^2 dOmega / cos(theta) (backscatter.py), spread over the range extent the tube's footprint
+  covers (first order: L / cos(theta) (|dd/de . n| d_e + |dd/dbeta . n| d_beta)), so a few rays fill
+  every range bin of a surface (no rings at fixed sample ranges);
+* a glint (coherent): when the mirror direction at the hit points back to the sensor within the lobe
+  (plate_rcs.py), a complex amplitude with the phase of its two-way path;
+* a mirror child (coherent reflectivity rho, roughness.py) traced in the next pass, up to
+  scatter.specular_bounces: clutter it meets returns back along the path (a ghost at the total
+  path length, rho twice) and, with scatter.multipath, straight to the sensor (bistatic, received
+  with the pattern at its arrival direction, rho once).
+
+Every received power carries pattern_tx(sent direction) x pattern_rx(arrival direction) exactly once.
+Rays that hit an invisible material (wave velocity of air) end there. Direct multipath returns are not
+tested for occlusion. Doppler uses the first leg's radial velocity (static world; sensor motion).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import antenna, backscatter, beam_sampling, plate_rcs, radar_equation, roughness
+
+SKIP = 1e-3  # metres a mirror child starts off its surface
+MIN_COS = 0.02  # footprint area 1/cos(theta) capped at grazing (sigma0 -> 0 there anyway)
+MIN_RHO = 1e-3  # mirror children below this coherent reflectivity are not traced
+
+
+@dataclass
+class Clutter:
+    azimuth: np.ndarray  # (N,) int64 azimuth index k
+    range_m: np.ndarray  # (N,) apparent range of the footprint centre
+    extent_m: np.ndarray  # (N,) range extent of the footprint
+    power_w: np.ndarray  # (N,) expected received power
+    velocity: np.ndarray  # (N,) radial velocity, m/s (receding positive)
+
+
+@dataclass
+class Glints:
+    azimuth: np.ndarray
+    range_m: np.ndarray
+    amplitude: np.ndarray  # (N,) complex, sqrt(W), phase of the two-way path
+    velocity: np.ndarray
+
+
+def _concat(parts, cls):
+    if not parts:
+        empty = np.zeros(0)
+        return cls(np.zeros(0, np.int64), empty, *([empty] * (len(cls.__dataclass_fields__) - 2)))
+    return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__))
+
+
+def sample_beam(rng, n_azimuths: int, antenna_cfg):
+    """(beta, e, d_beta, d_e) each (A, S): the beam samples of every azimuth, S = strata az x el."""
+    a_cfg = antenna_cfg
+    w_az = math.radians(a_cfg.azimuth_width_deg)
+    w_el = math.radians(a_cfg.elevation_width_deg)
+    tilt = math.radians(a_cfg.elevation_tilt_deg)
+    x_az = a_cfg.azimuth_extent * w_az
+    beta, d_beta = beam_sampling.stratified(rng, n_azimuths, a_cfg.samples_azimuth, -x_az, x_az,
+                                            lambda x: antenna.one_way(x, w_az, a_cfg.azimuth_pattern))
+    lo = tilt - a_cfg.elevation_extent * w_el
+    hi = tilt + a_cfg.elevation_extent * w_el
+    if a_cfg.cosec2:
+        lo = min(lo, math.radians(-60.0))
+    lo, hi = max(lo, math.radians(-89.0)), min(hi, math.radians(89.0))
+    e, d_e = beam_sampling.stratified(rng, n_azimuths, a_cfg.samples_elevation, lo, hi,
+                                      lambda x: antenna.elevation_one_way(x, a_cfg))
+    nb, ne = beta.shape[1], e.shape[1]
+    rep = lambda v, axis: np.repeat(v[:, :, None], ne, axis=2) if axis == 0 else np.repeat(v[:, None, :], nb, axis=1)  # noqa: E731
+    return (rep(beta, 0).reshape(n_azimuths, -1), rep(e, 1).reshape(n_azimuths, -1),
+            rep(d_beta, 0).reshape(n_azimuths, -1), rep(d_e, 1).reshape(n_azimuths, -1))
+
+
+def _column_dirs(beta, e):
+    ce = np.cos(e)
+    d = np.stack([ce * np.cos(beta), ce * np.sin(beta), np.sin(e)], axis=-1)
+    d_de = np.stack([-np.sin(e) * np.cos(beta), -np.sin(e) * np.sin(beta), ce], axis=-1)
+    d_db = np.stack([-ce * np.sin(beta), ce * np.cos(beta), np.zeros_like(e)], axis=-1)
+    return d, d_de, d_db
+
+
+def _rotate(column_rot, v):
+    """(A, 3, 3) x (A, S, 3) -> (A*S, 3)."""
+    return np.einsum("kij,ksj->ksi", column_rot, v).reshape(-1, 3)
+
+
+def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rng, max_range: float):
+    """(Clutter, Glints) of one frame. origins (A, 3), column_rot (A, 3, 3) world <- column frame."""
+    a = len(origins)
+    lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
+    k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
+    beta, e, d_beta, d_e = sample_beam(rng, a, cfg.antenna)
+    s = beta.shape[1]
+    d_col, dde_col, ddb_col = _column_dirs(beta, e)
+    d = _rotate(column_rot, d_col)
+    dd_e, dd_b = _rotate(column_rot, dde_col), _rotate(column_rot, ddb_col)
+    az = np.repeat(np.arange(a), s)
+    d_omega = (d_beta * d_e * np.cos(e)).reshape(-1)
+    g_tx = antenna.gain(beta, e, cfg.antenna).reshape(-1)
+    sensor = np.repeat(origins, s, axis=0)
+    v_r = -np.einsum("ij,ij->i", np.repeat(sensor_velocity, s, axis=0), d)
+    tolerance = math.radians(cfg.scatter.retro_tolerance_deg)
+
+    o = sensor.copy()
+    path = np.zeros(a * s)  # one-way path so far
+    rho = np.ones(a * s)  # product of mirror reflectivities so far
+    clutter, glints = [], []
+    idx = np.arange(a * s)  # tube index of each live ray
+    for bounce in range(cfg.scatter.specular_bounces + 1):
+        if not len(idx):
+            break
+        reach = (2.0 if cfg.scatter.multipath and bounce else 1.0) * max_range - path
+        hits = backend.trace(o.astype(np.float32), d.astype(np.float32), 0.0, float(max(reach.max(), 1e-3)))
+        dist = np.asarray(hits.distance, np.float64)
+        ok = np.isfinite(dist) & (dist < reach)
+        cls = np.full(len(dist), -1, np.int64)
+        cls[ok] = table.material_class[np.asarray(hits.material)[ok]]
+        ok &= cls >= 0
+        keep = np.flatnonzero(ok)
+        if not len(keep):
+            break
+        o, d, dist, cls = o[keep], d[keep], dist[keep], cls[keep]
+        idx, path, rho = idx[keep], path[keep], rho[keep]
+        n = np.asarray(hits.normal, np.float64)[keep]
+        n /= np.maximum(np.linalg.norm(n, axis=1), 1e-12)[:, None]
+        hit = o + d * dist[:, None]
+        path = path + dist
+        cos_t = np.clip(-np.einsum("ij,ij->i", d, n), 0.0, 1.0)
+        theta = np.arccos(cos_t)
+        area = path ** 2 * d_omega[idx] / np.maximum(cos_t, MIN_COS)
+        sigma = table.sigma0_at(cls, theta) * area
+        tan_t = np.sqrt(1.0 - cos_t ** 2) / np.maximum(cos_t, MIN_COS)
+        if bounce == 0:
+            spread = (np.abs(np.einsum("ij,ij->i", dd_e[idx], n)) * d_e.reshape(-1)[idx]
+                      + np.abs(np.einsum("ij,ij->i", dd_b[idx], n)) * d_beta.reshape(-1)[idx])
+            extent = path * spread / np.maximum(cos_t, MIN_COS)
+        else:
+            extent = path * np.sqrt(d_omega[idx]) * tan_t
+        extent = np.minimum(extent, 0.5 * path)
+        g_t = g_tx[idx]
+        # way back to the sensor and the receive pattern at the arrival direction
+        back = sensor[idx] - hit
+        back_len = np.maximum(np.linalg.norm(back, axis=1), 1e-9)
+        u = back / back_len[:, None]
+        arrival = np.einsum("kji,kj->ki", column_rot[az[idx]], -u)  # column frame
+        g_r = antenna.gain(np.arctan2(arrival[:, 1], arrival[:, 0]), np.arcsin(np.clip(arrival[:, 2], -1, 1)), cfg.antenna)
+        if bounce == 0:
+            clutter.append(Clutter(az[idx], path, extent, k_radar * g_t * g_t * sigma / path ** 4, v_r[idx]))
+        else:  # a ghost back along the mirror path, and straight back (bistatic)
+            clutter.append(Clutter(az[idx], path, extent, k_radar * g_t * g_t * rho ** 2 * sigma / path ** 4, v_r[idx]))
+            if cfg.scatter.multipath:
+                lit = np.einsum("ij,ij->i", n, u) > 0
+                theta_b = 0.5 * (theta + np.arccos(np.clip(np.einsum("ij,ij->i", n, u), -1, 1)))
+                sigma_b = table.sigma0_at(cls, theta_b) * area
+                p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
+                clutter.append(Clutter(az[idx], 0.5 * (path + back_len), extent, p, v_r[idx]))
+        # coherent part: glints and mirror children
+        rho_c = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], cos_t, lam)
+        mirror = d + 2.0 * cos_t[:, None] * n
+        err = np.arccos(np.clip(np.einsum("ij,ij->i", mirror, u), -1.0, 1.0))
+        w = plate_rcs.lobe_weight(err, tolerance)
+        glint = np.flatnonzero((w > 1e-6) & (rho_c > 1e-9))
+        if len(glint):
+            total = path[glint] + back_len[glint]
+            tube = path[glint] ** 2 * d_omega[idx[glint]]
+            root_sigma = plate_rcs.glint_amplitude(tube, rho[glint] * rho_c[glint], w[glint], lam)
+            amp = np.sqrt(k_radar * g_t[glint] * g_r[glint]) / (path[glint] * back_len[glint]) * root_sigma
+            phase = np.exp(-2j * np.pi * np.mod(total, lam) / lam)
+            glints.append(Glints(az[idx[glint]], 0.5 * total, amp * phase, v_r[idx[glint]]))
+        if bounce == cfg.scatter.specular_bounces:
+            break
+        child = np.flatnonzero(rho * rho_c > MIN_RHO)
+        o = hit[child] + mirror[child] * SKIP
+        d = mirror[child] / np.linalg.norm(mirror[child], axis=1)[:, None]
+        idx, path, rho = idx[child], path[child] + SKIP, (rho * rho_c)[child]
+    return _concat(clutter, Clutter), _concat(glints, Glints)

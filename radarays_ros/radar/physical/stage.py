@@ -1,0 +1,126 @@
+"""The physical sensor stage: returns -> complex field per (azimuth, range bin) -> receiver -> counts.
+
+    field = conv_range(sqrt(V) z + sqrt(N / enbw) n, K) + sum_glints a K(k - x) + leakage
+    P = |field|^2 x 10^(-STC(R) / 10),  counts = log detector (0.5 dB per count, 8 bits)
+
+V: expected clutter power per bin (clutter footprints spread over their range extent); z: unit speckle
+field (speckle.py; 1 with scatter.speckle off, then the expected power is used instead of a draw);
+n: unit white noise, N the thermal noise per bin (thermal_noise.py); K: range response taps
+(range_response.py, peak 1, so a point reads its power at a bin centre and noise reads N after the
+window). Glints and the Tx-Rx leakage are points at their exact (sub-bin) range. With fmcw.doppler the
+ranges shift by the chirp's range-Doppler coupling (doppler.py).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.signal import oaconvolve
+
+from . import antenna, detector, doppler, speckle, stc, thermal_noise
+from .range_response import RangeKernel
+
+
+@dataclass
+class StageOutput:
+    counts_f32: np.ndarray  # (A, B) float32 counts before rounding
+    counts: np.ndarray  # (A, B) uint8
+    power_w: np.ndarray  # (A, B) float32 power after STC
+    velocity: np.ndarray | None  # (A, B) float32 power-weighted radial velocity (m/s) or None
+    chirp_up: np.ndarray  # (A,) bool
+
+
+def spread_power(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
+    """(A, B) float64: each power spread uniformly over [start_bin, end_bin) (fractional bin units)."""
+    a, b = shape
+    out = np.zeros(a * b + 1)
+    if not len(power):
+        return out[:-1].reshape(a, b)
+    length = np.maximum(end_bin - start_bin, 1e-9)
+    density = power / length
+    lo = np.clip(start_bin, 0, b)
+    hi = np.clip(end_bin, 0, b)
+    ok = hi > lo
+    azimuth, lo, hi, density = azimuth[ok], lo[ok], hi[ok], density[ok]
+    i0 = np.minimum(np.floor(lo).astype(np.int64), b - 1)
+    i1 = np.minimum(np.floor(hi).astype(np.int64), b - 1)
+    row = azimuth.astype(np.int64) * b
+    same = i0 == i1
+    # partial first and last bins, and whole bins between them through a difference array
+    out += np.bincount(row + i0, np.where(same, density * (hi - lo), density * (i0 + 1 - lo)), minlength=a * b + 1)
+    out += np.bincount(row + i1, np.where(same, 0.0, density * (hi - i1)), minlength=a * b + 1)
+    inner = ~same & (i1 > i0 + 1)
+    diff = np.bincount(row[inner] + i0[inner] + 1, density[inner], minlength=a * b + 1)
+    diff -= np.bincount(row[inner] + i1[inner], density[inner], minlength=a * b + 1)
+    diff = diff[:-1].reshape(a, b).cumsum(axis=1)
+    return np.maximum(out[:-1].reshape(a, b) + diff, 0.0)  # the running sum leaves -1e-30 round-off
+
+
+def glint_field(azimuth, position_bins, amplitude, kernel: RangeKernel, shape) -> np.ndarray:
+    """(A, B) complex128: every point's amplitude x the range response around its position."""
+    a, b = shape
+    if not len(amplitude):
+        return np.zeros(shape, np.complex128)
+    taps = np.arange(-kernel.half - 1, kernel.half + 2)
+    base = np.floor(position_bins).astype(np.int64)
+    k = base[:, None] + taps[None, :]
+    centre = position_bins[:, None] - 0.5  # bin k covers [k, k+1): its centre is k + 0.5
+    weight = kernel.at(k - centre)
+    ok = (k >= 0) & (k < b) & (weight != 0)
+    flat = (np.asarray(azimuth, np.int64)[:, None] * b + k)[ok]
+    values = (amplitude[:, None] * weight)[ok]
+    re = np.bincount(flat, values.real, minlength=a * b)
+    im = np.bincount(flat, values.imag, minlength=a * b)
+    return (re + 1j * im).reshape(a, b)
+
+
+def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
+    a, b = cfg.azimuth.count, cfg.range.n_bins
+    bin_m, offset = cfg.range.resolution, cfg.range.offset
+    fm, rx = cfg.fmcw, cfg.receiver
+    kernel = RangeKernel(fm.window, fm.bandwidth_hz, bin_m, fm.response_half_width)
+    signs = doppler.chirp_signs(a, fm.chirp)
+    c_range, g_range = clutter.range_m, glints.range_m
+    if fm.doppler:
+        c_range = c_range + doppler.range_shift(clutter.velocity, signs[clutter.azimuth], fm.carrier_hz, fm.chirp_time_s, fm.bandwidth_hz)
+        g_range = g_range + doppler.range_shift(glints.velocity, signs[glints.azimuth], fm.carrier_hz, fm.chirp_time_s, fm.bandwidth_hz)
+    half = 0.5 * np.maximum(clutter.extent_m, 0.0)
+    variance = spread_power(clutter.azimuth, (c_range - half - offset) / bin_m, (c_range + half - offset) / bin_m,
+                            clutter.power_w, (a, b))
+    g_amp, g_pos, g_az = glints.amplitude, (g_range - offset) / bin_m, glints.azimuth
+    if rx.leakage_dbm is not None:
+        leak = math.sqrt(10.0 ** ((rx.leakage_dbm - 30.0) / 10.0))
+        g_amp = np.concatenate([g_amp, np.full(a, leak, np.complex128)])
+        g_pos = np.concatenate([g_pos, np.full(a, (rx.leakage_range_m - offset) / bin_m)])
+        g_az = np.concatenate([g_az, np.arange(a)])
+    points = glint_field(g_az, g_pos, g_amp, kernel, (a, b))
+    noise = thermal_noise.noise_power_w(rx, fm)
+    taps = kernel.taps[None, :]
+    if cfg.scatter.speckle:
+        rho = 0.0
+        if cfg.scatter.azimuth_correlation and a > 1:
+            rho = antenna.field_correlation(math.radians(abs(cfg.azimuth.step_deg)),
+                                            math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
+        z = speckle.unit_field(rng, (a, b), rho)
+        z *= np.sqrt(variance).astype(np.float32)
+        z += speckle.unit_field(rng, (a, b), 0.0) * np.float32(math.sqrt(noise / kernel.enbw_bins))
+        field = oaconvolve(z, taps.astype(np.float32), mode="same", axes=1)
+        field += points
+        power = (field.real ** 2 + field.imag ** 2).astype(np.float32)
+    else:  # expected power: E|points + clutter + noise|^2
+        power = (oaconvolve(variance, taps ** 2, mode="same", axes=1) + noise + np.abs(points) ** 2).astype(np.float32)
+    centres = offset + (np.arange(b) + 0.5) * bin_m
+    power *= (10.0 ** (-stc.attenuation_db(centres, rx.stc_range_m, rx.stc_max_db) / 10.0)).astype(np.float32)[None, :]
+    counts = detector.counts_float(power, rx.zero_dbm, rx.db_per_count)
+    velocity = None
+    if fm.velocity_channel:
+        weight = spread_power(clutter.azimuth, (c_range - half - offset) / bin_m, (c_range + half - offset) / bin_m,
+                              clutter.power_w * clutter.velocity, (a, b))
+        g_w = np.abs(glints.amplitude) ** 2
+        cell = np.clip(np.floor((g_range - offset) / bin_m).astype(np.int64), 0, b - 1)
+        flat = glints.azimuth * b + cell
+        total_w = variance.reshape(-1) + np.bincount(flat, g_w, minlength=a * b)
+        total_v = weight.reshape(-1) + np.bincount(flat, g_w * glints.velocity, minlength=a * b)
+        velocity = np.where(total_w > 0, total_v / np.maximum(total_w, 1e-300), 0.0).reshape(a, b).astype(np.float32)
+    return StageOutput(counts, detector.quantise(counts), power, velocity, signs > 0)
