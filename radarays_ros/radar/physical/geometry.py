@@ -5,9 +5,10 @@ solid angle dOmega = d_beta d_e cos(e). One backend call per pass traces all tub
 hit the tube makes:
 
 * clutter (distributed, incoherent): expected power by the radar equation with sigma = sigma0(theta) A,
-  A = L^2 dOmega / cos(theta) (backscatter.py), spread over the range extent the tube's footprint
-  covers (first order: L / cos(theta) (|dd/de . n| d_e + |dd/dbeta . n| d_beta)), so a few rays fill
-  every range bin of a surface (no rings at fixed sample ranges);
+  A = L^2 dOmega / cos(theta) (backscatter.py), spread over the ranges its stratum's footprint covers
+  (first order on the hit plane: dR = L (n . dd) / cos(theta) for the angle steps from the sample to
+  its stratum's bounds; strata tile the beam, so footprints tile a surface: a few rays fill every range
+  bin, with no rings at fixed sample ranges);
 * a glint (coherent): when the mirror direction at the hit points back to the sensor within the lobe
   (plate_rcs.py), a complex amplitude with the phase of its two-way path;
 * a mirror child (coherent reflectivity rho, roughness.py) traced in the next pass, up to
@@ -36,8 +37,8 @@ MIN_RHO = 1e-3  # mirror children below this coherent reflectivity are not trace
 @dataclass
 class Clutter:
     azimuth: np.ndarray  # (N,) int64 azimuth index k
-    range_m: np.ndarray  # (N,) apparent range of the footprint centre
-    extent_m: np.ndarray  # (N,) range extent of the footprint
+    near_m: np.ndarray  # (N,) apparent range where the footprint starts
+    far_m: np.ndarray  # (N,) and ends
     power_w: np.ndarray  # (N,) expected received power
     velocity: np.ndarray  # (N,) radial velocity, m/s (receding positive)
 
@@ -58,25 +59,26 @@ def _concat(parts, cls):
 
 
 def sample_beam(rng, n_azimuths: int, antenna_cfg):
-    """(beta, e, d_beta, d_e) each (A, S): the beam samples of every azimuth, S = strata az x el."""
+    """(beta, e, d_beta, d_e, beta_lo, beta_hi, e_lo, e_hi) each (A, S): the beam samples of every
+    azimuth (S = strata az x el), their angular cells and their strata bounds."""
     a_cfg = antenna_cfg
     w_az = math.radians(a_cfg.azimuth_width_deg)
     w_el = math.radians(a_cfg.elevation_width_deg)
     tilt = math.radians(a_cfg.elevation_tilt_deg)
     x_az = a_cfg.azimuth_extent * w_az
-    beta, d_beta = beam_sampling.stratified(rng, n_azimuths, a_cfg.samples_azimuth, -x_az, x_az,
+    beta, d_beta, b_lo, b_hi = beam_sampling.stratified(rng, n_azimuths, a_cfg.samples_azimuth, -x_az, x_az,
                                             lambda x: antenna.one_way(x, w_az, a_cfg.azimuth_pattern))
     lo = tilt - a_cfg.elevation_extent * w_el
     hi = tilt + a_cfg.elevation_extent * w_el
     if a_cfg.cosec2:
         lo = min(lo, math.radians(-60.0))
     lo, hi = max(lo, math.radians(-89.0)), min(hi, math.radians(89.0))
-    e, d_e = beam_sampling.stratified(rng, n_azimuths, a_cfg.samples_elevation, lo, hi,
+    e, d_e, e_lo, e_hi = beam_sampling.stratified(rng, n_azimuths, a_cfg.samples_elevation, lo, hi,
                                       lambda x: antenna.elevation_one_way(x, a_cfg))
     nb, ne = beta.shape[1], e.shape[1]
     rep = lambda v, axis: np.repeat(v[:, :, None], ne, axis=2) if axis == 0 else np.repeat(v[:, None, :], nb, axis=1)  # noqa: E731
-    return (rep(beta, 0).reshape(n_azimuths, -1), rep(e, 1).reshape(n_azimuths, -1),
-            rep(d_beta, 0).reshape(n_azimuths, -1), rep(d_e, 1).reshape(n_azimuths, -1))
+    return tuple(rep(v, axis).reshape(n_azimuths, -1) for v, axis in
+                 ((beta, 0), (e, 1), (d_beta, 0), (d_e, 1), (b_lo, 0), (b_hi, 0), (e_lo, 1), (e_hi, 1)))
 
 
 def _column_dirs(beta, e):
@@ -97,7 +99,9 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     a = len(origins)
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
-    beta, e, d_beta, d_e = sample_beam(rng, a, cfg.antenna)
+    beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi = sample_beam(rng, a, cfg.antenna)
+    steps_e = np.stack([(e_lo - e).reshape(-1), (e_hi - e).reshape(-1)], axis=1)
+    steps_b = np.stack([(b_lo - beta).reshape(-1), (b_hi - beta).reshape(-1)], axis=1)
     s = beta.shape[1]
     d_col, dde_col, ddb_col = _column_dirs(beta, e)
     d = _rotate(column_rot, d_col)
@@ -138,13 +142,15 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         area = path ** 2 * d_omega[idx] / np.maximum(cos_t, MIN_COS)
         sigma = table.sigma0_at(cls, theta) * area
         tan_t = np.sqrt(1.0 - cos_t ** 2) / np.maximum(cos_t, MIN_COS)
-        if bounce == 0:
-            spread = (np.abs(np.einsum("ij,ij->i", dd_e[idx], n)) * d_e.reshape(-1)[idx]
-                      + np.abs(np.einsum("ij,ij->i", dd_b[idx], n)) * d_beta.reshape(-1)[idx])
-            extent = path * spread / np.maximum(cos_t, MIN_COS)
+        if bounce == 0:  # range at the stratum's corners, first order on the hit plane
+            slope_e = path * np.einsum("ij,ij->i", dd_e[idx], n) / np.maximum(cos_t, MIN_COS)
+            slope_b = path * np.einsum("ij,ij->i", dd_b[idx], n) / np.maximum(cos_t, MIN_COS)
+            de, db = slope_e[:, None] * steps_e[idx], slope_b[:, None] * steps_b[idx]
+            near = path + np.maximum(de.min(axis=1) + db.min(axis=1), -0.5 * path)
+            far = path + np.minimum(de.max(axis=1) + db.max(axis=1), 0.5 * path)
         else:
-            extent = path * np.sqrt(d_omega[idx]) * tan_t
-        extent = np.minimum(extent, 0.5 * path)
+            half = np.minimum(0.5 * path * np.sqrt(d_omega[idx]) * tan_t, 0.25 * path)
+            near, far = path - half, path + half
         g_t = g_tx[idx]
         # way back to the sensor and the receive pattern at the arrival direction
         back = sensor[idx] - hit
@@ -153,28 +159,33 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         arrival = np.einsum("kji,kj->ki", column_rot[az[idx]], -u)  # column frame
         g_r = antenna.gain(np.arctan2(arrival[:, 1], arrival[:, 0]), np.arcsin(np.clip(arrival[:, 2], -1, 1)), cfg.antenna)
         if bounce == 0:
-            clutter.append(Clutter(az[idx], path, extent, k_radar * g_t * g_t * sigma / path ** 4, v_r[idx]))
+            clutter.append(Clutter(az[idx], near, far, k_radar * g_t * g_t * sigma / path ** 4, v_r[idx]))
         else:  # a ghost back along the mirror path, and straight back (bistatic)
-            clutter.append(Clutter(az[idx], path, extent, k_radar * g_t * g_t * rho ** 2 * sigma / path ** 4, v_r[idx]))
+            clutter.append(Clutter(az[idx], near, far, k_radar * g_t * g_t * rho ** 2 * sigma / path ** 4, v_r[idx]))
             if cfg.scatter.multipath:
                 lit = np.einsum("ij,ij->i", n, u) > 0
                 theta_b = 0.5 * (theta + np.arccos(np.clip(np.einsum("ij,ij->i", n, u), -1, 1)))
                 sigma_b = table.sigma0_at(cls, theta_b) * area
                 p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
-                clutter.append(Clutter(az[idx], 0.5 * (path + back_len), extent, p, v_r[idx]))
+                shift = 0.5 * (back_len - path)  # the footprint at the bistatic apparent range
+                clutter.append(Clutter(az[idx], 0.5 * (near + far) + shift - 0.5 * (far - near) / 2,
+                                       0.5 * (near + far) + shift + 0.5 * (far - near) / 2, p, v_r[idx]))
         # coherent part: glints and mirror children
         rho_c = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], cos_t, lam)
         mirror = d + 2.0 * cos_t[:, None] * n
-        err = np.arccos(np.clip(np.einsum("ij,ij->i", mirror, u), -1.0, 1.0))
-        w = plate_rcs.lobe_weight(err, tolerance)
-        glint = np.flatnonzero((w > 1e-6) & (rho_c > 1e-9))
-        if len(glint):
-            total = path[glint] + back_len[glint]
-            tube = path[glint] ** 2 * d_omega[idx[glint]]
-            root_sigma = plate_rcs.glint_amplitude(tube, rho[glint] * rho_c[glint], w[glint], lam)
-            amp = np.sqrt(k_radar * g_t[glint] * g_r[glint]) / (path[glint] * back_len[glint]) * root_sigma
-            phase = np.exp(-2j * np.pi * np.mod(total, lam) / lam)
-            glints.append(Glints(az[idx[glint]], 0.5 * total, amp * phase, v_r[idx[glint]]))
+        if bounce == 0:
+            glints.append(_specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, steps_b, steps_e,
+                                                 beta, e, rho_c, cls, table, k_radar, lam, v_r, cfg.antenna))
+        else:
+            err = np.arccos(np.clip(np.einsum("ij,ij->i", mirror, u), -1.0, 1.0))
+            w = plate_rcs.lobe_weight(err, tolerance)
+            glint = np.flatnonzero((w > 1e-6) & (rho_c > 1e-9))
+            if len(glint):
+                total = path[glint] + back_len[glint]
+                tube = path[glint] ** 2 * d_omega[idx[glint]]
+                root_sigma = plate_rcs.glint_amplitude(tube, rho[glint] * rho_c[glint], w[glint], lam)
+                amp = np.sqrt(k_radar * g_t[glint] * g_r[glint]) / (path[glint] * back_len[glint]) * root_sigma
+                glints.append(Glints(az[idx[glint]], 0.5 * total, amp * _phase(total, lam), v_r[idx[glint]]))
         if bounce == cfg.scatter.specular_bounces:
             break
         child = np.flatnonzero(rho * rho_c > MIN_RHO)
@@ -182,3 +193,32 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         d = mirror[child] / np.linalg.norm(mirror[child], axis=1)[:, None]
         idx, path, rho = idx[child], path[child] + SKIP, (rho * rho_c)[child]
     return _concat(clutter, Clutter), _concat(glints, Glints)
+
+
+def _phase(two_way_path: np.ndarray, lam: float) -> np.ndarray:
+    return np.exp(-2j * np.pi * np.mod(two_way_path, lam) / lam)
+
+
+def _specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, steps_b, steps_e, beta, e, rho_c, cls,
+                           table, k_radar, lam, v_r, antenna_cfg) -> Glints:
+    """First-hit glints: the tube whose angular stratum holds the specular point of the surface it hit
+    (the foot of the perpendicular from the sensor, seen in direction -n) makes one glint at the
+    plane's distance R, sigma = min(4 pi A^2 / lambda^2, pi R^2) |Gamma|^2 roughness: a plate smaller
+    than the tube (A = R^2 dOmega) or the image of the sensor in a large plane (pi R^2). Exactly one
+    tube per surface and azimuth holds the point, whatever the sampling: a plate does not flicker."""
+    arrival = np.einsum("kji,kj->ki", column_rot[az[idx]], -n)  # direction of the specular point, column frame
+    b_star = np.arctan2(arrival[:, 1], arrival[:, 0])
+    e_star = np.arcsin(np.clip(arrival[:, 2], -1.0, 1.0))
+    flat_beta, flat_e = beta.reshape(-1)[idx], e.reshape(-1)[idx]
+    inside = ((b_star >= flat_beta + steps_b[idx, 0]) & (b_star < flat_beta + steps_b[idx, 1])
+              & (e_star >= flat_e + steps_e[idx, 0]) & (e_star < flat_e + steps_e[idx, 1]))
+    rho0 = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], np.ones(len(cls)), lam)
+    pick = np.flatnonzero(inside & (rho0 > 1e-9))
+    if not len(pick):
+        return Glints(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.complex128), np.zeros(0))
+    r_star = np.einsum("ij,ij->i", sensor[idx[pick]] - hit[pick], n[pick])
+    tube = r_star ** 2 * d_omega[idx[pick]]
+    sigma = np.minimum(4.0 * np.pi * tube ** 2 / lam ** 2, np.pi * r_star ** 2) * rho0[pick]
+    g = antenna.gain(b_star[pick], e_star[pick], antenna_cfg)
+    amp = np.sqrt(k_radar * g * g * sigma) / r_star ** 2
+    return Glints(az[idx[pick]], r_star, amp * _phase(2.0 * r_star, lam), v_r[idx[pick]])
