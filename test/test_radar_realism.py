@@ -24,7 +24,7 @@ EYE = np.eye(4)
 NAMES = ("asphalt", "concrete", "metal", "vegetation", "glass")
 LIB = MaterialLibrary.from_dict({"materials": {n: {"radar": {"velocity": 0.001, "brdf": "radarays", "A": 1.0, "B": 0.0, "C": 1}}
                                                for n in NAMES}, "default": "concrete"})
-QUIET = {"noise_dbm": -250.0, "stc_range_m": 0.0, "leakage_dbm": None}
+QUIET = {"noise_dbm": -150.0, "stc_range_m": 0.0, "leakage_dbm": None}
 
 
 def physical(**sections) -> RadarConfig:
@@ -184,7 +184,7 @@ def test_point_response_width_in_metres_and_symmetry(window):
     assert width == pytest.approx(expected, rel=0.05)
     k = 60  # symmetric about the target
     left, right = p[peak - k:peak][::-1], p[peak + 1:peak + 1 + k]
-    assert np.allclose(left, right, rtol=0.2, atol=1e-6 * p.max())
+    assert np.allclose(left, right, rtol=0.2, atol=1e-5 * p.max())  # noise sits 60 dB under the peak
 
 
 # -- 4. antenna --------------------------------------------------------------------------------

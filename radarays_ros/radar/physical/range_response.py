@@ -11,6 +11,8 @@ Table I). FFT bins finer than dr (zero padding) sample K more densely; the bins 
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 C = 299_792_458.0
@@ -47,6 +49,12 @@ def amplitude_response(name: str, x: np.ndarray) -> np.ndarray:
 
 def power_response(name: str, x: np.ndarray) -> np.ndarray:
     return amplitude_response(name, x) ** 2
+
+
+@lru_cache(maxsize=16)
+def range_kernel(window_name: str, bandwidth_hz: float, bin_m: float, half_width: float) -> "RangeKernel":
+    """A RangeKernel, built once per parameter set (its table costs ~20 ms)."""
+    return RangeKernel(window_name, bandwidth_hz, bin_m, half_width)
 
 
 class RangeKernel:

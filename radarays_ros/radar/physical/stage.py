@@ -16,10 +16,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.fft as sp_fft
 from scipy.signal import oaconvolve
 
 from . import antenna, detector, doppler, speckle, stc, thermal_noise
-from .range_response import RangeKernel
+from .range_response import RangeKernel, range_kernel
 
 
 @dataclass
@@ -34,27 +35,26 @@ class StageOutput:
 def spread_power(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
     """(A, B) float64: each power spread uniformly over [start_bin, end_bin) (fractional bin units)."""
     a, b = shape
-    out = np.zeros(a * b + 1)
     if not len(power):
-        return out[:-1].reshape(a, b)
-    length = np.maximum(end_bin - start_bin, 1e-9)
-    density = power / length
-    lo = np.clip(start_bin, 0, b)
-    hi = np.clip(end_bin, 0, b)
+        return np.zeros(shape)
+    density = power / np.maximum(end_bin - start_bin, 1e-9)
+    lo, hi = np.clip(start_bin, 0, b), np.clip(end_bin, 0, b)
     ok = hi > lo
     azimuth, lo, hi, density = azimuth[ok], lo[ok], hi[ok], density[ok]
     i0 = np.minimum(np.floor(lo).astype(np.int64), b - 1)
     i1 = np.minimum(np.floor(hi).astype(np.int64), b - 1)
-    row = azimuth.astype(np.int64) * b
+    row = azimuth.astype(np.int64) * (b + 1)  # rows of b + 1: the difference array's end marker fits
     same = i0 == i1
-    # partial first and last bins, and whole bins between them through a difference array
-    out += np.bincount(row + i0, np.where(same, density * (hi - lo), density * (i0 + 1 - lo)), minlength=a * b + 1)
-    out += np.bincount(row + i1, np.where(same, 0.0, density * (hi - i1)), minlength=a * b + 1)
+    # the partial first and last bins directly; whole bins between them through a difference array
+    direct = np.bincount(np.concatenate([row + i0, row + i1]),
+                         np.concatenate([np.where(same, density * (hi - lo), density * (i0 + 1 - lo)),
+                                         np.where(same, 0.0, density * (hi - i1))]), minlength=a * (b + 1))
     inner = ~same & (i1 > i0 + 1)
-    diff = np.bincount(row[inner] + i0[inner] + 1, density[inner], minlength=a * b + 1)
-    diff -= np.bincount(row[inner] + i1[inner], density[inner], minlength=a * b + 1)
-    diff = diff[:-1].reshape(a, b).cumsum(axis=1)
-    return np.maximum(out[:-1].reshape(a, b) + diff, 0.0)  # the running sum leaves -1e-30 round-off
+    steps = np.bincount(np.concatenate([row[inner] + i0[inner] + 1, row[inner] + i1[inner]]),
+                        np.concatenate([density[inner], -density[inner]]), minlength=a * (b + 1))
+    out = np.cumsum(steps.reshape(a, b + 1), axis=1, dtype=np.float64)
+    out += direct.reshape(a, b + 1)
+    return np.maximum(out[:, :b], 0.0)  # the running sum leaves -1e-30 round-off
 
 
 def glint_field(azimuth, position_bins, amplitude, kernel: RangeKernel, shape) -> np.ndarray:
@@ -75,11 +75,23 @@ def glint_field(azimuth, position_bins, amplitude, kernel: RangeKernel, shape) -
     return (re + 1j * im).reshape(a, b)
 
 
+def convolve_range(field: np.ndarray, taps: np.ndarray) -> np.ndarray:
+    """Each row convolved with the symmetric taps (same length), single-precision FFT on two threads.
+    Its round-off sits ~140 dB under a row's strongest clutter, below the 127.5 dB an 8-bit Navtech image
+    spans (point targets are added after, exactly)."""
+    half = len(taps) // 2
+    n = sp_fft.next_fast_len(field.shape[1] + len(taps) - 1)
+    spectrum = sp_fft.fft(field, n=n, axis=1, workers=2)
+    spectrum *= sp_fft.fft(taps.astype(np.complex64), n=n, workers=2)[None, :]
+    out = sp_fft.ifft(spectrum, axis=1, workers=2, overwrite_x=True)
+    return out[:, half:half + field.shape[1]]
+
+
 def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
     a, b = cfg.azimuth.count, cfg.range.n_bins
     bin_m, offset = cfg.range.resolution, cfg.range.offset
     fm, rx = cfg.fmcw, cfg.receiver
-    kernel = RangeKernel(fm.window, fm.bandwidth_hz, bin_m, fm.response_half_width)
+    kernel = range_kernel(fm.window, fm.bandwidth_hz, bin_m, fm.response_half_width)
     signs = doppler.chirp_signs(a, fm.chirp)
     near, far, g_range = clutter.near_m, clutter.far_m, glints.range_m
     if fm.doppler:
@@ -94,23 +106,24 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
         g_amp = np.concatenate([g_amp, np.full(a, leak, np.complex128)])
         g_pos = np.concatenate([g_pos, np.full(a, (rx.leakage_range_m - offset) / bin_m)])
         g_az = np.concatenate([g_az, np.arange(a)])
-    points = glint_field(g_az, g_pos, g_amp, kernel, (a, b))
     noise = thermal_noise.noise_power_w(rx, fm)
-    taps = kernel.taps[None, :]
+    visible = np.abs(g_amp) ** 2 > 1e-4 * noise  # points 40 dB under the noise floor change nothing
+    points = glint_field(g_az[visible], g_pos[visible], g_amp[visible], kernel, (a, b))
     if cfg.scatter.speckle:
         rho = 0.0
+        white = noise / kernel.enbw_bins  # pre-window noise per bin: N per bin after the window
         if cfg.scatter.azimuth_correlation and a > 1:
             rho = antenna.field_correlation(math.radians(abs(cfg.azimuth.step_deg)),
                                             math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
+            rho = (rho * variance / (variance + white)).astype(np.float32)
         z = speckle.unit_field(rng, (a, b), rho)
-        z *= np.sqrt(variance).astype(np.float32)
-        z += speckle.unit_field(rng, (a, b), 0.0) * np.float32(math.sqrt(noise / kernel.enbw_bins))
-        # float64 FFT: float32 round-off (1e-7 of a row's strongest amplitude) would fill 140 dB of dynamic range
-        field = oaconvolve(z.astype(np.complex128), taps, mode="same", axes=1)
+        z *= np.sqrt(variance + white).astype(np.float32)
+        field = convolve_range(z, kernel.taps)
         field += points
-        power = (field.real ** 2 + field.imag ** 2).astype(np.float32)
+        power = np.abs(field) ** 2
     else:  # expected power: E|points + clutter + noise|^2
-        power = (oaconvolve(variance, taps ** 2, mode="same", axes=1) + noise + np.abs(points) ** 2).astype(np.float32)
+        power = (oaconvolve(variance, kernel.taps[None, :] ** 2, mode="same", axes=1) + noise
+                 + np.abs(points) ** 2).astype(np.float32)
     centres = offset + (np.arange(b) + 0.5) * bin_m
     power *= (10.0 ** (-stc.attenuation_db(centres, rx.stc_range_m, rx.stc_max_db) / 10.0)).astype(np.float32)[None, :]
     counts = detector.counts_float(power, rx.zero_dbm, rx.db_per_count)
