@@ -3,18 +3,18 @@
 Distributed clutter: sigma = sigma0(theta) A, with A = the surface area a ray tube covers,
 R^2 dOmega / cos(theta) (Ulaby, Moore & Fung, "Microwave Remote Sensing", Vol. II, Ch. 11: the radar
 equation of distributed targets). Values interpolated linearly in dB between table angles. The table
-(config/radar/scatter/backscatter_77ghz.yaml) names its sources. A material of the scene library maps
+(radarays_ros/data/radar/scatter/backscatter_77ghz.yaml) names its sources. A material of the scene library maps
 to a class by the class's `names`, then by a class of the same name, else scatter.default_class;
 materials that RadaRays makes invisible (wave velocity of air) stay invisible.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ... import resources
 from ...config_file import read_yaml
 from ...errors import ConfigError
 from .roughness import normal_reflectivity
@@ -27,11 +27,7 @@ def table_path(name: str) -> Path:
     path = Path(name)
     if path.suffix in (".yaml", ".yml"):
         return path
-    try:  # the package's resources module, where present
-        from ... import resources  # type: ignore[attr-defined]
-        return resources.data_path("radar", "scatter", f"{name}.yaml")
-    except ImportError:
-        return Path(__file__).resolve().parents[3] / "config" / "radar" / "scatter" / f"{name}.yaml"
+    return resources.data_path("radar", "scatter", f"{name}.yaml", must_exist=False)
 
 
 @dataclass
@@ -101,4 +97,4 @@ def wavelength(carrier_hz: float) -> float:
     return 299_792_458.0 / carrier_hz
 
 
-__all__ = ["ScatterTable", "load_table", "table_path", "wavelength", "math"]
+__all__ = ["ScatterTable", "load_table", "table_path", "wavelength"]

@@ -122,7 +122,8 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         if not len(idx):
             break
         reach = (2.0 if cfg.scatter.multipath and bounce else 1.0) * max_range - path
-        hits = backend.trace(o.astype(np.float32), d.astype(np.float32), 0.0, float(max(reach.max(), 1e-3)))
+        hits = backend.trace(o.astype(np.float32), d.astype(np.float32), 0.0, float(max(reach.max(), 1e-3)),
+                             want=("normal", "ids"))
         dist = np.asarray(hits.distance, np.float64)
         ok = np.isfinite(dist) & (dist < reach)
         cls = np.full(len(dist), -1, np.int64)
