@@ -236,3 +236,30 @@ def test_compat_presets_keep_the_radarays_stage():
     for name in ("navtech_ras6", "navtech_cts350x", "navtech_cir204_realistic"):
         from radarays_ros.sensors.units import resolve_radar_config
         assert resolve_radar_config(name).sensor.model == "physical"
+
+
+def test_mirror_ghost_and_bistatic_return_weighted_by_the_receive_pattern():
+    # a metal mirror at 45 deg 5 m ahead sends the beam to a rough wall 5 m to the right of it (y = -5):
+    # back along the mirror path the wall appears at 10 m (a ghost, full two-way gain); straight back
+    # from the wall it arrives 45 deg off boresight, at (10 + 7.07) / 2 = 8.54 m, suppressed by g_rx
+    mirror = plate(5.0, 1.5, yaw=math.radians(45))
+    wall_mesh, wall_pose = box((12.0, 0.2, 6.0), (5.0, -5.1, 0))
+    cfg = physical(azimuth={"count": 1}, scatter={"speckle": False, "specular_bounces": 1, "multipath": True},
+                   antenna={"elevation_width_deg": 10.0})
+    img = RadarSimulator(cfg, scene(mirror, (wall_mesh, wall_pose, "vegetation"))).simulate(EYE)
+    p = img.energy[0].astype(np.float64)
+    ghost = p[int(9.8 / 0.02):int(10.6 / 0.02)].max()
+    direct = p[int(8.4 / 0.02):int(8.8 / 0.02)].max()
+    noise = 10 ** ((cfg.receiver.noise_dbm - 30) / 10)
+    assert ghost > 1e3 * noise
+    sidelobe = antenna.one_way(math.radians(45), math.radians(1.8), "sinc")  # receive gain 45 deg off
+    assert direct < max(100 * sidelobe * ghost, 10 * noise)
+
+
+def test_same_seed_same_bytes_and_frames_differ():
+    world = scene(ground())
+    cfg = physical(azimuth={"count": 8})
+    a, b = RadarSimulator(cfg, world), RadarSimulator(cfg, world)
+    first_a, first_b = a.simulate(EYE), b.simulate(EYE)
+    assert first_a.image.tobytes() == first_b.image.tobytes()
+    assert a.simulate(EYE).image.tobytes() != first_a.image.tobytes()  # speckle and samples redrawn per frame

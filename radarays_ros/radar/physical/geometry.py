@@ -91,11 +91,23 @@ def _column_dirs(beta, e):
 
 def _rotate(column_rot, v):
     """(A, 3, 3) x (A, S, 3) -> (A*S, 3)."""
-    return np.einsum("kij,ksj->ksi", column_rot, v).reshape(-1, 3)
+    return np.matmul(v, column_rot.transpose(0, 2, 1)).reshape(-1, 3)
 
 
-def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rng, max_range: float):
-    """(Clutter, Glints) of one frame. origins (A, 3), column_rot (A, 3, 3) world <- column frame."""
+def _dot(a, b):
+    """Row-wise dot products of (N, 3) arrays."""
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+
+
+def _to_column(column_rot, az, v):
+    """World vectors v (N, 3) into the column frames of azimuths az: R^T v."""
+    return np.matmul(column_rot[az].transpose(0, 2, 1), v[:, :, None])[:, :, 0]
+
+
+def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rng, max_range: float,
+                   ray_log: list | None = None):
+    """(Clutter, Glints) of one frame. origins (A, 3), column_rot (A, 3, 3) world <- column frame.
+    ray_log: a list that receives (origins, directions) of every pass, as traced (benchmarks)."""
     a = len(origins)
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
@@ -110,7 +122,7 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     d_omega = (d_beta * d_e * np.cos(e)).reshape(-1)
     g_tx = antenna.gain(beta, e, cfg.antenna).reshape(-1)
     sensor = np.repeat(origins, s, axis=0)
-    v_r = -np.einsum("ij,ij->i", np.repeat(sensor_velocity, s, axis=0), d)
+    v_r = -_dot(np.repeat(sensor_velocity, s, axis=0), d)
     tolerance = math.radians(cfg.scatter.retro_tolerance_deg)
 
     o = sensor.copy()
@@ -122,8 +134,10 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         if not len(idx):
             break
         reach = (2.0 if cfg.scatter.multipath and bounce else 1.0) * max_range - path
-        hits = backend.trace(o.astype(np.float32), d.astype(np.float32), 0.0, float(max(reach.max(), 1e-3)),
-                             want=("normal", "ids"))
+        o32, d32 = o.astype(np.float32), d.astype(np.float32)
+        if ray_log is not None:
+            ray_log.append((o32, d32))
+        hits = backend.trace(o32, d32, 0.0, float(max(reach.max(), 1e-3)), want=("normal", "ids"))
         dist = np.asarray(hits.distance, np.float64)
         ok = np.isfinite(dist) & (dist < reach)
         cls = np.full(len(dist), -1, np.int64)
@@ -138,14 +152,14 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         n /= np.maximum(np.linalg.norm(n, axis=1), 1e-12)[:, None]
         hit = o + d * dist[:, None]
         path = path + dist
-        cos_t = np.clip(-np.einsum("ij,ij->i", d, n), 0.0, 1.0)
+        cos_t = np.clip(-_dot(d, n), 0.0, 1.0)
         theta = np.arccos(cos_t)
         area = path ** 2 * d_omega[idx] / np.maximum(cos_t, MIN_COS)
         sigma = table.sigma0_at(cls, theta) * area
         tan_t = np.sqrt(1.0 - cos_t ** 2) / np.maximum(cos_t, MIN_COS)
         if bounce == 0:  # range at the stratum's corners, first order on the hit plane
-            slope_e = path * np.einsum("ij,ij->i", dd_e[idx], n) / np.maximum(cos_t, MIN_COS)
-            slope_b = path * np.einsum("ij,ij->i", dd_b[idx], n) / np.maximum(cos_t, MIN_COS)
+            slope_e = path * _dot(dd_e[idx], n) / np.maximum(cos_t, MIN_COS)
+            slope_b = path * _dot(dd_b[idx], n) / np.maximum(cos_t, MIN_COS)
             de, db = slope_e[:, None] * steps_e[idx], slope_b[:, None] * steps_b[idx]
             near = path + np.maximum(de.min(axis=1) + db.min(axis=1), -0.5 * path)
             far = path + np.minimum(de.max(axis=1) + db.max(axis=1), 0.5 * path)
@@ -157,15 +171,16 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         back = sensor[idx] - hit
         back_len = np.maximum(np.linalg.norm(back, axis=1), 1e-9)
         u = back / back_len[:, None]
-        arrival = np.einsum("kji,kj->ki", column_rot[az[idx]], -u)  # column frame
+        arrival = _to_column(column_rot, az[idx], -u)
         g_r = antenna.gain(np.arctan2(arrival[:, 1], arrival[:, 0]), np.arcsin(np.clip(arrival[:, 2], -1, 1)), cfg.antenna)
         if bounce == 0:
             clutter.append(Clutter(az[idx], near, far, k_radar * g_t * g_t * sigma / path ** 4, v_r[idx]))
         else:  # a ghost back along the mirror path, and straight back (bistatic)
             clutter.append(Clutter(az[idx], near, far, k_radar * g_t * g_t * rho ** 2 * sigma / path ** 4, v_r[idx]))
             if cfg.scatter.multipath:
-                lit = np.einsum("ij,ij->i", n, u) > 0
-                theta_b = 0.5 * (theta + np.arccos(np.clip(np.einsum("ij,ij->i", n, u), -1, 1)))
+                n_u = _dot(n, u)
+                lit = n_u > 0
+                theta_b = 0.5 * (theta + np.arccos(np.clip(n_u, -1, 1)))
                 sigma_b = table.sigma0_at(cls, theta_b) * area
                 p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
                 shift = 0.5 * (back_len - path)  # the footprint at the bistatic apparent range
@@ -178,7 +193,7 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
             glints.append(_specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, steps_b, steps_e,
                                                  beta, e, rho_c, cls, table, k_radar, lam, v_r, cfg.antenna))
         else:
-            err = np.arccos(np.clip(np.einsum("ij,ij->i", mirror, u), -1.0, 1.0))
+            err = np.arccos(np.clip(_dot(mirror, u), -1.0, 1.0))
             w = plate_rcs.lobe_weight(err, tolerance)
             glint = np.flatnonzero((w > 1e-6) & (rho_c > 1e-9))
             if len(glint):
@@ -207,7 +222,7 @@ def _specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, steps_b
     plane's distance R, sigma = min(4 pi A^2 / lambda^2, pi R^2) |Gamma|^2 roughness: a plate smaller
     than the tube (A = R^2 dOmega) or the image of the sensor in a large plane (pi R^2). Exactly one
     tube per surface and azimuth holds the point, whatever the sampling: a plate does not flicker."""
-    arrival = np.einsum("kji,kj->ki", column_rot[az[idx]], -n)  # direction of the specular point, column frame
+    arrival = _to_column(column_rot, az[idx], -n)  # direction of the specular point, column frame
     b_star = np.arctan2(arrival[:, 1], arrival[:, 0])
     e_star = np.arcsin(np.clip(arrival[:, 2], -1.0, 1.0))
     flat_beta, flat_e = beta.reshape(-1)[idx], e.reshape(-1)[idx]
@@ -217,7 +232,7 @@ def _specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, steps_b
     pick = np.flatnonzero(inside & (rho0 > 1e-9))
     if not len(pick):
         return Glints(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.complex128), np.zeros(0))
-    r_star = np.einsum("ij,ij->i", sensor[idx[pick]] - hit[pick], n[pick])
+    r_star = _dot(sensor[idx[pick]] - hit[pick], n[pick])
     tube = r_star ** 2 * d_omega[idx[pick]]
     sigma = np.minimum(4.0 * np.pi * tube ** 2 / lam ** 2, np.pi * r_star ** 2) * rho0[pick]
     g = antenna.gain(b_star[pick], e_star[pick], antenna_cfg)

@@ -39,7 +39,7 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     origins = np.ascontiguousarray(poses[:, :3, 3])
     max_range = cfg.range.offset + (cfg.range.n_bins + 1) * cfg.range.resolution
     clutter, glints = trace_physical(sim.backend, origins, column_rot, sensor_velocities(pose, times), cfg,
-                                     scatter_table(sim), rng, max_range)
+                                     scatter_table(sim), rng, max_range, sim.ray_log)
     out = run_stage(clutter, glints, cfg, rng)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
     return RadarImage(
