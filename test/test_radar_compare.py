@@ -162,12 +162,14 @@ def test_compare_rings_streaks_widths_and_correlations():
     s = image_stats(counts, 0.05, 0.9)
     assert s.range_width_3db_m == pytest.approx(5 * 0.05) and s.azimuth_width_3db_deg == pytest.approx(3 * 0.9)
     assert s.range_width_10db_m == pytest.approx(9 * 0.05) and s.azimuth_width_10db_deg == pytest.approx(5 * 0.9)
-    # AR(1) along range with coefficient 0.9: autocorrelation 0.9^lag < 1/e first at lag 10
+    # AR(1) along range with coefficient 0.5 (on a slow range trend, which does not count): autocorrelation
+    # 0.5^lag falls under 1/e first at lag 2
     x = rng.standard_normal((300, 2000))
     for k in range(1, 2000):
-        x[:, k] = 0.9 * x[:, k - 1] + math.sqrt(1 - 0.81) * x[:, k]
-    s = image_stats(np.round(2 * (60 + 3 * x)), 0.05, 0.9)
-    assert s.range_correlation_m == pytest.approx(10 * 0.05)
+        x[:, k] = 0.5 * x[:, k - 1] + math.sqrt(1 - 0.25) * x[:, k]
+    trend = np.linspace(30, 0, 2000)[None, :]
+    s = image_stats(2 * (60 + trend + 3 * x), 0.05, 0.9)
+    assert s.range_correlation_m == pytest.approx(2 * 0.05)
 
 
 def test_compare_cli_on_written_images(tmp_path, capsys):

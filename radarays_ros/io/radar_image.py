@@ -321,7 +321,7 @@ def level_label(img) -> str:
 
 
 def radar_figure(img, path: str | Path, title: str | None = None, max_range: float | None = None,
-                 sensor: str | None = None) -> Path:
+                 sensor: str | None = None, dpi: int = 110) -> Path:
     """A Cartesian picture people read: range rings labelled in metres, a colour bar with units and a
     title (sensor, stamp). Written as PNG."""
     import matplotlib
@@ -332,7 +332,7 @@ def radar_figure(img, path: str | Path, title: str | None = None, max_range: flo
     max_range = float(max_range or (img.range_m[-1] + img.resolution))
     values = polar_to_cartesian(img.image, img.azimuth_rad, img.resolution, max_range)
     name = sensor or Path(str(getattr(img.config, "origin", "radar"))).stem
-    fig, ax = plt.subplots(figsize=(7.2, 6.2), dpi=110)
+    fig, ax = plt.subplots(figsize=(7.2, 6.2), dpi=dpi)
     shown = _cartesian_axes(ax, values, max_range, 255.0)
     fig.colorbar(shown, ax=ax, label=level_label(img), shrink=0.85)
     ax.set_title(title or f"{name}  -  t = {img.t0_ns * 1e-9:.3f} s  ({img.n_azimuths} az x {img.n_bins} bins)")
@@ -343,7 +343,7 @@ def radar_figure(img, path: str | Path, title: str | None = None, max_range: flo
     return path
 
 
-def comparison_figure(items, names, path: str | Path, max_range: float | None = None) -> Path:
+def comparison_figure(items, names, path: str | Path, max_range: float | None = None, dpi: int = 100) -> Path:
     """Polar (top) and Cartesian (bottom) pictures of several polar images side by side on one scale.
     items: (counts (A, B), azimuth_rad (A,), resolution m)."""
     import matplotlib
@@ -351,7 +351,7 @@ def comparison_figure(items, names, path: str | Path, max_range: float | None = 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, len(items), figsize=(5.2 * len(items), 9.5), dpi=100, squeeze=False)
+    fig, axes = plt.subplots(2, len(items), figsize=(5.2 * len(items), 9.5), dpi=dpi, squeeze=False)
     for k, ((counts, azimuth, res), name) in enumerate(zip(items, names)):
         reach = float(max_range or counts.shape[1] * res)
         n_bins = min(counts.shape[1], int(np.ceil(reach / res)))

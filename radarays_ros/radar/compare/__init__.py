@@ -8,8 +8,8 @@ Every statistic is defined here once, so real and simulated images are measured 
     deep_fade_fraction     pixels more than 10 dB under their local mean power (5 azimuths x 15 bins);
                            fully developed speckle (exponential intensity) gives 1 - exp(-0.1) = 0.095
     azimuth_correlation    Pearson correlation of neighbouring azimuths (levels minus each bin's mean)
-    range_correlation_m    first lag where the range autocorrelation of the levels (minus each azimuth's
-                           mean) falls under 1/e, in metres
+    range_correlation_m    first lag where the range autocorrelation of the levels (minus their running
+                           mean over 101 bins, so that range trends do not count) falls under 1/e, in metres
     peak_to_floor_db       strongest level minus the floor
     above_floor_10/20/30   fraction of pixels more than 10 / 20 / 30 dB over the floor
     range_width_3db_m, range_width_10db_m, azimuth_width_3db_deg, azimuth_width_10db_deg
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.ndimage import maximum_filter, uniform_filter
+from scipy.ndimage import maximum_filter, uniform_filter, uniform_filter1d
 
 STRONG_DB = 20.0
 ARTEFACT_DB = 6.0
@@ -71,7 +71,7 @@ def azimuth_correlation(db: np.ndarray) -> float:
 
 
 def range_correlation_lags(db: np.ndarray, max_lag: int = 200) -> int:
-    x = db - db.mean(axis=1, keepdims=True)
+    x = db - uniform_filter1d(db, 101, axis=1, mode="nearest")
     var = float(np.mean(x * x))
     if var == 0:
         return 0
