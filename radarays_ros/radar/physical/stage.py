@@ -57,22 +57,16 @@ def spread_power(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
     return np.maximum(out[:, :b], 0.0)  # the running sum leaves -1e-30 round-off
 
 
-def glint_field(azimuth, position_bins, amplitude, kernel: RangeKernel, shape) -> np.ndarray:
-    """(A, B) complex128: every point's amplitude x the range response around its position."""
-    a, b = shape
+def glint_taps(azimuth, position_bins, amplitude, kernel: RangeKernel, n_bins: int):
+    """(rows, cols, values): every point's amplitude x the range response around its position (sparse)."""
     if not len(amplitude):
-        return np.zeros(shape, np.complex128)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.complex128)
     taps = np.arange(-kernel.half - 1, kernel.half + 2)
-    base = np.floor(position_bins).astype(np.int64)
-    k = base[:, None] + taps[None, :]
-    centre = position_bins[:, None] - 0.5  # bin k covers [k, k+1): its centre is k + 0.5
-    weight = kernel.at(k - centre)
-    ok = (k >= 0) & (k < b) & (weight != 0)
-    flat = (np.asarray(azimuth, np.int64)[:, None] * b + k)[ok]
-    values = (amplitude[:, None] * weight)[ok]
-    re = np.bincount(flat, values.real, minlength=a * b)
-    im = np.bincount(flat, values.imag, minlength=a * b)
-    return (re + 1j * im).reshape(a, b)
+    k = np.floor(position_bins).astype(np.int64)[:, None] + taps[None, :]
+    weight = kernel.at(k - (position_bins[:, None] - 0.5))  # bin k covers [k, k+1): its centre is k + 0.5
+    ok = (k >= 0) & (k < n_bins) & (weight != 0)
+    rows = np.broadcast_to(np.asarray(azimuth, np.int64)[:, None], k.shape)[ok]
+    return rows, k[ok], (amplitude[:, None] * weight)[ok]
 
 
 def convolve_range(field: np.ndarray, taps: np.ndarray) -> np.ndarray:
@@ -108,7 +102,7 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
         g_az = np.concatenate([g_az, np.arange(a)])
     noise = thermal_noise.noise_power_w(rx, fm)
     visible = np.abs(g_amp) ** 2 > 1e-4 * noise  # points 40 dB under the noise floor change nothing
-    points = glint_field(g_az[visible], g_pos[visible], g_amp[visible], kernel, (a, b))
+    point_taps = glint_taps(g_az[visible], g_pos[visible], g_amp[visible], kernel, b)
     if cfg.scatter.speckle:
         rho = 0.0
         white = noise / kernel.enbw_bins  # pre-window noise per bin: N per bin after the window
@@ -119,9 +113,12 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
         z = speckle.unit_field(rng, (a, b), rho)
         z *= np.sqrt(variance + white).astype(np.float32)
         field = convolve_range(z, kernel.taps)
-        field += points
+        rows, cols, values = point_taps
+        np.add.at(field, (rows, cols), values.astype(np.complex64))
         power = np.abs(field) ** 2
     else:  # expected power: E|points + clutter + noise|^2
+        points = np.zeros((a, b), np.complex128)
+        np.add.at(points, point_taps[:2], point_taps[2])
         power = (oaconvolve(variance, kernel.taps[None, :] ** 2, mode="same", axes=1) + noise
                  + np.abs(points) ** 2).astype(np.float32)
     centres = offset + (np.arange(b) + 0.5) * bin_m
