@@ -115,7 +115,7 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
         field = convolve_range(z, kernel.taps)
         rows, cols, values = point_taps
         np.add.at(field, (rows, cols), values.astype(np.complex64))
-        power = np.abs(field) ** 2
+        power = np.square(field.real) + np.square(field.imag)
     else:  # expected power: E|points + clutter + noise|^2
         points = np.zeros((a, b), np.complex128)
         np.add.at(points, point_taps[:2], point_taps[2])
