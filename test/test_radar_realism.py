@@ -263,3 +263,20 @@ def test_same_seed_same_bytes_and_frames_differ():
     first_a, first_b = a.simulate(EYE), b.simulate(EYE)
     assert first_a.image.tobytes() == first_b.image.tobytes()
     assert a.simulate(EYE).image.tobytes() != first_a.image.tobytes()  # speckle and samples redrawn per frame
+
+
+def test_moving_entity_radial_velocity_and_chirp_shift():
+    world = Scene(LIB)
+    mesh, pose = box((0.01, 1.0, 1.0), (20.005, 0, 0))
+    plate_id = world.add_entity("car", mesh, pose, material="metal", static=False)
+    cfg = physical(azimuth={"count": 2, "step_deg": -0.1}, range={"resolution": 0.005, "bins": 5000},
+                   fmcw={"velocity_channel": True, "doppler": True, "chirp": "alternating"}, scatter={"speckle": False})
+    sim = RadarSimulator(cfg, world)
+    sim.simulate(EYE, t0_ns=0)
+    world.set_pose(plate_id, pose_to_matrix(20.005 - 2.5, 0, 0))  # 10 m/s towards the radar over 0.25 s
+    img = sim.simulate(EYE, t0_ns=250_000_000)
+    peaks = (np.argmax(img.energy, axis=1) + 0.5) * 0.005
+    shift = -10.0 * cfg.fmcw.carrier_hz * cfg.fmcw.chirp_time_s / cfg.fmcw.bandwidth_hz  # closing: v = -10 m/s
+    assert peaks == pytest.approx([17.5 + shift, 17.5 - shift], abs=0.01)
+    cell = (0, int(np.argmax(img.energy[0])))
+    assert img.velocity[cell] == pytest.approx(-10.0, abs=0.1)

@@ -105,9 +105,10 @@ def _to_column(column_rot, az, v):
 
 
 def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rng, max_range: float,
-                   ray_log: list | None = None):
+                   ray_log: list | None = None, entity_velocity: np.ndarray | None = None):
     """(Clutter, Glints) of one frame. origins (A, 3), column_rot (A, 3, 3) world <- column frame.
-    ray_log: a list that receives (origins, directions) of every pass, as traced (benchmarks)."""
+    ray_log: a list that receives (origins, directions) of every pass, as traced (benchmarks).
+    entity_velocity: (E, 3) world velocity per entity id (moving entities), None = a static world."""
     a = len(origins)
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
@@ -146,6 +147,12 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         keep = np.flatnonzero(ok)
         if not len(keep):
             break
+        if bounce == 0 and entity_velocity is not None and len(entity_velocity):
+            entity = np.asarray(hits.entity)[keep].astype(np.int64)
+            known = (entity >= 0) & (entity < len(entity_velocity))
+            v_hit = np.zeros((len(keep), 3))
+            v_hit[known] = entity_velocity[entity[known]]
+            v_r[idx[keep]] += _dot(v_hit, d[keep])  # the target's own motion along the ray
         o, d, dist, cls = o[keep], d[keep], dist[keep], cls[keep]
         idx, path, rho = idx[keep], path[keep], rho[keep]
         n = np.asarray(hits.normal, np.float64)[keep]

@@ -22,6 +22,24 @@ def sensor_velocities(pose, times: np.ndarray) -> np.ndarray:
     return (ahead - behind) / (2 * VELOCITY_DT_NS * 1e-9)
 
 
+def entity_velocities(sim, t0_ns: int) -> np.ndarray | None:
+    """(E, 3) world velocity of every moving entity (by id): the change of its position since the frame
+    before, over that frame's time step; zero for static entities and on the first frame. None when
+    nothing moves."""
+    track = sim.__dict__.setdefault("_entity_track", {})
+    moving = [e for e in sim.scene.entities if not e.static]
+    if not moving:
+        return None
+    velocity = np.zeros((max(e.id for e in sim.scene.entities) + 1, 3))
+    for entity in moving:
+        position = entity.pose[:3, 3].copy()
+        before = track.get(entity.id)
+        if before is not None and t0_ns > before[0]:
+            velocity[entity.id] = (position - before[1]) / ((t0_ns - before[0]) * 1e-9)
+        track[entity.id] = (t0_ns, position)
+    return velocity
+
+
 def scatter_table(sim) -> backscatter.ScatterTable:
     """The backscatter table for the simulator's scene library (cached until either changes)."""
     cfg = sim.config.scatter
@@ -39,7 +57,7 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     origins = np.ascontiguousarray(poses[:, :3, 3])
     max_range = cfg.range.offset + (cfg.range.n_bins + 1) * cfg.range.resolution
     clutter, glints = trace_physical(sim.backend, origins, column_rot, sensor_velocities(pose, times), cfg,
-                                     scatter_table(sim), rng, max_range, sim.ray_log)
+                                     scatter_table(sim), rng, max_range, sim.ray_log, entity_velocities(sim, t0_ns))
     out = run_stage(clutter, glints, cfg, rng)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
     return RadarImage(
