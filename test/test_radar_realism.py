@@ -280,3 +280,22 @@ def test_moving_entity_radial_velocity_and_chirp_shift():
     assert peaks == pytest.approx([17.5 + shift, 17.5 - shift], abs=0.01)
     cell = (0, int(np.argmax(img.energy[0])))
     assert img.velocity[cell] == pytest.approx(-10.0, abs=0.1)
+
+
+def test_bistatic_return_needs_a_free_way_back():
+    # as the mirror test, with a blocker between the wall's lit spot and the radar: the straight return goes,
+    # the ghost back along the mirror path stays
+    mirror = plate(5.0, 1.5, yaw=math.radians(45))
+    wall_mesh, wall_pose = box((12.0, 0.2, 6.0), (5.0, -5.1, 0))
+    blocker_mesh, blocker_pose = box((3.2, 0.2, 6.0), (2.6, -2.5, 0))  # across every line of sight wall -> radar
+    cfg = physical(azimuth={"count": 1}, scatter={"speckle": False, "specular_bounces": 1},
+                   antenna={"elevation_width_deg": 10.0, "azimuth_pattern": "gaussian", "azimuth_width_deg": 20.0})
+    items = [mirror, (wall_mesh, wall_pose, "vegetation")]
+    open_way = RadarSimulator(cfg, scene(*items)).simulate(EYE).energy[0].astype(np.float64)
+    blocked = RadarSimulator(cfg, scene(*items, (blocker_mesh, blocker_pose, "glass"))).simulate(EYE).energy[0].astype(np.float64)
+    direct = slice(int(8.45 / 0.02), int(8.65 / 0.02))
+    assert open_way[direct].max() > 30 * blocked[direct].max()
+    ghost = slice(int(9.9 / 0.02), int(10.3 / 0.02))
+    assert blocked[ghost].max() == pytest.approx(open_way[ghost].max(), rel=1e-6)
+    free = RadarSimulator(cfg.with_overrides({"scatter.occlusion_test": False}), scene(*items, (blocker_mesh, blocker_pose, "glass")))
+    assert free.simulate(EYE).energy[0][direct].max() > 30 * blocked[direct].max()

@@ -17,8 +17,10 @@ hit the tube makes:
   with the pattern at its arrival direction, rho once).
 
 Every received power carries pattern_tx(sent direction) x pattern_rx(arrival direction) exactly once.
-Rays that hit an invisible material (wave velocity of air) end there. Direct multipath returns are not
-tested for occlusion. Doppler uses the first leg's radial velocity (static world; sensor motion).
+Rays that hit an invisible material (wave velocity of air) end there. Direct multipath returns are
+tested for occlusion with scatter.occlusion_test (one extra trace of their way back). Doppler uses the
+first leg's radial velocity, (v_target - v_sensor) . d, with the velocities of moving entities from their
+poses in consecutive frames (simulate.py).
 """
 from __future__ import annotations
 
@@ -190,6 +192,8 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
                 theta_b = 0.5 * (theta + np.arccos(np.clip(n_u, -1, 1)))
                 sigma_b = table.sigma0_at(cls, theta_b) * area
                 p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
+                if cfg.scatter.occlusion_test:
+                    p = _unoccluded(backend, hit, u, back_len, p, ray_log)
                 shift = 0.5 * (back_len - path)  # the footprint at the bistatic apparent range
                 clutter.append(Clutter(az[idx], 0.5 * (near + far) + shift - 0.5 * (far - near) / 2,
                                        0.5 * (near + far) + shift + 0.5 * (far - near) / 2, p, v_r[idx]))
@@ -216,6 +220,21 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         d = mirror[child] / np.linalg.norm(mirror[child], axis=1)[:, None]
         idx, path, rho = idx[child], path[child] + SKIP, (rho * rho_c)[child]
     return _concat(clutter, Clutter), _concat(glints, Glints)
+
+
+def _unoccluded(backend, hit, u, back_len, power, ray_log):
+    """power with 0 where the straight way back to the sensor is blocked (only returns with power traced)."""
+    test = np.flatnonzero(power > 0)
+    if not len(test):
+        return power
+    start = (hit[test] + u[test] * SKIP).astype(np.float32)
+    reach = np.maximum(back_len[test] - 2 * SKIP, 0.0)
+    if ray_log is not None:
+        ray_log.append((start, u[test].astype(np.float32)))
+    blocked = backend.trace(start, u[test].astype(np.float32), 0.0, float(reach.max()), want=())
+    power = power.copy()
+    power[test[np.asarray(blocked.distance) < reach]] = 0.0
+    return power
 
 
 def _phase(two_way_path: np.ndarray, lam: float) -> np.ndarray:
