@@ -29,11 +29,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import antenna, backscatter, beam_sampling, plate_rcs, radar_equation, roughness
+from . import antenna, backscatter, beam_sampling, plate_rcs, radar_equation, roughness, thermal_noise
 
 SKIP = 1e-3  # metres a mirror child starts off its surface
 MIN_COS = 0.02  # footprint area 1/cos(theta) capped at grazing (sigma0 -> 0 there anyway)
 MIN_RHO = 1e-3  # mirror children below this coherent reflectivity are not traced
+INVISIBLE = 1e-4  # bistatic returns under this fraction of the noise per bin are dropped
 
 
 @dataclass
@@ -114,6 +115,7 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     a = len(origins)
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
+    noise = thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
     beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi = sample_beam(rng, a, cfg.antenna)
     steps_e = np.stack([(e_lo - e).reshape(-1), (e_hi - e).reshape(-1)], axis=1)
     steps_b = np.stack([(b_lo - beta).reshape(-1), (b_hi - beta).reshape(-1)], axis=1)
@@ -192,6 +194,7 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
                 theta_b = 0.5 * (theta + np.arccos(np.clip(n_u, -1, 1)))
                 sigma_b = table.sigma0_at(cls, theta_b) * area
                 p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
+                p = np.where(p > INVISIBLE * noise, p, 0.0)  # not worth a trace: 40 dB under the noise
                 if cfg.scatter.occlusion_test:
                     p = _unoccluded(backend, hit, u, back_len, p, ray_log)
                 shift = 0.5 * (back_len - path)  # the footprint at the bistatic apparent range
