@@ -105,13 +105,15 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
     point_taps = glint_taps(g_az[visible], g_pos[visible], g_amp[visible], kernel, b)
     if cfg.scatter.speckle:
         rho = 0.0
-        white = noise / kernel.enbw_bins  # pre-window noise per bin: N per bin after the window
+        white = np.float32(noise / kernel.enbw_bins)  # pre-window noise per bin: N per bin after the window
+        total = variance.astype(np.float32)
+        total += white
         if cfg.scatter.azimuth_correlation and a > 1:
             rho = antenna.field_correlation(math.radians(abs(cfg.azimuth.step_deg)),
                                             math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
-            rho = (rho * variance / (variance + white)).astype(np.float32)
+            rho = np.float32(rho) * (1.0 - white / total)  # = rho V / (V + N)
         z = speckle.unit_field(rng, (a, b), rho)
-        z *= np.sqrt(variance + white).astype(np.float32)
+        z *= np.sqrt(total)
         field = convolve_range(z, kernel.taps)
         rows, cols, values = point_taps
         np.add.at(field, (rows, cols), values.astype(np.complex64))
