@@ -52,9 +52,11 @@ def spread_power(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
     inner = ~same & (i1 > i0 + 1)
     steps = np.bincount(np.concatenate([row[inner] + i0[inner] + 1, row[inner] + i1[inner]]),
                         np.concatenate([density[inner], -density[inner]]), minlength=a * (b + 1))
-    out = np.cumsum(steps.reshape(a, b + 1), axis=1, dtype=np.float64)
+    out = steps.astype(np.float64, copy=False).reshape(a, b + 1)  # (bincount of no weights is integer)
+    np.cumsum(out, axis=1, out=out)  # in place: these are 22 MB arrays
     out += direct.reshape(a, b + 1)
-    return np.maximum(out[:, :b], 0.0)  # the running sum leaves -1e-30 round-off
+    np.maximum(out, 0.0, out=out)  # the running sum leaves -1e-30 round-off
+    return out[:, :b]
 
 
 def glint_taps(azimuth, position_bins, amplitude, kernel: RangeKernel, n_bins: int):
