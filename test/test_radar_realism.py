@@ -299,3 +299,13 @@ def test_bistatic_return_needs_a_free_way_back():
     assert blocked[ghost].max() == pytest.approx(open_way[ghost].max(), rel=1e-6)
     free = RadarSimulator(cfg.with_overrides({"scatter.occlusion_test": False}), scene(*items, (blocker_mesh, blocker_pose, "glass")))
     assert free.simulate(EYE).energy[0][direct].max() > 30 * blocked[direct].max()
+
+
+def test_radar_points_of_a_physical_image_find_the_plate():
+    from radarays_ros.io.radar_image import radar_points
+
+    cfg = physical(azimuth={"count": 4, "step_deg": -0.9}, receiver={"noise_dbm": None, "zero_dbm": -170.0})
+    img = RadarSimulator(cfg, scene(plate(10.0, 1.0))).simulate(EYE)
+    pts = radar_points(img, k=1, threshold=100.0)
+    best = pts[np.argmax(pts["intensity"])]
+    assert math.hypot(best["x"], best["y"]) == pytest.approx(10.0, abs=0.05)

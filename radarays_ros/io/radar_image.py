@@ -59,14 +59,21 @@ def radar_points(img, k: int = 5, threshold: float = 3.0, min_value: float = 1.0
     A bin is a detection when its value exceeds `threshold` times the mean of `train` bins on each side
     (skipping `guard` bins, by default the range kernel's width so that a return's own spread is not
     taken for noise), exceeds `min_value`, and is a local maximum along range. Points are in the
-    sensor frame at the bin centre (intensity = image_f32 value).
+    sensor frame at the bin centre (intensity = image_f32 value; for the physical stage's log counts the
+    test runs on linear power, the intensity is that relative power).
     """
     if k < 1:
         raise ConfigError(f"radar_points: k = {k}: must be >= 1")
+    values = np.asarray(img.image_f32, np.float64)
+    if _is_physical(img):  # log-detector counts: CFAR on linear power, guard = two range resolutions
+        from ..radar.cfar import counts_to_power
+
+        values = counts_to_power(values, img.config.receiver.db_per_count)
+        if guard is None:
+            guard = int(np.ceil(2 * 299_792_458.0 / (2 * img.config.fmcw.bandwidth_hz) / img.resolution))
     if guard is None:
         kernel = img.config.kernel
         guard = kernel.width if kernel.type != "none" else 2
-    values = np.asarray(img.image_f32, np.float64)
     a, b = values.shape
     noise = _cfar_noise(values, guard, train)
     left = np.concatenate([np.full((a, 1), -np.inf), values[:, :-1]], axis=1)
