@@ -17,4 +17,7 @@ One formula per module, each with its source:
     detector.py        log detector in Navtech counts (0.5 dB per count, 8 bits)
     doppler.py         range-Doppler coupling of FMCW chirps
     stage.py           the sensor stage: fields -> range response -> receiver -> counts
+    simulate.py        one frame: geometry then the sensor stage, into a RadarImage
+
+Beside it: radar/cfar.py (CA/OS-CFAR) and radar/compare/ (`radarays compare` statistics and command).
 """
