@@ -18,6 +18,7 @@ SUBCOMMAND_MODULES = (
     "radarays_ros.world.cli",
     "radarays_ros.tracing.cli",
     "radarays_ros.radar.cli",
+    "radarays_ros.radar.compare.cli",
     "lidar_ros.cli",
     "radarays_ros.scenario.cli",
 )

@@ -59,14 +59,21 @@ def radar_points(img, k: int = 5, threshold: float = 3.0, min_value: float = 1.0
     A bin is a detection when its value exceeds `threshold` times the mean of `train` bins on each side
     (skipping `guard` bins, by default the range kernel's width so that a return's own spread is not
     taken for noise), exceeds `min_value`, and is a local maximum along range. Points are in the
-    sensor frame at the bin centre (intensity = image_f32 value).
+    sensor frame at the bin centre (intensity = image_f32 value; for the physical stage's log counts the
+    test runs on linear power, the intensity is that relative power).
     """
     if k < 1:
         raise ConfigError(f"radar_points: k = {k}: must be >= 1")
+    values = np.asarray(img.image_f32, np.float64)
+    if _is_physical(img):  # log-detector counts: CFAR on linear power, guard = two range resolutions
+        from ..radar.cfar import counts_to_power
+
+        values = counts_to_power(values, img.config.receiver.db_per_count)
+        if guard is None:
+            guard = int(np.ceil(2 * 299_792_458.0 / (2 * img.config.fmcw.bandwidth_hz) / img.resolution))
     if guard is None:
         kernel = img.config.kernel
         guard = kernel.width if kernel.type != "none" else 2
-    values = np.asarray(img.image_f32, np.float64)
     a, b = values.shape
     noise = _cfar_noise(values, guard, train)
     left = np.concatenate([np.full((a, 1), -np.inf), values[:, :-1]], axis=1)
@@ -175,24 +182,196 @@ def save_png(path: str | Path, array: np.ndarray) -> Path:
     return path
 
 
-def oxford_polar_array(img) -> np.ndarray:
+def oxford_encoder_values(azimuth_rad: np.ndarray, encoder_offset: int = 0) -> np.ndarray:
+    """Encoder ticks (0..5599) of azimuths (radians, counter-clockwise from +x): the Oxford/Boreas angle
+    is clockwise from forward, angle = enc / 5600 * 2 pi; `encoder_offset` ticks are added (a sensor whose
+    encoder zero is not the vehicle's forward axis), modulo one turn."""
+    clockwise = np.mod(-np.asarray(azimuth_rad, np.float64), 2 * np.pi)
+    ticks = np.round(clockwise / (2 * np.pi) * OXFORD_ENCODER_SIZE).astype(np.int64) + int(encoder_offset)
+    return np.mod(ticks, OXFORD_ENCODER_SIZE)
+
+
+def oxford_polar_array(img, encoder_offset: int = 0) -> np.ndarray:
     """Oxford Radar RobotCar / Boreas polar layout (rows = azimuths, uint8).
 
     Columns 0-7: int64 little-endian timestamp in microseconds; 8-9: uint16 encoder value
-    (angle = enc / 5600 * 2 pi, measured clockwise from forward as the sensor spins); 10: valid flag
-    (255); then one column per range bin.
+    (angle = enc / 5600 * 2 pi, clockwise from forward); 10: flag - 255 for a valid azimuth (Oxford),
+    and for a radar with alternating chirps (img.chirp_up, Navtech RAS6 / Boreas-RT) 255 on up-chirps and
+    0 on down-chirps; then one column per range bin. Rows are in increasing encoder order, as the
+    readers assume (they interpolate from azimuths[0] with a positive step): a counter-clockwise sweep
+    is written in reverse firing order, each row keeping its own timestamp.
     """
     a = img.n_azimuths
+    encoder = oxford_encoder_values(img.azimuth_rad, encoder_offset)
+    order = np.argsort(encoder, kind="stable")
     header = np.zeros((a, 11), np.uint8)
-    micro = (np.asarray(img.azimuth_time_ns, np.int64) // 1000).astype("<i8")
+    micro = (np.asarray(img.azimuth_time_ns, np.int64)[order] // 1000).astype("<i8")
     header[:, 0:8] = micro.view(np.uint8).reshape(a, 8)
-    clockwise = np.mod(-np.asarray(img.azimuth_rad), 2 * np.pi)
-    encoder = (np.round(clockwise / (2 * np.pi) * OXFORD_ENCODER_SIZE).astype(np.int64) % OXFORD_ENCODER_SIZE).astype("<u2")
-    header[:, 8:10] = encoder.view(np.uint8).reshape(a, 2)
-    header[:, 10] = 255
-    return np.concatenate([header, img.image], axis=1)
+    header[:, 8:10] = encoder[order].astype("<u2").view(np.uint8).reshape(a, 2)
+    chirp_up = getattr(img, "chirp_up", None)
+    header[:, 10] = 255 if chirp_up is None else np.where(np.asarray(chirp_up)[order], 255, 0)
+    return np.concatenate([header, img.image[order]], axis=1)
 
 
-def oxford_polar_png(img, path: str | Path) -> Path:
-    """Write the Oxford/Boreas polar PNG (see oxford_polar_array) that radar odometry tools read."""
-    return save_png(path, oxford_polar_array(img))
+def oxford_polar_png(img, path: str | Path, encoder_offset: int = 0) -> Path:
+    """Write the Oxford/Boreas polar PNG (see oxford_polar_array) that radar odometry tools read, and
+    PATH.yaml beside it with what the format does not hold: the range resolution (m per bin), the
+    encoder size and offset and what column 10 means."""
+    path = save_png(path, oxford_polar_array(img, encoder_offset))
+    chirp = getattr(img, "chirp_up", None) is not None and not bool(np.all(img.chirp_up))
+    sidecar = {
+        "range_resolution_m": float(img.resolution),
+        "range_bins": int(img.n_bins),
+        "azimuths": int(img.n_azimuths),
+        "encoder_size": OXFORD_ENCODER_SIZE,
+        "encoder_offset": int(encoder_offset),
+        "column_10": "chirp: 255 up, 0 down" if chirp else "valid: 255",
+        "units": "Navtech counts, 0.5 dB per count" if _is_physical(img) else "image values (RadaRays scale)",
+    }
+    import yaml
+
+    Path(str(path) + ".yaml").write_text(yaml.safe_dump(sidecar, sort_keys=False))
+    return path
+
+
+def _is_physical(img) -> bool:
+    sensor = getattr(getattr(img, "config", None), "sensor", None)
+    return getattr(sensor, "model", "radarays") == "physical"
+
+
+def read_oxford_polar(path: str | Path, resolution: float | None = None):
+    """(counts (A, B) uint8, azimuth_rad (A,) counter-clockwise from +x, timestamps_us (A,), flags (A,),
+    resolution) of an Oxford/Boreas polar PNG. The resolution comes from the argument, else PATH.yaml
+    written beside it, else the file cannot say (ConfigError)."""
+    from PIL import Image as PILImage
+
+    path = Path(path)
+    try:
+        raw = np.array(PILImage.open(path))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"radar PNG {path}: cannot be read ({exc})") from None
+    if raw.dtype != np.uint8 or raw.ndim != 2 or raw.shape[1] < 12:
+        raise ConfigError(f"radar PNG {path}: expected an 8-bit grey Oxford/Boreas polar image (11 header columns "
+                          f"and the range bins), got {raw.dtype} {raw.shape}")
+    if resolution is None:
+        sidecar = Path(str(path) + ".yaml")
+        if not sidecar.is_file():
+            raise ConfigError(f"radar PNG {path}: the range resolution is not in the file and there is no "
+                              f"{sidecar.name} beside it: give it (e.g. --resolution 0.0438)")
+        from ..config_file import read_yaml
+
+        resolution = read_yaml(sidecar, "radar PNG sidecar").get("range_resolution_m")
+    if not isinstance(resolution, (int, float)) or not 0 < float(resolution) < 100:
+        raise ConfigError(f"radar PNG {path}: range resolution {resolution!r}: must be a number in (0, 100) m")
+    stamps = raw[:, :8].copy().view("<i8").ravel()
+    encoder = raw[:, 8:10].copy().view("<u2").ravel().astype(np.float64)
+    azimuth = -encoder / OXFORD_ENCODER_SIZE * 2 * np.pi
+    return raw[:, 11:].copy(), azimuth, stamps, raw[:, 10].copy(), float(resolution)
+
+
+# -- pictures people read --------------------------------------------------------------------------
+def polar_to_cartesian(counts: np.ndarray, azimuth_rad: np.ndarray, resolution: float, max_range: float,
+                       size_px: int = 801) -> np.ndarray:
+    """(size_px, size_px) float grid, +x (forward) up and +y (left) to the left, NaN outside the scan:
+    nearest azimuth column and range bin of every pixel (bin k covers [k, k + 1) x resolution)."""
+    counts = np.asarray(counts, np.float64)
+    half = size_px // 2
+    m_per_px = max_range / max(half, 1)
+    rows, cols = np.mgrid[0:size_px, 0:size_px]
+    x = (half - rows) * m_per_px
+    y = (half - cols) * m_per_px
+    r = np.hypot(x, y)
+    az = np.mod(np.asarray(azimuth_rad, np.float64), 2 * np.pi)
+    order = np.argsort(az)
+    sorted_az = az[order]
+    angle = np.mod(np.arctan2(y, x), 2 * np.pi)
+    pos = np.searchsorted(sorted_az, angle) % len(az)
+    prev = (pos - 1) % len(az)
+    d_pos = np.abs((angle - sorted_az[pos] + np.pi) % (2 * np.pi) - np.pi)
+    d_prev = np.abs((angle - sorted_az[prev] + np.pi) % (2 * np.pi) - np.pi)
+    column = order[np.where(d_pos < d_prev, pos, prev)]
+    bin_idx = np.floor(r / resolution).astype(np.int64)
+    inside = (bin_idx < counts.shape[1]) & (r <= max_range)
+    out = np.full((size_px, size_px), np.nan)
+    out[inside] = counts[column[inside], bin_idx[inside]]
+    return out
+
+
+def _nice_step(max_range: float) -> float:
+    raw = max_range / 4.0
+    base = 10.0 ** np.floor(np.log10(raw))
+    return float(min((m * base for m in (1, 2, 5, 10)), key=lambda s: abs(s - raw)))
+
+
+def _cartesian_axes(ax, values: np.ndarray, max_range: float, vmax: float, cmap: str = "gray"):
+    """A bird's-eye image with range rings labelled in metres; returns the image artist."""
+    shown = ax.imshow(values, extent=(max_range, -max_range, -max_range, max_range), origin="upper",
+                      cmap=cmap, vmin=0, vmax=vmax, interpolation="nearest")
+    from matplotlib.patches import Circle
+
+    step = _nice_step(max_range)
+    for radius in np.arange(step, max_range + 1e-9, step):
+        ax.add_patch(Circle((0, 0), radius, fill=False, color="tab:orange", lw=0.6, alpha=0.8))
+        ax.text(-radius * 0.7071, radius * 0.7071, f"{radius:g} m", color="tab:orange", fontsize=7)
+    ax.set_xlim(max_range, -max_range)
+    ax.set_ylim(-max_range, max_range)
+    ax.set_xlabel("y (m, left +)")
+    ax.set_ylabel("x (m, forward +)")
+    ax.set_aspect("equal")
+    return shown
+
+
+def level_label(img) -> str:
+    if _is_physical(img):
+        return f"received level (Navtech counts, {img.config.receiver.db_per_count:g} dB per count)"
+    return "image value (RadaRays scale, 8 bit)"
+
+
+def radar_figure(img, path: str | Path, title: str | None = None, max_range: float | None = None,
+                 sensor: str | None = None, dpi: int = 110) -> Path:
+    """A Cartesian picture people read: range rings labelled in metres, a colour bar with units and a
+    title (sensor, stamp). Written as PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    max_range = float(max_range or (img.range_m[-1] + img.resolution))
+    values = polar_to_cartesian(img.image, img.azimuth_rad, img.resolution, max_range)
+    name = sensor or Path(str(getattr(img.config, "origin", "radar"))).stem
+    fig, ax = plt.subplots(figsize=(7.2, 6.2), dpi=dpi)
+    shown = _cartesian_axes(ax, values, max_range, 255.0)
+    fig.colorbar(shown, ax=ax, label=level_label(img), shrink=0.85)
+    ax.set_title(title or f"{name}  -  t = {img.t0_ns * 1e-9:.3f} s  ({img.n_azimuths} az x {img.n_bins} bins)")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def comparison_figure(items, names, path: str | Path, max_range: float | None = None, dpi: int = 100) -> Path:
+    """Polar (top) and Cartesian (bottom) pictures of several polar images side by side on one scale.
+    items: (counts (A, B), azimuth_rad (A,), resolution m)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, len(items), figsize=(5.2 * len(items), 9.5), dpi=dpi, squeeze=False)
+    for k, ((counts, azimuth, res), name) in enumerate(zip(items, names)):
+        reach = float(max_range or counts.shape[1] * res)
+        n_bins = min(counts.shape[1], int(np.ceil(reach / res)))
+        polar = axes[0, k].imshow(np.asarray(counts)[:, :n_bins].T, aspect="auto", origin="upper", cmap="gray",
+                                  vmin=0, vmax=255, extent=(0, len(counts), n_bins * res, 0), interpolation="nearest")
+        axes[0, k].set_title(f"{name}: polar")
+        axes[0, k].set_xlabel("azimuth index")
+        axes[0, k].set_ylabel("range (m)")
+        _cartesian_axes(axes[1, k], polar_to_cartesian(counts, azimuth, res, reach), reach, 255.0)
+        axes[1, k].set_title(f"{name}: Cartesian")
+    fig.colorbar(polar, ax=axes.ravel().tolist(), label="level (counts)", shrink=0.6)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+    return path

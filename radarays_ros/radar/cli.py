@@ -3,8 +3,9 @@
 OUT by suffix:
 * .npz  - image_f32 (float32 [azimuths, bins], before the 8-bit conversion), image (uint8, same shape),
           azimuth_rad, range_m (bin start), azimuth_time_ns, and the raw returns when kept;
-* .png  - the polar image (rows = range bins, columns = azimuths) and OUT_cartesian.png beside it,
-          or with --png-style oxford the Oxford Radar RobotCar / Boreas polar PNG;
+* .png  - the polar image (rows = range bins, columns = azimuths), OUT_cartesian.png and OUT_figure.png
+          (labelled rings, colour bar with units, title) beside it, or with --png-style oxford the Oxford
+          Radar RobotCar / Boreas polar PNG and OUT.png.yaml (its range resolution, encoder, flags);
 * .mcap - a rosbag2 file with sensor_msgs/Image on /radar/image, PointCloud2 on /radar/points and
           the map -> sensor transform on /tf_static.
 """
@@ -30,6 +31,7 @@ def add_parser(sub) -> None:
     p.add_argument("--degrees", action="store_true", help="roll/pitch/yaw of --pose are in degrees")
     p.add_argument("--materials", help="material library YAML merged over the shipped one")
     p.add_argument("--config", help="radar config: a YAML file or a preset name (radarays_default, mulran, navtech_cir204; "
+                        "physical sensor stage: navtech_ras6, navtech_cts350x, navtech_cir204_realistic; "
                         "default: RadaRays' defaults, config/radar/radarays_default.yaml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set beam.width_deg=10 (repeatable)")
@@ -41,6 +43,8 @@ def add_parser(sub) -> None:
     p.add_argument("--png-style", default="polar", choices=("polar", "oxford"),
                    help="a .png output: polar image + OUT_cartesian.png (default), or the Oxford/Boreas polar PNG "
                         "(rows = azimuths; timestamp, encoder and valid columns before the bins)")
+    p.add_argument("--encoder-offset", type=int, default=0, metavar="TICKS",
+                   help="--png-style oxford: encoder ticks (of 5600) added to every azimuth's encoder value")
     p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
     p.add_argument("--out", required=True, help="output file: .npz, .png or .mcap")
     p.set_defaults(func=run)
@@ -101,7 +105,8 @@ def _run(args) -> int:
     sim = RadarSimulator(config, scene, backend=args.backend)
     img = sim.simulate(pose, t0_ns=args.t_ns)
     try:
-        write_output(img, out, pose, args.t_ns, args.frame_id, args.layout, args.encoding, args.png_style)
+        write_output(img, out, pose, args.t_ns, args.frame_id, args.layout, args.encoding, args.png_style,
+                     args.encoder_offset)
     except OSError as exc:
         raise ConfigError(f"--out {out}: cannot be written ({exc.strerror or exc})") from None
     peak = int(img.image.max()) if img.image.size else 0
@@ -110,7 +115,7 @@ def _run(args) -> int:
 
 
 def write_output(img, out: Path, pose: np.ndarray, t_ns: int, frame_id: str, layout: str, encoding: str,
-                 png_style: str = "polar") -> None:
+                 png_style: str = "polar", encoder_offset: int = 0) -> None:
     from ..io import radar_image as rio
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -122,10 +127,13 @@ def write_output(img, out: Path, pose: np.ndarray, t_ns: int, frame_id: str, lay
             arrays["returns"] = img.returns
         np.savez(out, **arrays)
     elif suffix == ".png" and png_style == "oxford":
-        rio.oxford_polar_png(img, out)
+        if not 0 <= encoder_offset < rio.OXFORD_ENCODER_SIZE:
+            raise ConfigError(f"--encoder-offset {encoder_offset}: must be in [0, {rio.OXFORD_ENCODER_SIZE - 1}]")
+        rio.oxford_polar_png(img, out, encoder_offset)
     elif suffix == ".png":
         rio.polar_png(img, out)
         rio.save_png(out.with_name(out.stem + "_cartesian.png"), rio.cartesian_image(img))
+        rio.radar_figure(img, out.with_name(out.stem + "_figure.png"))
     else:
         from ..io import messages
         from ..io.bag import BagWriter

@@ -138,6 +138,74 @@ class OutputConfig:
     reference_range: float = _f(1.0, float, 0.0, 1e6, lo_open=True, doc="metres at which the radar equation factor is 1")
 
 
+# -- the physical sensor stage (radar/physical/; used when sensor.model = physical) ----------------
+@dataclass(frozen=True)
+class SensorConfig:
+    model: str = _f("radarays", str, choices=("radarays", "physical"),
+                    doc="sensor stage: radarays (the RadaRays images, bit for bit) or physical (radar/physical/)")
+
+
+PATTERNS = ("gaussian", "sinc")
+
+
+@dataclass(frozen=True)
+class AntennaConfig:
+    azimuth_pattern: str = _f("sinc", str, choices=PATTERNS, doc="one-way azimuth pattern shape (physical)")
+    azimuth_width_deg: float = _f(1.8, float, 0.0, 90.0, lo_open=True, doc="one-way -3 dB azimuth width (Navtech 1.8)")
+    elevation_pattern: str = _f("gaussian", str, choices=PATTERNS, doc="one-way elevation pattern shape")
+    elevation_width_deg: float = _f(25.0, float, 0.0, 120.0, lo_open=True, doc="one-way -3 dB elevation width (fan)")
+    elevation_tilt_deg: float = _f(0.0, float, -45.0, 45.0, doc="boresight elevation above the horizontal plane")
+    cosec2: bool = _f(False, bool, doc="cosec^2 fill below the main lobe (gain ~ 1/sin^2 of the depression)")
+    gain_dbi: float = _f(30.0, float, 0.0, 60.0, doc="peak one-way gain (Tx = Rx)")
+    azimuth_extent: float = _f(4.0, float, 1.0, 20.0, doc="sampled half-extent in azimuth, in one-way widths (sidelobes)")
+    elevation_extent: float = _f(1.6, float, 0.5, 5.0, doc="sampled half-extent in elevation, in one-way widths")
+    samples_azimuth: int = _f(8, int, 1, 4096, doc="azimuth strata per azimuth column (importance-sampled)")
+    samples_elevation: int = _f(24, int, 1, 4096, doc="elevation strata per azimuth column (importance-sampled)")
+
+
+WINDOWS = ("rectangular", "hann", "hamming", "blackman")
+CHIRPS = ("up", "down", "alternating")
+
+
+@dataclass(frozen=True)
+class FmcwConfig:
+    carrier_hz: float = _f(76.5e9, float, 1e9, 1e12, doc="carrier frequency (Navtech 76-77 GHz)")
+    bandwidth_hz: float = _f(1.0e9, float, 1e6, 1e11, doc="sweep bandwidth B: range resolution c / (2 B)")
+    chirp_time_s: float = _f(6.0e-4, float, 1e-7, 1.0, doc="chirp duration T (slope B / T; noise bandwidth 1 / T)")
+    window: str = _f("hann", str, choices=WINDOWS, doc="range FFT window (main lobe and sidelobes)")
+    response_half_width: float = _f(8.0, float, 1.0, 64.0, doc="range response kept to +- this many resolutions")
+    chirp: str = _f("up", str, choices=CHIRPS, doc="chirp direction; alternating = up on even azimuths (Navtech RAS6)")
+    doppler: bool = _f(False, bool, doc="range-Doppler coupling: shift v f_c T / B, sign by chirp direction")
+    velocity_channel: bool = _f(False, bool, doc="RadarImage.velocity: power-weighted radial velocity per cell")
+
+
+@dataclass(frozen=True)
+class ReceiverConfig:
+    transmit_power_dbm: float = _f(15.0, float, -50.0, 60.0, doc="transmit power")
+    noise_figure_db: float = _f(12.0, float, 0.0, 50.0, doc="receiver noise figure F")
+    temperature_k: float = _f(290.0, float, 1.0, 1000.0, doc="reference temperature of kTB")
+    noise_dbm: float | None = _f(None, float, -250.0, 50.0, nullable=True, doc="noise per range bin (overrides k T F / T_chirp)")
+    system_loss_db: float = _f(3.0, float, 0.0, 100.0, doc="losses L of the radar equation")
+    stc_range_m: float = _f(0.0, float, 0.0, 10_000.0, doc="sensitivity-time control: 40 log10(R/R_stc) dB below this range (0 = off)")
+    stc_max_db: float = _f(40.0, float, 0.0, 200.0, doc="largest STC attenuation")
+    leakage_dbm: float | None = _f(None, float, -250.0, 50.0, nullable=True, doc="Tx-Rx leakage power at leakage_range_m (null = none)")
+    leakage_range_m: float = _f(0.3, float, 0.0, 100.0, doc="apparent range of the leakage")
+    zero_dbm: float = _f(-140.0, float, -300.0, 100.0, doc="power that reads 0 counts")
+    db_per_count: float = _f(0.5, float, 0.0, 100.0, lo_open=True, doc="log detector step (Navtech: 0.5 dB per count)")
+
+
+@dataclass(frozen=True)
+class ScatterConfig:
+    table: str = _f("backscatter_77ghz", str, doc="sigma0(theta) classes: a preset name or YAML file (physical)")
+    default_class: str = _f("concrete", str, doc="class of materials whose name matches no class")
+    speckle: bool = _f(True, bool, doc="random complex amplitudes of distributed clutter (false: expected power)")
+    azimuth_correlation: bool = _f(True, bool, doc="clutter field correlated between azimuths by the beam overlap")
+    specular_bounces: int = _f(2, int, 0, 5, doc="mirror bounces traced after the first hit (ghosts, corners)")
+    retro_tolerance_deg: float = _f(1.0, float, 0.0, 45.0, lo_open=True, doc="width of the glint lobe around the exact way back")
+    multipath: bool = _f(True, bool, doc="clutter after a mirror also returns straight to the sensor (bistatic)")
+    occlusion_test: bool = _f(True, bool, doc="a bistatic return needs a free line of sight back (one extra trace)")
+
+
 SECTIONS = {
     "azimuth": AzimuthConfig,
     "range": RangeConfig,
@@ -147,6 +215,11 @@ SECTIONS = {
     "kernel": KernelConfig,
     "noise": NoiseConfig,
     "output": OutputConfig,
+    "sensor": SensorConfig,
+    "antenna": AntennaConfig,
+    "fmcw": FmcwConfig,
+    "receiver": ReceiverConfig,
+    "scatter": ScatterConfig,
 }
 _DISTRIBUTION_ALIASES = {0: "D1", 1: "D2", 2: "D3", 3: "D4"}
 
@@ -163,6 +236,11 @@ class RadarConfig:
     kernel: KernelConfig = field(default_factory=KernelConfig)
     noise: NoiseConfig = field(default_factory=NoiseConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    sensor: SensorConfig = field(default_factory=SensorConfig)
+    antenna: AntennaConfig = field(default_factory=AntennaConfig)
+    fmcw: FmcwConfig = field(default_factory=FmcwConfig)
+    receiver: ReceiverConfig = field(default_factory=ReceiverConfig)
+    scatter: ScatterConfig = field(default_factory=ScatterConfig)
     seed: int = 0
     origin: str = field(default="<defaults>", compare=False)
 
@@ -246,6 +324,11 @@ class RadarConfig:
         n = self.noise
         if n.energy_min > n.energy_max:
             raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")
+        if self.sensor.model == "physical":
+            resolution = 299_792_458.0 / (2.0 * self.fmcw.bandwidth_hz)
+            if self.range.resolution > resolution * (1 + 1e-9):
+                raise ConfigError(f"radar config {self.origin}: range.resolution = {self.range.resolution}: the FFT bins "
+                                  f"must be <= the physical resolution c/(2 fmcw.bandwidth_hz) = {resolution:.5g} m")
 
 
 def _build_section(section_cls, name: str, raw: Mapping, origin: str):

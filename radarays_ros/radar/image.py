@@ -18,7 +18,9 @@ class RadarImage:
     t0_ns: int  # start of the sweep (azimuth k = 0)
     config: object  # the RadarConfig that made it
     returns: np.ndarray | None = None  # structured RETURN_DTYPE (azimuth = output column) if returns.keep
-    energy: np.ndarray | None = None  # (A, B) float64 drawn energies before normalisation and noise
+    energy: np.ndarray | None = None  # (A, B) drawn energies before normalisation and noise (physical: power, W)
+    chirp_up: np.ndarray | None = None  # (A,) bool chirp direction per column (physical model), None = not modelled
+    velocity: np.ndarray | None = None  # (A, B) float32 radial velocity channel, m/s (physical, fmcw.velocity_channel)
 
     @property
     def n_azimuths(self) -> int:

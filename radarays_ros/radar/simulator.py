@@ -116,6 +116,9 @@ class RadarSimulator:
         rz = np.zeros((len(theta), 3, 3))
         rz[:, 0, 0], rz[:, 0, 1], rz[:, 1, 0], rz[:, 1, 1], rz[:, 2, 2] = c, -s, s, c, 1.0
         column_rot = np.einsum("kij,kjl->kil", poses[:, :3, :3], rz)
+        if cfg.sensor.model == "physical":  # the physical sensor stage (radar/physical/); below: RadaRays
+            from .physical.simulate import simulate_physical
+            return simulate_physical(self, poses, pose, times, theta, column_rot, rng, t0_ns, _scrolled)
         origins = np.ascontiguousarray(poses[:, :3, 3])
         directions, weights, _, _ = self.cone(rng)
 

@@ -1,0 +1,23 @@
+"""The physical radar sensor stage (DESIGN.md "Radar in two stages: geometry then sensor").
+
+Used when `sensor.model: physical` (realistic presets); the RadaRays-compatible stage is untouched.
+One formula per module, each with its source:
+
+    antenna.py         two-way antenna pattern, azimuth x elevation (sinc / Gaussian, cosec^2)
+    beam_sampling.py   stratified importance sampling over the pattern, redrawn per azimuth and frame
+    radar_equation.py  P_r = P_t G^2 lambda^2 sigma / ((4 pi)^3 R^4 L)
+    backscatter.py     sigma0(theta) tables per material class (77 GHz)
+    roughness.py       coherent (specular) reflectivity |Gamma|^2 exp(-(4 pi h cos(theta) / lambda)^2)
+    plate_rcs.py       coherent glints: sigma = 4 pi A^2 / lambda^2 of an aperture (plates, corners)
+    geometry.py        rays, mirror bounces, clutter samples and glints of one frame
+    speckle.py         circular complex Gaussian clutter, correlated between azimuths by beam overlap
+    range_response.py  FMCW range FFT window response in metres
+    thermal_noise.py   N = k T F / T_chirp per range bin
+    stc.py             sensitivity-time control
+    detector.py        log detector in Navtech counts (0.5 dB per count, 8 bits)
+    doppler.py         range-Doppler coupling of FMCW chirps
+    stage.py           the sensor stage: fields -> range response -> receiver -> counts
+    simulate.py        one frame: geometry then the sensor stage, into a RadarImage
+
+Beside it: radar/cfar.py (CA/OS-CFAR) and radar/compare/ (`radarays compare` statistics and command).
+"""

@@ -1,0 +1,269 @@
+"""Geometry of one frame for the physical stage: beam samples, first hits, mirror bounces.
+
+For every azimuth column the beam is sampled afresh (beam_sampling.py); every sample is a ray tube of
+solid angle dOmega = d_beta d_e cos(e). One backend call per pass traces all tubes of the frame. At each
+hit the tube makes:
+
+* clutter (distributed, incoherent): expected power by the radar equation with sigma = sigma0(theta) A,
+  A = L^2 dOmega / cos(theta) (backscatter.py), spread over the ranges its stratum's footprint covers
+  (first order on the hit plane: dR = L (n . dd) / cos(theta) for the angle steps from the sample to
+  its stratum's bounds; strata tile the beam, so footprints tile a surface: a few rays fill every range
+  bin, with no rings at fixed sample ranges);
+* a glint (coherent): when the mirror direction at the hit points back to the sensor within the lobe
+  (plate_rcs.py), a complex amplitude with the phase of its two-way path;
+* a mirror child (coherent reflectivity rho, roughness.py) traced in the next pass, up to
+  scatter.specular_bounces: clutter it meets returns back along the path (a ghost at the total
+  path length, rho twice) and, with scatter.multipath, straight to the sensor (bistatic, received
+  with the pattern at its arrival direction, rho once).
+
+Every received power carries pattern_tx(sent direction) x pattern_rx(arrival direction) exactly once.
+Rays that hit an invisible material (wave velocity of air) end there. Direct multipath returns are
+tested for occlusion with scatter.occlusion_test (one extra trace of their way back). Doppler uses the
+first leg's radial velocity, (v_target - v_sensor) . d, with the velocities of moving entities from their
+poses in consecutive frames (simulate.py).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import antenna, backscatter, beam_sampling, plate_rcs, radar_equation, roughness, thermal_noise
+
+SKIP = 1e-3  # metres a mirror child starts off its surface
+MIN_COS = 0.02  # footprint area 1/cos(theta) capped at grazing (sigma0 -> 0 there anyway)
+MIN_RHO = 1e-3  # mirror children below this coherent reflectivity are not traced
+INVISIBLE = 1e-4  # bistatic returns under this fraction of the noise per bin are dropped
+
+
+@dataclass
+class Clutter:
+    azimuth: np.ndarray  # (N,) int64 azimuth index k
+    near_m: np.ndarray  # (N,) apparent range where the footprint starts
+    far_m: np.ndarray  # (N,) and ends
+    power_w: np.ndarray  # (N,) expected received power
+    velocity: np.ndarray  # (N,) radial velocity, m/s (receding positive)
+
+
+@dataclass
+class Glints:
+    azimuth: np.ndarray
+    range_m: np.ndarray
+    amplitude: np.ndarray  # (N,) complex, sqrt(W), phase of the two-way path
+    velocity: np.ndarray
+
+
+def _concat(parts, cls):
+    if not parts:
+        empty = np.zeros(0)
+        return cls(np.zeros(0, np.int64), empty, *([empty] * (len(cls.__dataclass_fields__) - 2)))
+    return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__))
+
+
+def sample_beam(rng, n_azimuths: int, antenna_cfg):
+    """(beta, e, d_beta, d_e, beta_lo, beta_hi, e_lo, e_hi) each (A, S): the beam samples of every
+    azimuth (S = strata az x el), their angular cells and their strata bounds."""
+    a_cfg = antenna_cfg
+    w_az = math.radians(a_cfg.azimuth_width_deg)
+    w_el = math.radians(a_cfg.elevation_width_deg)
+    tilt = math.radians(a_cfg.elevation_tilt_deg)
+    x_az = a_cfg.azimuth_extent * w_az
+    beta, d_beta, b_lo, b_hi = beam_sampling.stratified(rng, n_azimuths, a_cfg.samples_azimuth, -x_az, x_az,
+                                            lambda x: antenna.one_way(x, w_az, a_cfg.azimuth_pattern))
+    lo = tilt - a_cfg.elevation_extent * w_el
+    hi = tilt + a_cfg.elevation_extent * w_el
+    if a_cfg.cosec2:
+        lo = min(lo, math.radians(-60.0))
+    lo, hi = max(lo, math.radians(-89.0)), min(hi, math.radians(89.0))
+    e, d_e, e_lo, e_hi = beam_sampling.stratified(rng, n_azimuths, a_cfg.samples_elevation, lo, hi,
+                                      lambda x: antenna.elevation_one_way(x, a_cfg))
+    nb, ne = beta.shape[1], e.shape[1]
+    rep = lambda v, axis: np.repeat(v[:, :, None], ne, axis=2) if axis == 0 else np.repeat(v[:, None, :], nb, axis=1)  # noqa: E731
+    return tuple(rep(v, axis).reshape(n_azimuths, -1) for v, axis in
+                 ((beta, 0), (e, 1), (d_beta, 0), (d_e, 1), (b_lo, 0), (b_hi, 0), (e_lo, 1), (e_hi, 1)))
+
+
+def _column_dirs(beta, e):
+    ce = np.cos(e)
+    d = np.stack([ce * np.cos(beta), ce * np.sin(beta), np.sin(e)], axis=-1)
+    d_de = np.stack([-np.sin(e) * np.cos(beta), -np.sin(e) * np.sin(beta), ce], axis=-1)
+    d_db = np.stack([-ce * np.sin(beta), ce * np.cos(beta), np.zeros_like(e)], axis=-1)
+    return d, d_de, d_db
+
+
+def _rotate(column_rot, v):
+    """(A, 3, 3) x (A, S, 3) -> (A*S, 3)."""
+    return np.matmul(v, column_rot.transpose(0, 2, 1)).reshape(-1, 3)
+
+
+def _dot(a, b):
+    """Row-wise dot products of (N, 3) arrays."""
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+
+
+def _to_column(column_rot, az, v):
+    """World vectors v (N, 3) into the column frames of azimuths az: R^T v."""
+    return np.matmul(column_rot[az].transpose(0, 2, 1), v[:, :, None])[:, :, 0]
+
+
+def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rng, max_range: float,
+                   ray_log: list | None = None, entity_velocity: np.ndarray | None = None):
+    """(Clutter, Glints) of one frame. origins (A, 3), column_rot (A, 3, 3) world <- column frame.
+    ray_log: a list that receives (origins, directions) of every pass, as traced (benchmarks).
+    entity_velocity: (E, 3) world velocity per entity id (moving entities), None = a static world."""
+    a = len(origins)
+    lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
+    k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
+    noise = thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
+    beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi = sample_beam(rng, a, cfg.antenna)
+    steps_e = np.stack([(e_lo - e).reshape(-1), (e_hi - e).reshape(-1)], axis=1)
+    steps_b = np.stack([(b_lo - beta).reshape(-1), (b_hi - beta).reshape(-1)], axis=1)
+    s = beta.shape[1]
+    d_col, dde_col, ddb_col = _column_dirs(beta, e)
+    d = _rotate(column_rot, d_col)
+    dd_e, dd_b = _rotate(column_rot, dde_col), _rotate(column_rot, ddb_col)
+    az = np.repeat(np.arange(a), s)
+    d_omega = (d_beta * d_e * np.cos(e)).reshape(-1)
+    g_tx = antenna.gain(beta, e, cfg.antenna).reshape(-1)
+    sensor = np.repeat(origins, s, axis=0)
+    v_r = -_dot(np.repeat(sensor_velocity, s, axis=0), d)
+    tolerance = math.radians(cfg.scatter.retro_tolerance_deg)
+
+    o = sensor.copy()
+    path = np.zeros(a * s)  # one-way path so far
+    rho = np.ones(a * s)  # product of mirror reflectivities so far
+    clutter, glints = [], []
+    idx = np.arange(a * s)  # tube index of each live ray
+    for bounce in range(cfg.scatter.specular_bounces + 1):
+        if not len(idx):
+            break
+        reach = (2.0 if cfg.scatter.multipath and bounce else 1.0) * max_range - path
+        o32, d32 = o.astype(np.float32), d.astype(np.float32)
+        if ray_log is not None:
+            ray_log.append((o32, d32))
+        hits = backend.trace(o32, d32, 0.0, float(max(reach.max(), 1e-3)), want=("normal", "ids"))
+        dist = np.asarray(hits.distance, np.float64)
+        ok = np.isfinite(dist) & (dist < reach)
+        cls = np.full(len(dist), -1, np.int64)
+        cls[ok] = table.material_class[np.asarray(hits.material)[ok]]
+        ok &= cls >= 0
+        keep = np.flatnonzero(ok)
+        if not len(keep):
+            break
+        if bounce == 0 and entity_velocity is not None and len(entity_velocity):
+            entity = np.asarray(hits.entity)[keep].astype(np.int64)
+            known = (entity >= 0) & (entity < len(entity_velocity))
+            v_hit = np.zeros((len(keep), 3))
+            v_hit[known] = entity_velocity[entity[known]]
+            v_r[idx[keep]] += _dot(v_hit, d[keep])  # the target's own motion along the ray
+        o, d, dist, cls = o[keep], d[keep], dist[keep], cls[keep]
+        idx, path, rho = idx[keep], path[keep], rho[keep]
+        n = np.asarray(hits.normal, np.float64)[keep]
+        n /= np.maximum(np.linalg.norm(n, axis=1), 1e-12)[:, None]
+        hit = o + d * dist[:, None]
+        path = path + dist
+        cos_t = np.clip(-_dot(d, n), 0.0, 1.0)
+        theta = np.arccos(cos_t)
+        area = path ** 2 * d_omega[idx] / np.maximum(cos_t, MIN_COS)
+        sigma = table.sigma0_at(cls, theta) * area
+        tan_t = np.sqrt(1.0 - cos_t ** 2) / np.maximum(cos_t, MIN_COS)
+        if bounce == 0:  # range at the stratum's corners, first order on the hit plane
+            slope_e = path * _dot(dd_e[idx], n) / np.maximum(cos_t, MIN_COS)
+            slope_b = path * _dot(dd_b[idx], n) / np.maximum(cos_t, MIN_COS)
+            de, db = slope_e[:, None] * steps_e[idx], slope_b[:, None] * steps_b[idx]
+            near = path + np.maximum(de.min(axis=1) + db.min(axis=1), -0.5 * path)
+            far = path + np.minimum(de.max(axis=1) + db.max(axis=1), 0.5 * path)
+        else:
+            half = np.minimum(0.5 * path * np.sqrt(d_omega[idx]) * tan_t, 0.25 * path)
+            near, far = path - half, path + half
+        g_t = g_tx[idx]
+        # way back to the sensor and the receive pattern at the arrival direction
+        back = sensor[idx] - hit
+        back_len = np.maximum(np.linalg.norm(back, axis=1), 1e-9)
+        u = back / back_len[:, None]
+        arrival = _to_column(column_rot, az[idx], -u)
+        g_r = antenna.gain(np.arctan2(arrival[:, 1], arrival[:, 0]), np.arcsin(np.clip(arrival[:, 2], -1, 1)), cfg.antenna)
+        if bounce == 0:
+            clutter.append(Clutter(az[idx], near, far, k_radar * g_t * g_t * sigma / path ** 4, v_r[idx]))
+        else:  # a ghost back along the mirror path, and straight back (bistatic)
+            clutter.append(Clutter(az[idx], near, far, k_radar * g_t * g_t * rho ** 2 * sigma / path ** 4, v_r[idx]))
+            if cfg.scatter.multipath:
+                n_u = _dot(n, u)
+                lit = n_u > 0
+                theta_b = 0.5 * (theta + np.arccos(np.clip(n_u, -1, 1)))
+                sigma_b = table.sigma0_at(cls, theta_b) * area
+                p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
+                p = np.where(p > INVISIBLE * noise, p, 0.0)  # not worth a trace: 40 dB under the noise
+                if cfg.scatter.occlusion_test:
+                    p = _unoccluded(backend, hit, u, back_len, p, ray_log)
+                shift = 0.5 * (back_len - path)  # the footprint at the bistatic apparent range
+                clutter.append(Clutter(az[idx], 0.5 * (near + far) + shift - 0.5 * (far - near) / 2,
+                                       0.5 * (near + far) + shift + 0.5 * (far - near) / 2, p, v_r[idx]))
+        # coherent part: glints and mirror children
+        rho_c = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], cos_t, lam)
+        mirror = d + 2.0 * cos_t[:, None] * n
+        if bounce == 0:
+            glints.append(_specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, steps_b, steps_e,
+                                                 beta, e, rho_c, cls, table, k_radar, lam, v_r, cfg.antenna))
+        else:
+            err = np.arccos(np.clip(_dot(mirror, u), -1.0, 1.0))
+            w = plate_rcs.lobe_weight(err, tolerance)
+            glint = np.flatnonzero((w > 1e-6) & (rho_c > 1e-9))
+            if len(glint):
+                total = path[glint] + back_len[glint]
+                tube = path[glint] ** 2 * d_omega[idx[glint]]
+                root_sigma = plate_rcs.glint_amplitude(tube, rho[glint] * rho_c[glint], w[glint], lam)
+                amp = np.sqrt(k_radar * g_t[glint] * g_r[glint]) / (path[glint] * back_len[glint]) * root_sigma
+                glints.append(Glints(az[idx[glint]], 0.5 * total, amp * _phase(total, lam), v_r[idx[glint]]))
+        if bounce == cfg.scatter.specular_bounces:
+            break
+        child = np.flatnonzero(rho * rho_c > MIN_RHO)
+        o = hit[child] + mirror[child] * SKIP
+        d = mirror[child] / np.linalg.norm(mirror[child], axis=1)[:, None]
+        idx, path, rho = idx[child], path[child] + SKIP, (rho * rho_c)[child]
+    return _concat(clutter, Clutter), _concat(glints, Glints)
+
+
+def _unoccluded(backend, hit, u, back_len, power, ray_log):
+    """power with 0 where the straight way back to the sensor is blocked (only returns with power traced)."""
+    test = np.flatnonzero(power > 0)
+    if not len(test):
+        return power
+    start = (hit[test] + u[test] * SKIP).astype(np.float32)
+    reach = np.maximum(back_len[test] - 2 * SKIP, 0.0)
+    if ray_log is not None:
+        ray_log.append((start, u[test].astype(np.float32)))
+    blocked = backend.trace(start, u[test].astype(np.float32), 0.0, float(reach.max()), want=())
+    power = power.copy()
+    power[test[np.asarray(blocked.distance) < reach]] = 0.0
+    return power
+
+
+def _phase(two_way_path: np.ndarray, lam: float) -> np.ndarray:
+    return np.exp(-2j * np.pi * np.mod(two_way_path, lam) / lam)
+
+
+def _specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, steps_b, steps_e, beta, e, rho_c, cls,
+                           table, k_radar, lam, v_r, antenna_cfg) -> Glints:
+    """First-hit glints: the tube whose angular stratum holds the specular point of the surface it hit
+    (the foot of the perpendicular from the sensor, seen in direction -n) makes one glint at the
+    plane's distance R, sigma = min(4 pi A^2 / lambda^2, pi R^2) |Gamma|^2 roughness: a plate smaller
+    than the tube (A = R^2 dOmega) or the image of the sensor in a large plane (pi R^2). Exactly one
+    tube per surface and azimuth holds the point, whatever the sampling: a plate does not flicker."""
+    arrival = _to_column(column_rot, az[idx], -n)  # direction of the specular point, column frame
+    b_star = np.arctan2(arrival[:, 1], arrival[:, 0])
+    e_star = np.arcsin(np.clip(arrival[:, 2], -1.0, 1.0))
+    flat_beta, flat_e = beta.reshape(-1)[idx], e.reshape(-1)[idx]
+    inside = ((b_star >= flat_beta + steps_b[idx, 0]) & (b_star < flat_beta + steps_b[idx, 1])
+              & (e_star >= flat_e + steps_e[idx, 0]) & (e_star < flat_e + steps_e[idx, 1]))
+    rho0 = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], np.ones(len(cls)), lam)
+    pick = np.flatnonzero(inside & (rho0 > 1e-9))
+    if not len(pick):
+        return Glints(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.complex128), np.zeros(0))
+    r_star = _dot(sensor[idx[pick]] - hit[pick], n[pick])
+    tube = r_star ** 2 * d_omega[idx[pick]]
+    sigma = np.minimum(4.0 * np.pi * tube ** 2 / lam ** 2, np.pi * r_star ** 2) * rho0[pick]
+    g = antenna.gain(b_star[pick], e_star[pick], antenna_cfg)
+    amp = np.sqrt(k_radar * g * g * sigma) / r_star ** 2
+    return Glints(az[idx[pick]], r_star, amp * _phase(2.0 * r_star, lam), v_r[idx[pick]])

@@ -1,0 +1,74 @@
+"""One frame of the physical model: geometry (geometry.py) then the sensor stage (stage.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..image import RadarImage
+from . import backscatter
+from .geometry import trace_physical
+from .stage import run_stage
+
+VELOCITY_DT_NS = 5_000_000  # central difference of the trajectory for the sensor velocity
+
+
+def sensor_velocities(pose, times: np.ndarray) -> np.ndarray:
+    """(A, 3) world-frame velocity of the sensor at each firing time (zero for a fixed pose)."""
+    from ...world.trajectory import Trajectory
+
+    if not isinstance(pose, Trajectory):
+        return np.zeros((len(times), 3))
+    ahead = pose.at(times + VELOCITY_DT_NS)[:, :3, 3]
+    behind = pose.at(times - VELOCITY_DT_NS)[:, :3, 3]
+    return (ahead - behind) / (2 * VELOCITY_DT_NS * 1e-9)
+
+
+def entity_velocities(sim, t0_ns: int) -> np.ndarray | None:
+    """(E, 3) world velocity of every moving entity (by id): the change of its position since the frame
+    before, over that frame's time step; zero for static entities and on the first frame. None when
+    nothing moves."""
+    track = sim.__dict__.setdefault("_entity_track", {})
+    moving = [e for e in sim.scene.entities if not e.static]
+    if not moving:
+        return None
+    velocity = np.zeros((max(e.id for e in sim.scene.entities) + 1, 3))
+    for entity in moving:
+        position = entity.pose[:3, 3].copy()
+        before = track.get(entity.id)
+        if before is not None and t0_ns > before[0]:
+            velocity[entity.id] = (position - before[1]) / ((t0_ns - before[0]) * 1e-9)
+        track[entity.id] = (t0_ns, position)
+    return velocity
+
+
+def scatter_table(sim) -> backscatter.ScatterTable:
+    """The backscatter table for the simulator's scene library (cached until either changes)."""
+    cfg = sim.config.scatter
+    library = sim.scene.materials
+    key = (cfg.table, cfg.default_class, id(library), getattr(library, "version", None), len(library))
+    cached = getattr(sim, "_scatter_cache", None)
+    if cached is None or cached[0] != key:
+        sim._scatter_cache = (key, backscatter.load_table(cfg.table, cfg.default_class, library))
+    return sim._scatter_cache[1]
+
+
+def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np.ndarray, column_rot: np.ndarray,
+                      rng: np.random.Generator, t0_ns: int, scrolled) -> RadarImage:
+    cfg = sim.config
+    origins = np.ascontiguousarray(poses[:, :3, 3])
+    max_range = cfg.range.offset + (cfg.range.n_bins + 1) * cfg.range.resolution
+    clutter, glints = trace_physical(sim.backend, origins, column_rot, sensor_velocities(pose, times), cfg,
+                                     scatter_table(sim), rng, max_range, sim.ray_log, entity_velocities(sim, t0_ns))
+    out = run_stage(clutter, glints, cfg, rng)
+    shift = cfg.azimuth.scroll % cfg.azimuth.count
+    return RadarImage(
+        image_f32=scrolled(out.counts_f32, shift),
+        image=scrolled(out.counts, shift),
+        azimuth_rad=scrolled(theta, shift),
+        range_m=cfg.range.offset + np.arange(cfg.range.n_bins) * cfg.range.resolution,
+        azimuth_time_ns=scrolled(times, shift),
+        t0_ns=int(t0_ns),
+        config=cfg,
+        energy=scrolled(out.power_w, shift),
+        chirp_up=scrolled(out.chirp_up, shift),
+        velocity=None if out.velocity is None else scrolled(out.velocity, shift),
+    )

@@ -1,0 +1,311 @@
+"""The physical radar stage (sensor.model: physical) against analytic and statistical answers."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from radarays_ros.radar import RadarConfig, RadarSimulator
+from radarays_ros.radar.physical import antenna, detector, doppler, radar_equation, range_response, speckle, stc
+from radarays_ros.radar.physical.backscatter import wavelength
+from radarays_ros.radar.physical.geometry import Clutter, Glints
+from radarays_ros.radar.physical.stage import run_stage
+from radarays_ros.radar.physical.thermal_noise import noise_power_w
+from radarays_ros.world.materials import MaterialLibrary
+from radarays_ros.world.mesh import TriMesh
+from radarays_ros.world.scene import Scene
+from radarays_ros.world.trajectory import Trajectory
+from radarays_ros.world.transforms import pose_to_matrix
+from test_radar_scenes import box
+
+EYE = np.eye(4)
+NAMES = ("asphalt", "concrete", "metal", "vegetation", "glass")
+LIB = MaterialLibrary.from_dict({"materials": {n: {"radar": {"velocity": 0.001, "brdf": "radarays", "A": 1.0, "B": 0.0, "C": 1}}
+                                               for n in NAMES}, "default": "concrete"})
+QUIET = {"noise_dbm": -150.0, "stc_range_m": 0.0, "leakage_dbm": None}
+
+
+def physical(**sections) -> RadarConfig:
+    """A small physical config: 16 azimuths, 0.02 m x 1500 bins, quiet receiver unless overridden."""
+    base = {
+        "sensor": {"model": "physical"},
+        "azimuth": {"count": 16, "step_deg": -0.9},
+        "range": {"resolution": 0.02, "bins": 1500},
+        "antenna": {"samples_azimuth": 8, "samples_elevation": 16},
+        "fmcw": {"bandwidth_hz": 1.0e9},
+        "receiver": dict(QUIET),
+        "scatter": {"specular_bounces": 0},
+        "seed": 3,
+    }
+    for name, values in sections.items():
+        base[name] = values if name == "seed" else {**base.get(name, {}), **values}
+    return RadarConfig.from_dict(base, origin="test")
+
+
+def scene(*items) -> Scene:
+    """items: (mesh, pose, material)."""
+    s = Scene(LIB)
+    for i, (mesh, pose, material) in enumerate(items):
+        s.add_entity(f"e{i}", mesh, pose, material=material)
+    return s
+
+
+def ground(material="asphalt", size=80.0):
+    mesh, pose = box((size, size, 0.2), (0, 0, -1.6))  # top face at z = -1.5 (sensor 1.5 m above)
+    return mesh, pose, material
+
+
+def plate(distance, size, yaw=0.0, material="metal"):
+    mesh, pose = box((0.01, size, size), (distance + 0.005, 0, 0), yaw)
+    return mesh, pose, material
+
+
+def trihedral(apex_distance: float, edge: float, material="metal"):
+    """A triangular trihedral whose symmetry axis points at the sensor (origin) from (apex_distance, 0, 0)."""
+    v = np.array([[0, 0, 0], [edge, 0, 0], [0, edge, 0], [0, 0, edge]], float)
+    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 1]])
+    axis = np.ones(3) / math.sqrt(3.0)
+    target = np.array([-1.0, 0, 0])
+    k = np.cross(axis, target)
+    s, c = np.linalg.norm(k), float(axis @ target)
+    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]]) / s
+    rot = np.eye(3) + s * kx + (1 - c) * kx @ kx
+    pose = np.eye(4)
+    pose[:3, :3] = rot
+    pose[:3, 3] = (apex_distance, 0, 0)
+    return TriMesh(v, faces), pose, material
+
+
+# -- 1. coherent summation and speckle ---------------------------------------------------------
+def test_rough_ground_intensity_is_exponential_and_specular_plate_does_not_fade():
+    cfg = physical(azimuth={"count": 64, "step_deg": -5.0}, scatter={"azimuth_correlation": False})
+    world = scene(ground())
+    speckled = RadarSimulator(cfg, world).simulate(EYE)
+    expected = RadarSimulator(cfg.with_overrides({"scatter.speckle": False}), world).simulate(EYE)
+    p, e = speckled.energy.astype(np.float64), expected.energy.astype(np.float64)
+    band = slice(int(4.0 / 0.02), int(20.0 / 0.02))
+    ratio = (p[:, band] / e[:, band])[e[:, band] > 0]
+    # range-window neighbours are correlated: test every 8th bin (beyond the main lobe), K-S against Exp(1)
+    sample = (p[:, band][:, ::8] / e[:, band][:, ::8]).ravel()
+    assert stats.kstest(sample, "expon").pvalue > 0.01
+    assert abs(ratio.mean() - 1.0) < 0.05
+    assert np.mean(ratio < 0.1) == pytest.approx(1 - math.exp(-0.1), abs=0.02)  # deep fades as for Exp(1)
+    # a metal plate at normal incidence: one coherent glint; the same level frame after frame
+    sim = RadarSimulator(physical(azimuth={"count": 1}), scene(plate(15.0, 1.0)))
+    peaks = np.array([sim.simulate(EYE).energy.max() for _ in range(12)])
+    assert peaks.std() / peaks.mean() < 0.2  # fully developed speckle would give 1
+
+
+def test_speckle_field_statistics_and_azimuth_correlation():
+    rng = np.random.default_rng(1)
+    z = speckle.unit_field(rng, (4000, 64), 0.6)
+    intensity = np.abs(z) ** 2
+    assert intensity.mean() == pytest.approx(1.0, abs=0.02)
+    corr = np.corrcoef(intensity[:-1].ravel(), intensity[1:].ravel())[0, 1]
+    assert corr == pytest.approx(0.36, abs=0.03)  # intensity correlation of a circular Gaussian = rho^2
+    # overlap of two Gaussian two-way field patterns g(x) = exp(-4 ln2 x^2 / w^2): exp(-2 ln2 step^2 / w^2)
+    w, step = math.radians(1.8), math.radians(0.9)
+    assert antenna.field_correlation(step, w, "gaussian") == pytest.approx(math.exp(-2 * math.log(2) * (step / w) ** 2), rel=1e-3)
+
+
+# -- 2. receiver chain -------------------------------------------------------------------------
+def test_noise_only_image_is_ktbf_exponential_and_reads_in_half_db_counts():
+    cfg = physical(azimuth={"count": 200}, receiver={"noise_dbm": None, "zero_dbm": -170.0})
+    far = box((0.1, 0.1, 0.1), (500, 0, 0))
+    img = RadarSimulator(cfg, scene((*far, "concrete"))).simulate(EYE)
+    n = noise_power_w(cfg.receiver, cfg.fmcw)
+    assert n == pytest.approx(1.380649e-23 * 290 * 10 ** 1.2 / 6e-4, rel=1e-9)
+    p = img.energy.astype(np.float64)
+    assert p.mean() == pytest.approx(n, rel=0.02)
+    assert stats.kstest((p[:, ::8] / n).ravel(), "expon").pvalue > 0.01
+    median_counts = 2.0 * (10 * math.log10(n * math.log(2) * 1e3) + 170.0)
+    assert np.median(img.image_f32) == pytest.approx(median_counts, abs=0.3)
+
+
+def test_detector_units_saturation_and_stc():
+    p = np.array([1e-3 * 10 ** (-14), 1e-3 * 10 ** (-13.95), 1.0], np.float32)  # -140 dBm, -139.5 dBm, +30 dBm
+    c = detector.counts_float(p, -140.0, 0.5)
+    assert c[0] == pytest.approx(0.0, abs=1e-3) and c[1] == pytest.approx(1.0, abs=1e-3)
+    assert list(detector.quantise(c)) == [0, 1, 255]
+    att = stc.attenuation_db(np.array([1.0, 5.0, 10.0, 20.0]), 10.0, 30.0)
+    assert att == pytest.approx([30.0, 40 * math.log10(2), 0.0, 0.0])
+
+
+def test_level_follows_radar_equation_and_not_the_ray_count():
+    world = scene(ground("vegetation"))
+    levels = []
+    for n_az, n_el in [(8, 24), (32, 96)]:
+        cfg = physical(azimuth={"count": 32, "step_deg": -11.25}, antenna={"samples_azimuth": n_az, "samples_elevation": n_el},
+                       scatter={"speckle": False})
+        img = RadarSimulator(cfg, world).simulate(EYE)
+        levels.append(img.energy[:, int(5 / 0.02):int(25 / 0.02)].astype(np.float64).mean())
+    assert 10 * math.log10(levels[1] / levels[0]) == pytest.approx(0.0, abs=0.5)
+
+
+def test_trihedral_is_as_strong_as_its_geometry():
+    # far field (R >> 2 D^2 / lambda ~ 60 m), a beam much wider than the corner: sigma = 4 pi a^4 / (3 lambda^2)
+    edge, distance = 0.3, 150.0
+    cfg = physical(azimuth={"count": 1}, range={"resolution": 0.01875, "bins": 8300},
+                   antenna={"azimuth_width_deg": 1.0, "elevation_width_deg": 1.0, "samples_azimuth": 160,
+                            "samples_elevation": 160},
+                   scatter={"specular_bounces": 3, "speckle": False})
+    img = RadarSimulator(cfg, scene(trihedral(distance, edge))).simulate(EYE)
+    lam = wavelength(cfg.fmcw.carrier_hz)
+    sigma = 4 * math.pi * edge ** 4 / (3 * lam ** 2)  # triangular trihedral (Knott Table 7.1)
+    expected = radar_equation.constant(cfg.receiver, cfg.antenna, lam) * sigma / distance ** 4
+    peak = float(img.energy.max())
+    assert 10 * math.log10(peak / expected) == pytest.approx(0.0, abs=2.0)
+
+
+def test_plate_at_45_degrees_returns_nothing_directly():
+    cfg = physical(azimuth={"count": 1}, scatter={"speckle": False, "specular_bounces": 0})
+    facing = RadarSimulator(cfg, scene(plate(10.0, 1.0))).simulate(EYE).energy.max()
+    turned = RadarSimulator(cfg, scene(plate(10.0, 1.0, yaw=math.radians(45)))).simulate(EYE).energy.max()
+    assert 10 * math.log10(facing / turned) > 40.0
+
+
+# -- 3. FMCW range response --------------------------------------------------------------------
+@pytest.mark.parametrize("window", ["rectangular", "hann", "hamming", "blackman"])
+def test_point_response_width_in_metres_and_symmetry(window):
+    cfg = physical(azimuth={"count": 1}, range={"resolution": 0.005, "bins": 4000}, fmcw={"window": window})
+    at = 10.0025  # a bin centre
+    glint = Glints(np.array([0]), np.array([at]), np.array([1e-6 + 0j]), np.zeros(1))
+    empty = Clutter(np.zeros(0, np.int64), *([np.zeros(0)] * 4))
+    out = run_stage(empty, glint, cfg, np.random.default_rng(0))
+    p = out.power_w[0].astype(np.float64)
+    centres = (np.arange(len(p)) + 0.5) * 0.005
+    peak = int(np.argmax(p))
+    assert centres[peak] == pytest.approx(at, abs=0.005)
+    above = centres[p >= 0.5 * p.max()]
+    width = above[-1] - above[0] + 0.005
+    expected = range_response.HALF_POWER_WIDTH[window] * range_response.resolution(1e9)
+    assert width == pytest.approx(expected, rel=0.05)
+    k = 60  # symmetric about the target
+    left, right = p[peak - k:peak][::-1], p[peak + 1:peak + 1 + k]
+    assert np.allclose(left, right, rtol=0.2, atol=1e-5 * p.max())  # noise sits 60 dB under the peak
+
+
+# -- 4. antenna --------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", ["gaussian", "sinc"])
+def test_thin_pole_azimuth_width_is_the_two_way_pattern(shape):
+    step = 0.05
+    cfg = physical(azimuth={"count": 161, "start_deg": 4.0, "step_deg": -step},
+                   antenna={"azimuth_pattern": shape, "samples_azimuth": 96, "samples_elevation": 8},
+                   scatter={"speckle": False})
+    pole = box((0.04, 0.04, 6.0), (20.0, 0, 0))
+    sim = RadarSimulator(cfg, scene((*pole, "vegetation")))
+    frames = [sim.simulate(EYE) for _ in range(8)]  # a 4 cm pole against 0.1-0.3 deg strata: average the draws
+    img = frames[0]
+    profile = np.mean([f.energy[:, int(19.9 / 0.02):int(20.2 / 0.02)].sum(axis=1) for f in frames], axis=0)
+    az = np.degrees(img.azimuth_rad)
+    above = az[profile >= 0.5 * profile.max()]
+    measured = above.max() - above.min() + step
+    assert measured == pytest.approx(antenna.two_way_width(1.8, shape), rel=0.1)
+    assert antenna.two_way_width(1.8, "gaussian") == pytest.approx(1.8 / math.sqrt(2), rel=1e-4)
+
+
+# -- 7. Doppler ----------------------------------------------------------------------------------
+def test_alternating_chirps_shift_a_moving_target_by_v_fc_t_over_b():
+    cfg = physical(azimuth={"count": 4}, range={"resolution": 0.005, "bins": 4000},
+                   fmcw={"chirp": "alternating", "doppler": True, "velocity_channel": True})
+    v = 10.0
+    glints = Glints(np.arange(4), np.full(4, 10.0), np.full(4, 1e-6 + 0j), np.full(4, v))
+    empty = Clutter(np.zeros(0, np.int64), *([np.zeros(0)] * 4))
+    out = run_stage(empty, glints, cfg, np.random.default_rng(0))
+    shift = v * cfg.fmcw.carrier_hz * cfg.fmcw.chirp_time_s / cfg.fmcw.bandwidth_hz
+    peaks = (np.argmax(out.power_w, axis=1) + 0.5) * 0.005
+    assert list(out.chirp_up) == [True, False, True, False]
+    assert peaks == pytest.approx([10 + shift, 10 - shift, 10 + shift, 10 - shift], abs=0.005)
+    assert doppler.range_shift(np.array([v]), np.array([1.0]), 76.5e9, 6e-4, 1e9)[0] == pytest.approx(0.459, abs=1e-3)
+
+
+def test_ego_motion_gives_radial_velocity_channel():
+    cfg = physical(azimuth={"count": 1}, fmcw={"velocity_channel": True}, scatter={"speckle": False})
+    traj = Trajectory(np.array([0, 10**9], np.int64), np.stack([pose_to_matrix(0, 0, 0), pose_to_matrix(5, 0, 0)]))
+    img = RadarSimulator(cfg, scene(plate(15.0, 1.0))).simulate(traj, t0_ns=500_000_000)
+    cell = np.unravel_index(np.argmax(img.energy), img.energy.shape)
+    assert img.velocity[cell] == pytest.approx(-5.0, abs=0.2)  # closing at 5 m/s
+
+
+def test_compat_presets_keep_the_radarays_stage():
+    for name in ("radarays_default", "mulran", "navtech_cir204"):
+        from radarays_ros.sensors.units import resolve_radar_config
+        assert resolve_radar_config(name).sensor.model == "radarays"
+    for name in ("navtech_ras6", "navtech_cts350x", "navtech_cir204_realistic"):
+        from radarays_ros.sensors.units import resolve_radar_config
+        assert resolve_radar_config(name).sensor.model == "physical"
+
+
+def test_mirror_ghost_and_bistatic_return_weighted_by_the_receive_pattern():
+    # a metal mirror at 45 deg 5 m ahead sends the beam to a rough wall 5 m to the right of it (y = -5):
+    # back along the mirror path the wall appears at 10 m (a ghost, full two-way gain); straight back
+    # from the wall it arrives 45 deg off boresight, at (10 + 7.07) / 2 = 8.54 m, suppressed by g_rx
+    mirror = plate(5.0, 1.5, yaw=math.radians(45))
+    wall_mesh, wall_pose = box((12.0, 0.2, 6.0), (5.0, -5.1, 0))
+    cfg = physical(azimuth={"count": 1}, scatter={"speckle": False, "specular_bounces": 1, "multipath": True},
+                   antenna={"elevation_width_deg": 10.0})
+    img = RadarSimulator(cfg, scene(mirror, (wall_mesh, wall_pose, "vegetation"))).simulate(EYE)
+    p = img.energy[0].astype(np.float64)
+    ghost = p[int(9.8 / 0.02):int(10.6 / 0.02)].max()
+    direct = p[int(8.4 / 0.02):int(8.8 / 0.02)].max()
+    noise = 10 ** ((cfg.receiver.noise_dbm - 30) / 10)
+    assert ghost > 1e3 * noise
+    sidelobe = antenna.one_way(math.radians(45), math.radians(1.8), "sinc")  # receive gain 45 deg off
+    assert direct < max(100 * sidelobe * ghost, 10 * noise)
+
+
+def test_same_seed_same_bytes_and_frames_differ():
+    world = scene(ground())
+    cfg = physical(azimuth={"count": 8})
+    a, b = RadarSimulator(cfg, world), RadarSimulator(cfg, world)
+    first_a, first_b = a.simulate(EYE), b.simulate(EYE)
+    assert first_a.image.tobytes() == first_b.image.tobytes()
+    assert a.simulate(EYE).image.tobytes() != first_a.image.tobytes()  # speckle and samples redrawn per frame
+
+
+def test_moving_entity_radial_velocity_and_chirp_shift():
+    world = Scene(LIB)
+    mesh, pose = box((0.01, 1.0, 1.0), (20.005, 0, 0))
+    plate_id = world.add_entity("car", mesh, pose, material="metal", static=False)
+    cfg = physical(azimuth={"count": 2, "step_deg": -0.1}, range={"resolution": 0.005, "bins": 5000},
+                   fmcw={"velocity_channel": True, "doppler": True, "chirp": "alternating"}, scatter={"speckle": False})
+    sim = RadarSimulator(cfg, world)
+    sim.simulate(EYE, t0_ns=0)
+    world.set_pose(plate_id, pose_to_matrix(20.005 - 2.5, 0, 0))  # 10 m/s towards the radar over 0.25 s
+    img = sim.simulate(EYE, t0_ns=250_000_000)
+    peaks = (np.argmax(img.energy, axis=1) + 0.5) * 0.005
+    shift = -10.0 * cfg.fmcw.carrier_hz * cfg.fmcw.chirp_time_s / cfg.fmcw.bandwidth_hz  # closing: v = -10 m/s
+    assert peaks == pytest.approx([17.5 + shift, 17.5 - shift], abs=0.01)
+    cell = (0, int(np.argmax(img.energy[0])))
+    assert img.velocity[cell] == pytest.approx(-10.0, abs=0.1)
+
+
+def test_bistatic_return_needs_a_free_way_back():
+    # as the mirror test, with a blocker between the wall's lit spot and the radar: the straight return goes,
+    # the ghost back along the mirror path stays
+    mirror = plate(5.0, 1.5, yaw=math.radians(45))
+    wall_mesh, wall_pose = box((12.0, 0.2, 6.0), (5.0, -5.1, 0))
+    blocker_mesh, blocker_pose = box((3.2, 0.2, 6.0), (2.6, -2.5, 0))  # across every line of sight wall -> radar
+    cfg = physical(azimuth={"count": 1}, scatter={"speckle": False, "specular_bounces": 1},
+                   antenna={"elevation_width_deg": 10.0, "azimuth_pattern": "gaussian", "azimuth_width_deg": 20.0})
+    items = [mirror, (wall_mesh, wall_pose, "vegetation")]
+    open_way = RadarSimulator(cfg, scene(*items)).simulate(EYE).energy[0].astype(np.float64)
+    blocked = RadarSimulator(cfg, scene(*items, (blocker_mesh, blocker_pose, "glass"))).simulate(EYE).energy[0].astype(np.float64)
+    direct = slice(int(8.45 / 0.02), int(8.65 / 0.02))
+    assert open_way[direct].max() > 30 * blocked[direct].max()
+    ghost = slice(int(9.9 / 0.02), int(10.3 / 0.02))
+    assert blocked[ghost].max() == pytest.approx(open_way[ghost].max(), rel=1e-6)
+    free = RadarSimulator(cfg.with_overrides({"scatter.occlusion_test": False}), scene(*items, (blocker_mesh, blocker_pose, "glass")))
+    assert free.simulate(EYE).energy[0][direct].max() > 30 * blocked[direct].max()
+
+
+def test_radar_points_of_a_physical_image_find_the_plate():
+    from radarays_ros.io.radar_image import radar_points
+
+    cfg = physical(azimuth={"count": 4, "step_deg": -0.9}, receiver={"noise_dbm": None, "zero_dbm": -170.0})
+    img = RadarSimulator(cfg, scene(plate(10.0, 1.0))).simulate(EYE)
+    pts = radar_points(img, k=1, threshold=100.0)
+    best = pts[np.argmax(pts["intensity"])]
+    assert math.hypot(best["x"], best["y"]) == pytest.approx(10.0, abs=0.05)
