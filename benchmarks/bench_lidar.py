@@ -27,7 +27,7 @@ import numpy as np
 
 from lidar_ros import LidarSimulator, load_sensor
 from lidar_ros.physics import trace_lidar
-from radarays_ros.io.lidar_clouds import pointcloud_array
+from radarays_ros.io.lidar_clouds import FrameCloud, pointcloud_array
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.transforms import pose_to_matrix
 
@@ -64,6 +64,13 @@ def bare_same_spans_seconds(backend, o32, d32, repeats: int = 2) -> float:
     return best
 
 
+def consume(scan, layout: str) -> np.ndarray:
+    """What a publisher does: read the driver cloud, then give its buffer back (explicit ownership)."""
+    points = pointcloud_array(scan, layout)
+    scan.release()
+    return points
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--triangles", type=int, default=1_000_000)
@@ -81,7 +88,7 @@ def main(argv=None) -> None:
 
     for name, overrides in SENSORS:
         cfg = load_sensor(name, {**overrides, **EVERYTHING_ON})
-        sim = LidarSimulator(cfg, scene, backend, seed=0)
+        sim = LidarSimulator(cfg, scene, backend, seed=0, sink=FrameCloud.of)
         rays = cfg.rows * cfg.cols
         o = cfg.origins.reshape(-1, 3) @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
         d = cfg.directions.reshape(-1, 3) @ pose[:3, :3].T.astype(np.float32)
@@ -91,8 +98,9 @@ def main(argv=None) -> None:
             "backend.trace (checked, lazy normals)": lambda: backend.trace(
                 o32, d32, cfg.range_min, cfg.range_max, checked=True, lazy_normals=True),
             "+ material classes (trace_lidar)": lambda: trace_lidar(backend, o, d, sim.materials, cfg.range_min, cfg.range_max),
-            "scan": lambda: sim.simulate(pose),
-            f"scan + {cfg.layout} cloud": lambda: pointcloud_array(sim.simulate(pose), cfg.layout),
+            "scan": lambda: sim.simulate(pose).release(),
+            "scan (buffer kept, never released)": lambda: sim.simulate(pose),
+            f"scan + {cfg.layout} cloud": lambda: consume(sim.simulate(pose), cfg.layout),
         }
         tfar = np.full(rays, 1e30, np.float32)
         for fn in stages.values():  # warm-up

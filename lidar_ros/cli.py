@@ -8,6 +8,7 @@ OUT by extension:
          a leading scan axis.
   .pcd   binary PCD of the point cloud in the sensor's driver layout (the last scan)
   .ply   binary PLY of the returns (the last scan)
+  .png   top view of the returns (the last scan) on a metric grid; --view-reach M fixes the scale
   .mcap  rosbag2: the cloud on /points (+ sensor_msgs/LaserScan on /scan for 2D sensors) and the
          sensor pose on /tf_static (/tf per scan when a trajectory is given)
 """
@@ -19,7 +20,9 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
-OUTPUT_SUFFIXES = (".npz", ".pcd", ".ply", ".mcap")
+from .sink import LAYOUTS
+
+OUTPUT_SUFFIXES = (".npz", ".pcd", ".ply", ".png", ".mcap")
 
 
 def add_parser(sub) -> None:
@@ -37,13 +40,16 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, help="seed of the noise (default: the sensor file's seed)")
     p.add_argument("--scans", type=int, default=1, help="number of consecutive scans (default 1)")
     p.add_argument("--t0", type=float, default=0.0, help="start time of the first scan (s)")
-    p.add_argument("--layout", choices=("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "xyzi"), help="point cloud layout (default: the sensor's)")
+    p.add_argument("--layout", choices=LAYOUTS, help="point cloud layout (default: the sensor's)")
     p.add_argument("--unorganized", action="store_true", help="clouds hold only the returns (default: organized, NaN misses)")
     p.add_argument("--ground-truth", action="store_true", help="add clean range, entity, material, normal, incidence")
     p.add_argument("--world-frame", default="map", help="parent frame of the sensor pose in .mcap /tf (default map, as radar and scenarios)")
     p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
     p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
-    p.add_argument("--out", help="output file: .npz, .pcd, .ply or .mcap (required unless --list-presets)")
+    p.add_argument("--view-reach", type=float, metavar="M", help=".png: half width of the top view in metres "
+                   "(a fixed scale for every frame; default: the farthest return)")
+    p.add_argument("--view-grid", type=float, metavar="M", help=".png: grid spacing in metres (default: 1/2/5 x 10^k)")
+    p.add_argument("--out", help="output file: .npz, .pcd, .ply, .png or .mcap (required unless --list-presets)")
     p.add_argument("--list-presets", action="store_true", help="print the preset names and exit")
     p.set_defaults(func=run)
 
@@ -75,7 +81,7 @@ def run(args) -> int:
 
         print("\n".join(list_presets()))
         return 0
-    for value, what in ((args.world, "WORLD"), (args.sensor, "--sensor NAME|FILE"), (args.out, "--out OUT (.npz, .pcd, .ply or .mcap)")):
+    for value, what in ((args.world, "WORLD"), (args.sensor, "--sensor NAME|FILE"), (args.out, "--out OUT (.npz, .pcd, .ply, .png or .mcap)")):
         if not value:
             raise ConfigError(f"{what} is required")
     out = Path(args.out)
@@ -90,14 +96,25 @@ def run(args) -> int:
         pose = parse_pose_string(args.pose, degrees=args.degrees, what="--pose")
     scene = load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual")
     backend = make_backend(args.backend, scene)
-    sim = LidarSimulator(config, scene, backend, seed=args.seed)
+    from radarays_ros.io.lidar_clouds import FrameCloud
+
+    sim = LidarSimulator(config, scene, backend, seed=args.seed, sink=FrameCloud.of)
     t0 = int(round(args.t0 * 1e9))
     period_ns = int(round(config.period * 1e9))
-    scans = [sim.simulate(pose, t0 + k * period_ns) for k in range(args.scans)]
+    scans = [sim.simulate(pose, t0 + k * period_ns) for k in _progress(range(args.scans), config.name)]
     write_output(out, scans, pose, args)
     hits = sum(int(s.hit.sum()) for s in scans)
     print(f"{config.name}: {len(scans)} scan(s) of {config.rows} x {config.cols}, {hits} returns -> {out}")
     return 0
+
+
+def _progress(steps, name: str):
+    """The scans with a tqdm progress bar on stderr for longer runs (shown only on a terminal)."""
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(steps, desc=f"{name} scans", unit="scan", disable=len(steps) < 2 or not sys.stderr.isatty())
 
 
 def write_output(out: Path, scans, pose, args) -> None:
@@ -115,6 +132,10 @@ def write_output(out: Path, scans, pose, args) -> None:
         else:
             data = {k: (np.stack([a[k] for a in arrays]) if k != "ring" else arrays[0][k]) for k in arrays[0]}
         np.savez_compressed(out, **data)
+    elif suffix == ".png":
+        from radarays_ros.io.lidar_files import write_top_view
+
+        write_top_view(out, scans[-1], reach_m=args.view_reach, grid_m=args.view_grid)
     elif suffix in (".pcd", ".ply"):
         points = pointcloud_array(scans[-1], args.layout, organized=not args.unorganized, ground_truth=ground_truth)
         (write_pcd if suffix == ".pcd" else write_ply)(out, points)

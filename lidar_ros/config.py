@@ -7,7 +7,7 @@ keys every sensor has:
     rate_hz: 10                  # scans per second
     range: {min: 0.1, max: 100}  # metres; hits nearer than min are not seen (rays start there, as in
                                  # Gazebo's gpu_lidar), farther than max are misses
-    layout: gazebo               # PointCloud2 layout: velodyne | ouster | gazebo | gazebo_cpu | livox | xyzi
+    layout: gazebo               # PointCloud2 layout: lidar_ros.sink.LAYOUTS
     organized: true              # organized cloud (NaN points for misses) or only the returns
     time_reference: last         # velodyne `time` field relative to the last (or first) firing
     intensity: reflectivity      # which physics field is the scan's `intensity`
@@ -35,6 +35,7 @@ from radarays_ros.errors import ConfigError
 
 from .patterns import Pattern, angles_of, grid, mirror, ouster, planar, rays, risley, velodyne
 from .physics import NoiseConfig, SurfaceConfig
+from .sink import LAYOUTS
 from .spec import SpecReader, read_yaml, set_dotted
 
 LIDAR_CONFIG_DIR = Path(os.environ.get("RADARAYS_LIDAR_CONFIG", Path(__file__).resolve().parents[1] / "config" / "lidar"))
@@ -49,7 +50,6 @@ BUILDERS: dict[str, Callable[[SpecReader, Path, float], Pattern]] = {
     "risley": risley.build,
     "mirror": mirror.build,
 }
-LAYOUTS = ("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "xyzi")
 DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gazebo", "planar": "xyzi", "risley": "livox"}
 INTENSITY_FIELDS = ("reflectivity", "velodyne_intensity", "ouster_signal", "ouster_reflectivity")
 DEFAULT_INTENSITY = {"velodyne": "velodyne_intensity", "ouster": "ouster_signal"}

@@ -46,7 +46,7 @@ class LidarScan:
     # its outputs read
     ground_truth_source: Callable[[str], np.ndarray] | None = field(default=None, repr=False)
     # the config's organized driver-layout cloud (rows, cols), written while the frame was simulated
-    # (radarays_ros.io.lidar_clouds.FrameCloud; xyz and intensity are views into it), or None
+    # (a lidar_ros.sink.FrameSink buffer; xyz and intensity are views into it), or None
     cloud: np.ndarray | None = field(default=None, repr=False)
     cloud_writer: object = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
@@ -83,6 +83,14 @@ class LidarScan:
             angle = np.arccos(np.clip(self.cos_incidence, 0.0, 1.0)).astype(np.float32)
             self._cache["incidence"] = np.where(self.hit, angle, np.float32(np.nan))
         return self._cache["incidence"]
+
+    def release(self) -> None:
+        """Give this frame's cloud buffer back to its simulator's sink for reuse (lidar_ros.sink): call it
+        when nothing reads the scan's cloud, xyz or intensity any more (they are views into it). After
+        it the scan has no cloud; without it the buffer is never reused."""
+        cloud, self.cloud = self.cloud, None
+        if cloud is not None and self.cloud_writer is not None:
+            self.cloud_writer.release(cloud)
 
     @property
     def shape(self) -> tuple[int, int]:

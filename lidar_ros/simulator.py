@@ -11,8 +11,9 @@ threads); the material classes (further bounces) and the surface model then run 
 pieces (`frame_pieces`) on as many threads as the backend traces with: embreex and numpy release
 the GIL, so all cores work. The ray table is checked once, so the frame's rays skip the backend's
 per-ray checks; normals are computed only if read. For driver layouts that allow it the organized
-point cloud is the frame's storage (radarays_ros.io.lidar_clouds.FrameCloud): no copy into a
-message layout afterwards.
+point cloud is the frame's storage: given a sink factory (lidar_ros.sink; the driver layouts are
+radarays_ros.io.lidar_clouds.FrameCloud.of), the frame is written into the sink's buffer, with no copy
+into a message layout afterwards.
 """
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from radarays_ros.io.lidar_clouds import FrameCloud
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
 
@@ -31,6 +31,7 @@ from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
 from .physics.interaction import first_trace
 from .scan import LidarScan
+from .sink import FrameSink, SinkFactory
 
 
 # A frame is traced in one backend call, then cut into pieces of at most PIECE_RAYS rays, and into
@@ -76,7 +77,8 @@ def frame_pieces(n: int) -> list[tuple[int, int]]:
 class LidarSimulator:
     """Simulates frames of one sensor in one scene. Same seed, same frames (bit for bit, same backend)."""
 
-    def __init__(self, config: LidarConfig, scene, backend, seed: int | None = None):
+    def __init__(self, config: LidarConfig, scene, backend, seed: int | None = None,
+                 sink: SinkFactory | None = None):
         self.config = config
         self.scene = scene
         self.backend = backend
@@ -104,8 +106,8 @@ class LidarSimulator:
         self._tmin = max(config.range_min - max_off, 0.0)
         self._tmax = config.range_max - min_off
         self._eager = tuple(f for f in LAYOUT_FIELDS.get(config.layout, ()) if f != config.intensity_field)
-        # the driver cloud written in place, where the layout allows (pieces are then whole rows)
-        self._cloud = FrameCloud.of(config, [a for a, _ in self._pieces])
+        # the driver cloud written in place, where the sink allows (pieces are then whole rows)
+        self._cloud = None if sink is None else sink(config, [a for a, _ in self._pieces])
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
@@ -279,7 +281,7 @@ class LidarSimulator:
 class _Frame:
     """One frame's inputs (rays, pose) and the output arrays its pieces fill."""
 
-    def __init__(self, index: int, shape: tuple[int, int], eager: tuple[str, ...], cloud: FrameCloud | None = None):
+    def __init__(self, index: int, shape: tuple[int, int], eager: tuple[str, ...], cloud: FrameSink | None = None):
         self.index = index
         self.cols = shape[1]
         n = shape[0] * shape[1]

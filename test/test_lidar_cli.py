@@ -142,7 +142,7 @@ def test_bad_sensor_files_and_values_from_the_command_line(tmp_path, wall_world,
 
 def test_unknown_output_type(tmp_path, wall_world, capsys):
     assert main(["lidar", str(wall_world), "--sensor", "VLP-16", "--out", str(tmp_path / "x.las")]) == 2
-    assert "allowed: .npz, .pcd, .ply, .mcap" in capsys.readouterr().err
+    assert "allowed: .npz, .pcd, .ply, .png, .mcap" in capsys.readouterr().err
 
 
 def test_trajectory_csv_gives_motion_distortion(tmp_path, wall_world):
@@ -179,3 +179,28 @@ def test_materials_file_sets_the_wall_reflectivity(tmp_path, wall_world):
     assert main(["lidar", str(wall_world), "--sensor", "VLP-16", "--materials", str(absorbent),
                  "--out", str(tmp_path / "water.npz")]) == 0
     assert not np.load(tmp_path / "water.npz")["hit"].any()
+
+
+def test_png_top_view_on_a_fixed_scale(tmp_path, wall_world):
+    """The wall (x = 8 m, ahead) shows in the upper part of the picture only: +x is up. With a fixed reach
+    the same wall lands on the same pixels whatever else the frame holds."""
+    from PIL import Image
+
+    from radarays_ros.io.lidar_files import nice_grid_step
+
+    outs = []
+    for name, pose in (("a.png", "0 0 1 0 0 0"), ("b.png", "0 0 2 0 0 0")):
+        out = tmp_path / name
+        assert main(["lidar", str(wall_world), "--sensor", str(EXAMPLE), "--pose", pose, "--scans", "2",
+                     "--view-reach", "10", "--out", str(out)]) == 0
+        outs.append(np.asarray(Image.open(out).convert("RGB")).astype(int))
+    img = outs[0]
+    assert img.shape[0] == 800
+    coloured = (np.abs(img - img[..., :1]).sum(axis=2) > 60)  # viridis dots and the red sensor mark, not grey/black
+    rows = np.flatnonzero(coloured.any(axis=1))
+    assert rows.min() < 0.3 * img.shape[0]  # the wall: near the top
+    centre_rows = np.flatnonzero(coloured[:, :img.shape[1] * 3 // 4].any(axis=1))
+    assert centre_rows.max() < 0.6 * img.shape[0]  # nothing behind the sensor
+    wall_rows = lambda im: set(np.flatnonzero((np.abs(im - im[..., :1]).sum(axis=2) > 60)[: img.shape[0] // 3].any(axis=1)))
+    assert wall_rows(outs[0]) == wall_rows(outs[1])  # same scale: the wall on the same rows
+    assert [nice_grid_step(r) for r in (10, 47, 120, 3)] == [2.0, 10.0, 20.0, 0.5]

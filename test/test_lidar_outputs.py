@@ -34,6 +34,8 @@ DRIVER_FIELDS = {
     # livox_ros_driver2 xfer_format 0: packed LivoxPointXyzrtlt
     "livox": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "tag": (16, 2), "line": (17, 2),
                "timestamp": (18, 8)}, 26),
+    # livox_ros_driver (ROS 1) / livox_ros2_driver xfer_format 0: packed LivoxPointXyzrtl, no time
+    "livox_xyzrtl": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "tag": (16, 2), "line": (17, 2)}, 18),
     "xyzi": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7)}, 16),
 }
 NUMPY_OF_POINTFIELD = {1: "i1", 2: "u1", 3: "<i2", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}

@@ -22,6 +22,9 @@ livox     livox_ros_driver2 PointCloud2 (xfer_format 0, packed LivoxPointXyzrtlt
           float32 @0/4/8/12, tag uint8 @16 (0), line uint8 @17 (emitter = scan row), timestamp
           float64 @18 (absolute ns of the point), point_step 26. The driver sends only returns
           (unorganized, stamped at the first point).
+livox_xyzrtl  livox_ros_driver (ROS 1 / livox_ros2_driver, Mid-40/Mid-70/Avia, xfer_format 0,
+          LivoxPointXyzrtl): x,y,z float32 @0/4/8, reflectivity as intensity float32 @12, tag uint8
+          @16, line uint8 @17, point_step 18; no per-point time; returns only.
 xyzi      x,y,z,intensity float32, point_step 16, rows as in the scan.
 
 Misses: organized clouds keep them as NaN points (intensity 0, range 0); unorganized clouds drop them.
@@ -30,14 +33,14 @@ material_id int32, normal_x/y/z float32 (sensor frame), incidence_angle float32 
 """
 from __future__ import annotations
 
-import sys
+import weakref
 
 import numpy as np
 
+from lidar_ros.sink import LAYOUTS, TOP_RING_FIRST
+
 from ..errors import ConfigError
 from . import messages
-
-LAYOUTS = ("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "xyzi")
 
 VELODYNE_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring", "time"],
                            "formats": ["<f4", "<f4", "<f4", "<f4", "<u2", "<f4"],
@@ -54,12 +57,15 @@ GAZEBO_CPU_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
 LIVOX_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line", "timestamp"],
                         "formats": ["<f4", "<f4", "<f4", "<f4", "u1", "u1", "<f8"],
                         "offsets": [0, 4, 8, 12, 16, 17, 18], "itemsize": 26})
+LIVOX_XYZRTL_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line"],
+                               "formats": ["<f4", "<f4", "<f4", "<f4", "u1", "u1"],
+                               "offsets": [0, 4, 8, 12, 16, 17], "itemsize": 18})
 XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
                        "offsets": [0, 4, 8, 12], "itemsize": 16})
 LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "gazebo": GAZEBO_DTYPE,
-                 "gazebo_cpu": GAZEBO_CPU_DTYPE, "livox": LIVOX_DTYPE, "xyzi": XYZI_DTYPE}
-TOP_RING_FIRST = {"velodyne": False, "ouster": True, "gazebo": False, "gazebo_cpu": False,  # None: keep rows
-                  "livox": None, "xyzi": None}
+                 "gazebo_cpu": GAZEBO_CPU_DTYPE, "livox": LIVOX_DTYPE, "livox_xyzrtl": LIVOX_XYZRTL_DTYPE,
+                 "xyzi": XYZI_DTYPE}
+assert set(LAYOUT_DTYPES) == set(LAYOUTS)  # the one list (lidar_ros.sink) and its implementations
 
 GROUND_TRUTH_FIELDS = {  # scan attribute -> (field names, dtype)
     "clean_range": (("clean_range",), "<f4"),
@@ -146,10 +152,11 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         out["reflectivity"] = field(scan.fields["ouster_reflectivity"])
         out["ambient"] = field(scan.fields["ouster_ambient"])
         out["range"] = field(_millimetres(scan.range))
-    elif layout == "livox":
+    elif layout in ("livox", "livox_xyzrtl"):
         out["tag"] = 0
         out["line"] = per_row(np.arange(rows, dtype=np.uint8))
-        out["timestamp"] = field(scan.t0_ns + scan.time * 1e9)
+        if layout == "livox":
+            out["timestamp"] = field(scan.t0_ns + scan.time * 1e9)
     for key in _check_ground_truth(ground_truth):
         names, _ = GROUND_TRUTH_FIELDS[key]
         value = field(getattr(scan, key))
@@ -174,6 +181,7 @@ class FrameCloud:
     """
 
     LAYOUTS = ("ouster", "velodyne", "gazebo", "gazebo_cpu", "xyzi")
+    MAX_FREE = 2  # released clouds kept for reuse (double buffering when a consumer releases each frame)
     FIELDS = {"ouster": {"reflectivity": "ouster_reflectivity", "ambient": "ouster_ambient"}}
 
     def __init__(self, config, dtype: np.dtype):
@@ -181,8 +189,9 @@ class FrameCloud:
         self.rows, self.cols = config.rows, config.cols
         self.transposed = self.layout == "velodyne"
         self._time_reference = config.time_reference
-        self._last: np.ndarray | None = None  # the latest cloud handed out (reused once unreferenced)
-        self._last_done = False
+        self._free: list[np.ndarray] = []  # complete clouds their consumers gave back (release)
+        # handed-out clouds whose frames completed, by id (weak: a dropped cloud leaves, its id with it)
+        self._complete: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
         # the firing-table fields per pixel (rows, cols), the same for every frame
         self._constant = {}
         if "ring" in dtype.names:
@@ -210,21 +219,27 @@ class FrameCloud:
 
     def new(self) -> tuple[np.ndarray, bool]:
         """(cloud, fresh): the cloud of one frame, (rows, cols) or (cols, rows) for velodyne, padding
-        bytes 0. The previous frame's cloud is handed out again once nothing refers to it any more
-        (no scan, message or view of it is alive: CPython reference count): its padding and
-        firing-table fields are already in place (fresh False), and no new memory is touched."""
-        last = self._last
-        if last is not None and self._last_done and sys.getrefcount(last) == 3:  # self._last, `last`, the argument
-            return last, False
+        bytes 0. A cloud given back with `release` is handed out again (fresh False: its padding and
+        firing-table fields are in place); otherwise a new one. Nothing else is ever reused, so a
+        consumer that keeps a scan keeps its cloud intact."""
+        if self._free:
+            return self._free.pop(), False
         shape = (self.cols, self.rows) if self.transposed else (self.rows, self.cols)
-        self._last = np.empty(shape, self.dtype) if _packed(self.dtype) else np.zeros(shape, self.dtype)
-        self._last_done = False
-        return self._last, True
+        cloud = np.empty(shape, self.dtype) if _packed(self.dtype) else np.zeros(shape, self.dtype)
+        return cloud, True
 
     def done(self, cloud: np.ndarray) -> None:
-        """Every field of `cloud` is written (its frame succeeded): it may be reused once unreferenced."""
-        if cloud is self._last:
-            self._last_done = True
+        """Every field of `cloud` is written (its frame succeeded): it may be released for reuse."""
+        self._complete[id(cloud)] = cloud
+
+    def release(self, cloud: np.ndarray) -> None:
+        """The caller's promise that nothing reads `cloud` any more: a later frame may write into it.
+        Only complete clouds of this writer are kept (at most MAX_FREE); others are left to the GC."""
+        if self._complete.get(id(cloud)) is not cloud:
+            return
+        del self._complete[id(cloud)]
+        if len(self._free) < self.MAX_FREE:
+            self._free.append(cloud)
 
     def _pixels(self, cloud: np.ndarray, name: str) -> np.ndarray:
         view = cloud[name]

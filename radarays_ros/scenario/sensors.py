@@ -291,7 +291,7 @@ class LidarUnit(SensorUnit):
         if isinstance(config, LidarConfig) and overrides:
             cfg = cfg.with_overrides(overrides)
         self.config = cfg
-        self.simulator = LidarSimulator(cfg, scene, backend)
+        self.simulator = LidarSimulator(cfg, scene, backend, sink=_lidar_sink())
         super().__init__(name, frame_id or cfg.frame_id, output)
 
     @property
@@ -317,7 +317,7 @@ class LidarUnit(SensorUnit):
     def reconfigure(self, config) -> None:
         from lidar_ros import LidarSimulator
 
-        self.simulator = LidarSimulator(config, self.simulator.scene, self.simulator.backend)
+        self.simulator = LidarSimulator(config, self.simulator.scene, self.simulator.backend, sink=_lidar_sink())
         self.config = config
 
     @property
@@ -364,3 +364,10 @@ def poses_over(pose_source, t0_ns: int, period_ns: int, samples_per_s: float = 2
     times = t0_ns + np.linspace(0, period_ns, n).round().astype(np.int64)
     times = np.unique(times)
     return Trajectory(times, pose_source(times))
+
+
+def _lidar_sink():
+    """The driver-layout frame sink: lidar frames are written straight into their PointCloud2 layout."""
+    from ..io.lidar_clouds import FrameCloud
+
+    return FrameCloud.of
