@@ -16,6 +16,7 @@ keys every sensor has:
     max_bounces: 4               # mirror reflections followed per ray
     surface: {...}               # detection limit + intensity scales (lidar_ros.physics.SurfaceConfig)
     noise: {...}                 # range noise (lidar_ros.physics.NoiseConfig)
+    beam, detection, signal, weather, tof: {...}  # effects, all off by default (physics/effects_config.py)
 
 `load_sensor(name_or_path, overrides)` also accepts an Ouster metadata JSON or a ros-drivers/velodyne
 calibration YAML as the sensor itself. Overrides are dotted keys ("range.max", "noise.sigma") applied
@@ -35,6 +36,7 @@ from radarays_ros.errors import ConfigError
 
 from .patterns import Pattern, angles_of, grid, mirror, ouster, planar, rays, risley, velodyne
 from .physics import NoiseConfig, SurfaceConfig
+from .physics.effects_config import EffectsConfig
 from .sink import LAYOUTS
 from .spec import SpecReader, read_yaml, set_dotted
 
@@ -55,7 +57,8 @@ INTENSITY_FIELDS = ("reflectivity", "velodyne_intensity", "ouster_signal", "oust
 DEFAULT_INTENSITY = {"velodyne": "velodyne_intensity", "ouster": "ouster_signal"}
 TIME_REFERENCES = ("last", "first")
 COMMON_KEYS = ("type", "name", "description", "source", "model", "rate_hz", "range", "layout", "organized",
-               "time_reference", "intensity", "frame_id", "seed", "max_bounces", "surface", "noise")
+               "time_reference", "intensity", "frame_id", "seed", "max_bounces", "surface", "noise",
+               *EffectsConfig.SECTIONS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,6 +104,7 @@ class LidarConfig:
     max_bounces: int
     surface: SurfaceConfig
     noise: NoiseConfig
+    effects: EffectsConfig = EffectsConfig()  # beam footprint, echoes, detection curve, signal, weather, ToF
     retime: Callable[[float], np.ndarray] | None = field(default=None, repr=False)
     derived: dict = field(default_factory=dict, repr=False)  # outputs' per-pixel tables computed from `time` once
 
@@ -148,6 +152,7 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
     max_bounces = reader.number("max_bounces", 4, 0, 64, integer=True)
     surface = SurfaceConfig.from_dict(reader.raw("surface", None), where=f"{origin}: surface")
     noise = NoiseConfig.from_dict(reader.raw("noise", None), where=f"{origin}: noise")
+    effects = EffectsConfig.from_spec({name: reader.raw(name, None) for name in EffectsConfig.SECTIONS}, origin)
 
     pattern = BUILDERS[kind](reader, base_dir, rate_hz)
     reader.finish(COMMON_KEYS)
@@ -156,7 +161,7 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
         base_dir=str(base_dir), rate_hz=float(rate_hz), range_min=float(range_min), range_max=float(range_max),
         layout=layout, organized=organized, planar=kind == "planar", planar_info=dict(pattern.planar),
         time_reference=time_reference, intensity_field=intensity_field, frame_id=frame_id, seed=int(seed),
-        max_bounces=int(max_bounces), surface=surface, noise=noise,
+        max_bounces=int(max_bounces), surface=surface, noise=noise, effects=effects,
     ))
 
 

@@ -49,6 +49,8 @@ class LidarScan:
     # (a lidar_ros.sink.FrameSink buffer; xyz and intensity are views into it), or None
     cloud: np.ndarray | None = field(default=None, repr=False)
     cloud_writer: object = field(default=None, repr=False)
+    # dual-return sensors (beam.return_mode: dual): the second echo of every beam as a scan of its own
+    second: "LidarScan | None" = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def _truth(self, name: str) -> np.ndarray | None:

@@ -11,9 +11,13 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
+from .backfolding import fold
 from .config import NoiseConfig, SurfaceConfig
 from .detection import DetectionLimit
-from .intensity import calibrated_reflectivity, ouster_ambient, ouster_signal
+from .detection_probability import detected, dropouts
+from .effects_config import EffectsConfig
+from .intensity import MIN_SIGNAL_RANGE, calibrated_reflectivity, ouster_ambient, ouster_signal
+from .photons import photon_counts
 from .interaction import LidarHits
 from .noise import draw_laser_biases, noisy_ranges
 
@@ -41,7 +45,7 @@ class Returns:
     """
 
     def __init__(self, hits: LidarHits, keep: np.ndarray, noisy: np.ndarray, clean: np.ndarray,
-                 dust: np.ndarray, surface: SurfaceConfig, ambient_seed: int):
+                 dust: np.ndarray, surface: SurfaceConfig, ambient_seed: int, effects: EffectsConfig | None = None):
         self.range = noisy
         self.hit = keep
         self.clean_range = clean
@@ -51,6 +55,7 @@ class Returns:
         self._hits = hits
         self._surface = surface
         self._ambient_seed = ambient_seed
+        self._effects = effects or EffectsConfig()
 
     def __len__(self) -> int:
         return len(self.range)
@@ -70,7 +75,16 @@ class Returns:
     @cached_property
     def ouster_signal(self) -> np.ndarray:
         # clean_range is NaN and reflectivity 0 where there is no return: the signal is 0 there
-        return ouster_signal(self.reflectivity, self.clean_range, self._surface.signal_scale)
+        signal = self._effects.signal
+        if not signal.poisson and signal.noise_floor == 0 and signal.saturation >= 65535:
+            return ouster_signal(self.reflectivity, self.clean_range, self._surface.signal_scale)
+        r = np.fmax(self.clean_range.astype(np.float64), MIN_SIGNAL_RANGE)
+        mean = self._surface.signal_scale * self.reflectivity / (r * r)
+        if not signal.poisson:  # the mean itself, with the floor and saturation
+            mean = np.where(self.hit, mean, signal.noise_floor)
+            return np.rint(np.minimum(np.nan_to_num(mean), signal.saturation)).astype(np.uint16)
+        rng = np.random.default_rng([self._ambient_seed, 1])  # its own stream: fields read in any order
+        return photon_counts(mean, self.hit, signal.noise_floor, signal.saturation, rng)
 
     @cached_property
     def ouster_ambient(self) -> np.ndarray:
@@ -102,9 +116,10 @@ class SurfaceModel:
     """
 
     def __init__(self, surface: SurfaceConfig | None = None, noise: NoiseConfig | None = None,
-                 n_lasers: int = 1, seed: int | None = 0):
+                 n_lasers: int = 1, seed: int | None = 0, effects: EffectsConfig | None = None):
         self.surface = surface or SurfaceConfig()
         self.noise = noise or NoiseConfig()
+        self.effects = effects or EffectsConfig()
         if isinstance(n_lasers, bool) or not isinstance(n_lasers, (int, np.integer)) or n_lasers < 0:
             raise ConfigError(f"n_lasers: {n_lasers!r}; allowed: an integer >= 0")
         self.n_lasers = int(n_lasers)
@@ -134,11 +149,19 @@ class SurfaceModel:
             if laser_index is not None and np.shape(laser_index) != (n,):
                 raise ConfigError(f"laser_index must have shape ({n},), got {np.shape(laser_index)}")
             ray_bias = self.ray_bias(laser_index)
-        keep = self.limit.keep(hits.range, hits.reflectivity)  # misses (range inf) are never kept
+        detection = self.effects.detection
+        if detection.model == "snr" and self.surface.model != "none":  # a probability around the limit
+            keep = detected(hits.range, hits.reflectivity, self.limit, detection.snr_at_limit, rng)
+        else:
+            keep = self.limit.keep(hits.range, hits.reflectivity)  # misses (range inf) are never kept
+        if detection.dropout_probability > 0:
+            keep &= ~dropouts(n, detection.dropout_probability, rng)
         clean = np.where(keep, hits.range, np.float32(np.nan)).astype(np.float32, copy=False)
         if self.noise.enabled:
             noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng)
         else:  # its own array: a caller may edit range in place, clean_range stays
             noisy, dust = clean.copy(), np.zeros(n, bool)
+        if self.effects.tof.unambiguous_range_m > 0:  # measured from the latest pulse (clean_range stays true)
+            noisy = fold(noisy, self.effects.tof.unambiguous_range_m)
         ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
-        return Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed)
+        return Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed, self.effects)

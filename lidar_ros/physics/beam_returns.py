@@ -1,0 +1,64 @@
+"""A beam's returns as LidarHits: from one of its echoes (echoes.py), and with a particle echo (weather.py).
+
+The glue between per-sub-ray hits and the per-beam surface model; the formulas live in echoes.py and
+weather.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .echoes import Echo
+from .effects_config import EffectsConfig
+from .interaction import LidarHits
+from .weather import backscatter_returns
+
+
+def hits_of_echo(hits: LidarHits, echo: Echo) -> LidarHits:
+    """Per-beam LidarHits: the echo's range and reflectivity, the surface of its strongest sub-ray."""
+    pick = echo.dominant
+    present = echo.present
+    return LidarHits(
+        range=echo.range,
+        entity=lambda: np.where(present, hits.entity[pick], -1).astype(np.int32),
+        material=np.where(present, hits.material[pick], -1).astype(np.int32),
+        normal=lambda: np.where(present[:, None], hits.normal[pick], np.float32(0.0)),
+        cos_incidence=np.where(present, hits.cos_incidence[pick], np.float32(0.0)),
+        reflectivity=echo.reflectivity,
+        bounces=lambda: hits.bounces[pick],
+        crossings=lambda: hits.crossings[pick],
+        first_entity=lambda: hits.first_entity[pick],
+        first_material=hits.first_material[pick],
+        first_range=hits.first_range[pick],
+    )
+
+
+def add_backscatter(beams: LidarHits, effects: EffectsConfig, alpha: float, range_min: float,
+                    rng: np.random.Generator) -> None:
+    """Put each beam's particle echo in place of its surface echo where the return mode picks it:
+    first: when nearer; last: only without a surface echo; strongest, mixed, dual: when stronger
+    (ρ/r²). A particle echo has no surface: entity and material -1, incidence 1."""
+    n = len(beams)
+    rb, rho_b = backscatter_returns(n, alpha, effects.beam.echo_separation_m, range_min, rng)
+    target = beams.range
+    have = np.isfinite(target)
+    mode = effects.beam.return_mode
+    if mode == "first":
+        take = ~have | (rb < target)
+    elif mode == "last":
+        take = ~have
+    else:
+        strength = np.where(have, beams.reflectivity / np.maximum(np.where(have, target, 1.0), 0.1) ** 2, 0.0)
+        take = rho_b / rb**2 > strength
+    take &= rho_b > 0
+    if not take.any():
+        return
+    idx = np.flatnonzero(take)
+    beams.range = beams.range.copy()
+    beams.reflectivity = beams.reflectivity.copy()
+    beams.range[idx] = rb[idx]
+    beams.reflectivity[idx] = rho_b[idx]
+    beams.material = np.where(take, -1, beams.material).astype(np.int32)
+    beams.cos_incidence = np.where(take, np.float32(1.0), beams.cos_incidence)
+    entity, normal = beams.entity, beams.normal
+    beams.entity = np.where(take, -1, entity).astype(np.int32)
+    beams.normal = np.where(take[:, None], np.float32(0.0), normal)

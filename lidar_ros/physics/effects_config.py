@@ -1,0 +1,181 @@
+"""Configuration of the lidar effects beyond the surface model: beam footprint and echoes, detection
+probability, photon counts and ambient light, weather, time-of-flight ambiguity.
+
+Each is a frozen dataclass built from its own section of a sensor file with `from_dict` (every key
+checked, errors name the key and the allowed values). Every default is off, so a sensor without these
+sections is exactly the geometric sensor of before. Example::
+
+    beam:                        # footprint.py, echoes.py
+      divergence_mrad: 3.0       # full angle of the beam cone (datasheet); 0 = a thin ray
+      sub_rays: 4                # rays traced per beam over its footprint (1 = the central ray only)
+      profile: gaussian          # uniform | gaussian (1/e² diameter = the divergence cone)
+      return_mode: strongest     # strongest | last | first | dual (strongest + last) | mixed
+      echo_separation_m: 0.5     # sub-returns nearer to each other than this form one echo
+    detection:                   # detection_probability.py
+      model: threshold           # threshold (hard range–reflectivity limit) | snr (smooth curve)
+      snr_at_limit: 4.0          # threshold / noise σ at the limit curve: steepness of the curve
+      dropout_probability: 0.0   # random single-pixel dropouts
+    signal:                      # photons.py, ambient.py
+      poisson: false             # shot noise on signal photons
+      noise_floor: 0.0           # mean photons reported where there is no return
+      saturation: 65535          # largest signal count
+      sun_elevation_deg: 45.0    # sun above the horizon; < 0 = night (ambient from sky glow only)
+      sun_azimuth_deg: 0.0
+      row_gain_sigma: 0.0        # relative per-row (per-beam) ambient gain spread, fixed per run
+    weather:                     # weather.py
+      fog_visibility_km: 0.0     # meteorological visibility; 0 = no fog
+      rain_rate_mm_h: 0.0
+      backscatter: true          # particle returns near the sensor
+      wavelength_nm: 905         # laser wavelength (fog extinction depends on it)
+    tof:                         # backfolding.py
+      unambiguous_range_m: 0.0   # c / (2 f_rep); 0 = no folding
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ._validate import check_keys, choice, integer, number
+
+RETURN_MODES = ("strongest", "last", "first", "dual", "mixed")
+PROFILES = ("uniform", "gaussian")
+DETECTION_CURVES = ("threshold", "snr")
+MAX_SUB_RAYS = 64
+
+
+class _Section:
+    """from_dict / to_dict shared by the effect sections (each defines _checked)."""
+
+    def __post_init__(self):
+        for key, value in self._checked(dataclasses.asdict(self), type(self).__name__).items():
+            object.__setattr__(self, key, value)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None, where: str):
+        data = check_keys(data, [f.name for f in dataclasses.fields(cls)], where)
+        return cls(**cls._checked({**dataclasses.asdict(cls()), **data}, where))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class BeamConfig(_Section):
+    divergence_mrad: float = 0.0
+    sub_rays: int = 1
+    profile: str = "uniform"
+    return_mode: str = "strongest"
+    echo_separation_m: float = 0.5
+
+    @staticmethod
+    def _checked(v, where):
+        return dict(
+            divergence_mrad=number(v["divergence_mrad"], "divergence_mrad", where, 0.0, 100.0),
+            sub_rays=integer(v["sub_rays"], "sub_rays", where, 1, MAX_SUB_RAYS),
+            profile=choice(v["profile"], "profile", where, PROFILES),
+            return_mode=choice(v["return_mode"], "return_mode", where, RETURN_MODES),
+            echo_separation_m=number(v["echo_separation_m"], "echo_separation_m", where, 0.0, 100.0),
+        )
+
+    @property
+    def footprint(self) -> bool:
+        """Sub-rays are traced (more than the central ray)."""
+        return self.sub_rays > 1
+
+    @property
+    def dual(self) -> bool:
+        return self.return_mode == "dual"
+
+
+@dataclass(frozen=True)
+class DetectionConfig(_Section):
+    model: str = "threshold"
+    snr_at_limit: float = 4.0
+    dropout_probability: float = 0.0
+
+    @staticmethod
+    def _checked(v, where):
+        return dict(
+            model=choice(v["model"], "model", where, DETECTION_CURVES),
+            snr_at_limit=number(v["snr_at_limit"], "snr_at_limit", where, 0.0, 1000.0, low_open=True),
+            dropout_probability=number(v["dropout_probability"], "dropout_probability", where, 0.0, 1.0),
+        )
+
+
+@dataclass(frozen=True)
+class SignalConfig(_Section):
+    poisson: bool = False
+    noise_floor: float = 0.0
+    saturation: float = 65535.0
+    sun_elevation_deg: float = 45.0
+    sun_azimuth_deg: float = 0.0
+    row_gain_sigma: float = 0.0
+
+    @staticmethod
+    def _checked(v, where):
+        if not isinstance(v["poisson"], bool):
+            from radarays_ros.errors import ConfigError
+
+            raise ConfigError(f"{where}.poisson: {v['poisson']!r}; allowed: true or false")
+        return dict(
+            poisson=v["poisson"],
+            noise_floor=number(v["noise_floor"], "noise_floor", where, 0.0, 65535.0),
+            saturation=number(v["saturation"], "saturation", where, 1.0, 65535.0),
+            sun_elevation_deg=number(v["sun_elevation_deg"], "sun_elevation_deg", where, -90.0, 90.0),
+            sun_azimuth_deg=number(v["sun_azimuth_deg"], "sun_azimuth_deg", where, -360.0, 360.0),
+            row_gain_sigma=number(v["row_gain_sigma"], "row_gain_sigma", where, 0.0, 1.0),
+        )
+
+
+@dataclass(frozen=True)
+class WeatherConfig(_Section):
+    fog_visibility_km: float = 0.0
+    rain_rate_mm_h: float = 0.0
+    backscatter: bool = True
+    wavelength_nm: float = 905.0
+
+    @staticmethod
+    def _checked(v, where):
+        if not isinstance(v["backscatter"], bool):
+            from radarays_ros.errors import ConfigError
+
+            raise ConfigError(f"{where}.backscatter: {v['backscatter']!r}; allowed: true or false")
+        return dict(
+            fog_visibility_km=number(v["fog_visibility_km"], "fog_visibility_km", where, 0.0, 1000.0),
+            rain_rate_mm_h=number(v["rain_rate_mm_h"], "rain_rate_mm_h", where, 0.0, 500.0),
+            backscatter=v["backscatter"],
+            wavelength_nm=number(v["wavelength_nm"], "wavelength_nm", where, 400.0, 2000.0),
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.fog_visibility_km or self.rain_rate_mm_h)
+
+
+@dataclass(frozen=True)
+class TofConfig(_Section):
+    unambiguous_range_m: float = 0.0
+
+    @staticmethod
+    def _checked(v, where):
+        return dict(unambiguous_range_m=number(v["unambiguous_range_m"], "unambiguous_range_m", where, 0.0, 1e6))
+
+
+@dataclass(frozen=True)
+class EffectsConfig:
+    """Every effect section of one sensor."""
+
+    beam: BeamConfig = BeamConfig()
+    detection: DetectionConfig = DetectionConfig()
+    signal: SignalConfig = SignalConfig()
+    weather: WeatherConfig = WeatherConfig()
+    tof: TofConfig = TofConfig()
+
+    SECTIONS = {"beam": BeamConfig, "detection": DetectionConfig, "signal": SignalConfig, "weather": WeatherConfig,
+                "tof": TofConfig}
+
+    @classmethod
+    def from_spec(cls, sections: Mapping[str, Any], origin: str) -> "EffectsConfig":
+        """From a sensor file's sections (missing ones: defaults); errors name `origin: section.key`."""
+        return cls(**{name: kind.from_dict(sections.get(name), f"{origin}: {name}") for name, kind in cls.SECTIONS.items()})
