@@ -1,0 +1,252 @@
+"""Lidar effects against their analytic or statistical answers: beam footprint and echoes (mixed pixels,
+dual returns), detection probability and dropouts, Poisson photon counts, fog/rain extinction and
+backscatter, range backfolding. Real Embree tracing wherever a scene is involved."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import trimesh
+from scipy.special import ndtr
+
+from lidar_ros import LidarSimulator, load_sensor
+from lidar_ros.physics import LidarHits, SurfaceConfig, SurfaceModel
+from lidar_ros.physics.effects_config import DetectionConfig, EffectsConfig, SignalConfig
+from lidar_ros.physics.footprint import spread_directions, sub_ray_offsets
+from lidar_ros.physics.weather import extinction_per_m, fog_exponent
+from radarays_ros.errors import ConfigError
+from radarays_ros.tracing import make_backend
+from radarays_ros.world.mesh import TriMesh
+from radarays_ros.world.scene import Scene
+from radarays_ros.world.transforms import pose_to_matrix
+
+ROOT = Path(__file__).resolve().parents[1]
+SPHERICAL = str(ROOT / "config" / "examples" / "spherical_16x1800.yaml")  # origins 0, no noise
+RHO = 0.3  # concrete in the shipped library: Lambertian ρ(θ) = 0.3·cos θ
+
+
+def box_scene(*boxes):
+    scene = Scene()
+    for name, size, x in boxes:
+        mesh = trimesh.creation.box(size)
+        scene.add_entity(name, TriMesh(mesh.vertices, mesh.faces), pose_to_matrix(x, 0, 0), material="concrete")
+    return scene, make_backend("embree", scene, threads=2)
+
+
+@pytest.fixture(scope="module")
+def plate_before_wall():
+    """A 1 m wide, 4 m tall plate whose front face is x = 5, before a wall whose face is x = 10."""
+    return box_scene(("wall", [0.2, 60, 60], 10.1), ("plate", [0.02, 1.0, 4.0], 5.01))
+
+
+@pytest.fixture(scope="module")
+def wall():
+    return box_scene(("wall", [0.2, 300, 300], 8.1))
+
+
+def sensor(**sections):
+    return load_sensor(SPHERICAL, {f"{k}.{key}": v for k, d in sections.items() for key, v in d.items()})
+
+
+# -- footprint ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("profile", ["uniform", "gaussian"])
+def test_sub_rays_sample_the_beam_profile(profile):
+    """Equal-power sub-rays at the profile's radius quantiles: E[r²] = R²/2 for the top hat over radius R
+    and for the Gaussian with 1/e² radius R; each sub-ray makes its radius with the beam axis."""
+    div = 0.004
+    radius, _, weights = sub_ray_offsets(div, 4000, profile)
+    np.testing.assert_allclose(weights.sum(), 1.0)
+    np.testing.assert_allclose(np.mean(radius**2), (div / 2) ** 2 / 2, rtol=2e-3)
+    if profile == "uniform":
+        assert radius.max() <= div / 2
+    beams = np.array([[1.0, 0.0, 0.0], [0.0, 0.6, 0.8], [0.0, 0.0, 1.0]])
+    sub = spread_directions(beams, div, 7, profile).reshape(3, 7, 3).astype(np.float64)
+    cross = np.linalg.norm(np.cross(sub, beams[:, None, :]), axis=2)
+    angles = np.arctan2(cross, np.einsum("bkj,bj->bk", sub, beams))  # exact for small angles
+    expect = sub_ray_offsets(div, 7, profile)[0]
+    np.testing.assert_allclose(angles, np.broadcast_to(expect, (3, 7)), atol=5e-7)
+
+
+def expected_footprint(cfg, k):
+    """Per beam, from plane intersections alone: the fraction-weighted echo strengths of the plate (x = 5,
+    |y| <= 0.5, |z| <= 2) and the wall (x = 10), and the mixed range of the summed pulse."""
+    beams = cfg.directions.reshape(-1, 3).astype(np.float64)
+    sub = spread_directions(beams, cfg.effects.beam.divergence_mrad * 1e-3, k).reshape(-1, k, 3).astype(np.float64)
+    forward = sub[..., 0] > 1e-6
+    t_plate = np.where(forward, 5.0 / np.where(forward, sub[..., 0], 1), np.inf)
+    on_plate = forward & (np.abs(sub[..., 1] * t_plate) <= 0.5) & (np.abs(sub[..., 2] * t_plate) <= 2.0)
+    cos = np.abs(sub[..., 0])  # both faces face -x
+    t_wall = np.where(forward, 10.0 / np.where(forward, sub[..., 0], 1), np.inf)
+    r = np.where(on_plate, t_plate, t_wall)
+    power = np.where(forward, (1.0 / k) * RHO * cos / r**2, 0.0)
+    mixed = np.sum(power * np.where(forward, r, 0), axis=1) / np.maximum(power.sum(axis=1), 1e-30)
+    fraction = on_plate.sum(axis=1) / k
+    return fraction.reshape(cfg.shape), mixed.reshape(cfg.shape), on_plate, power
+
+
+def test_plate_before_wall_gives_mixed_pixels_where_the_footprint_straddles_the_edge(plate_before_wall):
+    scene, backend = plate_before_wall
+    k = 16
+    cfg = sensor(beam={"divergence_mrad": 20.0, "sub_rays": k, "return_mode": "mixed"})
+    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    fraction, mixed, _, _ = expected_footprint(cfg, k)
+    straddles = (fraction > 0) & (fraction < 1)
+    front = np.abs(scan.azimuth_rad) < np.radians(20)  # the plate spans ±5.7°; the wall is far wider
+    dx = np.cos(scan.elevation_rad) * np.cos(scan.azimuth_rad)  # along each beam: plate at 5/dx, wall at 10/dx
+    with np.errstate(divide="ignore"):
+        between = front & scan.hit & (scan.range > 5 / dx + 0.05) & (scan.range < 10 / dx - 0.05)
+    assert straddles.sum() > 20 and not np.any(straddles & ~front)  # two edges on the rows that see the plate
+    np.testing.assert_array_equal(between, straddles)
+    assert scan.hit[front].all()
+    np.testing.assert_allclose(scan.range[front], mixed[front], rtol=1e-4)  # every beam: the summed pulse
+    # the same frame with thin rays has no point between the plate and the wall
+    thin = LidarSimulator(sensor(), scene, backend).simulate(np.eye(4))
+    with np.errstate(divide="ignore"):
+        assert not np.any(front & thin.hit & (thin.range > 5 / dx + 0.05) & (thin.range < 10 / dx - 0.05))
+
+
+def test_dual_returns_report_strongest_and_last(plate_before_wall):
+    scene, backend = plate_before_wall
+    k = 16
+    cfg = sensor(beam={"divergence_mrad": 20.0, "sub_rays": k, "return_mode": "dual", "echo_separation_m": 0.5})
+    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    fraction, _, on_plate, power = expected_footprint(cfg, k)
+    plate_power = np.where(on_plate, power, 0).sum(axis=1).reshape(cfg.shape)
+    wall_power = np.where(on_plate, 0, power).sum(axis=1).reshape(cfg.shape)
+    straddles = (fraction > 0) & (fraction < 1)
+    np.testing.assert_array_equal(scan.second.hit, straddles)  # two echoes exactly where the footprint is split
+    plate_first = straddles & (plate_power > wall_power)
+    assert plate_first.any() and (straddles & ~plate_first).any()
+    np.testing.assert_allclose(scan.range[plate_first], 5.0 / np.cos(scan.azimuth_rad[plate_first]) /
+                               np.cos(scan.elevation_rad[plate_first]), rtol=0.01)
+    assert np.all(scan.second.range[plate_first] > 9.9)  # the last echo: the wall
+    assert np.all(scan.second.range[straddles & ~plate_first] < 5.5)  # the wall was strongest: second = the plate
+    # partial hits are darker: the echo's reflectivity is the covered part of the footprint only
+    refl = scan.fields["reflectivity"]
+    assert np.all(refl[plate_first] < RHO * (fraction[plate_first] + 1e-3))
+
+
+# -- detection probability and dropouts ----------------------------------------------------------
+def synthetic_hits(ranges, rho):
+    n = len(ranges)
+    hits = LidarHits.misses(n)
+    hits.range = np.asarray(ranges, np.float32)
+    hits.reflectivity = np.asarray(rho, np.float32)
+    hits.material = np.where(np.isfinite(hits.range), 0, -1).astype(np.int32)
+    return hits
+
+
+def test_detection_probability_follows_the_threshold_curve():
+    """P_d = Φ(k((r_L(ρ)/r)² − 1)); linear limit through (0.1, 50 m), (0.8, 120 m): r_L(0.1) = 50 m."""
+    surface = SurfaceConfig(model="linear", limits=((0.1, 50.0), (0.8, 120.0)))
+    effects = EffectsConfig(detection=DetectionConfig(model="snr", snr_at_limit=4.0))
+    model = SurfaceModel(surface, None, 1, 0, effects)
+    n = 40000
+    for r in (40.0, 45.0, 50.0, 55.0, 60.0):
+        ret = model.apply(synthetic_hits(np.full(n, r), np.full(n, 0.1)), None, np.random.default_rng(int(r)))
+        p = ndtr(4.0 * ((50.0 / r) ** 2 - 1))
+        assert abs(ret.hit.mean() - p) < 4 * np.sqrt(p * (1 - p) / n) + 1e-4, (r, ret.hit.mean(), p)
+
+
+def test_random_dropouts_are_bernoulli_and_seeded():
+    effects = EffectsConfig(detection=DetectionConfig(dropout_probability=0.03))
+    model = SurfaceModel(None, None, 1, 0, effects)
+    n = 100000
+    hits = synthetic_hits(np.full(n, 10.0), np.full(n, 0.5))
+    one = model.apply(hits, None, np.random.default_rng(5))
+    lost = 1 - one.hit.mean()
+    assert abs(lost - 0.03) < 4 * np.sqrt(0.03 * 0.97 / n)
+    again = model.apply(synthetic_hits(np.full(n, 10.0), np.full(n, 0.5)), None, np.random.default_rng(5))
+    np.testing.assert_array_equal(one.hit, again.hit)
+    lonely = ~one.hit[1:-1] & one.hit[:-2] & one.hit[2:]
+    assert lonely.sum() > 0.8 * (~one.hit).sum()  # single missing pixels, not holes
+
+
+# -- photons --------------------------------------------------------------------------------------
+def test_signal_photons_are_poisson_with_a_noise_floor_and_saturation():
+    scale = 2000.0
+    effects = EffectsConfig(signal=SignalConfig(poisson=True, noise_floor=3.0, saturation=4000))
+    model = SurfaceModel(SurfaceConfig(signal_scale=scale), None, 1, 0, effects)
+    n = 60000
+    ranges = np.where(np.arange(n) % 3 == 0, np.inf, 4.0)
+    ranges[1::3] = 0.5  # a bright near target: 0.5 * 2000 / 0.25 = 4000 mean, saturates
+    ret = model.apply(synthetic_hits(ranges, np.full(n, 0.5)), None, np.random.default_rng(1))
+    signal = ret.ouster_signal.astype(np.float64)
+    far = ret.hit & (ranges == 4.0)
+    lam = scale * 0.5 / 16.0
+    assert abs(signal[far].mean() - lam) < 4 * np.sqrt(lam / far.sum())
+    assert abs(signal[far].var() / lam - 1) < 0.05  # Poisson: variance = mean
+    misses = ~ret.hit
+    assert abs(signal[misses].mean() - 3.0) < 4 * np.sqrt(3.0 / misses.sum()) and signal[misses].var() > 2.5
+    assert signal.max() == 4000 and (signal[1::3] == 4000).mean() > 0.4
+
+
+# -- weather ---------------------------------------------------------------------------------------
+def test_fog_extinction_coefficient_follows_koschmieder_and_kim():
+    assert [fog_exponent(v) for v in (0.3, 0.8, 3.0, 20.0, 80.0)] == pytest.approx([0.0, 0.3, 0.82, 1.3, 1.6])
+    assert extinction_per_m(0.2, 0.0, 905) == pytest.approx(3.912 / 200)  # q = 0 below 0.5 km
+    assert extinction_per_m(3.0, 0.0, 550) == pytest.approx(3.912 / 3000)
+    assert extinction_per_m(0.0, 25.0) == pytest.approx(0.01 * 25**0.6)
+
+
+def test_fog_weakens_returns_by_two_way_beer_lambert(wall):
+    scene, backend = wall
+    clear = LidarSimulator(sensor(), scene, backend).simulate(np.eye(4))
+    foggy_cfg = sensor(weather={"fog_visibility_km": 0.2, "rain_rate_mm_h": 4.0})
+    foggy = LidarSimulator(foggy_cfg, scene, backend).simulate(np.eye(4))
+    alpha = 3.912 / 200 + 0.01 * 4.0**0.6
+    both = clear.hit & foggy.hit
+    assert both.sum() > 1000 and np.array_equal(clear.hit, foggy.hit)  # no detection limit: all still seen
+    ratio = foggy.fields["reflectivity"][both] / clear.fields["reflectivity"][both]
+    np.testing.assert_allclose(ratio, np.exp(-2 * alpha * clear.clean_range[both]), rtol=2e-5)
+
+
+def test_fog_backscatter_gives_false_returns_near_the_sensor_only_in_fog(wall):
+    scene, backend = wall
+    limits = {"model": "linear", "limits": [[0.0001, 2.0], [0.8, 120.0]]}
+    counts = {}
+    for visibility in (0.0, 1.0, 0.05):
+        cfg = sensor(surface=limits, weather={"fog_visibility_km": visibility})
+        scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+        particles = scan.hit & (scan.material == -1)
+        counts[visibility] = int(particles.sum())
+        if particles.any():
+            assert scan.range[particles].max() <= 0.1 + 10.0 and scan.range[particles].min() >= 0.1
+    assert counts[0.0] == 0 and counts[0.05] > counts[1.0] and counts[0.05] > 50
+
+
+# -- time of flight --------------------------------------------------------------------------------
+def test_backfolded_range_is_the_range_modulo_the_unambiguous_range(wall):
+    scene, backend = wall
+    scan = LidarSimulator(sensor(tof={"unambiguous_range_m": 3.0}), scene, backend).simulate(np.eye(4))
+    assert scan.hit.sum() > 1000
+    np.testing.assert_allclose(scan.range[scan.hit], np.fmod(scan.clean_range[scan.hit], 3.0), atol=2e-6)
+    assert scan.range[scan.hit].max() < 3.0 and scan.clean_range[scan.hit].min() >= 8.0
+
+
+# -- configuration -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("key,value,words", [
+    ("beam.return_mode", "all", ["beam.return_mode", "strongest, last, first, dual, mixed"]),
+    ("beam.sub_rays", 0, ["beam.sub_rays", "[1, 64]"]),
+    ("weather.fog_visibility_km", -1, ["weather.fog_visibility_km", "[0, 1000]"]),
+    ("detection.dropout_probability", 2, ["detection.dropout_probability"]),
+    ("weather.snow", 1, ["weather", "unknown key", "snow"]),
+])
+def test_bad_effect_settings_name_the_key(key, value, words):
+    with pytest.raises(ConfigError) as info:
+        load_sensor("VLP-16", {key: value})
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_effects_are_seeded(plate_before_wall):
+    scene, backend = plate_before_wall
+    cfg = sensor(beam={"divergence_mrad": 5.0, "sub_rays": 4, "return_mode": "dual"},
+                 detection={"dropout_probability": 0.05}, signal={"poisson": True},
+                 weather={"fog_visibility_km": 0.3}, surface={"model": "linear", "limits": [[0.01, 5.0], [0.8, 120.0]]})
+    one = LidarSimulator(cfg, scene, backend, seed=3).simulate(np.eye(4))
+    two = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=1), seed=3).simulate(np.eye(4))
+    for a, b in ((one, two), (one.second, two.second)):
+        np.testing.assert_array_equal(a.range, b.range)
+        np.testing.assert_array_equal(a.fields["ouster_signal"], b.fields["ouster_signal"])
