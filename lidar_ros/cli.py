@@ -4,13 +4,17 @@ OUT by extension:
   .npz   per-pixel arrays [rows, cols] (rows = beams in the driver's ring order): range (float32 m,
          NaN = no return), hit, xyz [rows, cols, 3] (sensor frame), intensity, elevation_rad,
          azimuth_rad (nominal rays), time (s from scan start), ring [rows]; with --ground-truth also
-         clean_range, entity, material, normal, incidence_rad. Several scans (--scans N): arrays gain
-         a leading scan axis.
+         clean_range, entity, material, normal, incidence_rad. Ouster sensors add reflectivity
+         (uint8), signal, near_ir (uint16); Velodyne sensors velodyne_intensity; dual returns add
+         range2, hit2, xyz2, intensity2 (+ reflectivity2, signal2). Several scans (--scans N):
+         arrays gain a leading scan axis.
   .pcd   binary PCD of the point cloud in the sensor's driver layout (the last scan)
   .ply   binary PLY of the returns (the last scan)
   .png   top view of the returns (the last scan) on a metric grid; --view-reach M fixes the scale
   .mcap  rosbag2: the cloud on /points (+ sensor_msgs/LaserScan on /scan for 2D sensors) and the
-         sensor pose on /tf_static (/tf per scan when a trajectory is given)
+         sensor pose on /tf_static (/tf per scan when a trajectory is given); dual-return sensors
+         add the second-return cloud on /points2 (velodyne layout: both returns in /points, as
+         velodyne_pointcloud publishes them)
 """
 from __future__ import annotations
 
@@ -161,5 +165,9 @@ def write_bag(out: Path, scans, pose, args, ground_truth) -> None:
                 tf = messages.transform_stamped(pose.at(np.array([stamp]))[0], stamp, args.world_frame, frame)
                 bag.write("/tf", messages.tf_message([tf]), stamp)
             bag.write("/points", cloud, stamp)
+            if scan.second is not None and (args.layout or scan.config.layout) != "velodyne":
+                # ouster-ros publishes the second return as its own cloud (velodyne: both in one cloud)
+                bag.write("/points2", pointcloud_msg(scan.second, t_ns=stamp, layout=args.layout,
+                                                     organized=not args.unorganized, ground_truth=ground_truth), stamp)
             if scan.config.planar:
                 bag.write("/scan", laserscan_msg(scan), scan.t0_ns)

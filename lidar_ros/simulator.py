@@ -290,7 +290,8 @@ class LidarSimulator:
             dst = frame.pixels(frame.intensity, a, b)
             dst[...] = frame.pixels(frame.fields[cfg.intensity_field], a, b).reshape(dst.shape)
         if frame.cloud is not None:
-            self._cloud.fill(frame.cloud, a // cfg.cols, b // cfg.cols, rng_out, frame.fresh_cloud)
+            self._cloud.fill(frame.cloud, a // cfg.cols, b // cfg.cols, rng_out, frame.fresh_cloud,
+                             frame.pixels(frame.intensity, a, b))
         return part
 
     def _scan(self, frame: "_Frame", t0_ns: int, parts: list) -> LidarScan:
@@ -371,7 +372,7 @@ class _Frame:
         self.fields = {name: views[name] if name in views else np.empty(n, FIELD_DTYPES[name])
                        for name in dict.fromkeys(eager)}
         first = self.fields[eager[0]]  # the sensor's intensity field: float32 already, or copied per piece
-        if views:
+        if "intensity" in views:
             self.intensity = views["intensity"]
         else:
             self.intensity = first if first.dtype == np.float32 else np.empty(n, np.float32)

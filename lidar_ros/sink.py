@@ -36,8 +36,10 @@ class FrameSink(Protocol):
     def views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
         """(rows, cols[, 3]) views into `buffer`: 'xyz', 'intensity' and physics field names it stores."""
 
-    def fill(self, buffer: np.ndarray, r0: int, r1: int, range_m: np.ndarray, fresh: bool = True) -> None:
-        """Fields of rows r0..r1 that follow from their ranges (and, when fresh, the firing table)."""
+    def fill(self, buffer: np.ndarray, r0: int, r1: int, range_m: np.ndarray, fresh: bool = True,
+             intensity: np.ndarray | None = None) -> None:
+        """Fields of rows r0..r1 that follow from their ranges and intensities (and, when fresh, the
+        firing table), where `views` gave no view of them."""
 
     def done(self, buffer: np.ndarray) -> None:
         """Every field of `buffer` is written: it may be released for reuse."""

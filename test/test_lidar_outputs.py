@@ -260,3 +260,105 @@ def test_padding_and_unset_bytes_are_zero(tmp_path, room, layout, padding):
     assert len(raw) == msg.width * msg.height > 100
     for lo, hi in padding:
         assert not raw[:, lo:hi].any(), (layout, lo, hi)
+
+
+def test_velodyne_organized_misses_have_nan_intensity_and_the_cloud_is_not_dense(tmp_path, room):
+    """velodyne_pointcloud's organized cloud: a miss is x, y, z, intensity NaN (ring and time kept), and
+    the cloud says is_dense false — also when every point returned."""
+    from radarays_ros.io.lidar_clouds import FrameCloud
+
+    scene, backend = room
+    for sink in (None, FrameCloud.of):  # built afterwards, and written with the frame
+        scan = LidarSimulator(load_sensor("VLP-16", QUIET), scene, backend, sink=sink).simulate(np.eye(4), T0)
+        pts = points_of(bag_cloud(tmp_path, scan)).T  # (lasers, firings) like the scan
+        miss = ~scan.hit
+        assert miss.any() and np.isnan(pts["intensity"][miss]).all() and np.isnan(pts["x"][miss]).all()
+        np.testing.assert_array_equal(pts["intensity"][~miss], scan.intensity[~miss])
+        assert (scan.intensity[miss] == 0).all()  # the scan keeps its own convention (0 = no return)
+        np.testing.assert_array_equal(pts["ring"][miss], np.nonzero(miss)[0])
+    closed = Scene()  # a closed box: every ray returns
+    shell = trimesh.creation.box([8, 8, 6])
+    closed.add_entity("shell", TriMesh(shell.vertices, shell.faces[:, ::-1]), np.eye(4), material="concrete")
+    full = LidarSimulator(load_sensor("VLP-16", QUIET), closed, make_backend("embree", closed)).simulate(np.eye(4), T0)
+    assert full.hit.all()
+    assert not bag_cloud(tmp_path, full).is_dense
+    assert bag_cloud(tmp_path, full, organized=False).is_dense
+
+
+def test_gazebo_misses_are_infinite_points_along_the_ray(tmp_path, room):
+    """gz-sensors writes a miss as range +inf times the ray's direction cosines: ±inf per axis."""
+    scan = scan_of(room, str(Path(__file__).resolve().parents[1] / "config" / "examples" / "spherical_16x1800.yaml"))
+    for layout in ("gazebo", "gazebo_cpu"):
+        pts = points_of(bag_cloud(tmp_path, scan, layout=layout))
+        miss = ~scan.hit
+        assert miss.any()
+        x = pts["x"][miss]
+        ray_x = np.cos(scan.elevation_rad[miss]) * np.cos(scan.azimuth_rad[miss])
+        assert np.all(np.isinf(x[np.abs(ray_x) > 1e-6]))
+        np.testing.assert_array_equal(np.sign(x[np.abs(ray_x) > 1e-6]), np.sign(ray_x[np.abs(ray_x) > 1e-6]))
+        assert np.all(np.isposinf(pts["z"][miss & (scan.elevation_rad > 0)]))
+        np.testing.assert_array_equal(pts["x"][scan.hit], scan.xyz[..., 0][scan.hit])
+
+
+@pytest.fixture(scope="module")
+def plate_room():
+    """A plate at 3 m in front of the room's front wall (3 m): a depth step for two echoes."""
+    scene = Scene()
+    for name, size, xyz in (("front", [0.2, 40, 40], [6.1, 0, 0]), ("plate", [0.02, 1.0, 0.6], [3.01, 0, 0])):
+        box = trimesh.creation.box(size)
+        scene.add_entity(name, TriMesh(box.vertices, box.faces), pose_to_matrix(*xyz), material="concrete")
+    return scene, make_backend("embree", scene, threads=2)
+
+
+DUAL = {**QUIET, "beam": {"divergence_mrad": 20.0, "sub_rays": 8, "return_mode": "dual"}}
+
+
+def test_velodyne_dual_return_doubles_the_firings(tmp_path, plate_room):
+    scene, backend = plate_room
+    scan = LidarSimulator(load_sensor("VLP-16", DUAL), scene, backend).simulate(np.eye(4), T0)
+    assert scan.second is not None and scan.second.hit.sum() > 10
+    msg = bag_cloud(tmp_path, scan)
+    pts = points_of(msg)
+    assert (msg.height, msg.width) == (2 * scan.config.cols, 16) and not msg.is_dense
+    strongest, last = pts[0::2].T, pts[1::2].T  # (lasers, firings): firing k's strongest, then its last return
+    np.testing.assert_array_equal(strongest["x"][scan.hit], scan.xyz[..., 0][scan.hit])
+    two = scan.second.hit
+    np.testing.assert_array_equal(np.isfinite(last["x"]), two)
+    np.testing.assert_array_equal(last["x"][two], scan.second.xyz[..., 0][two])
+    np.testing.assert_array_equal(last["time"], strongest["time"])  # the same firing
+    flat = points_of(bag_cloud(tmp_path, scan, organized=False))[0]
+    assert len(flat) == scan.hit.sum() + two.sum()
+
+
+def test_ouster_dual_outputs_npz_channels_and_second_cloud(tmp_path):
+    from radarays_ros.cli import main
+
+    world = tmp_path / "plate.stl"
+    _export(world)
+    sets = ["--set", "beam.divergence_mrad=20", "--set", "beam.sub_rays=8", "--set", "beam.return_mode=dual",
+            "--set", "columns=512"]
+    npz, bag = tmp_path / "os.npz", tmp_path / "os.mcap"
+    for out in (npz, bag):
+        assert main(["lidar", str(world), "--sensor", "OS1-32", *sets, "--out", str(out)]) == 0
+    data = np.load(npz)
+    for name, dtype in (("reflectivity", np.uint8), ("signal", np.uint16), ("near_ir", np.uint16),
+                        ("reflectivity2", np.uint8), ("signal2", np.uint16), ("range2", np.float32)):
+        assert data[name].dtype == dtype and data[name].shape == (32, 512), name
+    two = data["hit2"]
+    assert two.sum() > 5 and (data["range2"][two] > data["range"][two] - 3.5).all()
+    assert (data["signal2"][~two] == 0).all() and (data["reflectivity2"][two] > 0).all()
+    clouds = read_bag(bag)
+    (_, second, _), = clouds["/points2"]
+    pts = points_of(second)
+    np.testing.assert_array_equal(pts["range"][two], np.round(data["range2"][two] * 1000).astype(np.uint32))
+    np.testing.assert_array_equal(pts["reflectivity"], data["reflectivity2"])
+
+
+def _export(path):
+    """plate_room as one mesh file (a world the command line loads)."""
+    meshes = []
+    for size, x in (([0.2, 40, 40], 6.1), ([0.02, 1.0, 0.6], 3.01)):
+        box = trimesh.creation.box(size)
+        box.apply_translation([x, 0, 0])
+        meshes.append(box)
+    trimesh.util.concatenate(meshes).export(path)

@@ -109,10 +109,14 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     """
     cfg = scan.config
     cloud = getattr(scan, "cloud", None)  # built with the frame (FrameCloud): nothing left to do
-    if cloud is not None and scan.cloud_writer.matches(scan, layout, organized, ground_truth, stamp_ns, time_reference):
+    second = getattr(scan, "second", None)
+    if cloud is not None and second is None and scan.cloud_writer.matches(scan, layout, organized, ground_truth,
+                                                                          stamp_ns, time_reference):
         return cloud
     layout = _check_layout(layout or cfg.layout)
     organized = cfg.organized if organized is None else bool(organized)
+    if layout == "velodyne" and second is not None:  # dual return: the driver's points of both returns
+        return _velodyne_dual(scan, organized, ground_truth, stamp_ns, time_reference)
     dtype = cloud_dtype(layout, ground_truth)
     rows, cols = scan.range.shape
     order = row_order(scan, layout)
@@ -138,8 +142,13 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     # padding bytes must read 0 (byte-exact clouds); a packed layout has none, and every field is written below
     out = np.empty(shape, dtype) if _packed(dtype) else np.zeros(shape, dtype)
     xyz = field(scan.xyz)  # NaN where there is no return
+    if layout in ("gazebo", "gazebo_cpu") and picked is None:  # gz-sensors: a miss is range +inf times the ray
+        with np.errstate(invalid="ignore"):
+            xyz = np.where(hit[..., None], xyz, np.float32(np.inf) * place(_unit_rays(scan)))
     out["x"], out["y"], out["z"] = xyz[..., 0], xyz[..., 1], xyz[..., 2]
     out["intensity"] = field(scan.intensity)  # 0 where there is no return
+    if layout == "velodyne" and picked is None:  # velodyne_pointcloud: NaN intensity for organized misses
+        out["intensity"] = np.where(hit, out["intensity"], np.float32(np.nan))
     if "ring" in dtype.names:
         ring = np.arange(rows, dtype=np.uint16) if TOP_RING_FIRST[layout] is not None else scan.ring[order]
         out["ring"] = per_row(ring)
@@ -168,6 +177,29 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     return out
 
 
+def _unit_rays(scan) -> np.ndarray:
+    """(rows, cols, 3) float32 nominal unit ray of each pixel (sensor frame)."""
+    el, az = scan.elevation_rad.astype(np.float64), scan.azimuth_rad.astype(np.float64)
+    return np.stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)], axis=-1).astype(np.float32)
+
+
+def _velodyne_dual(scan, organized, ground_truth, stamp_ns, time_reference) -> np.ndarray:
+    """velodyne_pointcloud in dual-return mode: every firing gives its strongest and its last return
+    (the second echo), one after the other; a firing with a single echo gives its second point as a
+    NaN point (organized) or not at all."""
+    import dataclasses
+
+    first = dataclasses.replace(scan, second=None, cloud=None)
+    if stamp_ns is None:
+        stamp_ns = scan.stamp_ns(time_reference)
+    both = [pointcloud_array(s, "velodyne", True, ground_truth, stamp_ns, time_reference) for s in (first, scan.second)]
+    firings, lasers = both[0].shape
+    out = np.stack(both, axis=1).reshape(2 * firings, lasers)
+    if organized:
+        return out
+    return out.reshape(-1)[np.isfinite(out["x"].reshape(-1))]
+
+
 class FrameCloud:
     """Writes a sensor's organized driver-layout cloud while its frame is simulated (no second pass).
 
@@ -180,7 +212,7 @@ class FrameCloud:
     other sensor.
     """
 
-    LAYOUTS = ("ouster", "velodyne", "gazebo", "gazebo_cpu", "xyzi")
+    LAYOUTS = ("ouster", "velodyne", "xyzi")  # gazebo layouts mark misses ±inf: not the scan's NaN xyz
     MAX_FREE = 2  # released clouds kept for reuse (double buffering when a consumer releases each frame)
     FIELDS = {"ouster": {"reflectivity": "ouster_reflectivity", "ambient": "ouster_ambient"}}
 
@@ -251,14 +283,22 @@ class FrameCloud:
         item = self.dtype.itemsize
         strides = (item, self.rows * item, 4) if self.transposed else (self.cols * item, item, 4)
         xyz = np.ndarray((self.rows, self.cols, 3), np.float32, buffer=cloud, strides=strides)
-        out = {"xyz": xyz, "intensity": self._pixels(cloud, "intensity")}
+        out = {"xyz": xyz}
+        if self.layout != "velodyne":  # velodyne: NaN intensity on misses, written by fill
+            out["intensity"] = self._pixels(cloud, "intensity")
         for name, physics in self.FIELDS.get(self.layout, {}).items():
             out[physics] = self._pixels(cloud, name)
         return out
 
-    def fill(self, cloud: np.ndarray, r0: int, r1: int, range_m: np.ndarray, fresh: bool = True) -> None:
+    def fill(self, cloud: np.ndarray, r0: int, r1: int, range_m: np.ndarray, fresh: bool = True,
+             intensity: np.ndarray | None = None) -> None:
         """The fields of scan rows r0..r1 that are not views: firing-table constants (only in a
-        fresh cloud), range in mm. range_m: those rows' ranges, (r1 - r0) * cols in pixel order."""
+        fresh cloud), range in mm, velodyne intensity (NaN on misses). range_m, intensity: those
+        rows' values, (r1 - r0) * cols in pixel order."""
+        if self.layout == "velodyne":
+            shape = (r1 - r0, self.cols)
+            values = np.where(np.isnan(range_m.reshape(shape)), np.float32(np.nan), intensity.reshape(shape))
+            self._pixels(cloud, "intensity")[r0:r1] = values
         for name, values in self._constant.items() if fresh else ():
             self._pixels(cloud, name)[r0:r1] = values[r0:r1]
         if "range" in self.dtype.names:
@@ -315,9 +355,10 @@ def pointcloud_msg(scan, t_ns: int | None = None, frame_id: str | None = None, l
         t_ns = scan.stamp_ns(time_reference) if layout == "velodyne" else scan.t0_ns
     points = pointcloud_array(scan, layout, organized, ground_truth, stamp_ns=t_ns, time_reference=time_reference)
     height = points.shape[0] if points.ndim == 2 else 1
-    # organized: a point is NaN exactly where the scan has no return
-    return messages.pointcloud2(points, t_ns, frame_id or cfg.frame_id, height=height,
-                                is_dense=points.ndim == 1 or bool(points.size and scan.hit.all()))
+    # organized: a point is NaN exactly where the scan has no return; velodyne_pointcloud marks every
+    # organized cloud not dense, gz-sensors' ±inf misses are not dense either
+    dense = points.ndim == 1 or (layout != "velodyne" and bool(points.size and scan.hit.all()))
+    return messages.pointcloud2(points, t_ns, frame_id or cfg.frame_id, height=height, is_dense=dense)
 
 
 def laserscan_msg(scan, t_ns: int | None = None, frame_id: str | None = None):
