@@ -38,7 +38,13 @@ EVERYTHING_ON = {
               "resolution": 0.002},
     "surface": {"model": "blensor", "limits": [[0.10, 50.0], [0.80, 120.0]]},
 }
-SENSORS = (("VLP-16", {}), ("OS1-128", {"columns": 1024, "rate_hz": 10}))
+# divergence with 4 sub-rays, dual returns and fog on top (lidar_ros/physics/effects_config.py); its
+# bare reference traces the 4 sub-rays of every beam, the rays the simulator actually traces
+EFFECTS = {"beam": {"divergence_mrad": 3.0, "sub_rays": 4, "return_mode": "dual"},
+           "weather": {"fog_visibility_km": 0.5}, "detection": {"model": "snr", "dropout_probability": 0.001},
+           "signal": {"poisson": True, "noise_floor": 2.0}}
+SENSORS = {"VLP-16": ("VLP-16", {}), "OS1-128": ("OS1-128", {"columns": 1024, "rate_hz": 10}),
+           "VLP-16+effects": ("VLP-16", EFFECTS), "OS1-128+effects": ("OS1-128", {"columns": 1024, "rate_hz": 10, **EFFECTS})}
 
 
 def bare_same_spans_seconds(backend, o32, d32, repeats: int = 2) -> float:
@@ -76,6 +82,7 @@ def main(argv=None) -> None:
     p.add_argument("--triangles", type=int, default=1_000_000)
     p.add_argument("--repeats", type=int, default=15, help="interleaved rounds; the best of each stage is reported")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--sensors", nargs="+", choices=list(SENSORS), default=list(SENSORS))
     args = p.parse_args(argv)
 
     rss0 = peak_rss_mb()
@@ -86,18 +93,20 @@ def main(argv=None) -> None:
     print(f"world: {scene.triangle_count} triangles, {len(scene)} entities; {args.threads} threads; "
           f"peak RSS after world + BVH {peak_rss_mb():.0f} MiB")
 
-    for name, overrides in SENSORS:
+    for label_name in args.sensors:
+        name, overrides = SENSORS[label_name]
         cfg = load_sensor(name, {**overrides, **EVERYTHING_ON})
         sim = LidarSimulator(cfg, scene, backend, seed=0, sink=FrameCloud.of)
-        rays = cfg.rows * cfg.cols
-        o = cfg.origins.reshape(-1, 3) @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
-        d = cfg.directions.reshape(-1, 3) @ pose[:3, :3].T.astype(np.float32)
+        rays = len(sim._dirs)  # the rays traced: every beam's sub-rays
+        o = sim._origins @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
+        d = sim._dirs @ pose[:3, :3].T.astype(np.float32)
         o32, d32 = np.ascontiguousarray(o, np.float32), np.ascontiguousarray(d, np.float32)
         stages = {
             "backend.trace": lambda: backend.trace(o, d, cfg.range_min, cfg.range_max),
             "backend.trace (checked, lazy normals)": lambda: backend.trace(
                 o32, d32, cfg.range_min, cfg.range_max, checked=True, lazy_normals=True),
-            "+ material classes (trace_lidar)": lambda: trace_lidar(backend, o, d, sim.materials, cfg.range_min, cfg.range_max),
+            "+ material classes (trace_lidar)": lambda: trace_lidar(backend, o, d, sim.materials, cfg.range_min,
+                                                                    cfg.range_max),
             "scan": lambda: sim.simulate(pose).release(),
             "scan (buffer kept, never released)": lambda: sim.simulate(pose),
             f"scan + {cfg.layout} cloud": lambda: consume(sim.simulate(pose), cfg.layout),
@@ -125,7 +134,7 @@ def main(argv=None) -> None:
                 best[key] = min(best[key], seconds)
                 ratios[key].append(seconds / bare)  # paired with the bare time of the same round
                 span_ratios[key].append(seconds / spans)
-        label = f"{name} {cfg.rows}x{cfg.cols} ({rays} rays)"
+        label = f"{label_name} {cfg.rows}x{cfg.cols} ({rays} rays)"
         report(f"{label} bare embree", best["bare"], cpu_ms=f"{np.median(cpu['bare']) * 1e3:.2f}",
                bare_in_backend_spans_ms=f"{best['bare_spans'] * 1e3:.2f}")
         for key in stages:

@@ -59,6 +59,6 @@ def add_backscatter(beams: LidarHits, effects: EffectsConfig, alpha: float, rang
     beams.reflectivity[idx] = rho_b[idx]
     beams.material = np.where(take, -1, beams.material).astype(np.int32)
     beams.cos_incidence = np.where(take, np.float32(1.0), beams.cos_incidence)
-    entity, normal = beams.entity, beams.normal
-    beams.entity = np.where(take, -1, entity).astype(np.int32)
-    beams.normal = np.where(take[:, None], np.float32(0.0), normal)
+    entity, normal = beams._lazy["entity"], beams._lazy["normal"]  # resolved only if read (ground truth)
+    beams.entity = lambda: np.where(take, -1, entity() if callable(entity) else entity).astype(np.int32)
+    beams.normal = lambda: np.where(take[:, None], np.float32(0.0), normal() if callable(normal) else normal)

@@ -23,12 +23,13 @@ from .detection import DetectionLimit
 def detection_probability(ranges: np.ndarray, rho: np.ndarray, limit: DetectionLimit, snr_at_limit: float) -> np.ndarray:
     """(N,) float64 P_d per return; 0 for misses (range not finite) and black surfaces (ρ ≤ 0)."""
     r = np.asarray(ranges, np.float64)
-    ok = np.isfinite(r) & (np.asarray(rho) > 0)
-    reach = limit.max_range(rho)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(ok, (reach / np.maximum(np.where(ok, r, 1.0), 1e-6)) ** 2, 0.0)
-    ratio = np.where(np.isinf(reach) & ok, np.inf, ratio)
-    return np.where(ok, ndtr(snr_at_limit * (ratio - 1.0)), 0.0)
+    rho = np.asarray(rho)
+    out = np.zeros(len(r))
+    ok = np.flatnonzero(np.isfinite(r) & (rho > 0))  # only returns are weighed
+    reach = limit.max_range(rho[ok])
+    ratio = (reach / np.maximum(r[ok], 1e-6)) ** 2  # inf where the limit is none: P_d = 1
+    out[ok] = ndtr(snr_at_limit * (ratio - 1.0))
+    return out
 
 
 def detected(ranges, rho, limit: DetectionLimit, snr_at_limit: float, rng: np.random.Generator) -> np.ndarray:

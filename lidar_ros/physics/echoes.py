@@ -42,55 +42,85 @@ def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separa
     """The echoes a beam reports: [echo] or, for 'dual', [strongest, second].
 
     ranges, rho: (N, K) per sub-ray (range inf = no return); weights: (K,) summing to 1.
+    Most beams see one surface: their returns span at most `separation`, so they form one echo, summed
+    here sub-ray by sub-ray over contiguous (N,) columns; only the others (depth edges) are sorted.
     """
     n, k = ranges.shape
-    r = np.asarray(ranges, np.float64)
+    r = np.ascontiguousarray(np.asarray(ranges, np.float32).T)  # (K, N): one contiguous row per sub-ray
+    part = np.asarray(rho, np.float32).T * np.asarray(weights, np.float32)[:, None]  # w_i ρ_i
     hit = np.isfinite(r)
-    power = np.where(hit, weights[None, :] * rho / np.maximum(np.where(hit, r, 1.0), MIN_RANGE) ** 2, 0.0)
-    order = np.argsort(r, axis=1, kind="stable")
-    rs = np.take_along_axis(r, order, 1)
-    ps = np.take_along_axis(power, order, 1)
-    ws = np.take_along_axis(np.where(hit, weights[None, :] * rho, 0.0), order, 1)
-    hs = np.isfinite(rs)
-    with np.errstate(invalid="ignore"):
-        gap = np.diff(rs, axis=1)
-    new = np.zeros((n, k), bool)
-    if mode != "mixed":
-        with np.errstate(invalid="ignore"):
-            new[:, 1:] = ~(gap <= separation)  # NaN/inf gaps (misses) also start a new label
-    label = np.cumsum(new, axis=1)  # echo number within the beam, sorted by range
-    flat = (np.arange(n)[:, None] * k + label).ravel()
-    valid = hs.ravel()
-    size = n * k
-    strength = np.bincount(flat[valid], ps.ravel()[valid], size)
-    moment = np.bincount(flat[valid], (ps * np.where(hs, rs, 0.0)).ravel()[valid], size)
-    refl = np.bincount(flat[valid], ws.ravel()[valid], size)
-    exists = np.bincount(flat[valid], minlength=size) > 0
-    # the strongest sub-ray of every echo: the largest power per label
-    sub_index = (np.arange(n)[:, None] * k + order).ravel()
-    by_power = np.lexsort((-ps.ravel(), flat))  # label-major, strongest first
-    first_of_label = np.ones(size, bool)
-    first_of_label[1:] = flat[by_power][1:] != flat[by_power][:-1]
-    dominant = np.full(size, -1, np.int64)
-    picked = by_power[first_of_label]
-    dominant[flat[picked]] = sub_index[picked]
+    part = np.where(hit, part, np.float32(0.0))
+    safe = np.where(hit, np.maximum(r, np.float32(MIN_RANGE)), np.float32(1.0))
+    power = part / (safe * safe)  # w_i ρ_i / r_i²
+    if mode == "mixed" or k == 1:
+        single = np.ones(n, bool)
+    else:
+        near = np.min(r, axis=0)
+        far = np.max(np.where(hit, r, np.float32(-np.inf)), axis=0)
+        single = ~(far - near > separation)  # also the beams without any return (-inf - inf)
+    strength = power.sum(axis=0)
+    echo = Echo(np.where(strength > 0, (power * np.where(hit, r, np.float32(0.0))).sum(axis=0)
+                         / np.where(strength > 0, strength, np.float32(1.0)), np.float32(np.inf)).astype(np.float32),
+                part.sum(axis=0), np.arange(n) * k + np.argmax(np.where(hit, power, np.float32(-1.0)), axis=0))
+    echo.range[~hit.any(axis=0)] = np.inf
+    out = [echo] if mode != "dual" else [echo, Echo(np.full(n, np.inf, np.float32), np.zeros(n, np.float32),
+                                                   np.arange(n) * k)]
+    edges = np.flatnonzero(~single)
+    if len(edges):  # beams straddling a depth step: the general grouping
+        for whole, piece in zip(out, _grouped(ranges[edges], rho[edges], weights, separation, mode)):
+            whole.range[edges] = piece.range
+            whole.reflectivity[edges] = piece.reflectivity
+            whole.dominant[edges] = edges * k + (piece.dominant - np.arange(len(edges)) * k)
+    return out
 
-    strength = strength.reshape(n, k)
-    exists = exists.reshape(n, k)
+
+def _grouped(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separation: float, mode: str) -> list[Echo]:
+    """form_echoes for any beams: sub-returns sorted by range, grouped where gaps exceed `separation`."""
+    n, k = ranges.shape
+    r = np.asarray(ranges, np.float32)
+    order = np.argsort(r, axis=1, kind="stable")  # sub-rays of each beam by range; misses (inf) last
+    rs = np.take_along_axis(r, order, 1)
+    hs = np.isfinite(rs)
+    part = np.take_along_axis(np.asarray(rho, np.float32) * np.asarray(weights, np.float32)[None, :], order, 1)
+    part = np.where(hs, part, np.float32(0.0))  # w_i ρ_i
+    safe = np.where(hs, np.maximum(rs, np.float32(MIN_RANGE)), np.float32(1.0))
+    power = part / (safe * safe)  # w_i ρ_i / r_i²
+    if mode == "mixed" or k == 1:
+        label = np.zeros((n, k), np.int8)
+    else:  # a new echo where the next return lies more than `separation` beyond the previous one
+        new = np.zeros((n, k), bool)
+        with np.errstate(invalid="ignore"):
+            new[:, 1:] = rs[:, 1:] - rs[:, :-1] > separation
+        new[:, 1:] &= hs[:, 1:]  # misses (inf, sorted last) stay in the last label, with zero weight
+        label = np.cumsum(new, axis=1, dtype=np.int8)  # echo number within the beam, in range order
+    echoes = int(label[:, -1].max()) + 1 if n else 1  # labels grow along a row: its last is its largest
+    weighted_range = power * np.where(hs, rs, np.float32(0.0))
+    strength = np.zeros((n, k), np.float32)
+    moment = np.zeros((n, k), np.float32)
+    reflect = np.zeros((n, k), np.float32)
+    exists = np.zeros((n, k), bool)
+    dominant = np.repeat((np.arange(n) * k)[:, None], k, axis=1)
+    for j in range(echoes):  # one pass per echo number; most frames have one or two
+        member = label == j
+        member &= hs
+        strength[:, j] = np.where(member, power, np.float32(0.0)).sum(axis=1)
+        moment[:, j] = np.where(member, weighted_range, np.float32(0.0)).sum(axis=1)
+        reflect[:, j] = np.where(member, part, np.float32(0.0)).sum(axis=1)
+        exists[:, j] = member.any(axis=1)
+        strongest_sub = np.argmax(np.where(member, power, np.float32(-1.0)), axis=1)  # the surface it reports
+        dominant[:, j] += order[np.arange(n), strongest_sub]
     with np.errstate(invalid="ignore", divide="ignore"):
-        echo_range = np.where(exists, moment.reshape(n, k) / np.where(exists, strength, 1.0), np.inf)
-    echo_refl = refl.reshape(n, k)
-    dominant = dominant.reshape(n, k)
+        echo_range = np.where(exists, moment / np.where(exists, strength, np.float32(1.0)), np.float32(np.inf))
     rows = np.arange(n)
-    score = np.where(exists, strength, -1.0)
+    score = np.where(exists, strength, np.float32(-1.0))
     strongest = np.argmax(score, axis=1)
     count = exists.sum(axis=1)
     last = np.maximum(count - 1, 0)  # labels are in range order: the last existing label
 
     def echo(col):
         present = exists[rows, col]
-        return Echo(np.where(present, echo_range[rows, col], np.inf).astype(np.float32),
-                    np.where(present, echo_refl[rows, col], 0.0).astype(np.float32),
+        return Echo(np.where(present, echo_range[rows, col], np.float32(np.inf)).astype(np.float32),
+                    np.where(present, reflect[rows, col], np.float32(0.0)).astype(np.float32),
                     np.where(present, dominant[rows, col], rows * k))
 
     if mode in ("strongest", "mixed"):
@@ -101,8 +131,7 @@ def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separa
         return [echo(last)]
     second_score = score.copy()
     second_score[rows, strongest] = -2.0
-    second_strongest = np.argmax(second_score, axis=1)
-    second = np.where(last != strongest, last, second_strongest)
+    second = np.where(last != strongest, last, np.argmax(second_score, axis=1))
     second_echo = echo(second)
     none = count < 2
     second_echo.range[none] = np.inf

@@ -61,7 +61,10 @@ def backscatter_returns(n: int, alpha: float, separation_m: float, range_min: fl
     if alpha <= 0 or n == 0:
         return np.full(n, np.inf, np.float32), np.zeros(n, np.float32)
     start = max(range_min, 0.1)
-    r = start + rng.random(n) * BACKSCATTER_REACH_M
-    mean = np.pi * (alpha / LIDAR_RATIO_SR) * max(separation_m, 0.05) * np.exp(-2.0 * alpha * r)
-    rho = rng.exponential(1.0, n) * mean
-    return r.astype(np.float32), rho.astype(np.float32)
+    r = rng.random(n, dtype=np.float32)
+    r *= np.float32(BACKSCATTER_REACH_M)
+    r += np.float32(start)
+    rho = rng.standard_exponential(n, dtype=np.float32)  # mean-1 fluctuation of the droplets' sum
+    rho *= np.exp(r * np.float32(-2.0 * alpha))
+    rho *= np.float32(np.pi * (alpha / LIDAR_RATIO_SR) * max(separation_m, 0.05))
+    return r, rho
