@@ -250,3 +250,59 @@ def test_effects_are_seeded(plate_before_wall):
     for a, b in ((one, two), (one.second, two.second)):
         np.testing.assert_array_equal(a.range, b.range)
         np.testing.assert_array_equal(a.fields["ouster_signal"], b.fields["ouster_signal"])
+
+
+# -- continuous-wave phase ranging (Heiden et al. 2020) ------------------------------------------------
+def test_cw_two_frequency_ranging_unwraps_beyond_one_wavelength():
+    from lidar_ros.physics.cw_phase import HOKUYO_FREQUENCIES_HZ, cw_ranges, phase_of
+
+    truth = np.array([0.3, 2.0, 3.3, 5.6, 9.9, 14.0, 21.0])  # c/(2 f1) = 3.22 m: most are beyond one wrap
+    measured = cw_ranges(truth[:, None], np.ones((len(truth), 1)))
+    np.testing.assert_allclose(measured, truth, atol=1e-9)
+    f1 = HOKUYO_FREQUENCIES_HZ[0]
+    np.testing.assert_allclose(phase_of(truth, f1), np.mod(4 * np.pi * f1 * truth / 299_792_458.0, 2 * np.pi))
+
+
+def test_cw_radiance_bias_follows_heidens_formula():
+    """ΔΦ' = ΔΦ − (aL² + bL + c): each frequency's range moves by −c/(4πf)·(aL² + bL + c); the unwrapped
+    range is their mean."""
+    from lidar_ros.physics.cw_phase import HOKUYO_FREQUENCIES_HZ, cw_ranges
+
+    bias = (0.02, 0.05, 0.01)
+    truth = np.full(5, 4.0)
+    radiance = np.array([0.0, 0.5, 1.0, 2.0, 3.0])
+    measured = cw_ranges(truth[:, None], np.ones((5, 1)), bias=bias, radiance=radiance)
+    shift = bias[0] * radiance**2 + bias[1] * radiance + bias[2]
+    c = 299_792_458.0
+    expect = truth - np.mean([c / (4 * np.pi * f) for f in HOKUYO_FREQUENCIES_HZ]) * shift
+    np.testing.assert_allclose(measured, expect, atol=1e-9)
+    assert np.all(np.diff(measured) < 0)  # brighter reads nearer here (positive bias terms)
+
+
+def test_cw_mixed_returns_sum_as_waveforms():
+    """Two equal returns 10 cm apart: the phasor sum lies halfway (mixed pixel); a weak second return
+    pulls the range only a little towards itself."""
+    from lidar_ros.physics.cw_phase import cw_ranges
+
+    r = np.array([[2.0, 2.1], [2.0, 2.1]])
+    a = np.array([[1.0, 1.0], [1.0, 0.1]])
+    measured = cw_ranges(r, a)
+    assert measured[0] == pytest.approx(2.05, abs=1e-6)
+    assert 2.0 < measured[1] < 2.02
+
+
+def test_cw_sensor_in_a_scene_wraps_at_the_combined_range_and_biases_by_radiance(wall):
+    """A wall at 8 m read by a CW sensor: without bias the range is exact (8 m > c/(2 f1), unwrapped); with a
+    constant phase bias c0 every range moves by the mean of c/(4π f_k)·c0."""
+    scene, backend = wall
+    c = 299_792_458.0
+    reach = c / (2 * (53.2e6 - 46.55e6))  # 22.54 m
+    clean = LidarSimulator(sensor(tof={"mode": "cw"}), scene, backend).simulate(np.eye(4))
+    near = clean.hit & (clean.clean_range < reach - 0.01)
+    far = clean.hit & (clean.clean_range > reach + 0.01) & (np.mod(clean.clean_range, reach) < reach - 0.01)
+    assert near.sum() > 1000 and far.sum() > 1000
+    np.testing.assert_allclose(clean.range[near], clean.clean_range[near], atol=1e-4)
+    np.testing.assert_allclose(clean.range[far], np.mod(clean.clean_range[far], reach), atol=1e-4)
+    biased = LidarSimulator(sensor(tof={"mode": "cw", "bias": [0.0, 0.0, 0.05]}), scene, backend).simulate(np.eye(4))
+    shift = np.mean([c / (4 * np.pi * f * 1e6) for f in (46.55, 53.2)]) * 0.05
+    np.testing.assert_allclose(biased.range[near], biased.clean_range[near] - shift, atol=1e-4)

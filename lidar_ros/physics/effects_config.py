@@ -27,8 +27,12 @@ sections is exactly the geometric sensor of before. Example::
       rain_rate_mm_h: 0.0
       backscatter: true          # particle returns near the sensor
       wavelength_nm: 905         # laser wavelength (fog extinction depends on it)
-    tof:                         # backfolding.py
-      unambiguous_range_m: 0.0   # c / (2 f_rep); 0 = no folding
+    tof:                         # backfolding.py, cw_phase.py
+      unambiguous_range_m: 0.0   # pulsed: c / (2 f_rep); 0 = no folding
+      mode: pulsed               # pulsed | cw (two-frequency phase ranging, Heiden et al. 2020)
+      frequencies_mhz: [46.55, 53.2]  # cw modulation frequencies (Hokuyo URG-04LX)
+      periods: 15                # cw periods per phase estimate
+      bias: [0, 0, 0]            # cw phase bias a·L² + b·L + c (rad), L = ρ/r² of the return
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ from ._validate import check_keys, choice, integer, number
 RETURN_MODES = ("strongest", "last", "first", "dual", "mixed")
 PROFILES = ("uniform", "gaussian")
 DETECTION_CURVES = ("threshold", "snr")
+TOF_MODES = ("pulsed", "cw")
 MAX_SUB_RAYS = 64
 
 
@@ -156,10 +161,27 @@ class WeatherConfig(_Section):
 @dataclass(frozen=True)
 class TofConfig(_Section):
     unambiguous_range_m: float = 0.0
+    mode: str = "pulsed"
+    frequencies_mhz: tuple = (46.55, 53.2)
+    periods: int = 15
+    bias: tuple = (0.0, 0.0, 0.0)
 
     @staticmethod
     def _checked(v, where):
-        return dict(unambiguous_range_m=number(v["unambiguous_range_m"], "unambiguous_range_m", where, 0.0, 1e6))
+        from radarays_ros.errors import ConfigError
+
+        freqs, bias = v["frequencies_mhz"], v["bias"]
+        if not (isinstance(freqs, (list, tuple)) and len(freqs) == 2):
+            raise ConfigError(f"{where}.frequencies_mhz: {freqs!r}; allowed: two modulation frequencies in MHz")
+        freqs = tuple(number(f, f"frequencies_mhz[{i}]", where, 0.001, 1e4) for i, f in enumerate(freqs))
+        if freqs[0] == freqs[1]:
+            raise ConfigError(f"{where}.frequencies_mhz: {list(freqs)}; allowed: two different frequencies")
+        if not (isinstance(bias, (list, tuple)) and len(bias) == 3):
+            raise ConfigError(f"{where}.bias: {bias!r}; allowed: [a, b, c] of the phase bias a·L² + b·L + c (rad)")
+        return dict(unambiguous_range_m=number(v["unambiguous_range_m"], "unambiguous_range_m", where, 0.0, 1e6),
+                    mode=choice(v["mode"], "mode", where, TOF_MODES), frequencies_mhz=freqs,
+                    periods=integer(v["periods"], "periods", where, 1, 1000),
+                    bias=tuple(number(b, f"bias[{i}]", where, -100.0, 100.0) for i, b in enumerate(bias)))
 
 
 @dataclass(frozen=True)

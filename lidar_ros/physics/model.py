@@ -13,6 +13,7 @@ from radarays_ros.errors import ConfigError
 
 from .backfolding import fold
 from .config import NoiseConfig, SurfaceConfig
+from .cw_phase import cw_ranges
 from .detection import DetectionLimit
 from .detection_probability import detected, dropouts
 from .effects_config import EffectsConfig
@@ -161,7 +162,13 @@ class SurfaceModel:
             noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng)
         else:  # its own array: a caller may edit range in place, clean_range stays
             noisy, dust = clean.copy(), np.zeros(n, bool)
-        if self.effects.tof.unambiguous_range_m > 0:  # measured from the latest pulse (clean_range stays true)
-            noisy = fold(noisy, self.effects.tof.unambiguous_range_m)
+        tof = self.effects.tof
+        if tof.mode == "cw" and keep.any():  # phase ranging: wraps at c/(2|f1 − f2|), radiance bias
+            at = np.flatnonzero(keep)
+            radiance = hits.reflectivity[at] / np.maximum(clean[at], MIN_SIGNAL_RANGE) ** 2
+            noisy[at] = cw_ranges(noisy[at, None], np.ones((len(at), 1)), tuple(f * 1e6 for f in tof.frequencies_mhz),
+                                  tof.periods, tof.bias, radiance)
+        if tof.unambiguous_range_m > 0:  # measured from the latest pulse (clean_range stays true)
+            noisy = fold(noisy, tof.unambiguous_range_m)
         ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
         return Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed, self.effects)
