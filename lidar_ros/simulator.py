@@ -112,6 +112,7 @@ class LidarSimulator:
         self._origins = np.repeat(config.origins.reshape(n, 3), k, axis=0) if k > 1 else config.origins.reshape(n, 3)
         self._column = np.repeat(config.pixel_column.reshape(n), k)
         self._ray_bias = self.model.ray_bias(np.repeat(config.laser_index, config.cols))
+        self._ray_gain = self.model.ray_gain(np.repeat(config.laser_index, config.cols))
         self._has_offset = bool(np.any(config.range_offset))
         self._offset = np.repeat(config.range_offset, config.cols).astype(np.float32) if self._has_offset else None
         self._offset_traced = np.repeat(self._offset, k) if self._has_offset and k > 1 else self._offset
@@ -260,9 +261,10 @@ class LidarSimulator:
         if self._backscatter:
             add_backscatter(beams[0], self.effects, self._alpha, cfg.range_min, rng)
         bias = None if self._ray_bias is None else self._ray_bias[a:b]
-        ret = self.model.apply(beams[0], None, rng, ray_bias=bias)
+        gain = None if self._ray_gain is None else self._ray_gain[a:b]
+        ret = self.model.apply(beams[0], None, rng, ray_bias=bias, ray_gain=gain)
         if len(beams) > 1:
-            frame.second.append((a, b, self.model.apply(beams[1], None, rng, ray_bias=bias)))
+            frame.second.append((a, b, self.model.apply(beams[1], None, rng, ray_bias=bias, ray_gain=gain)))
 
         rng_out = ret.range  # NaN where there is no return (physics contract)
         keep = frame.hit[a:b]

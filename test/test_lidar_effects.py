@@ -306,3 +306,39 @@ def test_cw_sensor_in_a_scene_wraps_at_the_combined_range_and_biases_by_radiance
     biased = LidarSimulator(sensor(tof={"mode": "cw", "bias": [0.0, 0.0, 0.05]}), scene, backend).simulate(np.eye(4))
     shift = np.mean([c / (4 * np.pi * f * 1e6) for f in (46.55, 53.2)]) * 0.05
     np.testing.assert_allclose(biased.range[near], biased.clean_range[near] - shift, atol=1e-4)
+
+
+# -- ambient (near_ir) ------------------------------------------------------------------------------
+def test_ambient_from_the_sun_albedo_and_sky_with_row_gains():
+    """Wall facing the sensor (normal −x) and ground (normal +z), concrete albedo 0.3. Sun at 30° above
+    +x: the wall is in shade (level·A·0.2), the ground sunlit (level·A·(sin 30° + 0.2)), the sky reads
+    `sky` — brighter than the shade. Poisson counts; each row scaled by its fixed gain."""
+    from lidar_ros.physics.ambient import row_gains
+
+    scene, backend = box_scene(("wall", [0.2, 300, 300], 8.1))
+    ground = trimesh.creation.box([300, 300, 0.2])
+    scene.add_entity("ground", TriMesh(ground.vertices, ground.faces), pose_to_matrix(0, 0, -2.1), material="concrete")
+    backend = make_backend("embree", scene, threads=2)
+    level, sky = 2000.0, 600.0
+    sets = {"surface": {"ambient_level": level, "ambient_sky": sky},
+            "signal": {"ambient_model": "sun", "sun_elevation_deg": 30.0, "sun_azimuth_deg": 0.0}}
+    cfg = load_sensor(SPHERICAL, {"vertical": {"min_deg": -30, "max_deg": 60, "step_deg": 2}, **sets})
+    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    near_ir = scan.fields["ouster_ambient"].astype(float)
+    entity = scan.entity
+    wall_px = entity == scene.find("wall")
+    ground_px = entity == scene.find("ground")
+    sky_px = ~scan.hit
+    assert wall_px.sum() > 1000 and ground_px.sum() > 1000 and sky_px.sum() > 1000
+    for mask, mean in ((wall_px, level * 0.3 * 0.2), (ground_px, level * 0.3 * (0.5 + 0.2)), (sky_px, sky)):
+        values = near_ir[mask]
+        assert abs(values.mean() - mean) < 4 * np.sqrt(mean / mask.sum()), (values.mean(), mean)
+        assert abs(values.var() / mean - 1) < 0.1  # Poisson
+    assert near_ir[sky_px].mean() > near_ir[wall_px].mean()  # by day the sky outshines the shade
+    night = LidarSimulator(cfg.with_overrides({"signal.sun_elevation_deg": -10.0}), scene, backend).simulate(np.eye(4))
+    assert night.fields["ouster_ambient"][sky_px].mean() < 0.05 * sky
+    banded = cfg.with_overrides({"signal.row_gain_sigma": 0.2})
+    band = LidarSimulator(banded, scene, backend, seed=4).simulate(np.eye(4)).fields["ouster_ambient"].astype(float)
+    gains = row_gains(0.2, banded.n_lasers, 4)[banded.laser_index]
+    rows = sky_px.sum(axis=1) > 500
+    np.testing.assert_allclose([band[r][sky_px[r]].mean() for r in np.flatnonzero(rows)], sky * gains[rows], rtol=0.03)

@@ -19,6 +19,7 @@ sections is exactly the geometric sensor of before. Example::
       poisson: false             # shot noise on signal photons
       noise_floor: 0.0           # mean photons reported where there is no return
       saturation: 65535          # largest signal count
+      ambient_model: flat        # flat (surface.ambient_level/ambient_sky) | sun (ambient.py)
       sun_elevation_deg: 45.0    # sun above the horizon; < 0 = night (ambient from sky glow only)
       sun_azimuth_deg: 0.0
       row_gain_sigma: 0.0        # relative per-row (per-beam) ambient gain spread, fixed per run
@@ -46,6 +47,7 @@ RETURN_MODES = ("strongest", "last", "first", "dual", "mixed")
 PROFILES = ("uniform", "gaussian")
 DETECTION_CURVES = ("threshold", "snr")
 TOF_MODES = ("pulsed", "cw")
+AMBIENT_MODELS = ("flat", "sun")
 MAX_SUB_RAYS = 64
 
 
@@ -113,6 +115,7 @@ class SignalConfig(_Section):
     poisson: bool = False
     noise_floor: float = 0.0
     saturation: float = 65535.0
+    ambient_model: str = "flat"
     sun_elevation_deg: float = 45.0
     sun_azimuth_deg: float = 0.0
     row_gain_sigma: float = 0.0
@@ -127,6 +130,7 @@ class SignalConfig(_Section):
             poisson=v["poisson"],
             noise_floor=number(v["noise_floor"], "noise_floor", where, 0.0, 65535.0),
             saturation=number(v["saturation"], "saturation", where, 1.0, 65535.0),
+            ambient_model=choice(v["ambient_model"], "ambient_model", where, AMBIENT_MODELS),
             sun_elevation_deg=number(v["sun_elevation_deg"], "sun_elevation_deg", where, -90.0, 90.0),
             sun_azimuth_deg=number(v["sun_azimuth_deg"], "sun_azimuth_deg", where, -360.0, 360.0),
             row_gain_sigma=number(v["row_gain_sigma"], "row_gain_sigma", where, 0.0, 1.0),

@@ -11,6 +11,7 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
+from .ambient import ambient_mean, ambient_photons, row_gains, sun_direction
 from .backfolding import fold
 from .config import NoiseConfig, SurfaceConfig
 from .cw_phase import cw_ranges
@@ -57,6 +58,7 @@ class Returns:
         self._surface = surface
         self._ambient_seed = ambient_seed
         self._effects = effects or EffectsConfig()
+        self.ray_gain: np.ndarray | None = None  # per-ray ambient gain of its row (SurfaceModel.apply)
 
     def __len__(self) -> int:
         return len(self.range)
@@ -90,7 +92,15 @@ class Returns:
     @cached_property
     def ouster_ambient(self) -> np.ndarray:
         rng = np.random.default_rng(self._ambient_seed)
-        return ouster_ambient(self.reflectivity, self.hit, self._surface.ambient_level, self._surface.ambient_sky, rng)
+        signal = self._effects.signal
+        if signal.ambient_model == "flat":
+            return ouster_ambient(self.reflectivity, self.hit, self._surface.ambient_level, self._surface.ambient_sky, rng)
+        # sun model: the surface's albedo (ρ(θ) without the lidar's own incidence), its world normal
+        albedo = self.reflectivity / np.maximum(self.cos_incidence, np.float32(1e-3))
+        sun = sun_direction(signal.sun_elevation_deg, signal.sun_azimuth_deg)
+        mean = ambient_mean(albedo, self.normal, self.hit, self._surface.ambient_level, self._surface.ambient_sky,
+                            sun, signal.sun_elevation_deg > 0)
+        return ambient_photons(mean, self.ray_gain, rng)
 
     @cached_property
     def entity(self) -> np.ndarray:
@@ -126,6 +136,7 @@ class SurfaceModel:
         self.n_lasers = int(n_lasers)
         self.limit = DetectionLimit(self.surface)
         self.biases = draw_laser_biases(self.noise, self.n_lasers, seed)
+        self.gains = row_gains(self.effects.signal.row_gain_sigma, self.n_lasers, int(seed or 0))
 
     def ray_bias(self, laser_index: np.ndarray | None) -> np.ndarray | None:
         """(N,) float32 range bias of each ray's laser (None without bias noise). Fixed for the run: a
@@ -139,8 +150,14 @@ class SurfaceModel:
             raise ConfigError(f"laser_index out of range; allowed: 0..{self.n_lasers - 1}")
         return self.biases[laser_index]
 
+    def ray_gain(self, laser_index: np.ndarray | None) -> np.ndarray | None:
+        """(N,) float32 ambient gain of each ray's laser (signal.row_gain_sigma), None when off."""
+        if self.effects.signal.row_gain_sigma <= 0 or laser_index is None:
+            return None
+        return self.gains[np.asarray(laser_index)]
+
     def apply(self, hits: LidarHits, laser_index: np.ndarray | None, rng: np.random.Generator,
-              ray_bias: np.ndarray | None = None) -> Returns:
+              ray_bias: np.ndarray | None = None, ray_gain: np.ndarray | None = None) -> Returns:
         """Detection limit per ray, then noise along the ray, then intensity fields.
 
         ray_bias: this batch's `ray_bias(laser_index)` when the caller keeps it (then laser_index is not read).
@@ -171,4 +188,6 @@ class SurfaceModel:
         if tof.unambiguous_range_m > 0:  # measured from the latest pulse (clean_range stays true)
             noisy = fold(noisy, tof.unambiguous_range_m)
         ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
-        return Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed, self.effects)
+        ret = Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed, self.effects)
+        ret.ray_gain = ray_gain if ray_gain is not None else self.ray_gain(laser_index)
+        return ret
