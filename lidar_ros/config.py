@@ -214,8 +214,12 @@ def _preset_path(name: str) -> Path | None:
 def _spec_from_file(path: Path) -> dict:
     """A sensor mapping from a sensor YAML, an Ouster metadata JSON or a velodyne calibration YAML."""
     if path.suffix.lower() == ".json":
-        ouster.read_metadata(path)  # fails early with the file named
-        return {"type": "ouster", "name": path.stem, "metadata": path.name}
+        meta = ouster.read_metadata(path)  # fails early with the file named
+        spec = {**_product_line_defaults(meta["prod_line"], len(meta["altitude_deg"])),
+                "type": "ouster", "name": path.stem, "metadata": path.name}
+        if meta["lidar_mode"] is not None:  # the mode the sensor ran in when the file was written
+            spec["columns"], spec["rate_hz"] = meta["lidar_mode"][0], meta["lidar_mode"][1]
+        return spec
     data = read_yaml(path)
     if isinstance(data, dict) and "lasers" in data and "type" not in data:
         velodyne.read_calibration(path)
@@ -223,6 +227,25 @@ def _spec_from_file(path: Path) -> dict:
     if not isinstance(data, dict):
         raise ConfigError(f"sensor file {path}: expected a mapping with a 'type' key")
     return data
+
+
+PRESET_ONLY_KEYS = ("type", "name", "description", "source", "model", "metadata", "columns", "rate_hz",
+                    "beam_stride", "calibration")
+
+
+def _product_line_defaults(prod_line: str, beams: int) -> dict:
+    """The settings of the preset of an Ouster product line ('OS-1-32-G' with 32 beams -> OS1-32.yaml:
+    range, noise, detection limit, effects), so that a metadata file given as the sensor is the same
+    sensor as the preset built on it. Empty when no preset matches."""
+    parts = prod_line.upper().replace("OS-", "OS").split("-")
+    family = parts[0] if parts and parts[0] in ("OS0", "OS1", "OS2") else None
+    if family is None:
+        return {}
+    preset = _preset_path(f"{family}-{beams}")
+    if preset is None:
+        return {}
+    data = read_yaml(preset)
+    return {k: v for k, v in data.items() if k not in PRESET_ONLY_KEYS} if isinstance(data, dict) else {}
 
 
 def load_sensor(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None) -> LidarConfig:

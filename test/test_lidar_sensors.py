@@ -591,3 +591,31 @@ def test_a_material_replaced_in_the_library_reaches_the_next_frame():
     cos = np.cos(after.elevation_rad) * np.cos(after.azimuth_rad)
     np.testing.assert_allclose(before.fields["reflectivity"][hit], 0.3 * cos[hit], rtol=1e-5)
     np.testing.assert_allclose(after.fields["reflectivity"][hit], 0.9 * cos[hit], rtol=1e-5)
+
+
+def test_an_ouster_metadata_file_is_the_same_sensor_as_its_preset():
+    """The product line's defaults (range, noise, detection limit) and the file's lidar_mode."""
+    from lidar_ros.config import PRESET_DIR
+
+    meta = PRESET_DIR.parent / "ouster" / "raw_OS-1-32-G_v2.1.1_1024x10.json"
+    from_file, preset = load_sensor(str(meta)), load_sensor("OS1-32")
+    for key in ("range_min", "range_max", "noise", "surface", "effects", "layout", "rate_hz", "cols"):
+        assert getattr(from_file, key) == getattr(preset, key), key
+    np.testing.assert_array_equal(from_file.directions, preset.directions)
+    os2 = load_sensor(str(PRESET_DIR.parent / "ouster" / "raw_OS-2-32-U0_v2.0.0_1024x10.json"))
+    assert (os2.cols, os2.rate_hz) == (1024, 20.0)  # its lidar_mode is 1024x20
+    assert (os2.range_min, os2.range_max) == (load_sensor("OS2-32").range_min, load_sensor("OS2-32").range_max)
+
+
+@pytest.mark.parametrize("name,metadata", [("OS0-64", "raw_OS-0-128-U1_v2.3.0_1024x10.json"),
+                                           ("OS2-64", "raw_OS-2-128-U1_v2.3.0_1024x10.json")])
+def test_64_beam_units_take_their_column_shifts_from_the_128_beam_metadata_rows(name, metadata):
+    import json
+
+    from lidar_ros.config import PRESET_DIR
+
+    raw = json.loads((PRESET_DIR.parent / "ouster" / metadata).read_text())
+    flat = {k: v for section in raw.values() if isinstance(section, dict) for k, v in section.items()}
+    flat.update({k: v for k, v in raw.items() if not isinstance(v, dict)})
+    cfg = load_sensor(name)
+    np.testing.assert_array_equal(cfg.pixel_shift, np.asarray(flat["pixel_shift_by_row"])[::2])

@@ -73,7 +73,18 @@ def read_metadata(path: str | Path) -> dict:
         "pixel_shift_by_row": None if shifts is None else np.asarray(shifts, np.int64),
         "columns_per_frame": int(flat.get("columns_per_frame", 1024)),
         "prod_line": prod_line,
+        "lidar_mode": _lidar_mode(flat.get("lidar_mode"), where),
     }
+
+
+def _lidar_mode(value, where: str) -> tuple[int, float] | None:
+    """(columns, rate_hz) of a metadata lidar_mode such as '1024x20'; None when absent."""
+    if value is None:
+        return None
+    cols, sep, rate = str(value).partition("x")
+    if not (sep and cols.isdigit() and rate.isdigit()):
+        raise ConfigError(f"{where}: lidar_mode {value!r}; allowed: COLUMNSxRATE, e.g. 1024x10")
+    return int(cols), float(rate)
 
 
 def _mm_to_m(t: np.ndarray) -> np.ndarray:
@@ -103,8 +114,8 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     az_deg = meta["azimuth_deg"][::stride]
     rows = len(alt)
     given = meta["pixel_shift_by_row"]
-    if given is not None and len(given) == len(meta["azimuth_deg"]) and cols == meta["columns_per_frame"] and stride == 1:
-        shift = given
+    if given is not None and len(given) == len(meta["azimuth_deg"]) and cols == meta["columns_per_frame"]:
+        shift = given[::stride]  # the metadata's own rows (a 64-beam unit of a 128-beam table: every second)
     else:
         shift = destagger_shifts(az_deg, cols)
 
