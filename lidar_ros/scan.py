@@ -134,7 +134,7 @@ class LidarScan:
 
 
 def _driver_channels(scan: "LidarScan", layout: str, suffix: str) -> dict[str, np.ndarray]:
-    if layout == "ouster":
+    if layout.startswith("ouster"):
         return {f"reflectivity{suffix}": np.minimum(scan.fields["ouster_reflectivity"], 255).astype(np.uint8),
                 f"signal{suffix}": np.asarray(scan.fields["ouster_signal"], np.uint16),
                 f"near_ir{suffix}": np.asarray(scan.fields["ouster_ambient"], np.uint16)}

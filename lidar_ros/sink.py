@@ -21,9 +21,11 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 # PointCloud2 layouts of real drivers (radarays_ros.io.lidar_clouds documents each one's bytes)
-LAYOUTS = ("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "livox_xyzrtl", "xyzi")
+LAYOUTS = ("velodyne", "ouster", "ouster_native", "ouster_xyz", "ouster_xyzi", "ouster_xyzir", "gazebo", "gazebo_cpu",
+           "livox", "livox_xyzrtl", "xyzi")
 # ring numbering of each layout: True = ring 0 is the top beam, False = the lowest, None = scan rows as they are
-TOP_RING_FIRST = {"velodyne": False, "ouster": True, "gazebo": False, "gazebo_cpu": False,
+TOP_RING_FIRST = {"velodyne": False, "ouster": True, "ouster_native": True, "ouster_xyz": True, "ouster_xyzi": True,
+                  "ouster_xyzir": True, "gazebo": False, "gazebo_cpu": False,
                   "livox": None, "livox_xyzrtl": None, "xyzi": None}
 
 

@@ -28,6 +28,12 @@ DRIVER_FIELDS = {
     "velodyne": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4), "time": (18, 7)}, 22),
     "ouster": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "t": (20, 6), "reflectivity": (24, 4),
                 "ring": (26, 4), "ambient": (28, 4), "range": (32, 6)}, 48),
+    # ouster-ros point_type native / xyz / xyzi / xyzir (sensor_point_types.h, common_point_types.h)
+    "ouster_native": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "t": (16, 6), "ring": (20, 4), "range": (24, 6),
+                       "signal": (28, 4), "reflectivity": (30, 4), "near_ir": (32, 4)}, 48),
+    "ouster_xyz": ({"x": (0, 7), "y": (4, 7), "z": (8, 7)}, 16),
+    "ouster_xyzi": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7)}, 16),
+    "ouster_xyzir": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "ring": (20, 4)}, 32),
     # gz-sensors GpuLidarSensor: InitPointCloudPacked(..., memoryAligned=true, {xyz, intensity, ring})
     "gazebo": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "ring": (24, 4)}, 32),
     "gazebo_cpu": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4)}, 18),
@@ -362,3 +368,22 @@ def _export(path):
         box.apply_translation([x, 0, 0])
         meshes.append(box)
     trimesh.util.concatenate(meshes).export(path)
+
+
+def test_ouster_point_types_read_back(tmp_path, room):
+    scan = scan_of(room, "OS1-32", {"columns": 512})
+    hit = scan.hit
+    native = points_of(bag_cloud(tmp_path, scan, layout="ouster_native"))
+    assert native.shape == (32, 512)
+    np.testing.assert_array_equal(native["signal"], scan.fields["ouster_signal"])
+    np.testing.assert_array_equal(native["near_ir"], scan.fields["ouster_ambient"])
+    np.testing.assert_array_equal(native["reflectivity"], scan.fields["ouster_reflectivity"])
+    np.testing.assert_array_equal(native["range"][hit], np.round(scan.range[hit] * 1000).astype(np.uint32))
+    np.testing.assert_array_equal(native["ring"], np.repeat(np.arange(32)[:, None], 512, 1))
+    for layout in ("ouster_xyzi", "ouster_xyzir"):
+        pts = points_of(bag_cloud(tmp_path, scan, layout=layout))
+        np.testing.assert_array_equal(pts["intensity"], scan.fields["ouster_signal"].astype(np.float32))
+        np.testing.assert_array_equal(pts["x"][hit], scan.xyz[..., 0][hit])
+    raw = np.frombuffer(bytes(bag_cloud(tmp_path, scan, layout="ouster_native").data), np.uint8).reshape(-1, 48)
+    for lo, hi in ((12, 16), (22, 24), (34, 48)):
+        assert not raw[:, lo:hi].any()

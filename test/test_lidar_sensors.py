@@ -343,7 +343,7 @@ def test_materials_and_intensity_reach_the_scan():
     ("OS1-64", {"rate_hz": 15}, ["rate_hz", "10, 20"]),
     ("VLP-16", {"range.max": 0.1}, ["range.max", "range.min"]),
     ("VLP-16", {"range.max": float("nan")}, ["range.max", "finite"]),
-    ("VLP-16", {"layout": "pcl"}, ["layout", "velodyne, ouster, gazebo, gazebo_cpu, livox, livox_xyzrtl, xyzi"]),
+    ("VLP-16", {"layout": "pcl"}, ["layout", "velodyne, ouster, ouster_native, ouster_xyz, ouster_xyzi, ouster_xyzir, gazebo, gazebo_cpu, livox, livox_xyzrtl, xyzi"]),
     ("VLP-16", {"noise.sigmaa": 1}, ["noise", "sigmaa", "allowed"]),
     ("VLP-16", {"noise.sigma": -1}, ["sigma", "[0"]),
     ("VLP-16", {"calibration": "nope.yaml"}, ["nope.yaml", "not found"]),

@@ -25,6 +25,12 @@ livox     livox_ros_driver2 PointCloud2 (xfer_format 0, packed LivoxPointXyzrtlt
 livox_xyzrtl  livox_ros_driver (ROS 1 / livox_ros2_driver, Mid-40/Mid-70/Avia, xfer_format 0,
           LivoxPointXyzrtl): x,y,z float32 @0/4/8, reflectivity as intensity float32 @12, tag uint8
           @16, line uint8 @17, point_step 18; no per-point time; returns only.
+ouster_native, ouster_xyz, ouster_xyzi, ouster_xyzir  the other ouster-ros point types (ouster-ros
+          sensor_point_types.h / common_point_types.h, PCL_ADD_POINT4D + EIGEN_ALIGN16):
+          native = Point_RNG19_RFL8_SIG16_NIR16: x,y,z @0/4/8, t uint32 @16, ring uint16 @20, range uint32
+          mm @24, signal uint16 @28, reflectivity uint16 @30, near_ir uint16 @32, point_step 48;
+          xyz = pcl::PointXYZ @0/4/8, step 16; xyzi: x,y,z,intensity(=signal) @0/4/8/12, step 16;
+          xyzir: x,y,z @0/4/8, intensity(=signal) @16, ring uint16 @20, step 32. Organized like `ouster`.
 xyzi      x,y,z,intensity float32, point_step 16, rows as in the scan.
 
 Misses: organized clouds keep them as NaN points (intensity 0, range 0); unorganized clouds drop them.
@@ -60,9 +66,19 @@ LIVOX_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line", "ti
 LIVOX_XYZRTL_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line"],
                                "formats": ["<f4", "<f4", "<f4", "<f4", "u1", "u1"],
                                "offsets": [0, 4, 8, 12, 16, 17], "itemsize": 18})
+# ouster-ros point_type native (ouster_ros::Point_RNG19_RFL8_SIG16_NIR16, PCL_ADD_POINT4D + EIGEN_ALIGN16)
+OUSTER_NATIVE_DTYPE = np.dtype({"names": ["x", "y", "z", "t", "ring", "range", "signal", "reflectivity", "near_ir"],
+                                "formats": ["<f4", "<f4", "<f4", "<u4", "<u2", "<u4", "<u2", "<u2", "<u2"],
+                                "offsets": [0, 4, 8, 16, 20, 24, 28, 30, 32], "itemsize": 48})
+OUSTER_XYZ_DTYPE = np.dtype({"names": ["x", "y", "z"], "formats": ["<f4"] * 3, "offsets": [0, 4, 8], "itemsize": 16})
+OUSTER_XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
+                              "offsets": [0, 4, 8, 12], "itemsize": 16})
+OUSTER_XYZIR_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"], "formats": ["<f4"] * 4 + ["<u2"],
+                               "offsets": [0, 4, 8, 16, 20], "itemsize": 32})
 XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
                        "offsets": [0, 4, 8, 12], "itemsize": 16})
-LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "gazebo": GAZEBO_DTYPE,
+LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "ouster_native": OUSTER_NATIVE_DTYPE,
+                 "ouster_xyz": OUSTER_XYZ_DTYPE, "ouster_xyzi": OUSTER_XYZI_DTYPE, "ouster_xyzir": OUSTER_XYZIR_DTYPE, "gazebo": GAZEBO_DTYPE,
                  "gazebo_cpu": GAZEBO_CPU_DTYPE, "livox": LIVOX_DTYPE, "livox_xyzrtl": LIVOX_XYZRTL_DTYPE,
                  "xyzi": XYZI_DTYPE}
 assert set(LAYOUT_DTYPES) == set(LAYOUTS)  # the one list (lidar_ros.sink) and its implementations
@@ -146,7 +162,10 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         with np.errstate(invalid="ignore"):
             xyz = np.where(hit[..., None], xyz, np.float32(np.inf) * place(_unit_rays(scan)))
     out["x"], out["y"], out["z"] = xyz[..., 0], xyz[..., 1], xyz[..., 2]
-    out["intensity"] = field(scan.intensity)  # 0 where there is no return
+    if layout in ("ouster_xyzi", "ouster_xyzir"):  # ouster-ros: intensity = signal photons
+        out["intensity"] = field(scan.fields["ouster_signal"])
+    elif "intensity" in dtype.names:
+        out["intensity"] = field(scan.intensity)  # 0 where there is no return
     if layout == "velodyne" and picked is None:  # velodyne_pointcloud: NaN intensity for organized misses
         out["intensity"] = np.where(hit, out["intensity"], np.float32(np.nan))
     if "ring" in dtype.names:
@@ -161,6 +180,12 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         out["reflectivity"] = field(scan.fields["ouster_reflectivity"])
         out["ambient"] = field(scan.fields["ouster_ambient"])
         out["range"] = field(_millimetres(scan.range))
+    elif layout == "ouster_native":
+        out["t"] = field(_derived(scan, ("ouster_t",), lambda: np.rint(scan.time * 1e9).astype(np.uint32)))
+        out["range"] = field(_millimetres(scan.range))
+        out["signal"] = field(scan.fields["ouster_signal"])
+        out["reflectivity"] = field(scan.fields["ouster_reflectivity"])
+        out["near_ir"] = field(scan.fields["ouster_ambient"])
     elif layout in ("livox", "livox_xyzrtl"):
         out["tag"] = 0
         out["line"] = per_row(np.arange(rows, dtype=np.uint8))
