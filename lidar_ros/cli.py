@@ -153,16 +153,24 @@ def write_bag(out: Path, scans, pose, args, ground_truth) -> None:
     from radarays_ros.io.lidar_clouds import laserscan_msg, pointcloud_msg
     from radarays_ros.world.trajectory import Trajectory
 
-    frame = scans[0].config.frame_id
+    cfg = scans[0].config
+    frame = cfg.frame_id
+    # the pose places the ray frame; where points are reported in another frame (Ouster: os_sensor ->
+    # os_lidar, as ouster-ros publishes), that frame hangs below it by a static transform
+    posed = cfg.ray_frame_id if cfg.ray_frame_id and cfg.ray_frame_id != frame else frame
     with BagWriter(out) as bag:
+        static = []
         if not isinstance(pose, Trajectory):
-            tf = messages.transform_stamped(pose, scans[0].t0_ns, args.world_frame, frame)
-            bag.write("/tf_static", messages.tf_message([tf]), scans[0].t0_ns)
+            static.append(messages.transform_stamped(pose, scans[0].t0_ns, args.world_frame, posed))
+        if posed != frame:
+            static.append(messages.transform_stamped(np.linalg.inv(cfg.point_transform), scans[0].t0_ns, posed, frame))
+        if static:
+            bag.write("/tf_static", messages.tf_message(static), scans[0].t0_ns)
         for scan in scans:
             cloud = pointcloud_msg(scan, layout=args.layout, organized=not args.unorganized, ground_truth=ground_truth)
             stamp = cloud.header.stamp.sec * 1_000_000_000 + cloud.header.stamp.nanosec
             if isinstance(pose, Trajectory):
-                tf = messages.transform_stamped(pose.at(np.array([stamp]))[0], stamp, args.world_frame, frame)
+                tf = messages.transform_stamped(pose.at(np.array([stamp]))[0], stamp, args.world_frame, posed)
                 bag.write("/tf", messages.tf_message([tf]), stamp)
             bag.write("/points", cloud, stamp)
             if scan.second is not None and (args.layout or scan.config.layout) != "velodyne":

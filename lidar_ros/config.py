@@ -11,7 +11,7 @@ keys every sensor has:
     organized: true              # organized cloud (NaN points for misses) or only the returns
     time_reference: last         # velodyne `time` field relative to the last (or first) firing
     intensity: reflectivity      # which physics field is the scan's `intensity`
-    frame_id: lidar
+    frame_id: lidar              # default: the driver's (Ouster: os_lidar, or os_sensor with point_frame: sensor)
     seed: 0                      # per-laser biases and per-scan noise
     max_bounces: 4               # mirror reflections followed per ray
     surface: {...}               # detection limit + intensity scales (lidar_ros.physics.SurfaceConfig)
@@ -105,6 +105,10 @@ class LidarConfig:
     surface: SurfaceConfig
     noise: NoiseConfig
     effects: EffectsConfig = EffectsConfig()  # beam footprint, echoes, detection curve, signal, weather, ToF
+    # points are reported in frame_id = point_transform (4x4) applied to the ray frame (the frame the pose
+    # places); ray_frame_id names that frame when they differ (Ouster: os_sensor -> os_lidar)
+    point_transform: np.ndarray = field(default_factory=lambda: np.eye(4))
+    ray_frame_id: str | None = None
     retime: Callable[[float], np.ndarray] | None = field(default=None, repr=False)
     derived: dict = field(default_factory=dict, repr=False)  # outputs' per-pixel tables computed from `time` once
 
@@ -147,7 +151,7 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
     organized = reader.boolean("organized", True)
     time_reference = reader.choice("time_reference", TIME_REFERENCES, "last")
     intensity_field = reader.choice("intensity", INTENSITY_FIELDS, DEFAULT_INTENSITY.get(kind, "reflectivity"))
-    frame_id = reader.text("frame_id", "lidar")
+    frame_id = reader.text("frame_id", "") or None  # default: the pattern's point frame, else 'lidar'
     seed = reader.number("seed", 0, 0, 2**63 - 1, integer=True)
     max_bounces = reader.number("max_bounces", 4, 0, 64, integer=True)
     surface = SurfaceConfig.from_dict(reader.raw("surface", None), where=f"{origin}: surface")
@@ -156,6 +160,7 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
 
     pattern = BUILDERS[kind](reader, base_dir, rate_hz)
     reader.finish(COMMON_KEYS)
+    frame_id = frame_id or pattern.point_frame_id or "lidar"
     return _from_pattern(pattern, dict(
         name=str(spec.get("name") or Path(origin).stem), kind=kind, origin=origin, spec=copy.deepcopy(dict(spec)),
         base_dir=str(base_dir), rate_hz=float(rate_hz), range_min=float(range_min), range_max=float(range_max),
@@ -192,6 +197,8 @@ def _from_pattern(p: Pattern, fields: dict) -> LidarConfig:
         laser_index=_readonly(p.laser_index, np.int64),
         range_offset=_readonly(p.range_offset, np.float32),
         pixel_shift=_readonly(p.pixel_shift, np.int64),
+        point_transform=_readonly(np.eye(4) if p.point_transform is None else p.point_transform, np.float64),
+        ray_frame_id=p.ray_frame_id,
         period=float(p.period),
         retime=p.retime,
         **fields,

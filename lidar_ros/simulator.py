@@ -129,9 +129,16 @@ class LidarSimulator:
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
-        # the beams' nominal rays: points lie on them
-        self._beam_dirs_t = self._dirs_t if k == 1 else np.ascontiguousarray(beam_dirs.T)
-        self._beam_origins_t = np.ascontiguousarray(config.origins.reshape(n, 3).T)
+        # the beams' nominal rays in the frame points are reported in: points lie on them
+        beam_origins = config.origins.reshape(n, 3)
+        m = np.asarray(config.point_transform, np.float64)
+        if not np.array_equal(m, np.eye(4)):  # e.g. Ouster os_sensor rays, os_lidar points
+            beam_dirs = (beam_dirs @ m[:3, :3].T).astype(np.float32)
+            beam_origins = (beam_origins @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
+        self._point_origins = bool(np.any(beam_origins))  # points = origin + range * direction
+        self._beam_dirs_t = self._dirs_t if k == 1 and beam_dirs is config.directions.reshape(n, 3) else \
+            np.ascontiguousarray(beam_dirs.T)
+        self._beam_origins_t = np.ascontiguousarray(beam_origins.T)
         # world-ray buffers, reused every frame (the tracer copies what it keeps); hence the lock
         self._world_o = np.empty((n * k, 3), np.float32)
         self._world_d = np.empty((n * k, 3), np.float32)
@@ -282,7 +289,7 @@ class LidarSimulator:
         for i in range(3):
             out = xyz[..., i]
             np.multiply(frame.beam_dirs_t[i, a:b].reshape(out.shape), dist.reshape(out.shape), out=out)
-            if self._has_origins:
+            if self._point_origins:
                 out += self._beam_origins_t[i, a:b].reshape(out.shape)
         part = _Part(ret, dropped)
         for name, values in frame.fields.items():
@@ -341,7 +348,7 @@ class LidarSimulator:
             parts.append(_Part(ret, dropped))
         dist = ranges - self._offset if self._has_offset else ranges
         xyz = frame.beam_dirs_t.T * dist[:, None]
-        if self._has_origins:
+        if self._point_origins:
             xyz += self._beam_origins_t.T
         fields = _LazyFields(parts, {}, shape)
         return LidarScan(

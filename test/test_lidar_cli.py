@@ -66,9 +66,12 @@ def test_mcap_has_points_and_tf_static(tmp_path, wall_world):
     assert topics["/points"][0] == "sensor_msgs/msg/PointCloud2" and topics["/tf_static"][0] == "tf2_msgs/msg/TFMessage"
     cloud = topics["/points"][1]
     assert (cloud.height, cloud.width, cloud.point_step) == (16, 512, 48)
-    tf = topics["/tf_static"][1].transforms[0]
-    assert (tf.header.frame_id, tf.child_frame_id) == ("map", "lidar")
+    tf, inner = topics["/tf_static"][1].transforms  # ouster-ros: map -> os_sensor (the pose) -> os_lidar
+    assert (tf.header.frame_id, tf.child_frame_id) == ("map", "os_sensor") and cloud.header.frame_id == "os_lidar"
     assert (tf.transform.translation.x, tf.transform.translation.y) == (1.0, 2.0)
+    assert (inner.header.frame_id, inner.child_frame_id) == ("os_sensor", "os_lidar")
+    assert inner.transform.translation.z == pytest.approx(0.03618)  # lidar_to_sensor_transform of the OS1 metadata
+    assert abs(inner.transform.rotation.z) == pytest.approx(1.0)  # turned 180° about z
 
 
 def test_2d_sensor_mcap_has_a_laserscan(tmp_path, wall_world):

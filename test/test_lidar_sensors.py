@@ -79,7 +79,9 @@ def test_every_preset_measures_a_wall_where_geometry_says(name):
     assert scan.hit[sure].all() and not scan.hit[~expect_hit].any()
     assert scan.hit.any()
     np.testing.assert_allclose(scan.range[scan.hit], expected[scan.hit], rtol=5e-6, atol=2e-5)
-    np.testing.assert_allclose(scan.xyz[scan.hit][:, 0], d, atol=1e-4)  # points lie on the wall
+    back = np.linalg.inv(cfg.point_transform)  # points are in the point frame (Ouster: os_lidar), the wall in the ray frame
+    xyz = scan.xyz[scan.hit].astype(float) @ back[:3, :3].T + back[:3, 3]
+    np.testing.assert_allclose(xyz[:, 0], d, atol=1e-4)  # points lie on the wall
 
 
 # -- ring order and angles of every preset against its table ----------------------------------------
@@ -619,3 +621,16 @@ def test_64_beam_units_take_their_column_shifts_from_the_128_beam_metadata_rows(
     flat.update({k: v for k, v in raw.items() if not isinstance(v, dict)})
     cfg = load_sensor(name)
     np.testing.assert_array_equal(cfg.pixel_shift, np.asarray(flat["pixel_shift_by_row"])[::2])
+
+
+def test_ouster_points_in_os_lidar_by_default_and_os_sensor_on_request():
+    lidar_cfg, sensor_cfg = load_sensor("OS1-32", QUIET), load_sensor("OS1-32", {**QUIET, "point_frame": "sensor"})
+    assert (lidar_cfg.frame_id, sensor_cfg.frame_id) == ("os_lidar", "os_sensor")
+    scene, backend = wall_scene(4.0, size=600.0)
+    a = LidarSimulator(lidar_cfg, scene, backend).simulate(np.eye(4))
+    b = LidarSimulator(sensor_cfg, scene, backend).simulate(np.eye(4))
+    np.testing.assert_array_equal(a.range, b.range)
+    to_sensor = np.linalg.inv(lidar_cfg.point_transform)  # os_sensor <- os_lidar: lidar_to_sensor_transform
+    np.testing.assert_allclose(to_sensor[:3, 3], [0, 0, 0.03618])
+    moved = a.xyz[a.hit].astype(float) @ to_sensor[:3, :3].T + to_sensor[:3, 3]
+    np.testing.assert_allclose(moved, b.xyz[b.hit], atol=2e-5)

@@ -128,7 +128,13 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     n = meta["beam_origin_m"]
     o_lidar = np.stack([n * np.cos(theta_e), n * np.sin(theta_e), np.zeros_like(theta_e)], axis=-1)
     t = meta["lidar_to_sensor"]
+    # ouster-ros (ROS 2) publishes points in os_lidar by default (point_cloud_frame), os_sensor on request;
+    # the rays are cast in os_sensor, the frame a user places the sensor by
+    point_frame = spec.choice("point_frame", ("lidar", "sensor"), "lidar")
     return Pattern(
+        point_transform=np.linalg.inv(t) if point_frame == "lidar" else None,
+        point_frame_id="os_lidar" if point_frame == "lidar" else "os_sensor",
+        ray_frame_id="os_sensor",
         directions=d_lidar @ t[:3, :3].T,
         origins=o_lidar @ t[:3, :3].T + t[:3, 3],
         ring=np.arange(rows),
