@@ -22,7 +22,7 @@ from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
-SPHERICAL = str(ROOT / "config" / "examples" / "spherical_16x1800.yaml")  # origins 0, no noise
+SPHERICAL = str(ROOT / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml")  # origins 0, no noise
 RHO = 0.3  # concrete in the shipped library: Lambertian ρ(θ) = 0.3·cos θ
 
 

@@ -146,7 +146,7 @@ def test_ouster_cloud_read_back_field_by_field(tmp_path, room):
 
 
 def test_gazebo_and_ground_truth_fields(tmp_path, room):
-    scan = scan_of(room, str(Path(__file__).resolve().parents[1] / "config" / "examples" / "spherical_16x1800.yaml"))
+    scan = scan_of(room, str(Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml"))
     msg = bag_cloud(tmp_path, scan, ground_truth=("clean_range", "entity", "material", "normal", "incidence_rad"))
     pts = points_of(msg)
     assert (msg.height, msg.width) == (16, 1800)
@@ -293,7 +293,7 @@ def test_velodyne_organized_misses_have_nan_intensity_and_the_cloud_is_not_dense
 
 def test_gazebo_misses_are_infinite_points_along_the_ray(tmp_path, room):
     """gz-sensors writes a miss as range +inf times the ray's direction cosines: ±inf per axis."""
-    scan = scan_of(room, str(Path(__file__).resolve().parents[1] / "config" / "examples" / "spherical_16x1800.yaml"))
+    scan = scan_of(room, str(Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml"))
     for layout in ("gazebo", "gazebo_cpu"):
         pts = points_of(bag_cloud(tmp_path, scan, layout=layout))
         miss = ~scan.hit

@@ -23,7 +23,7 @@ from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import pose_to_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
-LIDAR = ROOT / "config" / "lidar"
+LIDAR = ROOT / "radarays_ros" / "data" / "lidar"
 PRESETS = LIDAR / "presets"
 QUIET = {"noise": {}, "surface": {}}  # noise and detection limit off: pure geometry
 
@@ -42,7 +42,7 @@ def preset_yaml(name: str) -> dict:
 
 # -- ranges to a known plane ------------------------------------------------------------------------
 def test_spherical_example_wall_ranges_are_d_over_cos():
-    cfg = load_sensor(ROOT / "config" / "examples" / "spherical_16x1800.yaml")
+    cfg = load_sensor(ROOT / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml")
     assert (cfg.rows, cfg.cols) == (16, 1800)
     el_expected = np.radians(np.arange(-15, 16, 2))
     az_expected = np.radians(-180 + 0.2 * np.arange(1800))
@@ -447,7 +447,7 @@ def test_fov_and_resolution_form_of_a_generic_sensor(tmp_path):
     cfg = build_config({"type": "spherical", "vertical": {"fov_deg": 30, "resolution_deg": 2},
                         "horizontal": {"fov_deg": 360, "resolution_deg": 0.2}, "range": {"min": 0.1, "max": 100}},
                        "t", tmp_path)
-    example = load_sensor(ROOT / "config" / "examples" / "spherical_16x1800.yaml")
+    example = load_sensor(ROOT / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml")
     assert (cfg.rows, cfg.cols) == (16, 1800)
     np.testing.assert_allclose(cfg.elevation, example.elevation, atol=1e-6)
     np.testing.assert_allclose(cfg.azimuth, example.azimuth, atol=1e-5)
@@ -597,14 +597,12 @@ def test_a_material_replaced_in_the_library_reaches_the_next_frame():
 
 def test_an_ouster_metadata_file_is_the_same_sensor_as_its_preset():
     """The product line's defaults (range, noise, detection limit) and the file's lidar_mode."""
-    from lidar_ros.config import PRESET_DIR
-
-    meta = PRESET_DIR.parent / "ouster" / "raw_OS-1-32-G_v2.1.1_1024x10.json"
+    meta = LIDAR / "ouster" / "raw_OS-1-32-G_v2.1.1_1024x10.json"
     from_file, preset = load_sensor(str(meta)), load_sensor("OS1-32")
     for key in ("range_min", "range_max", "noise", "surface", "effects", "layout", "rate_hz", "cols"):
         assert getattr(from_file, key) == getattr(preset, key), key
     np.testing.assert_array_equal(from_file.directions, preset.directions)
-    os2 = load_sensor(str(PRESET_DIR.parent / "ouster" / "raw_OS-2-32-U0_v2.0.0_1024x10.json"))
+    os2 = load_sensor(str(LIDAR / "ouster" / "raw_OS-2-32-U0_v2.0.0_1024x10.json"))
     assert (os2.cols, os2.rate_hz) == (1024, 20.0)  # its lidar_mode is 1024x20
     assert (os2.range_min, os2.range_max) == (load_sensor("OS2-32").range_min, load_sensor("OS2-32").range_max)
 
@@ -614,9 +612,7 @@ def test_an_ouster_metadata_file_is_the_same_sensor_as_its_preset():
 def test_64_beam_units_take_their_column_shifts_from_the_128_beam_metadata_rows(name, metadata):
     import json
 
-    from lidar_ros.config import PRESET_DIR
-
-    raw = json.loads((PRESET_DIR.parent / "ouster" / metadata).read_text())
+    raw = json.loads((LIDAR / "ouster" / metadata).read_text())
     flat = {k: v for section in raw.values() if isinstance(section, dict) for k, v in section.items()}
     flat.update({k: v for k, v in raw.items() if not isinstance(v, dict)})
     cfg = load_sensor(name)
