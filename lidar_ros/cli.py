@@ -41,6 +41,8 @@ def add_parser(sub) -> None:
     p.add_argument("--materials", help="material library YAML merged over the shipped one")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a sensor setting, dotted keys (e.g. rate_hz=20, range.max=50, noise.sigma=0)")
+    p.add_argument("--realistic", action="store_true", help="turn the sensor effects on (beam divergence with 4 "
+                   "sub-rays, detection curve, dropouts, photon noise, sun ambient; lidar_ros.config.REALISTIC)")
     p.add_argument("--seed", type=int, help="seed of the noise (default: the sensor file's seed)")
     p.add_argument("--scans", type=int, default=1, help="number of consecutive scans (default 1)")
     p.add_argument("--t0", type=float, default=0.0, help="start time of the first scan (s)")
@@ -99,7 +101,7 @@ def run(args) -> int:
         raise ConfigError(f"--out {out}: unknown output type '{out.suffix}'; allowed: {', '.join(OUTPUT_SUFFIXES)}")
     if args.scans < 1:
         raise ConfigError(f"--scans {args.scans}: allowed: an integer >= 1")
-    config = load_sensor(args.sensor, parse_overrides(args.overrides))
+    config = load_sensor(args.sensor, parse_overrides(args.overrides), realistic=args.realistic)
     if args.trajectory:
         pose = Trajectory.from_csv(args.trajectory)
     else:
