@@ -31,6 +31,7 @@ from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
 from .physics.echoes import form_echoes
 from .physics.footprint import spread_directions, sub_ray_offsets
+from .physics.glass import glass_returns
 from .physics.interaction import first_trace
 from .physics.weather import extinction_per_m, two_way_transmission
 from .physics.beam_returns import add_backscatter, hits_of_echo
@@ -93,7 +94,8 @@ class LidarSimulator:
         # rays traced per beam: sub-rays over the footprint (physics/footprint.py), or the central ray
         self._k = beam.sub_rays if beam.footprint and beam.divergence_mrad > 0 else 1
         self._weights = sub_ray_offsets(beam.divergence_mrad * 1e-3, self._k, beam.profile)[2]
-        self._echoes = self._k > 1 or beam.dual
+        self._glass = config.effects.glass.specular
+        self._echoes = self._k > 1 or beam.dual or self._glass
         weather = config.effects.weather
         self._alpha = extinction_per_m(weather.fog_visibility_km, weather.rain_rate_mm_h, weather.wavelength_nm)
         # particle echoes need a finite sensitivity to be weighed against (with model 'none' every one would be seen)
@@ -260,11 +262,24 @@ class LidarSimulator:
         if self._alpha > 0:  # fog/rain: two-way extinction of every (sub-)ray's return
             hits.reflectivity = hits.reflectivity * two_way_transmission(hits.range, self._alpha)
         beams = [hits]
+        ranges, rho, weights = hits.range.reshape(-1, m), hits.reflectivity.reshape(-1, m), self._weights
+        if self._glass:  # the glass's specular return and its ghost join the beam's sub-returns
+            glass = self.effects.glass
+            g = glass_returns(self.backend, origins, dirs, first, self.materials, self._tmax, glass.refractive_index,
+                              np.radians(glass.lobe_deg), glass.ghosts)
+            extra = [g.specular_range, g.ghost_range]
+            if self._has_offset:
+                extra = [r + self._offset_traced[a * m:b * m] for r in extra]
+            extra_rho = [g.specular_rho, g.ghost_rho]
+            if self._alpha > 0:
+                extra_rho = [p * two_way_transmission(r, self._alpha) for p, r in zip(extra_rho, extra)]
+            ranges = np.hstack([ranges, *(r.reshape(-1, m) for r in extra)])
+            rho = np.hstack([rho, *(p.reshape(-1, m) for p in extra_rho)])
+            weights = np.tile(weights, 3)
         if self._echoes:  # the beam's echoes from its sub-rays' returns
             beam = self.effects.beam
-            echoes = form_echoes(hits.range.reshape(-1, m), hits.reflectivity.reshape(-1, m), self._weights,
-                                 beam.echo_separation_m, beam.return_mode)
-            beams = [hits_of_echo(hits, echo) for echo in echoes]
+            echoes = form_echoes(ranges, rho, weights, beam.echo_separation_m, beam.return_mode)
+            beams = [hits_of_echo(hits, echo, m, ranges.shape[1], g if self._glass else None) for echo in echoes]
         if self._backscatter:
             add_backscatter(beams[0], self.effects, self._alpha, cfg.range_min, rng)
         bias = None if self._ray_bias is None else self._ray_bias[a:b]

@@ -342,3 +342,61 @@ def test_ambient_from_the_sun_albedo_and_sky_with_row_gains():
     gains = row_gains(0.2, banded.n_lasers, 4)[banded.laser_index]
     rows = sky_px.sum(axis=1) > 500
     np.testing.assert_allclose([band[r][sky_px[r]].mean() for r in np.flatnonzero(rows)], sky * gains[rows], rtol=0.03)
+
+
+# -- glass ----------------------------------------------------------------------------------------------
+def glass_scene(tilt_deg: float, wall_behind: bool):
+    scene = Scene()
+    pane = trimesh.creation.box([0.01, 6.0, 6.0])
+    scene.add_entity("pane", TriMesh(pane.vertices, pane.faces),
+                     pose_to_matrix(3 + 0.005 / np.cos(np.radians(tilt_deg)), 0, 0, 0, 0, np.radians(tilt_deg)),
+                     material="glass")  # its front face passes through (3, 0, 0)
+    side = trimesh.creation.box([40, 0.2, 40])
+    scene.add_entity("side", TriMesh(side.vertices, side.faces), pose_to_matrix(0, 4.1, 0), material="concrete")
+    if wall_behind:
+        wall = trimesh.creation.box([0.2, 40, 40])
+        scene.add_entity("wall", TriMesh(wall.vertices, wall.faces), pose_to_matrix(8.1, 0, 0), material="concrete")
+    return scene, make_backend("embree", scene, threads=2)
+
+
+def test_glass_flashes_head_on_by_fresnel_and_is_seen_through_elsewhere():
+    """Pane at x = 3 before a wall at x = 8: the strongest echo is the glass where its specular lobe
+    R0/(2σ²)·exp(−(2θ)²/(2σ²)) / 3² outshines the wall behind it (t⁴·ρ cos θ / 8²), the wall elsewhere."""
+    from lidar_ros.physics.glass import fresnel_normal
+
+    scene, backend = glass_scene(0.0, wall_behind=True)
+    cfg = sensor(glass={"specular": True, "lobe_deg": 0.5})
+    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    dx = np.cos(scan.elevation_rad) * np.cos(scan.azimuth_rad)
+    lateral = np.hypot(np.cos(scan.elevation_rad) * np.sin(scan.azimuth_rad), np.sin(scan.elevation_rad))
+    through = (lateral * 8 / np.maximum(dx, 1e-9) < 2.9) & (dx > 0.5)  # through the pane and onto the far wall
+    theta = np.arccos(np.clip(dx, -1, 1))
+    sigma = np.radians(0.5)
+    r0 = fresnel_normal(1.5)
+    glass_strength = r0 / (2 * sigma**2) * np.exp(-(2 * theta) ** 2 / (2 * sigma**2)) / (3 / dx) ** 2
+    wall_strength = 0.96**4 * RHO * dx / (8 / dx) ** 2
+    flash = through & (glass_strength > wall_strength)
+    assert 0 < flash.sum() < 40  # a few pixels square to the pane
+    np.testing.assert_allclose(scan.range[flash], 3.0 / dx[flash], rtol=1e-4)
+    np.testing.assert_allclose(scan.fields["reflectivity"][flash],
+                               (glass_strength * (3 / dx) ** 2)[flash], rtol=1e-3)
+    clear = through & (glass_strength < 0.5 * wall_strength)
+    np.testing.assert_allclose(scan.range[clear], 8.0 / dx[clear], rtol=1e-4)
+    plain = LidarSimulator(sensor(), scene, backend).simulate(np.eye(4))  # off: the pane is invisible
+    np.testing.assert_allclose(plain.range[flash], 8.0 / dx[flash], rtol=1e-4)
+
+
+def test_glass_reflection_gives_a_ghost_point_behind_the_pane():
+    """Pane at 45° through (3, 0, 0), nothing behind it, a wall at y = 4: the forward ray's reflection runs
+    along +y to the wall, so a ghost point appears straight ahead at (3 + 4)/cos e, R0² as bright."""
+    scene, backend = glass_scene(-45.0, wall_behind=False)  # pane normal (1, −1, 0)/√2: reflects +x into +y
+    cfg = sensor(glass={"specular": True})
+    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    centre = (np.argmin(np.abs(scan.elevation_rad[:, 0] - np.radians(1))), np.argmin(np.abs(scan.azimuth_rad[0])))
+    assert abs(scan.azimuth_rad[centre]) < 1e-6
+    # elevation e: the pane at 3/cos e, the reflection (0, cos e, sin e) meets y = 4 after 4/cos e
+    assert scan.range[centre] == pytest.approx(7.0 / np.cos(np.radians(1)), abs=1e-3)
+    assert scan.fields["reflectivity"][centre] == pytest.approx(RHO * 0.04**2, rel=1e-3)
+    assert scan.entity[centre] == scene.find("side")  # the ghost reports the surface the reflection met
+    off = LidarSimulator(sensor(glass={"specular": True, "ghosts": False}), scene, backend).simulate(np.eye(4))
+    assert not off.hit[centre]

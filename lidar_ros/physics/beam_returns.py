@@ -13,10 +13,31 @@ from .interaction import LidarHits
 from .weather import backscatter_returns
 
 
-def hits_of_echo(hits: LidarHits, echo: Echo) -> LidarHits:
-    """Per-beam LidarHits: the echo's range and reflectivity, the surface of its strongest sub-ray."""
+def hits_of_echo(hits: LidarHits, echo: Echo, sub_rays: int | None = None, columns: int | None = None,
+                 glass=None) -> LidarHits:
+    """Per-beam LidarHits: the echo's range and reflectivity, the surface of its strongest sub-return.
+
+    With glass returns the echoes were formed over `columns` = 3·sub_rays returns per beam (sub-ray
+    surfaces, then their glass specular returns, then their ghosts, `glass` the GlassReturns): the
+    specular ones report the glass (the sub-ray's first surface, head-on), ghosts the surface the glass's
+    reflection met."""
     pick = echo.dominant
     present = echo.present
+    if columns is not None and columns != sub_rays:
+        beam, col = np.divmod(pick, columns)
+        pick = beam * sub_rays + col % sub_rays
+        kind = np.where(present, col // sub_rays, 0)
+        hit = hits_of_echo(hits, Echo(echo.range, echo.reflectivity, pick))
+        if not kind.any():
+            return hit
+        specular, ghost = kind == 1, kind == 2
+        material = np.where(specular, hits.first_material[pick], hit.material)
+        hit.material = np.where(ghost, glass.ghost_material[pick], material).astype(np.int32)
+        hit.cos_incidence = np.where(kind > 0, np.float32(1.0), hit.cos_incidence)
+        entity = hit._lazy["entity"]
+        hit.entity = lambda: np.where(ghost, glass.ghost_entity[pick], np.where(
+            specular, hits.first_entity[pick], entity())).astype(np.int32)
+        return hit
     return LidarHits(
         range=echo.range,
         entity=lambda: np.where(present, hits.entity[pick], -1).astype(np.int32),

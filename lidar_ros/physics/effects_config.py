@@ -34,6 +34,11 @@ sections is exactly the geometric sensor of before. Example::
       frequencies_mhz: [46.55, 53.2]  # cw modulation frequencies (Hokuyo URG-04LX)
       periods: 15                # cw periods per phase estimate
       bias: [0, 0, 0]            # cw phase bias a·L² + b·L + c (rad), L = ρ/r² of the return
+    glass:                       # glass.py
+      specular: false            # the specular return of glass hit near head-on (and ghosts below)
+      refractive_index: 1.5      # Fresnel R0 = ((n-1)/(n+1))²
+      lobe_deg: 0.5              # angular width of the specular lobe
+      ghosts: true               # points of what the glass reflects, behind it
 """
 from __future__ import annotations
 
@@ -189,6 +194,25 @@ class TofConfig(_Section):
 
 
 @dataclass(frozen=True)
+class GlassConfig(_Section):
+    specular: bool = False
+    refractive_index: float = 1.5
+    lobe_deg: float = 0.5
+    ghosts: bool = True
+
+    @staticmethod
+    def _checked(v, where):
+        from radarays_ros.errors import ConfigError
+
+        for key in ("specular", "ghosts"):
+            if not isinstance(v[key], bool):
+                raise ConfigError(f"{where}.{key}: {v[key]!r}; allowed: true or false")
+        return dict(specular=v["specular"], ghosts=v["ghosts"],
+                    refractive_index=number(v["refractive_index"], "refractive_index", where, 1.0, 4.0, low_open=True),
+                    lobe_deg=number(v["lobe_deg"], "lobe_deg", where, 0.0, 45.0, low_open=True))
+
+
+@dataclass(frozen=True)
 class EffectsConfig:
     """Every effect section of one sensor."""
 
@@ -197,9 +221,10 @@ class EffectsConfig:
     signal: SignalConfig = SignalConfig()
     weather: WeatherConfig = WeatherConfig()
     tof: TofConfig = TofConfig()
+    glass: GlassConfig = GlassConfig()
 
     SECTIONS = {"beam": BeamConfig, "detection": DetectionConfig, "signal": SignalConfig, "weather": WeatherConfig,
-                "tof": TofConfig}
+                "tof": TofConfig, "glass": GlassConfig}
 
     @classmethod
     def from_spec(cls, sections: Mapping[str, Any], origin: str) -> "EffectsConfig":
