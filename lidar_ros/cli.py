@@ -11,7 +11,9 @@ OUT by extension:
   .pcd   binary PCD of the point cloud in the sensor's driver layout (the last scan)
   .ply   binary PLY of the returns (the last scan)
   .png   top view of the returns (the last scan) on a metric grid; --view-reach M fixes the scale
-  .mcap  rosbag2: the cloud on /points (+ sensor_msgs/LaserScan on /scan for 2D sensors) and the
+  .mcap  rosbag2: the cloud on /points (+ sensor_msgs/LaserScan on /scan for 2D sensors, sensor_msgs/Range
+         on /range for cone sensors, depth Image + CameraInfo on /depth/image, /depth/camera_info for
+         depth cameras) and the
          sensor pose on /tf_static (/tf per scan when a trajectory is given); dual-return sensors
          add the second-return cloud on /points2 (velodyne layout: both returns in /points, as
          velodyne_pointcloud publishes them)
@@ -138,7 +140,7 @@ def write_output(out: Path, scans, pose, args) -> None:
     suffix = out.suffix.lower()
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".npz":
-        arrays = [dict(s.arrays(), **({k: getattr(s, k) for k in ground_truth})) for s in scans]
+        arrays = [dict(s.arrays(), **({k: getattr(s, k) for k in ground_truth}), **_sensor_arrays(s)) for s in scans]
         if len(arrays) == 1:
             data = arrays[0]
         else:
@@ -155,10 +157,22 @@ def write_output(out: Path, scans, pose, args) -> None:
         write_bag(out, scans, pose, args, ground_truth)
 
 
+def _sensor_arrays(scan) -> dict:
+    """Cone sensors add their reading (range, azimuth, elevation of the nearest return; +inf = none),
+    depth cameras their depth image (optical z, m, +inf = none)."""
+    from radarays_ros.io.lidar_clouds import cone_reading, depth_image
+
+    if scan.config.kind == "cone":
+        return dict(zip(("cone_range", "cone_azimuth_rad", "cone_elevation_rad"), map(np.float32, cone_reading(scan))))
+    if scan.config.kind == "depth_camera":
+        return {"depth": depth_image(scan, "32FC1")}
+    return {}
+
+
 def write_bag(out: Path, scans, pose, args, ground_truth) -> None:
     from radarays_ros.io import messages
     from radarays_ros.io.bag import BagWriter
-    from radarays_ros.io.lidar_clouds import laserscan_msg, pointcloud_msg
+    from radarays_ros.io.lidar_clouds import depth_msgs, laserscan_msg, pointcloud_msg, range_msg
     from radarays_ros.world.trajectory import Trajectory
 
     cfg = scans[0].config
@@ -187,3 +201,9 @@ def write_bag(out: Path, scans, pose, args, ground_truth) -> None:
                                                      organized=not args.unorganized, ground_truth=ground_truth), stamp)
             if scan.config.planar:
                 bag.write("/scan", laserscan_msg(scan), scan.t0_ns)
+            if scan.config.kind == "cone":  # ultrasonic/IR ranger: sensor_msgs/Range
+                bag.write("/range", range_msg(scan), scan.t0_ns)
+            if scan.config.kind == "depth_camera":
+                image, info = depth_msgs(scan)
+                bag.write("/depth/image", image, scan.t0_ns)
+                bag.write("/depth/camera_info", info, scan.t0_ns)

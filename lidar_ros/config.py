@@ -3,7 +3,7 @@
 A sensor file is YAML with a `type` and the keys of that type (see lidar_ros/patterns/*), plus the
 keys every sensor has:
 
-    type: spherical | velodyne | ouster | rays | planar | risley | mirror
+    type: spherical | velodyne | ouster | rays | planar | risley | mirror | cone | depth_camera
     rate_hz: 10                  # scans per second
     range: {min: 0.1, max: 100}  # metres; hits nearer than min are not seen (rays start there, as in
                                  # Gazebo's gpu_lidar), farther than max are misses
@@ -35,7 +35,7 @@ import numpy as np
 from radarays_ros.errors import ConfigError
 from radarays_ros.resources import find_shipped, shipped_names
 
-from .patterns import Pattern, angles_of, grid, mirror, ouster, planar, rays, risley, velodyne
+from .patterns import Pattern, angles_of, cone, depth_camera, grid, mirror, ouster, planar, rays, risley, velodyne
 from .physics import NoiseConfig, SurfaceConfig
 from .physics.effects_config import EffectsConfig
 from .sink import LAYOUTS
@@ -50,6 +50,8 @@ BUILDERS: dict[str, Callable[[SpecReader, Path, float], Pattern]] = {
     "planar": planar.build,
     "risley": risley.build,
     "mirror": mirror.build,
+    "cone": cone.build,
+    "depth_camera": depth_camera.build,
 }
 DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gazebo", "planar": "xyzi", "risley": "livox"}
 INTENSITY_FIELDS = ("reflectivity", "velodyne_intensity", "ouster_signal", "ouster_reflectivity")

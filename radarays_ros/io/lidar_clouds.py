@@ -413,3 +413,70 @@ def _check_ground_truth(fields) -> tuple[str, ...]:
         if f not in GROUND_TRUTH_FIELDS:
             raise ConfigError(f"ground-truth field '{f}'; allowed: {', '.join(GROUND_TRUTH_FIELDS)}")
     return fields
+
+
+# -- range sensors and depth cameras (lidar_ros/patterns/cone.py, depth_camera.py) --------------------
+RADIATION_TYPES = {"ultrasound": 0, "infrared": 1}  # sensor_msgs/Range constants
+
+
+def cone_reading(scan) -> tuple[float, float, float]:
+    """(range m, azimuth rad, elevation rad) of the nearest return in a cone sensor's scan (Kallin 2018:
+    α = atan(y/x), e = atan(z/x) of the nearest point); (+inf, 0, 0) when nothing is in the cone."""
+    if not scan.hit.any():
+        return float("inf"), 0.0, 0.0
+    r = np.where(scan.hit, scan.range, np.inf)
+    at = np.unravel_index(int(np.argmin(r)), r.shape)
+    x, y, z = (float(v) for v in scan.xyz[at])
+    return float(r[at]), float(np.arctan2(y, x)), float(np.arctan2(z, x))
+
+
+def range_msg(scan, t_ns: int | None = None, frame_id: str | None = None):
+    """sensor_msgs/Range of a cone sensor: the nearest return, +inf when none (the message's convention
+    for 'nothing detected'); field_of_view = the cone's horizontal opening."""
+    cfg = scan.config
+    if cfg.kind != "cone":
+        raise ConfigError(f"sensor {cfg.name}: a Range message needs a cone sensor (type: cone), this one is {cfg.kind}")
+    reading, _, _ = cone_reading(scan)
+    rng_type = _T("sensor_msgs/msg/Range")
+    return rng_type(header=messages.header(scan.t0_ns if t_ns is None else t_ns, frame_id or cfg.frame_id),
+                    radiation_type=RADIATION_TYPES[cfg.spec.get("radiation", "ultrasound")],
+                    field_of_view=float(cfg.planar_info["fov_h"]), min_range=float(cfg.range_min),
+                    max_range=float(cfg.range_max), range=reading, variance=0.0)
+
+
+def depth_image(scan, encoding: str | None = None) -> np.ndarray:
+    """(height, width) depth of a depth camera's scan: the optical z of each return (range · d_x along the
+    nominal ray). 32FC1: metres, +inf where there is no return (REP-118: too far); 16UC1: millimetres, 0."""
+    cfg = scan.config
+    if cfg.kind != "depth_camera":
+        raise ConfigError(f"sensor {cfg.name}: a depth image needs a depth camera (type: depth_camera), this one is {cfg.kind}")
+    encoding = encoding or cfg.spec.get("encoding", "32FC1")
+    depth = np.where(scan.hit, scan.range * cfg.directions[..., 0], np.float32(np.inf)).astype(np.float32)
+    if encoding == "16UC1":
+        mm = np.where(np.isfinite(depth), np.rint(depth * 1000.0), 0.0)
+        return np.clip(mm, 0, 65535).astype(np.uint16)
+    return depth
+
+
+def depth_msgs(scan, t_ns: int | None = None, frame_id: str | None = None) -> tuple:
+    """(sensor_msgs/Image depth, sensor_msgs/CameraInfo) of a depth camera, in its optical frame."""
+    cfg = scan.config
+    depth = depth_image(scan)
+    t_ns = scan.t0_ns if t_ns is None else t_ns
+    frame = frame_id or cfg.frame_id
+    a = np.ascontiguousarray(depth).astype(depth.dtype.newbyteorder("<"), copy=False)
+    image = messages.Image(header=messages.header(t_ns, frame), height=a.shape[0], width=a.shape[1],
+                           encoding="16UC1" if a.dtype == np.uint16 else "32FC1", is_bigendian=0,
+                           step=a.shape[1] * a.itemsize, data=a.reshape(-1).view(np.uint8))
+    i = cfg.planar_info
+    k = np.array([i["fx"], 0, i["cx"], 0, i["fy"], i["cy"], 0, 0, 1], np.float64)
+    p = np.array([i["fx"], 0, i["cx"], 0, 0, i["fy"], i["cy"], 0, 0, 0, 1, 0], np.float64)
+    info = _T("sensor_msgs/msg/CameraInfo")(
+        header=messages.header(t_ns, frame), height=a.shape[0], width=a.shape[1], distortion_model="plumb_bob",
+        d=np.zeros(5), k=k, r=np.eye(3).reshape(-1), p=p, binning_x=0, binning_y=0,
+        roi=_T("sensor_msgs/msg/RegionOfInterest")(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False))
+    return image, info
+
+
+def _T(name: str):
+    return messages.TYPESTORE.types[name]
