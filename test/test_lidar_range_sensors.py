@@ -137,3 +137,22 @@ def test_depth_camera_bag_has_image_camera_info_and_the_optical_tf(tmp_path):
         "camera_link", "camera_link", "camera_depth_optical_frame")
     q = optical.transform.rotation  # REP-103 optical frame: (-0.5, 0.5, -0.5, 0.5) up to sign
     assert np.allclose(np.abs([q.x, q.y, q.z, q.w]), 0.5)
+
+
+def test_sensor_units_publish_range_depth_and_second_return_topics():
+    """The runtime shared by nodes and bags (radarays_ros.sensors.units) offers the new topics."""
+    from radarays_ros.sensors.units import make_unit
+
+    scene, backend = tilted_wall(2.0, 0.0)
+    cone = make_unit("lidar", "sonar", scene, backend, config="HC-SR04")
+    assert cone.topics == {"points": "sensor_msgs/msg/PointCloud2", "range": "sensor_msgs/msg/Range"}
+    out = cone.messages(cone.simulate(np.eye(4), 0), 0)
+    assert out["range"].range == pytest.approx(2.0, rel=1e-5)
+    cam = make_unit("lidar", "tof", scene, backend, config="ToF-camera-320x240", overrides={"noise": {}})
+    out = cam.messages(cam.simulate(np.eye(4), 0), 0)
+    assert out["depth/image"].encoding == "32FC1" and out["depth/camera_info"].width == 320
+    dual = make_unit("lidar", "os", scene, backend, config="OS1-32",
+                     overrides={"beam": {"divergence_mrad": 5.0, "sub_rays": 4, "return_mode": "dual"}})
+    assert "points2" in dual.topics
+    out = dual.messages(dual.simulate(np.eye(4), 0), 0)
+    assert out["points2"].height == 32 and out["points2"].point_step == 48

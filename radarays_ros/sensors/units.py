@@ -271,6 +271,9 @@ class LidarUnit(SensorUnit):
         topics = {"points": "sensor_msgs/msg/PointCloud2"}
         if self.config.planar:
             topics["scan"] = "sensor_msgs/msg/LaserScan"
+        topics.update(_LIDAR_EXTRA_TOPICS.get(self.config.kind, {}))
+        if self.config.effects.beam.dual and self.config.layout != "velodyne":  # ouster-ros: second-return cloud
+            topics["points2"] = "sensor_msgs/msg/PointCloud2"
         return topics
 
     on_demand: tuple = ()
@@ -315,7 +318,20 @@ class LidarUnit(SensorUnit):
                                               ground_truth=tuple(self.output["ground_truth"] or ()))
         if "scan" in wanted and self.config.planar:
             out["scan"] = lio.laserscan_msg(result, stamp, self.frame_id)
+        if "range" in wanted and self.config.kind == "cone":
+            out["range"] = lio.range_msg(result, stamp, self.frame_id)
+        if wanted & {"depth/image", "depth/camera_info"} and self.config.kind == "depth_camera":
+            out["depth/image"], out["depth/camera_info"] = lio.depth_msgs(result, stamp, self.frame_id)
+        if "points2" in wanted and result.second is not None:
+            out["points2"] = lio.pointcloud_msg(result.second, stamp if stamp is not None else result.t0_ns,
+                                               self.frame_id, self.config.layout)
         return out
+
+
+# topics of the lidar toolbox's other sensor kinds (lidar_ros/patterns/cone.py, depth_camera.py)
+_LIDAR_EXTRA_TOPICS = {"cone": {"range": "sensor_msgs/msg/Range"},
+                       "depth_camera": {"depth/image": "sensor_msgs/msg/Image",
+                                        "depth/camera_info": "sensor_msgs/msg/CameraInfo"}}
 
 
 SENSOR_KINDS = {"radar": RadarUnit, "lidar": LidarUnit}
