@@ -49,6 +49,8 @@ def add_parser(sub) -> None:
     p.add_argument("--scans", type=int, default=1, help="number of consecutive scans (default 1)")
     p.add_argument("--t0", type=float, default=0.0, help="start time of the first scan (s)")
     p.add_argument("--layout", choices=LAYOUTS, help="point cloud layout (default: the sensor's)")
+    p.add_argument("--livox-custom", action="store_true", help=".mcap: also write livox_ros_driver/CustomMsg on "
+                   "/livox/lidar (per-point offset time, as FAST-LIO reads it)")
     p.add_argument("--unorganized", action="store_true", help="clouds hold only the returns (default: organized, NaN misses)")
     p.add_argument("--ground-truth", action="store_true", help="add clean range, entity, material, normal, incidence")
     p.add_argument("--world-frame", default="map", help="parent frame of the sensor pose in .mcap /tf (default map, as radar and scenarios)")
@@ -172,7 +174,7 @@ def _sensor_arrays(scan) -> dict:
 def write_bag(out: Path, scans, pose, args, ground_truth) -> None:
     from radarays_ros.io import messages
     from radarays_ros.io.bag import BagWriter
-    from radarays_ros.io.lidar_clouds import depth_msgs, laserscan_msg, pointcloud_msg, range_msg
+    from radarays_ros.io.lidar_clouds import depth_msgs, laserscan_msg, livox_custom_msg, pointcloud_msg, range_msg
     from radarays_ros.world.trajectory import Trajectory
 
     cfg = scans[0].config
@@ -201,6 +203,9 @@ def write_bag(out: Path, scans, pose, args, ground_truth) -> None:
                                                      organized=not args.unorganized, ground_truth=ground_truth), stamp)
             if scan.config.planar:
                 bag.write("/scan", laserscan_msg(scan), scan.t0_ns)
+            if args.livox_custom:
+                custom = livox_custom_msg(scan)
+                bag.write("/livox/lidar", custom, custom.timebase)
             if scan.config.kind == "cone":  # ultrasonic/IR ranger: sensor_msgs/Range
                 bag.write("/range", range_msg(scan), scan.t0_ns)
             if scan.config.kind == "depth_camera":

@@ -13,6 +13,7 @@ from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
 from lidar_ros import LidarSimulator, load_sensor
+from radarays_ros.cli import main as main_cli
 from radarays_ros.io.bag import BagWriter
 from radarays_ros.io.lidar_clouds import laserscan_msg, pointcloud_array, pointcloud_msg
 from radarays_ros.io.lidar_files import write_pcd, write_ply
@@ -387,3 +388,33 @@ def test_ouster_point_types_read_back(tmp_path, room):
     raw = np.frombuffer(bytes(bag_cloud(tmp_path, scan, layout="ouster_native").data), np.uint8).reshape(-1, 48)
     for lo, hi in ((12, 16), (22, 24), (34, 48)):
         assert not raw[:, lo:hi].any()
+
+
+def test_livox_custom_msg_read_back_with_the_drivers_definitions(tmp_path):
+    """livox_ros_driver/CustomMsg decoded by rosbags from the driver's own .msg text (registered here, apart
+    from the writer's): one point per return in firing order, offset_time from the first point."""
+    from rosbags.typesys import get_types_from_msg
+
+    world = tmp_path / "plate.stl"
+    _export(world)
+    out = tmp_path / "livox.mcap"
+    assert main_cli(["lidar", str(world), "--sensor", "Avia", "--livox-custom", "--out", str(out)]) == 0
+    store = get_typestore(Stores.ROS2_JAZZY)
+    store.register({**get_types_from_msg("uint32 offset_time\nfloat32 x\nfloat32 y\nfloat32 z\nuint8 reflectivity\n"
+                                         "uint8 tag\nuint8 line\n", "livox_ros_driver/msg/CustomPoint"),
+                    **get_types_from_msg("std_msgs/Header header\nuint64 timebase\nuint32 point_num\nuint8 lidar_id\n"
+                                         "uint8[3] rsvd\nlivox_ros_driver/CustomPoint[] points\n",
+                                         "livox_ros_driver/msg/CustomMsg")})
+    with AnyReader([out], default_typestore=store) as reader:
+        got = {c.topic: reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages()}
+    custom, cloud = got["/livox/lidar"], points_of(got["/points"]).reshape(-1)
+    cloud = cloud[np.isfinite(cloud["x"])]
+    assert custom.point_num == len(custom.points) == cloud.shape[0] > 100
+    offsets = np.array([p.offset_time for p in custom.points], np.int64)
+    assert offsets[0] == 0 and np.all(np.diff(offsets) >= 0)
+    stamp = custom.header.stamp.sec * 10**9 + custom.header.stamp.nanosec
+    assert stamp == custom.timebase
+    np.testing.assert_allclose(np.sort(custom.timebase + offsets), np.sort(cloud["timestamp"]), atol=1.0)
+    xs = np.sort([p.x for p in custom.points])
+    np.testing.assert_array_equal(xs, np.sort(cloud["x"]))
+    assert set(p.line for p in custom.points) <= set(range(6))

@@ -480,3 +480,45 @@ def depth_msgs(scan, t_ns: int | None = None, frame_id: str | None = None) -> tu
 
 def _T(name: str):
     return messages.TYPESTORE.types[name]
+
+
+# -- livox_ros_driver CustomMsg (FAST-LIO's input: per-point offset time) ---------------------------------
+# livox_ros_driver/msg/CustomMsg.msg and CustomPoint.msg as the driver (and FAST-LIO's copy) define them
+LIVOX_CUSTOM_MSGS = {
+    "livox_ros_driver/msg/CustomPoint": "uint32 offset_time\nfloat32 x\nfloat32 y\nfloat32 z\n"
+                                        "uint8 reflectivity\nuint8 tag\nuint8 line\n",
+    "livox_ros_driver/msg/CustomMsg": "std_msgs/Header header\nuint64 timebase\nuint32 point_num\nuint8 lidar_id\n"
+                                      "uint8[3] rsvd\nlivox_ros_driver/CustomPoint[] points\n",
+}
+
+
+def _livox_types():
+    from rosbags.typesys import get_types_from_msg
+
+    store = messages.TYPESTORE
+    if "livox_ros_driver/msg/CustomMsg" not in store.types:
+        types = {}
+        for name, text in LIVOX_CUSTOM_MSGS.items():
+            types.update(get_types_from_msg(text, name))
+        store.register(types)
+    return store.types
+
+
+def livox_custom_msg(scan, frame_id: str | None = None, lidar_id: int = 0):
+    """livox_ros_driver/CustomMsg of a scan's returns in firing order: timebase = the first point's time (ns),
+    offset_time = each point's ns after it, reflectivity 0-255 (calibrated scale), tag 0, line = emitter
+    (scan row). The header is stamped at the timebase, as the driver does."""
+    types = _livox_types()
+    rows, cols = np.nonzero(scan.hit)
+    t = scan.t0_ns + np.rint(scan.time[rows, cols] * 1e9).astype(np.int64)
+    order = np.argsort(t, kind="stable")
+    rows, cols, t = rows[order], cols[order], t[order]
+    timebase = int(t[0]) if len(t) else int(scan.t0_ns)
+    refl = np.clip(np.asarray(scan.fields["velodyne_intensity"])[rows, cols], 0, 255).astype(np.uint8)
+    point = types["livox_ros_driver/msg/CustomPoint"]
+    xyz = scan.xyz[rows, cols]
+    points = [point(offset_time=int(dt), x=float(p[0]), y=float(p[1]), z=float(p[2]), reflectivity=int(r), tag=0,
+                    line=int(line)) for dt, p, r, line in zip(t - timebase, xyz, refl, rows)]
+    return types["livox_ros_driver/msg/CustomMsg"](
+        header=messages.header(timebase, frame_id or scan.config.frame_id), timebase=timebase,
+        point_num=len(points), lidar_id=int(lidar_id), rsvd=np.zeros(3, np.uint8), points=points)
