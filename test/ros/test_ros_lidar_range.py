@@ -9,7 +9,7 @@ import pytest
 
 from ros_harness import NodeProcess, Probe, write_params
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 ROOM = Path(__file__).parent / "data" / "room.sdf"
 
