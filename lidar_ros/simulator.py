@@ -34,7 +34,7 @@ from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
 from .physics.interaction import first_trace
 from .physics.weather import extinction_per_m, two_way_transmission
-from .physics.beam_returns import add_backscatter, hits_of_echo
+from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
 from .scan import LidarScan
 from .sink import FrameSink, SinkFactory
 
@@ -282,6 +282,9 @@ class LidarSimulator:
             beams = [hits_of_echo(hits, echo, m, ranges.shape[1], g if self._glass else None) for echo in echoes]
         if self._backscatter:
             add_backscatter(beams[0], self.effects, self._alpha, cfg.range_min, rng)
+        signal = self.effects.signal
+        if signal.bloom_threshold > 0:  # halo returns beside retroreflectors (pieces hold whole rows or more)
+            add_bloom(beams[0], cfg.cols, signal.bloom_threshold, signal.bloom_width_px, signal.bloom_leak, a)
         bias = None if self._ray_bias is None else self._ray_bias[a:b]
         gain = None if self._ray_gain is None else self._ray_gain[a:b]
         ret = self.model.apply(beams[0], None, rng, ray_bias=bias, ray_gain=gain)

@@ -400,3 +400,36 @@ def test_glass_reflection_gives_a_ghost_point_behind_the_pane():
     assert scan.entity[centre] == scene.find("side")  # the ghost reports the surface the reflection met
     off = LidarSimulator(sensor(glass={"specular": True, "ghosts": False}), scene, backend).simulate(np.eye(4))
     assert not off.hit[centre]
+
+
+# -- blooming ----------------------------------------------------------------------------------------
+def test_retroreflector_blooms_into_its_neighbours_in_the_same_row():
+    """A retroreflective sign (ρ ≈ 80 × white) 5 m ahead in front of a concrete wall at 10 m: with
+    bloom_width 2, the two columns beside the sign on each row read the sign's range with ρ·leak^k."""
+    scene = Scene()
+    for name, size, x, material in (("wall", [0.2, 60, 60], 10.1, "concrete"),
+                                    ("sign", [0.02, 0.6, 0.6], 5.01, "retroreflective_sheeting")):
+        box = trimesh.creation.box(size)
+        scene.add_entity(name, TriMesh(box.vertices, box.faces), pose_to_matrix(x, 0, 0), material=material)
+    backend = make_backend("embree", scene, threads=2)
+    plain = LidarSimulator(sensor(), scene, backend).simulate(np.eye(4))
+    leak = 0.1
+    bloomed = LidarSimulator(sensor(signal={"bloom_threshold": 5.0, "bloom_width_px": 2, "bloom_leak": leak}),
+                             scene, backend).simulate(np.eye(4))
+    sign = plain.entity == scene.find("sign")
+    assert sign.sum() > 10
+    expected = np.zeros_like(sign)
+    for k in (1, 2):
+        expected[:, k:] |= sign[:, :-k]
+        expected[:, :-k] |= sign[:, k:]
+    expected &= ~sign
+    halo = bloomed.hit & (bloomed.material == -1)
+    np.testing.assert_array_equal(halo, expected)  # the wall (ρ/r² ≈ 0.003) loses to 80·leak^k/25 ≥ 0.03
+    rows, cols = np.nonzero(halo)
+    np.testing.assert_allclose(bloomed.range[halo], [plain.range[r, c - 1] if sign[r, c - 1] else plain.range[r, c + 1]
+                                                    if sign[r, c + 1] else bloomed.range[r, c] for r, c in zip(rows, cols)],
+                               rtol=1e-6)
+    np.testing.assert_array_equal(bloomed.range[sign], plain.range[sign])
+    refl, sign_refl = bloomed.fields["reflectivity"][halo], plain.fields["reflectivity"][sign]
+    assert refl.max() == pytest.approx(leak * sign_refl.max(), rel=1e-5)
+    assert refl.min() == pytest.approx(leak**2 * sign_refl.min(), rel=1e-5)

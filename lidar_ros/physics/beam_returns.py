@@ -10,6 +10,7 @@ import numpy as np
 from .echoes import Echo
 from .effects_config import EffectsConfig
 from .interaction import LidarHits
+from .blooming import bloom
 from .weather import backscatter_returns
 
 
@@ -83,3 +84,16 @@ def add_backscatter(beams: LidarHits, effects: EffectsConfig, alpha: float, rang
     entity, normal = beams._lazy["entity"], beams._lazy["normal"]  # resolved only if read (ground truth)
     beams.entity = lambda: np.where(take, -1, entity() if callable(entity) else entity).astype(np.int32)
     beams.normal = lambda: np.where(take[:, None], np.float32(0.0), normal() if callable(normal) else normal)
+
+
+def add_bloom(beams: LidarHits, cols: int, threshold: float, width: int, leak: float, first: int) -> None:
+    """Halo returns beside bright returns (blooming.py); a halo has no surface: entity, material -1."""
+    r, rho, halo = bloom(beams.range, beams.reflectivity, cols, threshold, width, leak, first)
+    if not halo.any():
+        return
+    beams.range, beams.reflectivity = r, rho
+    beams.material = np.where(halo, -1, beams.material).astype(np.int32)
+    beams.cos_incidence = np.where(halo, np.float32(1.0), beams.cos_incidence)
+    entity, normal = beams._lazy["entity"], beams._lazy["normal"]
+    beams.entity = lambda: np.where(halo, -1, entity() if callable(entity) else entity).astype(np.int32)
+    beams.normal = lambda: np.where(halo[:, None], np.float32(0.0), normal() if callable(normal) else normal)

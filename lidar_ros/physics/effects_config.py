@@ -15,7 +15,7 @@ sections is exactly the geometric sensor of before. Example::
       model: threshold           # threshold (hard range–reflectivity limit) | snr (smooth curve)
       snr_at_limit: 4.0          # threshold / noise σ at the limit curve: steepness of the curve
       dropout_probability: 0.0   # random single-pixel dropouts
-    signal:                      # photons.py, ambient.py
+    signal:                      # photons.py, ambient.py, blooming.py
       poisson: false             # shot noise on signal photons
       noise_floor: 0.0           # mean photons reported where there is no return
       saturation: 65535          # largest signal count
@@ -23,6 +23,9 @@ sections is exactly the geometric sensor of before. Example::
       sun_elevation_deg: 45.0    # sun above the horizon; < 0 = night (ambient from sky glow only)
       sun_azimuth_deg: 0.0
       row_gain_sigma: 0.0        # relative per-row (per-beam) ambient gain spread, fixed per run
+      bloom_threshold: 0.0       # blooming.py: reflectivity (x white) from which a return leaks; 0 = off
+      bloom_width_px: 2          # columns of halo on each side
+      bloom_leak: 0.01           # stray-light fraction per column
     weather:                     # weather.py
       fog_visibility_km: 0.0     # meteorological visibility; 0 = no fog
       rain_rate_mm_h: 0.0
@@ -124,6 +127,9 @@ class SignalConfig(_Section):
     sun_elevation_deg: float = 45.0
     sun_azimuth_deg: float = 0.0
     row_gain_sigma: float = 0.0
+    bloom_threshold: float = 0.0
+    bloom_width_px: int = 2
+    bloom_leak: float = 0.01
 
     @staticmethod
     def _checked(v, where):
@@ -139,6 +145,9 @@ class SignalConfig(_Section):
             sun_elevation_deg=number(v["sun_elevation_deg"], "sun_elevation_deg", where, -90.0, 90.0),
             sun_azimuth_deg=number(v["sun_azimuth_deg"], "sun_azimuth_deg", where, -360.0, 360.0),
             row_gain_sigma=number(v["row_gain_sigma"], "row_gain_sigma", where, 0.0, 1.0),
+            bloom_threshold=number(v["bloom_threshold"], "bloom_threshold", where, 0.0, 1e6),
+            bloom_width_px=integer(v["bloom_width_px"], "bloom_width_px", where, 0, 32),
+            bloom_leak=number(v["bloom_leak"], "bloom_leak", where, 0.0, 1.0),
         )
 
 
