@@ -335,6 +335,11 @@ def test_velodyne_dual_return_doubles_the_firings(tmp_path, plate_room):
     np.testing.assert_array_equal(last["time"], strongest["time"])  # the same firing
     flat = points_of(bag_cloud(tmp_path, scan, organized=False))[0]
     assert len(flat) == scan.hit.sum() + two.sum()
+    from radarays_ros.io.lidar_clouds import FrameCloud
+
+    in_place = LidarSimulator(load_sensor("VLP-16", DUAL), scene, backend, sink=FrameCloud.of).simulate(np.eye(4), T0)
+    assert in_place.cloud is not None  # the first return's cloud written with the frame, the same bytes
+    assert pointcloud_array(in_place).tobytes() == pointcloud_array(scan).tobytes()
 
 
 def test_ouster_dual_outputs_npz_channels_and_second_cloud(tmp_path):

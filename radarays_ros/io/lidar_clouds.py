@@ -214,7 +214,7 @@ def _velodyne_dual(scan, organized, ground_truth, stamp_ns, time_reference) -> n
     NaN point (organized) or not at all."""
     import dataclasses
 
-    first = dataclasses.replace(scan, second=None, cloud=None)
+    first = dataclasses.replace(scan, second=None)  # its cloud written with the frame is used as is where it matches
     if stamp_ns is None:
         stamp_ns = scan.stamp_ns(time_reference)
     both = [pointcloud_array(s, "velodyne", True, ground_truth, stamp_ns, time_reference) for s in (first, scan.second)]
