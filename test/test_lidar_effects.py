@@ -433,3 +433,59 @@ def test_retroreflector_blooms_into_its_neighbours_in_the_same_row():
     refl, sign_refl = bloomed.fields["reflectivity"][halo], plain.fields["reflectivity"][sign]
     assert refl.max() == pytest.approx(leak * sign_refl.max(), rel=1e-5)
     assert refl.min() == pytest.approx(leak**2 * sign_refl.min(), rel=1e-5)
+
+
+def reference_echoes(r, rho, w, sep, mode):
+    """One beam's echoes by the definitions in echoes.py, written plainly: (range, reflectivity, dominant) list."""
+    subs = sorted((r[i], i) for i in range(len(r)) if np.isfinite(r[i]))
+    groups = []
+    for dist, i in subs:
+        if groups and (mode == "mixed" or dist - groups[-1][-1][0] <= sep):
+            groups[-1].append((dist, i))
+        else:
+            groups.append([(dist, i)])
+    echoes = []
+    for g in groups:
+        power = [w[i] * rho[i] / max(d, 0.1) ** 2 for d, i in g]
+        strength = sum(power)
+        echoes.append((sum(p * d for p, (d, _) in zip(power, g)) / strength if strength > 0 else np.inf,
+                       sum(w[i] * rho[i] for _, i in g), g[int(np.argmax(power))][1], strength))
+    if not echoes:
+        return [None] * (2 if mode == "dual" else 1)
+    strongest = int(np.argmax([e[3] for e in echoes]))
+    if mode in ("strongest", "mixed"):
+        return [echoes[strongest]]
+    if mode == "first":
+        return [echoes[0]]
+    if mode == "last":
+        return [echoes[-1]]
+    if len(echoes) < 2:
+        return [echoes[strongest], None]
+    last = len(echoes) - 1
+    if last == strongest:
+        scores = [e[3] if j != strongest else -2 for j, e in enumerate(echoes)]
+        last = int(np.argmax(scores))
+    return [echoes[strongest], echoes[last]]
+
+
+@pytest.mark.parametrize("mode", ["strongest", "last", "first", "dual", "mixed"])
+def test_echo_formation_matches_a_plain_per_beam_reference(mode):
+    from lidar_ros.physics.echoes import form_echoes
+
+    rng = np.random.default_rng(11)
+    n, k = 3000, 4
+    base = rng.uniform(1, 40, (n, 1))
+    r = base + np.where(rng.random((n, k)) < 0.3, rng.choice([0.1, 0.4, 2.0, 7.0], (n, k)), 0.0)
+    r[rng.random((n, k)) < 0.2] = np.inf
+    rho = rng.uniform(0.05, 1.0, (n, k))
+    w = np.full(k, 1 / k)
+    got = form_echoes(r.astype(np.float32), rho.astype(np.float32), w, 0.5, mode)
+    for beam in range(n):
+        want = reference_echoes(r[beam].astype(np.float32).astype(float), rho[beam].astype(np.float32), w, 0.5, mode)
+        for echo, ref in zip(got, want):
+            if ref is None or not np.isfinite(ref[0]):
+                assert not np.isfinite(echo.range[beam])
+                continue
+            assert echo.range[beam] == pytest.approx(ref[0], rel=1e-5)
+            assert echo.reflectivity[beam] == pytest.approx(ref[1], rel=1e-5)
+            assert echo.dominant[beam] == beam * k + ref[2]
