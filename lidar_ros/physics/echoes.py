@@ -75,65 +75,83 @@ def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separa
 
 
 def _grouped(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separation: float, mode: str) -> list[Echo]:
-    """form_echoes for any beams: sub-returns sorted by range, grouped where gaps exceed `separation`."""
+    """form_echoes for any beams: sub-returns sorted by range, grouped where gaps exceed `separation`.
+
+    One pass over the K sorted sub-returns with (N,) running sums of the open echo; an echo that closes
+    updates the first / last / strongest / second-strongest echo seen so far (ties: the nearer one)."""
     n, k = ranges.shape
     r = np.asarray(ranges, np.float32)
     order = np.argsort(r, axis=1, kind="stable")  # sub-rays of each beam by range; misses (inf) last
-    rs = np.take_along_axis(r, order, 1)
+    rs = np.ascontiguousarray(np.take_along_axis(r, order, 1).T)  # (K, N)
     hs = np.isfinite(rs)
-    part = np.take_along_axis(np.asarray(rho, np.float32) * np.asarray(weights, np.float32)[None, :], order, 1)
+    part = np.take_along_axis(np.asarray(rho, np.float32) * np.asarray(weights, np.float32)[None, :], order, 1).T
     part = np.where(hs, part, np.float32(0.0))  # w_i ρ_i
     safe = np.where(hs, np.maximum(rs, np.float32(MIN_RANGE)), np.float32(1.0))
     power = part / (safe * safe)  # w_i ρ_i / r_i²
-    if mode == "mixed" or k == 1:
-        label = np.zeros((n, k), np.int8)
-    else:  # a new echo where the next return lies more than `separation` beyond the previous one
-        new = np.zeros((n, k), bool)
-        with np.errstate(invalid="ignore"):
-            new[:, 1:] = rs[:, 1:] - rs[:, :-1] > separation
-        new[:, 1:] &= hs[:, 1:]  # misses (inf, sorted last) stay in the last label, with zero weight
-        label = np.cumsum(new, axis=1, dtype=np.int8)  # echo number within the beam, in range order
-    echoes = int(label[:, -1].max()) + 1 if n else 1  # labels grow along a row: its last is its largest
-    weighted_range = power * np.where(hs, rs, np.float32(0.0))
-    strength = np.zeros((n, k), np.float32)
-    moment = np.zeros((n, k), np.float32)
-    reflect = np.zeros((n, k), np.float32)
-    exists = np.zeros((n, k), bool)
-    dominant = np.repeat((np.arange(n) * k)[:, None], k, axis=1)
-    for j in range(echoes):  # one pass per echo number; most frames have one or two
-        member = label == j
-        member &= hs
-        strength[:, j] = np.where(member, power, np.float32(0.0)).sum(axis=1)
-        moment[:, j] = np.where(member, weighted_range, np.float32(0.0)).sum(axis=1)
-        reflect[:, j] = np.where(member, part, np.float32(0.0)).sum(axis=1)
-        exists[:, j] = member.any(axis=1)
-        strongest_sub = np.argmax(np.where(member, power, np.float32(-1.0)), axis=1)  # the surface it reports
-        dominant[:, j] += order[np.arange(n), strongest_sub]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        echo_range = np.where(exists, moment / np.where(exists, strength, np.float32(1.0)), np.float32(np.inf))
-    rows = np.arange(n)
-    score = np.where(exists, strength, np.float32(-1.0))
-    strongest = np.argmax(score, axis=1)
-    count = exists.sum(axis=1)
-    last = np.maximum(count - 1, 0)  # labels are in range order: the last existing label
+    sub = (np.arange(n) * k)[None, :] + order.T  # flat sub-ray index of each sorted sub-return
+    zero = np.zeros(n, np.float32)
+    # the open echo
+    s_, m_, p_, best, dom, label = zero.copy(), zero.copy(), zero.copy(), np.full(n, -1.0, np.float32), sub[0].copy(), np.zeros(n, np.int64)
+    count = np.zeros(n, np.int64)  # closed echoes so far
+    slots = {name: [np.full(n, np.inf, np.float32), zero.copy(), np.arange(n) * k, np.full(n, -1.0, np.float32),
+                    np.full(n, -1, np.int64)] for name in ("first", "last", "top", "second")}
 
-    def echo(col):
-        present = exists[rows, col]
-        return Echo(np.where(present, echo_range[rows, col], np.float32(np.inf)).astype(np.float32),
-                    np.where(present, reflect[rows, col], np.float32(0.0)).astype(np.float32),
-                    np.where(present, dominant[rows, col], rows * k))
+    def put(slot, mask, values):
+        for target, value in zip(slots[slot], values):
+            target[mask] = value[mask] if np.ndim(value) else value
+
+    def close(mask):
+        """Close the open echo of beams `mask` (those with a return in it)."""
+        done = mask & (best >= 0)
+        if not done.any():
+            return
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rng = np.where(s_ > 0, m_ / np.where(s_ > 0, s_, np.float32(1.0)), np.float32(np.inf)).astype(np.float32)
+        values = (rng, p_.copy(), dom.copy(), s_.copy(), label.copy())
+        put("first", done & (count == 0), values)
+        put("last", done, values)
+        stronger = done & (s_ > slots["top"][3])
+        runner_up = done & ~stronger & (s_ > slots["second"][3])
+        put("second", stronger, tuple(v.copy() for v in slots["top"]))
+        put("top", stronger, values)
+        put("second", runner_up, values)
+        count[done] += 1
+
+    def add(i, mask):
+        nonlocal s_, m_, p_
+        s_ = np.where(mask, s_ + power[i], s_)
+        m_ = np.where(mask, m_ + power[i] * np.where(hs[i], rs[i], np.float32(0.0)), m_)
+        p_ = np.where(mask, p_ + part[i], p_)
+        better = mask & (power[i] > best)
+        best[better] = power[i][better]
+        dom[better] = sub[i][better]
+
+    add(0, hs[0])
+    for i in range(1, k):
+        with np.errstate(invalid="ignore"):
+            new = hs[i] & (rs[i] - rs[i - 1] > separation) if mode != "mixed" else np.zeros(n, bool)
+        close(new)
+        s_[new], m_[new], p_[new], best[new] = 0.0, 0.0, 0.0, -1.0
+        label[new] += 1
+        add(i, hs[i])
+    close(np.ones(n, bool))
+
+    def echo(slot):
+        rng, refl, dominant = slots[slot][0], slots[slot][1], slots[slot][2]
+        return Echo(rng.copy(), refl.copy(), dominant.copy())
 
     if mode in ("strongest", "mixed"):
-        return [echo(strongest)]
+        return [echo("top")]
     if mode == "first":
-        return [echo(np.zeros(n, np.int64))]
+        return [echo("first")]
     if mode == "last":
-        return [echo(last)]
-    second_score = score.copy()
-    second_score[rows, strongest] = -2.0
-    second = np.where(last != strongest, last, np.argmax(second_score, axis=1))
-    second_echo = echo(second)
+        return [echo("last")]
+    # dual: strongest + last; when the last is the strongest, the second strongest
+    second = echo("last")
+    same = slots["last"][4] == slots["top"][4]
+    for mine, other in zip((second.range, second.reflectivity, second.dominant), slots["second"][:3]):
+        mine[same] = other[same]
     none = count < 2
-    second_echo.range[none] = np.inf
-    second_echo.reflectivity[none] = 0.0
-    return [echo(strongest), second_echo]
+    second.range[none] = np.inf
+    second.reflectivity[none] = 0.0
+    return [echo("top"), second]
