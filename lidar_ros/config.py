@@ -228,12 +228,19 @@ def _spec_from_file(path: Path) -> dict:
     data = read_yaml(path)
     if isinstance(data, dict) and "lasers" in data and "type" not in data:
         velodyne.read_calibration(path)
-        return {"type": "velodyne", "name": path.stem, "calibration": path.name}
+        # the product line where the laser count names one (16: VLP-16, 128: VLS-128; 32 and 64 are ambiguous)
+        line = VELODYNE_BY_LASERS.get(len(data["lasers"]))
+        defaults = {}
+        if line is not None and _preset_path(line) is not None:
+            preset = read_yaml(_preset_path(line))
+            defaults = {k: v for k, v in preset.items() if k not in PRESET_ONLY_KEYS or k == "rate_hz"}
+        return {**defaults, "type": "velodyne", "name": path.stem, "calibration": path.name}
     if not isinstance(data, dict):
         raise ConfigError(f"sensor file {path}: expected a mapping with a 'type' key")
     return data
 
 
+VELODYNE_BY_LASERS = {16: "VLP-16", 128: "VLS-128"}
 PRESET_ONLY_KEYS = ("type", "name", "description", "source", "model", "metadata", "columns", "rate_hz",
                     "beam_stride", "calibration")
 

@@ -630,3 +630,12 @@ def test_ouster_points_in_os_lidar_by_default_and_os_sensor_on_request():
     np.testing.assert_allclose(to_sensor[:3, 3], [0, 0, 0.03618])
     moved = a.xyz[a.hit].astype(float) @ to_sensor[:3, :3].T + to_sensor[:3, 3]
     np.testing.assert_allclose(moved, b.xyz[b.hit], atol=2e-5)
+
+
+def test_a_vlp16_calibration_file_is_the_same_sensor_as_the_preset():
+    calibration = LIDAR / "velodyne" / "VLP16db.yaml"
+    from_file, preset = load_sensor(str(calibration)), load_sensor("VLP-16")
+    for key in ("range_min", "range_max", "noise", "surface", "effects", "layout", "rate_hz", "cols"):
+        assert getattr(from_file, key) == getattr(preset, key), key
+    np.testing.assert_array_equal(from_file.time, preset.time)
+    np.testing.assert_array_equal(from_file.directions, preset.directions)
