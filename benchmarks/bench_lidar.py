@@ -16,7 +16,11 @@ model (detection limit, noise, intensities) and the scan arrays. For the velodyn
 layouts the scan arrays live in the driver cloud itself (radarays_ros.io.lidar_clouds.FrameCloud),
 so `scan + cloud` only adds the lookup.
 
-Run: .venv/bin/python -m benchmarks.bench_lidar [--triangles 1000000] [--repeats 5]
+The `+effects` sensors add 4 sub-rays over each beam's footprint, dual returns, fog, the detection curve,
+dropouts and photon noise (lidar_ros/physics/effects_config.py); their bare reference traces the same
+4 sub-rays per beam, the rays the simulator actually traces.
+
+Run: .venv/bin/python -m benchmarks.bench_lidar [--triangles 1000000] [--repeats 5] [--sensors VLP-16+effects ...]
 """
 from __future__ import annotations
 
