@@ -50,8 +50,9 @@ def add_parser(sub) -> None:
     p.add_argument("--scans", type=int, default=1, help="number of consecutive scans (default 1)")
     p.add_argument("--t0", type=float, default=0.0, help="start time of the first scan (s)")
     p.add_argument("--layout", choices=LAYOUTS, help="point cloud layout (default: the sensor's)")
-    p.add_argument("--livox-custom", action="store_true", help=".mcap: also write livox_ros_driver/CustomMsg on "
-                   "/livox/lidar (per-point offset time, as FAST-LIO reads it)")
+    p.add_argument("--livox-custom", nargs="?", const="livox_ros_driver", choices=("livox_ros_driver", "livox_ros_driver2"),
+                   help=".mcap: also write the Livox CustomMsg (per-point offset time, as FAST-LIO reads it) on "
+                   "/livox/lidar; livox_ros_driver (Mid-40/70, Avia; the default) or livox_ros_driver2 (HAP, Mid-360)")
     p.add_argument("--unorganized", action="store_true", help="clouds hold only the returns (default: organized, NaN misses)")
     p.add_argument("--ground-truth", action="store_true", help="add clean range, entity, material, normal, incidence")
     p.add_argument("--world-frame", default="map", help="parent frame of the sensor pose in .mcap /tf (default map, as radar and scenarios)")
@@ -207,7 +208,7 @@ def write_bag(out: Path, scans, pose, args, ground_truth) -> None:
             if scan.config.planar:
                 bag.write("/scan", laserscan_msg(scan), scan.t0_ns)
             if args.livox_custom:
-                custom = livox_custom_msg(scan)
+                custom = livox_custom_msg(scan, package=args.livox_custom)
                 bag.write("/livox/lidar", custom, custom.timebase)
             if scan.config.kind == "cone":  # ultrasonic/IR ranger: sensor_msgs/Range
                 bag.write("/range", range_msg(scan), scan.t0_ns)

@@ -395,7 +395,8 @@ def test_ouster_point_types_read_back(tmp_path, room):
         assert not raw[:, lo:hi].any()
 
 
-def test_livox_custom_msg_read_back_with_the_drivers_definitions(tmp_path):
+@pytest.mark.parametrize("package", ["livox_ros_driver", "livox_ros_driver2"])
+def test_livox_custom_msg_read_back_with_the_drivers_definitions(tmp_path, package):
     """livox_ros_driver/CustomMsg decoded by rosbags from the driver's own .msg text (registered here, apart
     from the writer's): one point per return in firing order, offset_time from the first point."""
     from rosbags.typesys import get_types_from_msg
@@ -403,15 +404,16 @@ def test_livox_custom_msg_read_back_with_the_drivers_definitions(tmp_path):
     world = tmp_path / "plate.stl"
     _export(world)
     out = tmp_path / "livox.mcap"
-    assert main_cli(["lidar", str(world), "--sensor", "Avia", "--livox-custom", "--out", str(out)]) == 0
+    assert main_cli(["lidar", str(world), "--sensor", "Avia", "--livox-custom", package, "--out", str(out)]) == 0
     store = get_typestore(Stores.ROS2_JAZZY)
     store.register({**get_types_from_msg("uint32 offset_time\nfloat32 x\nfloat32 y\nfloat32 z\nuint8 reflectivity\n"
-                                         "uint8 tag\nuint8 line\n", "livox_ros_driver/msg/CustomPoint"),
+                                         "uint8 tag\nuint8 line\n", f"{package}/msg/CustomPoint"),
                     **get_types_from_msg("std_msgs/Header header\nuint64 timebase\nuint32 point_num\nuint8 lidar_id\n"
-                                         "uint8[3] rsvd\nlivox_ros_driver/CustomPoint[] points\n",
-                                         "livox_ros_driver/msg/CustomMsg")})
+                                         f"uint8[3] rsvd\n{package}/CustomPoint[] points\n",
+                                         f"{package}/msg/CustomMsg")})
     with AnyReader([out], default_typestore=store) as reader:
         got = {c.topic: reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages()}
+        assert {c.msgtype for c in reader.connections if c.topic == "/livox/lidar"} == {f"{package}/msg/CustomMsg"}
     custom, cloud = got["/livox/lidar"], points_of(got["/points"]).reshape(-1)
     cloud = cloud[np.isfinite(cloud["x"])]
     assert custom.point_num == len(custom.points) == cloud.shape[0] > 100

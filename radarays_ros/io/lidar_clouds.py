@@ -492,33 +492,39 @@ LIVOX_CUSTOM_MSGS = {
 }
 
 
-def _livox_types():
+LIVOX_PACKAGES = ("livox_ros_driver", "livox_ros_driver2")  # driver2 (HAP, Mid-360) defines the same messages
+
+
+def _livox_types(package: str = "livox_ros_driver"):
     from rosbags.typesys import get_types_from_msg
 
+    if package not in LIVOX_PACKAGES:
+        raise ConfigError(f"livox custom message package '{package}'; allowed: {', '.join(LIVOX_PACKAGES)}")
     store = messages.TYPESTORE
-    if "livox_ros_driver/msg/CustomMsg" not in store.types:
+    if f"{package}/msg/CustomMsg" not in store.types:
         types = {}
         for name, text in LIVOX_CUSTOM_MSGS.items():
-            types.update(get_types_from_msg(text, name))
+            types.update(get_types_from_msg(text.replace("livox_ros_driver/", f"{package}/"),
+                                            name.replace("livox_ros_driver/", f"{package}/")))
         store.register(types)
     return store.types
 
 
-def livox_custom_msg(scan, frame_id: str | None = None, lidar_id: int = 0):
+def livox_custom_msg(scan, frame_id: str | None = None, lidar_id: int = 0, package: str = "livox_ros_driver"):
     """livox_ros_driver/CustomMsg of a scan's returns in firing order: timebase = the first point's time (ns),
     offset_time = each point's ns after it, reflectivity 0-255 (calibrated scale), tag 0, line = emitter
     (scan row). The header is stamped at the timebase, as the driver does."""
-    types = _livox_types()
+    types = _livox_types(package)
     rows, cols = np.nonzero(scan.hit)
     t = scan.t0_ns + np.rint(scan.time[rows, cols] * 1e9).astype(np.int64)
     order = np.argsort(t, kind="stable")
     rows, cols, t = rows[order], cols[order], t[order]
     timebase = int(t[0]) if len(t) else int(scan.t0_ns)
     refl = np.clip(np.asarray(scan.fields["velodyne_intensity"])[rows, cols], 0, 255).astype(np.uint8)
-    point = types["livox_ros_driver/msg/CustomPoint"]
+    point = types[f"{package}/msg/CustomPoint"]
     xyz = scan.xyz[rows, cols]
     points = [point(offset_time=int(dt), x=float(p[0]), y=float(p[1]), z=float(p[2]), reflectivity=int(r), tag=0,
                     line=int(line)) for dt, p, r, line in zip(t - timebase, xyz, refl, rows)]
-    return types["livox_ros_driver/msg/CustomMsg"](
+    return types[f"{package}/msg/CustomMsg"](
         header=messages.header(timebase, frame_id or scan.config.frame_id), timebase=timebase,
         point_num=len(points), lidar_id=int(lidar_id), rsvd=np.zeros(3, np.uint8), points=points)
