@@ -39,6 +39,7 @@ material_id int32, normal_x/y/z float32 (sensor frame), incidence_angle float32 
 """
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -247,6 +248,7 @@ class FrameCloud:
         self.transposed = self.layout == "velodyne"
         self._time_reference = config.time_reference
         self._free: list[np.ndarray] = []  # complete clouds their consumers gave back (release)
+        self._lock = threading.Lock()  # a consumer may release on another thread than the simulator's
         # handed-out clouds whose frames completed, by id (weak: a dropped cloud leaves, its id with it)
         self._complete: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
         # the firing-table fields per pixel (rows, cols), the same for every frame
@@ -279,24 +281,27 @@ class FrameCloud:
         bytes 0. A cloud given back with `release` is handed out again (fresh False: its padding and
         firing-table fields are in place); otherwise a new one. Nothing else is ever reused, so a
         consumer that keeps a scan keeps its cloud intact."""
-        if self._free:
-            return self._free.pop(), False
+        with self._lock:
+            if self._free:
+                return self._free.pop(), False
         shape = (self.cols, self.rows) if self.transposed else (self.rows, self.cols)
         cloud = np.empty(shape, self.dtype) if _packed(self.dtype) else np.zeros(shape, self.dtype)
         return cloud, True
 
     def done(self, cloud: np.ndarray) -> None:
         """Every field of `cloud` is written (its frame succeeded): it may be released for reuse."""
-        self._complete[id(cloud)] = cloud
+        with self._lock:
+            self._complete[id(cloud)] = cloud
 
     def release(self, cloud: np.ndarray) -> None:
         """The caller's promise that nothing reads `cloud` any more: a later frame may write into it.
         Only complete clouds of this writer are kept (at most MAX_FREE); others are left to the GC."""
-        if self._complete.get(id(cloud)) is not cloud:
-            return
-        del self._complete[id(cloud)]
-        if len(self._free) < self.MAX_FREE:
-            self._free.append(cloud)
+        with self._lock:
+            if self._complete.get(id(cloud)) is not cloud:
+                return
+            del self._complete[id(cloud)]
+            if len(self._free) < self.MAX_FREE:
+                self._free.append(cloud)
 
     def _pixels(self, cloud: np.ndarray, name: str) -> np.ndarray:
         view = cloud[name]
