@@ -156,3 +156,19 @@ def test_sensor_units_publish_range_depth_and_second_return_topics():
     assert "points2" in dual.topics
     out = dual.messages(dual.simulate(np.eye(4), 0), 0)
     assert out["points2"].height == 32 and out["points2"].point_step == 48
+
+
+def test_a_unit_places_an_ouster_by_its_point_frame():
+    """Nodes, rigs and scenarios give the pose of frame_id (os_lidar for Ouster), the frame the cloud is in:
+    rays are cast from the os_sensor pose that implies, so a wall 4 m ahead of os_lidar reads x = 4 there."""
+    from radarays_ros.sensors.units import make_unit
+    from radarays_ros.world.trajectory import Trajectory
+
+    scene, backend = tilted_wall(4.0, 0.0)
+    unit = make_unit("lidar", "os", scene, backend, config="OS1-32", overrides={"noise": {}})
+    assert unit.frame_id == "os_lidar"
+    for pose in (np.eye(4), Trajectory([0, 200_000_000], [np.eye(4), np.eye(4)])):
+        scan = unit.simulate(pose, 0)
+        ahead = scan.hit & (np.abs(scan.xyz[..., 1]) < 0.5) & (scan.xyz[..., 0] > 0)
+        assert ahead.sum() > 20
+        np.testing.assert_allclose(scan.xyz[..., 0][ahead], 4.0, atol=1e-3)

@@ -304,7 +304,9 @@ class LidarUnit(SensorUnit):
         return int(self.config.rows * self.config.cols)
 
     def simulate(self, pose, t0_ns: int):
-        return self.simulator.simulate(pose, int(t0_ns))
+        # the pose (a mount, a tf lookup) is that of frame_id, the frame the points are reported in; where the
+        # rays are cast from another frame (Ouster: os_sensor rays, os_lidar points) the rays' pose follows
+        return self.simulator.simulate(_ray_pose(pose, self.config.point_transform), int(t0_ns))
 
     def messages(self, result, stamp_ns: int, wanted: Iterable[str] | None = None) -> dict:
         from ..io import lidar_clouds as lio
@@ -352,6 +354,18 @@ def poses_over(pose_source, t0_ns: int, period_ns: int, samples_per_s: float = 2
     times = t0_ns + np.linspace(0, period_ns, n).round().astype(np.int64)
     times = np.unique(times)
     return Trajectory(times, pose_source(times))
+
+
+def _ray_pose(pose, point_transform):
+    """World <- ray frame from world <- point frame: pose · (point <- ray); a Trajectory pose by pose."""
+    from ..world.trajectory import Trajectory
+
+    m = np.asarray(point_transform, np.float64)
+    if np.array_equal(m, np.eye(4)):
+        return pose
+    if isinstance(pose, Trajectory):
+        return Trajectory(pose.t_ns, pose.poses @ m)
+    return np.asarray(pose, np.float64) @ m
 
 
 def _lidar_sink():
