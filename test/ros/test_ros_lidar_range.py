@@ -30,7 +30,8 @@ def test_ultrasonic_ranger_publishes_range(tmp_path):
 def test_depth_camera_publishes_depth_and_camera_info(tmp_path):
     params = write_params(tmp_path / "tof.yaml", "lidar_node", {
         "world": str(ROOM), "config": "ToF-camera-320x240", "pose_source": "fixed",
-        "fixed_pose": [6.0, 0.0, 1.0, 0.0, 0.0, 0.0], "reliable": True, "sensor": {"noise": {"sigma": 0.0}}})
+        # the pose of frame_id, the optical frame (z forward): rpy (-90°, 0, -90°) looks along world +x
+        "fixed_pose": [6.0, 0.0, 1.0, -np.pi / 2, 0.0, -np.pi / 2], "reliable": True, "sensor": {"noise": {"sigma": 0.0}}})
     with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
         images = probe.subscribe("/depth/image", "sensor_msgs/msg/Image", qos="reliable")
         infos = probe.subscribe("/depth/camera_info", "sensor_msgs/msg/CameraInfo", qos="reliable")
