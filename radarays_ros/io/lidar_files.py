@@ -118,7 +118,7 @@ def write_top_view(path: str | Path, scan, reach_m: float | None = None, grid_m:
                           linewidths=0)
         ax.plot([0], [0], marker="^", color="red", markersize=6)
         ticks = np.arange(-np.floor(reach_m / step) * step, reach_m + 1e-9, step)
-        ax.set_xticks(ticks, [f"{-t:g}" for t in ticks])
+        ax.set_xticks(ticks, [f"{0.0 - t:g}" for t in ticks])
         ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
         ax.grid(True, color="0.45", linewidth=0.6)
         ax.set_xlim(-reach_m, reach_m)
