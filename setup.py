@@ -56,6 +56,7 @@ setup(
         "scipy>=1.11,<2",
         "protobuf>=4.21,<7",
         "pyzmq>=25,<28",
+        "tqdm>=4.66,<5",
     ],
     extras_require={
         "test": [

@@ -16,7 +16,11 @@ model (detection limit, noise, intensities) and the scan arrays. For the velodyn
 layouts the scan arrays live in the driver cloud itself (radarays_ros.io.lidar_clouds.FrameCloud),
 so `scan + cloud` only adds the lookup.
 
-Run: .venv/bin/python -m benchmarks.bench_lidar [--triangles 1000000] [--repeats 5]
+The `+effects` sensors add 4 sub-rays over each beam's footprint, dual returns, fog, the detection curve,
+dropouts and photon noise (lidar_ros/physics/effects_config.py); their bare reference traces the same
+4 sub-rays per beam, the rays the simulator actually traces.
+
+Run: .venv/bin/python -m benchmarks.bench_lidar [--triangles 1000000] [--repeats 5] [--sensors VLP-16+effects ...]
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ import numpy as np
 from lidar_ros import LidarSimulator, load_sensor
 from lidar_ros.physics import trace_lidar
 from lidar_ros.physics.interaction import FIRST_TRACE_WANTS
-from radarays_ros.io.lidar_clouds import pointcloud_array
+from radarays_ros.io.lidar_clouds import FrameCloud, pointcloud_array
 from radarays_ros.tracing import Rays, make_backend
 from radarays_ros.world.transforms import pose_to_matrix
 
@@ -39,7 +43,13 @@ EVERYTHING_ON = {
               "resolution": 0.002},
     "surface": {"model": "blensor", "limits": [[0.10, 50.0], [0.80, 120.0]]},
 }
-SENSORS = (("VLP-16", {}), ("OS1-128", {"columns": 1024, "rate_hz": 10}))
+# divergence with 4 sub-rays, dual returns and fog on top (lidar_ros/physics/effects_config.py); its
+# bare reference traces the 4 sub-rays of every beam, the rays the simulator actually traces
+EFFECTS = {"beam": {"divergence_mrad": 3.0, "sub_rays": 4, "return_mode": "dual"},
+           "weather": {"fog_visibility_km": 0.5}, "detection": {"model": "snr", "dropout_probability": 0.001},
+           "signal": {"poisson": True, "noise_floor": 2.0}}
+SENSORS = {"VLP-16": ("VLP-16", {}), "OS1-128": ("OS1-128", {"columns": 1024, "rate_hz": 10}),
+           "VLP-16+effects": ("VLP-16", EFFECTS), "OS1-128+effects": ("OS1-128", {"columns": 1024, "rate_hz": 10, **EFFECTS})}
 
 
 def bare_same_spans_seconds(backend, o32, d32, repeats: int = 2) -> float:
@@ -65,11 +75,19 @@ def bare_same_spans_seconds(backend, o32, d32, repeats: int = 2) -> float:
     return best
 
 
+def consume(scan, layout: str) -> np.ndarray:
+    """What a publisher does: read the driver cloud, then give its buffer back (explicit ownership)."""
+    points = pointcloud_array(scan, layout)
+    scan.release()
+    return points
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--triangles", type=int, default=1_000_000)
     p.add_argument("--repeats", type=int, default=15, help="interleaved rounds; the best of each stage is reported")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--sensors", nargs="+", choices=list(SENSORS), default=list(SENSORS))
     args = p.parse_args(argv)
 
     rss0 = peak_rss_mb()
@@ -80,20 +98,23 @@ def main(argv=None) -> None:
     print(f"world: {scene.triangle_count} triangles, {len(scene)} entities; {args.threads} threads; "
           f"peak RSS after world + BVH {peak_rss_mb():.0f} MiB")
 
-    for name, overrides in SENSORS:
+    for label_name in args.sensors:
+        name, overrides = SENSORS[label_name]
         cfg = load_sensor(name, {**overrides, **EVERYTHING_ON})
-        sim = LidarSimulator(cfg, scene, backend, seed=0)
-        rays = cfg.rows * cfg.cols
-        o = cfg.origins.reshape(-1, 3) @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
-        d = cfg.directions.reshape(-1, 3) @ pose[:3, :3].T.astype(np.float32)
+        sim = LidarSimulator(cfg, scene, backend, seed=0, sink=FrameCloud.of)
+        rays = len(sim._dirs)  # the rays traced: every beam's sub-rays
+        o = sim._origins @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
+        d = sim._dirs @ pose[:3, :3].T.astype(np.float32)
         o32, d32 = np.ascontiguousarray(o, np.float32), np.ascontiguousarray(d, np.float32)
         stages = {
             "backend.trace": lambda: backend.trace(o, d, cfg.range_min, cfg.range_max),
             "backend.trace_rays (trusted rays, lidar wants)": lambda: backend.trace_rays(
                 Rays.trusted(o32, d32), cfg.range_min, cfg.range_max, want=FIRST_TRACE_WANTS),
-            "+ material classes (trace_lidar)": lambda: trace_lidar(backend, o, d, sim.materials, cfg.range_min, cfg.range_max),
-            "scan": lambda: sim.simulate(pose),
-            f"scan + {cfg.layout} cloud": lambda: pointcloud_array(sim.simulate(pose), cfg.layout),
+            "+ material classes (trace_lidar)": lambda: trace_lidar(backend, o, d, sim.materials, cfg.range_min,
+                                                                    cfg.range_max),
+            "scan": lambda: sim.simulate(pose).release(),
+            "scan (buffer kept, never released)": lambda: sim.simulate(pose),
+            f"scan + {cfg.layout} cloud": lambda: consume(sim.simulate(pose), cfg.layout),
         }
         tfar = np.full(rays, 1e30, np.float32)
         for fn in stages.values():  # warm-up
@@ -118,7 +139,7 @@ def main(argv=None) -> None:
                 best[key] = min(best[key], seconds)
                 ratios[key].append(seconds / bare)  # paired with the bare time of the same round
                 span_ratios[key].append(seconds / spans)
-        label = f"{name} {cfg.rows}x{cfg.cols} ({rays} rays)"
+        label = f"{label_name} {cfg.rows}x{cfg.cols} ({rays} rays)"
         report(f"{label} bare embree", best["bare"], cpu_ms=f"{np.median(cpu['bare']) * 1e3:.2f}",
                bare_in_backend_spans_ms=f"{best['bare_spans'] * 1e3:.2f}")
         for key in stages:

@@ -4,12 +4,19 @@ OUT by extension:
   .npz   per-pixel arrays [rows, cols] (rows = beams in the driver's ring order): range (float32 m,
          NaN = no return), hit, xyz [rows, cols, 3] (sensor frame), intensity, elevation_rad,
          azimuth_rad (nominal rays), time (s from scan start), ring [rows]; with --ground-truth also
-         clean_range, entity, material, normal, incidence_rad. Several scans (--scans N): arrays gain
-         a leading scan axis.
+         clean_range, entity, material, normal, incidence_rad. Ouster sensors add reflectivity
+         (uint8), signal, near_ir (uint16); Velodyne sensors velodyne_intensity; dual returns add
+         range2, hit2, xyz2, intensity2 (+ reflectivity2, signal2). Several scans (--scans N):
+         arrays gain a leading scan axis.
   .pcd   binary PCD of the point cloud in the sensor's driver layout (the last scan)
   .ply   binary PLY of the returns (the last scan)
-  .mcap  rosbag2: the cloud on /points (+ sensor_msgs/LaserScan on /scan for 2D sensors) and the
-         sensor pose on /tf_static (/tf per scan when a trajectory is given)
+  .png   top view of the returns (the last scan) on a metric grid; --view-reach M fixes the scale
+  .mcap  rosbag2: the cloud on /points (+ sensor_msgs/LaserScan on /scan for 2D sensors, sensor_msgs/Range
+         on /range for cone sensors, depth Image + CameraInfo on /depth/image, /depth/camera_info for
+         depth cameras) and the
+         sensor pose on /tf_static (/tf per scan when a trajectory is given); dual-return sensors
+         add the second-return cloud on /points2 (velodyne layout: both returns in /points, as
+         velodyne_pointcloud publishes them)
 """
 from __future__ import annotations
 
@@ -21,7 +28,9 @@ import numpy as np
 from radarays_ros.validate import Rule
 from radarays_ros.errors import ConfigError
 
-OUTPUT_SUFFIXES = (".npz", ".pcd", ".ply", ".mcap")
+from .sink import LAYOUTS
+
+OUTPUT_SUFFIXES = (".npz", ".pcd", ".ply", ".png", ".mcap")
 
 
 # What the command line may ask for (radarays_ros.validate rules, one message format)
@@ -42,16 +51,24 @@ def add_parser(sub) -> None:
     p.add_argument("--materials", help="material library YAML merged over the shipped one")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a sensor setting, dotted keys (e.g. rate_hz=20, range.max=50, noise.sigma=0)")
+    p.add_argument("--realistic", action="store_true", help="turn the sensor effects on (beam divergence with 4 "
+                   "sub-rays, detection curve, dropouts, photon noise, sun ambient; lidar_ros.config.REALISTIC)")
     p.add_argument("--seed", type=int, help="seed of the noise (default: the sensor file's seed)")
     p.add_argument("--scans", type=int, default=1, help="number of consecutive scans (default 1)")
     p.add_argument("--t0", type=float, default=0.0, help="start time of the first scan (s)")
-    p.add_argument("--layout", choices=("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "xyzi"), help="point cloud layout (default: the sensor's)")
+    p.add_argument("--layout", choices=LAYOUTS, help="point cloud layout (default: the sensor's)")
+    p.add_argument("--livox-custom", nargs="?", const="livox_ros_driver", choices=("livox_ros_driver", "livox_ros_driver2"),
+                   help=".mcap: also write the Livox CustomMsg (per-point offset time, as FAST-LIO reads it) on "
+                   "/livox/lidar; livox_ros_driver (Mid-40/70, Avia; the default) or livox_ros_driver2 (HAP, Mid-360)")
     p.add_argument("--unorganized", action="store_true", help="clouds hold only the returns (default: organized, NaN misses)")
     p.add_argument("--ground-truth", action="store_true", help="add clean range, entity, material, normal, incidence")
     p.add_argument("--world-frame", default="map", help="parent frame of the sensor pose in .mcap /tf (default map, as radar and scenarios)")
     p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
     p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
-    p.add_argument("--out", help="output file: .npz, .pcd, .ply or .mcap (required unless --list-presets)")
+    p.add_argument("--view-reach", type=float, metavar="M", help=".png: half width of the top view in metres "
+                   "(a fixed scale for every frame; default: the farthest return)")
+    p.add_argument("--view-grid", type=float, metavar="M", help=".png: grid spacing in metres (default: 1/2/5 x 10^k)")
+    p.add_argument("--out", help="output file: .npz, .pcd, .ply, .png or .mcap (required unless --list-presets)")
     p.add_argument("--list-presets", action="store_true", help="print the preset names and exit")
     p.set_defaults(func=run)
 
@@ -89,7 +106,7 @@ def run(args) -> int:
                               "RADARAYS_LIDAR_CONFIG names a folder without presets/)")
         print("\n".join(names))
         return 0
-    for value, what in ((args.world, "WORLD"), (args.sensor, "--sensor NAME|FILE"), (args.out, "--out OUT (.npz, .pcd, .ply or .mcap)")):
+    for value, what in ((args.world, "WORLD"), (args.sensor, "--sensor NAME|FILE"), (args.out, "--out OUT (.npz, .pcd, .ply, .png or .mcap)")):
         if not value:
             raise ConfigError(f"{what} is required")
     out = Path(args.out)
@@ -99,7 +116,7 @@ def run(args) -> int:
     T0.check(args.t0, "--t0")
     if args.seed is not None:
         SEED.check(args.seed, "--seed")
-    config = load_sensor(args.sensor, parse_overrides(args.overrides))
+    config = load_sensor(args.sensor, parse_overrides(args.overrides), realistic=args.realistic)
     if args.scans * config.rows * config.cols > MAX_POINTS:  # every scan is held until written
         raise ConfigError(f"--scans {args.scans}: {args.scans} scans of {config.rows} x {config.cols} exceed "
                           f"{MAX_POINTS} points in one run; write fewer scans per file")
@@ -111,14 +128,25 @@ def run(args) -> int:
     for warning in scene.warnings:  # e.g. --collision on a world without <collision> elements
         print(f"warning: {warning}", file=sys.stderr)
     backend = make_backend(args.backend, scene)
-    sim = LidarSimulator(config, scene, backend, seed=args.seed)
+    from radarays_ros.io.lidar_clouds import FrameCloud
+
+    sim = LidarSimulator(config, scene, backend, seed=args.seed, sink=FrameCloud.of)
     t0 = int(round(args.t0 * 1e9))
     period_ns = int(round(config.period * 1e9))
-    scans = [sim.simulate(pose, t0 + k * period_ns) for k in range(args.scans)]
+    scans = [sim.simulate(pose, t0 + k * period_ns) for k in _progress(range(args.scans), config.name)]
     write_output(out, scans, pose, args)
     hits = sum(int(s.hit.sum()) for s in scans)
     print(f"{config.name}: {len(scans)} scan(s) of {config.rows} x {config.cols}, {hits} returns -> {out}")
     return 0
+
+
+def _progress(steps, name: str):
+    """The scans with a tqdm progress bar on stderr for longer runs (shown only on a terminal)."""
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(steps, desc=f"{name} scans", unit="scan", disable=len(steps) < 2 or not sys.stderr.isatty())
 
 
 def write_output(out: Path, scans, pose, args) -> None:
@@ -130,12 +158,16 @@ def write_output(out: Path, scans, pose, args) -> None:
     suffix = out.suffix.lower()
     out.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".npz":
-        arrays = [dict(s.arrays(), **({k: getattr(s, k) for k in ground_truth})) for s in scans]
+        arrays = [dict(s.arrays(), **({k: getattr(s, k) for k in ground_truth}), **_sensor_arrays(s)) for s in scans]
         if len(arrays) == 1:
             data = arrays[0]
         else:
             data = {k: (np.stack([a[k] for a in arrays]) if k != "ring" else arrays[0][k]) for k in arrays[0]}
         np.savez_compressed(out, **data)
+    elif suffix == ".png":
+        from radarays_ros.io.lidar_files import write_top_view
+
+        write_top_view(out, scans[-1], reach_m=args.view_reach, grid_m=args.view_grid)
     elif suffix in (".pcd", ".ply"):
         points = pointcloud_array(scans[-1], args.layout, organized=not args.unorganized, ground_truth=ground_truth)
         (write_pcd if suffix == ".pcd" else write_ply)(out, points)
@@ -143,23 +175,56 @@ def write_output(out: Path, scans, pose, args) -> None:
         write_bag(out, scans, pose, args, ground_truth)
 
 
+def _sensor_arrays(scan) -> dict:
+    """Cone sensors add their reading (range, azimuth, elevation of the nearest return; +inf = none),
+    depth cameras their depth image (optical z, m, +inf = none)."""
+    from radarays_ros.io.lidar_clouds import cone_reading, depth_image
+
+    if scan.config.kind == "cone":
+        return dict(zip(("cone_range", "cone_azimuth_rad", "cone_elevation_rad"), map(np.float32, cone_reading(scan))))
+    if scan.config.kind == "depth_camera":
+        return {"depth": depth_image(scan, "32FC1")}
+    return {}
+
+
 def write_bag(out: Path, scans, pose, args, ground_truth) -> None:
     from radarays_ros.io import messages
     from radarays_ros.io.bag import BagWriter
-    from radarays_ros.io.lidar_clouds import laserscan_msg, pointcloud_msg
+    from radarays_ros.io.lidar_clouds import depth_msgs, laserscan_msg, livox_custom_msg, pointcloud_msg, range_msg
     from radarays_ros.world.trajectory import Trajectory
 
-    frame = scans[0].config.frame_id
+    cfg = scans[0].config
+    frame = cfg.frame_id
+    # the pose places the ray frame; where points are reported in another frame (Ouster: os_sensor ->
+    # os_lidar, as ouster-ros publishes), that frame hangs below it by a static transform
+    posed = cfg.ray_frame_id if cfg.ray_frame_id and cfg.ray_frame_id != frame else frame
     with BagWriter(out) as bag:
+        static = []
         if not isinstance(pose, Trajectory):
-            tf = messages.transform_stamped(pose, scans[0].t0_ns, args.world_frame, frame)
-            bag.write("/tf_static", messages.tf_message([tf]), scans[0].t0_ns)
+            static.append(messages.transform_stamped(pose, scans[0].t0_ns, args.world_frame, posed))
+        if posed != frame:
+            static.append(messages.transform_stamped(np.linalg.inv(cfg.point_transform), scans[0].t0_ns, posed, frame))
+        if static:
+            bag.write("/tf_static", messages.tf_message(static), scans[0].t0_ns)
         for scan in scans:
             cloud = pointcloud_msg(scan, layout=args.layout, organized=not args.unorganized, ground_truth=ground_truth)
             stamp = cloud.header.stamp.sec * 1_000_000_000 + cloud.header.stamp.nanosec
             if isinstance(pose, Trajectory):
-                tf = messages.transform_stamped(pose.at(np.array([stamp]))[0], stamp, args.world_frame, frame)
+                tf = messages.transform_stamped(pose.at(np.array([stamp]))[0], stamp, args.world_frame, posed)
                 bag.write("/tf", messages.tf_message([tf]), stamp)
             bag.write("/points", cloud, stamp)
+            if scan.second is not None and (args.layout or scan.config.layout) != "velodyne":
+                # ouster-ros publishes the second return as its own cloud (velodyne: both in one cloud)
+                bag.write("/points2", pointcloud_msg(scan.second, t_ns=stamp, layout=args.layout,
+                                                     organized=not args.unorganized, ground_truth=ground_truth), stamp)
             if scan.config.planar:
                 bag.write("/scan", laserscan_msg(scan), scan.t0_ns)
+            if args.livox_custom:
+                custom = livox_custom_msg(scan, package=args.livox_custom)
+                bag.write("/livox/lidar", custom, custom.timebase)
+            if scan.config.kind == "cone":  # ultrasonic/IR ranger: sensor_msgs/Range
+                bag.write("/range", range_msg(scan), scan.t0_ns)
+            if scan.config.kind == "depth_camera":
+                image, info = depth_msgs(scan)
+                bag.write("/depth/image", image, scan.t0_ns)
+                bag.write("/depth/camera_info", info, scan.t0_ns)

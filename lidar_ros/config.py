@@ -3,19 +3,20 @@
 A sensor file is YAML with a `type` and the keys of that type (see lidar_ros/patterns/*), plus the
 keys every sensor has:
 
-    type: spherical | velodyne | ouster | rays | planar | risley | mirror
+    type: spherical | velodyne | ouster | rays | planar | risley | mirror | cone | depth_camera
     rate_hz: 10                  # scans per second
     range: {min: 0.1, max: 100}  # metres; hits nearer than min are not seen (rays start there, as in
                                  # Gazebo's gpu_lidar), farther than max are misses
-    layout: gazebo               # PointCloud2 layout: velodyne | ouster | gazebo | gazebo_cpu | livox | xyzi
+    layout: gazebo               # PointCloud2 layout: lidar_ros.sink.LAYOUTS
     organized: true              # organized cloud (NaN points for misses) or only the returns
     time_reference: last         # velodyne `time` field relative to the last (or first) firing
     intensity: reflectivity      # which physics field is the scan's `intensity`
-    frame_id: lidar
+    frame_id: lidar              # default: the driver's (Ouster: os_lidar, or os_sensor with point_frame: sensor)
     seed: 0                      # per-laser biases and per-scan noise
     max_bounces: 4               # mirror reflections followed per ray
     surface: {...}               # detection limit + intensity scales (lidar_ros.physics.SurfaceConfig)
     noise: {...}                 # range noise (lidar_ros.physics.NoiseConfig)
+    beam, detection, signal, weather, tof: {...}  # effects, all off by default (physics/effects_config.py)
 
 `load_sensor(name_or_path, overrides)` also accepts an Ouster metadata JSON or a ros-drivers/velodyne
 calibration YAML as the sensor itself. Overrides are dotted keys ("range.max", "noise.sigma") applied
@@ -34,8 +35,10 @@ import numpy as np
 from radarays_ros.errors import ConfigError
 from radarays_ros.resources import find_shipped, shipped_names
 
-from .patterns import Pattern, angles_of, grid, mirror, ouster, planar, rays, risley, velodyne
+from .patterns import Pattern, angles_of, cone, depth_camera, grid, mirror, ouster, planar, rays, risley, velodyne
 from .physics import NoiseConfig, SurfaceConfig
+from .physics.effects_config import EffectsConfig
+from .sink import LAYOUTS
 from .spec import SpecReader, read_yaml, set_dotted
 
 
@@ -47,14 +50,16 @@ BUILDERS: dict[str, Callable[[SpecReader, Path, float], Pattern]] = {
     "planar": planar.build,
     "risley": risley.build,
     "mirror": mirror.build,
+    "cone": cone.build,
+    "depth_camera": depth_camera.build,
 }
-LAYOUTS = ("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "xyzi")
 DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gazebo", "planar": "xyzi", "risley": "livox"}
 INTENSITY_FIELDS = ("reflectivity", "velodyne_intensity", "ouster_signal", "ouster_reflectivity")
 DEFAULT_INTENSITY = {"velodyne": "velodyne_intensity", "ouster": "ouster_signal"}
 TIME_REFERENCES = ("last", "first")
 COMMON_KEYS = ("type", "name", "description", "source", "model", "rate_hz", "range", "layout", "organized",
-               "time_reference", "intensity", "frame_id", "seed", "max_bounces", "surface", "noise")
+               "time_reference", "intensity", "frame_id", "seed", "max_bounces", "surface", "noise",
+               *EffectsConfig.SECTIONS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,6 +105,11 @@ class LidarConfig:
     max_bounces: int
     surface: SurfaceConfig
     noise: NoiseConfig
+    effects: EffectsConfig = EffectsConfig()  # beam footprint, echoes, detection curve, signal, weather, ToF
+    # points are reported in frame_id = point_transform (4x4) applied to the ray frame (the frame the pose
+    # places); ray_frame_id names that frame when they differ (Ouster: os_sensor -> os_lidar)
+    point_transform: np.ndarray = field(default_factory=lambda: np.eye(4))
+    ray_frame_id: str | None = None
     retime: Callable[[float], np.ndarray] | None = field(default=None, repr=False)
     derived: dict = field(default_factory=dict, repr=False)  # outputs' per-pixel tables computed from `time` once
 
@@ -142,20 +152,22 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
     organized = reader.boolean("organized", True)
     time_reference = reader.choice("time_reference", TIME_REFERENCES, "last")
     intensity_field = reader.choice("intensity", INTENSITY_FIELDS, DEFAULT_INTENSITY.get(kind, "reflectivity"))
-    frame_id = reader.text("frame_id", "lidar")
+    frame_id = reader.text("frame_id", "") or None  # default: the pattern's point frame, else 'lidar'
     seed = reader.number("seed", 0, 0, 2**63 - 1, integer=True)
     max_bounces = reader.number("max_bounces", 4, 0, 64, integer=True)
     surface = SurfaceConfig.from_dict(reader.raw("surface", None), where=f"{origin}: surface")
     noise = NoiseConfig.from_dict(reader.raw("noise", None), where=f"{origin}: noise")
+    effects = EffectsConfig.from_spec({name: reader.raw(name, None) for name in EffectsConfig.SECTIONS}, origin)
 
     pattern = BUILDERS[kind](reader, base_dir, rate_hz)
     reader.finish(COMMON_KEYS)
+    frame_id = frame_id or pattern.point_frame_id or "lidar"
     return _from_pattern(pattern, dict(
         name=str(spec.get("name") or Path(origin).stem), kind=kind, origin=origin, spec=copy.deepcopy(dict(spec)),
         base_dir=str(base_dir), rate_hz=float(rate_hz), range_min=float(range_min), range_max=float(range_max),
         layout=layout, organized=organized, planar=kind == "planar", planar_info=dict(pattern.planar),
         time_reference=time_reference, intensity_field=intensity_field, frame_id=frame_id, seed=int(seed),
-        max_bounces=int(max_bounces), surface=surface, noise=noise,
+        max_bounces=int(max_bounces), surface=surface, noise=noise, effects=effects,
     ))
 
 
@@ -186,6 +198,8 @@ def _from_pattern(p: Pattern, fields: dict) -> LidarConfig:
         laser_index=_readonly(p.laser_index, np.int64),
         range_offset=_readonly(p.range_offset, np.float32),
         pixel_shift=_readonly(p.pixel_shift, np.int64),
+        point_transform=_readonly(np.eye(4) if p.point_transform is None else p.point_transform, np.float64),
+        ray_frame_id=p.ray_frame_id,
         period=float(p.period),
         retime=p.retime,
         **fields,
@@ -205,19 +219,78 @@ def _preset_path(name: str) -> Path | None:
 def _spec_from_file(path: Path) -> dict:
     """A sensor mapping from a sensor YAML, an Ouster metadata JSON or a velodyne calibration YAML."""
     if path.suffix.lower() == ".json":
-        ouster.read_metadata(path)  # fails early with the file named
-        return {"type": "ouster", "name": path.stem, "metadata": path.name}
+        meta = ouster.read_metadata(path)  # fails early with the file named
+        spec = {**_product_line_defaults(meta["prod_line"], len(meta["altitude_deg"])),
+                "type": "ouster", "name": path.stem, "metadata": path.name}
+        if meta["lidar_mode"] is not None:  # the mode the sensor ran in when the file was written
+            spec["columns"], spec["rate_hz"] = meta["lidar_mode"][0], meta["lidar_mode"][1]
+        return spec
     data = read_yaml(path)
     if isinstance(data, dict) and "lasers" in data and "type" not in data:
         velodyne.read_calibration(path)
-        return {"type": "velodyne", "name": path.stem, "calibration": path.name}
+        # the product line where the laser count names one (16: VLP-16, 128: VLS-128; 32 and 64 are ambiguous)
+        line = VELODYNE_BY_LASERS.get(len(data["lasers"]))
+        defaults = {}
+        if line is not None and _preset_path(line) is not None:
+            preset = read_yaml(_preset_path(line))
+            defaults = {k: v for k, v in preset.items() if k not in PRESET_ONLY_KEYS or k == "rate_hz"}
+        return {**defaults, "type": "velodyne", "name": path.stem, "calibration": path.name}
     if not isinstance(data, dict):
         raise ConfigError(f"sensor file {path}: expected a mapping with a 'type' key")
     return data
 
 
-def load_sensor(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None) -> LidarConfig:
-    """A LidarConfig from a preset name ('VLP-16', 'OS1-128', ...) or a sensor file, with dotted-key overrides."""
+VELODYNE_BY_LASERS = {16: "VLP-16", 128: "VLS-128"}
+PRESET_ONLY_KEYS = ("type", "name", "description", "source", "model", "metadata", "columns", "rate_hz",
+                    "beam_stride", "calibration")
+
+
+def _product_line_defaults(prod_line: str, beams: int) -> dict:
+    """The settings of the preset of an Ouster product line ('OS-1-32-G' with 32 beams -> OS1-32.yaml:
+    range, noise, detection limit, effects), so that a metadata file given as the sensor is the same
+    sensor as the preset built on it. Empty when no preset matches."""
+    parts = prod_line.upper().replace("OS-", "OS").split("-")
+    family = parts[0] if parts and parts[0] in ("OS0", "OS1", "OS2") else None
+    if family is None:
+        return {}
+    preset = _preset_path(f"{family}-{beams}")
+    if preset is None:
+        return {}
+    data = read_yaml(preset)
+    return {k: v for k, v in data.items() if k not in PRESET_ONLY_KEYS} if isinstance(data, dict) else {}
+
+
+# The realistic profile (`radarays lidar --realistic`, `load_sensor(..., realistic=True)`): every effect of
+# lidar_ros/physics/effects_config.py on at moderate settings, under the sensor file's own values (a
+# preset's datasheet divergence, detection limit) and the caller's overrides.
+REALISTIC = {
+    "beam.sub_rays": 4, "beam.return_mode": "strongest",
+    "detection.model": "snr", "detection.snr_at_limit": 4.0, "detection.dropout_probability": 0.003,
+    "signal.poisson": True, "signal.noise_floor": 3.0, "signal.ambient_model": "sun", "signal.row_gain_sigma": 0.05,
+    "surface.ambient_level": 2000.0, "surface.ambient_sky": 600.0,
+}
+DEFAULT_DIVERGENCE_MRAD = 3.0  # where a sensor file states none (typical of spinning lidars, lidar_models.md)
+
+
+def _realistic(spec: Mapping[str, Any]) -> dict:
+    """The sensor mapping with the realistic profile under it (its own settings win)."""
+    out = dict(spec)
+    for key, value in REALISTIC.items():
+        section, _, name = key.partition(".")
+        current = out.get(section) or {}
+        if name not in current:
+            out = set_dotted(out, key, value)
+    if not (out.get("beam") or {}).get("divergence_mrad"):
+        out = set_dotted(out, "beam.divergence_mrad", DEFAULT_DIVERGENCE_MRAD)
+    if (out.get("surface") or {}).get("model", "none") == "none":  # a detection curve needs a limit
+        out = set_dotted(out, "surface.model", "root2")
+    return out
+
+
+def load_sensor(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | None = None,
+                realistic: bool = False) -> LidarConfig:
+    """A LidarConfig from a preset name ('VLP-16', 'OS1-128', ...) or a sensor file, with dotted-key overrides
+    (applied after the realistic profile when `realistic`)."""
     text = str(name_or_path)
     looks_like_file = os.sep in text or text.lower().endswith((".yaml", ".yml", ".json"))
     preset = None if looks_like_file else _preset_path(text)
@@ -228,6 +301,8 @@ def load_sensor(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | 
     if not path.is_file():
         raise ConfigError(f"unknown lidar sensor '{text}': not a file and not a preset; presets: {', '.join(list_presets())}")
     spec = _spec_from_file(path)
+    if realistic:
+        spec = _realistic(spec)
     for key, value in (overrides or {}).items():
         spec = set_dotted(spec, str(key), value)
     return build_config(spec, _overridden(str(path)) if overrides else str(path), path.parent)

@@ -46,9 +46,11 @@ class LidarScan:
     # its outputs read
     ground_truth_source: Callable[[str], np.ndarray] | None = field(default=None, repr=False)
     # the config's organized driver-layout cloud (rows, cols), written while the frame was simulated
-    # (radarays_ros.io.lidar_clouds.FrameCloud; xyz and intensity are views into it), or None
+    # (a lidar_ros.sink.FrameSink buffer; xyz and intensity are views into it), or None
     cloud: np.ndarray | None = field(default=None, repr=False)
     cloud_writer: object = field(default=None, repr=False)
+    # dual-return sensors (beam.return_mode: dual): the second echo of every beam as a scan of its own
+    second: "LidarScan | None" = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def _truth(self, name: str) -> np.ndarray | None:
@@ -84,6 +86,14 @@ class LidarScan:
             self._cache["incidence"] = np.where(self.hit, angle, np.float32(np.nan))
         return self._cache["incidence"]
 
+    def release(self) -> None:
+        """Give this frame's cloud buffer back to its simulator's sink for reuse (lidar_ros.sink): call it
+        when nothing reads the scan's cloud, xyz or intensity any more (they are views into it). After
+        it the scan has no cloud; without it the buffer is never reused."""
+        cloud, self.cloud = self.cloud, None
+        if cloud is not None and self.cloud_writer is not None:
+            self.cloud_writer.release(cloud)
+
     @property
     def shape(self) -> tuple[int, int]:
         return self.range.shape
@@ -100,8 +110,11 @@ class LidarScan:
         return int(self.t0_ns + round(offset * 1e9))
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The per-pixel arrays of the `.npz` output (names as in the issue)."""
-        return {
+        """The per-pixel arrays of the `.npz` output (names as in the issue), with the driver's channels:
+        Ouster layouts add reflectivity (uint8, calibrated 0-255), signal and near_ir (uint16 photons);
+        Velodyne layouts add velodyne_intensity (float32 0-255 as velodyne_pointcloud scales it). A
+        dual-return frame adds range2, hit2, xyz2, intensity2 (and reflectivity2, signal2 for Ouster)."""
+        out = {
             "range": self.range,
             "hit": self.hit,
             "xyz": self.xyz,
@@ -111,3 +124,20 @@ class LidarScan:
             "time": self.time,
             "ring": self.ring,
         }
+        layout = self.config.layout
+        out.update(_driver_channels(self, layout, ""))
+        if self.second is not None:
+            two = self.second
+            out.update({"range2": two.range, "hit2": two.hit, "xyz2": two.xyz, "intensity2": two.intensity})
+            out.update({k: v for k, v in _driver_channels(two, layout, "2").items() if k != "near_ir2"})
+        return out
+
+
+def _driver_channels(scan: "LidarScan", layout: str, suffix: str) -> dict[str, np.ndarray]:
+    if layout.startswith("ouster"):
+        return {f"reflectivity{suffix}": np.minimum(scan.fields["ouster_reflectivity"], 255).astype(np.uint8),
+                f"signal{suffix}": np.asarray(scan.fields["ouster_signal"], np.uint16),
+                f"near_ir{suffix}": np.asarray(scan.fields["ouster_ambient"], np.uint16)}
+    if layout == "velodyne":
+        return {f"velodyne_intensity{suffix}": np.asarray(scan.fields["velodyne_intensity"], np.float32)}
+    return {}

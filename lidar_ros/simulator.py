@@ -11,8 +11,9 @@ threads); the material classes (further bounces) and the surface model then run 
 pieces (`frame_pieces`) on as many threads as the backend traces with: embreex and numpy release
 the GIL, so all cores work. The ray table is checked once, so the frame's rays skip the backend's
 per-ray checks; normals are computed only if read. For driver layouts that allow it the organized
-point cloud is the frame's storage (radarays_ros.io.lidar_clouds.FrameCloud): no copy into a
-message layout afterwards.
+point cloud is the frame's storage: given a sink factory (lidar_ros.sink; the driver layouts are
+radarays_ros.io.lidar_clouds.FrameCloud.of), the frame is written into the sink's buffer, with no copy
+into a message layout afterwards.
 """
 from __future__ import annotations
 
@@ -22,15 +23,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from radarays_ros.io.lidar_clouds import FrameCloud
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
 
 from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
+from .physics.echoes import form_echoes
+from .physics.footprint import spread_directions, sub_ray_offsets
+from .physics.glass import glass_returns
 from .physics.interaction import first_trace
+from .physics.weather import extinction_per_m, two_way_transmission
+from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
 from .scan import LidarScan
+from .sink import FrameSink, SinkFactory
 
 
 # A frame is traced in one backend call, then cut into pieces of at most PIECE_RAYS rays, and into
@@ -76,26 +82,42 @@ def frame_pieces(n: int) -> list[tuple[int, int]]:
 class LidarSimulator:
     """Simulates frames of one sensor in one scene. Same seed, same frames (bit for bit, same backend)."""
 
-    def __init__(self, config: LidarConfig, scene, backend, seed: int | None = None):
+    def __init__(self, config: LidarConfig, scene, backend, seed: int | None = None,
+                 sink: SinkFactory | None = None):
         self.config = config
         self.scene = scene
         self.backend = backend
         self.seed = int(config.seed if seed is None else seed)
-        self.model = SurfaceModel(config.surface, config.noise, config.n_lasers, self.seed)
+        self.model = SurfaceModel(config.surface, config.noise, config.n_lasers, self.seed, config.effects)
+        self.effects = config.effects
+        beam = config.effects.beam
+        # rays traced per beam: sub-rays over the footprint (physics/footprint.py), or the central ray
+        self._k = beam.sub_rays if beam.footprint and beam.divergence_mrad > 0 else 1
+        self._weights = sub_ray_offsets(beam.divergence_mrad * 1e-3, self._k, beam.profile)[2]
+        self._glass = config.effects.glass.specular
+        self._echoes = self._k > 1 or beam.dual or self._glass
+        weather = config.effects.weather
+        self._alpha = extinction_per_m(weather.fog_visibility_km, weather.rain_rate_mm_h, weather.wavelength_nm)
+        # particle echoes need a finite sensitivity to be weighed against (with model 'none' every one would be seen)
+        self._backscatter = weather.backscatter and self._alpha > 0 and config.surface.model != "none"
         self.materials = LidarMaterials.from_library(scene.materials)
         self._materials_stamp = self._library_stamp()
         self._scans = 0
         n = config.rows * config.cols
         self._pieces = frame_pieces(n)
         self._threads = max(1, int(getattr(backend, "threads", 1) or 1))
-        self._parallel_rays = PARALLEL_PIECE_RAYS
+        self._parallel_rays = -(-PARALLEL_PIECE_RAYS // self._k)  # in beams: each traces k rays
         # per-pixel constants of the run, gathered once (laser bias, range offset, ray tables)
-        self._dirs = config.directions.reshape(n, 3)
-        self._origins = config.origins.reshape(n, 3)
-        self._column = config.pixel_column.reshape(n)
+        k = self._k
+        beam_dirs = config.directions.reshape(n, 3)
+        self._dirs = beam_dirs if k == 1 else self._spread(beam_dirs)  # the traced rays, beam-major
+        self._origins = np.repeat(config.origins.reshape(n, 3), k, axis=0) if k > 1 else config.origins.reshape(n, 3)
+        self._column = np.repeat(config.pixel_column.reshape(n), k)
         self._ray_bias = self.model.ray_bias(np.repeat(config.laser_index, config.cols))
+        self._ray_gain = self.model.ray_gain(np.repeat(config.laser_index, config.cols))
         self._has_offset = bool(np.any(config.range_offset))
         self._offset = np.repeat(config.range_offset, config.cols).astype(np.float32) if self._has_offset else None
+        self._offset_traced = np.repeat(self._offset, k) if self._has_offset and k > 1 else self._offset
         self._has_origins = bool(np.any(config.origins))
         # a ray table checked once (finite origins, finite unit directions) lets every frame's world
         # rays skip the backend's per-ray checks (rotations of it by a validated pose stay so)
@@ -104,15 +126,25 @@ class LidarSimulator:
         self._tmin = max(config.range_min - max_off, 0.0)
         self._tmax = config.range_max - min_off
         self._eager = tuple(f for f in LAYOUT_FIELDS.get(config.layout, ()) if f != config.intensity_field)
-        # the driver cloud written in place, where the layout allows (pieces are then whole rows)
-        self._cloud = FrameCloud.of(config, [a for a, _ in self._pieces])
+        # the driver cloud written in place, where the sink allows (pieces are then whole rows)
+        self._cloud = None if sink is None else sink(config, [a for a, _ in self._pieces])
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
+        # the beams' nominal rays in the frame points are reported in: points lie on them
+        beam_origins = config.origins.reshape(n, 3)
+        m = np.asarray(config.point_transform, np.float64)
+        if not np.array_equal(m, np.eye(4)):  # e.g. Ouster os_sensor rays, os_lidar points
+            beam_dirs = (beam_dirs @ m[:3, :3].T).astype(np.float32)
+            beam_origins = (beam_origins @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
+        self._point_origins = bool(np.any(beam_origins))  # points = origin + range * direction
+        self._beam_dirs_t = self._dirs_t if k == 1 and beam_dirs is config.directions.reshape(n, 3) else \
+            np.ascontiguousarray(beam_dirs.T)
+        self._beam_origins_t = np.ascontiguousarray(beam_origins.T)
         # world-ray buffers, reused every frame (the tracer copies what it keeps); hence the lock
-        self._world_o = np.empty((n, 3), np.float32)
-        self._world_d = np.empty((n, 3), np.float32)
-        self._tmp = np.empty((2, n), np.float32)
+        self._world_o = np.empty((n * k, 3), np.float32)
+        self._world_d = np.empty((n * k, 3), np.float32)
+        self._tmp = np.empty((2, n * k), np.float32)
         self._lock = threading.Lock()
 
     def simulate(self, pose, t0_ns: int = 0) -> LidarScan:
@@ -130,11 +162,14 @@ class LidarSimulator:
             self._materials_stamp = stamp
         if cfg.retime is None:
             frame.dirs, frame.dirs_t = self._dirs, self._dirs_t
+            frame.beam_dirs_t = self._beam_dirs_t
             frame.checked = self._table_ok
         else:  # Risley patterns: this frame's own rays
             dirs = cfg.retime(t0_ns * 1e-9).reshape(-1, 3)
-            frame.dirs = (dirs / np.linalg.norm(dirs, axis=1, keepdims=True)).astype(np.float32)  # unit: traced as is
-            frame.dirs_t = np.ascontiguousarray(frame.dirs.T)
+            frame.beam_dirs = (dirs / np.linalg.norm(dirs, axis=1, keepdims=True)).astype(np.float32)  # unit: traced as is
+            frame.beam_dirs_t = np.ascontiguousarray(frame.beam_dirs.T)
+            frame.dirs = frame.beam_dirs if self._k == 1 else self._spread(frame.beam_dirs)
+            frame.dirs_t = frame.beam_dirs_t if self._k == 1 else np.ascontiguousarray(frame.dirs.T)
             frame.checked = self._table_ok and bool(np.isfinite(frame.dirs.sum()))
         self._place(frame, pose, t0_ns)
         jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]
@@ -143,21 +178,26 @@ class LidarSimulator:
         # threads in chunks (as many as the bare-Embree benchmark uses), taken dynamically, which
         # balances cheap sky rays against ground rays. Then the material classes and the surface
         # model, piece by piece on every thread (numpy releases the GIL in each call).
-        if frame.world_d is None and len(jobs) > 1 and cfg.rows * cfg.cols >= PIECE_RAYS:
+        m = self._k  # traced rays per beam: beams a..b trace rays a*m..b*m
+        if frame.world_d is None and len(jobs) > 1 and cfg.rows * cfg.cols * m >= PIECE_RAYS:
             # rotated into the reused buffers, piece by piece on every thread (small frames: here)
-            self._each_piece(jobs, lambda k, a, b: self._world_rays(frame, a, b))
+            self._each_piece(jobs, lambda k, a, b: self._world_rays(frame, a * m, b * m))
             origins, dirs = self._world_o, self._world_d
         else:
-            origins, dirs = self._world_rays(frame, 0, cfg.rows * cfg.cols)
+            origins, dirs = self._world_rays(frame, 0, cfg.rows * cfg.cols * m)
         if cfg.noise.angular_sigma > 0:  # each piece's own random stream, as it is used below
             for k, a, b in jobs:
-                dirs[a:b] = jitter_directions(dirs[a:b], cfg.noise.angular_sigma, rngs[k])
+                dirs[a * m:b * m] = jitter_directions(dirs[a * m:b * m], cfg.noise.angular_sigma, rngs[k])
         first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
         parts = self._each_piece(jobs, lambda k, a, b: self._surface_piece(
-            frame, rngs[k], (origins[a:b], dirs[a:b], first.span(a, b)), a, b))
+            frame, rngs[k], (origins[a * m:b * m], dirs[a * m:b * m], first.span(a * m, b * m)), a, b))
         if frame.cloud is not None:
             self._cloud.done(frame.cloud)
         return self._scan(frame, t0_ns, parts)
+
+    def _spread(self, beam_dirs: np.ndarray) -> np.ndarray:
+        beam = self.effects.beam
+        return spread_directions(beam_dirs, beam.divergence_mrad * 1e-3, self._k, beam.profile)
 
     def _each_piece(self, jobs, fn) -> list:
         """[fn(k, a, b) for every piece], the first on the calling thread, the others on the worker pool
@@ -216,9 +256,40 @@ class LidarSimulator:
         origins, dirs, first = traced
         hits = trace_lidar(self.backend, origins, dirs, self.materials, self._tmin, self._tmax,
                            max_bounces=cfg.max_bounces, unit_directions=True, first_hits=first)
-        if self._has_offset:
-            hits.range = hits.range + self._offset[a:b]  # Ouster ranges count from the lidar origin
-        ret = self.model.apply(hits, None, rng, ray_bias=None if self._ray_bias is None else self._ray_bias[a:b])
+        m = self._k
+        if self._has_offset:  # Ouster ranges count from the lidar origin
+            hits.range = hits.range + self._offset_traced[a * m:b * m]
+        if self._alpha > 0:  # fog/rain: two-way extinction of every (sub-)ray's return
+            hits.reflectivity = hits.reflectivity * two_way_transmission(hits.range, self._alpha)
+        beams = [hits]
+        ranges, rho, weights = hits.range.reshape(-1, m), hits.reflectivity.reshape(-1, m), self._weights
+        if self._glass:  # the glass's specular return and its ghost join the beam's sub-returns
+            glass = self.effects.glass
+            g = glass_returns(self.backend, origins, dirs, first, self.materials, self._tmax, glass.refractive_index,
+                              np.radians(glass.lobe_deg), glass.ghosts)
+            extra = [g.specular_range, g.ghost_range]
+            if self._has_offset:
+                extra = [r + self._offset_traced[a * m:b * m] for r in extra]
+            extra_rho = [g.specular_rho, g.ghost_rho]
+            if self._alpha > 0:
+                extra_rho = [p * two_way_transmission(r, self._alpha) for p, r in zip(extra_rho, extra)]
+            ranges = np.hstack([ranges, *(r.reshape(-1, m) for r in extra)])
+            rho = np.hstack([rho, *(p.reshape(-1, m) for p in extra_rho)])
+            weights = np.tile(weights, 3)
+        if self._echoes:  # the beam's echoes from its sub-rays' returns
+            beam = self.effects.beam
+            echoes = form_echoes(ranges, rho, weights, beam.echo_separation_m, beam.return_mode)
+            beams = [hits_of_echo(hits, echo, m, ranges.shape[1], g if self._glass else None) for echo in echoes]
+        if self._backscatter:
+            add_backscatter(beams[0], self.effects, self._alpha, cfg.range_min, rng)
+        signal = self.effects.signal
+        if signal.bloom_threshold > 0:  # halo returns beside retroreflectors (pieces hold whole rows or more)
+            add_bloom(beams[0], cfg.cols, signal.bloom_threshold, signal.bloom_width_px, signal.bloom_leak, a)
+        bias = None if self._ray_bias is None else self._ray_bias[a:b]
+        gain = None if self._ray_gain is None else self._ray_gain[a:b]
+        ret = self.model.apply(beams[0], None, rng, ray_bias=bias, ray_gain=gain)
+        if len(beams) > 1:
+            frame.second.append((a, b, self.model.apply(beams[1], None, rng, ray_bias=bias, ray_gain=gain)))
 
         rng_out = ret.range  # NaN where there is no return (physics contract)
         keep = frame.hit[a:b]
@@ -235,9 +306,9 @@ class LidarSimulator:
         xyz = frame.pixels(frame.xyz, a, b)
         for i in range(3):
             out = xyz[..., i]
-            np.multiply(frame.dirs_t[i, a:b].reshape(out.shape), dist.reshape(out.shape), out=out)
-            if self._has_origins:
-                out += self._origins_t[i, a:b].reshape(out.shape)
+            np.multiply(frame.beam_dirs_t[i, a:b].reshape(out.shape), dist.reshape(out.shape), out=out)
+            if self._point_origins:
+                out += self._beam_origins_t[i, a:b].reshape(out.shape)
         part = _Part(ret, dropped)
         for name, values in frame.fields.items():
             dst = frame.pixels(values, a, b)
@@ -246,7 +317,8 @@ class LidarSimulator:
             dst = frame.pixels(frame.intensity, a, b)
             dst[...] = frame.pixels(frame.fields[cfg.intensity_field], a, b).reshape(dst.shape)
         if frame.cloud is not None:
-            self._cloud.fill(frame.cloud, a // cfg.cols, b // cfg.cols, rng_out, frame.fresh_cloud)
+            self._cloud.fill(frame.cloud, a // cfg.cols, b // cfg.cols, rng_out, frame.fresh_cloud,
+                             frame.pixels(frame.intensity, a, b))
         return part
 
     def _scan(self, frame: "_Frame", t0_ns: int, parts: list) -> LidarScan:
@@ -255,8 +327,9 @@ class LidarSimulator:
         if cfg.retime is None:
             azimuth, elevation = cfg.azimuth, cfg.elevation
         else:  # this frame's own rays (Risley patterns move from frame to frame)
-            azimuth, elevation = (a.astype(np.float32).reshape(shape) for a in angles_of(frame.dirs))
+            azimuth, elevation = (a.astype(np.float32).reshape(shape) for a in angles_of(frame.beam_dirs))
         fields = _LazyFields(parts, {k: v.reshape(shape) for k, v in frame.fields.items()}, shape)
+        second = self._second_scan(frame, t0_ns, azimuth, elevation) if frame.second else None
         return LidarScan(
             config=cfg,
             t0_ns=t0_ns,
@@ -273,17 +346,48 @@ class LidarSimulator:
             ground_truth_source=_GroundTruth(parts, shape),
             cloud=frame.cloud,  # already in its layout's shape
             cloud_writer=self._cloud,
+            second=second,
+        )
+
+    def _second_scan(self, frame: "_Frame", t0_ns: int, azimuth, elevation) -> LidarScan:
+        """The second echoes of a dual-return frame as a scan of their own (no cloud buffer)."""
+        cfg = self.config
+        shape = (cfg.rows, cfg.cols)
+        n = cfg.rows * cfg.cols
+        ranges = np.full(n, np.nan, np.float32)
+        parts = []
+        for a, b, ret in sorted(frame.second, key=lambda item: item[0]):
+            r = ret.range
+            keep = (r >= cfg.range_min) & (r <= cfg.range_max)
+            dropped = None if np.count_nonzero(keep) == np.count_nonzero(ret.hit) else np.flatnonzero(ret.hit & ~keep)
+            if dropped is not None:
+                r[dropped] = np.nan
+            ranges[a:b] = r
+            parts.append(_Part(ret, dropped))
+        dist = ranges - self._offset if self._has_offset else ranges
+        xyz = frame.beam_dirs_t.T * dist[:, None]
+        if self._point_origins:
+            xyz += self._beam_origins_t.T
+        fields = _LazyFields(parts, {}, shape)
+        return LidarScan(
+            config=cfg, t0_ns=t0_ns, range=ranges.reshape(shape), hit=np.isfinite(ranges).reshape(shape),
+            xyz=xyz.astype(np.float32).reshape(*shape, 3),
+            intensity=np.asarray(fields[cfg.intensity_field], np.float32), elevation_rad=elevation,
+            azimuth_rad=azimuth, time=cfg.time, ring=cfg.ring, fields=fields, pose_rotation=frame.rotation,
+            ground_truth_source=_GroundTruth(parts, shape),
         )
 
 
 class _Frame:
     """One frame's inputs (rays, pose) and the output arrays its pieces fill."""
 
-    def __init__(self, index: int, shape: tuple[int, int], eager: tuple[str, ...], cloud: FrameCloud | None = None):
+    def __init__(self, index: int, shape: tuple[int, int], eager: tuple[str, ...], cloud: FrameSink | None = None):
         self.index = index
         self.cols = shape[1]
         n = shape[0] * shape[1]
-        self.dirs = self.dirs_t = self.rotation = self.r = self.t = None
+        self.dirs = self.dirs_t = self.rotation = self.r = self.t = None  # traced rays (sub-rays: beam-major)
+        self.beam_dirs = self.beam_dirs_t = None  # the beams' nominal directions
+        self.second = []  # (a, b, Returns) of the second echoes of dual-return pieces
         self.checked = False  # the frame's world rays are known valid (trace(checked=True))
         self.world_o = self.world_d = None  # per-pixel world rays (trajectory) instead of r, t
         self.range = np.empty(n, np.float32)
@@ -295,7 +399,7 @@ class _Frame:
         self.fields = {name: views[name] if name in views else np.empty(n, FIELD_DTYPES[name])
                        for name in dict.fromkeys(eager)}
         first = self.fields[eager[0]]  # the sensor's intensity field: float32 already, or copied per piece
-        if views:
+        if "intensity" in views:
             self.intensity = views["intensity"]
         else:
             self.intensity = first if first.dtype == np.float32 else np.empty(n, np.float32)

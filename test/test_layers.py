@@ -70,9 +70,7 @@ RANKS = [  # (rank, layer, module prefixes); the longest matching prefix decides
     (8, "ros/cli", ("radarays_ros.ros",)),
 ]
 # upward edges that another piece of work removes; each names who (a strict xfail below notices the fix)
-KNOWN_UPWARD = {
-    ("lidar_ros.simulator", "radarays_ros.io.lidar_clouds"): "lidar sink refactor (engineer lidar)",
-}
+KNOWN_UPWARD: dict = {}  # (the lidar sink refactor removed lidar_ros.simulator -> radarays_ros.io.lidar_clouds)
 
 
 def all_modules() -> dict[str, Path]:
@@ -149,7 +147,6 @@ def test_imports_only_point_down_the_layers_of_design_md():
     assert offenders == []
 
 
-@pytest.mark.xfail(strict=True, reason="lidar sink refactor (engineer lidar): remove the KNOWN_UPWARD entry when done")
 def test_known_upward_imports_are_gone():
     remaining = [text for module, target, text in upward_imports() if (module, target) in KNOWN_UPWARD]
     assert remaining == []

@@ -66,9 +66,12 @@ def test_mcap_has_points_and_tf_static(tmp_path, wall_world):
     assert topics["/points"][0] == "sensor_msgs/msg/PointCloud2" and topics["/tf_static"][0] == "tf2_msgs/msg/TFMessage"
     cloud = topics["/points"][1]
     assert (cloud.height, cloud.width, cloud.point_step) == (16, 512, 48)
-    tf = topics["/tf_static"][1].transforms[0]
-    assert (tf.header.frame_id, tf.child_frame_id) == ("map", "lidar")
+    tf, inner = topics["/tf_static"][1].transforms  # ouster-ros: map -> os_sensor (the pose) -> os_lidar
+    assert (tf.header.frame_id, tf.child_frame_id) == ("map", "os_sensor") and cloud.header.frame_id == "os_lidar"
     assert (tf.transform.translation.x, tf.transform.translation.y) == (1.0, 2.0)
+    assert (inner.header.frame_id, inner.child_frame_id) == ("os_sensor", "os_lidar")
+    assert inner.transform.translation.z == pytest.approx(0.03618)  # lidar_to_sensor_transform of the OS1 metadata
+    assert abs(inner.transform.rotation.z) == pytest.approx(1.0)  # turned 180° about z
 
 
 def test_2d_sensor_mcap_has_a_laserscan(tmp_path, wall_world):
@@ -142,7 +145,7 @@ def test_bad_sensor_files_and_values_from_the_command_line(tmp_path, wall_world,
 
 def test_unknown_output_type(tmp_path, wall_world, capsys):
     assert main(["lidar", str(wall_world), "--sensor", "VLP-16", "--out", str(tmp_path / "x.las")]) == 2
-    assert "allowed: .npz, .pcd, .ply, .mcap" in capsys.readouterr().err
+    assert "allowed: .npz, .pcd, .ply, .png, .mcap" in capsys.readouterr().err
 
 
 def test_trajectory_csv_gives_motion_distortion(tmp_path, wall_world):
@@ -179,3 +182,28 @@ def test_materials_file_sets_the_wall_reflectivity(tmp_path, wall_world):
     assert main(["lidar", str(wall_world), "--sensor", "VLP-16", "--materials", str(absorbent),
                  "--out", str(tmp_path / "water.npz")]) == 0
     assert not np.load(tmp_path / "water.npz")["hit"].any()
+
+
+def test_png_top_view_on_a_fixed_scale(tmp_path, wall_world):
+    """The wall (x = 8 m, ahead) shows in the upper part of the picture only: +x is up. With a fixed reach
+    the same wall lands on the same pixels whatever else the frame holds."""
+    from PIL import Image
+
+    from radarays_ros.io.lidar_files import nice_grid_step
+
+    outs = []
+    for name, pose in (("a.png", "0 0 1 0 0 0"), ("b.png", "0 0 2 0 0 0")):
+        out = tmp_path / name
+        assert main(["lidar", str(wall_world), "--sensor", str(EXAMPLE), "--pose", pose, "--scans", "2",
+                     "--view-reach", "10", "--out", str(out)]) == 0
+        outs.append(np.asarray(Image.open(out).convert("RGB")).astype(int))
+    img = outs[0]
+    assert img.shape[0] == 800
+    coloured = (np.abs(img - img[..., :1]).sum(axis=2) > 60)  # viridis dots and the red sensor mark, not grey/black
+    rows = np.flatnonzero(coloured.any(axis=1))
+    assert rows.min() < 0.3 * img.shape[0]  # the wall: near the top
+    centre_rows = np.flatnonzero(coloured[:, :img.shape[1] * 3 // 4].any(axis=1))
+    assert centre_rows.max() < 0.6 * img.shape[0]  # nothing behind the sensor
+    wall_rows = lambda im: set(np.flatnonzero((np.abs(im - im[..., :1]).sum(axis=2) > 60)[: img.shape[0] // 3].any(axis=1)))
+    assert wall_rows(outs[0]) == wall_rows(outs[1])  # same scale: the wall on the same rows
+    assert [nice_grid_step(r) for r in (10, 47, 120, 3)] == [2.0, 10.0, 20.0, 0.5]

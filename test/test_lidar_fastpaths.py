@@ -10,6 +10,7 @@ import pytest
 import trimesh
 
 from lidar_ros import LidarSimulator, load_sensor
+from radarays_ros.io.lidar_clouds import FrameCloud
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
@@ -55,7 +56,7 @@ def test_checked_ray_table_gives_the_frames_of_the_fully_checked_path(sensor):
     scene = street()
     backend = make_backend("embree", scene, threads=2)
     cfg = load_sensor(sensor, EVERYTHING_ON)
-    fast, plain = LidarSimulator(cfg, scene, backend, seed=4), LidarSimulator(cfg, scene, backend, seed=4)
+    fast, plain = LidarSimulator(cfg, scene, backend, seed=4, sink=FrameCloud.of), LidarSimulator(cfg, scene, backend, seed=4)
     assert fast._table_ok
     plain._table_ok = False  # every frame through check_rays and eager normals
     pose = pose_to_matrix(0.3, -0.2, 0.1, 0.01, -0.02, 0.7)
@@ -70,15 +71,15 @@ def test_a_frame_does_not_depend_on_the_thread_count():
     scene = street()
     cfg = load_sensor("OS1-32", {**EVERYTHING_ON, "columns": 2048})  # 65536 rays: two pieces on two threads
     pose = pose_to_matrix(0, 0, 0, 0, 0, 0.4)
-    one = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=1), seed=2).simulate(pose)
-    two = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=2).simulate(pose)
+    one = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=1), seed=2, sink=FrameCloud.of).simulate(pose)
+    two = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=2, sink=FrameCloud.of).simulate(pose)
     assert_same_frames(one, two)
 
 
 def test_a_bad_ray_table_is_not_trusted():
     scene = street()
     cfg = load_sensor("VLP-16", {})
-    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=1))
+    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=1), sink=FrameCloud.of)
     bad = np.array(cfg.directions, copy=True).reshape(-1, 3)
     bad[0] *= 2.0  # not unit
     from lidar_ros.simulator import _valid_rays
@@ -98,13 +99,13 @@ def test_cloud_written_with_the_frame_is_the_driver_cloud_byte_for_byte(sensor, 
 
     scene = street()
     cfg = load_sensor(sensor, {**EVERYTHING_ON, "layout": layout, "range": {"min": 0.5, "max": 14.0}})
-    scan = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=1).simulate(pose_to_matrix(0, 0, 0))
+    scan = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=1, sink=FrameCloud.of).simulate(pose_to_matrix(0, 0, 0))
     assert 0 < scan.hit.sum() < scan.hit.size  # returns, misses and (max 14 m) returns pushed out by noise
     generic = pointcloud_array(dataclasses.replace(scan, cloud=None))
     built = pointcloud_array(scan)
     # written with the frame where the cloud's rows are the scan's rows (or its columns: velodyne)
-    # in the same order; a gazebo cloud of an Ouster counts rings from the bottom
-    in_place = {"ouster": True, "xyzi": True, "gazebo_cpu": True, "gazebo": False, "velodyne": True}[layout]
+    # in the same order; gazebo clouds mark misses ±inf (not the scan's NaN points): built afterwards
+    in_place = {"ouster": True, "xyzi": True, "gazebo_cpu": False, "gazebo": False, "velodyne": True}[layout]
     assert (scan.cloud is not None) == in_place
     if in_place:
         assert built is scan.cloud
@@ -128,7 +129,7 @@ def test_cloud_written_with_the_frame_is_the_driver_cloud_byte_for_byte(sensor, 
 def test_a_failing_piece_fails_the_frame_and_the_next_frame_works():
     scene = street()
     cfg = load_sensor("OS1-32", {**EVERYTHING_ON, "columns": 2048})  # two pieces on two threads
-    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=3)
+    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=3, sink=FrameCloud.of)
     good = sim.simulate(np.eye(4))
     surface = sim._surface_piece
 
@@ -141,7 +142,7 @@ def test_a_failing_piece_fails_the_frame_and_the_next_frame_works():
     with pytest.raises(RuntimeError, match="piece failed"):
         sim.simulate(np.eye(4))
     sim._surface_piece = surface
-    again = LidarSimulator(cfg, scene, sim.backend, seed=3)
+    again = LidarSimulator(cfg, scene, sim.backend, seed=3, sink=FrameCloud.of)
     np.testing.assert_array_equal(again.simulate(np.eye(4)).range, good.range)
     after = sim.simulate(np.eye(4))  # a new cloud: the failed frame's was never completed
     assert np.isfinite(after.range).any()
@@ -154,33 +155,59 @@ def test_a_failing_piece_fails_the_frame_and_the_next_frame_works():
 
 
 @pytest.mark.parametrize("layout", ["ouster", "velodyne"])
-def test_a_cloud_is_reused_only_when_nothing_refers_to_it(layout):
+def test_a_cloud_is_reused_only_after_its_consumer_releases_it(layout):
+    """Explicit ownership: a kept scan's cloud (and views of it) is never overwritten, however many frames
+    follow and whatever the garbage collector does; a released one is written again, byte-exact."""
+    import gc
+
     from radarays_ros.io.lidar_clouds import pointcloud_array
 
     scene = street()
     sensor = "OS1-16" if layout == "ouster" else "VLP-16"
     cfg = load_sensor(sensor, {**EVERYTHING_ON, "layout": layout})
-    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=7)
-    ref = LidarSimulator(cfg, scene, sim.backend, seed=7)
-    poses = [pose_to_matrix(0.5 * i, 0, 0, 0, 0, 0.3 * i) for i in range(4)]
-    kept = sim.simulate(poses[0])  # held: the next frame must get a new cloud
+    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=7, sink=FrameCloud.of)
+    ref = LidarSimulator(cfg, scene, sim.backend, seed=7)  # no sink: clouds built afterwards
+    poses = [pose_to_matrix(0.5 * i, 0, 0, 0, 0, 0.3 * i) for i in range(5)]
+    kept = sim.simulate(poses[0])
     kept_bytes = kept.cloud.tobytes()
-    second = sim.simulate(poses[1])
-    assert second.cloud is not kept.cloud and kept.cloud.tobytes() == kept_bytes
-    address = second.cloud.__array_interface__["data"][0]
-    xyz = second.xyz  # a view keeps the cloud alive too
-    del second
+    xyz = sim.simulate(poses[1]).xyz  # only a view of the second cloud survives
+    xyz_copy = xyz.copy()
+    gc.collect()
     third = sim.simulate(poses[2])
-    third_address = third.cloud.__array_interface__["data"][0]
-    assert third_address != address
-    del xyz, third
-    fourth = sim.simulate(poses[3])  # nothing refers to the third frame's cloud: reused
-    assert fourth.cloud.__array_interface__["data"][0] == third_address
-    for i, scan in ((0, kept), (3, fourth)):  # every frame equals a fresh simulator's frame, byte for byte
+    assert kept.cloud.tobytes() == kept_bytes
+    np.testing.assert_array_equal(xyz, xyz_copy)
+    address = third.cloud.__array_interface__["data"][0]
+    third.release()
+    assert third.cloud is None
+    third.release()  # twice is harmless
+    fourth = sim.simulate(poses[3])  # the released cloud is written again
+    assert fourth.cloud.__array_interface__["data"][0] == address
+    fifth = sim.simulate(poses[4])  # nothing released since: a new cloud
+    assert fifth.cloud.__array_interface__["data"][0] != address
+    assert kept.cloud.tobytes() == kept_bytes
+    np.testing.assert_array_equal(xyz, xyz_copy)
+    for i, scan in ((0, kept), (3, fourth), (4, fifth)):  # every frame equals one built without the sink
         for _ in range(i - ref._scans):
             ref.simulate(poses[ref._scans])
-        fresh = ref.simulate(poses[i])
-        assert pointcloud_array(scan).tobytes() == pointcloud_array(fresh).tobytes()
+        assert pointcloud_array(scan).tobytes() == pointcloud_array(ref.simulate(poses[i])).tobytes()
+
+
+def test_release_ignores_clouds_of_incomplete_frames_and_other_writers():
+    cfg = load_sensor("VLP-16", EVERYTHING_ON)
+    writer = FrameCloud.of(cfg)
+    cloud, fresh = writer.new()
+    assert fresh
+    writer.release(cloud)  # never completed: not reused
+    assert writer.new()[0] is not cloud
+    other = FrameCloud.of(cfg)
+    other_cloud, _ = other.new()
+    other.done(other_cloud)
+    writer.release(other_cloud)  # not this writer's
+    assert writer.new()[0] is not other_cloud
+    writer.done(cloud)
+    writer.release(cloud)
+    again, fresh = writer.new()
+    assert again is cloud and not fresh
 
 
 def test_large_pieces_run_on_two_threads_and_small_ones_on_the_caller():
@@ -190,7 +217,7 @@ def test_large_pieces_run_on_two_threads_and_small_ones_on_the_caller():
     backend = make_backend("embree", scene, threads=2)
     for sensor, columns, both in (("OS1-32", 2048, True), ("VLP-16", None, False)):
         cfg = load_sensor(sensor, {**EVERYTHING_ON, **({"columns": columns} if columns else {})})
-        sim = LidarSimulator(cfg, scene, backend, seed=1)
+        sim = LidarSimulator(cfg, scene, backend, seed=1, sink=FrameCloud.of)
         surface, seen = sim._surface_piece, set()
 
         def recording(*args, surface=surface, seen=seen):

@@ -13,6 +13,7 @@ from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
 from lidar_ros import LidarSimulator, load_sensor
+from radarays_ros.cli import main as main_cli
 from radarays_ros.io.bag import BagWriter
 from radarays_ros.io.lidar_clouds import laserscan_msg, pointcloud_array, pointcloud_msg
 from radarays_ros.io.lidar_files import write_pcd, write_ply
@@ -28,12 +29,20 @@ DRIVER_FIELDS = {
     "velodyne": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4), "time": (18, 7)}, 22),
     "ouster": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "t": (20, 6), "reflectivity": (24, 4),
                 "ring": (26, 4), "ambient": (28, 4), "range": (32, 6)}, 48),
+    # ouster-ros point_type native / xyz / xyzi / xyzir (sensor_point_types.h, common_point_types.h)
+    "ouster_native": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "t": (16, 6), "ring": (20, 4), "range": (24, 6),
+                       "signal": (28, 4), "reflectivity": (30, 4), "near_ir": (32, 4)}, 48),
+    "ouster_xyz": ({"x": (0, 7), "y": (4, 7), "z": (8, 7)}, 16),
+    "ouster_xyzi": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7)}, 16),
+    "ouster_xyzir": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "ring": (20, 4)}, 32),
     # gz-sensors GpuLidarSensor: InitPointCloudPacked(..., memoryAligned=true, {xyz, intensity, ring})
     "gazebo": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (16, 7), "ring": (24, 4)}, 32),
     "gazebo_cpu": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4)}, 18),
     # livox_ros_driver2 xfer_format 0: packed LivoxPointXyzrtlt
     "livox": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "tag": (16, 2), "line": (17, 2),
                "timestamp": (18, 8)}, 26),
+    # livox_ros_driver (ROS 1) / livox_ros2_driver xfer_format 0: packed LivoxPointXyzrtl, no time
+    "livox_xyzrtl": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "tag": (16, 2), "line": (17, 2)}, 18),
     "xyzi": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7)}, 16),
 }
 NUMPY_OF_POINTFIELD = {1: "i1", 2: "u1", 3: "<i2", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}
@@ -258,3 +267,161 @@ def test_padding_and_unset_bytes_are_zero(tmp_path, room, layout, padding):
     assert len(raw) == msg.width * msg.height > 100
     for lo, hi in padding:
         assert not raw[:, lo:hi].any(), (layout, lo, hi)
+
+
+def test_velodyne_organized_misses_have_nan_intensity_and_the_cloud_is_not_dense(tmp_path, room):
+    """velodyne_pointcloud's organized cloud: a miss is x, y, z, intensity NaN (ring and time kept), and
+    the cloud says is_dense false — also when every point returned."""
+    from radarays_ros.io.lidar_clouds import FrameCloud
+
+    scene, backend = room
+    for sink in (None, FrameCloud.of):  # built afterwards, and written with the frame
+        scan = LidarSimulator(load_sensor("VLP-16", QUIET), scene, backend, sink=sink).simulate(np.eye(4), T0)
+        pts = points_of(bag_cloud(tmp_path, scan)).T  # (lasers, firings) like the scan
+        miss = ~scan.hit
+        assert miss.any() and np.isnan(pts["intensity"][miss]).all() and np.isnan(pts["x"][miss]).all()
+        np.testing.assert_array_equal(pts["intensity"][~miss], scan.intensity[~miss])
+        assert (scan.intensity[miss] == 0).all()  # the scan keeps its own convention (0 = no return)
+        np.testing.assert_array_equal(pts["ring"][miss], np.nonzero(miss)[0])
+    closed = Scene()  # a closed box: every ray returns
+    shell = trimesh.creation.box([8, 8, 6])
+    closed.add_entity("shell", TriMesh(shell.vertices, shell.faces[:, ::-1]), np.eye(4), material="concrete")
+    full = LidarSimulator(load_sensor("VLP-16", QUIET), closed, make_backend("embree", closed)).simulate(np.eye(4), T0)
+    assert full.hit.all()
+    assert not bag_cloud(tmp_path, full).is_dense
+    assert bag_cloud(tmp_path, full, organized=False).is_dense
+
+
+def test_gazebo_misses_are_infinite_points_along_the_ray(tmp_path, room):
+    """gz-sensors writes a miss as range +inf times the ray's direction cosines: ±inf per axis."""
+    scan = scan_of(room, str(Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml"))
+    for layout in ("gazebo", "gazebo_cpu"):
+        pts = points_of(bag_cloud(tmp_path, scan, layout=layout))
+        miss = ~scan.hit
+        assert miss.any()
+        x = pts["x"][miss]
+        ray_x = np.cos(scan.elevation_rad[miss]) * np.cos(scan.azimuth_rad[miss])
+        assert np.all(np.isinf(x[np.abs(ray_x) > 1e-6]))
+        np.testing.assert_array_equal(np.sign(x[np.abs(ray_x) > 1e-6]), np.sign(ray_x[np.abs(ray_x) > 1e-6]))
+        assert np.all(np.isposinf(pts["z"][miss & (scan.elevation_rad > 0)]))
+        np.testing.assert_array_equal(pts["x"][scan.hit], scan.xyz[..., 0][scan.hit])
+
+
+@pytest.fixture(scope="module")
+def plate_room():
+    """A plate at 3 m in front of the room's front wall (3 m): a depth step for two echoes."""
+    scene = Scene()
+    for name, size, xyz in (("front", [0.2, 40, 40], [6.1, 0, 0]), ("plate", [0.02, 1.0, 0.6], [3.01, 0, 0])):
+        box = trimesh.creation.box(size)
+        scene.add_entity(name, TriMesh(box.vertices, box.faces), pose_to_matrix(*xyz), material="concrete")
+    return scene, make_backend("embree", scene, threads=2)
+
+
+DUAL = {**QUIET, "beam": {"divergence_mrad": 20.0, "sub_rays": 8, "return_mode": "dual"}}
+
+
+def test_velodyne_dual_return_doubles_the_firings(tmp_path, plate_room):
+    scene, backend = plate_room
+    scan = LidarSimulator(load_sensor("VLP-16", DUAL), scene, backend).simulate(np.eye(4), T0)
+    assert scan.second is not None and scan.second.hit.sum() > 10
+    msg = bag_cloud(tmp_path, scan)
+    pts = points_of(msg)
+    assert (msg.height, msg.width) == (2 * scan.config.cols, 16) and not msg.is_dense
+    strongest, last = pts[0::2].T, pts[1::2].T  # (lasers, firings): firing k's strongest, then its last return
+    np.testing.assert_array_equal(strongest["x"][scan.hit], scan.xyz[..., 0][scan.hit])
+    two = scan.second.hit
+    np.testing.assert_array_equal(np.isfinite(last["x"]), two)
+    np.testing.assert_array_equal(last["x"][two], scan.second.xyz[..., 0][two])
+    np.testing.assert_array_equal(last["time"], strongest["time"])  # the same firing
+    flat = points_of(bag_cloud(tmp_path, scan, organized=False))[0]
+    assert len(flat) == scan.hit.sum() + two.sum()
+    from radarays_ros.io.lidar_clouds import FrameCloud
+
+    in_place = LidarSimulator(load_sensor("VLP-16", DUAL), scene, backend, sink=FrameCloud.of).simulate(np.eye(4), T0)
+    assert in_place.cloud is not None  # the first return's cloud written with the frame, the same bytes
+    assert pointcloud_array(in_place).tobytes() == pointcloud_array(scan).tobytes()
+
+
+def test_ouster_dual_outputs_npz_channels_and_second_cloud(tmp_path):
+    from radarays_ros.cli import main
+
+    world = tmp_path / "plate.stl"
+    _export(world)
+    sets = ["--set", "beam.divergence_mrad=20", "--set", "beam.sub_rays=8", "--set", "beam.return_mode=dual",
+            "--set", "columns=512"]
+    npz, bag = tmp_path / "os.npz", tmp_path / "os.mcap"
+    for out in (npz, bag):
+        assert main(["lidar", str(world), "--sensor", "OS1-32", *sets, "--out", str(out)]) == 0
+    data = np.load(npz)
+    for name, dtype in (("reflectivity", np.uint8), ("signal", np.uint16), ("near_ir", np.uint16),
+                        ("reflectivity2", np.uint8), ("signal2", np.uint16), ("range2", np.float32)):
+        assert data[name].dtype == dtype and data[name].shape == (32, 512), name
+    two = data["hit2"]
+    assert two.sum() > 5 and (data["range2"][two] > data["range"][two] - 3.5).all()
+    assert (data["signal2"][~two] == 0).all() and (data["reflectivity2"][two] > 0).all()
+    clouds = read_bag(bag)
+    (_, second, _), = clouds["/points2"]
+    pts = points_of(second)
+    np.testing.assert_array_equal(pts["range"][two], np.round(data["range2"][two] * 1000).astype(np.uint32))
+    np.testing.assert_array_equal(pts["reflectivity"], data["reflectivity2"])
+
+
+def _export(path):
+    """plate_room as one mesh file (a world the command line loads)."""
+    meshes = []
+    for size, x in (([0.2, 40, 40], 6.1), ([0.02, 1.0, 0.6], 3.01)):
+        box = trimesh.creation.box(size)
+        box.apply_translation([x, 0, 0])
+        meshes.append(box)
+    trimesh.util.concatenate(meshes).export(path)
+
+
+def test_ouster_point_types_read_back(tmp_path, room):
+    scan = scan_of(room, "OS1-32", {"columns": 512})
+    hit = scan.hit
+    native = points_of(bag_cloud(tmp_path, scan, layout="ouster_native"))
+    assert native.shape == (32, 512)
+    np.testing.assert_array_equal(native["signal"], scan.fields["ouster_signal"])
+    np.testing.assert_array_equal(native["near_ir"], scan.fields["ouster_ambient"])
+    np.testing.assert_array_equal(native["reflectivity"], scan.fields["ouster_reflectivity"])
+    np.testing.assert_array_equal(native["range"][hit], np.round(scan.range[hit] * 1000).astype(np.uint32))
+    np.testing.assert_array_equal(native["ring"], np.repeat(np.arange(32)[:, None], 512, 1))
+    for layout in ("ouster_xyzi", "ouster_xyzir"):
+        pts = points_of(bag_cloud(tmp_path, scan, layout=layout))
+        np.testing.assert_array_equal(pts["intensity"], scan.fields["ouster_signal"].astype(np.float32))
+        np.testing.assert_array_equal(pts["x"][hit], scan.xyz[..., 0][hit])
+    raw = np.frombuffer(bytes(bag_cloud(tmp_path, scan, layout="ouster_native").data), np.uint8).reshape(-1, 48)
+    for lo, hi in ((12, 16), (22, 24), (34, 48)):
+        assert not raw[:, lo:hi].any()
+
+
+@pytest.mark.parametrize("package", ["livox_ros_driver", "livox_ros_driver2"])
+def test_livox_custom_msg_read_back_with_the_drivers_definitions(tmp_path, package):
+    """livox_ros_driver/CustomMsg decoded by rosbags from the driver's own .msg text (registered here, apart
+    from the writer's): one point per return in firing order, offset_time from the first point."""
+    from rosbags.typesys import get_types_from_msg
+
+    world = tmp_path / "plate.stl"
+    _export(world)
+    out = tmp_path / "livox.mcap"
+    assert main_cli(["lidar", str(world), "--sensor", "Avia", "--livox-custom", package, "--out", str(out)]) == 0
+    store = get_typestore(Stores.ROS2_JAZZY)
+    store.register({**get_types_from_msg("uint32 offset_time\nfloat32 x\nfloat32 y\nfloat32 z\nuint8 reflectivity\n"
+                                         "uint8 tag\nuint8 line\n", f"{package}/msg/CustomPoint"),
+                    **get_types_from_msg("std_msgs/Header header\nuint64 timebase\nuint32 point_num\nuint8 lidar_id\n"
+                                         f"uint8[3] rsvd\n{package}/CustomPoint[] points\n",
+                                         f"{package}/msg/CustomMsg")})
+    with AnyReader([out], default_typestore=store) as reader:
+        got = {c.topic: reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages()}
+        assert {c.msgtype for c in reader.connections if c.topic == "/livox/lidar"} == {f"{package}/msg/CustomMsg"}
+    custom, cloud = got["/livox/lidar"], points_of(got["/points"]).reshape(-1)
+    cloud = cloud[np.isfinite(cloud["x"])]
+    assert custom.point_num == len(custom.points) == cloud.shape[0] > 100
+    offsets = np.array([p.offset_time for p in custom.points], np.int64)
+    assert offsets[0] == 0 and np.all(np.diff(offsets) >= 0)
+    stamp = custom.header.stamp.sec * 10**9 + custom.header.stamp.nanosec
+    assert stamp == custom.timebase
+    np.testing.assert_allclose(np.sort(custom.timebase + offsets), np.sort(cloud["timestamp"]), atol=1.0)
+    xs = np.sort([p.x for p in custom.points])
+    np.testing.assert_array_equal(xs, np.sort(cloud["x"]))
+    assert set(p.line for p in custom.points) <= set(range(6))

@@ -79,7 +79,9 @@ def test_every_preset_measures_a_wall_where_geometry_says(name):
     assert scan.hit[sure].all() and not scan.hit[~expect_hit].any()
     assert scan.hit.any()
     np.testing.assert_allclose(scan.range[scan.hit], expected[scan.hit], rtol=5e-6, atol=2e-5)
-    np.testing.assert_allclose(scan.xyz[scan.hit][:, 0], d, atol=1e-4)  # points lie on the wall
+    back = np.linalg.inv(cfg.point_transform)  # points are in the point frame (Ouster: os_lidar), the wall in the ray frame
+    xyz = scan.xyz[scan.hit].astype(float) @ back[:3, :3].T + back[:3, 3]
+    np.testing.assert_allclose(xyz[:, 0], d, atol=1e-4)  # points lie on the wall
 
 
 # -- ring order and angles of every preset against its table ----------------------------------------
@@ -343,7 +345,7 @@ def test_materials_and_intensity_reach_the_scan():
     ("OS1-64", {"rate_hz": 15}, ["rate_hz", "10, 20"]),
     ("VLP-16", {"range.max": 0.1}, ["range.max", "range.min"]),
     ("VLP-16", {"range.max": float("nan")}, ["range.max", "finite"]),
-    ("VLP-16", {"layout": "pcl"}, ["layout", "velodyne, ouster, gazebo, gazebo_cpu, livox, xyzi"]),
+    ("VLP-16", {"layout": "pcl"}, ["layout", "velodyne, ouster, ouster_native, ouster_xyz, ouster_xyzi, ouster_xyzir, gazebo, gazebo_cpu, livox, livox_xyzrtl, xyzi"]),
     ("VLP-16", {"noise.sigmaa": 1}, ["noise", "sigmaa", "allowed"]),
     ("VLP-16", {"noise.sigma": -1}, ["sigma", "[0"]),
     ("VLP-16", {"calibration": "nope.yaml"}, ["nope.yaml", "not found"]),
@@ -364,7 +366,7 @@ def test_bad_sensor_files(tmp_path):
     with pytest.raises(ConfigError, match="bad.yaml.*not valid YAML"):
         load_sensor(bad)
     bad.write_text("type: laser\n")
-    with pytest.raises(ConfigError, match="type = 'laser'; allowed: mirror, ouster, planar, rays, risley, spherical, velodyne"):
+    with pytest.raises(ConfigError, match="type = 'laser'; allowed: cone, depth_camera, mirror, ouster, planar, rays, risley, spherical, velodyne"):
         load_sensor(bad)
     bad.write_text("type: spherical\nvertical: {angles_deg: [0, 100]}\nhorizontal: {min_deg: 0, step_deg: 1, count: 3}\n")
     with pytest.raises(ConfigError, match=r"bad.yaml: vertical.*\[-90, 90\]"):
@@ -591,3 +593,49 @@ def test_a_material_replaced_in_the_library_reaches_the_next_frame():
     cos = np.cos(after.elevation_rad) * np.cos(after.azimuth_rad)
     np.testing.assert_allclose(before.fields["reflectivity"][hit], 0.3 * cos[hit], rtol=1e-5)
     np.testing.assert_allclose(after.fields["reflectivity"][hit], 0.9 * cos[hit], rtol=1e-5)
+
+
+def test_an_ouster_metadata_file_is_the_same_sensor_as_its_preset():
+    """The product line's defaults (range, noise, detection limit) and the file's lidar_mode."""
+    meta = LIDAR / "ouster" / "raw_OS-1-32-G_v2.1.1_1024x10.json"
+    from_file, preset = load_sensor(str(meta)), load_sensor("OS1-32")
+    for key in ("range_min", "range_max", "noise", "surface", "effects", "layout", "rate_hz", "cols"):
+        assert getattr(from_file, key) == getattr(preset, key), key
+    np.testing.assert_array_equal(from_file.directions, preset.directions)
+    os2 = load_sensor(str(LIDAR / "ouster" / "raw_OS-2-32-U0_v2.0.0_1024x10.json"))
+    assert (os2.cols, os2.rate_hz) == (1024, 20.0)  # its lidar_mode is 1024x20
+    assert (os2.range_min, os2.range_max) == (load_sensor("OS2-32").range_min, load_sensor("OS2-32").range_max)
+
+
+@pytest.mark.parametrize("name,metadata", [("OS0-64", "raw_OS-0-128-U1_v2.3.0_1024x10.json"),
+                                           ("OS2-64", "raw_OS-2-128-U1_v2.3.0_1024x10.json")])
+def test_64_beam_units_take_their_column_shifts_from_the_128_beam_metadata_rows(name, metadata):
+    import json
+
+    raw = json.loads((LIDAR / "ouster" / metadata).read_text())
+    flat = {k: v for section in raw.values() if isinstance(section, dict) for k, v in section.items()}
+    flat.update({k: v for k, v in raw.items() if not isinstance(v, dict)})
+    cfg = load_sensor(name)
+    np.testing.assert_array_equal(cfg.pixel_shift, np.asarray(flat["pixel_shift_by_row"])[::2])
+
+
+def test_ouster_points_in_os_lidar_by_default_and_os_sensor_on_request():
+    lidar_cfg, sensor_cfg = load_sensor("OS1-32", QUIET), load_sensor("OS1-32", {**QUIET, "point_frame": "sensor"})
+    assert (lidar_cfg.frame_id, sensor_cfg.frame_id) == ("os_lidar", "os_sensor")
+    scene, backend = wall_scene(4.0, size=600.0)
+    a = LidarSimulator(lidar_cfg, scene, backend).simulate(np.eye(4))
+    b = LidarSimulator(sensor_cfg, scene, backend).simulate(np.eye(4))
+    np.testing.assert_array_equal(a.range, b.range)
+    to_sensor = np.linalg.inv(lidar_cfg.point_transform)  # os_sensor <- os_lidar: lidar_to_sensor_transform
+    np.testing.assert_allclose(to_sensor[:3, 3], [0, 0, 0.03618])
+    moved = a.xyz[a.hit].astype(float) @ to_sensor[:3, :3].T + to_sensor[:3, 3]
+    np.testing.assert_allclose(moved, b.xyz[b.hit], atol=2e-5)
+
+
+def test_a_vlp16_calibration_file_is_the_same_sensor_as_the_preset():
+    calibration = LIDAR / "velodyne" / "VLP16db.yaml"
+    from_file, preset = load_sensor(str(calibration)), load_sensor("VLP-16")
+    for key in ("range_min", "range_max", "noise", "surface", "effects", "layout", "rate_hz", "cols"):
+        assert getattr(from_file, key) == getattr(preset, key), key
+    np.testing.assert_array_equal(from_file.time, preset.time)
+    np.testing.assert_array_equal(from_file.directions, preset.directions)

@@ -34,6 +34,11 @@ class Pattern:
     pixel_shift: np.ndarray | None = None  # (R,) Ouster staggering: destaggered col = measured col + shift
     planar: dict = field(default_factory=dict)  # 2D scanners: angle_min, angle_increment, time_increment
     retime: Callable[[float], np.ndarray] | None = None  # time-varying patterns: t0 (s) -> (R, C, 3) directions
+    # the frame points are reported in, as a 4x4 transform point frame <- ray frame (None: the ray frame),
+    # and its frame id (Ouster: rays in os_sensor, points in os_lidar as ouster-ros publishes them)
+    point_transform: np.ndarray | None = None
+    point_frame_id: str | None = None
+    ray_frame_id: str | None = None
 
     def __post_init__(self):
         rows, cols = self.directions.shape[:2]

@@ -77,7 +77,18 @@ def read_metadata(path: str | Path) -> dict:
         "pixel_shift_by_row": None if shifts is None else np.asarray(shifts, np.int64),
         "columns_per_frame": int(flat.get("columns_per_frame", 1024)),
         "prod_line": prod_line,
+        "lidar_mode": _lidar_mode(flat.get("lidar_mode"), where),
     }
+
+
+def _lidar_mode(value, where: str) -> tuple[int, float] | None:
+    """(columns, rate_hz) of a metadata lidar_mode such as '1024x20'; None when absent."""
+    if value is None:
+        return None
+    cols, sep, rate = str(value).partition("x")
+    if not (sep and cols.isdigit() and rate.isdigit()):
+        raise ConfigError(f"{where}: lidar_mode {value!r}; allowed: COLUMNSxRATE, e.g. 1024x10")
+    return int(cols), float(rate)
 
 
 def _mm_to_m(t: np.ndarray) -> np.ndarray:
@@ -107,8 +118,8 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     az_deg = meta["azimuth_deg"][::stride]
     rows = len(alt)
     given = meta["pixel_shift_by_row"]
-    if given is not None and len(given) == len(meta["azimuth_deg"]) and cols == meta["columns_per_frame"] and stride == 1:
-        shift = given
+    if given is not None and len(given) == len(meta["azimuth_deg"]) and cols == meta["columns_per_frame"]:
+        shift = given[::stride]  # the metadata's own rows (a 64-beam unit of a 128-beam table: every second)
     else:
         shift = destagger_shifts(az_deg, cols)
 
@@ -121,7 +132,13 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     n = meta["beam_origin_m"]
     o_lidar = np.stack([n * np.cos(theta_e), n * np.sin(theta_e), np.zeros_like(theta_e)], axis=-1)
     t = meta["lidar_to_sensor"]
+    # ouster-ros (ROS 2) publishes points in os_lidar by default (point_cloud_frame), os_sensor on request;
+    # the rays are cast in os_sensor, the frame a user places the sensor by
+    point_frame = spec.choice("point_frame", ("lidar", "sensor"), "lidar")
     return Pattern(
+        point_transform=np.linalg.inv(t) if point_frame == "lidar" else None,
+        point_frame_id="os_lidar" if point_frame == "lidar" else "os_sensor",
+        ray_frame_id="os_sensor",
         directions=d_lidar @ t[:3, :3].T,
         origins=o_lidar @ t[:3, :3].T + t[:3, 3],
         ring=np.arange(rows),

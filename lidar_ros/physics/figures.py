@@ -1,7 +1,8 @@
 """Pictures of the lidar physics for documentation: the detection-limit forms through one pair of
 datasheet points, and ρ(θ) of the reflectivity models.
 
-    python -m lidar_ros.physics.figures OUT_DIR     # writes detection_limits.png, reflectivity.png
+    python -m lidar_ros.physics.figures OUT_DIR     # writes detection_limits.png, reflectivity.png,
+                                                    # lidar_clean_vs_realistic.png
 """
 from __future__ import annotations
 
@@ -76,10 +77,53 @@ def plot_reflectivity(path, rho0: float = 0.5, table=(0.50, 0.48, 0.45, 0.40, 0.
     return _save(fig, ax, path)
 
 
+def plot_clean_and_realistic(path, world: str = "street", sensor: str = "OS1-64", pose=(0.0, 0.0, 1.8, 0.0, 0.0, 0.0),
+                             seed: int = 1) -> Path:
+    """PNG of one frame as range and near_ir images: the clean geometric sensor beside the same sensor with
+    the realistic profile (lidar_ros.config.REALISTIC: divergence with 4 sub-rays, detection curve,
+    dropouts, photon noise, sun ambient with row gains)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.loader import load_world
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    from ..config import load_sensor
+    from ..simulator import LidarSimulator
+
+    scene = load_world(world)
+    backend = make_backend("embree", scene)
+    m = pose_to_matrix(*pose)
+    scans = [LidarSimulator(load_sensor(sensor, {"columns": 1024}, realistic=r), scene, backend, seed=seed).simulate(m)
+             for r in (False, True)]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 3.6), dpi=100)
+    for col, (scan, title) in enumerate(zip(scans, ("clean", "realistic (--realistic)"))):
+        rng_img = np.where(scan.hit, scan.range, np.nan)
+        axes[0, col].imshow(rng_img, cmap="viridis", vmin=0, vmax=40, aspect="auto", interpolation="nearest")
+        axes[0, col].set_title(f"{sensor} {title}: range (0-40 m, black = no return)", fontsize=9)
+        nir = scan.fields["ouster_ambient"].astype(float)
+        axes[1, col].imshow(nir, cmap="gray", vmin=0, vmax=np.percentile(nir, 99), aspect="auto", interpolation="nearest")
+        axes[1, col].set_title(f"{title}: near_ir (ambient photons)", fontsize=9)
+        for ax in axes[:, col]:
+            ax.set_facecolor("black")
+            ax.set_xticks([])
+            ax.set_yticks([])
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def main(argv=None) -> int:
     out = Path((argv or sys.argv[1:] or ["."])[0])
     out.mkdir(parents=True, exist_ok=True)
-    for p in (plot_detection_limits(out / "detection_limits.png"), plot_reflectivity(out / "reflectivity.png")):
+    for p in (plot_detection_limits(out / "detection_limits.png"), plot_reflectivity(out / "reflectivity.png"),
+              plot_clean_and_realistic(out / "lidar_clean_vs_realistic.png")):
         print(p)
     return 0
 

@@ -11,9 +11,15 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
+from .ambient import ambient_mean, ambient_photons, row_gains, sun_direction
+from .backfolding import fold
 from .config import NoiseConfig, SurfaceConfig
+from .cw_phase import cw_ranges
 from .detection import DetectionLimit
-from .intensity import calibrated_reflectivity, ouster_ambient, ouster_signal
+from .detection_probability import detected, dropouts
+from .effects_config import EffectsConfig
+from .intensity import MIN_SIGNAL_RANGE, calibrated_reflectivity, ouster_ambient, ouster_signal
+from .photons import photon_counts
 from .interaction import LidarHits
 from .noise import draw_laser_biases, noisy_ranges
 
@@ -41,7 +47,7 @@ class Returns:
     """
 
     def __init__(self, hits: LidarHits, keep: np.ndarray, noisy: np.ndarray, clean: np.ndarray,
-                 dust: np.ndarray, surface: SurfaceConfig, ambient_seed: int):
+                 dust: np.ndarray, surface: SurfaceConfig, ambient_seed: int, effects: EffectsConfig | None = None):
         self.range = noisy
         self.hit = keep
         self.clean_range = clean
@@ -51,6 +57,8 @@ class Returns:
         self._hits = hits
         self._surface = surface
         self._ambient_seed = ambient_seed
+        self._effects = effects or EffectsConfig()
+        self.ray_gain: np.ndarray | None = None  # per-ray ambient gain of its row (SurfaceModel.apply)
 
     def __len__(self) -> int:
         return len(self.range)
@@ -70,12 +78,29 @@ class Returns:
     @cached_property
     def ouster_signal(self) -> np.ndarray:
         # clean_range is NaN and reflectivity 0 where there is no return: the signal is 0 there
-        return ouster_signal(self.reflectivity, self.clean_range, self._surface.signal_scale)
+        signal = self._effects.signal
+        if not signal.poisson and signal.noise_floor == 0 and signal.saturation >= 65535:
+            return ouster_signal(self.reflectivity, self.clean_range, self._surface.signal_scale)
+        r = np.fmax(self.clean_range.astype(np.float64), MIN_SIGNAL_RANGE)
+        mean = self._surface.signal_scale * self.reflectivity / (r * r)
+        if not signal.poisson:  # the mean itself, with the floor and saturation
+            mean = np.where(self.hit, mean, signal.noise_floor)
+            return np.rint(np.minimum(np.nan_to_num(mean), signal.saturation)).astype(np.uint16)
+        rng = np.random.default_rng([self._ambient_seed, 1])  # its own stream: fields read in any order
+        return photon_counts(mean, self.hit, signal.noise_floor, signal.saturation, rng)
 
     @cached_property
     def ouster_ambient(self) -> np.ndarray:
         rng = np.random.default_rng(self._ambient_seed)
-        return ouster_ambient(self.reflectivity, self.hit, self._surface.ambient_level, self._surface.ambient_sky, rng)
+        signal = self._effects.signal
+        if signal.ambient_model == "flat":
+            return ouster_ambient(self.reflectivity, self.hit, self._surface.ambient_level, self._surface.ambient_sky, rng)
+        # sun model: the surface's albedo (ρ(θ) without the lidar's own incidence), its world normal
+        albedo = self.reflectivity / np.maximum(self.cos_incidence, np.float32(1e-3))
+        sun = sun_direction(signal.sun_elevation_deg, signal.sun_azimuth_deg)
+        mean = ambient_mean(albedo, self.normal, self.hit, self._surface.ambient_level, self._surface.ambient_sky,
+                            sun, signal.sun_elevation_deg > 0)
+        return ambient_photons(mean, self.ray_gain, rng)
 
     @cached_property
     def entity(self) -> np.ndarray:
@@ -102,14 +127,16 @@ class SurfaceModel:
     """
 
     def __init__(self, surface: SurfaceConfig | None = None, noise: NoiseConfig | None = None,
-                 n_lasers: int = 1, seed: int | None = 0):
+                 n_lasers: int = 1, seed: int | None = 0, effects: EffectsConfig | None = None):
         self.surface = surface or SurfaceConfig()
         self.noise = noise or NoiseConfig()
+        self.effects = effects or EffectsConfig()
         if isinstance(n_lasers, bool) or not isinstance(n_lasers, (int, np.integer)) or n_lasers < 0:
             raise ConfigError(f"n_lasers: {n_lasers!r}; allowed: an integer >= 0")
         self.n_lasers = int(n_lasers)
         self.limit = DetectionLimit(self.surface)
         self.biases = draw_laser_biases(self.noise, self.n_lasers, seed)
+        self.gains = row_gains(self.effects.signal.row_gain_sigma, self.n_lasers, int(seed or 0))
 
     def ray_bias(self, laser_index: np.ndarray | None) -> np.ndarray | None:
         """(N,) float32 range bias of each ray's laser (None without bias noise). Fixed for the run: a
@@ -123,8 +150,14 @@ class SurfaceModel:
             raise ConfigError(f"laser_index out of range; allowed: 0..{self.n_lasers - 1}")
         return self.biases[laser_index]
 
+    def ray_gain(self, laser_index: np.ndarray | None) -> np.ndarray | None:
+        """(N,) float32 ambient gain of each ray's laser (signal.row_gain_sigma), None when off."""
+        if self.effects.signal.row_gain_sigma <= 0 or laser_index is None:
+            return None
+        return self.gains[np.asarray(laser_index)]
+
     def apply(self, hits: LidarHits, laser_index: np.ndarray | None, rng: np.random.Generator,
-              ray_bias: np.ndarray | None = None) -> Returns:
+              ray_bias: np.ndarray | None = None, ray_gain: np.ndarray | None = None) -> Returns:
         """Detection limit per ray, then noise along the ray, then intensity fields.
 
         ray_bias: this batch's `ray_bias(laser_index)` when the caller keeps it (then laser_index is not read).
@@ -134,11 +167,27 @@ class SurfaceModel:
             if laser_index is not None and np.shape(laser_index) != (n,):
                 raise ConfigError(f"laser_index must have shape ({n},), got {np.shape(laser_index)}")
             ray_bias = self.ray_bias(laser_index)
-        keep = self.limit.keep(hits.range, hits.reflectivity)  # misses (range inf) are never kept
+        detection = self.effects.detection
+        if detection.model == "snr" and self.surface.model != "none":  # a probability around the limit
+            keep = detected(hits.range, hits.reflectivity, self.limit, detection.snr_at_limit, rng)
+        else:
+            keep = self.limit.keep(hits.range, hits.reflectivity)  # misses (range inf) are never kept
+        if detection.dropout_probability > 0:
+            keep &= ~dropouts(n, detection.dropout_probability, rng)
         clean = np.where(keep, hits.range, np.float32(np.nan)).astype(np.float32, copy=False)
         if self.noise.enabled:
             noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng)
         else:  # its own array: a caller may edit range in place, clean_range stays
             noisy, dust = clean.copy(), np.zeros(n, bool)
+        tof = self.effects.tof
+        if tof.mode == "cw" and keep.any():  # phase ranging: wraps at c/(2|f1 − f2|), radiance bias
+            at = np.flatnonzero(keep)
+            radiance = hits.reflectivity[at] / np.maximum(clean[at], MIN_SIGNAL_RANGE) ** 2
+            noisy[at] = cw_ranges(noisy[at, None], np.ones((len(at), 1)), tuple(f * 1e6 for f in tof.frequencies_mhz),
+                                  tof.periods, tof.bias, radiance)
+        if tof.unambiguous_range_m > 0:  # measured from the latest pulse (clean_range stays true)
+            noisy = fold(noisy, tof.unambiguous_range_m)
         ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
-        return Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed)
+        ret = Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed, self.effects)
+        ret.ray_gain = ray_gain if ray_gain is not None else self.ray_gain(laser_index)
+        return ret

@@ -22,6 +22,15 @@ livox     livox_ros_driver2 PointCloud2 (xfer_format 0, packed LivoxPointXyzrtlt
           float32 @0/4/8/12, tag uint8 @16 (0), line uint8 @17 (emitter = scan row), timestamp
           float64 @18 (absolute ns of the point), point_step 26. The driver sends only returns
           (unorganized, stamped at the first point).
+livox_xyzrtl  livox_ros_driver (ROS 1 / livox_ros2_driver, Mid-40/Mid-70/Avia, xfer_format 0,
+          LivoxPointXyzrtl): x,y,z float32 @0/4/8, reflectivity as intensity float32 @12, tag uint8
+          @16, line uint8 @17, point_step 18; no per-point time; returns only.
+ouster_native, ouster_xyz, ouster_xyzi, ouster_xyzir  the other ouster-ros point types (ouster-ros
+          sensor_point_types.h / common_point_types.h, PCL_ADD_POINT4D + EIGEN_ALIGN16):
+          native = Point_RNG19_RFL8_SIG16_NIR16: x,y,z @0/4/8, t uint32 @16, ring uint16 @20, range uint32
+          mm @24, signal uint16 @28, reflectivity uint16 @30, near_ir uint16 @32, point_step 48;
+          xyz = pcl::PointXYZ @0/4/8, step 16; xyzi: x,y,z,intensity(=signal) @0/4/8/12, step 16;
+          xyzir: x,y,z @0/4/8, intensity(=signal) @16, ring uint16 @20, step 32. Organized like `ouster`.
 xyzi      x,y,z,intensity float32, point_step 16, rows as in the scan.
 
 Misses: organized clouds keep them as NaN points (intensity 0, range 0); unorganized clouds drop them.
@@ -30,14 +39,15 @@ material_id int32, normal_x/y/z float32 (sensor frame), incidence_angle float32 
 """
 from __future__ import annotations
 
-import sys
+import threading
+import weakref
 
 import numpy as np
 
+from lidar_ros.sink import LAYOUTS, TOP_RING_FIRST
+
 from ..errors import ConfigError
 from . import messages
-
-LAYOUTS = ("velodyne", "ouster", "gazebo", "gazebo_cpu", "livox", "xyzi")
 
 VELODYNE_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring", "time"],
                            "formats": ["<f4", "<f4", "<f4", "<f4", "<u2", "<f4"],
@@ -54,12 +64,25 @@ GAZEBO_CPU_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
 LIVOX_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line", "timestamp"],
                         "formats": ["<f4", "<f4", "<f4", "<f4", "u1", "u1", "<f8"],
                         "offsets": [0, 4, 8, 12, 16, 17, 18], "itemsize": 26})
+LIVOX_XYZRTL_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line"],
+                               "formats": ["<f4", "<f4", "<f4", "<f4", "u1", "u1"],
+                               "offsets": [0, 4, 8, 12, 16, 17], "itemsize": 18})
+# ouster-ros point_type native (ouster_ros::Point_RNG19_RFL8_SIG16_NIR16, PCL_ADD_POINT4D + EIGEN_ALIGN16)
+OUSTER_NATIVE_DTYPE = np.dtype({"names": ["x", "y", "z", "t", "ring", "range", "signal", "reflectivity", "near_ir"],
+                                "formats": ["<f4", "<f4", "<f4", "<u4", "<u2", "<u4", "<u2", "<u2", "<u2"],
+                                "offsets": [0, 4, 8, 16, 20, 24, 28, 30, 32], "itemsize": 48})
+OUSTER_XYZ_DTYPE = np.dtype({"names": ["x", "y", "z"], "formats": ["<f4"] * 3, "offsets": [0, 4, 8], "itemsize": 16})
+OUSTER_XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
+                              "offsets": [0, 4, 8, 12], "itemsize": 16})
+OUSTER_XYZIR_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"], "formats": ["<f4"] * 4 + ["<u2"],
+                               "offsets": [0, 4, 8, 16, 20], "itemsize": 32})
 XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
                        "offsets": [0, 4, 8, 12], "itemsize": 16})
-LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "gazebo": GAZEBO_DTYPE,
-                 "gazebo_cpu": GAZEBO_CPU_DTYPE, "livox": LIVOX_DTYPE, "xyzi": XYZI_DTYPE}
-TOP_RING_FIRST = {"velodyne": False, "ouster": True, "gazebo": False, "gazebo_cpu": False,  # None: keep rows
-                  "livox": None, "xyzi": None}
+LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "ouster_native": OUSTER_NATIVE_DTYPE,
+                 "ouster_xyz": OUSTER_XYZ_DTYPE, "ouster_xyzi": OUSTER_XYZI_DTYPE, "ouster_xyzir": OUSTER_XYZIR_DTYPE, "gazebo": GAZEBO_DTYPE,
+                 "gazebo_cpu": GAZEBO_CPU_DTYPE, "livox": LIVOX_DTYPE, "livox_xyzrtl": LIVOX_XYZRTL_DTYPE,
+                 "xyzi": XYZI_DTYPE}
+assert set(LAYOUT_DTYPES) == set(LAYOUTS)  # the one list (lidar_ros.sink) and its implementations
 
 GROUND_TRUTH_FIELDS = {  # scan attribute -> (field names, dtype)
     "clean_range": (("clean_range",), "<f4"),
@@ -103,10 +126,14 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     """
     cfg = scan.config
     cloud = getattr(scan, "cloud", None)  # built with the frame (FrameCloud): nothing left to do
-    if cloud is not None and scan.cloud_writer.matches(scan, layout, organized, ground_truth, stamp_ns, time_reference):
+    second = getattr(scan, "second", None)
+    if cloud is not None and second is None and scan.cloud_writer.matches(scan, layout, organized, ground_truth,
+                                                                          stamp_ns, time_reference):
         return cloud
     layout = _check_layout(layout or cfg.layout)
     organized = cfg.organized if organized is None else bool(organized)
+    if layout == "velodyne" and second is not None:  # dual return: the driver's points of both returns
+        return _velodyne_dual(scan, organized, ground_truth, stamp_ns, time_reference)
     dtype = cloud_dtype(layout, ground_truth)
     rows, cols = scan.range.shape
     order = row_order(scan, layout)
@@ -132,8 +159,16 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     # padding bytes must read 0 (byte-exact clouds); a packed layout has none, and every field is written below
     out = np.empty(shape, dtype) if _packed(dtype) else np.zeros(shape, dtype)
     xyz = field(scan.xyz)  # NaN where there is no return
+    if layout in ("gazebo", "gazebo_cpu") and picked is None:  # gz-sensors: a miss is range +inf times the ray
+        with np.errstate(invalid="ignore"):
+            xyz = np.where(hit[..., None], xyz, np.float32(np.inf) * place(_unit_rays(scan)))
     out["x"], out["y"], out["z"] = xyz[..., 0], xyz[..., 1], xyz[..., 2]
-    out["intensity"] = field(scan.intensity)  # 0 where there is no return
+    if layout in ("ouster_xyzi", "ouster_xyzir"):  # ouster-ros: intensity = signal photons
+        out["intensity"] = field(scan.fields["ouster_signal"])
+    elif "intensity" in dtype.names:
+        out["intensity"] = field(scan.intensity)  # 0 where there is no return
+    if layout == "velodyne" and picked is None:  # velodyne_pointcloud: NaN intensity for organized misses
+        out["intensity"] = np.where(hit, out["intensity"], np.float32(np.nan))
     if "ring" in dtype.names:
         ring = np.arange(rows, dtype=np.uint16) if TOP_RING_FIRST[layout] is not None else scan.ring[order]
         out["ring"] = per_row(ring)
@@ -146,10 +181,17 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         out["reflectivity"] = field(scan.fields["ouster_reflectivity"])
         out["ambient"] = field(scan.fields["ouster_ambient"])
         out["range"] = field(_millimetres(scan.range))
-    elif layout == "livox":
+    elif layout == "ouster_native":
+        out["t"] = field(_derived(scan, ("ouster_t",), lambda: np.rint(scan.time * 1e9).astype(np.uint32)))
+        out["range"] = field(_millimetres(scan.range))
+        out["signal"] = field(scan.fields["ouster_signal"])
+        out["reflectivity"] = field(scan.fields["ouster_reflectivity"])
+        out["near_ir"] = field(scan.fields["ouster_ambient"])
+    elif layout in ("livox", "livox_xyzrtl"):
         out["tag"] = 0
         out["line"] = per_row(np.arange(rows, dtype=np.uint8))
-        out["timestamp"] = field(scan.t0_ns + scan.time * 1e9)
+        if layout == "livox":
+            out["timestamp"] = field(scan.t0_ns + scan.time * 1e9)
     for key in _check_ground_truth(ground_truth):
         names, _ = GROUND_TRUTH_FIELDS[key]
         value = field(getattr(scan, key))
@@ -159,6 +201,29 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
             for i, name in enumerate(names):
                 out[name] = value[..., i]
     return out
+
+
+def _unit_rays(scan) -> np.ndarray:
+    """(rows, cols, 3) float32 nominal unit ray of each pixel (sensor frame)."""
+    el, az = scan.elevation_rad.astype(np.float64), scan.azimuth_rad.astype(np.float64)
+    return np.stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)], axis=-1).astype(np.float32)
+
+
+def _velodyne_dual(scan, organized, ground_truth, stamp_ns, time_reference) -> np.ndarray:
+    """velodyne_pointcloud in dual-return mode: every firing gives its strongest and its last return
+    (the second echo), one after the other; a firing with a single echo gives its second point as a
+    NaN point (organized) or not at all."""
+    import dataclasses
+
+    first = dataclasses.replace(scan, second=None)  # its cloud written with the frame is used as is where it matches
+    if stamp_ns is None:
+        stamp_ns = scan.stamp_ns(time_reference)
+    both = [pointcloud_array(s, "velodyne", True, ground_truth, stamp_ns, time_reference) for s in (first, scan.second)]
+    firings, lasers = both[0].shape
+    out = np.stack(both, axis=1).reshape(2 * firings, lasers)
+    if organized:
+        return out
+    return out.reshape(-1)[np.isfinite(out["x"].reshape(-1))]
 
 
 class FrameCloud:
@@ -173,7 +238,8 @@ class FrameCloud:
     other sensor.
     """
 
-    LAYOUTS = ("ouster", "velodyne", "gazebo", "gazebo_cpu", "xyzi")
+    LAYOUTS = ("ouster", "velodyne", "xyzi")  # gazebo layouts mark misses ±inf: not the scan's NaN xyz
+    MAX_FREE = 2  # released clouds kept for reuse (double buffering when a consumer releases each frame)
     FIELDS = {"ouster": {"reflectivity": "ouster_reflectivity", "ambient": "ouster_ambient"}}
 
     def __init__(self, config, dtype: np.dtype):
@@ -181,8 +247,10 @@ class FrameCloud:
         self.rows, self.cols = config.rows, config.cols
         self.transposed = self.layout == "velodyne"
         self._time_reference = config.time_reference
-        self._last: np.ndarray | None = None  # the latest cloud handed out (reused once unreferenced)
-        self._last_done = False
+        self._free: list[np.ndarray] = []  # complete clouds their consumers gave back (release)
+        self._lock = threading.Lock()  # a consumer may release on another thread than the simulator's
+        # handed-out clouds whose frames completed, by id (weak: a dropped cloud leaves, its id with it)
+        self._complete: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
         # the firing-table fields per pixel (rows, cols), the same for every frame
         self._constant = {}
         if "ring" in dtype.names:
@@ -210,21 +278,30 @@ class FrameCloud:
 
     def new(self) -> tuple[np.ndarray, bool]:
         """(cloud, fresh): the cloud of one frame, (rows, cols) or (cols, rows) for velodyne, padding
-        bytes 0. The previous frame's cloud is handed out again once nothing refers to it any more
-        (no scan, message or view of it is alive: CPython reference count): its padding and
-        firing-table fields are already in place (fresh False), and no new memory is touched."""
-        last = self._last
-        if last is not None and self._last_done and sys.getrefcount(last) == 3:  # self._last, `last`, the argument
-            return last, False
+        bytes 0. A cloud given back with `release` is handed out again (fresh False: its padding and
+        firing-table fields are in place); otherwise a new one. Nothing else is ever reused, so a
+        consumer that keeps a scan keeps its cloud intact."""
+        with self._lock:
+            if self._free:
+                return self._free.pop(), False
         shape = (self.cols, self.rows) if self.transposed else (self.rows, self.cols)
-        self._last = np.empty(shape, self.dtype) if _packed(self.dtype) else np.zeros(shape, self.dtype)
-        self._last_done = False
-        return self._last, True
+        cloud = np.empty(shape, self.dtype) if _packed(self.dtype) else np.zeros(shape, self.dtype)
+        return cloud, True
 
     def done(self, cloud: np.ndarray) -> None:
-        """Every field of `cloud` is written (its frame succeeded): it may be reused once unreferenced."""
-        if cloud is self._last:
-            self._last_done = True
+        """Every field of `cloud` is written (its frame succeeded): it may be released for reuse."""
+        with self._lock:
+            self._complete[id(cloud)] = cloud
+
+    def release(self, cloud: np.ndarray) -> None:
+        """The caller's promise that nothing reads `cloud` any more: a later frame may write into it.
+        Only complete clouds of this writer are kept (at most MAX_FREE); others are left to the GC."""
+        with self._lock:
+            if self._complete.get(id(cloud)) is not cloud:
+                return
+            del self._complete[id(cloud)]
+            if len(self._free) < self.MAX_FREE:
+                self._free.append(cloud)
 
     def _pixels(self, cloud: np.ndarray, name: str) -> np.ndarray:
         view = cloud[name]
@@ -236,14 +313,22 @@ class FrameCloud:
         item = self.dtype.itemsize
         strides = (item, self.rows * item, 4) if self.transposed else (self.cols * item, item, 4)
         xyz = np.ndarray((self.rows, self.cols, 3), np.float32, buffer=cloud, strides=strides)
-        out = {"xyz": xyz, "intensity": self._pixels(cloud, "intensity")}
+        out = {"xyz": xyz}
+        if self.layout != "velodyne":  # velodyne: NaN intensity on misses, written by fill
+            out["intensity"] = self._pixels(cloud, "intensity")
         for name, physics in self.FIELDS.get(self.layout, {}).items():
             out[physics] = self._pixels(cloud, name)
         return out
 
-    def fill(self, cloud: np.ndarray, r0: int, r1: int, range_m: np.ndarray, fresh: bool = True) -> None:
+    def fill(self, cloud: np.ndarray, r0: int, r1: int, range_m: np.ndarray, fresh: bool = True,
+             intensity: np.ndarray | None = None) -> None:
         """The fields of scan rows r0..r1 that are not views: firing-table constants (only in a
-        fresh cloud), range in mm. range_m: those rows' ranges, (r1 - r0) * cols in pixel order."""
+        fresh cloud), range in mm, velodyne intensity (NaN on misses). range_m, intensity: those
+        rows' values, (r1 - r0) * cols in pixel order."""
+        if self.layout == "velodyne":
+            shape = (r1 - r0, self.cols)
+            values = np.where(np.isnan(range_m.reshape(shape)), np.float32(np.nan), intensity.reshape(shape))
+            self._pixels(cloud, "intensity")[r0:r1] = values
         for name, values in self._constant.items() if fresh else ():
             self._pixels(cloud, name)[r0:r1] = values[r0:r1]
         if "range" in self.dtype.names:
@@ -300,9 +385,10 @@ def pointcloud_msg(scan, t_ns: int | None = None, frame_id: str | None = None, l
         t_ns = scan.stamp_ns(time_reference) if layout == "velodyne" else scan.t0_ns
     points = pointcloud_array(scan, layout, organized, ground_truth, stamp_ns=t_ns, time_reference=time_reference)
     height = points.shape[0] if points.ndim == 2 else 1
-    # organized: a point is NaN exactly where the scan has no return
-    return messages.pointcloud2(points, t_ns, frame_id or cfg.frame_id, height=height,
-                                is_dense=points.ndim == 1 or bool(points.size and scan.hit.all()))
+    # organized: a point is NaN exactly where the scan has no return; velodyne_pointcloud marks every
+    # organized cloud not dense, gz-sensors' ±inf misses are not dense either
+    dense = points.ndim == 1 or (layout != "velodyne" and bool(points.size and scan.hit.all()))
+    return messages.pointcloud2(points, t_ns, frame_id or cfg.frame_id, height=height, is_dense=dense)
 
 
 def laserscan_msg(scan, t_ns: int | None = None, frame_id: str | None = None):
@@ -332,3 +418,118 @@ def _check_ground_truth(fields) -> tuple[str, ...]:
         if f not in GROUND_TRUTH_FIELDS:
             raise ConfigError(f"ground-truth field '{f}'; allowed: {', '.join(GROUND_TRUTH_FIELDS)}")
     return fields
+
+
+# -- range sensors and depth cameras (lidar_ros/patterns/cone.py, depth_camera.py) --------------------
+RADIATION_TYPES = {"ultrasound": 0, "infrared": 1}  # sensor_msgs/Range constants
+
+
+def cone_reading(scan) -> tuple[float, float, float]:
+    """(range m, azimuth rad, elevation rad) of the nearest return in a cone sensor's scan (Kallin 2018:
+    α = atan(y/x), e = atan(z/x) of the nearest point); (+inf, 0, 0) when nothing is in the cone."""
+    if not scan.hit.any():
+        return float("inf"), 0.0, 0.0
+    r = np.where(scan.hit, scan.range, np.inf)
+    at = np.unravel_index(int(np.argmin(r)), r.shape)
+    x, y, z = (float(v) for v in scan.xyz[at])
+    return float(r[at]), float(np.arctan2(y, x)), float(np.arctan2(z, x))
+
+
+def range_msg(scan, t_ns: int | None = None, frame_id: str | None = None):
+    """sensor_msgs/Range of a cone sensor: the nearest return, +inf when none (the message's convention
+    for 'nothing detected'); field_of_view = the cone's horizontal opening."""
+    cfg = scan.config
+    if cfg.kind != "cone":
+        raise ConfigError(f"sensor {cfg.name}: a Range message needs a cone sensor (type: cone), this one is {cfg.kind}")
+    reading, _, _ = cone_reading(scan)
+    rng_type = _T("sensor_msgs/msg/Range")
+    return rng_type(header=messages.header(scan.t0_ns if t_ns is None else t_ns, frame_id or cfg.frame_id),
+                    radiation_type=RADIATION_TYPES[cfg.spec.get("radiation", "ultrasound")],
+                    field_of_view=float(cfg.planar_info["fov_h"]), min_range=float(cfg.range_min),
+                    max_range=float(cfg.range_max), range=reading, variance=0.0)
+
+
+def depth_image(scan, encoding: str | None = None) -> np.ndarray:
+    """(height, width) depth of a depth camera's scan: the optical z of each return (range · d_x along the
+    nominal ray). 32FC1: metres, +inf where there is no return (REP-118: too far); 16UC1: millimetres, 0."""
+    cfg = scan.config
+    if cfg.kind != "depth_camera":
+        raise ConfigError(f"sensor {cfg.name}: a depth image needs a depth camera (type: depth_camera), this one is {cfg.kind}")
+    encoding = encoding or cfg.spec.get("encoding", "32FC1")
+    depth = np.where(scan.hit, scan.range * cfg.directions[..., 0], np.float32(np.inf)).astype(np.float32)
+    if encoding == "16UC1":
+        mm = np.where(np.isfinite(depth), np.rint(depth * 1000.0), 0.0)
+        return np.clip(mm, 0, 65535).astype(np.uint16)
+    return depth
+
+
+def depth_msgs(scan, t_ns: int | None = None, frame_id: str | None = None) -> tuple:
+    """(sensor_msgs/Image depth, sensor_msgs/CameraInfo) of a depth camera, in its optical frame."""
+    cfg = scan.config
+    depth = depth_image(scan)
+    t_ns = scan.t0_ns if t_ns is None else t_ns
+    frame = frame_id or cfg.frame_id
+    a = np.ascontiguousarray(depth).astype(depth.dtype.newbyteorder("<"), copy=False)
+    image = messages.Image(header=messages.header(t_ns, frame), height=a.shape[0], width=a.shape[1],
+                           encoding="16UC1" if a.dtype == np.uint16 else "32FC1", is_bigendian=0,
+                           step=a.shape[1] * a.itemsize, data=a.reshape(-1).view(np.uint8))
+    i = cfg.planar_info
+    k = np.array([i["fx"], 0, i["cx"], 0, i["fy"], i["cy"], 0, 0, 1], np.float64)
+    p = np.array([i["fx"], 0, i["cx"], 0, 0, i["fy"], i["cy"], 0, 0, 0, 1, 0], np.float64)
+    info = _T("sensor_msgs/msg/CameraInfo")(
+        header=messages.header(t_ns, frame), height=a.shape[0], width=a.shape[1], distortion_model="plumb_bob",
+        d=np.zeros(5), k=k, r=np.eye(3).reshape(-1), p=p, binning_x=0, binning_y=0,
+        roi=_T("sensor_msgs/msg/RegionOfInterest")(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False))
+    return image, info
+
+
+def _T(name: str):
+    return messages.TYPESTORE.types[name]
+
+
+# -- livox_ros_driver CustomMsg (FAST-LIO's input: per-point offset time) ---------------------------------
+# livox_ros_driver/msg/CustomMsg.msg and CustomPoint.msg as the driver (and FAST-LIO's copy) define them
+LIVOX_CUSTOM_MSGS = {
+    "livox_ros_driver/msg/CustomPoint": "uint32 offset_time\nfloat32 x\nfloat32 y\nfloat32 z\n"
+                                        "uint8 reflectivity\nuint8 tag\nuint8 line\n",
+    "livox_ros_driver/msg/CustomMsg": "std_msgs/Header header\nuint64 timebase\nuint32 point_num\nuint8 lidar_id\n"
+                                      "uint8[3] rsvd\nlivox_ros_driver/CustomPoint[] points\n",
+}
+
+
+LIVOX_PACKAGES = ("livox_ros_driver", "livox_ros_driver2")  # driver2 (HAP, Mid-360) defines the same messages
+
+
+def _livox_types(package: str = "livox_ros_driver"):
+    from rosbags.typesys import get_types_from_msg
+
+    if package not in LIVOX_PACKAGES:
+        raise ConfigError(f"livox custom message package '{package}'; allowed: {', '.join(LIVOX_PACKAGES)}")
+    store = messages.TYPESTORE
+    if f"{package}/msg/CustomMsg" not in store.types:
+        types = {}
+        for name, text in LIVOX_CUSTOM_MSGS.items():
+            types.update(get_types_from_msg(text.replace("livox_ros_driver/", f"{package}/"),
+                                            name.replace("livox_ros_driver/", f"{package}/")))
+        store.register(types)
+    return store.types
+
+
+def livox_custom_msg(scan, frame_id: str | None = None, lidar_id: int = 0, package: str = "livox_ros_driver"):
+    """livox_ros_driver/CustomMsg of a scan's returns in firing order: timebase = the first point's time (ns),
+    offset_time = each point's ns after it, reflectivity 0-255 (calibrated scale), tag 0, line = emitter
+    (scan row). The header is stamped at the timebase, as the driver does."""
+    types = _livox_types(package)
+    rows, cols = np.nonzero(scan.hit)
+    t = scan.t0_ns + np.rint(scan.time[rows, cols] * 1e9).astype(np.int64)
+    order = np.argsort(t, kind="stable")
+    rows, cols, t = rows[order], cols[order], t[order]
+    timebase = int(t[0]) if len(t) else int(scan.t0_ns)
+    refl = np.clip(np.asarray(scan.fields["velodyne_intensity"])[rows, cols], 0, 255).astype(np.uint8)
+    point = types[f"{package}/msg/CustomPoint"]
+    xyz = scan.xyz[rows, cols]
+    points = [point(offset_time=int(dt), x=float(p[0]), y=float(p[1]), z=float(p[2]), reflectivity=int(r), tag=0,
+                    line=int(line)) for dt, p, r, line in zip(t - timebase, xyz, refl, rows)]
+    return types[f"{package}/msg/CustomMsg"](
+        header=messages.header(timebase, frame_id or scan.config.frame_id), timebase=timebase,
+        point_num=len(points), lidar_id=int(lidar_id), rsvd=np.zeros(3, np.uint8), points=points)

@@ -76,3 +76,61 @@ def write_ply(path: str | Path, points: np.ndarray, drop_nan: bool = True) -> Pa
         fh.write(("\n".join(lines) + "\n").encode("ascii"))
         fh.write(packed.tobytes())
     return path
+
+
+def nice_grid_step(reach_m: float) -> float:
+    """A grid spacing of 1, 2 or 5 x 10^k metres giving about 4-8 lines from the centre to `reach_m`."""
+    raw = max(float(reach_m), 1e-3) / 5.0
+    power = 10.0 ** np.floor(np.log10(raw))
+    return float(min((m * power for m in (1.0, 2.0, 5.0, 10.0)), key=lambda step: abs(step - raw)))
+
+
+def write_top_view(path: str | Path, scan, reach_m: float | None = None, grid_m: float | None = None,
+                   size_px: int = 800) -> Path:
+    """PNG top view of a LidarScan's returns in the sensor frame, coloured by height, on a metric grid.
+
+    +x (forward) up, +y (left) to the left, as a person looks at a map of the robot. reach_m: half
+    the picture's width in metres; fixed, it gives every frame the same scale (default: the farthest
+    return, at most the sensor's range). grid_m: grid spacing (default: 1/2/5 x 10^k). Title: the
+    sensor and the scan's stamp; a colour bar gives the height in metres.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    if reach_m is not None and not (np.isfinite(reach_m) and reach_m > 0):
+        raise ConfigError(f"top view: reach {reach_m!r} m; allowed: a number > 0")
+    if grid_m is not None and not (np.isfinite(grid_m) and grid_m > 0):
+        raise ConfigError(f"top view: grid {grid_m!r} m; allowed: a number > 0")
+    xyz = np.asarray(scan.xyz, np.float64).reshape(-1, 3)
+    xyz = xyz[np.all(np.isfinite(xyz), axis=1)]
+    if reach_m is None:
+        far = float(np.abs(xyz[:, :2]).max()) * 1.05 if len(xyz) else float(scan.config.range_max)
+        reach_m = max(min(far, float(scan.config.range_max)), 1.0)
+    step = grid_m or nice_grid_step(reach_m)
+    inches = size_px / 100.0
+    fig, ax = plt.subplots(figsize=(inches * 1.18, inches), dpi=100)
+    try:
+        ax.set_facecolor("black")
+        # plot axes: horizontal = -y (left is left), vertical = +x (forward is up)
+        dots = ax.scatter(-xyz[:, 1], xyz[:, 0], c=xyz[:, 2], s=1.0, cmap="viridis",
+                          linewidths=0)
+        ax.plot([0], [0], marker="^", color="red", markersize=6)
+        ticks = np.arange(-np.floor(reach_m / step) * step, reach_m + 1e-9, step)
+        ax.set_xticks(ticks, [f"{0.0 - t:g}" for t in ticks])
+        ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+        ax.grid(True, color="0.45", linewidth=0.6)
+        ax.set_xlim(-reach_m, reach_m)
+        ax.set_ylim(-reach_m, reach_m)
+        ax.set_aspect("equal")
+        ax.set_xlabel(f"y (m, left is +y), grid {step:g} m")
+        ax.set_ylabel("x (m, forward)")
+        ax.set_title(f"{scan.config.name}  stamp {scan.t0_ns * 1e-9:.3f} s  ({int(np.sum(scan.hit))} returns)")
+        fig.colorbar(dots, ax=ax, label="height z (m)", fraction=0.046, pad=0.04)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path

@@ -263,7 +263,7 @@ class LidarUnit(SensorUnit):
         if isinstance(config, LidarConfig) and overrides:
             cfg = cfg.with_overrides(overrides)
         self.config = cfg
-        self.simulator = LidarSimulator(cfg, scene, backend)
+        self.simulator = LidarSimulator(cfg, scene, backend, sink=_lidar_sink())
         super().__init__(name, frame_id or cfg.frame_id, output)
 
     @property
@@ -271,6 +271,9 @@ class LidarUnit(SensorUnit):
         topics = {"points": "sensor_msgs/msg/PointCloud2"}
         if self.config.planar:
             topics["scan"] = "sensor_msgs/msg/LaserScan"
+        topics.update(_LIDAR_EXTRA_TOPICS.get(self.config.kind, {}))
+        if self.config.effects.beam.dual and self.config.layout != "velodyne":  # ouster-ros: second-return cloud
+            topics["points2"] = "sensor_msgs/msg/PointCloud2"
         return topics
 
     on_demand: tuple = ()
@@ -289,7 +292,7 @@ class LidarUnit(SensorUnit):
     def reconfigure(self, config) -> None:
         from lidar_ros import LidarSimulator
 
-        self.simulator = LidarSimulator(config, self.simulator.scene, self.simulator.backend)
+        self.simulator = LidarSimulator(config, self.simulator.scene, self.simulator.backend, sink=_lidar_sink())
         self.config = config
 
     @property
@@ -301,7 +304,9 @@ class LidarUnit(SensorUnit):
         return int(self.config.rows * self.config.cols)
 
     def simulate(self, pose, t0_ns: int):
-        return self.simulator.simulate(pose, int(t0_ns))
+        # the pose (a mount, a tf lookup) is that of frame_id, the frame the points are reported in; where the
+        # rays are cast from another frame (Ouster: os_sensor rays, os_lidar points) the rays' pose follows
+        return self.simulator.simulate(_ray_pose(pose, self.config.point_transform), int(t0_ns))
 
     def messages(self, result, stamp_ns: int, wanted: Iterable[str] | None = None) -> dict:
         from ..io import lidar_clouds as lio
@@ -315,7 +320,20 @@ class LidarUnit(SensorUnit):
                                               ground_truth=tuple(self.output["ground_truth"] or ()))
         if "scan" in wanted and self.config.planar:
             out["scan"] = lio.laserscan_msg(result, stamp, self.frame_id)
+        if "range" in wanted and self.config.kind == "cone":
+            out["range"] = lio.range_msg(result, stamp, self.frame_id)
+        if wanted & {"depth/image", "depth/camera_info"} and self.config.kind == "depth_camera":
+            out["depth/image"], out["depth/camera_info"] = lio.depth_msgs(result, stamp, self.frame_id)
+        if "points2" in wanted and result.second is not None:
+            out["points2"] = lio.pointcloud_msg(result.second, stamp if stamp is not None else result.t0_ns,
+                                               self.frame_id, self.config.layout)
         return out
+
+
+# topics of the lidar toolbox's other sensor kinds (lidar_ros/patterns/cone.py, depth_camera.py)
+_LIDAR_EXTRA_TOPICS = {"cone": {"range": "sensor_msgs/msg/Range"},
+                       "depth_camera": {"depth/image": "sensor_msgs/msg/Image",
+                                        "depth/camera_info": "sensor_msgs/msg/CameraInfo"}}
 
 
 SENSOR_KINDS = {"radar": RadarUnit, "lidar": LidarUnit}
@@ -336,3 +354,22 @@ def poses_over(pose_source, t0_ns: int, period_ns: int, samples_per_s: float = 2
     times = t0_ns + np.linspace(0, period_ns, n).round().astype(np.int64)
     times = np.unique(times)
     return Trajectory(times, pose_source(times))
+
+
+def _ray_pose(pose, point_transform):
+    """World <- ray frame from world <- point frame: pose · (point <- ray); a Trajectory pose by pose."""
+    from ..world.trajectory import Trajectory
+
+    m = np.asarray(point_transform, np.float64)
+    if np.array_equal(m, np.eye(4)):
+        return pose
+    if isinstance(pose, Trajectory):
+        return Trajectory(pose.t_ns, pose.poses @ m)
+    return np.asarray(pose, np.float64) @ m
+
+
+def _lidar_sink():
+    """The driver-layout frame sink: lidar frames are written straight into their PointCloud2 layout."""
+    from ..io.lidar_clouds import FrameCloud
+
+    return FrameCloud.of

@@ -1,0 +1,99 @@
+"""A beam's returns as LidarHits: from one of its echoes (echoes.py), and with a particle echo (weather.py).
+
+The glue between per-sub-ray hits and the per-beam surface model; the formulas live in echoes.py and
+weather.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .echoes import Echo
+from .effects_config import EffectsConfig
+from .interaction import LidarHits
+from .blooming import bloom
+from .weather import backscatter_returns
+
+
+def hits_of_echo(hits: LidarHits, echo: Echo, sub_rays: int | None = None, columns: int | None = None,
+                 glass=None) -> LidarHits:
+    """Per-beam LidarHits: the echo's range and reflectivity, the surface of its strongest sub-return.
+
+    With glass returns the echoes were formed over `columns` = 3·sub_rays returns per beam (sub-ray
+    surfaces, then their glass specular returns, then their ghosts, `glass` the GlassReturns): the
+    specular ones report the glass (the sub-ray's first surface, head-on), ghosts the surface the glass's
+    reflection met."""
+    pick = echo.dominant
+    present = echo.present
+    if columns is not None and columns != sub_rays:
+        beam, col = np.divmod(pick, columns)
+        pick = beam * sub_rays + col % sub_rays
+        kind = np.where(present, col // sub_rays, 0)
+        hit = hits_of_echo(hits, Echo(echo.range, echo.reflectivity, pick))
+        if not kind.any():
+            return hit
+        specular, ghost = kind == 1, kind == 2
+        material = np.where(specular, hits.first_material[pick], hit.material)
+        hit.material = np.where(ghost, glass.ghost_material[pick], material).astype(np.int32)
+        hit.cos_incidence = np.where(kind > 0, np.float32(1.0), hit.cos_incidence)
+        entity = hit._lazy["entity"]
+        hit.entity = lambda: np.where(ghost, glass.ghost_entity[pick], np.where(
+            specular, hits.first_entity[pick], entity())).astype(np.int32)
+        return hit
+    return LidarHits(
+        range=echo.range,
+        entity=lambda: np.where(present, hits.entity[pick], -1).astype(np.int32),
+        material=np.where(present, hits.material[pick], -1).astype(np.int32),
+        normal=lambda: np.where(present[:, None], hits.normal[pick], np.float32(0.0)),
+        cos_incidence=np.where(present, hits.cos_incidence[pick], np.float32(0.0)),
+        reflectivity=echo.reflectivity,
+        bounces=lambda: hits.bounces[pick],
+        crossings=lambda: hits.crossings[pick],
+        first_entity=lambda: hits.first_entity[pick],
+        first_material=hits.first_material[pick],
+        first_range=hits.first_range[pick],
+    )
+
+
+def add_backscatter(beams: LidarHits, effects: EffectsConfig, alpha: float, range_min: float,
+                    rng: np.random.Generator) -> None:
+    """Put each beam's particle echo in place of its surface echo where the return mode picks it:
+    first: when nearer; last: only without a surface echo; strongest, mixed, dual: when stronger
+    (ρ/r²). A particle echo has no surface: entity and material -1, incidence 1."""
+    n = len(beams)
+    rb, rho_b = backscatter_returns(n, alpha, effects.beam.echo_separation_m, range_min, rng)
+    target = beams.range
+    have = np.isfinite(target)
+    mode = effects.beam.return_mode
+    if mode == "first":
+        take = ~have | (rb < target)
+    elif mode == "last":
+        take = ~have
+    else:
+        strength = np.where(have, beams.reflectivity / np.maximum(np.where(have, target, 1.0), 0.1) ** 2, 0.0)
+        take = rho_b / rb**2 > strength
+    take &= rho_b > 0
+    if not take.any():
+        return
+    idx = np.flatnonzero(take)
+    beams.range = beams.range.copy()
+    beams.reflectivity = beams.reflectivity.copy()
+    beams.range[idx] = rb[idx]
+    beams.reflectivity[idx] = rho_b[idx]
+    beams.material = np.where(take, -1, beams.material).astype(np.int32)
+    beams.cos_incidence = np.where(take, np.float32(1.0), beams.cos_incidence)
+    entity, normal = beams._lazy["entity"], beams._lazy["normal"]  # resolved only if read (ground truth)
+    beams.entity = lambda: np.where(take, -1, entity() if callable(entity) else entity).astype(np.int32)
+    beams.normal = lambda: np.where(take[:, None], np.float32(0.0), normal() if callable(normal) else normal)
+
+
+def add_bloom(beams: LidarHits, cols: int, threshold: float, width: int, leak: float, first: int) -> None:
+    """Halo returns beside bright returns (blooming.py); a halo has no surface: entity, material -1."""
+    r, rho, halo = bloom(beams.range, beams.reflectivity, cols, threshold, width, leak, first)
+    if not halo.any():
+        return
+    beams.range, beams.reflectivity = r, rho
+    beams.material = np.where(halo, -1, beams.material).astype(np.int32)
+    beams.cos_incidence = np.where(halo, np.float32(1.0), beams.cos_incidence)
+    entity, normal = beams._lazy["entity"], beams._lazy["normal"]
+    beams.entity = lambda: np.where(halo, -1, entity() if callable(entity) else entity).astype(np.int32)
+    beams.normal = lambda: np.where(halo[:, None], np.float32(0.0), normal() if callable(normal) else normal)

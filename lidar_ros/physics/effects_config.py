@@ -1,0 +1,241 @@
+"""Configuration of the lidar effects beyond the surface model: beam footprint and echoes, detection
+probability, photon counts and ambient light, weather, time-of-flight ambiguity.
+
+Each is a frozen dataclass built from its own section of a sensor file with `from_dict` (every key
+checked, errors name the key and the allowed values). Every default is off, so a sensor without these
+sections is exactly the geometric sensor of before. Example::
+
+    beam:                        # footprint.py, echoes.py
+      divergence_mrad: 3.0       # full angle of the beam cone (datasheet); 0 = a thin ray
+      sub_rays: 4                # rays traced per beam over its footprint (1 = the central ray only)
+      profile: gaussian          # uniform | gaussian (1/e² diameter = the divergence cone)
+      return_mode: strongest     # strongest | last | first | dual (strongest + last) | mixed
+      echo_separation_m: 0.5     # sub-returns nearer to each other than this form one echo
+    detection:                   # detection_probability.py
+      model: threshold           # threshold (hard range–reflectivity limit) | snr (smooth curve)
+      snr_at_limit: 4.0          # threshold / noise σ at the limit curve: steepness of the curve
+      dropout_probability: 0.0   # random single-pixel dropouts
+    signal:                      # photons.py, ambient.py, blooming.py
+      poisson: false             # shot noise on signal photons
+      noise_floor: 0.0           # mean photons reported where there is no return
+      saturation: 65535          # largest signal count
+      ambient_model: flat        # flat (surface.ambient_level/ambient_sky) | sun (ambient.py)
+      sun_elevation_deg: 45.0    # sun above the horizon; < 0 = night (ambient from sky glow only)
+      sun_azimuth_deg: 0.0
+      row_gain_sigma: 0.0        # relative per-row (per-beam) ambient gain spread, fixed per run
+      bloom_threshold: 0.0       # blooming.py: reflectivity (x white) from which a return leaks; 0 = off
+      bloom_width_px: 2          # columns of halo on each side
+      bloom_leak: 0.01           # stray-light fraction per column
+    weather:                     # weather.py
+      fog_visibility_km: 0.0     # meteorological visibility; 0 = no fog
+      rain_rate_mm_h: 0.0
+      backscatter: true          # particle returns near the sensor
+      wavelength_nm: 905         # laser wavelength (fog extinction depends on it)
+    tof:                         # backfolding.py, cw_phase.py
+      unambiguous_range_m: 0.0   # pulsed: c / (2 f_rep); 0 = no folding
+      mode: pulsed               # pulsed | cw (two-frequency phase ranging, Heiden et al. 2020)
+      frequencies_mhz: [46.55, 53.2]  # cw modulation frequencies (Hokuyo URG-04LX)
+      periods: 15                # cw periods per phase estimate
+      bias: [0, 0, 0]            # cw phase bias a·L² + b·L + c (rad), L = ρ/r² of the return
+    glass:                       # glass.py
+      specular: false            # the specular return of glass hit near head-on (and ghosts below)
+      refractive_index: 1.5      # Fresnel R0 = ((n-1)/(n+1))²
+      lobe_deg: 0.5              # angular width of the specular lobe
+      ghosts: true               # points of what the glass reflects, behind it
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ._validate import check_keys, choice, integer, number
+
+RETURN_MODES = ("strongest", "last", "first", "dual", "mixed")
+PROFILES = ("uniform", "gaussian")
+DETECTION_CURVES = ("threshold", "snr")
+TOF_MODES = ("pulsed", "cw")
+AMBIENT_MODELS = ("flat", "sun")
+MAX_SUB_RAYS = 64
+
+
+class _Section:
+    """from_dict / to_dict shared by the effect sections (each defines _checked)."""
+
+    def __post_init__(self):
+        for key, value in self._checked(dataclasses.asdict(self), type(self).__name__).items():
+            object.__setattr__(self, key, value)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None, where: str):
+        data = check_keys(data, [f.name for f in dataclasses.fields(cls)], where)
+        return cls(**cls._checked({**dataclasses.asdict(cls()), **data}, where))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class BeamConfig(_Section):
+    divergence_mrad: float = 0.0
+    sub_rays: int = 1
+    profile: str = "uniform"
+    return_mode: str = "strongest"
+    echo_separation_m: float = 0.5
+
+    @staticmethod
+    def _checked(v, where):
+        return dict(
+            divergence_mrad=number(v["divergence_mrad"], "divergence_mrad", where, 0.0, 100.0),
+            sub_rays=integer(v["sub_rays"], "sub_rays", where, 1, MAX_SUB_RAYS),
+            profile=choice(v["profile"], "profile", where, PROFILES),
+            return_mode=choice(v["return_mode"], "return_mode", where, RETURN_MODES),
+            echo_separation_m=number(v["echo_separation_m"], "echo_separation_m", where, 0.0, 100.0),
+        )
+
+    @property
+    def footprint(self) -> bool:
+        """Sub-rays are traced (more than the central ray)."""
+        return self.sub_rays > 1
+
+    @property
+    def dual(self) -> bool:
+        return self.return_mode == "dual"
+
+
+@dataclass(frozen=True)
+class DetectionConfig(_Section):
+    model: str = "threshold"
+    snr_at_limit: float = 4.0
+    dropout_probability: float = 0.0
+
+    @staticmethod
+    def _checked(v, where):
+        return dict(
+            model=choice(v["model"], "model", where, DETECTION_CURVES),
+            snr_at_limit=number(v["snr_at_limit"], "snr_at_limit", where, 0.0, 1000.0, low_open=True),
+            dropout_probability=number(v["dropout_probability"], "dropout_probability", where, 0.0, 1.0),
+        )
+
+
+@dataclass(frozen=True)
+class SignalConfig(_Section):
+    poisson: bool = False
+    noise_floor: float = 0.0
+    saturation: float = 65535.0
+    ambient_model: str = "flat"
+    sun_elevation_deg: float = 45.0
+    sun_azimuth_deg: float = 0.0
+    row_gain_sigma: float = 0.0
+    bloom_threshold: float = 0.0
+    bloom_width_px: int = 2
+    bloom_leak: float = 0.01
+
+    @staticmethod
+    def _checked(v, where):
+        if not isinstance(v["poisson"], bool):
+            from radarays_ros.errors import ConfigError
+
+            raise ConfigError(f"{where}.poisson: {v['poisson']!r}; allowed: true or false")
+        return dict(
+            poisson=v["poisson"],
+            noise_floor=number(v["noise_floor"], "noise_floor", where, 0.0, 65535.0),
+            saturation=number(v["saturation"], "saturation", where, 1.0, 65535.0),
+            ambient_model=choice(v["ambient_model"], "ambient_model", where, AMBIENT_MODELS),
+            sun_elevation_deg=number(v["sun_elevation_deg"], "sun_elevation_deg", where, -90.0, 90.0),
+            sun_azimuth_deg=number(v["sun_azimuth_deg"], "sun_azimuth_deg", where, -360.0, 360.0),
+            row_gain_sigma=number(v["row_gain_sigma"], "row_gain_sigma", where, 0.0, 1.0),
+            bloom_threshold=number(v["bloom_threshold"], "bloom_threshold", where, 0.0, 1e6),
+            bloom_width_px=integer(v["bloom_width_px"], "bloom_width_px", where, 0, 32),
+            bloom_leak=number(v["bloom_leak"], "bloom_leak", where, 0.0, 1.0),
+        )
+
+
+@dataclass(frozen=True)
+class WeatherConfig(_Section):
+    fog_visibility_km: float = 0.0
+    rain_rate_mm_h: float = 0.0
+    backscatter: bool = True
+    wavelength_nm: float = 905.0
+
+    @staticmethod
+    def _checked(v, where):
+        if not isinstance(v["backscatter"], bool):
+            from radarays_ros.errors import ConfigError
+
+            raise ConfigError(f"{where}.backscatter: {v['backscatter']!r}; allowed: true or false")
+        return dict(
+            fog_visibility_km=number(v["fog_visibility_km"], "fog_visibility_km", where, 0.0, 1000.0),
+            rain_rate_mm_h=number(v["rain_rate_mm_h"], "rain_rate_mm_h", where, 0.0, 500.0),
+            backscatter=v["backscatter"],
+            wavelength_nm=number(v["wavelength_nm"], "wavelength_nm", where, 400.0, 2000.0),
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.fog_visibility_km or self.rain_rate_mm_h)
+
+
+@dataclass(frozen=True)
+class TofConfig(_Section):
+    unambiguous_range_m: float = 0.0
+    mode: str = "pulsed"
+    frequencies_mhz: tuple = (46.55, 53.2)
+    periods: int = 15
+    bias: tuple = (0.0, 0.0, 0.0)
+
+    @staticmethod
+    def _checked(v, where):
+        from radarays_ros.errors import ConfigError
+
+        freqs, bias = v["frequencies_mhz"], v["bias"]
+        if not (isinstance(freqs, (list, tuple)) and len(freqs) == 2):
+            raise ConfigError(f"{where}.frequencies_mhz: {freqs!r}; allowed: two modulation frequencies in MHz")
+        freqs = tuple(number(f, f"frequencies_mhz[{i}]", where, 0.001, 1e4) for i, f in enumerate(freqs))
+        if freqs[0] == freqs[1]:
+            raise ConfigError(f"{where}.frequencies_mhz: {list(freqs)}; allowed: two different frequencies")
+        if not (isinstance(bias, (list, tuple)) and len(bias) == 3):
+            raise ConfigError(f"{where}.bias: {bias!r}; allowed: [a, b, c] of the phase bias a·L² + b·L + c (rad)")
+        return dict(unambiguous_range_m=number(v["unambiguous_range_m"], "unambiguous_range_m", where, 0.0, 1e6),
+                    mode=choice(v["mode"], "mode", where, TOF_MODES), frequencies_mhz=freqs,
+                    periods=integer(v["periods"], "periods", where, 1, 1000),
+                    bias=tuple(number(b, f"bias[{i}]", where, -100.0, 100.0) for i, b in enumerate(bias)))
+
+
+@dataclass(frozen=True)
+class GlassConfig(_Section):
+    specular: bool = False
+    refractive_index: float = 1.5
+    lobe_deg: float = 0.5
+    ghosts: bool = True
+
+    @staticmethod
+    def _checked(v, where):
+        from radarays_ros.errors import ConfigError
+
+        for key in ("specular", "ghosts"):
+            if not isinstance(v[key], bool):
+                raise ConfigError(f"{where}.{key}: {v[key]!r}; allowed: true or false")
+        return dict(specular=v["specular"], ghosts=v["ghosts"],
+                    refractive_index=number(v["refractive_index"], "refractive_index", where, 1.0, 4.0, low_open=True),
+                    lobe_deg=number(v["lobe_deg"], "lobe_deg", where, 0.0, 45.0, low_open=True))
+
+
+@dataclass(frozen=True)
+class EffectsConfig:
+    """Every effect section of one sensor."""
+
+    beam: BeamConfig = BeamConfig()
+    detection: DetectionConfig = DetectionConfig()
+    signal: SignalConfig = SignalConfig()
+    weather: WeatherConfig = WeatherConfig()
+    tof: TofConfig = TofConfig()
+    glass: GlassConfig = GlassConfig()
+
+    SECTIONS = {"beam": BeamConfig, "detection": DetectionConfig, "signal": SignalConfig, "weather": WeatherConfig,
+                "tof": TofConfig, "glass": GlassConfig}
+
+    @classmethod
+    def from_spec(cls, sections: Mapping[str, Any], origin: str) -> "EffectsConfig":
+        """From a sensor file's sections (missing ones: defaults); errors name `origin: section.key`."""
+        return cls(**{name: kind.from_dict(sections.get(name), f"{origin}: {name}") for name, kind in cls.SECTIONS.items()})

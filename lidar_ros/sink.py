@@ -1,0 +1,53 @@
+"""Where a LidarSimulator writes a frame: the sink contract (defined here, implemented in radarays_ros.io).
+
+The lidar model knows pixels; a driver layout knows bytes. A sink joins them without the model importing
+io: `LidarSimulator(..., sink=factory)` calls `factory(config, piece_starts)` once, and the factory
+returns a `FrameSink` (or None where the config's cloud cannot be written in pixel order). Per frame the
+simulator asks the sink for a buffer (`new`), writes xyz and intensity fields straight into its views,
+lets it fill the fields that follow from the ranges (`fill`) and says when the frame is complete
+(`done`). radarays_ros.io.lidar_clouds.FrameCloud is the driver-layout sink.
+
+Ownership is explicit: a frame's buffer belongs to the scan that carries it. A consumer that has
+finished with a scan (published, serialised, copied) gives it back with `LidarScan.release()`; only a
+buffer given back is handed out again. Without a release every frame gets a buffer of its own, so a
+buffer a consumer still holds is never overwritten.
+
+The driver layouts are listed here once (io implements them; configs and command lines offer them).
+"""
+from __future__ import annotations
+
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+# PointCloud2 layouts of real drivers (radarays_ros.io.lidar_clouds documents each one's bytes)
+LAYOUTS = ("velodyne", "ouster", "ouster_native", "ouster_xyz", "ouster_xyzi", "ouster_xyzir", "gazebo", "gazebo_cpu",
+           "livox", "livox_xyzrtl", "xyzi")
+# ring numbering of each layout: True = ring 0 is the top beam, False = the lowest, None = scan rows as they are
+TOP_RING_FIRST = {"velodyne": False, "ouster": True, "ouster_native": True, "ouster_xyz": True, "ouster_xyzi": True,
+                  "ouster_xyzir": True, "gazebo": False, "gazebo_cpu": False,
+                  "livox": None, "livox_xyzrtl": None, "xyzi": None}
+
+
+class FrameSink(Protocol):
+    """A frame buffer writer for one sensor config (rows x cols pixels)."""
+
+    def new(self) -> tuple[np.ndarray, bool]:
+        """(buffer, fresh) for one frame; fresh False: a released buffer whose constant fields are in place."""
+
+    def views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
+        """(rows, cols[, 3]) views into `buffer`: 'xyz', 'intensity' and physics field names it stores."""
+
+    def fill(self, buffer: np.ndarray, r0: int, r1: int, range_m: np.ndarray, fresh: bool = True,
+             intensity: np.ndarray | None = None) -> None:
+        """Fields of rows r0..r1 that follow from their ranges and intensities (and, when fresh, the
+        firing table), where `views` gave no view of them."""
+
+    def done(self, buffer: np.ndarray) -> None:
+        """Every field of `buffer` is written: it may be released for reuse."""
+
+    def release(self, buffer: np.ndarray) -> None:
+        """The consumer no longer reads `buffer`: a later frame may write into it."""
+
+
+SinkFactory = Callable[[object, Sequence[int]], "FrameSink | None"]
