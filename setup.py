@@ -40,6 +40,7 @@ setup(
         "scipy>=1.11,<2",
         "protobuf>=4.21,<7",
         "pyzmq>=25,<28",
+        "tqdm>=4.60,<5",
     ],
     extras_require={
         "test": [
@@ -53,7 +54,12 @@ setup(
             "catkin_pkg>=0.5,<2",
             "setuptools>=64",
             "wheel>=0.40",
+            # batch and bag tests: a real Ray local cluster; bags read back by the mcap reference reader
+            "ray>=2.9,<3",
+            "mcap>=1.1,<2",
+            "mcap-ros2-support>=0.5,<1",
         ],
+        "ray": ["ray>=2.9,<3"],
         "ros": [
             "ros-jazzy-rclpy[fastrtps]==7.1.6",
             "ros-jazzy-std-msgs",

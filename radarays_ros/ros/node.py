@@ -69,7 +69,8 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..errors import ConfigError, RadaraysError
-from ..scenario.sensors import ParamInfo, SensorUnit, check_param, make_unit, poses_over, share_path
+from ..scenario.sensors import ParamInfo, SensorUnit, check_param, make_unit, poses_over, sensor_topic,
+                              share_path
 from ..world.transforms import pose_to_matrix
 from .convert import rclpy_class, to_cdr
 from .gazebo_link import (GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, LogRelay, SensorDiscovery, close_mirror,
@@ -158,7 +159,7 @@ class Sensor:
     def topic(self, relative: str) -> str:
         if self.sdf is not None:
             return sdf_topic(self.sdf.topic, self.kind, relative)
-        return f"{self.name}/{relative}" if self.name else relative
+        return sensor_topic(self.name, relative)  # the one rule of bags, rig and nodes
 
     @property
     def label(self) -> str:

@@ -8,7 +8,10 @@ def add_parser(sub) -> None:
     p = sub.add_parser("run", help="simulate a scenario (world, sensor rig, trajectory) into an MCAP rosbag2",
                        description=__doc__)
     p.add_argument("scenario", help="scenario YAML (see scenarios/office_demo.yaml)")
-    p.add_argument("--out", required=True, help="output bag: run.mcap (one file) or a rosbag2 directory")
+    p.add_argument("--out", required=True, help="output bag: run.mcap (one file) or a rosbag2 directory; never a "
+                   "ROS 1 name (.bag); must not exist unless --overwrite")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it is a bag (an MCAP file or a rosbag2 "
+                   "directory); anything else is never deleted")
     p.add_argument("--pictures", metavar="DIR", help="also write a PNG per frame: radar Cartesian views, lidar top views")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -17,7 +20,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from .runner import run_scenario
 
-    summary = run_scenario(args.scenario, args.out, args.pictures, quiet=args.quiet)
+    summary = run_scenario(args.scenario, args.out, args.pictures, quiet=args.quiet, overwrite=args.overwrite)
     frames = ", ".join(f"{name}: {n}" for name, n in summary.frames.items())
     print(f"wrote {summary.bag} ({frames} frames; {sum(summary.topics.values())} messages on "
           f"{len(summary.topics)} topics) in {summary.seconds:.1f} s", file=sys.stderr)
