@@ -43,11 +43,12 @@ def sweep_starts(scenario: Scenario, unit: SensorUnit, max_frames: int | None) -
 
 
 def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None = None, quiet: bool = False,
-                 stream=None, overwrite: bool = False) -> RunSummary:
+                 stream=None, overwrite: bool = False, threads: int | None = None) -> RunSummary:
     """Simulate a scenario into `out` (.mcap file or rosbag2 directory); pictures into a folder if given.
 
     `out` must not exist unless `overwrite` (and then only a bag is replaced: io/bag.py); the bag
     appears under its name only when complete. `quiet=False` shows a tqdm bar over frames on `stream`.
+    `threads`: tracing threads (default: every core; a batch gives each of its workers a share).
     """
     from ..tracing import make_backend
     from ..world.loader import load_world
@@ -55,7 +56,7 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
     scenario = path_or_scenario if isinstance(path_or_scenario, Scenario) else load_scenario(path_or_scenario)
     started = time.perf_counter()
     scene = load_world(scenario.world, materials=scenario.materials, ignore=scenario.ignore)
-    backend = make_backend(scenario.backend, scene)
+    backend = make_backend(scenario.backend, scene, **({"threads": threads} if threads else {}))
     units = {}
     for spec in scenario.sensors:
         try:
