@@ -46,25 +46,15 @@ ENGINES = ("local", "ray")
 # -- finding scenarios --------------------------------------------------------------------------
 def resolve_scenario(text: str, base: Path, where: str) -> Path:
     """A scenario file: a path (relative to the manifest's folder, or as given), else a shipped name."""
+    from ..resources import find_shipped, not_shipped
+
     for candidate in (base / text, Path(text).expanduser()):
         if candidate.is_file():
             return candidate.resolve()
-    try:
-        from .. import resources  # the shipped-data lookup, where this version has it
-    except ImportError:
-        resources = None
-    if resources is not None:
-        found = resources.find_shipped("scenario", text)
-        if found is None:
-            raise ConfigError(f"{where}: {resources.not_shipped('scenario', text)}")
-        return Path(found).resolve()
-    from .sensors import share_path
-
-    folder = share_path("scenarios")
-    names = sorted(p.stem for p in folder.glob("*.yaml"))
-    if text in names:
-        return (folder / f"{text}.yaml").resolve()
-    raise ConfigError(f"{where}: {text!r}: not a scenario file and not a shipped scenario; shipped: {', '.join(names)}")
+    found = find_shipped("scenario", text)
+    if found is None:
+        raise ConfigError(f"{where}: {not_shipped('scenario', text)}")
+    return Path(found).resolve()
 
 
 # -- planning -----------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from ..errors import ConfigError
 from ..io import messages
 from ..io.bag import BagWriter
 from .config import Scenario, load_scenario, matching_entities
+from ..sensors.units import SensorUnit, make_unit, poses_over, sensor_topic
 from .odometry import odometry_msg, odometry_poses, travelled
 from .pictures import safe_file_name
-from .sensors import SensorUnit, make_unit, poses_over, sensor_topic
 
 
 @dataclass
