@@ -153,7 +153,11 @@ def _local_child(task: dict, conn) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    conn.send(execute_run(task))
+    try:
+        record = execute_run(task)
+    except KeyboardInterrupt:  # the bag writer has already dropped its unfinished bag
+        sys.exit(130)
+    conn.send(record)
     conn.close()
 
 
