@@ -286,3 +286,31 @@ def test_ray_and_local_write_the_same_messages(tmp_path):
 def test_killed_ray_worker_is_retried(tmp_path):
     pytest.importorskip("ray")
     killed_worker_batch(tmp_path, "ray")
+
+
+def test_readme_batches_section_is_what_the_program_takes(tmp_path):
+    """The README's manifest is a valid manifest (102 runs), its commands parse, its Job is an Indexed Job."""
+    import re
+    import shlex
+
+    from radarays_ros.cli import build_parser
+    from radarays_ros.scenario.batch import resolve_scenario
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Batches"):]
+    section = section[:section.index("\n## ", 5)]
+    blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    (tmp_path / "manifest.yaml").write_text(blocks[0])
+    runs = load_manifest(tmp_path / "manifest.yaml", resolve_scenario).runs
+    assert len(runs) == 102 and {r.scenario for r in runs} == {"office_demo", "street_demo"}
+    assert set(runs[-1].drawn) == {"materials.concrete.radar.velocity", "weather.fog_visibility_km",
+                                   "odometry.drift.translation_std"}
+    job = yaml.safe_load(blocks[1])
+    assert job["kind"] == "Job" and job["spec"]["completionMode"] == "Indexed"
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    commands = [line.strip() for line in section.splitlines() if line.strip().startswith("radarays batch")]
+    commands.append(command.replace("$JOB_COMPLETION_INDEX", "3"))
+    assert len(commands) >= 5
+    for line in commands:
+        args = build_parser().parse_args(shlex.split(line.split("#")[0])[1:])
+        assert args.func.__name__ == "batch"
