@@ -202,7 +202,7 @@ def test_trajectory_from_csv_and_from_a_bags_odometry_and_tf(tmp_path):
     ({"sensors": {"r": {"type": "sonar"}}}, "sensors.r.type = 'sonar': must be radar or lidar"),
     ({"sensors": {"../../x": {"type": "radar"}}}, r"sensors: name '../../x' is not a ROS name"),
     ({"odometry": {"drift": {"yaw_std": 1}}}, r"odometry.drift: unknown key\(s\) \['yaw_std'\]; allowed: translation_std"),
-    ({"odometry": {"drift": {"translation_std": -1}}}, r"odometry.drift.translation_std = -1: expected a number in \[0, 10\]"),
+    ({"odometry": {"drift": {"translation_std": -1}}}, r"odometry.drift.translation_std = -1.0: out of range, allowed \[0.0, 10.0\]"),
     ({"sensors": {"r": {"type": "radar", "mount": [0, 0, 1]}}}, r"sensors.r.mount: expected \[x, y, z"),
     ({"duration": -1}, "duration = -1: must be >= 0"),
     ({"world": "nope.sdf"}, r"world = 'nope.sdf': .*nope.sdf not found \(paths are relative to the scenario file\)"),

@@ -24,10 +24,14 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import ConfigError
+from ..validate import Rule
 from ..world.transforms import pose_to_matrix
 
 ODOMETRY_KEYS = ("frame", "topic", "drift", "seed")
-DRIFT_KEYS = ("translation_std", "yaw_std_deg")
+DRIFT_RULES = {"translation_std": Rule(float, 0.0, 10.0, doc="odometry position noise, m per sqrt(m) driven"),
+               "yaw_std_deg": Rule(float, 0.0, 10.0, doc="odometry heading noise, deg per sqrt(m) driven")}
+DRIFT_KEYS = tuple(DRIFT_RULES)
+SEED_RULE = Rule(int, 0, 2**53, doc="seed of the drift draws")
 
 
 @dataclass(frozen=True)
@@ -58,15 +62,8 @@ def odometry_spec(data: Any, where: str) -> OdometrySpec:
     unknown = sorted(set(map(str, drift)) - set(DRIFT_KEYS))
     if unknown:
         raise ConfigError(f"{where}.drift: unknown key(s) {unknown}; allowed: {', '.join(DRIFT_KEYS)}")
-    stds = {}
-    for key in DRIFT_KEYS:
-        value = drift.get(key, 0.0)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 10.0:
-            raise ConfigError(f"{where}.drift.{key} = {value!r}: expected a number in [0, 10]")
-        stds[key] = float(value)
-    seed = data.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ConfigError(f"{where}.seed = {seed!r}: expected an integer in [0, 2^63 - 1]")
+    stds = {key: rule.check(drift.get(key, 0.0), f"{where}.drift.{key}") for key, rule in DRIFT_RULES.items()}
+    seed = SEED_RULE.check(data.get("seed", 0), f"{where}.seed")
     frame, topic = str(data.get("frame", "odom")), str(data.get("topic", "/odom"))
     if not frame or not topic.startswith("/"):
         raise ConfigError(f"{where}: frame must be a name and topic an absolute topic (got {frame!r}, {topic!r})")
