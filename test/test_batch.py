@@ -241,6 +241,24 @@ def test_killed_worker_is_retried_local(tmp_path):
     killed_worker_batch(tmp_path, "local")
 
 
+def test_retries_are_bounded(tmp_path):
+    """With retries: 0 a run whose worker is killed is reported failed at once; the other run is done."""
+    small_scenario(tmp_path, duration=1.0)
+    path = manifest(tmp_path, [{"scenario": "room.yaml", "seeds": [1, 2]}], retries=0)
+    runs = plan(path)[1]
+    out = tmp_path / "out"
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(r=run_batch(path, out, workers=2, progress=False)))
+    thread.start()
+    os.kill(wait_for_pid(out / runs[0].spec.id / "run.log", 1), signal.SIGKILL)
+    thread.join(timeout=600)
+    rows = {r["id"]: r for r in result["r"].rows}
+    assert rows[runs[0].spec.id]["status"] == "failed" and rows[runs[1].spec.id]["status"] == "done"
+    record = run_json(out, runs[0].spec.id)
+    assert record["error"] == "worker process died (exit code -9) on each of 1 attempts" and record["attempts"] == 1
+    assert not (out / runs[0].spec.id / "bag.mcap").exists()
+
+
 @pytest.mark.slow
 def test_ctrl_c_keeps_finished_runs_and_leaves_no_half_bag(tmp_path):
     small_scenario(tmp_path, duration=1.0)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..io import messages
-from ..io.bag import BagWriter
+from ..io.bag import BagWriter, check_output_path
 from .config import Scenario, load_scenario, matching_entities
 from ..sensors.units import SensorUnit, make_unit, poses_over, sensor_topic
 from .odometry import odometry_msg, odometry_poses, travelled
@@ -54,6 +54,7 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
     from ..world.loader import load_world
 
     scenario = path_or_scenario if isinstance(path_or_scenario, Scenario) else load_scenario(path_or_scenario)
+    check_output_path(out, overwrite)  # before minutes of work, not after
     started = time.perf_counter()
     scene = load_world(scenario.world, materials=scenario.materials, ignore=scenario.ignore)
     backend = make_backend(scenario.backend, scene, **({"threads": threads} if threads else {}))
