@@ -357,7 +357,8 @@ def run_batch(manifest_path: str | Path, out: str | Path, engine: str = "local",
         try:
             if todo:
                 runner = make_engine(engine, workers, address)
-                threads = max(1, (os.cpu_count() or 1) // runner.workers) if runner.name == "local" else None
+                # local: the cores shared among the workers; Ray: one core per task, as Ray accounts for it
+                threads = max(1, (os.cpu_count() or 1) // runner.workers) if runner.name == "local" else 1
                 attempts: dict[str, int] = {}
                 while todo or in_flight:
                     while todo and len(in_flight) < runner.workers:
