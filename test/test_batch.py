@@ -19,7 +19,8 @@ import yaml
 
 from radarays_ros.cli import main as radarays_main
 from radarays_ros.errors import ConfigError
-from radarays_ros.scenario.batch import is_done, plan, run_batch
+from radarays_ros.scenario.batch import plan, run_batch
+from radarays_ros.scenario.batch_run import is_done
 from radarays_ros.scenario.manifest import load_manifest
 from test_scenario import scenario_file
 

@@ -161,7 +161,6 @@ def _material_library(scenario: Scenario, changes: Mapping[tuple[str, str, str],
 
     from ..radar.materials import RadarMaterials
     from ..world.entities import material_library
-    from ..world.materials import Material
 
     library = material_library(scenario.materials)
     for (name, part, key), value in changes.items():
