@@ -75,7 +75,7 @@ def main() -> None:
         start = time.perf_counter()
         for run in planned:
             scenario = varied_scenario(run.spec.scenario_path, run.spec.overrides, run.spec.seed, "bench")
-            run_scenario(scenario, tmp / f"bare_{run.spec.id}.mcap", quiet=True, threads=cores)
+            run_scenario(scenario, tmp / f"bare_{run.spec.id}.mcap", quiet=True, backend_options={"threads": cores})
         bare = time.perf_counter() - start
 
         walls = {}

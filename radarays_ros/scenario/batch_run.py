@@ -57,8 +57,10 @@ def execute_run(task: dict) -> dict:
         log_line(log, f"attempt {task['attempt']} started, pid {os.getpid()}, {task.get('threads') or 'all'} threads")
         try:
             scenario = varied_scenario(spec.scenario_path, spec.overrides, spec.seed, f"run {spec.id}")
+            # embree shares the cores among the workers; other backends keep their own defaults
+            options = {"threads": task["threads"]} if task.get("threads") and scenario.backend == "embree" else {}
             summary = run_scenario(scenario, run_dir / BAG_NAME, run_dir / "pictures" if spec.pictures else None,
-                                   quiet=True, overwrite=True, threads=task.get("threads"))
+                                   quiet=True, overwrite=True, backend_options=options)
         except Exception as exc:  # noqa: BLE001  one bad run is reported; the batch goes on
             message = str(exc) if isinstance(exc, RadaraysError) else f"{type(exc).__name__}: {exc}"
             log_line(log, f"failed: {message}")

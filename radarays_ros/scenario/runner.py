@@ -43,12 +43,13 @@ def sweep_starts(scenario: Scenario, unit: SensorUnit, max_frames: int | None) -
 
 
 def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None = None, quiet: bool = False,
-                 stream=None, overwrite: bool = False, threads: int | None = None) -> RunSummary:
+                 stream=None, overwrite: bool = False, backend: str | None = None,
+                 backend_options: dict | None = None) -> RunSummary:
     """Simulate a scenario into `out` (.mcap file or rosbag2 directory); pictures into a folder if given.
 
     `out` must not exist unless `overwrite` (and then only a bag is replaced: io/bag.py); the bag
     appears under its name only when complete. `quiet=False` shows a tqdm bar over frames on `stream`.
-    `threads`: tracing threads (default: every core; a batch gives each of its workers a share).
+    `backend` (and its options, e.g. embree's `threads`) overrides the scenario's `backend`.
     """
     from ..tracing import make_backend
     from ..world.loader import load_world
@@ -57,7 +58,7 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
     check_output_path(out, overwrite)  # before minutes of work, not after
     started = time.perf_counter()
     scene = load_world(scenario.world, materials=scenario.materials, ignore=scenario.ignore)
-    backend = make_backend(scenario.backend, scene, **({"threads": threads} if threads else {}))
+    backend = make_backend(backend or scenario.backend, scene, **(backend_options or {}))
     units = {}
     for spec in scenario.sensors:
         try:
