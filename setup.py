@@ -56,12 +56,16 @@ setup(
         "scipy>=1.11,<2",
         "protobuf>=4.21,<7",
         "pyzmq>=25,<28",
-        "tqdm>=4.60,<5",
+        "tqdm>=4.66,<5",
     ],
     extras_require={
         "test": [
             "pytest>=7,<10",
             "xacro>=2.0,<3",
+            # batch and bag tests: a real Ray local cluster; bags read back by the mcap reference reader
+            "ray>=2.9,<3",
+            "mcap>=1.1,<2",
+            "mcap-ros2-support>=0.5,<1",
             # colcon builds the package in a temporary workspace, as a Jazzy user would
             "colcon-core>=0.15,<1",
             "colcon-ros>=0.4,<1",
@@ -70,10 +74,6 @@ setup(
             "catkin_pkg>=0.5,<2",
             "setuptools>=64",
             "wheel>=0.40",
-            # batch and bag tests: a real Ray local cluster; bags read back by the mcap reference reader
-            "ray>=2.9,<3",
-            "mcap>=1.1,<2",
-            "mcap-ros2-support>=0.5,<1",
         ],
         "ray": ["ray>=2.9,<3"],
         "ros": [

@@ -136,6 +136,12 @@ def test_weather_keys_are_applied_to_lidars_or_refused_clearly(tmp_path):
         scenario = varied_scenario(run.spec.scenario_path, run.spec.overrides, 1, "test")
         (lidar,) = [s for s in scenario.sensors if s.kind == "lidar"]
         assert lidar.overrides["weather.fog_visibility_km"] == 0.5
+        foggy = manifest(tmp_path, [{"scenario": "room.yaml", "set": {"weather.fog_visibility_km": 0.05}},
+                                    {"scenario": "room.yaml"}])
+        result = run_batch(foggy, tmp_path / "out", progress=False)
+        fog, clear = (messages(tmp_path / "out" / r["id"] / "bag.mcap") for r in result.rows)
+        lidar_of = lambda bag: [m for m in bag if m[0] == "/lidar/points"]  # noqa: E731
+        assert len(lidar_of(fog)) == len(lidar_of(clear)) == 3 and lidar_of(fog) != lidar_of(clear)
         with pytest.raises(ConfigError, match="the scenario has no lidar, and the radar model has no weather"):
             plan(manifest(tmp_path, [{"scenario": "radar_only.yaml", "set": {"weather.fog_visibility_km": 0.5}}]))
     else:
