@@ -63,6 +63,10 @@ setup(
             "pytest>=7,<10",
             "hypothesis>=6.100,<7",  # fuzz tests of every reader (test/test_fuzz_readers.py)
             "xacro>=2.0,<3",
+            # batch and bag tests: a real Ray local cluster; bags read back by the mcap reference reader
+            "ray>=2.9,<3",
+            "mcap>=1.1,<2",
+            "mcap-ros2-support>=0.5,<1",
             # colcon builds the package in a temporary workspace, as a Jazzy user would
             "colcon-core>=0.15,<1",
             "colcon-ros>=0.4,<1",
@@ -72,6 +76,7 @@ setup(
             "setuptools>=64",
             "wheel>=0.40",
         ],
+        "ray": ["ray>=2.9,<3"],
         "ros": [
             "ros-jazzy-rclpy[fastrtps]==7.1.6",
             "ros-jazzy-std-msgs",

@@ -1,4 +1,4 @@
-"""The `radarays` command: world, cast, radar, lidar and run subcommands.
+"""The `radarays` command: world, cast, radar, lidar, run and batch subcommands.
 
 Each subcommand lives next to the code it drives and exposes `add_parser(subparsers)`, which sets
 `func(args) -> int`. Errors of this package become one line on stderr and exit status 2.

@@ -1,7 +1,7 @@
 """The MCAP bag writer, read back with rosbags' reader; point data decoded with a dtype built here from the offsets."""
 import numpy as np
 from rosbags.highlevel import AnyReader
-from rosbags.interfaces import QosDurability
+from rosbags.interfaces import QosDurability, QosReliability
 
 from radarays_ros.io import messages
 from radarays_ros.io.bag import BagWriter
@@ -40,4 +40,100 @@ def test_single_file_bag_round_trip(tmp_path):
     np.testing.assert_allclose([transform.rotation.z, transform.rotation.w], [np.sqrt(0.5)] * 2)
     latched = connections["/tf_static"].ext.offered_qos_profiles
     assert latched and latched[0].durability == QosDurability.TRANSIENT_LOCAL
-    assert not connections["/points"].ext.offered_qos_profiles
+    best_effort = connections["/points"].ext.offered_qos_profiles
+    assert best_effort and best_effort[0].reliability == QosReliability.BEST_EFFORT
+
+
+def write_small_bag(path, **kwargs):
+    with BagWriter(path, **kwargs) as bag:
+        bag.write("/image", messages.image(np.full((2, 3), 7, np.uint8), 5, "radar"), 5)
+        bag.write("/tf_static", messages.tf_message([messages.transform_stamped(np.eye(4), 0, "base_link", "radar")]), 0)
+        bag.write("/clock", messages.clock(9), 9)
+
+
+def test_mcap_reference_reader_sees_zstd_chunks_qos_and_jazzy(tmp_path):
+    """The bytes as the mcap project's own reader decodes them (schemas from the file, not from rosbags)."""
+    import yaml
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    out = tmp_path / "run.mcap"
+    write_small_bag(out)
+    with out.open("rb") as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        summary = reader.get_summary()
+        assert {c.compression for c in summary.chunk_indexes} == {"zstd"}
+        qos = {c.topic: yaml.safe_load(c.metadata["offered_qos_profiles"])[0] for c in summary.channels.values()}
+        assert qos["/image"]["reliability"] == "best_effort"
+        assert (qos["/tf_static"]["reliability"], qos["/tf_static"]["durability"]) == ("reliable", "transient_local")
+        assert (qos["/clock"]["reliability"], qos["/clock"]["durability"]) == ("reliable", "volatile")
+        (record,) = [m for m in reader.iter_metadata() if m.name == "rosbag2"]
+        assert yaml.safe_load(record.metadata["serialized_metadata"])["ros_distro"] == "jazzy"
+        decoded = {channel.topic: (message.log_time, ros_msg) for _, channel, message, ros_msg in reader.iter_decoded_messages()}
+    assert decoded["/image"][0] == 5 and bytes(decoded["/image"][1].data) == bytes([7] * 6)
+    assert decoded["/image"][1].header.frame_id == "radar" and decoded["/clock"][1].clock.nanosec == 9
+
+
+def test_rosbag2_directory_metadata(tmp_path):
+    import yaml
+
+    out = tmp_path / "run"
+    write_small_bag(out)
+    meta = yaml.safe_load((out / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert meta["ros_distro"] == "jazzy" and meta["relative_file_paths"] == ["run.mcap"]
+    assert sorted(p.name for p in out.iterdir()) == ["metadata.yaml", "run.mcap"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    qos = {t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"] for t in meta["topics_with_message_count"]}
+    assert qos["/tf_static"][0]["durability"] == "transient_local" and qos["/image"][0]["reliability"] == "best_effort"
+
+
+def test_existing_output_is_refused_and_only_a_bag_is_ever_replaced(tmp_path):
+    import pytest
+
+    from radarays_ros.errors import ConfigError
+
+    for name in ("run.mcap", "run"):
+        out = tmp_path / name
+        write_small_bag(out)
+        before = sorted(p.name for p in tmp_path.rglob("*"))
+        with pytest.raises(ConfigError, match=f"output .*{name} exists; .*--overwrite"):
+            write_small_bag(out)
+        assert sorted(p.name for p in tmp_path.rglob("*")) == before
+        write_small_bag(out, overwrite=True)  # a bag we wrote: replaced
+        assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work")
+    (tmp_path / "notes.mcap").write_text("not an MCAP file")
+    faked = tmp_path / "faked"  # looks like a bag, but holds a file metadata.yaml does not list
+    write_small_bag(faked)
+    (faked / "thesis.tex").write_text("years of work")
+    for path in (precious, tmp_path / "notes.mcap", faked):
+        with pytest.raises(ConfigError, match="is not an MCAP file or a rosbag2 directory .* not replaced"):
+            write_small_bag(path, overwrite=True)
+    assert (precious / "thesis.tex").read_text() == "years of work" == (faked / "thesis.tex").read_text()
+    assert (tmp_path / "notes.mcap").read_text() == "not an MCAP file"
+
+
+def test_ros1_bag_name_is_an_error_and_creates_nothing(tmp_path):
+    import pytest
+
+    from radarays_ros.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"m.bag: .bag is a ROS 1 bag; .*m.mcap \(one file\) or m \(a rosbag2 directory\)"):
+        BagWriter(tmp_path / "m.bag")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interrupted_write_leaves_no_bag_under_the_final_name(tmp_path):
+    import pytest
+
+    for name in ("run.mcap", "run"):
+        out = tmp_path / name
+        with pytest.raises(KeyboardInterrupt):
+            with BagWriter(out) as bag:
+                bag.write("/clock", messages.clock(1), 1)
+                assert not out.exists()  # written under a temporary name until complete
+                raise KeyboardInterrupt
+        assert list(tmp_path.iterdir()) == []

@@ -78,7 +78,7 @@ def matrix(transform) -> np.ndarray:
 def test_bag_message_by_message(tmp_path):
     summary = run_scenario(scenario_file(tmp_path), tmp_path / "run.mcap", tmp_path / "pictures", quiet=True)
     bag = read_bag(tmp_path / "run.mcap")
-    assert set(bag) == {"/tf_static", "/tf", "/clock", "/radar/radar/image", "/radar/radar/points", "/lidar/points"}
+    assert set(bag) == {"/tf_static", "/tf", "/clock", "/odom", "/radar/image", "/radar/points", "/lidar/points"}
     assert summary.frames == {"radar": 5, "lidar": 5}
 
     # /tf_static: each sensor's mount on base_link, once, at the start
@@ -90,14 +90,22 @@ def test_bag_message_by_message(tmp_path):
     # /clock and /tf at 20 Hz from 0 s; the base moves along +x at 2 m/s from x = -2
     clocks = [stamp_ for _, _, m in bag["/clock"] for stamp_ in [m.clock.sec * 10**9 + m.clock.nanosec]]
     assert clocks == [k * 50_000_000 for k in range(len(clocks))] and len(clocks) >= 10
-    for log_ns, msgtype, msg in bag["/tf"]:
-        (t,) = msg.transforms
-        assert msgtype == "tf2_msgs/msg/TFMessage" and (t.header.frame_id, t.child_frame_id) == ("map", "base_link")
-        assert stamp(t.header) == log_ns
-        assert t.transform.translation.x == pytest.approx(-2.0 + 2.0 * log_ns / 1e9, abs=1e-9)
+    # REP-105: map -> odom (identity: no drift by default) -> base_link, and the same pose on /odom
+    assert len(bag["/odom"]) == len(bag["/tf"]) == len(clocks)
+    for (log_ns, msgtype, msg), (odom_ns, odom_type, odom) in zip(bag["/tf"], bag["/odom"]):
+        map_odom, odom_base = msg.transforms
+        assert msgtype == "tf2_msgs/msg/TFMessage" and (map_odom.header.frame_id, map_odom.child_frame_id) == ("map", "odom")
+        assert (odom_base.header.frame_id, odom_base.child_frame_id) == ("odom", "base_link")
+        assert stamp(map_odom.header) == stamp(odom_base.header) == log_ns == odom_ns
+        assert np.allclose(matrix(map_odom.transform), np.eye(4))
+        assert odom_base.transform.translation.x == pytest.approx(-2.0 + 2.0 * log_ns / 1e9, abs=1e-9)
+        assert odom_type == "nav_msgs/msg/Odometry" and (odom.header.frame_id, odom.child_frame_id) == ("odom", "base_link")
+        assert odom.pose.pose.position.x == odom_base.transform.translation.x
+        if log_ns:
+            assert odom.twist.twist.linear.x == pytest.approx(2.0, abs=1e-6)
 
     # radar: sweeps start every 0.1 s, logged when they end; the +x wall is 9.9 - x(t) - 0.5 ahead
-    images = bag["/radar/radar/image"]
+    images = bag["/radar/image"]
     assert [stamp(m.header) for _, _, m in images] == [k * 100_000_000 for k in range(5)]
     assert [log for log, _, _ in images] == [(k + 1) * 100_000_000 for k in range(5)]
     for _, _, m in images:
@@ -105,7 +113,7 @@ def test_bag_message_by_message(tmp_path):
         polar = np.asarray(m.data, np.uint8).reshape(300, 40).T  # range_rows: rows are range bins
         x0 = -2.0 + 2.0 * stamp(m.header) / 1e9 + 0.5  # azimuth 0 fires at the sweep start
         assert (polar[0].argmax() + 0.5) * 0.05 == pytest.approx(9.9 - x0, abs=0.3)
-    radar_points = [m for _, _, m in bag["/radar/radar/points"]]
+    radar_points = [m for _, _, m in bag["/radar/points"]]
     assert len(radar_points) == 5 and all(m.header.frame_id == "radar" for m in radar_points)
     assert sum(m.width for m in radar_points) > 0
 
@@ -192,6 +200,9 @@ def test_trajectory_from_csv_and_from_a_bags_odometry_and_tf(tmp_path):
     ({"trajectory": {"waypoints": [[0, 0]]}}, "at least two"),
     ({"trajectory": {"waypoints": [[0, 0], [1, 0]], "csv": "x.csv"}}, "exactly one of"),
     ({"sensors": {"r": {"type": "sonar"}}}, "sensors.r.type = 'sonar': must be radar or lidar"),
+    ({"sensors": {"../../x": {"type": "radar"}}}, r"sensors: name '../../x' is not a ROS name"),
+    ({"odometry": {"drift": {"yaw_std": 1}}}, r"odometry.drift: unknown key\(s\) \['yaw_std'\]; allowed: translation_std"),
+    ({"odometry": {"drift": {"translation_std": -1}}}, r"odometry.drift.translation_std = -1.0: out of range, allowed \[0.0, 10.0\]"),
     ({"sensors": {"r": {"type": "radar", "mount": [0, 0, 1]}}}, r"sensors.r.mount: expected \[x, y, z"),
     ({"duration": -1}, "duration = -1: must be >= 0"),
     ({"world": "nope.sdf"}, r"world = 'nope.sdf': .*nope.sdf not found \(paths are relative to the scenario file\)"),
@@ -270,7 +281,86 @@ def test_readme_main_job_runs(tmp_path):
     assert radarays_main(["run", str(REPO / "radarays_ros" / "data" / "scenarios" / "office_demo.yaml"), "--out", str(tmp_path / "demo.mcap"),
                           "--pictures", str(tmp_path / "pictures")]) == 0
     bag = read_bag(tmp_path / "demo.mcap")
-    radar, velodyne = bag["/radar/radar/image"], bag["/velodyne/points"]
+    radar, velodyne = bag["/radar/image"], bag["/velodyne/points"]
     assert [stamp(m.header) for _, _, m in radar] == [k * 250_000_000 for k in range(10)]
     assert len(velodyne) == 25 and all(m.header.frame_id == "velodyne" and (m.width, m.height) == (16, 1800) for _, _, m in velodyne)
     assert len(list((tmp_path / "pictures").glob("*.png"))) == 35
+
+
+def test_topics_follow_one_naming_rule():
+    from radarays_ros.sensors.units import sensor_topic
+
+    assert sensor_topic("/radar", "radar/image") == "/radar/image"  # the doubled name of old bags
+    assert sensor_topic("/front", "radar/image") == "/front/radar/image"
+    assert sensor_topic("/velodyne", "points") == "/velodyne/points"
+    assert sensor_topic("/robot/radar", "radar/points") == "/robot/radar/points"
+    assert sensor_topic("", "radar/image") == "radar/image"  # a node: relative to its namespace
+
+
+def test_pictures_never_leave_their_folder():
+    from radarays_ros.scenario.pictures import safe_file_name
+
+    for name in ("../../x", "/etc/passwd", "a/b", "..", "", "ok_name-1.2"):
+        safe = safe_file_name(name)
+        assert safe and "/" not in safe and safe not in (".", "..") and not safe.startswith(".")
+    assert safe_file_name("ok_name-1.2") == "ok_name-1.2"
+
+
+def test_odometry_drift_grows_with_the_square_root_of_distance():
+    """Straight 100 m drive in 1000 steps, 400 seeds: lateral error std = sigma_t sqrt(D), heading error
+    std = sigma_yaw sqrt(D) (the random-walk model of odometry.py), within the sampling error of 400 draws."""
+    from radarays_ros.scenario.odometry import OdometrySpec, odometry_poses
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    truth = np.array([pose_to_matrix(0.1 * k, 0, 0) for k in range(1001)])
+    lateral = [odometry_poses(truth, OdometrySpec(translation_std=0.05, seed=s))[-1][1, 3] for s in range(400)]
+    assert np.std(lateral) == pytest.approx(0.05 * 10.0, rel=0.15) and abs(np.mean(lateral)) < 0.1
+    yaws = [(lambda m: math.atan2(m[1, 0], m[0, 0]))(odometry_poses(truth, OdometrySpec(yaw_std_deg=1.0, seed=s))[-1])
+            for s in range(400)]
+    assert np.std(yaws) == pytest.approx(math.radians(1.0) * 10.0, rel=0.15)
+    assert np.array_equal(odometry_poses(truth, OdometrySpec()), truth)
+
+
+def test_drifting_odometry_in_the_bag_keeps_map_to_base_exact(tmp_path):
+    drift = {"drift": {"translation_std": 0.2, "yaw_std_deg": 5.0}, "seed": 3}
+    sensors = {"lidar": {"type": "lidar", "config": "VLP-16", "set": {"noise.sigma": 0.0, "columns": 90}}}
+    run_scenario(scenario_file(tmp_path, odometry=drift, sensors=sensors, duration=1.0), tmp_path / "a.mcap", quiet=True)
+    run_scenario(scenario_file(tmp_path, odometry=drift, sensors=sensors, duration=1.0), tmp_path / "b.mcap", quiet=True)
+    run_scenario(scenario_file(tmp_path, odometry={**drift, "seed": 4}, sensors=sensors, duration=1.0),
+                 tmp_path / "c.mcap", quiet=True)
+    a, b, c = (read_bag(tmp_path / f"{n}.mcap") for n in "abc")
+    errors = []
+    for log_ns, _, msg in a["/tf"]:
+        map_odom, odom_base = msg.transforms
+        world_base = matrix(map_odom.transform) @ matrix(odom_base.transform)
+        assert world_base[0, 3] == pytest.approx(-2.0 + 2.0 * log_ns / 1e9, abs=1e-6) and abs(world_base[1, 3]) < 1e-6
+        errors.append(np.linalg.norm(matrix(odom_base.transform)[:3, 3] - world_base[:3, 3]))
+    assert errors[0] == 0 and max(errors) > 0.01  # the odometry drifts away from the truth
+    odom_a = [(m.pose.pose.position.x, m.pose.pose.position.y) for _, _, m in a["/odom"]]
+    assert odom_a == [(m.pose.pose.position.x, m.pose.pose.position.y) for _, _, m in b["/odom"]]  # same seed
+    assert odom_a != [(m.pose.pose.position.x, m.pose.pose.position.y) for _, _, m in c["/odom"]]
+    assert a["/odom"][-1][2].pose.covariance[0] == pytest.approx(0.2 ** 2 * 2.0, rel=0.01)  # 2 m driven
+
+
+def test_cli_out_safety(tmp_path, capsys):
+    path = scenario_file(tmp_path, duration=0.2)
+    assert radarays_main(["run", str(path), "--out", str(tmp_path / "m.bag"), "--quiet"]) == 2
+    assert "ROS 1 bag" in capsys.readouterr().err and not (tmp_path / "m.bag").exists()
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "data.txt").write_text("mine")
+    for extra in ([], ["--overwrite"]):
+        assert radarays_main(["run", str(path), "--out", str(keep), "--quiet", *extra]) == 2
+        assert (keep / "data.txt").read_text() == "mine"
+        assert capsys.readouterr().err.count("\n") == 1
+    assert radarays_main(["run", str(path), "--out", str(tmp_path / "bag"), "--quiet"]) == 0
+    assert radarays_main(["run", str(path), "--out", str(tmp_path / "bag"), "--quiet"]) == 2
+    assert radarays_main(["run", str(path), "--out", str(tmp_path / "bag"), "--quiet", "--overwrite"]) == 0
+
+
+def test_sensor_name_with_slashes_writes_pictures_inside_the_folder(tmp_path):
+    sensors = {"robot/front": {"type": "lidar", "config": "VLP-16", "set": {"columns": 90}}}
+    summary = run_scenario(scenario_file(tmp_path, sensors=sensors, duration=0.2), tmp_path / "x.mcap",
+                           tmp_path / "pictures", quiet=True)
+    assert summary.pictures and all(p.parent == tmp_path / "pictures" for p in summary.pictures)
+    assert "/robot/front/points" in read_bag(tmp_path / "x.mcap")

@@ -73,7 +73,7 @@ from ..sensors.diagnostics import ERROR, OK, WARN, Stats, sensor_status
 from ..sensors.poses import fixed_pose, mounted_sweep, tf_sweep
 from ..sensors.schedule import next_sweep
 from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
-from ..sensors.units import ParamInfo, SensorUnit, check_param, make_unit, param_rule
+from ..sensors.units import ParamInfo, SensorUnit, check_param, make_unit, param_rule, sensor_topic
 from ..validate import plain
 from .convert import rclpy_class, to_cdr
 from .gazebo_link import (GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, LogRelay, SensorDiscovery, close_mirror,
@@ -143,7 +143,7 @@ class Sensor:
     def topic(self, relative: str) -> str:
         if self.sdf is not None:
             return sdf_topic(self.sdf.topic, self.kind, relative)
-        return f"{self.name}/{relative}" if self.name else relative
+        return sensor_topic(self.name, relative)  # the one rule of bags, rig and nodes
 
     @property
     def label(self) -> str:

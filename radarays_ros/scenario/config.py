@@ -9,7 +9,7 @@
     duration: 2.5                        # s (default: to the trajectory's end)
     tf_rate_hz: 50                       # /tf and /clock messages per second
     sensors:
-      radar:                             # the name is the topic prefix (/radar/radar/image)
+      radar:                             # the topic namespace: /radar/image (see sensor_topic)
         type: radar                      # radar | lidar
         config: navtech_cir204           # preset name or config file
         set: {azimuth.count: 100}        # dotted-key overrides
@@ -25,6 +25,11 @@
       bag: recorded.mcap                 #   poses from a bag: nav_msgs/Odometry or /tf
       topic: /odom
       frame: base_link                   #   /tf: the child frame to follow (parent: world_frame)
+    odometry:                            # optional; REP-105 map -> odom -> base_link, nav_msgs/Odometry
+      frame: odom                        #   the odometry frame (default odom)
+      topic: /odom
+      drift: {translation_std: 0.0, yaw_std_deg: 0.0}   # per sqrt(m) driven; 0 = exact (default)
+      seed: 0                            #   drift draws (see odometry.py)
     entities:                            # optional moving entities of the world
       - name: "car_0*"                   # glob on entity names; all matches move rigidly together
         trajectory: {waypoints: [[-20, 2], [20, 2]], speed: 5}   # the model starts where it is
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -45,11 +51,14 @@ from ..errors import ConfigError
 from ..resources import file_or_shipped, find_shipped
 from ..world.trajectory import Trajectory
 from ..world.transforms import MAX_COORDINATE_M, pose_to_matrix, quaternion_to_matrix
+from .odometry import OdometrySpec, odometry_spec
 
 TOP_KEYS = ("world", "materials", "ignore", "world_frame", "base_frame", "start", "duration", "tf_rate_hz",
-            "sensors", "trajectory", "entities", "description", "backend")
+            "sensors", "trajectory", "entities", "description", "backend", "odometry")
 SENSOR_KEYS = ("type", "config", "set", "mount", "frame_id", "output", "max_frames")
 TRAJECTORY_KEYS = ("csv", "waypoints", "speed", "z", "bag", "topic", "frame")
+# a sensor name is a ROS name (its topics' namespace): tokens of letters, digits and '_', joined by '/'
+SENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,7 @@ class EntityMotion:
 class Scenario:
     path: Path
     world: Path
-    materials: Path | None
+    materials: object  # a YAML path, a MaterialLibrary (batch variations) or None
     ignore: tuple
     world_frame: str
     base_frame: str
@@ -85,6 +94,7 @@ class Scenario:
     trajectory: Trajectory
     entities: tuple = field(default=())
     backend: str = "embree"
+    odometry: OdometrySpec = field(default_factory=OdometrySpec)
 
 
 MAX_NUMBER = 1e6  # seconds (11 days), m/s, Hz, m: beyond, a run never ends or its stamps overflow int64 ns
@@ -92,7 +102,11 @@ MAX_NUMBER = 1e6  # seconds (11 days), m/s, Hz, m: beyond, a run never ends or i
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario YAML, or a shipped scenario by name (errors name the file and the key)."""
     path = file_or_shipped("scenario", path)
-    data = read_yaml(path, "scenario")
+    return scenario_from_data(read_yaml(path, "scenario"), path)
+
+
+def scenario_from_data(data: Any, path: Path) -> Scenario:
+    """A Scenario from parsed YAML (`path`: the file it came from; relative paths are relative to it)."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"scenario {path}: expected a mapping with keys {', '.join(TOP_KEYS)}")
     where = f"scenario {path}"
@@ -123,6 +137,10 @@ def load_scenario(path: str | Path) -> Scenario:
     sensors = data.get("sensors")
     if not isinstance(sensors, Mapping) or not sensors:
         raise ConfigError(f"{where}: sensors must map sensor names to their settings (type, config, mount)")
+    for name in sensors:
+        if not isinstance(name, str) or not SENSOR_NAME.fullmatch(name):
+            raise ConfigError(f"{where}: sensors: name {str(name)[:60]!r} is not a ROS name (letters, digits and '_', "
+                              "'/' between parts, not starting with a digit): it names the sensor's topics and files")
     specs = tuple(_sensor(str(name), spec, f"{where}: sensors.{name}", base) for name, spec in sensors.items())
     entities = data.get("entities") or []
     if not isinstance(entities, list):
@@ -136,9 +154,10 @@ def load_scenario(path: str | Path) -> Scenario:
         motions.append(EntityMotion(str(_required(item, "name", w)),
                                     trajectory_from(_required(item, "trajectory", w), base, f"{w}.trajectory")))
     tf_rate = _number(data, "tf_rate_hz", where, 50.0, lo=0.1)
+    odometry = odometry_spec(data.get("odometry"), f"{where}: odometry")
     return Scenario(path, world_path, (base / str(materials)).resolve() if materials else None, tuple(ignore),
                     str(data.get("world_frame", "map")), str(data.get("base_frame", "base_link")), start_ns, end_ns,
-                    tf_rate, specs, trajectory, tuple(motions), str(data.get("backend", "embree")))
+                    tf_rate, specs, trajectory, tuple(motions), str(data.get("backend", "embree")), odometry)
 
 
 def _sensor(name: str, spec: Any, where: str, base: Path) -> SensorSpec:

@@ -33,3 +33,11 @@ def lidar_birds_eye(scan, size_px: int = 800, max_range: float | None = None, co
         rgb[seen] = (colormaps[colormap](shade)[:, :3] * 255).astype(np.uint8)
     rgb[max(half - 2, 0):half + 3, max(half - 2, 0):half + 3] = (255, 0, 0)
     return rgb
+
+
+def safe_file_name(name: str) -> str:
+    """A sensor name as a file name inside the pictures folder: never a path (`../../x` -> `x`)."""
+    import re
+
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "sensor"
+    return cleaned[:100]

@@ -1,13 +1,14 @@
 """Run a scenario: every sweep of every sensor along the trajectory, into an MCAP rosbag2 and pictures.
 
 The bag holds what a robot with these sensors would have recorded: each sensor's messages (the same
-ones the nodes publish), /tf (world_frame -> base_frame), /tf_static (base_frame -> each sensor),
-and /clock, all at their simulated times, so `ros2 bag play` drives nodes running with use_sim_time.
-Sweeps are stamped with their start; they are logged when they end (when a driver would publish).
+ones the nodes publish, on the topics of `sensor_topic`), /tf (REP-105: world_frame -> odom ->
+base_frame), nav_msgs/Odometry on /odom (drifting as the scenario's `odometry.drift` says, exact by
+default), /tf_static (base_frame -> each sensor) and /clock, all at their simulated times, so
+`ros2 bag play` drives nodes running with use_sim_time. Sweeps are stamped with their start; they
+are logged when they end (when a driver would publish).
 """
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +17,11 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..io import messages
-from ..io.bag import BagWriter
+from ..io.bag import BagWriter, check_output_path
 from .config import Scenario, load_scenario, matching_entities
-from ..sensors.units import SensorUnit, make_unit, poses_over
+from ..sensors.units import SensorUnit, make_unit, poses_over, sensor_topic
+from .odometry import odometry_msg, odometry_poses, travelled
+from .pictures import safe_file_name
 
 
 @dataclass
@@ -28,31 +31,6 @@ class RunSummary:
     pictures: list
     seconds: float
     topics: dict  # topic -> message count
-
-
-class Progress:
-    """A plain progress bar on stderr ('\\r' updates on a terminal, a line per 10 % otherwise)."""
-
-    def __init__(self, total: int, stream=None, width: int = 30):
-        self.total, self.width = max(total, 1), width
-        self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.start = time.perf_counter()
-        self._last_decile = -1
-
-    def update(self, done: int, label: str = "") -> None:
-        fraction = min(done / self.total, 1.0)
-        elapsed = time.perf_counter() - self.start
-        filled = int(round(fraction * self.width))
-        text = f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{self.total} frames {elapsed:5.1f} s {label}"
-        if self.tty:
-            self.stream.write("\r" + text.ljust(80))
-            if done >= self.total:
-                self.stream.write("\n")
-        elif int(fraction * 10) != self._last_decile or done >= self.total:
-            self._last_decile = int(fraction * 10)
-            self.stream.write(text + "\n")
-        self.stream.flush()
 
 
 def sweep_starts(scenario: Scenario, unit: SensorUnit, max_frames: int | None) -> list[int]:
@@ -65,15 +43,22 @@ def sweep_starts(scenario: Scenario, unit: SensorUnit, max_frames: int | None) -
 
 
 def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None = None, quiet: bool = False,
-                 stream=None) -> RunSummary:
-    """Simulate a scenario into `out` (.mcap file or rosbag2 directory); pictures into a folder if given."""
+                 stream=None, overwrite: bool = False, backend: str | None = None,
+                 backend_options: dict | None = None) -> RunSummary:
+    """Simulate a scenario into `out` (.mcap file or rosbag2 directory); pictures into a folder if given.
+
+    `out` must not exist unless `overwrite` (and then only a bag is replaced: io/bag.py); the bag
+    appears under its name only when complete. `quiet=False` shows a tqdm bar over frames on `stream`.
+    `backend` (and its options, e.g. embree's `threads`) overrides the scenario's `backend`.
+    """
     from ..tracing import make_backend
     from ..world.loader import load_world
 
     scenario = path_or_scenario if isinstance(path_or_scenario, Scenario) else load_scenario(path_or_scenario)
+    check_output_path(out, overwrite)  # before minutes of work, not after
     started = time.perf_counter()
     scene = load_world(scenario.world, materials=scenario.materials, ignore=scenario.ignore)
-    backend = make_backend(scenario.backend, scene)
+    backend = make_backend(backend or scenario.backend, scene, **(backend_options or {}))
     units = {}
     for spec in scenario.sensors:
         try:
@@ -109,9 +94,15 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
     written_pictures: list[Path] = []
     counts: dict[str, int] = {}
     frames = {spec.name: 0 for spec in scenario.sensors}
-    progress = None if quiet else Progress(len(events), stream)
+    picture_names = {spec.name: safe_file_name(spec.name) for spec in scenario.sensors}
+    topics = {spec.name: spec.name.strip("/") for spec in scenario.sensors}
+    progress = None if quiet else _progress_bar(len(events), stream)
+    tf_times = np.array(list(_tf_times(scenario)), np.int64)
+    truth = scenario.trajectory.at(tf_times)
+    odom = odometry_poses(truth, scenario.odometry)
+    driven = travelled(truth)
 
-    with BagWriter(out) as bag:
+    with BagWriter(out, overwrite=overwrite) as bag:
         def write(topic, msg, t_ns):
             bag.write(topic, msg, t_ns)
             counts[topic] = counts.get(topic, 0) + 1
@@ -119,15 +110,11 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
         statics = [messages.transform_stamped(spec.mount, scenario.start_ns, scenario.base_frame, spec.frame_id)
                    for spec in scenario.sensors]
         write("/tf_static", messages.tf_message(statics), scenario.start_ns)
-        tf_times = iter(_tf_times(scenario))
-        next_tf = next(tf_times, None)
-        for done, (log_ns, t0, name, k) in enumerate(events, 1):
-            while next_tf is not None and next_tf <= log_ns:
-                pose = scenario.trajectory.at([next_tf])[0]
-                write("/clock", messages.clock(next_tf), next_tf)
-                write("/tf", messages.tf_message([messages.transform_stamped(
-                    pose, next_tf, scenario.world_frame, scenario.base_frame)]), next_tf)
-                next_tf = next(tf_times, None)
+        next_tf = 0
+        for log_ns, t0, name, k in events:
+            while next_tf < len(tf_times) and tf_times[next_tf] <= log_ns:
+                _write_pose(write, scenario, tf_times, truth, odom, driven, next_tf)
+                next_tf += 1
             for trajectory, ids, offsets in movers:
                 pose = trajectory.at([t0])[0]
                 scene.set_poses([(i, pose @ off) for i, off in zip(ids, offsets)])
@@ -136,14 +123,37 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
             sensor_poses = poses_over(lambda times: scenario.trajectory.at(times) @ mount, t0, unit.period_ns)
             result = unit.simulate(sensor_poses, t0)
             for relative, msg in unit.messages(result, t0).items():
-                write(f"/{name}/{relative}", msg, log_ns)
+                write(sensor_topic(f"/{topics[name]}", relative), msg, log_ns)
             frames[name] += 1
             if picture_dir is not None:
-                written_pictures.append(_picture(unit, result, picture_dir / f"{name}_{k:04d}.png"))
+                written_pictures.append(_picture(unit, result, picture_dir / f"{picture_names[name]}_{k:04d}.png"))
             if progress:
-                progress.update(done, name)
+                progress.set_postfix_str(name, refresh=False)
+                progress.update()
+    if progress:
+        progress.close()
     backend.close()
     return RunSummary(Path(out), frames, written_pictures, time.perf_counter() - started, counts)
+
+
+def _write_pose(write, scenario: Scenario, times, truth, odom, driven, i: int) -> None:
+    """/clock, /tf (world -> odom -> base) and /odom at the i-th pose time."""
+    t = int(times[i])
+    frame = scenario.odometry.frame
+    map_odom = truth[i] @ np.linalg.inv(odom[i])  # keeps world -> base exact whatever the drift
+    write("/clock", messages.clock(t), t)
+    write("/tf", messages.tf_message([
+        messages.transform_stamped(map_odom, t, scenario.world_frame, frame),
+        messages.transform_stamped(odom[i], t, frame, scenario.base_frame)]), t)
+    dt = (t - int(times[i - 1])) * 1e-9 if i else 0.0
+    write(scenario.odometry.topic, odometry_msg(odom[i], odom[i - 1] if i else odom[i], dt, float(driven[i]), t,
+                                                scenario.odometry, scenario.base_frame), t)
+
+
+def _progress_bar(total: int, stream):
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="frame", file=stream, dynamic_ncols=True, mininterval=0.5)
 
 
 def _tf_times(scenario: Scenario):

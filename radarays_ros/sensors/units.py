@@ -339,6 +339,24 @@ _LIDAR_EXTRA_TOPICS = {"cone": {"range": "sensor_msgs/msg/Range"},
 SENSOR_KINDS = {"radar": RadarUnit, "lidar": LidarUnit}
 
 
+def sensor_topic(namespace: str, relative: str) -> str:
+    """The one naming rule of sensor topics (bags of `radarays run`, the rig node, the single nodes).
+
+    A sensor's outputs live under its name: `namespace/relative`. An output whose first part repeats
+    the namespace's last part is not doubled, so the radar named `radar` publishes /radar/image (as
+    radar_node does) and a radar named `front` publishes /front/radar/image; a lidar named `velodyne`
+    publishes /velodyne/points. An empty namespace leaves the relative name (the node's namespace).
+    """
+    namespace = namespace.rstrip("/")
+    if not namespace:
+        return relative
+    last = namespace.rsplit("/", 1)[-1]
+    head, _, rest = relative.partition("/")
+    if rest and head == last:
+        relative = rest
+    return f"{namespace}/{relative}"
+
+
 def make_unit(kind: str, name: str, scene, backend, **kwargs) -> SensorUnit:
     """A RadarUnit or LidarUnit by kind name."""
     if kind not in SENSOR_KINDS:

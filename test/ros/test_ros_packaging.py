@@ -239,11 +239,13 @@ def gazebo_demo_topics() -> set[str]:
 
 def scenario_topics() -> set[str]:
     """The sensor topics of the bags `radarays run scenarios/*.yaml` writes (sensor name / relative topic)."""
+    from radarays_ros.sensors.units import sensor_topic
+
     topics = set()
     for path in (REPO / "radarays_ros" / "data" / "scenarios").glob("*.yaml"):
         for name, sensor in yaml.safe_load(path.read_text())["sensors"].items():
             outputs = ("radar/image", "radar/points") if sensor["type"] == "radar" else ("points",)
-            topics |= {f"/{name}/{relative}" for relative in outputs}
+            topics |= {sensor_topic(f"/{name}", relative) for relative in outputs}
     return topics
 
 
@@ -254,11 +256,13 @@ def test_gazebo_demo_topics_are_the_ones_its_params_file_names():
 
 @pytest.mark.parametrize("path", RVIZ, ids=lambda p: p.name)
 def test_rviz_displays_receive_sensor_data(path):
+    from radarays_ros.sensors.units import sensor_topic
+
     data = yaml.safe_load(path.read_text())
     displays = data["Visualization Manager"]["Displays"]
     published = {"radar.rviz": {"/" + t for t in RadarUnit.topics},
                  "lidar.rviz": {"/points", "/scan"},
-                 "rig.rviz": ({"/radar/" + t for t in RadarUnit.topics} | {"/velodyne/points", "/os1/points"}
+                 "rig.rviz": ({sensor_topic("/radar", t) for t in RadarUnit.topics} | {"/velodyne/points", "/os1/points"}
                               | scenario_topics() | gazebo_demo_topics())}[path.name]
     sensor_topics = set()
     for d in displays:
