@@ -12,15 +12,24 @@ PEER = Path(os.environ.get("RADARAYS_GZ_PEER", REPO / "build" / "gz_peer" / "gz_
 FIXTURES = Path(__file__).parent / "fixtures"
 
 class Peer:
-    """The running gz_peer process: `send('move box 1 2 0.5 0 0 0')` waits for its 'ok'."""
+    """The running gz_peer process: `send('move box 1 2 0.5 0 0 0')` waits for its 'ok'.
+    `binary`: the Ignition Transport 11 build (PEER) or the gz-transport13 one (gz_harmonic.PEER13),
+    whose message type names start with `type_prefix` ('ignition.msgs.' or 'gz.msgs.')."""
 
-    def __init__(self, world: str, partition: str):
-        self.world, self.partition = world, partition
+    def __init__(self, world: str, partition: str, binary: Path = PEER, env: dict | None = None):
+        self.world, self.partition, self.binary, self.env = world, partition, Path(binary), env
+        self.type_prefix = "ignition.msgs." if self.binary == PEER else "gz.msgs."
         self.proc: subprocess.Popen | None = None
 
+    def twin(self) -> "Peer":
+        """A new (not started) peer of the same build, world and partition: the same Gazebo restarted."""
+        return Peer(self.world, self.partition, self.binary, self.env)
+
     def start(self) -> "Peer":
-        env = dict(os.environ, IGN_PARTITION=self.partition, IGN_IP="127.0.0.1")
-        self.proc = subprocess.Popen([str(PEER), self.world], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        # gz-transport13 reads only GZ_*, Ignition Transport 11 only IGN_*: both are set
+        env = dict(self.env if self.env is not None else os.environ, GZ_PARTITION=self.partition,
+                   IGN_PARTITION=self.partition, GZ_IP="127.0.0.1", IGN_IP="127.0.0.1")
+        self.proc = subprocess.Popen([str(self.binary), self.world], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, env=env)
         line = self.proc.stdout.readline().strip()
         if line != "ready":

@@ -1,11 +1,12 @@
-"""The built-in gz-transport client against a real Ignition Transport 11 peer (wire version 10)."""
+"""The built-in gz-transport client against real peers: Gazebo Harmonic's gz-transport13 and Ignition
+Transport 11 (both wire version 10); see conftest.py."""
 from __future__ import annotations
 
 import threading
 import time
 
 import pytest
-from gz_harness import Peer, wait_for
+from gz_harness import wait_for
 
 from radarays_ros.gazebo import protos
 from radarays_ros.gazebo.transport import GzTransportClient, split_topic
@@ -49,7 +50,7 @@ def test_subscribe_pose_and_scene_topics(gz_peer, client):
     gz_peer.send("spawn crate 100 1 2 0.5 1 1 1")
     assert wait_for(lambda: scenes)
     type_name, scene = scenes[0]
-    assert type_name == "ignition.msgs.Scene"  # the Fortress-generation name is accepted
+    assert type_name == gz_peer.type_prefix + "Scene"  # Harmonic's name, and the Fortress-generation one
     assert scene.model[0].name == "crate" and scene.model[0].id == 100
 
 
@@ -84,7 +85,7 @@ def test_any_partition_by_default_and_dead_peer_survived(gz_peer):
         gz_peer.kill()  # no BYE: found dead by 3 s of silence
         assert wait_for(lambda: not c.alive(topic), timeout=6)
         stopped_at = count[0]
-        again = Peer(gz_peer.world, gz_peer.partition).start()
+        again = gz_peer.twin().start()
         try:
             assert wait_for(lambda: c.alive(topic) and count[0] > stopped_at + 5, timeout=6)
         finally:
@@ -122,7 +123,7 @@ def test_request_to_a_crashed_replier_goes_to_the_restarted_one(gz_peer, client)
     asking = threading.Thread(target=ask)
     asking.start()
     time.sleep(0.3)  # the request is out, to the dead replier, before the new one exists
-    again = Peer(gz_peer.world, gz_peer.partition).start()
+    again = gz_peer.twin().start()
     try:
         again.send("spawn crate 100 -4 4 0.5 1 1 1")  # only the new world has a crate
         asking.join(timeout=5)
