@@ -49,7 +49,7 @@ def test_bad_params_file_names_the_key_and_the_range_and_the_node_stays_up(tmp_p
         log = node.output()
     (started,) = [line for line in log.splitlines() if "not started" in line]
     assert "range.max = -3.0" in started and "(0.0, 1000000.0]" in started
-    assert "threads = -1: out of range, allowed [0, 1024]; using the default 0" in log  # not rclpy's wording
+    assert "threads = -1: out of range, allowed [0, 1024] (integer); using the default 0" in log  # not rclpy's wording
     assert "fixed_pose: expected 6 numbers x y z roll pitch yaw, got 2; using the identity" in log
     (unknown,) = [line for line in log.splitlines() if "ignored unknown parameter" in line]
     assert "ignored unknown parameter(s) pose_sourc;" in unknown
@@ -67,7 +67,7 @@ def test_shipped_params_files_name_only_known_node_keys(path):
 
     from radarays_ros.ros.gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS
     from radarays_ros.ros.node import NODE_PARAMS, SENSOR_PARAMS
-    from radarays_ros.scenario.sensors import LidarUnit, RadarUnit, resolve_radar_config
+    from radarays_ros.sensors.units import LidarUnit, RadarUnit, resolve_radar_config
 
     ((node, body),) = yaml.safe_load(path.read_text()).items()
     params = body["ros__parameters"]
@@ -77,7 +77,8 @@ def test_shipped_params_files_name_only_known_node_keys(path):
     if node == "sensor_rig" and params.get("gazebo", {}).get("sdf_sensors"):  # the demo world's SDF sensors
         from radarays_ros.gazebo.sensors import find_sensors
 
-        sdf_only = {spec.name for spec in find_sensors(path.parents[2] / "worlds" / "gz_radarays_demo.sdf")} - set(kinds)
+        demo = path.parents[2] / "radarays_ros" / "data" / "worlds" / "gz_radarays_demo.sdf"
+        sdf_only = {spec.name for spec in find_sensors(demo)} - set(kinds)
     flat = _flat_nested(params)
     for key, value in flat.items():
         name, _, rest = key.partition(".")
