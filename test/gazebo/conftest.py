@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import gz_netns  # noqa: E402
 import gz_harmonic  # noqa: E402
-from gz_harness import PEER, Peer  # noqa: E402
+from gz_harness import Peer, peer_binary  # noqa: E402
 from netns_common import refuse  # noqa: E402
 
 
@@ -27,21 +27,6 @@ def isolated_network():
         gz_netns.ensure_isolated()
     except OSError as exc:
         refuse("gz-transport test", f"cannot create a private network namespace with multicast on lo: {exc}")
-
-
-def peer_binary(flavor: str) -> Path:
-    """The built peer of a flavor (ign11, gz13); refused (skip, or fail under CI) when it is not built."""
-    if flavor == "ign11":
-        if not PEER.exists():
-            refuse("gz-transport test", f"{PEER} is not built (bash scripts/setup_gz_peer.sh installs Ignition "
-                   "Transport and builds it)")
-        return PEER
-    if not gz_harmonic.stage_complete("transport"):
-        refuse("gz-transport13 test", gz_harmonic.missing("transport"))
-    if not gz_harmonic.PEER13.exists():
-        refuse("gz-transport13 test", f"{gz_harmonic.PEER13} is not built (bash scripts/setup_gz_peer.sh builds it "
-               "once Gazebo Harmonic is built)")
-    return gz_harmonic.PEER13
 
 
 @pytest.fixture(params=["ign11", "gz13"])

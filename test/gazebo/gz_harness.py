@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+import sys
 from pathlib import Path
+
+sys.path[:0] = [p for p in (str(Path(__file__).parent), str(Path(__file__).parents[1])) if p not in sys.path]
+import gz_harmonic  # noqa: E402  (loaded by file from the ROS tests too: its folder is put on the path)
+from netns_common import refuse  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PEER = Path(os.environ.get("RADARAYS_GZ_PEER", REPO / "build" / "gz_peer" / "gz_peer"))
@@ -72,3 +77,18 @@ def wait_for(predicate, timeout: float = 5.0, interval: float = 0.01) -> bool:
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+def peer_binary(flavor: str) -> Path:
+    """The built peer of a flavor (ign11, gz13); refused (skip, or fail under CI) when it is not built."""
+    if flavor == "ign11":
+        if not PEER.exists():
+            refuse("gz-transport test", f"{PEER} is not built (bash scripts/setup_gz_peer.sh installs Ignition "
+                   "Transport and builds it)")
+        return PEER
+    if not gz_harmonic.stage_complete("transport"):
+        refuse("gz-transport13 test", gz_harmonic.missing("transport"))
+    if not gz_harmonic.PEER13.exists():
+        refuse("gz-transport13 test", f"{gz_harmonic.PEER13} is not built (bash scripts/setup_gz_peer.sh builds it "
+               "once Gazebo Harmonic is built)")
+    return gz_harmonic.PEER13
