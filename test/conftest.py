@@ -5,3 +5,7 @@ from pathlib import Path
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: starts processes (servers, nodes, builds); deselect with -m 'not slow'")

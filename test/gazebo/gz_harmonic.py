@@ -70,3 +70,75 @@ def import_bindings():
         pending = left
     sys.path.insert(0, str(p / "lib" / "python"))
     return importlib.import_module("gz.transport13"), importlib.import_module("gz.msgs10")
+
+
+# -- a headless gz-sim 8 server (stage 'server') --------------------------------------------------------
+def e2e_world(name: str = "e2e") -> str:
+    """A world for the end-to-end tests: ground (asphalt), a wall at x = 6 (metal), a 1 m box 'mover' that
+    drives (VelocityControl: 0.4 m/s forward, 0.2 rad/s; it starts at (0, 3) heading +x), and a 1 m box 'doomed' at (-4, -3). No Sensors system: no render
+    engine on this server."""
+    return f"""<?xml version="1.0"?>
+<sdf version="1.11">
+  <world name="{name}">
+    <physics name="1ms" type="ignored"><max_step_size>0.001</max_step_size><real_time_factor>1.0</real_time_factor></physics>
+    <plugin filename="gz-sim-physics-system" name="gz::sim::systems::Physics"/>
+    <plugin filename="gz-sim-user-commands-system" name="gz::sim::systems::UserCommands"/>
+    <plugin filename="gz-sim-scene-broadcaster-system" name="gz::sim::systems::SceneBroadcaster"/>
+    <model name="ground"><static>true</static><link name="link">
+      <collision name="c"><geometry><plane><normal>0 0 1</normal><size>40 40</size></plane></geometry></collision>
+      <visual name="visual"><geometry><plane><normal>0 0 1</normal><size>40 40</size></plane></geometry>
+        <radarays><material>asphalt</material></radarays></visual></link></model>
+    <model name="wall"><static>true</static><pose>6 0 1 0 0 0</pose><link name="link">
+      <visual name="visual"><geometry><box><size>0.4 8 2</size></box></geometry>
+        <radarays><material>metal</material></radarays></visual></link></model>
+    <model name="mover"><pose>0 3 0.5 0 0 0</pose><link name="link">
+      <inertial><mass>1</mass></inertial>
+      <visual name="visual"><geometry><box><size>1 1 1</size></box></geometry></visual></link>
+      <plugin filename="gz-sim-velocity-control-system" name="gz::sim::systems::VelocityControl">
+        <initial_linear>0.4 0 0</initial_linear><initial_angular>0 0 0.2</initial_angular>
+      </plugin></model>
+    <model name="doomed"><static>true</static><pose>-4 -3 0.5 0 0 0</pose><link name="link">
+      <visual name="visual"><geometry><box><size>1 1 1</size></box></geometry></visual></link></model>
+  </world>
+</sdf>
+"""
+
+
+class GzServer:
+    """`gz sim -s -r` (TPE physics, headless) of a world file, in its own process group."""
+
+    def __init__(self, world_file: Path, partition: str):
+        self.world_file, self.partition = Path(world_file), partition
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "GzServer":
+        env = environment()
+        env.update(GZ_PARTITION=self.partition, GZ_IP="127.0.0.1", IGN_PARTITION=self.partition, IGN_IP="127.0.0.1")
+        log = open(self.world_file.with_suffix(".server.log"), "ab")
+        self.proc = subprocess.Popen(
+            ["gz", "sim", "-s", "-r", "--headless-rendering", "--physics-engine", "gz-physics-tpe-plugin",
+             str(self.world_file)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        return self
+
+    def log(self) -> str:
+        path = self.world_file.with_suffix(".server.log")
+        return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL: a crashed Gazebo (no BYE)."""
+        import signal
+
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
