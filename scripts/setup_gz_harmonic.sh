@@ -79,8 +79,9 @@ install_apt() {
   echo "setup_gz_harmonic.sh: installing apt packages: ${missing[*]}"
   local sudo_cmd=""
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+  $sudo_cmd apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
+    "${missing[@]}" \
     > "$cache/apt-$(date +%s).log"
 }
 

@@ -55,6 +55,8 @@ def make_client(kind: str = "builtin", **options):
 class OfficialClient:
     """The mirror's client interface over gz.transport13.Node (bytes in, bytes out)."""
 
+    TOPIC_TYPES = {"pose/info": "gz.msgs.Pose_V", "dynamic_pose/info": "gz.msgs.Pose_V", "scene/info": "gz.msgs.Scene",
+                   "scene/deletion": "gz.msgs.UInt32_V", "clock": "gz.msgs.Clock"}
     SERVICE_TYPES = {  # request, response types of the services the mirror and the node call
         "scene/info": ("gz.msgs.Empty", "gz.msgs.Scene"),
         "generate_world_sdf": ("gz.msgs.SdfGeneratorConfig", "gz.msgs.StringMsg"),
@@ -72,13 +74,17 @@ class OfficialClient:
         self._thread.start()
 
     def subscribe(self, topic: str, callback) -> None:
-        """Every message of `topic`, whatever its type, as (bytes, type name)."""
-        def relay(payload, info, _topic=topic):
+        """Every message of `topic`, whatever its type, as (bytes, type name). The bindings' MessageInfo
+        carries no type name: it is the one of the world topics the mirror follows, else '' (the
+        receiver's default type)."""
+        type_name = next((t for suffix, t in self.TOPIC_TYPES.items() if topic.endswith("/" + suffix)), "")
+
+        def relay(payload, _info, _topic=topic):
             if self._closed:
                 return
             self._last_heard[_topic] = time.monotonic()
             try:
-                callback(bytes(payload), info.msg_type_name)
+                callback(bytes(payload), type_name)
             except Exception:  # noqa: BLE001 - the bindings would print it to stderr and go on; log it instead
                 log.exception("gz-transport callback of %s failed", _topic)
 
