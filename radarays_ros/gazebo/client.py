@@ -34,7 +34,7 @@ from .transport import GzTransportClient
 log = logging.getLogger(__name__)
 
 CLIENTS = ("builtin", "official")
-REQUEST_SLICE_S = 0.25  # one blocking request_raw of the official bindings (they hold the GIL meanwhile)
+REQUEST_SLICE_S = 0.1  # one blocking request_raw of the official bindings (they hold the GIL meanwhile)
 ANY_TYPE = "google.protobuf.Message"  # gz-transport's generic type: a raw subscription of any publisher
 
 
