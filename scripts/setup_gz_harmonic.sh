@@ -62,9 +62,11 @@ fi
 stage1_packages=(gz-cmake3 gz-utils2 gz-math7 gz-msgs10 gz-transport13)
 stage2_packages=(sdformat14 gz-common5 gz-plugin2 gz-fuel-tools9 gz-physics7 gz-rendering8 gz-sensors8
   gz-gui8 gz-sim8 gz-tools2)
+# libeigen3-dev in stage 1: gz-math7 builds its eigen3 component only when Eigen is there, and gz-physics7
+# (stage 2) needs that component.
 stage1_apt=(build-essential cmake pkg-config libprotobuf-dev protobuf-compiler libprotoc-dev libzmq3-dev
-  cppzmq-dev uuid-dev libsqlite3-dev libtinyxml2-dev python3-dev pybind11-dev)
-stage2_apt=(libeigen3-dev libfreeimage-dev libgts-dev libgdal-dev libavcodec-dev libavformat-dev
+  cppzmq-dev uuid-dev libsqlite3-dev libtinyxml2-dev python3-dev pybind11-dev libeigen3-dev)
+stage2_apt=(libfreeimage-dev libgts-dev libgdal-dev libavcodec-dev libavformat-dev
   libavutil-dev libswscale-dev libavdevice-dev libassimp-dev libcurl4-openssl-dev libjsoncpp-dev libzip-dev
   qtbase5-dev qtdeclarative5-dev qtquickcontrols2-5-dev ruby)
 
@@ -145,6 +147,10 @@ install_apt "${stage1_apt[@]}"
 run_stage transport "${stage1_packages[@]}"
 if [ "$stage" = "all" ]; then
   install_apt "${stage2_apt[@]}"
+  if [ ! -f "$prefix/.stage-server-complete" ] && [ ! -d "$prefix/lib/cmake/gz-math7-eigen3" ]; then
+    rm -f "$cache/stamps/gz-math7.done"  # a gz-math7 built before Eigen was installed: again, with it
+    build_package gz-math7
+  fi
   run_stage server "${stage2_packages[@]}"
 fi
 echo "Gazebo Harmonic in $prefix: LD_LIBRARY_PATH=$prefix/lib PYTHONPATH=$prefix/lib/python" \
