@@ -13,6 +13,7 @@ OUT by extension:
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +96,8 @@ def run(args) -> int:
     else:
         pose = parse_pose_string(args.pose, degrees=args.degrees, what="--pose")
     scene = load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual")
+    for warning in scene.warnings:  # e.g. --collision on a world without <collision> elements
+        print(f"warning: {warning}", file=sys.stderr)
     backend = make_backend(args.backend, scene)
     sim = LidarSimulator(config, scene, backend, seed=args.seed)
     t0 = int(round(args.t0 * 1e9))

@@ -9,9 +9,8 @@ import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import yaml
-
 from radarays_ros import config_file
+from radarays_ros.config_file import parse_scalar
 from radarays_ros.errors import ConfigError
 
 _REQUIRED = object()
@@ -150,8 +149,5 @@ def set_dotted(spec: dict, dotted: str, value: Any) -> dict:
 
 
 def parse_value(text: str) -> Any:
-    """A command-line `--set key=value` value as YAML (numbers, booleans, lists) or a string."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
+    """A command-line `--set key=value` value as YAML (numbers, booleans, lists) or a string (1e-7 a number)."""
+    return parse_scalar(text)

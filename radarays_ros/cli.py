@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import os
 import sys
 
 from .errors import RadaraysError
@@ -37,15 +39,55 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    hint = unquoted_pose_hint(argv)
+    if hint:
+        print(f"radarays: error: {hint}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        warn_about_pose_angles(args)
         return int(args.func(args) or 0)
     except RadaraysError as exc:
         print(f"radarays: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `radarays ... | head`: the reader left; end quietly (Python's documented recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 1
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def unquoted_pose_hint(argv: list[str]) -> str | None:
+    """`--pose 0 0 1 0 0 0` (six words) instead of `--pose "0 0 1 0 0 0"` (one): say how to quote it."""
+    for i, word in enumerate(argv[:-2]):
+        if word == "--pose" and _is_number(argv[i + 1]) and _is_number(argv[i + 2]):
+            numbers = [w for w in argv[i + 1:i + 7] if _is_number(w)]
+            return (f"--pose takes the six numbers as one argument: quote them, e.g. --pose \"{' '.join(numbers)}\" "
+                    "(x y z roll pitch yaw; metres and radians, or degrees with --degrees)")
+    return None
+
+
+def warn_about_pose_angles(args) -> None:
+    """A --pose angle beyond 2 pi without --degrees is most likely meant in degrees: warn (and go on)."""
+    text, degrees = getattr(args, "pose", None), getattr(args, "degrees", True)
+    if not isinstance(text, str) or degrees:
+        return
+    words = text.replace(",", " ").split()
+    angles = [float(w) for w in words[3:6] if _is_number(w)]
+    big = [a for a in angles if abs(a) > 2 * math.pi]
+    if big:
+        print(f"radarays: warning: --pose angle(s) {', '.join(f'{a:g}' for a in big)} exceed 2 pi radians; "
+              "add --degrees if they are degrees", file=sys.stderr)
 
 
 if __name__ == "__main__":

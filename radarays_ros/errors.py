@@ -1,8 +1,18 @@
 """Exception types, one per layer. Messages name the file, element or key and what was expected."""
+import re
+
+
+_NUMPY_SCALAR = re.compile(r"np\.(?:float|int|uint|bool_?)\d*\(([^()]*)\)")
 
 
 class RadaraysError(Exception):
-    """Base class of every error this package raises on purpose."""
+    """Base class of every error this package raises on purpose.
+
+    Messages show numbers as people write them: numpy 2 reprs a scalar as `np.float64(0.5)`, and a
+    value formatted with !r anywhere in a message would show that; such reprs are printed plain."""
+
+    def __init__(self, *args):
+        super().__init__(*(_NUMPY_SCALAR.sub(r"\1", a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(RadaraysError, ValueError):

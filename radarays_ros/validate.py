@@ -108,3 +108,18 @@ class Rule:
                 (hi is not None and (value >= hi if self.hi_open else value > hi)):
             self.fail(where, value, "out of range")
         return value
+
+
+# -- poses from outside (command lines, parameters, tf, Gazebo) ------------------------------------
+MAX_COORDINATE_M = 1e6  # float32 tracing still resolves ~6 cm this far out; beyond, a pose is an error
+COORDINATE = Rule(float, -MAX_COORDINATE_M, MAX_COORDINATE_M, doc="metres")
+ANGLE = Rule(float, -1e3, 1e3, doc="radians")  # any real turn; 1e39 is a typo or garbage, not an angle
+POSE_KEYS = ("x", "y", "z", "roll", "pitch", "yaw")
+
+
+def check_pose6(values, where: str) -> list[float]:
+    """Six finite numbers x y z (|v| <= 1e6 m) roll pitch yaw (|v| <= 1000 rad); ConfigError naming the bad one."""
+    values = list(values) if isinstance(values, (list, tuple)) or hasattr(values, "tolist") else [values]
+    if len(values) != 6:
+        raise ConfigError(f"{where} = {plain(values)}: expected six numbers x y z roll pitch yaw, got {len(values)}")
+    return [(COORDINATE if i < 3 else ANGLE).check(v, f"{where}.{POSE_KEYS[i]}") for i, v in enumerate(values)]

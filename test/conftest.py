@@ -1,4 +1,5 @@
-"""Puts this folder on sys.path so every test folder can import the shared plumbing (netns_common)."""
+"""Puts this folder on sys.path so every test folder can import the shared plumbing (netns_common, installs);
+marks process-starting tests `slow`."""
 import sys
 from pathlib import Path
 
@@ -7,5 +8,11 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: starts processes (servers, nodes, builds); deselect with -m 'not slow'")
+def pytest_collection_modifyitems(config, items):
+    """Tests that start ROS 2 nodes or a Gazebo transport peer are `slow` too (colcon and wheel installs are
+    marked where they are written): `pytest -m "not slow"` leaves every process-starting test out."""
+    import pytest
+
+    for item in items:
+        if item.get_closest_marker("ros") is not None or "gz_peer" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

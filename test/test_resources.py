@@ -64,3 +64,18 @@ def test_lidar_tables_may_come_from_another_folder(tmp_path, monkeypatch):
     (tmp_path / "presets" / "Mine.yaml").write_text("type: spherical\n")
     monkeypatch.setenv("RADARAYS_LIDAR_CONFIG", str(tmp_path))
     assert resources.shipped_names("lidar") == ["Mine"]
+
+
+def test_world_options_are_one_checked_object():
+    from radarays_ros.world.loader import WorldOptions
+
+    options = WorldOptions(geometry="collision", ignore="desk*")
+    assert options.ignore == ("desk*",) and options.kwargs()["geometry"] == "collision"
+    with pytest.raises(ConfigError, match="geometry = 'visuals': not a choice, allowed one of visual, collision"):
+        WorldOptions(geometry="visuals")
+    with pytest.raises(ConfigError, match="collada_up_axis = 'z': not a choice"):
+        load_world("office", collada_up_axis="z")
+    everything = load_world("office", options=WorldOptions())
+    assert len(load_world("office", options=WorldOptions(ignore=("desk*",)))) < len(everything)
+    with pytest.raises(TypeError, match="unknown option"):
+        load_world("office", geometri="visual")

@@ -25,8 +25,10 @@ scoped name and child_frame_id with the entity's (the world name stripped; the b
    (or in a bridge YAML: topic_name /model/crate/pose, ros_topic_name /tf,
    ros_type_name tf2_msgs/msg/TFMessage, gz_type_name gz.msgs.Pose_V, direction GZ_TO_ROS).
 
-3. The ROS node hands each received transform to `TfPoseSource.apply([(frame_id, child_frame_id,
-   4x4), ...])`; this module never imports rclpy.
+3. Your own node hands each received transform to `TfPoseSource.apply([(frame_id, child_frame_id,
+   4x4), ...])`; this module never imports rclpy. The shipped nodes do not use it: they follow Gazebo
+   through its transport (`gazebo.enable`, GazeboMirror), which needs no bridge and sees spawns and
+   deletions too.
 
 How poses reach entities: frames form a tree (child -> parent, transform); a frame without a known
 parent is a root and stands for the world (the world frame's name does not matter). An entity named

@@ -1,8 +1,8 @@
 """ROS 2 messages built from arrays, as rosbags (Jazzy) message objects.
 
 This is the one place that knows message layouts. The bag writer serialises these objects with
-rosbags; the node layer copies them field by field into rclpy messages (`ros/convert.py`), so what a
-node publishes is what a bag contains.
+rosbags; the nodes publish the same objects' CDR bytes, serialised by rosbags (`ros/convert.to_cdr`,
+rclpy's raw publish), so what a node publishes is byte for byte what a bag contains.
 """
 from __future__ import annotations
 

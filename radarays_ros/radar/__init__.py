@@ -1,4 +1,4 @@
-"""The RadaRays rotating FMCW radar model (radar_model.md): configuration, materials, simulator, image."""
+"""The RadaRays rotating FMCW radar model (Mock et al., RadaRays, RA-L 2025): configuration, materials, simulator, image."""
 from .config import RadarConfig
 from .image import RadarImage
 from .materials import RadarMaterials

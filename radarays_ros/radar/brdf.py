@@ -2,7 +2,7 @@
 
 Each BRDF is a function f(theta, params) -> factor (>= 0), vectorised over theta. theta is the angle
 RadaRays hands its shader: for back-path returns the incidence angle to the normal (monostatic), for
-multipath returns the angle between the mirror direction and the direction to the sensor (§1.5).
+multipath returns the angle between the mirror direction and the direction to the sensor (Mock et al., RadaRays, RA-L 2025).
 The return strength is f(theta) * E_reflected.
 
 * radarays      - as coded in every released RadaRays path: A + B cos(theta)^C (no clamp, no 1/pi).
@@ -10,7 +10,7 @@ The return strength is f(theta) * E_reflected.
 * cook_torrance - diffuse/pi + (1 - diffuse) * D F G / (4 cos^2) times cos(theta) (monostatic: the half
                   vector is the direction to the sensor), Beckmann D with `roughness`, Schlick F from
                   the refraction coefficient `n`, Cook-Torrance G. `transmittance` is the fraction of
-                  energy kept per metre travelled inside the material (the paper's CT run, §1.11).
+                  energy kept per metre travelled inside the material (the paper's Cook-Torrance run; RadaRays' RadarCPUFlex).
 
 User BRDFs: a package registers `name = module:function` in the entry point group `radarays_ros.brdf`;
 the function is called as f(theta: ndarray, params: dict[str, ndarray]) -> ndarray, the parameter

@@ -2,7 +2,7 @@
 
 The YAML file has one mapping per section (the dataclass fields below); dotted keys such as
 ``beam.width_deg`` name a value for overrides (``--set beam.width_deg=10``, ROS parameters).
-Defaults are the RadaRays ``cfg/RadarModel.cfg`` defaults (radar_model.md §3), except that the
+Defaults are the RadaRays ``cfg/RadarModel.cfg`` defaults, except that the
 azimuth layout, which RadaRays hard-codes (400 columns at -0.9 deg), is configurable here.
 Every field carries its allowed range or values; a bad value raises ConfigError naming the file,
 the key and what is allowed; unknown keys are errors.
@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
-from ..config_file import read_yaml
+from ..config_file import parse_scalar, read_yaml
 from ..errors import ConfigError
+from ..validate import Rule
 
 INF = math.inf
 
@@ -63,7 +62,7 @@ class BeamConfig:
     width_h_deg: float | None = _f(None, float, 0.0, 180.0, nullable=True, lo_open=True, doc="horizontal width (elliptic beam)")
     width_v_deg: float | None = _f(None, float, 0.0, 180.0, nullable=True, lo_open=True, doc="vertical width (elliptic beam)")
     samples: int = _f(10, int, 1, 1_000_000, doc="rays per azimuth (Ns)")
-    distribution: str = _f("D3", str, choices=DISTRIBUTIONS, doc="sample density D1..D4 (radar_model.md §1.2)")
+    distribution: str = _f("D3", str, choices=DISTRIBUTIONS, doc="sample density D1..D4 (Mock et al., RadaRays, RA-L 2025, beam densities; RadaRays' numbering 0..3)")
     p_in_cone: float = _f(0.8, float, 0.0, 1.0, lo_open=True, hi_open=True, doc="D3/D4: probability of a sample inside the beam")
     gain_weighting: bool = _f(False, bool, doc="weight samples by a Gaussian two-way antenna gain (not in RadaRays)")
     redraw: str = _f("cached", str, choices=("cached", "per_frame"), doc="cone drawn once (CPU RadaRays) or every frame (GPU)")
@@ -99,7 +98,7 @@ KERNELS = ("none", "triangular", "gaussian", "maxwell_boltzmann")
 
 @dataclass(frozen=True)
 class KernelConfig:
-    type: str = _f("triangular", str, choices=KERNELS, doc="range spread ('system noise', radar_model.md §1.6)")
+    type: str = _f("triangular", str, choices=KERNELS, doc="range spread ('measurement noise' of Mock et al., RadaRays, RA-L 2025: a blur along range)")
     width: int = _f(50, int, 1, 100_000, doc="kernel length in bins")
     mode: float = _f(0.35, float, 0.0, 1.0, doc="peak position as a fraction of the width")
     gaussian_sigma: float | None = _f(None, float, 0.0, 100_000.0, nullable=True, lo_open=True, doc="gaussian: sigma in bins (default width/6)")
@@ -107,7 +106,7 @@ class KernelConfig:
 
 @dataclass(frozen=True)
 class NoiseConfig:
-    ambient: str = _f("perlin", str, choices=("none", "uniform", "perlin"), doc="ambient noise model (§2)")
+    ambient: str = _f("perlin", str, choices=("none", "uniform", "perlin"), doc="ambient noise model (Mock et al., RadaRays, RA-L 2025: uniform or Perlin)")
     at_signal_0: float = _f(0.3, float, 0.0, 100.0, doc="noise amplitude (x column max) where there is no signal")
     at_signal_1: float = _f(0.03, float, 0.0, 100.0, doc="noise amplitude (x column max) on the strongest signal")
     energy_max: float = _f(0.5, float, 0.0, 100.0, doc="noise floor at range 0 (x column max)")
@@ -149,7 +148,7 @@ _DISTRIBUTION_ALIASES = {0: "D1", 1: "D2", 2: "D3", 3: "D4"}
 
 @dataclass(frozen=True)
 class RadarConfig:
-    """Everything the radar model needs; see config/radar/radarays_default.yaml for every key."""
+    """Everything the radar model needs; see radarays_ros/data/radar/radarays_default.yaml for every key."""
 
     azimuth: AzimuthConfig = field(default_factory=AzimuthConfig)
     range: RangeConfig = field(default_factory=RangeConfig)
@@ -199,11 +198,7 @@ class RadarConfig:
         data = self.to_dict()
         for key, value in overrides.items():
             parts = str(key).split(".")
-            if isinstance(value, str):
-                try:
-                    value = yaml.safe_load(value) if value.strip() else value
-                except yaml.YAMLError:
-                    pass
+            value = parse_scalar(value)  # "10" -> 10, "1e-7" -> 1e-07, "true" -> True
             if parts == ["seed"]:
                 data["seed"] = value
                 continue
@@ -256,43 +251,7 @@ def _build_section(section_cls, name: str, raw: Mapping, origin: str):
 
 
 def _check_value(key: str, value: Any, rule: Mapping, origin: str):
-    where = f"radar config {origin}: {key}"
-    kind = rule["kind"]
-    if value is None:
-        if rule.get("nullable"):
-            return None
-        raise ConfigError(f"{where}: a value is required ({_allowed(rule)})")
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"{where} = {value!r}: must be true or false")
-    if kind is str:
-        if not isinstance(value, str) or (rule["choices"] and value not in rule["choices"]):
-            raise ConfigError(f"{where} = {value!r}: must be one of {', '.join(rule['choices'])}")
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{where} = {value!r}: must be a number ({_allowed(rule)})")
-    if kind is int:
-        if float(value) != int(value):
-            raise ConfigError(f"{where} = {value!r}: must be an integer ({_allowed(rule)})")
-        value = int(value)
-    else:
-        value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(f"{where} = {value!r}: must be a finite number ({_allowed(rule)})")
-    lo, hi = rule["lo"], rule["hi"]
-    bad_lo = lo is not None and (value <= lo if rule["lo_open"] else value < lo)
-    bad_hi = hi is not None and (value >= hi if rule["hi_open"] else value > hi)
-    if bad_lo or bad_hi:
-        raise ConfigError(f"{where} = {value!r}: out of range, allowed {_allowed(rule)}")
-    return value
-
-
-def _allowed(rule: Mapping) -> str:
-    if rule["choices"]:
-        return "one of " + ", ".join(rule["choices"])
-    left = "(" if rule["lo_open"] else "["
-    right = ")" if rule["hi_open"] else "]"
-    kind = "integer" if rule["kind"] is int else "number"
-    span = f"{kind} in {left}{rule['lo']}, {rule['hi']}{right}"
-    return span + (" or null" if rule.get("nullable") else "")
+    """One key against its field rule, in the package's one rule vocabulary (radarays_ros.validate)."""
+    return Rule(kind=rule["kind"], lo=rule["lo"], hi=rule["hi"], lo_open=rule["lo_open"], hi_open=rule["hi_open"],
+                choices=tuple(rule["choices"] or ()), nullable=bool(rule.get("nullable")),
+                doc=rule.get("doc", "")).check(value, f"radar config {origin}: {key}")

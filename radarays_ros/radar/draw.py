@@ -1,4 +1,4 @@
-"""Drawing returns into the polar image: range binning and the range-spread kernel (radar_model.md §1.6).
+"""Drawing returns into the polar image: range binning and the range-spread kernel (Mock et al., RadaRays, RA-L 2025: returns summed per (azimuth, range) pixel, blurred along range).
 
 bin = floor((range - offset) / resolution); returns at or beyond the last bin are dropped. With a
 kernel, a return at bin c adds strength * w[i] to bin c - m + i (sum), and, as RadaRays, bin 0 is

@@ -1,6 +1,6 @@
-"""Snell refraction and the Fresnel energy split with wave velocities (radar_model.md §1.4 step 5).
+"""Snell refraction and the Fresnel energy split with wave velocities (Mock et al., RadaRays, RA-L 2025).
 
-The paper (radar_model.md §0): Snell with wave velocities, sin(theta_0)/sin(theta_2) = v1/v2;
+The paper (Mock et al., RadaRays, RA-L 2025): Snell with wave velocities, sin(theta_0)/sin(theta_2) = v1/v2;
 refractive indices are proportional to 1/v (RadaRays sets n1 := v2, n2 := v1). With the normal
 facing the ray and c_i = cos(theta_i) = -d.n:
 

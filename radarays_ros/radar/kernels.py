@@ -1,4 +1,4 @@
-"""Range-spread kernels (RadaRays' "signal denoising" / system noise, radar_model.md §1.6, §2.1).
+"""Range-spread kernels (RadaRays' "signal denoising" / system noise; Mock et al., RadaRays, RA-L 2025: measurement noise as a blur along range).
 
 A return at bin c adds strength * w[i] to bin c - m + i for i in [0, width), m = int(mode * width):
 the peak (weight exactly 1) sits on the true bin, m bins before it and width - m after it (a tail

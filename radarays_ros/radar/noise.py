@@ -1,4 +1,4 @@
-"""Ambient noise with the energy-dependent floor, and system (white) noise (radar_model.md §2).
+"""Ambient noise with the energy-dependent floor, and system (white) noise (Mock et al., RadaRays, RA-L 2025: system and ambient noise, uniform or Perlin).
 
 Per column with M = the column maximum before the energy_max scaling and s = energy_max * S the
 scaled signal:

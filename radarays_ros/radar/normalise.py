@@ -1,4 +1,4 @@
-"""Normalisation of the drawn energies to the output scale (radar_model.md §1.7, §1.10).
+"""Normalisation of the drawn energies to the output scale (relative signal strength per image, Mock et al., RadaRays, RA-L 2025; RadaRays' RadarCPU and Gazebo plugin).
 
 * radarays: RadaRays CPU. Per column with M = column max: out = signal_max/M (energy_max S + N(M)).
             The strongest return of a column maps to energy_max * signal_max. Empty columns are 0

@@ -1,4 +1,4 @@
-"""Ken Perlin's improved noise (SIGGRAPH 2002), evaluated in the plane z = 0 (radar_model.md §2.2).
+"""Ken Perlin's improved noise (SIGGRAPH 2002), evaluated in the plane z = 0 (the ambient noise of Mock et al., RadaRays, RA-L 2025).
 
 RadaRays' ambient noise uses P(x, y, 0) with the reference 256-entry permutation table (repeated to
 512), the fade curve 6t^5 - 15t^4 + 10t^3 and the 12 edge gradients (16 hash cases). The value is in

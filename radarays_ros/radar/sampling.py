@@ -1,6 +1,7 @@
 """Beam sampling: directions of the Ns rays of one azimuth, densities D1-D4.
 
-The paper's beam densities (D3: radar_model.md §0) as coded in RadaRays (§1.2). A sample is an
+The paper's beam densities (D3: r = N(0,1)·(b/2)/(√2·erf⁻¹(P)), Mock et al., RadaRays, RA-L 2025)
+as coded in RadaRays' RadarCPU. A sample is an
 angular offset from boresight, (alpha, beta) = u (cos phi, sin phi) * half-width, phi ~ U[-pi, pi),
 with the radial part u = r/radius:
 

@@ -1,4 +1,4 @@
-"""The multi-bounce wave loop, batched over the whole frame (radar_model.md §1.3-§1.5).
+"""The multi-bounce wave loop, batched over the whole frame (Snell, Fresnel, BRDF Eq. 5 and the two return paths of Mock et al., RadaRays, RA-L 2025).
 
 Every pass is ONE backend.trace call for all live waves of all azimuths; a hit splits a wave into a
 reflected and a refracted child (Fresnel, fresnel.py), so the wave count can at most double per pass.

@@ -6,11 +6,11 @@ node.py's module docstring.
 """
 import sys
 
-from .node import run
+from .entry import run_node
 
 
 def main(args=None) -> int:
-    return run("lidar_node", "lidar", args)
+    return run_node("lidar_node", "lidar", args)
 
 
 if __name__ == "__main__":

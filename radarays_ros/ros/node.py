@@ -16,7 +16,7 @@ and gazebo_link.GAZEBO_PARAMS): `world`, `materials`, `ignore`, `world_frame`, `
 (tf | fixed | gazebo), `fixed_pose`, `frame_id`, `sync_topic`, `reliable`, `lazy`, ..., the sensor
 model under `sensor.*` and the message options under `output.*`.
 
-Following a running Gazebo (issue 7; radarays_ros.gazebo does the transport and the mirroring):
+Following a running Gazebo (radarays_ros.gazebo does the transport and the mirroring):
 
     gazebo.enable: true            # the scene is the mirror's: one BVH, moved live by its thread
     gazebo.world: radarays_demo    # '' = the only world on gz-transport
@@ -55,7 +55,6 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -71,13 +70,16 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from ..errors import ConfigError, RadaraysError
 from ..resources import data_path
-from ..sensors.units import ParamInfo, SensorUnit, check_param, make_unit, poses_over
-from ..world.transforms import pose_to_matrix
+from ..sensors.diagnostics import ERROR, OK, WARN, Stats, sensor_status
+from ..sensors.poses import fixed_pose, mounted_sweep, tf_sweep
+from ..sensors.schedule import next_sweep
+from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
+from ..sensors.units import ParamInfo, SensorUnit, check_param, make_unit, param_rule
+from ..validate import plain
 from .convert import rclpy_class, to_cdr
 from .gazebo_link import (GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, LogRelay, SensorDiscovery, close_mirror,
                           sdf_sensor_plan, sdf_topic, start_mirror)
 from .params import descriptor, from_ros, ros_value
-from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
 
 NODE_PARAMS = {
     "world": ParamInfo("", "SDF world, model directory, URDF or mesh map the sensors see (required)"),
@@ -111,25 +113,6 @@ SENSOR_PARAMS = {
                             "pose_source=gazebo: its mount on gazebo_parent", kind=list),
     "gazebo_parent": ParamInfo("", "pose_source=gazebo: scoped Gazebo link carrying the sensor (model::link)"),
 }
-
-
-@dataclass
-class Stats:
-    frames: int = 0
-    dropped: int = 0  # timer ticks or sync messages that found the previous frame still running
-    skipped: int = 0  # frames not simulated because nobody subscribed
-    failed: int = 0  # frames abandoned: no pose, no world, a simulation error
-    paused: int = 0  # frames not simulated or not published because Gazebo was away
-    frame_times: list = field(default_factory=list)  # seconds, last 20
-    publish_times: list = field(default_factory=list)  # seconds (message building + publishing), last 20
-    rays: int = 0
-    last_error: str = ""
-
-    def add_time(self, seconds: float, publish_seconds: float, rays: int) -> None:
-        self.frame_times = (self.frame_times + [seconds])[-20:]
-        self.publish_times = (self.publish_times + [publish_seconds])[-20:]
-        self.rays = rays
-        self.frames += 1
 
 
 class Sensor:
@@ -526,10 +509,7 @@ class SensorNode(Node):
 
     @staticmethod
     def _pose_param(values) -> np.ndarray:
-        values = list(values or [])
-        if len(values) != 6:
-            raise ConfigError(f"fixed_pose: expected 6 numbers x y z roll pitch yaw, got {len(values)}")
-        return pose_to_matrix(*[float(v) for v in values])
+        return fixed_pose(values)
 
     # -- topics, timers ----------------------------------------------------------------------------
     def _qos(self) -> QoSProfile:
@@ -600,31 +580,18 @@ class SensorNode(Node):
                 self._warn(f"ignored a {'/tf_static' if static else '/tf'} transform: {exc}", key="bad_tf")
 
     def _on_timer(self, sensor: Sensor) -> None:
-        """Sweeps start on a grid of whole periods of the node clock (as PPS-synchronised sensors do).
-
-        The timer ticks twice per period and a sweep is simulated once its grid slot is complete, so
-        timer jitter neither repeats nor skips a sweep; slots missed while a frame was still being
-        simulated count as dropped.
-        """
+        """Simulate the sweep the grid says is due (sensors/schedule.py), if any."""
         if self._gazebo_paused(sensor):
             return
-        now = self._now_ns()
-        if now <= 0:
-            return  # use_sim_time and no /clock yet (or no Gazebo time yet)
-        period = sensor.unit.period_ns
-        slot = now // period  # sweeps [slot - 1, slot) * period are complete
-        last = sensor.last_tick_ns
-        if last is not None:
-            if slot == last:
-                return
-            if slot < last:  # time jumped back (a bag or Gazebo restarted): forget the old motion
-                self.tf.clear()
-                self._gz_poses.clear()
-            else:
-                sensor.stats.dropped += int(slot - last - 1)
-        sensor.last_tick_ns = slot
-        t0 = int((slot - 1) * period)
-        self._frame(sensor, t0, t0, sync=False)
+        sweep = next_sweep(self._now_ns(), sensor.unit.period_ns, sensor.last_tick_ns)
+        if sweep is None:
+            return  # this slot's sweep ran already, or no clock yet (use_sim_time without /clock)
+        if sweep.time_went_back:  # a bag or Gazebo restarted: forget the old motion
+            self.tf.clear()
+            self._gz_poses.clear()
+        sensor.stats.dropped += sweep.dropped
+        sensor.last_tick_ns = sweep.slot
+        self._frame(sensor, sweep.t0_ns, sweep.t0_ns, sync=False)
 
     def _on_sync(self, raw: bytes) -> None:
         stamp = header_stamp_ns(raw)
@@ -710,13 +677,11 @@ class SensorNode(Node):
             return sensor.fixed_pose
         if source == "gazebo":
             return self._gazebo_pose(sensor, t0_ns, period_ns)
-        world = self._param("world_frame")
-        frame = sensor.frame_id
         tolerance = int(self._param("tf_tolerance") * 1e9)
         if sync:  # the sweep starts at the stamp: allow its future part to come from the newest sample
             tolerance += period_ns
-        return poses_over(lambda times: self.tf.lookup(world, frame, times, tolerance), t0_ns, period_ns,
-                          self._param("pose_samples_per_second"))
+        return tf_sweep(self.tf, self._param("world_frame"), sensor.frame_id, t0_ns, period_ns, tolerance,
+                        self._param("pose_samples_per_second"))
 
     def _gazebo_pose(self, sensor: Sensor, t0_ns: int, period_ns: int):
         """Pose of the sensor's Gazebo link x its mount over the sweep, from the recorded link poses
@@ -724,9 +689,8 @@ class SensorNode(Node):
         tolerance = int(self._param("tf_tolerance") * 1e9)
         mount = sensor.sdf.mount if sensor.sdf is not None else sensor.fixed_pose
         try:
-            return poses_over(lambda times: self._gz_poses.lookup(GAZEBO_FRAME, sensor.gazebo_parent, times,
-                                                                  tolerance) @ mount,
-                              t0_ns, period_ns, self._param("pose_samples_per_second"))
+            return mounted_sweep(self._gz_poses, GAZEBO_FRAME, sensor.gazebo_parent, mount, t0_ns, period_ns, tolerance,
+                                 self._param("pose_samples_per_second"))
         except TransformLookupError:
             return self._gazebo_pose_now(sensor)
 
@@ -753,7 +717,7 @@ class SensorNode(Node):
         try:
             for name, value in changes.items():
                 info = NODE_PARAMS.get(name)
-                if info is not None and info.kind is not list:
+                if info is not None:
                     check_param(name, value, info)
             for sensor in self.sensors:
                 plan += self._plan_sensor_change(sensor, changes)
@@ -763,8 +727,10 @@ class SensorNode(Node):
             if "world" in changes:
                 world = self._prepare_world(changes["world"])
                 plan.append(lambda: self._install_world(*world))
-        except (RadaraysError, ValueError, TypeError) as exc:
+        except RadaraysError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
+        except Exception as exc:  # anything a value can provoke (OverflowError, ...): refused, state kept
+            return SetParametersResult(successful=False, reason=f"{sorted(changes)} refused: {type(exc).__name__}: {exc}")
         try:
             for apply in plan:
                 apply()
@@ -816,38 +782,17 @@ class SensorNode(Node):
     def _publish_diagnostics(self) -> None:
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
+        levels = {OK: DiagnosticStatus.OK, WARN: DiagnosticStatus.WARN, ERROR: DiagnosticStatus.ERROR}
         for sensor in self.sensors:
-            s = sensor.stats
-            status = DiagnosticStatus(name=f"{self.get_name()}: {sensor.label}", hardware_id=sensor.frame_id or sensor.label)
-            mean = float(np.mean(s.frame_times)) if s.frame_times else 0.0
-            publish = float(np.mean(s.publish_times)) if s.publish_times else 0.0
-            values = {
-                "frame_time_ms": f"{mean * 1e3:.2f}",
-                "publish_time_ms": f"{publish * 1e3:.2f}",
-                "rays_per_second": f"{(s.rays / mean) if mean else 0.0:.0f}",
-                "frames": str(s.frames),
-                "dropped_frames": str(s.dropped),
-                "skipped_no_subscribers": str(s.skipped),
-                "failed_frames": str(s.failed),
-                "last_error": s.last_error,
-            }
-            if sensor.unit is not None:
-                values["rate_hz"] = f"{1e9 / sensor.unit.period_ns:.3f}"
-            paused = self.mirror is not None and not self.mirror.alive
-            if self.mirror is not None:
-                values["gazebo_alive"] = "false" if paused else "true"
-                values["paused_ticks"] = str(s.paused)  # timer ticks and frames skipped while Gazebo was away
-            status.values = [KeyValue(key=k, value=v) for k, v in values.items()]
-            if sensor.unit is None or (self.world_error and not len(self.scene)):
-                status.level, status.message = DiagnosticStatus.ERROR, self.world_error or s.last_error or "not started"
-            elif paused:
-                status.level = DiagnosticStatus.WARN
-                status.message = f"Gazebo world '{self.mirror.world}' is not publishing poses: scans paused"
-            elif s.last_error or s.dropped:
-                status.level = DiagnosticStatus.WARN
-                status.message = s.last_error or f"{s.dropped} frames dropped (simulation slower than the rate)"
-            else:
-                status.level, status.message = DiagnosticStatus.OK, "ok"
+            report = sensor_status(
+                sensor.stats, started=sensor.unit is not None,
+                rate_hz=1e9 / sensor.unit.period_ns if sensor.unit is not None else None,
+                world_error=self.world_error if not len(self.scene) else "",
+                gazebo=(self.mirror.world or "") if self.mirror is not None else None,
+                gazebo_alive=self.mirror is None or self.mirror.alive)
+            status = DiagnosticStatus(name=f"{self.get_name()}: {sensor.label}", hardware_id=sensor.frame_id or sensor.label,
+                                      level=levels[report.level], message=report.message)
+            status.values = [KeyValue(key=k, value=v) for k, v in report.values.items()]
             array.status.append(status)
         self._diag_pub.publish(array)
 
@@ -872,7 +817,7 @@ def header_stamp_ns(raw: bytes) -> int | None:
         return None
     little = raw[1] in (0x01, 0x03)  # CDR_LE / PL_CDR_LE encapsulation
     sec, nanosec = struct.unpack("<iI" if little else ">iI", raw[4:12])
-    if nanosec >= 1_000_000_000:
+    if sec < 0 or nanosec >= 1_000_000_000:  # before 1970 or not a time: not a stamp to simulate at
         return None
     return sec * 1_000_000_000 + nanosec
 
@@ -913,12 +858,19 @@ def help_text(node_name: str, kind: str) -> str:
         lines.append(f"{title} parameters:")
         for name, info in params.items():
             shown = prefix + name if params is SENSOR_PARAMS else name
-            lines.append(f"  {shown} (default {info.value!r}): {info.description}")
+            lines.append(f"  {shown} (default {plain(info.value)}): {info.description}{allowed_suffix(info)}")
         lines.append("")
     lines.append(f"The sensor model's own parameters ({prefix}sensor.*, {prefix}output.*) depend on its config: "
                  f"`ros2 param list /{node_name}` and `ros2 param describe` show them with their ranges. "
                  "Example params files: config/ros/.")
     return "\n".join(lines)
+
+
+def allowed_suffix(info: ParamInfo) -> str:
+    """' (allowed ...)' for a parameter with a range or choices: the words of its errors and descriptor."""
+    if info.choices or info.lo is not None or info.hi is not None:
+        return f" (allowed {param_rule(info).allowed()})"
+    return ""
 
 
 def run(node_name: str, kind: str, args: list[str] | None = None) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 
-from ..sensors.units import ParamInfo
+from ..sensors.units import ParamInfo, param_rule
 
 _TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
           float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING}
@@ -21,14 +21,11 @@ def descriptor(name: str, info: ParamInfo, *, read_only: bool = False, dynamic: 
     `dynamic` (sensor model keys): any type is accepted by ROS and the config validates it, so a YAML
     `rate_hz: 4` (an integer) still sets a floating-point key and a nullable key can be set later.
     """
+    rule = param_rule(info)  # the one rule vocabulary: the same words as the errors and --help
     text = info.description or name
-    kind = info.kind or type(info.value)
-    if info.choices:
-        text += f" (one of: {', '.join(map(str, info.choices))})"
-    elif kind in (int, float) and (info.lo is not None or info.hi is not None):
-        text += f" (allowed: {info.lo if info.lo is not None else '-inf'} .. {info.hi if info.hi is not None else 'inf'})"
-    if info.nullable:
-        text += " (may be unset)"
+    kind = rule.kind
+    if info.choices or (kind in (int, float) and (info.lo is not None or info.hi is not None)) or info.nullable:
+        text += f" (allowed {rule.allowed()})"
     d = ParameterDescriptor(name=name, description=text, read_only=read_only, dynamic_typing=dynamic)
     if info.choices:
         d.additional_constraints = "one of: " + ", ".join(map(str, info.choices))

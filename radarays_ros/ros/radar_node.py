@@ -6,11 +6,11 @@ node.py's module docstring.
 """
 import sys
 
-from .node import run
+from .entry import run_node
 
 
 def main(args=None) -> int:
-    return run("radar_node", "radar", args)
+    return run_node("radar_node", "radar", args)
 
 
 if __name__ == "__main__":

@@ -7,11 +7,11 @@ the gazebo.* ones included, is documented in node.py's module docstring and in `
 """
 import sys
 
-from .node import run
+from .entry import run_node
 
 
 def main(args=None) -> int:
-    return run("sensor_rig", "rig", args)
+    return run_node("sensor_rig", "rig", args)
 
 
 if __name__ == "__main__":

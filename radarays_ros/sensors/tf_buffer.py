@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import RadaraysError
+from ..validate import MAX_COORDINATE_M
 from ..world.transforms import quaternions_to_matrices, slerp
 
 
@@ -53,6 +54,9 @@ class TransformBuffer:
         value = np.array([*translation, *rotation_xyzw], dtype=float)
         if value.shape != (7,) or not np.all(np.isfinite(value)):
             raise TransformLookupError(f"transform {parent} <- {child}: non-finite translation or rotation {value.tolist()}")
+        if np.abs(value[:3]).max() > MAX_COORDINATE_M:
+            raise TransformLookupError(f"transform {parent} <- {child}: translation {value[:3].tolist()} beyond "
+                                       f"{MAX_COORDINATE_M:g} m")
         norm = np.linalg.norm(value[3:])
         if norm < 1e-9:
             raise TransformLookupError(f"transform {parent} <- {child}: zero quaternion")

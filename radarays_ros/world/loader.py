@@ -2,8 +2,8 @@
 
 Public API (radarays_ros.world.loader)::
 
-    load_world(path, materials=None, geometry="visual", ignore=(), resource_paths=(), strict=True,
-               collada_up_axis="ignore") -> Scene
+    load_world(path, materials=None, options=WorldOptions(...)) -> Scene   (or the options' fields as keywords)
+    WorldOptions(geometry="visual", ignore=(), resource_paths=(), strict=True, collada_up_axis="ignore")
     add_entities(scene, specs) -> list[int]                        (from .entities)
     EntitySpec(name, mesh, pose, static, material_override, material)   (from .entities)
     LoadReport(warnings, unresolved)                               (from .entities)
@@ -35,12 +35,14 @@ missing <radarays_material> values, ...) always go to `scene.warnings`.
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, WorldError
+from ..errors import WorldError
 from ..resources import find_shipped, not_shipped
+from ..validate import Rule
 from .entities import EntitySpec, LoadReport, add_entities, material_library
 from .meshfiles import MESH_SUFFIXES, UP_AXIS_MODES, load_mesh
 from .scene import Scene
@@ -49,7 +51,8 @@ from .uris import ResourceResolver
 from .urdf import urdf_to_sdf_model
 
 __all__ = [
-    "EntitySpec", "LoadReport", "ParsedWorld", "ResourceResolver", "add_entities", "load_mesh", "load_world",
+    "EntitySpec", "LoadReport", "ParsedWorld", "ResourceResolver", "WorldOptions", "add_entities", "load_mesh",
+    "load_world", "world_path",
     "material_library", "model_entities", "parse_sdf_file", "parse_sdf_string", "urdf_to_sdf_model",
 ]
 
@@ -57,17 +60,49 @@ SDF_SUFFIXES = (".sdf", ".world")
 URDF_SUFFIXES = (".urdf", ".xacro")
 
 
-def load_world(path, materials=None, geometry: str = "visual", ignore=(), resource_paths=(), strict: bool = True,
-               collada_up_axis: str = "ignore") -> Scene:
-    """A Scene of every entity in a world file, model directory, URDF or mesh map (see module doc)."""
-    if geometry not in GEOMETRY_MODES:
-        raise ConfigError(f"geometry '{geometry}': allowed values {', '.join(GEOMETRY_MODES)}")
-    if collada_up_axis not in UP_AXIS_MODES:
-        raise ConfigError(f"collada_up_axis '{collada_up_axis}': allowed values {', '.join(UP_AXIS_MODES)}")
+@dataclass(frozen=True)
+class WorldOptions:
+    """How a world is read, one object for every loader (load_world, the SDF/URDF readers, the Gazebo mirror).
+
+    geometry: "visual" (what Gazebo's sensors see) or "collision"; ignore: globs on scoped names;
+    resource_paths: searched before the environment's for model:// and package:// URIs; strict: False
+    lists unresolvable URIs and unreadable meshes in scene.unresolved instead of raising;
+    collada_up_axis: "ignore" (as Gazebo) or "apply" (the file's <up_axis>).
+    """
+
+    geometry: str = "visual"
+    ignore: tuple = ()
+    resource_paths: tuple = ()
+    strict: bool = True
+    collada_up_axis: str = "ignore"
+
+    def __post_init__(self):
+        Rule(str, choices=tuple(GEOMETRY_MODES)).check(self.geometry, "geometry")
+        Rule(str, choices=tuple(UP_AXIS_MODES)).check(self.collada_up_axis, "collada_up_axis")
+        ignore = (self.ignore,) if isinstance(self.ignore, str) else tuple(self.ignore or ())
+        object.__setattr__(self, "ignore", tuple(g for g in ignore if g))
+        object.__setattr__(self, "resource_paths", tuple(self.resource_paths or ()))
+        object.__setattr__(self, "strict", bool(self.strict))
+
+    def kwargs(self) -> dict:
+        """As keyword arguments of the SDF readers (parse_sdf_file, parse_sdf_string, model_entities)."""
+        return dict(geometry=self.geometry, ignore=self.ignore, resource_paths=self.resource_paths,
+                    strict=self.strict, collada_up_axis=self.collada_up_axis)
+
+
+def load_world(path, materials=None, options: WorldOptions | None = None, **settings) -> Scene:
+    """A Scene of every entity in a world file, model directory, URDF or mesh map (see module doc).
+
+    `options`: a WorldOptions; or its fields as keywords (geometry="collision", ignore=(...), ...),
+    which override those of `options` when both are given."""
+    unknown = set(settings) - {f.name for f in fields(WorldOptions)}
+    if unknown:
+        raise TypeError(f"load_world: unknown option(s) {', '.join(sorted(unknown))}")
+    options = replace(options or WorldOptions(), **settings)
     path = world_path(path)
     library = material_library(materials)
-    options = dict(geometry=geometry, ignore=ignore, resource_paths=resource_paths, strict=strict,
-                   collada_up_axis=collada_up_axis)
+    geometry, collada_up_axis, ignore = options.geometry, options.collada_up_axis, options.ignore
+    options = options.kwargs()
     suffix = path.suffix.lower()
     if path.is_dir():
         parsed = _load_model_dir(path, library, options)
@@ -78,6 +113,9 @@ def load_world(path, materials=None, geometry: str = "visual", ignore=(), resour
     else:
         parsed = parse_sdf_file(path, library, **options)
     scene = Scene(library, source=str(path))
+    if geometry == "collision" and not parsed.entities and not path.suffix.lower() in MESH_SUFFIXES:
+        scene.warnings.append(f"{path}: collision geometry was asked for (--collision) and the world has none; "
+                              "leave out --collision to use its <visual> geometry")
     scene.warnings.extend(parsed.report.warnings)
     scene.unresolved.extend(dict.fromkeys(parsed.report.unresolved))
     add_entities(scene, parsed.entities)

@@ -138,7 +138,7 @@ def parse_sdf_string(text, base_dir, materials=None, *, source="<string>", geome
         elif child.tag == "actor":
             opts.report.warn(f"{_where(child)}: actors (animated meshes) are not mirrored; skipped")
     if not world.entities:
-        opts.report.warn(f"{source}: the world holds no geometry (no visual to load); the scene is empty")
+        opts.report.warn(f"{source}: the world holds no geometry (no <{opts.geometry}> to load); the scene is empty")
     return world
 
 

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from ..errors import ConfigError
+from ..validate import check_pose6
 
 
 _EYE3 = np.eye(3)
@@ -131,12 +132,11 @@ def parse_pose_string(text: str, *, degrees: bool = False, what: str = "pose") -
         raise ConfigError(f"{what} '{text}': expected six numbers 'x y z roll pitch yaw'") from None
     if len(values) != 6:
         raise ConfigError(f"{what} '{text}': expected six numbers 'x y z roll pitch yaw', got {len(values)}")
+    if not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{what} '{text}' has a non-finite value; expected six finite numbers")
     if degrees:
         values[3:] = [math.radians(v) for v in values[3:]]
-    try:
-        return pose_to_matrix(*values)
-    except ConfigError:
-        raise ConfigError(f"{what} '{text}' has a non-finite value; expected six finite numbers") from None
+    return pose_to_matrix(*check_pose6(values, what))
 
 
 def check_transform(matrix, what: str = "pose") -> np.ndarray:

@@ -20,6 +20,7 @@ from radarays_ros.gazebo.mirror import GazeboMirror, MirrorConfig
 from radarays_ros.tracing import make_backend
 
 CLIENTS = ["builtin", "official"]
+pytestmark = pytest.mark.slow  # a peer process (the make_client check costs nothing beside)
 
 
 @pytest.fixture

@@ -50,7 +50,7 @@ def test_bad_params_file_names_the_key_and_the_range_and_the_node_stays_up(tmp_p
     (started,) = [line for line in log.splitlines() if "not started" in line]
     assert "range.max = -3.0" in started and "(0.0, 1000000.0]" in started
     assert "threads = -1: out of range, allowed [0, 1024] (integer); using the default 0" in log  # not rclpy's wording
-    assert "fixed_pose: expected 6 numbers x y z roll pitch yaw, got 2; using the identity" in log
+    assert "fixed_pose = [1.0, 2.0]: expected six numbers x y z roll pitch yaw, got 2; using the identity" in log
     (unknown,) = [line for line in log.splitlines() if "ignored unknown parameter" in line]
     assert "ignored unknown parameter(s) pose_sourc;" in unknown
 

@@ -155,6 +155,40 @@ def test_parameter_changes_accepted_and_rejected(tmp_path):
     assert (msg.encoding, msg.height, msg.width) == ("32FC1", 200, AZIMUTHS)
 
 
+def test_values_that_once_killed_the_node_are_refused_and_the_last_good_state_kept(tmp_path):
+    """.inf for an integer key raised OverflowError out of the callback (radar_node died); a pose of 1e39
+    or a NaN in a list is refused; a /tf translation of 1e39 is ignored. The node keeps publishing."""
+    params = radar_params(tmp_path, lazy=False)
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+        images.wait(1, timeout=40)
+        refused = {
+            "inf count": probe.set_parameters("radar_node", {"sensor.azimuth.count": math.inf})[0],
+            "inf width": probe.set_parameters("radar_node", {"sensor.beam.width_deg": -math.inf})[0],
+            "far pose": probe.set_parameters("radar_node", {"fixed_pose": [1e39, 0.0, 1.0, 0.0, 0.0, 0.0]})[0],
+            "huge angle": probe.set_parameters("radar_node", {"fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 1e39]})[0],
+            "nan tolerance": probe.set_parameters("radar_node", {"tf_tolerance": math.nan})[0],
+        }
+        from tf2_msgs.msg import TFMessage
+
+        tf = probe.publisher("/tf", "tf2_msgs/msg/TFMessage")
+        probe.wait_for_subscribers(tf)
+        tf.publish(TFMessage(transforms=[transform_msg("map", "radar", 1, xyz=(1e39, 0.0, 0.0))]))
+        kept = probe.get_parameters("radar_node", ["sensor.azimuth.count", "fixed_pose"])
+        images.clear()
+        msg = images.wait(2, timeout=30)[-1]
+        assert node.alive(), node.output()
+        log = node.output()
+    assert not any(r.successful for r in refused.values())
+    assert "azimuth.count = inf: not a finite number" in refused["inf count"].reason
+    assert "fixed_pose.x = 1e+39: out of range, allowed [-1000000.0, 1000000.0]" in refused["far pose"].reason
+    assert "fixed_pose.yaw = 1e+39: out of range" in refused["huge angle"].reason
+    assert "tf_tolerance" in refused["nan tolerance"].reason  # rclpy's own range check answers first
+    assert kept == [AZIMUTHS, [0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]
+    assert "beyond 1e+06 m" in log and "Traceback" not in log
+    assert_sees_room(msg)  # the last good configuration, still running
+
+
 def test_pose_from_tf_and_survives_missing_tf(tmp_path):
     """The radar rides on base_link (map -> base_link on /tf, base_link -> radar on /tf_static)."""
     params = radar_params(tmp_path, pose_source="tf", world_frame="map", use_sim_time=True, lazy=False,

@@ -1,0 +1,85 @@
+"""The colcon install (no --symlink-install), run from its install space in an unrelated directory:
+`ros2 run` finds every executable, the share folder holds what launch files name, `radarays world info
+office` finds the shipped data, and radar_node publishes its first image of a shipped world by name."""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from importlib.metadata import distribution
+from pathlib import Path
+
+import pytest
+
+from installs import colcon_build, installed_env, run_from
+from ros_harness import Probe, write_params
+
+REPO = Path(__file__).resolve().parents[2]
+# source folder -> folder under share/radarays_ros (worlds and scenarios are copies of the package data)
+SHARED_FOLDERS = {"launch": "launch", "config": "config", "urdf": "urdf", "rviz": "rviz",
+                  "radarays_ros/data/worlds": "worlds", "radarays_ros/data/scenarios": "scenarios"}
+
+pytestmark = pytest.mark.slow
+
+
+def console_scripts() -> list[str]:
+    return sorted(ep.name for ep in distribution("radarays_ros").entry_points if ep.group == "console_scripts")
+
+
+@pytest.fixture(scope="module")
+def colcon_install(tmp_path_factory):
+    return colcon_build(tmp_path_factory.mktemp("ws"))
+
+
+def test_ros2_run_finds_every_executable(colcon_install):
+    lib = colcon_install / "lib" / "radarays_ros"
+    assert console_scripts(), "no console_scripts declared"
+    for name in console_scripts():
+        assert os.access(lib / name, os.X_OK), f"{name} not installed in lib/radarays_ros (setup.cfg script_dir)"
+
+
+def test_package_is_registered_and_data_is_installed(colcon_install):
+    assert (colcon_install / "share" / "ament_index" / "resource_index" / "packages" / "radarays_ros").is_file()
+    share = colcon_install / "share" / "radarays_ros"
+    assert (share / "package.xml").is_file()
+    for folder, target in SHARED_FOLDERS.items():
+        if (REPO / folder).is_dir() and any((REPO / folder).rglob("*.*")):
+            installed = {p.relative_to(share / target) for p in (share / target).rglob("*") if p.is_file()}
+            shipped = {p.relative_to(REPO / folder) for p in (REPO / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+            assert shipped <= installed, f"{folder}: not installed: {sorted(map(str, shipped - installed))[:5]}"
+
+
+def test_installed_radarays_finds_the_shipped_data_from_elsewhere(colcon_install, tmp_path):
+    env = installed_env(colcon_install)
+    where = run_from(tmp_path, ["python", "-c", "import radarays_ros; print(radarays_ros.__file__)"], env=env)
+    assert where.stdout.strip().startswith(str(colcon_install)), where.stdout + where.stderr
+    radarays = str(colcon_install / "lib" / "radarays_ros" / "radarays")
+    info = run_from(tmp_path, [radarays, "world", "info", "office"], env=env)
+    assert info.returncode == 0 and "14 entities" in info.stdout, info.stdout + info.stderr
+    presets = run_from(tmp_path, [radarays, "lidar", "--list-presets"], env=env)
+    assert presets.returncode == 0 and "VLP-16" in presets.stdout.split(), presets.stderr
+
+
+@pytest.mark.ros
+def test_installed_radar_node_publishes_a_shipped_world_by_name(colcon_install, tmp_path):
+    """radar_node from the install space, world `office` by name, preset by name: its first image arrives."""
+    params = write_params(tmp_path / "radar.yaml", "radar_node", {
+        "world": "office", "config": "radarays_default", "pose_source": "fixed", "lazy": False,
+        "fixed_pose": [2.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+        "sensor": {"azimuth": {"count": 40, "step_deg": -9.0}, "beam": {"samples": 4}, "tracing": {"passes": 1}}})
+    log = open(tmp_path / "node.log", "wb")
+    node = subprocess.Popen([str(colcon_install / "lib" / "radarays_ros" / "radar_node"), "--ros-args",
+                             "--params-file", str(params)], cwd=tmp_path, env=installed_env(colcon_install),
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        with Probe() as probe:
+            images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+            msg = images.wait(1, timeout=90)[-1]
+        assert node.poll() is None, (tmp_path / "node.log").read_text()
+    finally:
+        node.terminate()
+        node.wait(20)
+        log.close()
+    output = (tmp_path / "node.log").read_text()
+    assert msg.width * msg.height > 0 and max(msg.data) > 0
+    assert "world " + str(colcon_install) in output and "Traceback" not in output, output
