@@ -111,7 +111,8 @@ build_package() {
   local started=$SECONDS
   local log="$cache/build/$name.log"
   # shellcheck disable=SC2046
-  if ! (cmake -S "$src" -B "$cache/build/$name" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+  # In the build folder: gz-physics' install step makes plugin symlinks in the working directory.
+  if ! (cd "$cache/build/$name" && cmake -S "$src" -B "$cache/build/$name" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
         -DBUILD_DOCS=OFF -DSKIP_SWIG=ON -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_PREFIX_PATH="$prefix" \
         $(package_flags "$name") \
       && nice -n 10 cmake --build "$cache/build/$name" -j"$jobs" \
