@@ -9,7 +9,7 @@
 #   Python bindings (gz.transport13, gz.msgs10) under <prefix>/lib/python.
 # Stage 2 "server": sdformat14 -> gz-common5 -> gz-plugin2 -> gz-fuel-tools9 -> gz-physics7 ->
 #   gz-rendering8 -> gz-sensors8 -> gz-gui8 -> gz-sim8, and gz-tools2 (the `gz` command): a headless
-#   `gz sim -s` with TPE physics and no render engine.
+#   `gz sim -s` with TPE physics, no render engine, and only the systems RADARAYS_GZ_SIM_SYSTEMS names.
 # Environment: RADARAYS_GZ_CACHE (default /var/cache/radarays, or ~/.cache/radarays when not writable),
 #   RADARAYS_GZ_JOBS (default 2), RADARAYS_GZ_VENDOR (default ../shared/vendor/gz-harmonic,
 #   else ../../shared/vendor/gz-harmonic).
@@ -98,6 +98,19 @@ package_flags() {
   esac
 }
 
+# gz-sim8 trimmed to a headless server with the systems the tests and the demo worlds list (most of its build
+# time is the ~70 systems and ~30 GUI plugins): RADARAYS_GZ_SIM_SYSTEMS names the src/systems folders kept.
+sim_systems="${RADARAYS_GZ_SIM_SYSTEMS:-physics user_commands scene_broadcaster velocity_control}"
+trim_sources() {
+  local name="$1" src="$2"
+  [ "$name" = "gz-sim8" ] || return 0
+  local keep="" dir
+  for dir in $sim_systems; do keep="$keep|$dir"; done
+  sed -i -E "s/^(\s*)add_subdirectory\((${keep#|})\)/\1KEEP_SYSTEM(\2)/; s/^(\s*)add_subdirectory\(/\1# not built here: add_subdirectory(/; s/KEEP_SYSTEM\(/add_subdirectory(/" \
+    "$src/src/systems/CMakeLists.txt"
+  sed -i -E "s/^(\s*)add_subdirectory\(plugins\)/\1# GUI plugins not built here: add_subdirectory(plugins)/" "$src/src/gui/CMakeLists.txt"
+}
+
 build_package() {
   local name="$1"
   local stamp="$cache/stamps/$name.done"
@@ -108,6 +121,7 @@ build_package() {
   rm -rf "$src" "$cache/build/$name"
   mkdir -p "$src" "$cache/build/$name"
   tar -xf "$archive" -C "$src" --strip-components=1
+  trim_sources "$name" "$src"
   local started=$SECONDS
   local log="$cache/build/$name.log"
   # shellcheck disable=SC2046
