@@ -56,12 +56,16 @@ def test_world_panorama_pixel_shows_the_wall_distance(world, tmp_path, capsys):
                  "--max-range", "10", "--ranges-out", str(ranges_out), "--lenient"])
     assert code == 0
     img = np.asarray(Image.open(out).convert("RGB"))
-    assert img.shape == (180, 360, 3)
+    assert img.shape == (180 + 24, 360, 3)  # the panorama, then the colour bar with its labels in metres
     forward = img[90, 180].astype(int)  # centre pixel: azimuth ~0, elevation ~0
     lut = (colormaps["turbo"](np.linspace(0, 1, 256))[:, :3] * 255).round().astype(int)
     level = int(np.argmin(np.abs(lut - forward).sum(axis=1)))
     assert level / 255 * 10 == pytest.approx(4.9, abs=10 / 255)  # the wall face at x = 4.9
     assert img[90, 0].sum() == 0  # backwards: a miss, black
+    lut_of = lambda px: int(np.argmin(np.abs(lut - px.astype(int)).sum(axis=1)))  # noqa: E731
+    bar = img[180 + 5]  # the gradient row: 0 m at the left, --max-range at the right
+    assert lut_of(bar[0]) == 0 and lut_of(bar[-1]) == 255 and lut_of(bar[179]) == pytest.approx(127, abs=2)
+    assert img[180 + 10:].max() >= 200  # white label text under the bar
     ranges = np.load(ranges_out)
     assert ranges[90, 180] == pytest.approx(4.9, abs=1e-3)
     left = ranges[90, 90]  # a quarter turn left (+y): the sphere at y = 3

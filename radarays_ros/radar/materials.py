@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ConfigError
+from ..validate import Rule
 from . import brdf as brdf_module
 
 AIR_VELOCITY = 0.3  # m/ns, the speed of light in air (RadaRays' c)
@@ -135,8 +136,4 @@ def parse_radar_part(radar: dict, where: str):
 
 
 def _number(value, where: str, lo: float, hi: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-        raise ConfigError(f"{where} = {value!r}: must be a finite number in [{lo}, {hi}]")
-    if not lo <= value <= hi:
-        raise ConfigError(f"{where} = {value!r}: out of range, allowed [{lo}, {hi}]")
-    return float(value)
+    return Rule(float, None if lo == -np.inf else lo, None if hi == np.inf else hi).check(value, where)

@@ -11,7 +11,7 @@
 non-fatal findings (degenerate triangles dropped, an empty world) are `warning:` lines. The panorama is equirectangular: column 0 looks backwards (azimuth +180°) and
 azimuth decreases to the right, so the centre column looks along the pose's +x and the left half of
 the picture is the sensor's left (+y); row 0 looks straight up. Ranges are colour-mapped (turbo,
-0 m .. max range); misses are black.
+0 m .. max range, shown by a colour bar in metres under the picture); misses are black.
 """
 from __future__ import annotations
 
@@ -163,6 +163,33 @@ def colorize(ranges: np.ndarray, max_range: float) -> np.ndarray:
     return rgb
 
 
+BAR_ROWS, LABEL_ROWS = 10, 14  # the colour bar under the panorama: gradient, then its labels in metres
+
+
+def with_colour_bar(rgb: np.ndarray, max_range: float) -> np.ndarray:
+    """The picture with a colour bar below it: the turbo scale 0..max_range left to right, labelled in
+    metres (as many ticks as fit), so a reader knows what a colour means. The panorama's own pixels
+    keep their rows and columns."""
+    from PIL import Image, ImageDraw
+
+    height, width, _ = rgb.shape
+    bar = np.zeros((BAR_ROWS + LABEL_ROWS, width, 3), np.uint8)
+    levels = np.linspace(0, max_range, width)
+    bar[2:BAR_ROWS] = colorize(levels[None, :], max_range)[0]
+    picture = Image.fromarray(np.concatenate([rgb, bar]))
+    draw = ImageDraw.Draw(picture)
+    ticks = max(2, min(6, width // 60))
+    for k in range(ticks):
+        value = max_range * k / (ticks - 1)
+        text = f"{value:.3g} m" if k in (0, ticks - 1) else f"{value:.3g}"
+        x = int(round(k / (ticks - 1) * (width - 1)))
+        text_width = draw.textlength(text)
+        x = int(min(max(0, x - text_width / 2), width - text_width))
+        if text_width <= width:
+            draw.text((x, height + BAR_ROWS), text, fill=(255, 255, 255))
+    return np.asarray(picture)
+
+
 def run_panorama(args) -> int:
     from PIL import Image
 
@@ -176,7 +203,7 @@ def run_panorama(args) -> int:
     hit = np.isfinite(ranges)
     farthest = float(ranges[hit].max()) if hit.any() else 0.0
     max_range = args.max_range or (farthest if farthest > 0 else 1.0)  # all hits at 0 m: no division by 0
-    Image.fromarray(colorize(ranges, max_range)).save(args.out)
+    Image.fromarray(with_colour_bar(colorize(ranges, max_range), max_range)).save(args.out)
     if args.ranges_out:
         np.save(args.ranges_out, ranges)
     print(f"wrote {args.out}: {args.width}x{args.width // 2}, {int(hit.sum())} of {hit.size} rays hit, "

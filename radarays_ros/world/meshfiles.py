@@ -70,11 +70,6 @@ def load_mesh(path: str | Path, submesh: str | None = None, center_submesh: bool
     return mesh
 
 
-def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()
-
-
 def _read(path: Path, up_axis: str, label: str) -> TriMesh:
     suffix = path.suffix.lower()
     try:

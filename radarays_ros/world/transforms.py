@@ -151,8 +151,3 @@ def check_transform(matrix, what: str = "pose") -> np.ndarray:
     if float(np.abs(r @ r.T - _EYE3).max()) > 1e-6 or float(np.cross(r[0], r[1]) @ r[2]) < 0:
         raise ConfigError(f"{what}: rotation part is not a proper rotation matrix")
     return m
-
-
-def transform_points(matrix: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """Apply a 4x4 transform to (N, 3) points."""
-    return points @ matrix[:3, :3].T + matrix[:3, 3]

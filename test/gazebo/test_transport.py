@@ -70,10 +70,19 @@ def test_missing_service_times_out(gz_peer, client):
 
 
 def test_other_partition_is_not_followed(gz_peer):
-    with GzTransportClient(partition="/someone_else", host_ip="127.0.0.1") as other:
-        got = []
-        other.subscribe(f"/world/{gz_peer.world}/pose/info", lambda p, t: got.append(p))
+    """Positive control in the same window: a client on the peer's own partition hears it meanwhile, so the
+    silence of the other partition is the partition's doing, not a peer that is not publishing."""
+    topic = f"/world/{gz_peer.world}/pose/info"
+    with GzTransportClient(partition="/someone_else", host_ip="127.0.0.1") as other, \
+            GzTransportClient(partition=gz_peer.partition, host_ip="127.0.0.1") as own:
+        got, heard = [], []
+        other.subscribe(topic, lambda p, t: got.append(p))
+        own.subscribe(topic, lambda p, t: heard.append(p))
+        assert wait_for(lambda: len(heard) >= 3, timeout=5)  # the peer publishes, and is heard on its partition
+        heard_before = len(heard)
         assert not wait_for(lambda: got, timeout=1.5)
+        assert len(heard) > heard_before  # still publishing during the whole window the other one heard nothing
+        assert got == []
 
 
 def test_any_partition_by_default_and_dead_peer_survived(gz_peer):
