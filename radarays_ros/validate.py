@@ -57,7 +57,8 @@ class Rule:
         elif self.kind is str:
             text = "any text"
         else:
-            left, right = "(" if self.lo_open or self.lo is None else "[", ")" if self.hi_open or self.hi is None else "]"
+            left = "(" if self.lo_open or self.lo is None else "["
+            right = ")" if self.hi_open or self.hi is None else "]"
             lo = "-inf" if self.lo is None else plain(self.lo)
             hi = "inf" if self.hi is None else plain(self.hi)
             text = f"{left}{lo}, {hi}{right}" + (" (integer)" if self.kind is int else "")

@@ -82,7 +82,8 @@ from .gazebo_link import (GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, LogRelay, SensorDisc
 from .params import descriptor, from_ros, ros_value
 
 NODE_PARAMS = {
-    "world": ParamInfo("", "SDF world, model directory, URDF or mesh map the sensors see (required)"),
+    "world": ParamInfo("", "SDF world, model directory, URDF or mesh map the sensors see, or a shipped world's "
+                       "name (office, street, hall; `radarays world list`) (required)"),
     "materials": ParamInfo("", "material library YAML merged over the shipped one ('' = shipped only)"),
     "ignore": ParamInfo([""], "model/link/visual name globs left out of the world (e.g. the robot itself)", kind=list),
     "backend": ParamInfo("embree", "ray-tracing backend", choices=("embree", "optix")),
@@ -440,8 +441,8 @@ class SensorNode(Node):
         from ..world.loader import load_world
 
         if not path:
-            raise ConfigError("parameter 'world' is empty: set it to an SDF world, model directory, URDF or mesh "
-                              "file (--ros-args -p world:=/path/to/world.sdf)")
+            raise ConfigError("parameter 'world' is empty: set it to a shipped world's name, an SDF world, model "
+                              "directory, URDF or mesh file (--ros-args -p world:=/path/to/world.sdf)")
         try:
             ignore = tuple(n for n in (self._param("ignore") or []) if n)
             scene = load_world(path, materials=self._param("materials") or None, ignore=ignore)

@@ -61,6 +61,6 @@ def sensor_status(stats: Stats, *, started: bool, rate_hz: float | None, world_e
     if gazebo is not None and not gazebo_alive:
         return SensorStatus(WARN, f"Gazebo world '{gazebo}' is not publishing poses: scans paused", values)
     if stats.last_error or stats.dropped:
-        return SensorStatus(WARN, stats.last_error or f"{stats.dropped} frames dropped (simulation slower than the rate)",
-                            values)
+        dropped = f"{stats.dropped} frames dropped (simulation slower than the rate)"
+        return SensorStatus(WARN, stats.last_error or dropped, values)
     return SensorStatus(OK, "ok", values)
