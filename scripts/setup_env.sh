@@ -2,7 +2,8 @@
 # Set up .venv with everything radarays_ros needs, on a fresh Debian 12 / Python 3.11 machine.
 #   bash scripts/setup_env.sh          # the package and its runtime dependencies
 #   bash scripts/setup_env.sh --test   # plus test tools, ROS 2 Jazzy wheels (rclpy, messages, a locally
-#                                      # built tf2_msgs) and the Gazebo transport test peer
+#                                      # built tf2_msgs), Gazebo Harmonic from ../shared/vendor (built once
+#                                      # into a cache, scripts/setup_gz_harmonic.sh) and the transport test peers
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want_test=0
@@ -18,7 +19,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 if [ $want_test = 1 ]; then
   .venv/bin/python -m pip install -q -e ".[test,ros]"
-  for extra in scripts/setup_ros_test.sh scripts/setup_gz_peer.sh; do
+  for extra in scripts/setup_ros_test.sh scripts/setup_gz_harmonic.sh scripts/setup_gz_peer.sh; do
     [ -f "$extra" ] && bash "$extra"
   done
 else

@@ -1,12 +1,25 @@
-"""Pick the gz-transport client: Gazebo's official Python bindings when installed, else ours.
+"""The gz-transport client of the Gazebo mirror: ours (the default) or Gazebo's official Python bindings.
 
 Both offer what the mirror needs: subscribe(topic, callback(payload bytes, type name)),
 request(service, payload, timeout) -> (bytes, response type), alive(topic), topics(),
 add_idle_callback(fn), close().
 
-The official path (gz.transport13 + gz.msgs10, from Gazebo Harmonic's python3-gz-transport13 and
-python3-gz-msgs10 packages) is NOT exercised by this repository's tests (no Gazebo here); the
-built-in client is, against a real Ignition Transport peer.
+    make_client("builtin")   # transport.GzTransportClient: our client of the wire protocol (default)
+    make_client("official")  # OfficialClient over gz.transport13 (python3-gz-transport13 of a Harmonic install)
+
+Why the built-in client is the default: the upstream bindings (gz-transport 13.x) hold Python's GIL for
+the whole of a blocking `request_raw` and `topic_list` call, while each subscription callback has to take
+the GIL on gz-transport's one reception thread. A request made while poses stream can therefore wait for
+its own answer behind a callback that waits for the GIL: measured against Harmonic, 9 of 100 requests
+timed out with a 50 Hz pose subscription (0 without), and `topic_list()` blocks every Python thread for
+about 1.8 s. The built-in client never holds the GIL while it waits. Both are tested against the same
+gz-transport13 peer (test/gazebo/test_clients.py).
+
+What OfficialClient does about it: requests are sent in short slices (`REQUEST_SLICE_S`): a slice that
+stalls behind a callback ends, the GIL passes to the waiting callback, and the request is sent again, so
+a stall costs a slice instead of the whole timeout. It subscribes with `subscribe_raw` (bytes and the
+publisher's type name, any topic, no message classes needed) and calls services with `request_raw`, with
+the request / response type names of the services the mirror and the node call.
 """
 from __future__ import annotations
 
@@ -15,71 +28,85 @@ import logging
 import threading
 import time
 
+from ..errors import ConfigError
 from .transport import GzTransportClient
 
 log = logging.getLogger(__name__)
 
+CLIENTS = ("builtin", "official")
+REQUEST_SLICE_S = 0.1  # one blocking request_raw of the official bindings (they hold the GIL meanwhile)
+ANY_TYPE = "google.protobuf.Message"  # gz-transport's generic type: a raw subscription of any publisher
 
-def make_client(prefer_official: bool = True, **options):
-    """An OfficialClient when gz.transport13 imports (and prefer_official), else a GzTransportClient."""
-    if prefer_official:
+
+def make_client(kind: str = "builtin", **options):
+    """The gz-transport client named by `kind` (see CLIENTS and the module doc): ConfigError for another
+    name, or for "official" when gz.transport13 is not importable."""
+    if kind == "builtin":
+        return GzTransportClient(**options)
+    if kind == "official":
         try:
             return OfficialClient()
-        except ImportError:
-            pass
-    return GzTransportClient(**options)
+        except ImportError as exc:
+            raise ConfigError(f"gazebo client 'official': Gazebo's Python bindings (gz.transport13) are not "
+                              f"importable ({exc}); install python3-gz-transport13 or use 'builtin'") from None
+    raise ConfigError(f"gazebo client '{kind}'; allowed: {', '.join(CLIENTS)}")
 
 
 class OfficialClient:
-    """The same interface over gz.transport13.Node (messages are re-serialized to bytes, so the
-    mirror decodes them with our own definitions either way)."""
+    """The mirror's client interface over gz.transport13.Node (bytes in, bytes out)."""
 
-    SERVICE_TYPES = {  # request, response types of the services the mirror calls
-        "scene/info": ("Empty", "Scene"),
-        "generate_world_sdf": ("SdfGeneratorConfig", "StringMsg"),
+    TOPIC_TYPES = {"pose/info": "gz.msgs.Pose_V", "dynamic_pose/info": "gz.msgs.Pose_V", "scene/info": "gz.msgs.Scene",
+                   "scene/deletion": "gz.msgs.UInt32_V", "clock": "gz.msgs.Clock"}
+    SERVICE_TYPES = {  # request, response types of the services the mirror and the node call
+        "scene/info": ("gz.msgs.Empty", "gz.msgs.Scene"),
+        "generate_world_sdf": ("gz.msgs.SdfGeneratorConfig", "gz.msgs.StringMsg"),
     }
 
     def __init__(self):
         transport = importlib.import_module("gz.transport13")
-        self._msgs = importlib.import_module("gz.msgs10")
         self._node = transport.Node()
+        self._options = transport.SubscribeOptions()
         self._last_heard: dict[str, float] = {}
         self._idle: list = []
+        self._closed = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="gz-official-idle", daemon=True)
         self._thread.start()
 
-    def _class(self, name: str):
-        module = importlib.import_module(f"gz.msgs10.{name.lower()}_pb2")
-        return getattr(module, name)
-
     def subscribe(self, topic: str, callback) -> None:
-        type_name = {"pose/info": "Pose_V", "dynamic_pose/info": "Pose_V", "scene/info": "Scene",
-                     "scene/deletion": "UInt32_V"}
-        suffix = next((s for s in type_name if topic.endswith("/" + s)), None)
-        if suffix is None:
-            raise ValueError(f"OfficialClient cannot subscribe to {topic}: unknown message type")
-        cls = self._class(type_name[suffix])
+        """Every message of `topic`, whatever its type, as (bytes, type name). The bindings' MessageInfo
+        carries no type name: it is the one of the world topics the mirror follows, else '' (the
+        receiver's default type)."""
+        type_name = next((t for suffix, t in self.TOPIC_TYPES.items() if topic.endswith("/" + suffix)), "")
 
-        def relay(msg, _topic=topic):
+        def relay(payload, _info, _topic=topic):
+            if self._closed:
+                return
             self._last_heard[_topic] = time.monotonic()
-            callback(msg.SerializeToString(), f"gz.msgs.{type_name[suffix]}")
+            try:
+                callback(bytes(payload), type_name)
+            except Exception:  # noqa: BLE001 - the bindings would print it to stderr and go on; log it instead
+                log.exception("gz-transport callback of %s failed", _topic)
 
-        if not self._node.subscribe(cls, topic, relay):
+        if not self._node.subscribe_raw(topic, relay, ANY_TYPE, self._options):
             raise RuntimeError(f"gz.transport13 could not subscribe to {topic}")
 
     def request(self, service: str, payload: bytes = b"", timeout: float = 3.0):
         suffix = next((s for s in self.SERVICE_TYPES if service.endswith("/" + s)), None)
         if suffix is None:
-            raise ValueError(f"OfficialClient cannot call {service}: unknown service types")
-        req_name, rep_name = self.SERVICE_TYPES[suffix]
-        req_cls, rep_cls = self._class(req_name), self._class(rep_name)
-        request = req_cls()
-        request.ParseFromString(payload)
-        ok, response = self._node.request(service, request, req_cls, rep_cls, int(timeout * 1000))
-        if not ok:
-            raise TimeoutError(f"gz-transport service '{service}' did not answer within {timeout:.1f} s")
-        return response.SerializeToString(), f"gz.msgs.{rep_name}"
+            raise ValueError(f"OfficialClient cannot call {service}: unknown service types "
+                             f"(known: {', '.join(self.SERVICE_TYPES)})")
+        req_type, rep_type = self.SERVICE_TYPES[suffix]
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"gz-transport service '{service}' did not answer within {timeout:.1f} s")
+            slice_ms = max(1, int(1000 * min(REQUEST_SLICE_S, left)))
+            ok, response = self._node.request_raw(service, payload, req_type, rep_type, slice_ms)
+            if ok:
+                return bytes(response), rep_type
+            time.sleep(0.001)  # let a callback that waited for the GIL run before the next slice
 
     def alive(self, topic: str) -> bool:
         return time.monotonic() - self._last_heard.get(topic, -1e9) < 3.0
@@ -99,5 +126,14 @@ class OfficialClient:
                     log.exception("gz idle callback failed")
 
     def close(self) -> None:
+        self._closed = True
         self._stop.set()
         self._thread.join(timeout=1)
+        # No unsubscribe: it takes gz-transport's lock, which a callback waiting for the GIL may hold.
+        # Callbacks of a closed client return at once; the subscriptions end with the process.
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -46,7 +46,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from ..world.scene import Scene
-from .mirror import moved_beyond
+from .entity_tree import moved_beyond
 
 
 def _frame(name: str) -> str:

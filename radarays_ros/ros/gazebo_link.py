@@ -32,6 +32,9 @@ GAZEBO_PARAMS = {
     "gazebo.pose_topic": ParamInfo("pose/info", "Gazebo pose topic under /world/<w>/",
                                    choices=("pose/info", "dynamic_pose/info")),
     "gazebo.partition": ParamInfo("", "gz-transport partition ('' = GZ_PARTITION / IGN_PARTITION)"),
+    "gazebo.client": ParamInfo("builtin", "gz-transport client: ours (builtin) or Gazebo's Python bindings "
+                               "gz.transport13 (official; they hold the GIL while a request waits, see "
+                               "gazebo/client.py)", choices=("builtin", "official")),
     "gazebo.clock": ParamInfo("ros", "time of frames and stamps: the node clock (ros; Gazebo's time with "
                               "use_sim_time and /clock bridged) or the mirror's Gazebo sim time (gazebo)",
                               choices=("ros", "gazebo")),
@@ -115,7 +118,7 @@ def sdf_topic(sdf: str, kind: str, relative: str) -> str:
 
 
 def start_mirror(world: str, sdf: str | None, pose_topic: str, partition: str, stale_after_s: float,
-                 max_rate_hz: float, materials: str | None, ignore: tuple[str, ...]):
+                 max_rate_hz: float, materials: str | None, ignore: tuple[str, ...], client: str = "builtin"):
     """A started GazeboMirror (its SDF file, if any, is loaded before this returns; errors raise)."""
     from ..gazebo.client import make_client
     from ..gazebo.mirror import GazeboMirror, MirrorConfig
@@ -125,7 +128,7 @@ def start_mirror(world: str, sdf: str | None, pose_topic: str, partition: str, s
     if partition:  # read by both clients (the official one takes it from the environment only)
         os.environ["GZ_PARTITION"] = partition
         os.environ["IGN_PARTITION"] = partition
-    client = make_client()
+    client = make_client(client)
     try:
         return GazeboMirror(config, client=client).start()
     except BaseException:
@@ -160,8 +163,8 @@ class SensorDiscovery:
         self._thread.join(timeout=5)
 
     def _run(self) -> None:
-        from ..errors import RadaraysError
         from ..gazebo import protos
+        from ..gazebo.scene_sdf import declare_prefixes
         from ..gazebo.sensors import find_sensors
 
         models, last, last_error = None, -float("inf"), ""
@@ -176,10 +179,10 @@ class SensorDiscovery:
                 payload, type_name = mirror.client.request(f"/world/{mirror.world}/generate_world_sdf", b"",
                                                            timeout=mirror.config.service_timeout_s)
                 text = protos.decode(type_name or "StringMsg", payload).data
-                specs = find_sensors(text)
+                specs = find_sensors(declare_prefixes(text))
             except (TimeoutError, RuntimeError):
                 continue
-            except (RadaraysError, ValueError) as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever the answer holds, this thread goes on
                 if str(exc) != last_error:
                     self.log(f"sensors of Gazebo world '{mirror.world}' not read: {exc}")
                     last_error = str(exc)

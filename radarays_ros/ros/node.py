@@ -23,6 +23,7 @@ Following a running Gazebo (radarays_ros.gazebo does the transport and the mirro
     gazebo.sdf: worlds/x.sdf       # geometry file ('' = `world`, else Gazebo's generate_world_sdf)
     gazebo.pose_topic: pose/info   # or dynamic_pose/info
     gazebo.partition: ''           # gz-transport partition ('' = GZ_PARTITION / IGN_PARTITION)
+    gazebo.client: builtin         # gz-transport client: builtin or official (gz.transport13 bindings)
     gazebo.clock: ros              # ros: node clock (use_sim_time + bridged /clock = Gazebo time);
                                    # gazebo: the mirror's sim time (/world/<w>/clock), no bridge needed
     gazebo.stale_after_s: 1.0      # no pose message for this long = Gazebo is gone
@@ -299,7 +300,7 @@ class SensorNode(Node):
         options = dict(world=self._param("gazebo.world"), pose_topic=self._param("gazebo.pose_topic"),
                        partition=self._param("gazebo.partition"), stale_after_s=self._param("gazebo.stale_after_s"),
                        max_rate_hz=self._param("gazebo.max_rate_hz"), materials=self._param("materials"),
-                       ignore=ignore)
+                       ignore=ignore, client=self._param("gazebo.client"))
         self._gazebo_sdf = None
         try:
             try:

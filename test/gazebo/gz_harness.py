@@ -5,22 +5,36 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+import sys
 from pathlib import Path
+
+sys.path[:0] = [p for p in (str(Path(__file__).parent), str(Path(__file__).parents[1])) if p not in sys.path]
+import gz_harmonic  # noqa: E402  (loaded by file from the ROS tests too: its folder is put on the path)
+from netns_common import refuse  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PEER = Path(os.environ.get("RADARAYS_GZ_PEER", REPO / "build" / "gz_peer" / "gz_peer"))
 FIXTURES = Path(__file__).parent / "fixtures"
 
 class Peer:
-    """The running gz_peer process: `send('move box 1 2 0.5 0 0 0')` waits for its 'ok'."""
+    """The running gz_peer process: `send('move box 1 2 0.5 0 0 0')` waits for its 'ok'.
+    `binary`: the Ignition Transport 11 build (PEER) or the gz-transport13 one (gz_harmonic.PEER13),
+    whose message type names start with `type_prefix` ('ignition.msgs.' or 'gz.msgs.')."""
 
-    def __init__(self, world: str, partition: str):
-        self.world, self.partition = world, partition
+    def __init__(self, world: str, partition: str, binary: Path = PEER, env: dict | None = None):
+        self.world, self.partition, self.binary, self.env = world, partition, Path(binary), env
+        self.type_prefix = "ignition.msgs." if self.binary == PEER else "gz.msgs."
         self.proc: subprocess.Popen | None = None
 
+    def twin(self) -> "Peer":
+        """A new (not started) peer of the same build, world and partition: the same Gazebo restarted."""
+        return Peer(self.world, self.partition, self.binary, self.env)
+
     def start(self) -> "Peer":
-        env = dict(os.environ, IGN_PARTITION=self.partition, IGN_IP="127.0.0.1")
-        self.proc = subprocess.Popen([str(PEER), self.world], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        # gz-transport13 reads only GZ_*, Ignition Transport 11 only IGN_*: both are set
+        env = dict(self.env if self.env is not None else os.environ, GZ_PARTITION=self.partition,
+                   IGN_PARTITION=self.partition, GZ_IP="127.0.0.1", IGN_IP="127.0.0.1")
+        self.proc = subprocess.Popen([str(self.binary), self.world], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, env=env)
         line = self.proc.stdout.readline().strip()
         if line != "ready":
@@ -63,3 +77,18 @@ def wait_for(predicate, timeout: float = 5.0, interval: float = 0.01) -> bool:
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+def peer_binary(flavor: str) -> Path:
+    """The built peer of a flavor (ign11, gz13); refused (skip, or fail under CI) when it is not built."""
+    if flavor == "ign11":
+        if not PEER.exists():
+            refuse("gz-transport test", f"{PEER} is not built (bash scripts/setup_gz_peer.sh installs Ignition "
+                   "Transport and builds it)")
+        return PEER
+    if not gz_harmonic.stage_complete("transport"):
+        refuse("gz-transport13 test", gz_harmonic.missing("transport"))
+    if not gz_harmonic.PEER13.exists():
+        refuse("gz-transport13 test", f"{gz_harmonic.PEER13} is not built (bash scripts/setup_gz_peer.sh builds it "
+               "once Gazebo Harmonic is built)")
+    return gz_harmonic.PEER13

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trimesh
-from gz_harness import FIXTURES, Peer, wait_for
+from gz_harness import FIXTURES, wait_for
 
 from radarays_ros.errors import ConfigError
 from radarays_ros.gazebo import protos
@@ -148,7 +148,7 @@ def test_dead_peer_is_survived_and_followed_again(gz_peer, client, caplog):
                 stale_frames.append("the crate of the dead world")  # a frame of a scene not re-synced
             return True
 
-        again = Peer(gz_peer.world, gz_peer.partition).start()  # a fresh Gazebo: no crate any more
+        again = gz_peer.twin().start()  # a fresh Gazebo: no crate any more
         try:
             again.send("move box -1 -1 0.5 0 0 0")
             assert wait_for(lambda: sensor_frame() and mirror.last_update > last, timeout=8, interval=0.002)
@@ -374,7 +374,7 @@ def test_quick_restart_is_noticed_by_sim_time_going_back(gz_peer, client, caplog
         assert wait_for(lambda: mirror.scene.find("crate::link::visual") is not None)
         assert wait_for(lambda: mirror.sim_time_ns > 300_000_000)  # the old world ran a while
         gz_peer.kill()
-        again = Peer(gz_peer.world, gz_peer.partition).start()  # a fresh Gazebo, sim time from 0, no crate
+        again = gz_peer.twin().start()  # a fresh Gazebo, sim time from 0, no crate
         try:
             assert wait_for(lambda: mirror.scene.find("crate::link::visual") is None, timeout=8)
             assert wait_for(lambda: mirror.alive, timeout=5)
@@ -411,7 +411,7 @@ def test_gazebo_absent_at_start_is_one_line_then_followed(gz_peer, caplog):
     try:
         assert not any(mirror.alive for _ in range(40) if time.sleep(0.01) is None)
         assert not mirror.wait_ready(0.2) and len(mirror.scene) == 0
-        peer = Peer(gz_peer.world, gz_peer.partition).start()
+        peer = gz_peer.twin().start()
         try:
             assert mirror.wait_ready(10) and wait_for(lambda: mirror.alive)
             assert mirror.world == gz_peer.world

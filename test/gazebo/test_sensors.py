@@ -21,7 +21,7 @@ def test_demo_world_sensors():
     radar = specs["radar"]
     assert (radar.kind, radar.parent, radar.topic, radar.frame) == ("radar", "robot::chassis", "radar/image", "radar_link")
     assert radar.update_rate == 4.0
-    assert radar.params == {"preset": "navtech_cir204", "seed": 7}
+    assert radar.params == {"preset": "navtech_cir204", "seed": 7, "overrides": {"beam.samples": 20}}
     np.testing.assert_allclose(radar.pose, pose_to_matrix(0.3, 0, 0.4))
     lidar = specs["lidar"]
     assert lidar.kind == "lidar" and lidar.params == {"preset": "OS1-64", "overrides": {"range.max": 80}}

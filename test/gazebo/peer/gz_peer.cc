@@ -34,6 +34,22 @@
 #include <thread>
 #include <vector>
 
+// Built twice (scripts/setup_gz_peer.sh): against Debian's Ignition Transport 11 / Msgs 8 and, with
+// GZ_PEER_HARMONIC defined, against Gazebo Harmonic's gz-transport13 / gz-msgs10 (the same wire version;
+// message type names "ignition.msgs.*" versus "gz.msgs.*").
+#ifdef GZ_PEER_HARMONIC
+#include <gz/msgs/boolean.pb.h>
+#include <gz/msgs/clock.pb.h>
+#include <gz/msgs/empty.pb.h>
+#include <gz/msgs/pose_v.pb.h>
+#include <gz/msgs/scene.pb.h>
+#include <gz/msgs/sdf_generator_config.pb.h>
+#include <gz/msgs/stringmsg.pb.h>
+#include <gz/msgs/uint32_v.pb.h>
+#include <gz/transport/Node.hh>
+namespace msgs = gz::msgs;
+namespace transport = gz::transport;
+#else
 #include <ignition/msgs/boolean.pb.h>
 #include <ignition/msgs/clock.pb.h>
 #include <ignition/msgs/empty.pb.h>
@@ -45,6 +61,8 @@
 #include <ignition/transport/Node.hh>
 
 namespace msgs = ignition::msgs;
+namespace transport = ignition::transport;
+#endif
 
 struct Frame {  // a pose relative to the parent entity
   double x = 0, y = 0, z = 0, roll = 0, pitch = 0, yaw = 0;
@@ -303,8 +321,8 @@ class Peer {
   std::mutex mutex_;
   std::atomic<bool> running_{true};
   std::atomic<double> rate_hz_{50.0};
-  ignition::transport::Node node_;
-  ignition::transport::Node::Publisher pose_pub_, clock_pub_, scene_pub_, deletion_pub_;
+  transport::Node node_;
+  transport::Node::Publisher pose_pub_, clock_pub_, scene_pub_, deletion_pub_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 

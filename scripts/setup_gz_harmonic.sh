@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Build the Gazebo Harmonic stack (test infrastructure only, nothing of it goes into the package) from the
+# release archives in ../shared/vendor/gz-harmonic/ (the checkout's sibling `shared/`) into a cache outside
+# the checkout, keyed by the archives' hashes, and reuse it when it is complete.
+#   bash scripts/setup_gz_harmonic.sh              # stage 1 + stage 2
+#   bash scripts/setup_gz_harmonic.sh transport    # stage 1 only
+#   bash scripts/setup_gz_harmonic.sh --print-prefix   # print the cache prefix (complete or not) and exit
+# Stage 1 "transport": gz-cmake3 -> gz-utils2 -> gz-math7 -> gz-msgs10 -> gz-transport13, with the official
+#   Python bindings (gz.transport13, gz.msgs10) under <prefix>/lib/python.
+# Stage 2 "server": sdformat14 -> gz-common5 -> gz-plugin2 -> gz-fuel-tools9 -> gz-physics7 ->
+#   gz-rendering8 -> gz-sensors8 -> gz-gui8 -> gz-sim8, and gz-tools2 (the `gz` command): a headless
+#   `gz sim -s` with TPE physics, no render engine, and only the systems RADARAYS_GZ_SIM_SYSTEMS names.
+# Environment: RADARAYS_GZ_CACHE (default /var/cache/radarays, or ~/.cache/radarays when not writable),
+#   RADARAYS_GZ_JOBS (default 2), RADARAYS_GZ_VENDOR (default ../shared/vendor/gz-harmonic,
+#   else ../../shared/vendor/gz-harmonic).
+# Each package gets a stamp when installed (an interrupted build resumes); each stage's stamp is written last.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stage="all"
+print_prefix=0
+case "${1:-}" in
+  "" | all) stage="all" ;;
+  transport) stage="transport" ;;
+  --print-prefix) print_prefix=1 ;;
+  *) echo "setup_gz_harmonic.sh: unknown argument '$1' (allowed: all, transport, --print-prefix)" >&2; exit 2 ;;
+esac
+
+# The checkout's sibling shared/ (a git worktree one level deeper finds it one level further up).
+vendor="${RADARAYS_GZ_VENDOR:-}"
+if [ -z "$vendor" ]; then
+  for candidate in ../shared/vendor/gz-harmonic ../../shared/vendor/gz-harmonic; do
+    if [ -d "$candidate" ]; then vendor="$candidate"; break; fi
+  done
+fi
+vendor="${vendor:-../shared/vendor/gz-harmonic}"
+if ! ls "$vendor"/gz-transport13_*.tar.xz > /dev/null 2>&1; then
+  echo "setup_gz_harmonic.sh: no Gazebo Harmonic archives in $vendor" >&2
+  exit 1
+fi
+vendor="$(cd "$vendor" && pwd)"
+key="$(cd "$vendor" && sha256sum ./*.tar.xz | sort | sha256sum | cut -c1-12)"
+cache_root="${RADARAYS_GZ_CACHE:-/var/cache/radarays}"
+if ! mkdir -p "$cache_root" 2> /dev/null || [ ! -w "$cache_root" ]; then
+  cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/radarays"
+  mkdir -p "$cache_root"
+fi
+cache="$cache_root/gz-harmonic-$key"
+prefix="$cache/install"
+if [ $print_prefix = 1 ]; then
+  echo "$prefix"
+  exit 0
+fi
+jobs="${RADARAYS_GZ_JOBS:-2}"
+mkdir -p "$cache/stamps" "$cache/src" "$cache/build" "$prefix"
+# One build at a time per cache (a second caller waits, then finds the stamps).
+exec 9> "$cache/lock"
+if ! flock -n 9; then
+  echo "setup_gz_harmonic.sh: another build of $cache is running; waiting for it"
+  flock 9
+fi
+
+stage1_packages=(gz-cmake3 gz-utils2 gz-math7 gz-msgs10 gz-transport13)
+stage2_packages=(sdformat14 gz-common5 gz-plugin2 gz-fuel-tools9 gz-physics7 gz-rendering8 gz-sensors8
+  gz-gui8 gz-sim8 gz-tools2)
+# libeigen3-dev in stage 1: gz-math7 builds its eigen3 component only when Eigen is there, and gz-physics7
+# (stage 2) needs that component.
+stage1_apt=(build-essential cmake pkg-config libprotobuf-dev protobuf-compiler libprotoc-dev libzmq3-dev
+  cppzmq-dev uuid-dev libsqlite3-dev libtinyxml2-dev python3-dev pybind11-dev libeigen3-dev)
+stage2_apt=(libfreeimage-dev libgts-dev libgdal-dev libavcodec-dev libavformat-dev
+  libavutil-dev libswscale-dev libavdevice-dev libassimp-dev libcurl4-openssl-dev libjsoncpp-dev libzip-dev
+  qtbase5-dev qtdeclarative5-dev qtquickcontrols2-5-dev ruby)
+
+install_apt() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    return
+  fi
+  echo "setup_gz_harmonic.sh: installing apt packages: ${missing[*]}"
+  local sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
+    "${missing[@]}" \
+    > "$cache/apt-$(date +%s).log"
+}
+
+# Per-package configure flags beyond the common ones (the smallest build that gives what the tests run).
+package_flags() {
+  case "$1" in
+    gz-math7 | gz-utils2 | gz-common5 | gz-plugin2 | gz-physics7 | gz-rendering8 | gz-sensors8 | gz-gui8 | \
+      gz-fuel-tools9 | gz-sim8) echo "-DSKIP_PYBIND11=ON" ;;
+    gz-msgs10 | gz-transport13) echo "-DPython3_EXECUTABLE=/usr/bin/python3" ;;
+    sdformat14) echo "-DUSE_INTERNAL_URDF=ON -DSKIP_PYBIND11=ON" ;;
+    *) echo "" ;;
+  esac
+}
+
+# gz-sim8 trimmed to a headless server with the systems the tests and the demo worlds list (most of its build
+# time is the ~70 systems and ~30 GUI plugins): RADARAYS_GZ_SIM_SYSTEMS names the src/systems folders kept.
+sim_systems="${RADARAYS_GZ_SIM_SYSTEMS:-physics user_commands scene_broadcaster velocity_control}"
+trim_sources() {
+  local name="$1" src="$2"
+  [ "$name" = "gz-sim8" ] || return 0
+  local keep="" dir
+  for dir in $sim_systems; do keep="$keep|$dir"; done
+  sed -i -E "s/^(\s*)add_subdirectory\((${keep#|})\)/\1KEEP_SYSTEM(\2)/; s/^(\s*)add_subdirectory\(/\1# not built here: add_subdirectory(/; s/KEEP_SYSTEM\(/add_subdirectory(/" \
+    "$src/src/systems/CMakeLists.txt"
+  sed -i -E "s/^(\s*)add_subdirectory\(plugins\)/\1# GUI plugins not built here: add_subdirectory(plugins)/" "$src/src/gui/CMakeLists.txt"
+}
+
+build_package() {
+  local name="$1"
+  local stamp="$cache/stamps/$name.done"
+  [ -f "$stamp" ] && return
+  local archive
+  archive="$(ls "$vendor"/"${name}"_*.tar.xz | head -n1)"
+  local src="$cache/src/$name"
+  rm -rf "$src" "$cache/build/$name"
+  mkdir -p "$src" "$cache/build/$name"
+  tar -xf "$archive" -C "$src" --strip-components=1
+  trim_sources "$name" "$src"
+  local started=$SECONDS
+  local log="$cache/build/$name.log"
+  # shellcheck disable=SC2046
+  # In the build folder: gz-physics' install step makes plugin symlinks in the working directory.
+  if ! (cd "$cache/build/$name" && cmake -S "$src" -B "$cache/build/$name" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+        -DBUILD_DOCS=OFF -DSKIP_SWIG=ON -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_PREFIX_PATH="$prefix" \
+        $(package_flags "$name") \
+      && nice -n 10 cmake --build "$cache/build/$name" -j"$jobs" \
+      && cmake --install "$cache/build/$name") > "$log" 2>&1; then
+    echo "setup_gz_harmonic.sh: building $name failed; the last lines of $log:" >&2
+    tail -n 30 "$log" >&2
+    exit 1
+  fi
+  rm -rf "$src" "$cache/build/$name"
+  echo "setup_gz_harmonic.sh: $name built in $((SECONDS - started)) s"
+  echo "$((SECONDS - started))" > "$stamp"
+}
+
+export CMAKE_PREFIX_PATH="$prefix"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig:$prefix/share/pkgconfig"
+export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$prefix/bin:$PATH"
+
+run_stage() {
+  local stage_name="$1"
+  shift
+  local stamp="$prefix/.stage-$stage_name-complete"
+  if [ -f "$stamp" ]; then
+    echo "setup_gz_harmonic.sh: stage $stage_name present in $prefix"
+    return
+  fi
+  for p in "$@"; do build_package "$p"; done
+  date -u +%FT%TZ > "$stamp"
+  echo "setup_gz_harmonic.sh: stage $stage_name complete in $prefix"
+}
+
+install_apt "${stage1_apt[@]}"
+run_stage transport "${stage1_packages[@]}"
+if [ "$stage" = "all" ]; then
+  install_apt "${stage2_apt[@]}"
+  if [ ! -f "$prefix/.stage-server-complete" ] && [ ! -d "$prefix/lib/cmake/gz-math7-eigen3" ]; then
+    rm -f "$cache/stamps/gz-math7.done"  # a gz-math7 built before Eigen was installed: again, with it
+    build_package gz-math7
+  fi
+  run_stage server "${stage2_packages[@]}"
+fi
+echo "Gazebo Harmonic in $prefix: LD_LIBRARY_PATH=$prefix/lib PYTHONPATH=$prefix/lib/python" \
+  "GZ_CONFIG_PATH=$prefix/share/gz PATH=$prefix/bin:\$PATH"

@@ -1,0 +1,141 @@
+"""The mirror beside a real headless Gazebo Harmonic server (`gz sim -s`, gz-sim 8.14, TPE physics, no
+render engine), built from the release sources by scripts/setup_gz_harmonic.sh: the world from gz-sim 8's
+own generate_world_sdf (material tags included), a model the server moves, one spawned through its
+create service and one removed through its remove service, and a server killed and started again.
+Positions are compared with what the server itself publishes (Pose_V, read by a client of our own)."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+
+import numpy as np
+import pytest
+from gz_harness import wait_for
+
+import gz_harmonic
+from netns_common import refuse
+from radarays_ros.gazebo import protos
+from radarays_ros.gazebo.mirror import GazeboMirror, MirrorConfig
+from radarays_ros.gazebo.transport import GzTransportClient
+
+pytestmark = pytest.mark.slow
+
+SPAWNED = """<sdf version="1.11"><model name="visitor"><static>true</static><pose>3 -4 0.5 0 0 0</pose>
+<link name="link"><visual name="visual"><geometry><box><size>1 1 1</size></box></geometry>
+<radarays><material>glass</material></radarays></visual></link></model></sdf>"""
+
+
+@pytest.fixture
+def server(isolated_network, tmp_path):
+    if not gz_harmonic.stage_complete("server"):
+        refuse("gz sim end-to-end test", gz_harmonic.missing("server"))
+    world = tmp_path / "e2e.sdf"
+    world.write_text(gz_harmonic.e2e_world("e2e"))
+    s = gz_harmonic.GzServer(world, f"radarays_e2e_{uuid.uuid4().hex[:8]}").start()
+    yield s
+    s.stop()
+
+
+class ServerPoses:
+    """What the server says: model world poses (top-level models: their pose is in the world) by stamp."""
+
+    def __init__(self, client: GzTransportClient, world: str):
+        self.lock = threading.Lock()
+        self.by_stamp: dict[int, dict[str, np.ndarray]] = {}
+        client.subscribe(f"/world/{world}/pose/info", self._on)
+
+    def _on(self, payload, type_name):
+        msg = protos.decode(type_name, payload)
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nsec
+        models = {p.name: np.array([p.position.x, p.position.y, p.position.z]) for p in msg.pose}
+        with self.lock:
+            self.by_stamp[stamp] = models
+            if len(self.by_stamp) > 2000:
+                del self.by_stamp[min(self.by_stamp)]
+
+    def at(self, stamp: int, name: str) -> np.ndarray | None:
+        with self.lock:
+            models = self.by_stamp.get(stamp)
+        return None if models is None or name not in models else models[name]
+
+
+def entity_factory(sdf: str) -> bytes:
+    _, msgs = gz_harmonic.import_bindings()
+    from gz.msgs10.entity_factory_pb2 import EntityFactory
+
+    return EntityFactory(sdf=sdf).SerializeToString()
+
+
+def entity(name: str) -> bytes:
+    gz_harmonic.import_bindings()
+    from gz.msgs10.entity_pb2 import Entity
+
+    return Entity(name=name, type=Entity.MODEL).SerializeToString()
+
+
+def test_mirror_follows_a_real_gz_sim_server(server, caplog):
+    caplog.set_level(logging.INFO, logger="radarays_ros.gazebo.mirror")
+    client = GzTransportClient(partition=server.partition, host_ip="127.0.0.1")
+    started = time.monotonic()
+    assert wait_for(lambda: "/world/e2e/pose/info" in client.topics(), timeout=60), server.log()
+    poses = ServerPoses(client, "e2e")
+    mirror = GazeboMirror(MirrorConfig(world="e2e"), client=client).start()  # the world from generate_world_sdf
+    try:
+        assert mirror.wait_ready(30) and wait_for(lambda: mirror.alive, timeout=10), server.log()
+        print(f"\nserver start to mirror alive: {time.monotonic() - started:.2f} s")
+        scene = mirror.scene
+        material = {name: scene.materials[int(scene.entity(name).face_materials[0])].name
+                    for name in ("wall::link::visual", "ground::link::visual")}
+        assert material == {"wall::link::visual": "metal", "ground::link::visual": "asphalt"}  # gz-sim 8's SDF tags
+        assert "cannot be loaded" not in caplog.text
+
+        # the mover: where the mirror has it is where the server said it was at that stamp
+        checked, first = 0, None
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            with mirror._lock:
+                mirror.refresh()
+                stamp = mirror.liveness.last_stamp_ns
+                here = scene.entity("mover::link::visual").pose[:3, 3].copy()
+            said = poses.at(stamp, "mover")
+            if said is not None:
+                np.testing.assert_allclose(here, said, atol=1e-3)  # the 1 mm threshold
+                first = here if first is None else first
+                checked += 1
+            time.sleep(0.05)
+        assert checked > 10
+        assert np.linalg.norm(here - first) > 0.5  # it really moved (0.4 m/s)
+        assert mirror.sim_time_ns is not None and mirror.sim_time_ns > 2_000_000_000
+
+        asked = time.monotonic()
+        payload, _ = client.request("/world/e2e/create", entity_factory(SPAWNED), timeout=5)
+        assert protos.decode("Boolean", payload).data
+        assert wait_for(lambda: scene.find("visitor::link::visual") is not None, timeout=10)
+        print(f"create call to the model in the scene: {1000 * (time.monotonic() - asked):.0f} ms")
+        np.testing.assert_allclose(scene.entity("visitor::link::visual").pose[:3, 3], [3, -4, 0.5], atol=1e-6)
+
+        def visitor_material():
+            return scene.materials[int(scene.entity("visitor::link::visual").face_materials[0])].name
+
+        assert wait_for(lambda: visitor_material() == "glass", timeout=10)  # its tag, from generate_world_sdf
+
+        payload, _ = client.request("/world/e2e/remove", entity("doomed"), timeout=5)
+        assert protos.decode("Boolean", payload).data
+        assert wait_for(lambda: scene.find("doomed::link::visual") is None, timeout=10)
+
+        # gz-physics 7.8's TPE engine segfaults in the step after a removal (an upstream bug): the deletion
+        # message comes first, and the kill below covers a server that is already gone as well.
+        server.kill()  # a crash: no BYE
+        assert wait_for(lambda: not mirror.alive, timeout=5)
+        server.start()  # the same world again: the visitor is gone, the doomed box is back
+        restarted = time.monotonic()
+        assert wait_for(lambda: mirror.alive, timeout=60), server.log()
+        print(f"restart to mirror alive again: {time.monotonic() - restarted:.2f} s")
+        assert wait_for(lambda: scene.find("visitor::link::visual") is None and
+                        scene.find("doomed::link::visual") is not None, timeout=10)
+        assert mirror.sim_time_ns < 60_000_000_000
+    finally:
+        mirror.close()
+        client.close()
