@@ -1,0 +1,314 @@
+"""Warp backend: the mirrored scene as NVIDIA Warp meshes, traced by one kernel on "cpu" or "cuda".
+
+Same contract and answers as the Embree backend (embree.py), with Warp's instancing instead of its layers:
+
+* the static world: every entity that is static when the backend is created, posed into world
+  coordinates, in one `wp.Mesh` whose BVH is built once. A static entity that is later moved or removed
+  is *masked*: rays that hit it continue past the hit (as in the Embree backend), and a moved one
+  becomes an instance.
+* instances: every other entity (moving ones, and any entity added later, small or large) is a
+  `wp.Mesh` in its own frame, built once when it appears, with a pose. Moving it changes a rotation,
+  a position and a world box (O(1), uploaded at the next trace); no mesh BVH is ever rebuilt or refit.
+  Rays reach instances through their world boxes: a loop over the boxes for a few instances, a `wp.Bvh`
+  over them (refit per pose update) from TOP_LEVEL_MIN_INSTANCES on.
+
+The kernel (warp_kernels.py) writes distance, normal facing the ray, cosine of incidence, entity, face
+(the mesh file's own order) and material for every ray on the device; only the attributes the caller
+reads are copied to the host. On the CPU device the arrays are shared with numpy (no copy).
+The same kernel runs on both devices, so CI checks the GPU code path on Warp's CPU device.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..errors import TracingError
+from ..world.scene import Entity, Scene
+from .backend import Backend, Hits, check_rays, checked_rays
+
+TOP_LEVEL_MIN_INSTANCES = 16  # from this many instances a wp.Bvh over their boxes beats the plain loop
+
+
+def load_warp():
+    """The `warp` module, initialised quietly (the CLIs print to stdout); TracingError if missing."""
+    try:
+        import warp as wp
+    except ImportError as exc:
+        raise TracingError(f"backend 'warp' needs NVIDIA Warp (pip install 'radarays_ros[gpu]' or warp-lang): {exc}") from None
+    wp.config.quiet = True  # no banner or per-module compile lines on stdout; the kernel cache stays on
+    wp.init()
+    return wp
+
+
+def cuda_devices() -> int:
+    """Number of CUDA devices Warp can use here (0 without a driver, or without Warp)."""
+    try:
+        wp = load_warp()
+        return int(wp.get_cuda_device_count())
+    except TracingError:
+        return 0
+
+
+def resolve_device(wp, device: str | None) -> str:
+    """'cpu', 'cuda' or 'cuda:N', checked against what this machine has; None = cuda if any, else cpu."""
+    count = int(wp.get_cuda_device_count())
+    if device is None or device == "auto":
+        return "cuda:0" if count else "cpu"
+    name = str(device).strip().lower()
+    if name == "cpu":
+        return "cpu"
+    if name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit()):
+        index = int(name[5:]) if ":" in name else 0
+        if index >= count:
+            seen = f"{count} CUDA device(s)" if count else "no CUDA device (no NVIDIA driver or GPU visible)"
+            raise TracingError(f"backend 'warp' device '{device}': Warp {wp.config.version} sees {seen}; use device 'cpu'")
+        return f"cuda:{index}"
+    raise TracingError(f"backend 'warp' device '{device}': allowed 'cpu', 'cuda', 'cuda:N' or 'auto'")
+
+
+class _MeshTables:
+    """A triangle mesh on the device with per-triangle face and material ids (host copies kept)."""
+
+    def __init__(self, wp, device, vertices: np.ndarray, faces: np.ndarray, face_ids, materials, entities=None):
+        self.n_faces = len(faces)
+        self.points = wp.array(np.ascontiguousarray(vertices, np.float32), dtype=wp.vec3, device=device)
+        self.indices = wp.array(np.ascontiguousarray(faces, np.int32).reshape(-1), dtype=wp.int32, device=device)
+        self.mesh = wp.Mesh(points=self.points, indices=self.indices)
+        self.face = np.ascontiguousarray(face_ids, np.int32)
+        self.material = np.ascontiguousarray(materials, np.int32)
+        self.entity = None if entities is None else np.ascontiguousarray(entities, np.int32)
+        self.bounds = np.stack([vertices.min(axis=0), vertices.max(axis=0)]).astype(np.float64)
+
+
+def _static_tables(wp, device, entities: list[Entity]) -> _MeshTables | None:
+    verts, faces, ids, mats, ents = [], [], [], [], []
+    offset = 0
+    for e in entities:
+        if not e.mesh.n_faces:
+            continue
+        verts.append(e.mesh.vertices @ e.pose[:3, :3].T + e.pose[:3, 3])
+        faces.append(e.mesh.faces + offset)
+        offset += len(e.mesh.vertices)
+        ids.append(e.mesh.face_ids)
+        mats.append(e.face_materials)
+        ents.append(np.full(e.mesh.n_faces, e.id, np.int32))
+    if not faces:
+        return None
+    return _MeshTables(wp, device, np.concatenate(verts), np.concatenate(faces), np.concatenate(ids),
+                       np.concatenate(mats), np.concatenate(ents))
+
+
+class WarpBackend(Backend):
+    name = "warp"
+
+    def __init__(self, scene: Scene, device: str | None = None, threads: int | None = None,
+                 top_level: str = "auto"):
+        """device: 'cpu', 'cuda', 'cuda:N' or None/'auto' (CUDA when present). threads: accepted for
+        the common backend options and ignored (Warp's CPU device runs a kernel on one thread).
+        top_level: 'auto', 'loop' or 'bvh': how rays find the instances (see the module docstring)."""
+        wp = load_warp()
+        if top_level not in ("auto", "loop", "bvh"):
+            raise TracingError(f"backend 'warp' top_level '{top_level}': allowed 'auto', 'loop', 'bvh'")
+        super().__init__(scene)
+        self.wp = wp
+        self.device = resolve_device(wp, device)
+        self.top_level = top_level
+        from . import warp_kernels
+
+        self._kernels = warp_kernels
+        self._lock = threading.Lock()  # listener state (flags, pending sets)
+        self._trace_lock = threading.Lock()  # device arrays of one trace
+        self.static_rebuilds = 0  # stays 0: the static mesh is built once (tests check this)
+        self.instance_builds = 0
+        self.mesh_refits = 0  # stays 0: a pose update never touches a mesh BVH
+        with scene.lock:
+            static = [e for e in scene.entities if e.static]
+            self._static = _static_tables(wp, self.device, static)
+            self._static_ids = {e.id for e in static}
+            self._masked: set[int] = set()
+            self._instances: dict[int, _MeshTables | None] = {}  # None until built at the next sync
+            self._layout_dirty = True  # instance set changed: ids and tables to re-upload
+            self._poses_dirty = True
+            self._masked_dirty = True
+            for e in scene.entities:
+                if not e.static:
+                    self._add_instance(e)
+            scene.subscribe(self)
+        dev = self.device
+        if self._static is not None:
+            s = self._static
+            self._static_dev = tuple(wp.array(a, dtype=wp.int32, device=dev) for a in (s.entity, s.face, s.material))
+        else:
+            self._static_dev = tuple(wp.zeros(1, dtype=wp.int32, device=dev) for _ in range(3))
+        self._order: list[int] = []
+        self._top = None
+
+    # -- scene listener -----------------------------------------------------------------------
+    def on_entity_added(self, entity: Entity) -> None:
+        with self._lock:
+            self._add_instance(entity)
+
+    def on_entity_removed(self, entity: Entity) -> None:
+        with self._lock:
+            if entity.id in self._static_ids:
+                self._masked.add(entity.id)
+                self._masked_dirty = True
+            if self._instances.pop(entity.id, False) is not False:
+                self._layout_dirty = True
+
+    def on_entity_moved(self, entity: Entity) -> None:
+        with self._lock:
+            self._moved(entity)
+
+    def on_entities_moved(self, entities: list[Entity]) -> None:
+        with self._lock:
+            for entity in entities:
+                self._moved(entity)
+
+    def _moved(self, entity: Entity) -> None:
+        if entity.id in self._instances:
+            self._poses_dirty = True  # O(1): the new pose is read at the next trace
+        elif entity.id in self._static_ids and entity.id not in self._masked:
+            self._masked.add(entity.id)  # look through the baked copy, trace the moved one
+            self._masked_dirty = True
+            self._add_instance(entity)
+
+    def _add_instance(self, entity: Entity) -> None:
+        if entity.mesh.n_faces:
+            self._instances[entity.id] = None
+            self._layout_dirty = True
+
+    # -- device state -------------------------------------------------------------------------
+    def _sync(self) -> None:
+        """Brings the device arrays up to date with the scene (called with _trace_lock held)."""
+        wp, dev = self.wp, self.device
+        with self.scene.lock, self._lock:
+            for entity_id, inst in list(self._instances.items()):
+                if inst is None:
+                    e = self.scene.entity(entity_id)
+                    self._instances[entity_id] = _MeshTables(wp, dev, e.mesh.vertices, e.mesh.faces,
+                                                             e.mesh.face_ids, e.face_materials)
+                    self.instance_builds += 1
+            layout, poses_changed, masked_changed = self._layout_dirty, self._poses_dirty, self._masked_dirty
+            if layout:
+                self._order = sorted(self._instances)
+            poses = np.array([self.scene.entity(i).pose for i in self._order]).reshape(-1, 4, 4) if (layout or poses_changed) else None
+            masked = sorted(self._masked) if masked_changed else None
+            self._layout_dirty = self._poses_dirty = self._masked_dirty = False
+        if layout:
+            self._upload_layout()
+        if poses is not None:
+            self._upload_poses(poses)
+        if masked is not None:
+            # indexed by the entity id of any static triangle: as long as the largest static id
+            flags = np.zeros(max([0, *masked, *self._static_ids]) + 1, np.int32)
+            flags[masked] = 1
+            self._masked_dev = wp.array(flags, dtype=wp.int32, device=dev)
+            self._any_masked = int(bool(masked))
+
+    def _upload_layout(self) -> None:
+        wp, dev = self.wp, self.device
+        tables = [self._instances[i] for i in self._order]
+        sizes = np.array([t.n_faces for t in tables], np.int32)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32) if len(tables) else np.zeros(1, np.int32)
+        face = np.concatenate([t.face for t in tables]) if tables else np.zeros(1, np.int32)
+        material = np.concatenate([t.material for t in tables]) if tables else np.zeros(1, np.int32)
+        ids = np.array([t.mesh.id for t in tables] or [0], np.uint64)
+        self._inst_dev = {
+            "mesh": wp.array(ids, dtype=wp.uint64, device=dev),
+            "entity": wp.array(np.array(self._order or [0], np.int32), dtype=wp.int32, device=dev),
+            "offset": wp.array(offsets, dtype=wp.int32, device=dev),
+            "face": wp.array(face, dtype=wp.int32, device=dev),
+            "material": wp.array(material, dtype=wp.int32, device=dev),
+        }
+        self._local_bounds = np.array([t.bounds for t in tables]).reshape(-1, 2, 3)
+        self._top = None  # rebuilt for the new instance count
+
+    def _upload_poses(self, poses: np.ndarray) -> None:
+        wp, dev = self.wp, self.device
+        n = len(poses)
+        rot = poses[:, :3, :3]
+        pos = poses[:, :3, 3]
+        lo, hi = self._local_bounds[:, 0], self._local_bounds[:, 1]
+        # world box of a posed local box: centre rotated, half-extent through |R| (exact for a box)
+        centre, half = (lo + hi) / 2, (hi - lo) / 2
+        wc = np.einsum("nij,nj->ni", rot, centre) + pos
+        wh = np.einsum("nij,nj->ni", np.abs(rot), half) + 1e-4  # a margin for float32 round-off
+        lower, upper = (wc - wh).astype(np.float32), (wc + wh).astype(np.float32)
+        if n == 0:
+            rot, pos = np.eye(3)[None], np.zeros((1, 3))
+            lower = upper = np.zeros((1, 3), np.float32)
+        inst = self._inst_dev
+        inst["rot"] = wp.array(np.ascontiguousarray(rot, np.float32), dtype=wp.mat33, device=dev)
+        inst["pos"] = wp.array(np.ascontiguousarray(pos, np.float32), dtype=wp.vec3, device=dev)
+        use_top = n > 0 and (self.top_level == "bvh" or (self.top_level == "auto" and n >= TOP_LEVEL_MIN_INSTANCES))
+        if use_top and self._top is not None:  # same instances, new boxes: refit the small top-level BVH
+            inst["lower"].assign(wp.array(lower, dtype=wp.vec3, device=dev))
+            inst["upper"].assign(wp.array(upper, dtype=wp.vec3, device=dev))
+            self._top.refit()
+        else:
+            inst["lower"] = wp.array(lower, dtype=wp.vec3, device=dev)
+            inst["upper"] = wp.array(upper, dtype=wp.vec3, device=dev)
+            self._top = wp.Bvh(inst["lower"], inst["upper"]) if use_top else None
+        self._n_inst = n
+
+    # -- tracing --------------------------------------------------------------------------------
+    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf, *, checked: bool = False,
+              lazy_normals: bool = False) -> Hits:
+        o, d = checked_rays(origins, directions) if checked else check_rays(origins, directions)
+        if not (0.0 <= tmin < tmax):
+            raise TracingError(f"need 0 <= tmin < tmax, got tmin={tmin}, tmax={tmax}")
+        n = len(o)
+        with self._trace_lock:
+            self._sync()
+            if n == 0:
+                return Hits.misses(0)
+            out = self._launch(o, d, float(tmin), float(min(float(tmax) - tmin, 1e30)))
+        return Hits(out["distance"].numpy(), resolve=_DeviceAttributes(out))
+
+    def _launch(self, o: np.ndarray, d: np.ndarray, tmin: float, far: float) -> dict:
+        wp, dev = self.wp, self.device
+        n = len(o)
+        copy = dev != "cpu"  # the CPU device reads the numpy buffers in place
+        rays_o = wp.array(o, dtype=wp.vec3, device=dev, copy=copy)
+        rays_d = wp.array(d, dtype=wp.vec3, device=dev, copy=copy)
+        out = {
+            "distance": wp.empty(n, dtype=float, device=dev),
+            "normal": wp.empty(n, dtype=wp.vec3, device=dev),
+            "cos_incidence": wp.empty(n, dtype=float, device=dev),
+            "entity": wp.empty(n, dtype=wp.int32, device=dev),
+            "face": wp.empty(n, dtype=wp.int32, device=dev),
+            "material": wp.empty(n, dtype=wp.int32, device=dev),
+        }
+        s, inst = self._static, self._inst_dev
+        wp.launch(
+            self._kernels.first_hits, dim=n, device=dev,
+            inputs=[rays_o, rays_d, tmin, far,
+                    wp.uint64(s.mesh.id if s is not None else 0), int(s is not None), *self._static_dev,
+                    self._masked_dev, self._any_masked,
+                    inst["mesh"], inst["rot"], inst["pos"], inst["lower"], inst["upper"], inst["entity"],
+                    inst["offset"], self._n_inst, wp.uint64(self._top.id if self._top is not None else 0),
+                    int(self._top is not None), inst["face"], inst["material"],
+                    out["distance"], out["normal"], out["cos_incidence"], out["entity"], out["face"], out["material"]],
+        )
+        return out
+
+
+class _DeviceAttributes:
+    """Hits attributes copied from the device on first access (numpy views on the CPU device)."""
+
+    def __init__(self, out: dict, lo: int = 0, hi: int | None = None):
+        self.out, self.lo, self.hi = out, lo, hi
+
+    def span(self, a: int, b: int) -> "_DeviceAttributes":
+        return _DeviceAttributes(self.out, self.lo + a, self.lo + b)
+
+    def __call__(self, name: str) -> np.ndarray:
+        array = self.out[name].numpy()
+        if array.ndim == 1 and array.dtype != np.float32 and name in ("distance", "cos_incidence"):
+            array = array.astype(np.float32)
+        return array[self.lo:self.hi]
+
+
+
