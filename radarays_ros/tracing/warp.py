@@ -4,13 +4,15 @@ Same contract and answers as the Embree backend (embree.py), with Warp's instanc
 
 * the static world: every entity that is static when the backend is created, posed into world
   coordinates, in one `wp.Mesh` whose BVH is built once. A static entity that is later moved or removed
-  is *masked*: rays that hit it continue past the hit (as in the Embree backend), and a moved one
-  becomes an instance.
+  is *masked*: its vertices in that mesh are collapsed onto one of them, so its triangles have no area
+  and are never hit; the BVH stays valid (only looser there) and is neither rebuilt nor refit. A moved
+  one becomes an instance. (Unlike stepping past a masked hit, as the Embree backend does, this never
+  skips a visible face lying in the masked one's plane, such as a floor under a moved crate.)
 * instances: every other entity (moving ones, and any entity added later, small or large) is a
   `wp.Mesh` in its own frame, built once when it appears, with a pose. Moving it changes a rotation,
   a position and a world box (O(1), uploaded at the next trace); no mesh BVH is ever rebuilt or refit.
-  Rays reach instances through their world boxes: a loop over the boxes for a few instances, a `wp.Bvh`
-  over them (refit per pose update) from TOP_LEVEL_MIN_INSTANCES on.
+  Rays reach instances through their world boxes, a slab test per box (warp_kernels.py says why not
+  a `wp.Bvh` over them).
 
 The kernel (warp_kernels.py) writes distance, normal facing the ray, cosine of incidence, entity, face
 (the mesh file's own order) and material for every ray on the device; only the attributes the caller
@@ -26,9 +28,6 @@ import numpy as np
 from ..errors import TracingError
 from ..world.scene import Entity, Scene
 from .backend import Backend, Hits, check_rays, checked_rays
-
-TOP_LEVEL_MIN_INSTANCES = 16  # from this many instances a wp.Bvh over their boxes beats the plain loop
-
 
 def load_warp():
     """The `warp` module, initialised quietly (the CLIs print to stdout); TracingError if missing."""
@@ -72,7 +71,8 @@ class _MeshTables:
 
     def __init__(self, wp, device, vertices: np.ndarray, faces: np.ndarray, face_ids, materials, entities=None):
         self.n_faces = len(faces)
-        self.points = wp.array(np.ascontiguousarray(vertices, np.float32), dtype=wp.vec3, device=device)
+        self.host_points = np.ascontiguousarray(vertices, np.float32)
+        self.points = wp.array(self.host_points, dtype=wp.vec3, device=device)
         self.indices = wp.array(np.ascontiguousarray(faces, np.int32).reshape(-1), dtype=wp.int32, device=device)
         self.mesh = wp.Mesh(points=self.points, indices=self.indices)
         self.face = np.ascontiguousarray(face_ids, np.int32)
@@ -83,10 +83,12 @@ class _MeshTables:
 
 def _static_tables(wp, device, entities: list[Entity]) -> _MeshTables | None:
     verts, faces, ids, mats, ents = [], [], [], [], []
+    spans = {}
     offset = 0
     for e in entities:
         if not e.mesh.n_faces:
             continue
+        spans[e.id] = (offset, offset + len(e.mesh.vertices))
         verts.append(e.mesh.vertices @ e.pose[:3, :3].T + e.pose[:3, 3])
         faces.append(e.mesh.faces + offset)
         offset += len(e.mesh.vertices)
@@ -95,25 +97,22 @@ def _static_tables(wp, device, entities: list[Entity]) -> _MeshTables | None:
         ents.append(np.full(e.mesh.n_faces, e.id, np.int32))
     if not faces:
         return None
-    return _MeshTables(wp, device, np.concatenate(verts), np.concatenate(faces), np.concatenate(ids),
-                       np.concatenate(mats), np.concatenate(ents))
+    tables = _MeshTables(wp, device, np.concatenate(verts), np.concatenate(faces), np.concatenate(ids),
+                         np.concatenate(mats), np.concatenate(ents))
+    tables.vertex_spans = spans  # entity id -> its vertex rows in the static mesh
+    return tables
 
 
 class WarpBackend(Backend):
     name = "warp"
 
-    def __init__(self, scene: Scene, device: str | None = None, threads: int | None = None,
-                 top_level: str = "auto"):
+    def __init__(self, scene: Scene, device: str | None = None, threads: int | None = None):
         """device: 'cpu', 'cuda', 'cuda:N' or None/'auto' (CUDA when present). threads: accepted for
-        the common backend options and ignored (Warp's CPU device runs a kernel on one thread).
-        top_level: 'auto', 'loop' or 'bvh': how rays find the instances (see the module docstring)."""
+        the common backend options and ignored (Warp's CPU device runs a kernel on one thread)."""
         wp = load_warp()
-        if top_level not in ("auto", "loop", "bvh"):
-            raise TracingError(f"backend 'warp' top_level '{top_level}': allowed 'auto', 'loop', 'bvh'")
         super().__init__(scene)
         self.wp = wp
         self.device = resolve_device(wp, device)
-        self.top_level = top_level
         from . import warp_kernels
 
         self._kernels = warp_kernels
@@ -127,6 +126,7 @@ class WarpBackend(Backend):
             self._static = _static_tables(wp, self.device, static)
             self._static_ids = {e.id for e in static}
             self._masked: set[int] = set()
+            self._collapsed: set[int] = set()
             self._instances: dict[int, _MeshTables | None] = {}  # None until built at the next sync
             self._layout_dirty = True  # instance set changed: ids and tables to re-upload
             self._poses_dirty = True
@@ -142,7 +142,6 @@ class WarpBackend(Backend):
         else:
             self._static_dev = tuple(wp.zeros(1, dtype=wp.int32, device=dev) for _ in range(3))
         self._order: list[int] = []
-        self._top = None
 
     # -- scene listener -----------------------------------------------------------------------
     def on_entity_added(self, entity: Entity) -> None:
@@ -170,7 +169,7 @@ class WarpBackend(Backend):
         if entity.id in self._instances:
             self._poses_dirty = True  # O(1): the new pose is read at the next trace
         elif entity.id in self._static_ids and entity.id not in self._masked:
-            self._masked.add(entity.id)  # look through the baked copy, trace the moved one
+            self._masked.add(entity.id)  # collapse the baked copy, trace the moved one
             self._masked_dirty = True
             self._add_instance(entity)
 
@@ -194,18 +193,25 @@ class WarpBackend(Backend):
             if layout:
                 self._order = sorted(self._instances)
             poses = np.array([self.scene.entity(i).pose for i in self._order]).reshape(-1, 4, 4) if (layout or poses_changed) else None
-            masked = sorted(self._masked) if masked_changed else None
+            masked = sorted(self._masked - self._collapsed) if masked_changed else None
             self._layout_dirty = self._poses_dirty = self._masked_dirty = False
         if layout:
             self._upload_layout()
         if poses is not None:
             self._upload_poses(poses)
-        if masked is not None:
-            # indexed by the entity id of any static triangle: as long as the largest static id
-            flags = np.zeros(max([0, *masked, *self._static_ids]) + 1, np.int32)
-            flags[masked] = 1
-            self._masked_dev = wp.array(flags, dtype=wp.int32, device=dev)
-            self._any_masked = int(bool(masked))
+        for entity_id in masked or ():
+            self._collapse(entity_id)
+
+    def _collapse(self, entity_id: int) -> None:
+        """Masks a static entity: its vertices in the static mesh all moved onto its first one."""
+        span = self._static.vertex_spans.get(entity_id) if self._static is not None else None
+        if span is None or entity_id in self._collapsed:
+            return
+        start, stop = span
+        points = np.repeat(self._static.host_points[start:start + 1], stop - start, axis=0)
+        self.wp.copy(self._static.points, self.wp.array(points, dtype=self.wp.vec3, device=self.device),
+                     dest_offset=start, src_offset=0, count=stop - start)
+        self._collapsed.add(entity_id)
 
     def _upload_layout(self) -> None:
         wp, dev = self.wp, self.device
@@ -223,7 +229,6 @@ class WarpBackend(Backend):
             "material": wp.array(material, dtype=wp.int32, device=dev),
         }
         self._local_bounds = np.array([t.bounds for t in tables]).reshape(-1, 2, 3)
-        self._top = None  # rebuilt for the new instance count
 
     def _upload_poses(self, poses: np.ndarray) -> None:
         wp, dev = self.wp, self.device
@@ -242,15 +247,8 @@ class WarpBackend(Backend):
         inst = self._inst_dev
         inst["rot"] = wp.array(np.ascontiguousarray(rot, np.float32), dtype=wp.mat33, device=dev)
         inst["pos"] = wp.array(np.ascontiguousarray(pos, np.float32), dtype=wp.vec3, device=dev)
-        use_top = n > 0 and (self.top_level == "bvh" or (self.top_level == "auto" and n >= TOP_LEVEL_MIN_INSTANCES))
-        if use_top and self._top is not None:  # same instances, new boxes: refit the small top-level BVH
-            inst["lower"].assign(wp.array(lower, dtype=wp.vec3, device=dev))
-            inst["upper"].assign(wp.array(upper, dtype=wp.vec3, device=dev))
-            self._top.refit()
-        else:
-            inst["lower"] = wp.array(lower, dtype=wp.vec3, device=dev)
-            inst["upper"] = wp.array(upper, dtype=wp.vec3, device=dev)
-            self._top = wp.Bvh(inst["lower"], inst["upper"]) if use_top else None
+        inst["lower"] = wp.array(lower, dtype=wp.vec3, device=dev)
+        inst["upper"] = wp.array(upper, dtype=wp.vec3, device=dev)
         self._n_inst = n
 
     # -- tracing --------------------------------------------------------------------------------
@@ -286,10 +284,8 @@ class WarpBackend(Backend):
             self._kernels.first_hits, dim=n, device=dev,
             inputs=[rays_o, rays_d, tmin, far,
                     wp.uint64(s.mesh.id if s is not None else 0), int(s is not None), *self._static_dev,
-                    self._masked_dev, self._any_masked,
                     inst["mesh"], inst["rot"], inst["pos"], inst["lower"], inst["upper"], inst["entity"],
-                    inst["offset"], self._n_inst, wp.uint64(self._top.id if self._top is not None else 0),
-                    int(self._top is not None), inst["face"], inst["material"],
+                    inst["offset"], self._n_inst, inst["face"], inst["material"],
                     out["distance"], out["normal"], out["cos_incidence"], out["entity"], out["face"], out["material"]],
         )
         return out

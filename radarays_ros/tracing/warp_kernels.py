@@ -1,20 +1,21 @@
 """The first-hit kernel of the Warp backend (one kernel: Warp compiles a module's kernels together,
 and the first CPU compile of a module takes tens of seconds, so this module holds only the trace).
 
-Kept to the API that Warp 1.0.x already has (`mesh_query_ray` returning a struct, `bvh_query_ray` /
-`bvh_query_next`, `wp.transpose`), so that a small old wheel runs it on a machine without network.
+Kept to the API that Warp 1.0.x already has (`mesh_query_ray` returning a struct, `wp.transpose`), so
+that a small old wheel runs it on a machine without network.
 
-One thread per ray: the static world's mesh BVH first (looking through masked static entities, as the
-Embree backend does), then every instance whose world bounds the remaining segment meets, either by a
-loop over the instance boxes or through a BVH over them (`use_top`). Rays are moved into an instance's
+One thread per ray: the static world's mesh BVH first (a masked static entity has its triangles
+collapsed to a point there, and a degenerate triangle is never hit), then every instance whose world
+box the remaining segment [0, best] meets, by a loop over the boxes. Rays are moved into an instance's
 own frame (x_local = R^T (x - p)); a rotation keeps lengths, so t is the same in both frames.
+
+Why a loop and not a `wp.Bvh` over the boxes: `bvh_query_ray` of Warp 1.0.x tests boxes with the ray's
+direction where the reciprocal is meant (NVIDIA/warp issue 288, fixed in later releases), so it misses
+instances there; the loop is one slab test per instance, the boxes are read by all threads alike, and
+a Gazebo world has tens of moving entities (bench_gpu.py measures 50).
 """
 
 import warp as wp
-
-LOOK_THROUGH_SKIP = 1.0e-4  # metres stepped past a masked static hit (the Embree backend's _SKIP)
-MAX_LOOK_THROUGH = 32  # masked surfaces crossed before a ray counts as a miss (Embree's _MAX_RETRACE)
-
 
 @wp.func
 def segment_meets_box(o: wp.vec3, inv: wp.vec3, far: float, lower: wp.vec3, upper: wp.vec3):
@@ -47,8 +48,6 @@ def first_hits(
     static_entity: wp.array(dtype=wp.int32),
     static_face: wp.array(dtype=wp.int32),
     static_material: wp.array(dtype=wp.int32),
-    masked: wp.array(dtype=wp.int32),
-    any_masked: int,
     inst_mesh: wp.array(dtype=wp.uint64),
     inst_rot: wp.array(dtype=wp.mat33),
     inst_pos: wp.array(dtype=wp.vec3),
@@ -57,8 +56,6 @@ def first_hits(
     inst_entity: wp.array(dtype=wp.int32),
     inst_offset: wp.array(dtype=wp.int32),
     n_inst: int,
-    top: wp.uint64,
-    use_top: int,
     dyn_face: wp.array(dtype=wp.int32),
     dyn_material: wp.array(dtype=wp.int32),
     out_distance: wp.array(dtype=float),
@@ -77,50 +74,25 @@ def first_hits(
     n = wp.vec3(0.0, 0.0, 0.0)
 
     if has_static != 0:
-        offset = float(0.0)
-        tries = int(0)
-        searching = int(1)  # a flag, not `break`: Warp 1.0's code generator mishandles break in while
-        while searching != 0:
-            q = wp.mesh_query_ray(static_mesh, o + d * offset, d, far - offset)
-            searching = 0
-            if q.result:
-                if any_masked != 0 and masked[static_entity[q.face]] != 0:
-                    offset = offset + q.t + LOOK_THROUGH_SKIP
-                    tries = tries + 1
-                    if tries <= MAX_LOOK_THROUGH and offset < far:
-                        searching = 1
-                else:
-                    best = offset + q.t
-                    layer = 0
-                    prim = q.face
-                    n = q.normal
+        q = wp.mesh_query_ray(static_mesh, o, d, far)
+        if q.result:
+            best = q.t
+            layer = 0
+            prim = q.face
+            n = q.normal
 
     if n_inst > 0:
         inv = wp.vec3(1.0 / d[0], 1.0 / d[1], 1.0 / d[2])
-        if use_top != 0:
-            query = wp.bvh_query_ray(top, o, d)
-            k = int(0)
-            while wp.bvh_query_next(query, k):
-                if segment_meets_box(o, inv, best, inst_lower[k], inst_upper[k]):
-                    r = inst_rot[k]
-                    rt = wp.transpose(r)
-                    q = wp.mesh_query_ray(inst_mesh[k], rt * (o - inst_pos[k]), rt * d, best)
-                    if q.result and q.t < best:
-                        best = q.t
-                        layer = k + 1
-                        prim = q.face
-                        n = r * q.normal
-        else:
-            for k in range(n_inst):
-                if segment_meets_box(o, inv, best, inst_lower[k], inst_upper[k]):
-                    r = inst_rot[k]
-                    rt = wp.transpose(r)
-                    q = wp.mesh_query_ray(inst_mesh[k], rt * (o - inst_pos[k]), rt * d, best)
-                    if q.result and q.t < best:
-                        best = q.t
-                        layer = k + 1
-                        prim = q.face
-                        n = r * q.normal
+        for k in range(n_inst):
+            if segment_meets_box(o, inv, best, inst_lower[k], inst_upper[k]):
+                r = inst_rot[k]
+                rt = wp.transpose(r)
+                q = wp.mesh_query_ray(inst_mesh[k], rt * (o - inst_pos[k]), rt * d, best)
+                if q.result and q.t < best:
+                    best = q.t
+                    layer = k + 1
+                    prim = q.face
+                    n = r * q.normal
 
     if layer < 0:
         out_distance[i] = wp.inf
