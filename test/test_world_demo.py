@@ -60,8 +60,9 @@ def test_hall_partitions_are_radar_transparent_lidar_visible():
 
 def test_street_sign_and_road():
     scene = load_world(WORLDS / "street.sdf")
-    # the sign plate: model (6, 4.5, 0.15), plate 0.03 m behind the pole, 2.2 m up, 0.02 m thick
-    assert first_hit(scene, [0, 4.5, 2.35], [1, 0, 0]) == pytest.approx((5.96, "traffic_sign::link::plate", "retroreflective_sheeting"), abs=1e-4)
+    # the sign plate: model (6, 4.5, 0.15), plate 0.03 m behind the pole, 2.2 m up, 0.02 m thick, 0.6 m wide;
+    # aimed 0.2 m beside the pole, whose front (radius 0.04) is coplanar with the plate's face at x = 5.96
+    assert first_hit(scene, [0, 4.7, 2.35], [1, 0, 0]) == pytest.approx((5.96, "traffic_sign::link::plate", "retroreflective_sheeting"), abs=1e-4)
     assert first_hit(scene, [0, 0, 5], [0, 0, -1]) == pytest.approx((5.0, "road::link::visual", "asphalt"), abs=1e-4)
 
 
