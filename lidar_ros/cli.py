@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from radarays_ros.errors import ConfigError
+from radarays_ros.tracing.cli import add_backend_arguments
 
 OUTPUT_SUFFIXES = (".npz", ".pcd", ".ply", ".mcap")
 
@@ -42,7 +43,7 @@ def add_parser(sub) -> None:
     p.add_argument("--ground-truth", action="store_true", help="add clean range, entity, material, normal, incidence")
     p.add_argument("--world-frame", default="map", help="parent frame of the sensor pose in .mcap /tf (default map, as radar and scenarios)")
     p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
-    p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
+    add_backend_arguments(p)
     p.add_argument("--out", help="output file: .npz, .pcd, .ply or .mcap (required unless --list-presets)")
     p.add_argument("--list-presets", action="store_true", help="print the preset names and exit")
     p.set_defaults(func=run)
@@ -63,6 +64,7 @@ def parse_overrides(items: list[str]) -> dict:
 
 def run(args) -> int:
     from radarays_ros.tracing import make_backend
+    from radarays_ros.tracing.cli import backend_options
     from radarays_ros.world.loader import load_world
     from radarays_ros.world.trajectory import Trajectory
     from radarays_ros.world.transforms import parse_pose_string
@@ -89,7 +91,7 @@ def run(args) -> int:
     else:
         pose = parse_pose_string(args.pose, degrees=args.degrees, what="--pose")
     scene = load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual")
-    backend = make_backend(args.backend, scene)
+    backend = make_backend(args.backend, scene, **backend_options(args))
     sim = LidarSimulator(config, scene, backend, seed=args.seed)
     t0 = int(round(args.t0 * 1e9))
     period_ns = int(round(config.period * 1e9))

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, RadaraysError, WorldError
+from ..tracing.cli import add_backend_arguments
 
 OUTPUT_SUFFIXES = (".npz", ".png", ".mcap")
 
@@ -38,7 +39,7 @@ def add_parser(sub) -> None:
     p.add_argument("--png-style", default="polar", choices=("polar", "oxford"),
                    help="a .png output: polar image + OUT_cartesian.png (default), or the Oxford/Boreas polar PNG "
                         "(rows = azimuths; timestamp, encoder and valid columns before the bins)")
-    p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
+    add_backend_arguments(p)
     p.add_argument("--out", required=True, help="output file: .npz, .png or .mcap")
     p.set_defaults(func=run)
 
@@ -80,6 +81,8 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from ..tracing import make_backend
+    from ..tracing.cli import backend_options
     from ..world.loader import load_world
     from ..world.transforms import parse_pose_string
     from .simulator import RadarSimulator
@@ -94,7 +97,7 @@ def _run(args) -> int:
     scene = load_world(args.world, materials=args.materials)
     if scene.triangle_count == 0:
         raise WorldError(f"world {args.world}: no triangles to trace (an empty or unsupported file?)")
-    sim = RadarSimulator(config, scene, backend=args.backend)
+    sim = RadarSimulator(config, scene, backend=make_backend(args.backend, scene, **backend_options(args)))
     img = sim.simulate(pose, t0_ns=args.t_ns)
     try:
         write_output(img, out, pose, args.t_ns, args.frame_id, args.layout, args.encoding, args.png_style)

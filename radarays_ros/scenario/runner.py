@@ -65,15 +65,16 @@ def sweep_starts(scenario: Scenario, unit: SensorUnit, max_frames: int | None) -
 
 
 def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None = None, quiet: bool = False,
-                 stream=None) -> RunSummary:
-    """Simulate a scenario into `out` (.mcap file or rosbag2 directory); pictures into a folder if given."""
+                 stream=None, backend: str | None = None, backend_options: dict | None = None) -> RunSummary:
+    """Simulate a scenario into `out` (.mcap file or rosbag2 directory); pictures into a folder if given.
+    backend (and its options, e.g. the warp device) overrides the scenario's `backend`."""
     from ..tracing import make_backend
     from ..world.loader import load_world
 
     scenario = path_or_scenario if isinstance(path_or_scenario, Scenario) else load_scenario(path_or_scenario)
     started = time.perf_counter()
     scene = load_world(scenario.world, materials=scenario.materials, ignore=scenario.ignore)
-    backend = make_backend(scenario.backend, scene)
+    backend = make_backend(backend or scenario.backend, scene, **(backend_options or {}))
     units = {}
     for spec in scenario.sensors:
         try:

@@ -152,7 +152,7 @@ def available_backends() -> list[str]:
 
 
 def make_backend(name: str, scene: Scene, **options) -> Backend:
-    """Create a backend by name ('embree'; 'optix' where CUDA and OptiX are installed)."""
+    """Create a backend by name: 'embree' (CPU), 'warp' (NVIDIA Warp, device='cuda' or 'cpu'); 'optix' is reserved."""
     _load_builtin()
     if name not in _BACKENDS:
         raise TracingError(f"unknown backend '{name}'; available: {', '.join(sorted(_BACKENDS))}")

@@ -35,7 +35,11 @@ def load_warp():
         import warp as wp
     except ImportError as exc:
         raise TracingError(f"backend 'warp' needs NVIDIA Warp (pip install 'radarays_ros[gpu]' or warp-lang): {exc}") from None
-    wp.config.quiet = True  # no banner or per-module compile lines on stdout; the kernel cache stays on
+    # no banner or per-module compile lines on stdout (the CLIs write results there); the kernel
+    # cache stays on. Warp 1.0 reads `quiet`, later releases `log_level`.
+    wp.config.quiet = True
+    if hasattr(wp.config, "log_level") and hasattr(wp, "LOG_WARNING"):
+        wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)
     wp.init()
     return wp
 

@@ -15,107 +15,111 @@ instances there; the loop is one slab test per instance, the boxes are read by a
 a Gazebo world has tens of moving entities (bench_gpu.py measures 50).
 """
 
-import warp as wp
+try:
+    import warp as wp
+except ImportError:  # warp.py reports the missing package; this module stays importable without it
+    wp = None
 
-@wp.func
-def segment_meets_box(o: wp.vec3, inv: wp.vec3, far: float, lower: wp.vec3, upper: wp.vec3):
-    """Slab test of the segment o + t d, t in [0, far], against a box (inv = 1 / d componentwise).
+if wp is not None:
+    @wp.func
+    def segment_meets_box(o: wp.vec3, inv: wp.vec3, far: float, lower: wp.vec3, upper: wp.vec3):
+        """Slab test of the segment o + t d, t in [0, far], against a box (inv = 1 / d componentwise).
 
-    A NaN from 0 * inf (a ray in a slab's plane) is dropped by the comparisons below (NaN < x is false),
-    so such an axis imposes no constraint: a spare candidate, never a lost hit."""
-    near = float(0.0)
-    stop = far
-    for k in range(3):
-        a = (lower[k] - o[k]) * inv[k]
-        b = (upper[k] - o[k]) * inv[k]
-        lo = wp.min(a, b)
-        hi = wp.max(a, b)
-        if lo > near:
-            near = lo
-        if hi < stop:
-            stop = hi
-    return near <= stop
+        A NaN from 0 * inf (a ray in a slab's plane) is dropped by the comparisons below (NaN < x is false),
+        so such an axis imposes no constraint: a spare candidate, never a lost hit."""
+        near = float(0.0)
+        stop = far
+        for k in range(3):
+            a = (lower[k] - o[k]) * inv[k]
+            b = (upper[k] - o[k]) * inv[k]
+            lo = wp.min(a, b)
+            hi = wp.max(a, b)
+            if lo > near:
+                near = lo
+            if hi < stop:
+                stop = hi
+        return near <= stop
 
 
-@wp.kernel
-def first_hits(
-    origins: wp.array(dtype=wp.vec3),
-    directions: wp.array(dtype=wp.vec3),
-    tmin: float,
-    far: float,
-    static_mesh: wp.uint64,
-    has_static: int,
-    static_entity: wp.array(dtype=wp.int32),
-    static_face: wp.array(dtype=wp.int32),
-    static_material: wp.array(dtype=wp.int32),
-    inst_mesh: wp.array(dtype=wp.uint64),
-    inst_rot: wp.array(dtype=wp.mat33),
-    inst_pos: wp.array(dtype=wp.vec3),
-    inst_lower: wp.array(dtype=wp.vec3),
-    inst_upper: wp.array(dtype=wp.vec3),
-    inst_entity: wp.array(dtype=wp.int32),
-    inst_offset: wp.array(dtype=wp.int32),
-    n_inst: int,
-    dyn_face: wp.array(dtype=wp.int32),
-    dyn_material: wp.array(dtype=wp.int32),
-    out_distance: wp.array(dtype=float),
-    out_normal: wp.array(dtype=wp.vec3),
-    out_cos: wp.array(dtype=float),
-    out_entity: wp.array(dtype=wp.int32),
-    out_face: wp.array(dtype=wp.int32),
-    out_material: wp.array(dtype=wp.int32),
-):
-    i = wp.tid()
-    d = directions[i]
-    o = origins[i] + d * tmin  # rays start at tmin, as in the Embree backend
-    best = far
-    layer = int(-1)
-    prim = int(-1)
-    n = wp.vec3(0.0, 0.0, 0.0)
+    @wp.kernel
+    def first_hits(
+        origins: wp.array(dtype=wp.vec3),
+        directions: wp.array(dtype=wp.vec3),
+        tmin: float,
+        far: float,
+        static_mesh: wp.uint64,
+        has_static: int,
+        static_entity: wp.array(dtype=wp.int32),
+        static_face: wp.array(dtype=wp.int32),
+        static_material: wp.array(dtype=wp.int32),
+        inst_mesh: wp.array(dtype=wp.uint64),
+        inst_rot: wp.array(dtype=wp.mat33),
+        inst_pos: wp.array(dtype=wp.vec3),
+        inst_lower: wp.array(dtype=wp.vec3),
+        inst_upper: wp.array(dtype=wp.vec3),
+        inst_entity: wp.array(dtype=wp.int32),
+        inst_offset: wp.array(dtype=wp.int32),
+        n_inst: int,
+        dyn_face: wp.array(dtype=wp.int32),
+        dyn_material: wp.array(dtype=wp.int32),
+        out_distance: wp.array(dtype=float),
+        out_normal: wp.array(dtype=wp.vec3),
+        out_cos: wp.array(dtype=float),
+        out_entity: wp.array(dtype=wp.int32),
+        out_face: wp.array(dtype=wp.int32),
+        out_material: wp.array(dtype=wp.int32),
+    ):
+        i = wp.tid()
+        d = directions[i]
+        o = origins[i] + d * tmin  # rays start at tmin, as in the Embree backend
+        best = far
+        layer = int(-1)
+        prim = int(-1)
+        n = wp.vec3(0.0, 0.0, 0.0)
 
-    if has_static != 0:
-        q = wp.mesh_query_ray(static_mesh, o, d, far)
-        if q.result:
-            best = q.t
-            layer = 0
-            prim = q.face
-            n = q.normal
+        if has_static != 0:
+            q = wp.mesh_query_ray(static_mesh, o, d, far)
+            if q.result:
+                best = q.t
+                layer = 0
+                prim = q.face
+                n = q.normal
 
-    if n_inst > 0:
-        inv = wp.vec3(1.0 / d[0], 1.0 / d[1], 1.0 / d[2])
-        for k in range(n_inst):
-            if segment_meets_box(o, inv, best, inst_lower[k], inst_upper[k]):
-                r = inst_rot[k]
-                rt = wp.transpose(r)
-                q = wp.mesh_query_ray(inst_mesh[k], rt * (o - inst_pos[k]), rt * d, best)
-                if q.result and q.t < best:
-                    best = q.t
-                    layer = k + 1
-                    prim = q.face
-                    n = r * q.normal
+        if n_inst > 0:
+            inv = wp.vec3(1.0 / d[0], 1.0 / d[1], 1.0 / d[2])
+            for k in range(n_inst):
+                if segment_meets_box(o, inv, best, inst_lower[k], inst_upper[k]):
+                    r = inst_rot[k]
+                    rt = wp.transpose(r)
+                    q = wp.mesh_query_ray(inst_mesh[k], rt * (o - inst_pos[k]), rt * d, best)
+                    if q.result and q.t < best:
+                        best = q.t
+                        layer = k + 1
+                        prim = q.face
+                        n = r * q.normal
 
-    if layer < 0:
-        out_distance[i] = wp.inf
-        out_normal[i] = wp.vec3(0.0, 0.0, 0.0)
-        out_cos[i] = 0.0
-        out_entity[i] = -1
-        out_face[i] = -1
-        out_material[i] = -1
-        return
-    unit = wp.normalize(n)
-    facing = wp.dot(unit, d)
-    if facing > 0.0:  # turn the normal to face the ray
-        unit = -unit
-        facing = -facing
-    out_distance[i] = best + tmin
-    out_normal[i] = unit
-    out_cos[i] = -facing
-    if layer == 0:
-        out_entity[i] = static_entity[prim]
-        out_face[i] = static_face[prim]
-        out_material[i] = static_material[prim]
-    else:
-        k = layer - 1
-        out_entity[i] = inst_entity[k]
-        out_face[i] = dyn_face[inst_offset[k] + prim]
-        out_material[i] = dyn_material[inst_offset[k] + prim]
+        if layer < 0:
+            out_distance[i] = wp.inf
+            out_normal[i] = wp.vec3(0.0, 0.0, 0.0)
+            out_cos[i] = 0.0
+            out_entity[i] = -1
+            out_face[i] = -1
+            out_material[i] = -1
+            return
+        unit = wp.normalize(n)
+        facing = wp.dot(unit, d)
+        if facing > 0.0:  # turn the normal to face the ray
+            unit = -unit
+            facing = -facing
+        out_distance[i] = best + tmin
+        out_normal[i] = unit
+        out_cos[i] = -facing
+        if layer == 0:
+            out_entity[i] = static_entity[prim]
+            out_face[i] = static_face[prim]
+            out_material[i] = static_material[prim]
+        else:
+            k = layer - 1
+            out_entity[i] = inst_entity[k]
+            out_face[i] = dyn_face[inst_offset[k] + prim]
+            out_material[i] = dyn_material[inst_offset[k] + prim]
