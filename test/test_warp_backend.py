@@ -312,3 +312,18 @@ def test_disagreement_helper_is_strict():
     scene.set_pose("robot", pose_to_matrix(0.5, 0, 1.2))  # the robot now covers the sensor: answers change
     b = warp(scene).trace(o, d)
     assert disagreement(a, b).sum() > 3
+
+
+def test_trace_on_device_leaves_the_hits_on_the_device(wall_scene):
+    import warp as wp
+
+    backend = warp(wall_scene)
+    o, d, _ = fan(32)
+    host = backend.trace(o, d)
+    out = backend.trace_on_device(wp.array(o.astype(np.float32), dtype=wp.vec3, device="cpu"),
+                                  wp.array(d.astype(np.float32), dtype=wp.vec3, device="cpu"))
+    assert isinstance(out["distance"], wp.array)
+    np.testing.assert_array_equal(out["distance"].numpy(), host.distance)
+    np.testing.assert_array_equal(out["entity"].numpy(), host.entity)
+    with pytest.raises(TracingError, match="wp.vec3"):
+        backend.trace_on_device(o, d)

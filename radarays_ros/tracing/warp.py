@@ -271,10 +271,32 @@ class WarpBackend(Backend):
 
     def _launch(self, o: np.ndarray, d: np.ndarray, tmin: float, far: float) -> dict:
         wp, dev = self.wp, self.device
-        n = len(o)
         copy = dev != "cpu"  # the CPU device reads the numpy buffers in place
         rays_o = wp.array(o, dtype=wp.vec3, device=dev, copy=copy)
         rays_d = wp.array(d, dtype=wp.vec3, device=dev, copy=copy)
+        return self._first_hits(rays_o, rays_d, tmin, far)
+
+    def trace_on_device(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf) -> dict:
+        """First hits of rays already on this backend's device, left there: a dict of Warp arrays
+        distance (inf = miss), normal, cos_incidence, entity, face, material. For device pipelines
+        (and the benchmark's kernel-only figure). origins, directions: wp.array(dtype=wp.vec3) of equal
+        length on self.device, unit directions, finite values (not checked here: they never left the
+        device)."""
+        wp = self.wp
+        for name, a in (("origins", origins), ("directions", directions)):
+            if not isinstance(a, wp.array) or a.dtype != wp.vec3 or str(a.device) != self.device:
+                raise TracingError(f"trace_on_device: {name} must be a wp.array of wp.vec3 on {self.device}")
+        if len(origins) != len(directions):
+            raise TracingError(f"trace_on_device: {len(origins)} origins but {len(directions)} directions")
+        if not (0.0 <= tmin < tmax):
+            raise TracingError(f"need 0 <= tmin < tmax, got tmin={tmin}, tmax={tmax}")
+        with self._trace_lock:
+            self._sync()
+            return self._first_hits(origins, directions, float(tmin), float(min(float(tmax) - tmin, 1e30)))
+
+    def _first_hits(self, rays_o, rays_d, tmin: float, far: float) -> dict:
+        wp, dev = self.wp, self.device
+        n = len(rays_o)
         out = {
             "distance": wp.empty(n, dtype=float, device=dev),
             "normal": wp.empty(n, dtype=wp.vec3, device=dev),
@@ -283,6 +305,8 @@ class WarpBackend(Backend):
             "face": wp.empty(n, dtype=wp.int32, device=dev),
             "material": wp.empty(n, dtype=wp.int32, device=dev),
         }
+        if n == 0:
+            return out
         s, inst = self._static, self._inst_dev
         wp.launch(
             self._kernels.first_hits, dim=n, device=dev,
