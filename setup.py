@@ -7,24 +7,40 @@ from setuptools import find_packages, setup
 PACKAGE = "radarays_ros"
 
 
-def tree(folder: str):
-    """data_files entries installing folder/** into share/radarays_ros/folder/**."""
+DATA = "radarays_ros/data"  # everything the code reads: package data, found by radarays_ros.resources
+
+
+def tree(folder: str, share_as: str | None = None):
+    """data_files entries installing folder/** into share/radarays_ros/<share_as or folder>/**."""
     entries = {}
     for path in glob(f"{folder}/**/*", recursive=True):
         if os.path.isfile(path) and "__pycache__" not in path:
-            entries.setdefault(os.path.join("share", PACKAGE, os.path.dirname(path)), []).append(path)
+            rel = os.path.relpath(os.path.dirname(path), folder)
+            target = os.path.normpath(os.path.join("share", PACKAGE, share_as or folder, rel))
+            entries.setdefault(target, []).append(path)
     return sorted(entries.items())
+
+
+def package_data(folder: str) -> list[str]:
+    """Every file under folder, relative to the radarays_ros package (setuptools package_data)."""
+    return sorted(os.path.relpath(p, PACKAGE) for p in glob(f"{folder}/**/*", recursive=True)
+                  if os.path.isfile(p) and "__pycache__" not in p)
 
 
 setup(
     name=PACKAGE,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "benchmarks"]),
-    package_data={"radarays_ros": ["gazebo/proto/*.proto"]},
+    package_data={"radarays_ros": ["gazebo/proto/*.proto", *package_data(DATA)]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
-        *[e for folder in ("launch", "config", "urdf", "rviz", "worlds", "scenarios") for e in tree(folder)],
+        # what ROS users look for in share/radarays_ros: launch files, node parameters, URDF, RViz;
+        # the demo worlds, scenarios and DDS profile as copies of the package data (launch files use them)
+        *[e for folder in ("launch", "config", "urdf", "rviz") for e in tree(folder)],
+        *tree(f"{DATA}/worlds", "worlds"),
+        *tree(f"{DATA}/scenarios", "scenarios"),
+        *tree(f"{DATA}/ros", "config/ros"),
     ],
     python_requires=">=3.10",
     install_requires=[
@@ -67,7 +83,7 @@ setup(
         ],
         "gpu": ["cupy-cuda12x>=13", "warp-lang>=1.0.2,<2"],
     },
-    zip_safe=True,
+    zip_safe=False,  # shipped data is read from files on disk (radarays_ros.resources)
     maintainer="radarays_ros developers",
     maintainer_email="radarays-ros@example.org",
     description="Rotating FMCW radar (RadaRays) and lidar simulation by ray tracing a mesh mirror of the world",

@@ -32,7 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # a checkout is enough: no install needed
 
 from radarays_ros.errors import RadaraysError  # noqa: E402
+from radarays_ros.resources import shipped  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
+from radarays_ros.tracing.backend import ALL, Rays  # noqa: E402
 from radarays_ros.world.mesh import TriMesh  # noqa: E402
 from radarays_ros.world.scene import Scene  # noqa: E402
 from radarays_ros.world.transforms import pose_to_matrix  # noqa: E402
@@ -138,9 +140,12 @@ class Recorder:
     def __init__(self, backend):
         self.backend, self.rays = backend, []
 
-    def trace(self, origins, directions, tmin=0.0, tmax=np.inf, **flags):
-        self.rays.append((np.array(origins, np.float32), np.array(directions, np.float32), tmin, tmax))
-        return self.backend.trace(origins, directions, tmin, tmax, **flags)
+    def trace(self, origins, directions, tmin=0.0, tmax=np.inf, *, want=ALL):
+        return self.trace_rays(Rays(origins, directions), tmin, tmax, want=want)
+
+    def trace_rays(self, rays, tmin=0.0, tmax=np.inf, *, want=ALL):
+        self.rays.append((rays, tmin, tmax, want))
+        return self.backend.trace_rays(rays, tmin, tmax, want=want)
 
     def __getattr__(self, name):
         return getattr(self.backend, name)
@@ -148,8 +153,8 @@ class Recorder:
 
 def bare_seconds(backend, rays, repeats: int) -> float:
     def run():
-        for o, d, tmin, tmax in rays:
-            backend.trace(o, d, tmin, tmax)
+        for r, tmin, tmax, want in rays:
+            backend.trace_rays(r, tmin, tmax, want=want)
     return best_of(run, repeats)
 
 
@@ -185,7 +190,7 @@ def radar_figures(backend, scene, repeats: int, sweep, rows: dict, label: str) -
     except ImportError as exc:  # scipy (erfinv of the beam sampling) missing on a bare GPU machine
         rows.setdefault("ms radar 400x200x4", {})[label] = f"n/a ({exc.name} missing)"
         return
-    base = RadarConfig.from_yaml(ROOT / "config/examples/radarays_compat.yaml").with_overrides(
+    base = RadarConfig.from_yaml(shipped("example", "radarays_compat")).with_overrides(
         {"azimuth.count": 400, "tracing.passes": 4})
     pose = pose_to_matrix(0, 0, 2.0)
     for ns in (200, *[n for n in sweep if n != 200]):

@@ -10,8 +10,8 @@ embreex calls cut into the backend's own spans (`bare_same_spans_seconds`), and 
 over the CPU time of the bare rays traced on one thread: the work our layers add, which other
 processes on a shared machine cannot change. The indented lines split the cost by layer:
 the tracing interface alone (checked rays and eager normals, as a generic caller gets it; then the
-fast path the lidar uses for rays rotated from its validated table: `checked=True`,
-`lazy_normals=True`), then with the lidar material classes; `scan` adds world rays, the surface
+fast path the lidar uses for rays rotated from its validated table: `Rays.trusted`,
+`want=FIRST_TRACE_WANTS`, normals on access), then with the lidar material classes; `scan` adds world rays, the surface
 model (detection limit, noise, intensities) and the scan arrays. For the velodyne and ouster
 layouts the scan arrays live in the driver cloud itself (radarays_ros.io.lidar_clouds.FrameCloud),
 so `scan + cloud` only adds the lookup.
@@ -27,8 +27,9 @@ import numpy as np
 
 from lidar_ros import LidarSimulator, load_sensor
 from lidar_ros.physics import trace_lidar
+from lidar_ros.physics.interaction import FIRST_TRACE_WANTS
 from radarays_ros.io.lidar_clouds import pointcloud_array
-from radarays_ros.tracing import make_backend
+from radarays_ros.tracing import Rays, make_backend
 from radarays_ros.world.transforms import pose_to_matrix
 
 from .common import bare_trace_seconds, make_big_world, peak_rss_mb, report
@@ -88,8 +89,8 @@ def main(argv=None) -> None:
         o32, d32 = np.ascontiguousarray(o, np.float32), np.ascontiguousarray(d, np.float32)
         stages = {
             "backend.trace": lambda: backend.trace(o, d, cfg.range_min, cfg.range_max),
-            "backend.trace (checked, lazy normals)": lambda: backend.trace(
-                o32, d32, cfg.range_min, cfg.range_max, checked=True, lazy_normals=True),
+            "backend.trace_rays (trusted rays, lidar wants)": lambda: backend.trace_rays(
+                Rays.trusted(o32, d32), cfg.range_min, cfg.range_max, want=FIRST_TRACE_WANTS),
             "+ material classes (trace_lidar)": lambda: trace_lidar(backend, o, d, sim.materials, cfg.range_min, cfg.range_max),
             "scan": lambda: sim.simulate(pose),
             f"scan + {cfg.layout} cloud": lambda: pointcloud_array(sim.simulate(pose), cfg.layout),

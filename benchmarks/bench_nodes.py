@@ -29,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import bare_trace_seconds, best_of, make_big_world, peak_rss_mb, report  # noqa: E402
-from radarays_ros.scenario.sensors import LidarUnit, RadarUnit  # noqa: E402
+from radarays_ros.sensors.units import LidarUnit, RadarUnit  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
 from radarays_ros.world.transforms import pose_to_matrix  # noqa: E402
 
@@ -50,7 +50,7 @@ def ros_session():
     netns = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(netns)
     netns.enter()
-    os.environ.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(root / "config" / "ros" / "fastdds_large_messages.xml"))
+    os.environ.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(root / "radarays_ros" / "data" / "ros" / "fastdds_large_messages.xml"))
     import rclpy
     from rclpy.qos import qos_profile_sensor_data
 
@@ -154,7 +154,7 @@ MEMORY_CHILD = """
 import json, sys
 sys.path.insert(0, {root!r})
 from benchmarks.common import make_big_world, peak_rss_mb
-from radarays_ros.scenario.sensors import LidarUnit, RadarUnit
+from radarays_ros.sensors.units import LidarUnit, RadarUnit
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.transforms import pose_to_matrix
 scene = make_big_world({triangles})

@@ -73,8 +73,8 @@ def main(argv=None) -> int:
     pose = pose_to_matrix(0.0, 0.0, 2.0)
 
     configs = {
-        "compat (400 bins, no noise)": RadarConfig.from_yaml(ROOT / "config/examples/radarays_compat.yaml"),
-        "mulran (3424 bins, Perlin noise)": RadarConfig.from_yaml(ROOT / "config/radar/mulran.yaml"),
+        "compat (400 bins, no noise)": RadarConfig.from_yaml(ROOT / "radarays_ros/data/examples/radarays_compat.yaml"),
+        "mulran (3424 bins, Perlin noise)": RadarConfig.from_yaml(ROOT / "radarays_ros/data/radar/mulran.yaml"),
     }
     for name, cfg in configs.items():
         sim = RadarSimulator(cfg, scene, backend=backend)

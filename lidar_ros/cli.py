@@ -75,7 +75,13 @@ def run(args) -> int:
     if args.list_presets:
         from .config import list_presets
 
-        print("\n".join(list_presets()))
+        names = list_presets()
+        if not names:  # an empty list would look like success: the data of the install is missing
+            from radarays_ros.resources import lidar_data_dir
+
+            raise ConfigError(f"no lidar presets found in {lidar_data_dir() / 'presets'} (a broken install, or "
+                              "RADARAYS_LIDAR_CONFIG names a folder without presets/)")
+        print("\n".join(names))
         return 0
     for value, what in ((args.world, "WORLD"), (args.sensor, "--sensor NAME|FILE"), (args.out, "--out OUT (.npz, .pcd, .ply or .mcap)")):
         if not value:

@@ -32,13 +32,12 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from radarays_ros.errors import ConfigError
+from radarays_ros.resources import find_shipped, shipped_names
 
 from .patterns import Pattern, angles_of, grid, mirror, ouster, planar, rays, risley, velodyne
 from .physics import NoiseConfig, SurfaceConfig
 from .spec import SpecReader, read_yaml, set_dotted
 
-LIDAR_CONFIG_DIR = Path(os.environ.get("RADARAYS_LIDAR_CONFIG", Path(__file__).resolve().parents[1] / "config" / "lidar"))
-PRESET_DIR = LIDAR_CONFIG_DIR / "presets"
 
 BUILDERS: dict[str, Callable[[SpecReader, Path, float], Pattern]] = {
     "spherical": grid.build,
@@ -195,15 +194,12 @@ def _from_pattern(p: Pattern, fields: dict) -> LidarConfig:
 
 # -- finding sensors ------------------------------------------------------------------------------
 def list_presets() -> list[str]:
-    """Names of the shipped sensor presets (config/lidar/presets/*.yaml)."""
-    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+    """Names of the shipped sensor presets (package data lidar/presets/*.yaml)."""
+    return shipped_names("lidar")
 
 
 def _preset_path(name: str) -> Path | None:
-    for p in PRESET_DIR.glob("*.yaml"):
-        if p.stem.lower() == name.lower():
-            return p
-    return None
+    return find_shipped("lidar", name)
 
 
 def _spec_from_file(path: Path) -> dict:

@@ -12,7 +12,7 @@ from rosbags.typesys import Stores, get_typestore
 from radarays_ros.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "config" / "examples" / "spherical_16x1800.yaml"
+EXAMPLE = ROOT / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml"
 
 
 @pytest.fixture()

@@ -138,7 +138,7 @@ def test_ouster_cloud_read_back_field_by_field(tmp_path, room):
 
 
 def test_gazebo_and_ground_truth_fields(tmp_path, room):
-    scan = scan_of(room, str(Path(__file__).resolve().parents[1] / "config" / "examples" / "spherical_16x1800.yaml"))
+    scan = scan_of(room, str(Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml"))
     msg = bag_cloud(tmp_path, scan, ground_truth=("clean_range", "entity", "material", "normal", "incidence_rad"))
     pts = points_of(msg)
     assert (msg.height, msg.width) == (16, 1800)

@@ -23,7 +23,7 @@ from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import pose_to_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
-LIDAR = ROOT / "config" / "lidar"
+LIDAR = ROOT / "radarays_ros" / "data" / "lidar"
 PRESETS = LIDAR / "presets"
 QUIET = {"noise": {}, "surface": {}}  # noise and detection limit off: pure geometry
 
@@ -42,7 +42,7 @@ def preset_yaml(name: str) -> dict:
 
 # -- ranges to a known plane ------------------------------------------------------------------------
 def test_spherical_example_wall_ranges_are_d_over_cos():
-    cfg = load_sensor(ROOT / "config" / "examples" / "spherical_16x1800.yaml")
+    cfg = load_sensor(ROOT / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml")
     assert (cfg.rows, cfg.cols) == (16, 1800)
     el_expected = np.radians(np.arange(-15, 16, 2))
     az_expected = np.radians(-180 + 0.2 * np.arange(1800))
@@ -445,7 +445,7 @@ def test_fov_and_resolution_form_of_a_generic_sensor(tmp_path):
     cfg = build_config({"type": "spherical", "vertical": {"fov_deg": 30, "resolution_deg": 2},
                         "horizontal": {"fov_deg": 360, "resolution_deg": 0.2}, "range": {"min": 0.1, "max": 100}},
                        "t", tmp_path)
-    example = load_sensor(ROOT / "config" / "examples" / "spherical_16x1800.yaml")
+    example = load_sensor(ROOT / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml")
     assert (cfg.rows, cfg.cols) == (16, 1800)
     np.testing.assert_allclose(cfg.elevation, example.elevation, atol=1e-6)
     np.testing.assert_allclose(cfg.azimuth, example.azimuth, atol=1e-5)

@@ -11,7 +11,9 @@ import pytest
 from netns_common import refuse
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_FOLDERS = ("launch", "config", "urdf", "rviz", "worlds")
+# source folder -> folder under share/radarays_ros (worlds and scenarios are copies of the package data)
+SHARED_FOLDERS = {"launch": "launch", "config": "config", "urdf": "urdf", "rviz": "rviz",
+                  "radarays_ros/data/worlds": "worlds", "radarays_ros/data/scenarios": "scenarios"}
 NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "build", "install", "log", "out", "__pycache__", "*.egg-info", ".pytest_cache")
 
 
@@ -53,9 +55,9 @@ def test_package_is_registered_and_data_is_installed(colcon_install):
     assert (colcon_install / "share" / "ament_index" / "resource_index" / "packages" / "radarays_ros").is_file()
     share = colcon_install / "share" / "radarays_ros"
     assert (share / "package.xml").is_file()
-    for folder in SHARED_FOLDERS:
+    for folder, target in SHARED_FOLDERS.items():
         if (REPO / folder).is_dir() and any((REPO / folder).rglob("*.*")):
-            installed = {p.relative_to(share / folder) for p in (share / folder).rglob("*") if p.is_file()}
+            installed = {p.relative_to(share / target) for p in (share / target).rglob("*") if p.is_file()}
             shipped = {p.relative_to(REPO / folder) for p in (REPO / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
             assert shipped <= installed, f"{folder}: not installed: {sorted(map(str, shipped - installed))[:5]}"
 
@@ -73,6 +75,9 @@ def test_wheel_carries_every_subpackage_and_the_data(tmp_path):
                 if p.parts[len(REPO.parts)] in ("radarays_ros", "lidar_ros")}
     for package in packages:
         assert f"{package}/__init__.py" in names, f"package {package} missing from the wheel"
+    assert "radarays_ros/data/materials/default.yaml" in names  # package data: radarays_ros.resources
+    shipped = {str(p.relative_to(REPO)) for p in (REPO / "radarays_ros" / "data").rglob("*") if p.is_file()
+               and "__pycache__" not in p.parts}
+    assert shipped <= names, f"package data missing from the wheel: {sorted(shipped - names)[:5]}"
     data = [n for n in names if ".data/data/share/radarays_ros/" in n]
-    assert any(n.endswith("config/materials/default.yaml") for n in data)
     assert any(n.endswith("package.xml") for n in data)

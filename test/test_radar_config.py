@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_compat_example_expresses_the_radarays_setting():
-    c = RadarConfig.from_yaml(ROOT / "config/examples/radarays_compat.yaml")
+    c = RadarConfig.from_yaml(ROOT / "radarays_ros/data/examples/radarays_compat.yaml")
     assert (c.azimuth.count, c.azimuth.start_deg, c.azimuth.step_deg) == (400, 0.0, -0.9)
     assert (c.range.resolution, c.n_bins) == (0.05, 400)
     assert (c.beam.width_deg, c.beam.samples, c.beam.distribution, c.beam.p_in_cone) == (8.0, 50, "D3", 0.8)
@@ -27,7 +27,7 @@ def test_compat_example_expresses_the_radarays_setting():
 
 
 def test_compat_materials_example():
-    lib = MaterialLibrary.load(ROOT / "config/examples/materials_room.yaml")
+    lib = MaterialLibrary.load(ROOT / "radarays_ros/data/examples/materials_room.yaml")
     mats = RadarMaterials.from_library(lib)
     wall, metal = mats.names.index("wall_stone"), mats.names.index("metal")
     assert mats.velocity[wall] == 0.001 and mats.brdf[wall] == "radarays" and mats.params[wall] == {"A": 0.6, "B": 0.3, "C": 30.0}
@@ -38,7 +38,7 @@ def test_compat_materials_example():
 
 @pytest.mark.parametrize("name", ["radarays_default", "mulran", "navtech_cir204"])
 def test_presets_load(name):
-    c = RadarConfig.from_yaml(ROOT / f"config/radar/{name}.yaml")
+    c = RadarConfig.from_yaml(ROOT / f"radarays_ros/data/radar/{name}.yaml")
     assert c.azimuth.count == 400
     if name == "navtech_cir204":
         assert (c.range.resolution, c.n_bins, c.beam.width_h_deg, c.beam.width_v_deg) == (0.0595, 3360, 1.8, 25.0)
@@ -48,7 +48,7 @@ def test_presets_load(name):
 
 def test_defaults_are_the_radarays_cfg_defaults_and_round_trip():
     c = RadarConfig()
-    assert RadarConfig.from_yaml(ROOT / "config/radar/radarays_default.yaml") == c
+    assert RadarConfig.from_yaml(ROOT / "radarays_ros/data/radar/radarays_default.yaml") == c
     assert RadarConfig.from_dict(c.to_dict()) == c
     assert (c.range.resolution, c.n_bins, c.beam.samples, c.noise.ambient) == (0.0438, 3424, 10, "perlin")
 

@@ -111,8 +111,8 @@ def room_obj(tmp_path_factory):
 
 def run_cli(room_obj, out, *extra):
     return main(["radar", str(room_obj), "--pose", "0 0 0 0 0 0",
-                 "--materials", str(ROOT / "config/examples/materials_room.yaml"),
-                 "--config", str(ROOT / "config/examples/radarays_compat.yaml"), "--out", str(out), *extra])
+                 "--materials", str(ROOT / "radarays_ros/data/examples/materials_room.yaml"),
+                 "--config", str(ROOT / "radarays_ros/data/examples/radarays_compat.yaml"), "--out", str(out), *extra])
 
 
 def test_cli_npz_with_the_compat_example(tmp_path, room_obj):
@@ -233,8 +233,8 @@ def test_cli_pose_in_degrees(tmp_path, room_obj):
     """--degrees: yaw 90 turns azimuth 0 to +y, where the room's wall is 4 m away (bin 80 of 0.05 m)."""
     out = tmp_path / "turned.npz"
     assert main(["radar", str(room_obj), "--pose", "0 0 0 0 0 90", "--degrees", "--set", "beam.samples=5",
-                 "--materials", str(ROOT / "config/examples/materials_room.yaml"),
-                 "--config", str(ROOT / "config/examples/radarays_compat.yaml"), "--out", str(out)]) == 0
+                 "--materials", str(ROOT / "radarays_ros/data/examples/materials_room.yaml"),
+                 "--config", str(ROOT / "radarays_ros/data/examples/radarays_compat.yaml"), "--out", str(out)]) == 0
     assert int(np.argmax(np.load(out)["image_f32"][0])) == 80
 
 

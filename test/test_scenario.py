@@ -235,19 +235,19 @@ def test_cli_run_and_error(tmp_path, capsys):
     assert capsys.readouterr().err.strip().count("\n") == 0
 
 
-SHIPPED = sorted((REPO / "scenarios").glob("*.yaml"))
+SHIPPED = sorted((REPO / "radarays_ros" / "data" / "scenarios").glob("*.yaml"))
 
 
 def test_a_demo_for_every_bundled_world():
     worlds = {load_scenario(p).world.name for p in SHIPPED}
     assert {"office.sdf", "street.sdf", "hall.sdf"} <= worlds
-    assert (REPO / "scenarios" / "office_demo.yaml") in SHIPPED
+    assert (REPO / "radarays_ros" / "data" / "scenarios" / "office_demo.yaml") in SHIPPED
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_shipped_scenarios_load(path):
     """Valid files whose sensors build and whose every sweep fits the trajectory (not run: CI time)."""
-    from radarays_ros.scenario.sensors import LidarUnit, RadarUnit, resolve_radar_config
+    from radarays_ros.sensors.units import LidarUnit, RadarUnit, resolve_radar_config
     from lidar_ros import load_sensor
 
     scenario = load_scenario(path)
@@ -267,7 +267,7 @@ def test_shipped_scenarios_load(path):
 def test_readme_main_job_runs(tmp_path):
     """The README's first command (scenarios/office_demo.yaml with --pictures): 2.5 s of a 4 Hz radar and a 10 Hz
     VLP-16 (organized as the velodyne driver: 16 rings wide), every frame in the bag at its rate, a picture per frame."""
-    assert radarays_main(["run", str(REPO / "scenarios" / "office_demo.yaml"), "--out", str(tmp_path / "demo.mcap"),
+    assert radarays_main(["run", str(REPO / "radarays_ros" / "data" / "scenarios" / "office_demo.yaml"), "--out", str(tmp_path / "demo.mcap"),
                           "--pictures", str(tmp_path / "pictures")]) == 0
     bag = read_bag(tmp_path / "demo.mcap")
     radar, velodyne = bag["/radar/radar/image"], bag["/velodyne/points"]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from radarays_ros.errors import ConfigError
-from radarays_ros.scenario.sensors import (LidarUnit, ParamInfo, RadarUnit, check_param, flatten, make_unit,
+from radarays_ros.sensors.units import (LidarUnit, ParamInfo, RadarUnit, check_param, flatten, make_unit,
                                            poses_over, resolve_radar_config)
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.mesh import TriMesh
@@ -33,7 +33,7 @@ def test_check_param_names_the_key_and_the_allowed_values():
     assert check_param("k", 3, ParamInfo(1, lo=0, hi=5, kind=int)) == 3
     with pytest.raises(ConfigError, match=r"k = 9: out of range, allowed \[0, 5\]"):
         check_param("k", 9, ParamInfo(1, lo=0, hi=5, kind=int))
-    with pytest.raises(ConfigError, match="must be one of a, b"):
+    with pytest.raises(ConfigError, match="k = .c.: not a choice, allowed one of a, b"):
         check_param("k", "c", ParamInfo("a", choices=("a", "b")))
     with pytest.raises(ConfigError, match="finite"):
         check_param("k", float("nan"), ParamInfo(1.0, lo=0, hi=5, kind=float))

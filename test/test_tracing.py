@@ -5,7 +5,7 @@ import trimesh
 
 from radarays_ros.errors import ConfigError, TracingError
 from radarays_ros.tracing import make_backend
-from radarays_ros.tracing.backend import Hits
+from radarays_ros.tracing.backend import ALL, Hits, Rays
 from radarays_ros.world.materials import MaterialLibrary
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
@@ -273,11 +273,11 @@ def _sphere_rays(n=40_000, seed=5):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_checked_fast_path_and_lazy_normals_match_the_checked_trace(threads):
+def test_trusted_rays_and_unwanted_normals_match_the_checked_trace(threads):
     scene, o, d = _sphere_rays()
     backend = make_backend("embree", scene, threads=threads)
     full = backend.trace(o, d, 0.1, 50.0)
-    fast = backend.trace(o, d, 0.1, 50.0, checked=True, lazy_normals=True)
+    fast = backend.trace_rays(Rays.trusted(o, d), 0.1, 50.0, want={"distance", "ids", "incidence"})
     np.testing.assert_array_equal(fast.distance, full.distance)
     np.testing.assert_array_equal(fast.face, full.face)
     np.testing.assert_array_equal(fast.normal, full.normal)  # computed on first access, same values
@@ -289,7 +289,7 @@ def test_checked_fast_path_and_lazy_normals_match_the_checked_trace(threads):
 def test_incidence_cosine_of_a_plane_is_cos_of_the_ray_angle(wall_scene):
     backend = make_backend("embree", wall_scene, threads=1)
     o, d, yaw = fan()
-    hits = backend.trace(o, d, lazy_normals=True)
+    hits = backend.trace(o, d, want={"incidence"})
     wall = hits.entity == wall_scene.find("wall::link::visual")
     np.testing.assert_allclose(hits.incidence_cosines(d)[wall], np.cos(yaw[wall]), atol=1e-6)
     assert np.all(hits.incidence_cosines(d)[~hits.hit] == 0)
@@ -298,23 +298,50 @@ def test_incidence_cosine_of_a_plane_is_cos_of_the_ray_angle(wall_scene):
     assert np.all(misses.incidence_cosines(None) == 0)
 
 
-def test_checked_fast_path_still_rejects_wrong_layouts(wall_scene):
-    backend = make_backend("embree", wall_scene, threads=1)
+def test_trusted_rays_still_reject_wrong_layouts():
     o, d, _ = fan(8)
     with pytest.raises(TracingError, match="float32"):
-        backend.trace(o, d, checked=True)  # float64
+        Rays.trusted(o, d)  # float64
     o32, d32 = o.astype(np.float32), d.astype(np.float32)
     with pytest.raises(TracingError, match="C-contiguous"):
-        backend.trace(np.asfortranarray(o32), d32, checked=True)
+        Rays.trusted(np.asfortranarray(o32), d32)
     with pytest.raises(TracingError, match=r"\(N, 3\)"):
-        backend.trace(o32, d32[:4], checked=True)
+        Rays.trusted(o32, d32[:4])
+
+
+def test_checked_rays_are_validated_once_and_normalised():
+    rays = Rays(np.zeros((2, 3)), np.array([[2.0, 0, 0], [0, 0, 1.0]]))
+    assert rays.origins.dtype == np.float32 and rays.origins.flags.c_contiguous and len(rays) == 2
+    np.testing.assert_array_equal(rays.directions, [[1, 0, 0], [0, 0, 1]])
+    with pytest.raises(TracingError, match="NaN or inf"):
+        Rays(np.array([[np.nan, 0, 0]]), np.array([[1.0, 0, 0]]))
+
+
+def test_unknown_attributes_and_bad_spans_are_refused(wall_scene):
+    backend = make_backend("embree", wall_scene, threads=1)
+    o, d, _ = fan(4)
+    with pytest.raises(TracingError, match="unknown hit attribute.*normals.*allowed: distance, ids, incidence, normal"):
+        backend.trace(o, d, want={"normals"})
+    with pytest.raises(TracingError, match="tmin < tmax"):
+        backend.trace(o, d, 5.0, 1.0)
+
+
+@pytest.mark.parametrize("want", [{"distance"}, {"normal"}, {"ids"}, {"incidence"}, ALL])
+def test_results_never_depend_on_what_is_wanted(wall_scene, want):
+    """`want` only moves cost: every attribute reads the same whatever was asked for."""
+    backend = make_backend("embree", wall_scene, threads=2)
+    o, d, _ = fan(64)
+    full, asked = backend.trace(o, d), backend.trace(o, d, want=want)
+    for name in ("distance", "normal", "entity", "face", "material"):
+        np.testing.assert_array_equal(getattr(asked, name), getattr(full, name))
+    np.testing.assert_array_equal(asked.incidence_cosines(d), full.incidence_cosines(d))
 
 
 def test_a_span_of_hits_is_the_same_rays_lazily(wall_scene):
     backend = make_backend("embree", wall_scene, threads=2)
     o, d, _ = fan(64)
-    for lazy in (False, True):
-        hits = backend.trace(o, d, lazy_normals=lazy)
+    for want in (ALL, {"ids"}):
+        hits = backend.trace(o, d, want=want)
         part = hits.span(10, 40)  # before anything else was read: the span resolves its own rows
         np.testing.assert_array_equal(part.material, hits.material[10:40])
         np.testing.assert_array_equal(part.entity, hits.entity[10:40])

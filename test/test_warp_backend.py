@@ -2,8 +2,6 @@
 
 The kernels are the ones a GPU runs; only the device string differs (see test_warp_cuda.py).
 """
-from pathlib import Path
-
 import numpy as np
 import pytest
 import trimesh
@@ -14,12 +12,12 @@ require_warp()
 
 from radarays_ros.errors import TracingError  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
+from radarays_ros.tracing.backend import ALL, Rays  # noqa: E402
 from radarays_ros.world.loader import load_world  # noqa: E402
 from radarays_ros.world.mesh import TriMesh  # noqa: E402
 from radarays_ros.world.scene import Scene  # noqa: E402
 from radarays_ros.world.transforms import pose_to_matrix  # noqa: E402
 
-WORLDS = Path(__file__).resolve().parents[1] / "worlds"
 
 
 def box_mesh(extents, subdivide=0):
@@ -95,7 +93,7 @@ def test_face_ids_are_the_mesh_files_own_order():
 
 @pytest.mark.parametrize("name", ["office", "street", "hall", "gz_radarays_demo"])
 def test_demo_worlds_give_embrees_answers(name):
-    scene = load_world(WORLDS / f"{name}.sdf")
+    scene = load_world(name)
     o, d = random_rays(scene, 20_000, seed=11)
     ours, ref = warp(scene).trace(o, d), make_backend("embree", scene, threads=1).trace(o, d)
     assert ours.hit.mean() > 0.3
@@ -254,17 +252,22 @@ def test_a_rays_result_does_not_depend_on_its_batch(wall_scene):
     assert mixed.distance[32] == pytest.approx(5.0)
 
 
-def test_spans_and_checked_rays(wall_scene):
+@pytest.mark.parametrize("want", [{"distance"}, {"ids"}, {"normal", "incidence"}, ALL])
+def test_trusted_rays_spans_and_wanted_attributes(wall_scene, want):
     backend = warp(wall_scene)
     o, d, _ = fan(40)
     o32, d32 = o.astype(np.float32), d.astype(np.float32)
-    whole = backend.trace(o32, d32, checked=True, lazy_normals=True)
+    whole = backend.trace_rays(Rays.trusted(o32, d32), want=want)
+    full = backend.trace(o, d)  # every attribute, whatever was wanted
     part = whole.span(10, 20)
-    np.testing.assert_array_equal(part.entity, whole.entity[10:20])
-    np.testing.assert_array_equal(part.normal, whole.normal[10:20])
-    np.testing.assert_array_equal(part.incidence_cosines(d32[10:20]), whole.incidence_cosines(d32)[10:20])
+    np.testing.assert_array_equal(part.entity, full.entity[10:20])
+    np.testing.assert_array_equal(part.normal, full.normal[10:20])
+    np.testing.assert_array_equal(part.incidence_cosines(d32[10:20]), full.incidence_cosines(d32)[10:20])
+    np.testing.assert_array_equal(whole.material, full.material)
     with pytest.raises(TracingError, match="float32"):
-        backend.trace(o, d, checked=True)
+        Rays.trusted(o, d)
+    with pytest.raises(TracingError, match="unknown hit attribute"):
+        backend.trace(o, d, want={"colour"})
 
 
 @pytest.mark.parametrize("origins, directions, message", [

@@ -3,8 +3,6 @@
 Lidar: hit masks identical except edge grazers, ranges within 1 mm. Radar (the RadaRays-compatible
 configuration): median column correlation >= 0.99. Plus `--backend warp` through the command line.
 """
-from pathlib import Path
-
 import numpy as np
 import pytest
 import trimesh
@@ -17,14 +15,13 @@ from lidar_ros import LidarSimulator, load_sensor  # noqa: E402
 from radarays_ros.cli import main  # noqa: E402
 from radarays_ros.radar.config import RadarConfig  # noqa: E402
 from radarays_ros.radar.simulator import RadarSimulator  # noqa: E402
+from radarays_ros.resources import shipped  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
 from radarays_ros.world.loader import load_world  # noqa: E402
 from radarays_ros.world.mesh import TriMesh  # noqa: E402
 from radarays_ros.world.trajectory import Trajectory  # noqa: E402
 from radarays_ros.world.transforms import pose_to_matrix  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-WORLDS = REPO / "worlds"
 NOISY = {"noise": {"sigma": 0.02, "dust_probability": 0.01}}
 
 
@@ -59,7 +56,7 @@ def lidar_pair(cfg, scene, seed):
 # only as many pixels as such rays may differ between the frames.
 @pytest.mark.parametrize("world, sensor", [("hall", "VLP-16"), ("office", "OS1-64"), ("street", "VLP-16")])
 def test_lidar_frames_match_embree(world, sensor):
-    scene = load_world(WORLDS / f"{world}.sdf")
+    scene = load_world(world)
     warp, checked, embree = lidar_pair(load_sensor(sensor, NOISY), scene, seed=3)
     pose = pose_to_matrix(3.0, 0.5, 1.2, 0.0, 0.0, 0.4)
     moving = Trajectory(np.array([0, 100_000_000]), np.stack([pose, pose_to_matrix(3.8, 0.7, 1.2, 0, 0, 0.6)]))
@@ -71,7 +68,7 @@ def test_lidar_frames_match_embree(world, sensor):
 
 
 def test_lidar_frames_match_embree_with_moving_entities():
-    scene = load_world(WORLDS / "office.sdf")
+    scene = load_world("office")
     lib = scene.materials
     movers = []
     for k, material in enumerate(["metal", "wood", "concrete"]):
@@ -104,8 +101,8 @@ def column_correlations(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("world", ["office", "hall"])
 def test_radar_images_match_embree(world):
-    scene = load_world(WORLDS / f"{world}.sdf")
-    cfg = RadarConfig.from_yaml(REPO / "config/examples/radarays_compat.yaml").with_overrides({"azimuth.count": 100})
+    scene = load_world(world)
+    cfg = RadarConfig.from_yaml(shipped("example", "radarays_compat")).with_overrides({"azimuth.count": 100})
     pose = pose_to_matrix(4.0, 0.3, 1.0, 0, 0, 0.2)
     warp = RadarSimulator(cfg, scene, backend=make_backend("warp", scene, device="cpu")).simulate(pose)
     embree = RadarSimulator(cfg, scene, backend=make_backend("embree", scene, threads=1)).simulate(pose)
@@ -130,7 +127,7 @@ def test_cast_command_with_the_warp_backend(tmp_path):
     outs = {}
     for backend in ("embree", "warp"):
         extra = ["--device", "cpu"] if backend == "warp" else []
-        assert main(["cast", str(WORLDS / "office.sdf"), "--rays", str(tmp_path / "rays.npz"),
+        assert main(["cast", "office", "--rays", str(tmp_path / "rays.npz"),
                      "--out", str(tmp_path / f"{backend}.npz"), "--backend", backend, *extra]) == 0
         outs[backend] = np.load(tmp_path / f"{backend}.npz")
     np.testing.assert_array_equal(outs["warp"]["hit"], outs["embree"]["hit"])
@@ -139,20 +136,20 @@ def test_cast_command_with_the_warp_backend(tmp_path):
 
 def test_device_without_warp_backend_is_one_clear_error(tmp_path, capsys):
     np.savez(tmp_path / "rays.npz", origins=np.zeros((1, 3)), directions=np.ones((1, 3)))
-    code = main(["cast", str(WORLDS / "office.sdf"), "--rays", str(tmp_path / "rays.npz"), "--out",
+    code = main(["cast", "office", "--rays", str(tmp_path / "rays.npz"), "--out",
                  str(tmp_path / "h.npz"), "--device", "cpu"])
     assert code == 2 and "only the warp backend has devices" in capsys.readouterr().err
-    code = main(["lidar", str(WORLDS / "office.sdf"), "--sensor", "VLP-16", "--out", str(tmp_path / "s.npz"),
+    code = main(["lidar", "office", "--sensor", "VLP-16", "--out", str(tmp_path / "s.npz"),
                  "--backend", "warp", "--device", "tpu"])
     assert code == 2 and "allowed 'cpu', 'cuda'" in capsys.readouterr().err
 
 
 def test_lidar_and_radar_commands_run_on_warp(tmp_path):
-    assert main(["lidar", str(WORLDS / "office.sdf"), "--sensor", "VLP-16", "--pose", "3 0 1.2 0 0 0",
+    assert main(["lidar", "office", "--sensor", "VLP-16", "--pose", "3 0 1.2 0 0 0",
                  "--out", str(tmp_path / "scan.npz"), "--backend", "warp", "--device", "cpu"]) == 0
     scan = np.load(tmp_path / "scan.npz")
     assert scan["hit"].mean() > 0.3
-    assert main(["radar", str(WORLDS / "office.sdf"), "--pose", "3 0 1.2 0 0 0", "--set", "azimuth.count=20",
+    assert main(["radar", "office", "--pose", "3 0 1.2 0 0 0", "--set", "azimuth.count=20",
                  "--out", str(tmp_path / "img.npz"), "--backend", "warp", "--device", "cpu"]) == 0
     assert np.load(tmp_path / "img.npz")["image"].max() > 0
 

@@ -8,6 +8,8 @@ import os
 import numpy as np
 import pytest
 
+from radarays_ros.tracing.backend import ALL, Rays
+
 GRAZER_FRACTION = 1e-4  # rays allowed to disagree (edge grazers), from issue #16
 DISTANCE_TOL = 1e-3  # metres
 
@@ -121,11 +123,15 @@ class CrossChecked:
         self.diverging = 0
         self.calls = 0
 
-    def trace(self, origins, directions, tmin=0.0, tmax=np.inf, **flags):
-        ours = self.backend.trace(origins, directions, tmin, tmax, **flags)
-        theirs = self.reference.trace(origins, directions, tmin, tmax, **flags)
+    def trace(self, origins, directions, tmin=0.0, tmax=np.inf, *, want=ALL):
+        return self.trace_rays(Rays(origins, directions), tmin, tmax, want=want)
+
+    def trace_rays(self, rays, tmin=0.0, tmax=np.inf, *, want=ALL):
+        ours = self.backend.trace_rays(rays, tmin, tmax, want=want)
+        theirs = self.reference.trace_rays(rays, tmin, tmax, want=want)
         if ours.hit.any() or theirs.hit.any():
-            self.diverging += assert_same_hits(ours, theirs, directions, scene=self.scene, origins=origins, max_ties=1.0)
+            self.diverging += assert_same_hits(ours, theirs, rays.directions, scene=self.scene, origins=rays.origins,
+                                               max_ties=1.0)
         self.calls += 1
         return ours
 

@@ -9,16 +9,16 @@ import pytest
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.loader import load_world
 
-WORLDS = Path(__file__).resolve().parents[1] / "worlds"
+WORLDS = Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "worlds"
 
 
 def test_committed_worlds_match_the_generator(tmp_path):
-    spec = importlib.util.spec_from_file_location("generate_demo_worlds", WORLDS / "generate_demo_worlds.py")
+    spec = importlib.util.spec_from_file_location("generate_demo_worlds", WORLDS.parents[2] / "scripts" / "generate_demo_worlds.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for path in module.generate(tmp_path):
         rel = path.relative_to(tmp_path)
-        assert filecmp.cmp(path, WORLDS / rel, shallow=False), f"worlds/{rel} is stale: run worlds/generate_demo_worlds.py"
+        assert filecmp.cmp(path, WORLDS / rel, shallow=False), f"worlds/{rel} is stale: run scripts/generate_demo_worlds.py"
 
 
 @pytest.mark.parametrize("name, materials", [

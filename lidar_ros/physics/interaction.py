@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from radarays_ros.errors import TracingError
+from radarays_ros.tracing.backend import Rays
 
 from .materials import ABSORBENT, MIRROR, TRANSPARENT, LidarMaterials
 from .reflectivity import reflectivity
@@ -145,10 +146,15 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     return out
 
 
+# what a lidar frame reads for sure; normals (mirrors, glass, ground truth) are computed on access
+FIRST_TRACE_WANTS = frozenset({"distance", "ids", "incidence"})
+
+
 def first_trace(backend, origins, directions, tmin: float = 0.0, tmax: float = np.inf, checked_rays: bool = False):
     """The first round of `trace_lidar`: the backend's hits of every ray (normals on first access:
     most frames read only the cosines of incidence)."""
-    return backend.trace(origins, directions, tmin, tmax, checked=checked_rays, lazy_normals=True)
+    rays = Rays.trusted(origins, directions) if checked_rays else Rays(origins, directions)
+    return backend.trace_rays(rays, tmin, tmax, want=FIRST_TRACE_WANTS)
 
 
 def _unit(d: np.ndarray) -> np.ndarray:

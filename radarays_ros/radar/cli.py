@@ -60,7 +60,7 @@ def load_config(path: str | None, overrides: dict, seed: int | None):
 
     Preset names are resolved as the nodes and scenarios resolve them (config/radar/NAME.yaml); an
     unknown name lists the presets."""
-    from ..scenario.sensors import resolve_radar_config
+    from ..sensors.units import resolve_radar_config
     from .config import RadarConfig
 
     config = resolve_radar_config(path) if path else RadarConfig()

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ConfigError
-from ..scenario.sensors import ParamInfo, flatten
+from ..sensors.units import ParamInfo, flatten
 
 GAZEBO_PARAMS = {
     "gazebo.enable": ParamInfo(False, "follow a running Gazebo world: the scene mirrors it (poses, spawned and "

@@ -69,13 +69,14 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..errors import ConfigError, RadaraysError
-from ..scenario.sensors import ParamInfo, SensorUnit, check_param, make_unit, poses_over, share_path
+from ..resources import data_path
+from ..sensors.units import ParamInfo, SensorUnit, check_param, make_unit, poses_over
 from ..world.transforms import pose_to_matrix
 from .convert import rclpy_class, to_cdr
 from .gazebo_link import (GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, LogRelay, SensorDiscovery, close_mirror,
                           sdf_sensor_plan, sdf_topic, start_mirror)
 from .params import descriptor, from_ros, ros_value
-from .tf_buffer import TransformBuffer, TransformLookupError
+from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
 
 NODE_PARAMS = {
     "world": ParamInfo("", "SDF world, model directory, URDF or mesh map the sensors see (required)"),
@@ -881,7 +882,7 @@ def use_large_message_profile() -> None:
         return
     if os.environ.get("FASTRTPS_DEFAULT_PROFILES_FILE") or os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE"):
         return
-    profile = share_path("config", "ros", "fastdds_large_messages.xml")
+    profile = data_path("ros", "fastdds_large_messages.xml", must_exist=False)
     if profile.is_file():
         os.environ["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
 

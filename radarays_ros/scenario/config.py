@@ -41,6 +41,7 @@ import numpy as np
 
 from ..config_file import read_yaml
 from ..errors import ConfigError
+from ..resources import file_or_shipped, find_shipped
 from ..world.trajectory import Trajectory
 from ..world.transforms import pose_to_matrix, quaternion_to_matrix
 
@@ -86,8 +87,8 @@ class Scenario:
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario YAML (errors name the file and the key)."""
-    path = Path(path)
+    """Read and validate a scenario YAML, or a shipped scenario by name (errors name the file and the key)."""
+    path = file_or_shipped("scenario", path)
     data = read_yaml(path, "scenario")
     if not isinstance(data, Mapping):
         raise ConfigError(f"scenario {path}: expected a mapping with keys {', '.join(TOP_KEYS)}")
@@ -96,6 +97,8 @@ def load_scenario(path: str | Path) -> Scenario:
     base = path.parent
     world = _required(data, "world", where)
     world_path = (base / str(world)).resolve()
+    if not world_path.exists() and find_shipped("world", str(world)) is not None:
+        world_path = find_shipped("world", str(world))  # `world: office`: a shipped world by name
     if not world_path.exists():
         raise ConfigError(f"{where}: world = {world!r}: {world_path} not found (paths are relative to the scenario file)")
     materials = data.get("materials")
@@ -214,7 +217,7 @@ def bag_trajectory(path: Path, topic: str, frame: str | None, world_frame: str, 
     from rosbags.highlevel import AnyReader
 
     from ..io.messages import TYPESTORE
-    from ..ros.tf_buffer import TransformBuffer, TransformLookupError
+    from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
 
     if not path.exists():
         raise ConfigError(f"{where}.bag: {path} not found")

@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..io import messages
 from ..io.bag import BagWriter
 from .config import Scenario, load_scenario, matching_entities
-from .sensors import SensorUnit, make_unit, poses_over
+from ..sensors.units import SensorUnit, make_unit, poses_over
 
 
 @dataclass

@@ -1,7 +1,27 @@
 """The one interface between sensor models and ray tracers.
 
 A backend answers "where does each of these rays first hit" for world-frame rays. Sensor code only
-ever sees `Backend.trace` and `Hits`; which tracer runs is chosen by name (`make_backend`).
+ever sees `Rays`, `Backend.trace` / `Backend.trace_rays` and `Hits`; which tracer runs is chosen by
+name (`make_backend`).
+
+The contract a backend implements (Embree in `embree.py`; a GPU backend follows the same):
+
+* `__init__(scene, **options)`: build acceleration structures for `scene` and `scene.subscribe(self)`;
+  then `on_entity_added/removed/moved(entity)` and `on_entities_moved(entities)` keep it in sync.
+  Moving an entity must never rebuild the static structure (tests count `static_rebuilds`).
+* `trace_rays(rays, tmin, tmax, want) -> Hits`: the first hit of every ray with tmin <= t <= tmax.
+  `rays` is a `Rays`: C-contiguous (N, 3) float32 world-frame origins and unit directions, already
+  validated (a backend never checks them again). `want` (a frozenset of `ATTRIBUTES`) names what the
+  caller will read for sure: the backend computes those during the trace. Every other attribute must
+  still be readable, computed on first access (`Hits(..., resolve=)`), so results never depend on
+  `want`: it only moves cost. "distance" is always computed.
+* Results are deterministic and independent of how rays are batched or threaded: a ray's hit never
+  depends on the other rays of its batch.
+* `close()`: unsubscribe and free resources.
+
+Attributes (`Hits`): distance (float32 metres, inf = miss), normal (float32 unit world-frame, facing the
+ray), ids (entity, face and material, int32, -1 = miss), incidence (|cos| between ray and normal,
+0 = miss; `Hits.incidence_cosines`).
 """
 from __future__ import annotations
 
@@ -115,25 +135,73 @@ class Hits:
         return taken
 
 
+ATTRIBUTES = frozenset({"distance", "normal", "ids", "incidence"})
+ALL = ATTRIBUTES
+
+
+def wanted(want) -> frozenset:
+    """The attribute names of `want` (an iterable of ATTRIBUTES); "distance" is always included."""
+    names = frozenset([want] if isinstance(want, str) else want)
+    unknown = names - ATTRIBUTES
+    if unknown:
+        raise TracingError(f"unknown hit attribute(s) {', '.join(sorted(unknown))}; "
+                           f"allowed: {', '.join(sorted(ATTRIBUTES))}")
+    return names | {"distance"}
+
+
+class Rays:
+    """World-frame rays a backend may trace as they are: C-contiguous (N, 3) float32 origins and unit
+    directions, finite (validated once, here, never again in a backend).
+
+    Rays(origins, directions)          checks every ray (NaN/inf, zero length) and normalises directions
+                                       that are not unit (only those rows: a ray never depends on others)
+    Rays.trusted(origins, directions)  O(1) checks only (dtype, shape, layout): for callers that know
+                                       their values are good, e.g. rays rotated from a validated table
+    """
+
+    __slots__ = ("origins", "directions")
+
+    def __init__(self, origins, directions):
+        self.origins, self.directions = check_rays(origins, directions)
+
+    @classmethod
+    def trusted(cls, origins: np.ndarray, directions: np.ndarray) -> "Rays":
+        rays = cls.__new__(cls)
+        rays.origins, rays.directions = checked_rays(origins, directions)
+        return rays
+
+    def __len__(self) -> int:
+        return len(self.origins)
+
+    def __repr__(self) -> str:
+        return f"Rays(n={len(self)})"
+
+
+def check_span(tmin: float, tmax: float) -> tuple[float, float]:
+    """0 <= tmin < tmax (tmax may be inf); TracingError otherwise."""
+    tmin, tmax = float(tmin), float(tmax)
+    if not (0.0 <= tmin < tmax):
+        raise TracingError(f"need 0 <= tmin < tmax, got tmin={tmin}, tmax={tmax}")
+    return tmin, tmax
+
+
 class Backend(abc.ABC):
-    """A ray tracer kept in sync with a Scene (it subscribes to the scene's changes)."""
+    """A ray tracer kept in sync with a Scene (it subscribes to the scene's changes); see the module doc."""
 
     name = "abstract"
 
     def __init__(self, scene: Scene):
         self.scene = scene
 
-    @abc.abstractmethod
-    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf, *, checked: bool = False,
-              lazy_normals: bool = False) -> Hits:
-        """First hit of each ray in [tmin, tmax]. origins, directions: (N, 3) world frame.
+    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL) -> Hits:
+        """First hit of each ray in [tmin, tmax]; origins, directions: (N, 3) world frame, any float dtype,
+        checked here (`Rays`). `want`: the attributes the caller reads for sure (see the module doc)."""
+        return self.trace_rays(Rays(origins, directions), tmin, tmax, want=want)
 
-        checked=True: the caller guarantees what `check_rays` would establish -- C-contiguous (N, 3)
-        float32 arrays, finite origins, finite unit directions (e.g. rays rotated from a validated
-        ray table) -- and the per-ray checks are skipped (dtype, shape and layout are still checked).
-        lazy_normals=True: `Hits.normal` is computed on first access instead of during the trace
-        (`Hits.incidence_cosines` stays cheap): for callers that seldom read the normals.
-        """
+    @abc.abstractmethod
+    def trace_rays(self, rays: Rays, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL) -> Hits:
+        """First hit of each of the validated `rays` in [tmin, tmax] (call `check_span(tmin, tmax)` and
+        `wanted(want)` first); every attribute readable, those in `want` computed during the trace."""
 
     def close(self) -> None:
         self.scene.unsubscribe(self)  # type: ignore[arg-type]

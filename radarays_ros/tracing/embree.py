@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import TracingError
 from ..world.scene import Entity, Scene
-from .backend import Backend, Hits, check_rays, checked_rays, register_backend
+from .backend import ALL, Backend, Hits, Rays, check_span, register_backend, wanted
 
 try:  # optional heavy dependency, imported once with a clear message if missing
     from embreex import mesh_construction as _mesh_construction
@@ -215,11 +215,12 @@ class EmbreeBackend(Backend):
             return self._dynamic, self._masked.copy(), instances
 
     # -- tracing --------------------------------------------------------------------------------
-    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf, *, checked: bool = False,
-              lazy_normals: bool = False) -> Hits:
-        o, d = checked_rays(origins, directions) if checked else check_rays(origins, directions)
-        if not (0.0 <= tmin < tmax):
-            raise TracingError(f"need 0 <= tmin < tmax, got tmin={tmin}, tmax={tmax}")
+    def trace_rays(self, rays: Rays, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL) -> Hits:
+        """Ids are always gathered on first access (cheap); normals during the trace when wanted, else
+        kept as Embree's Ng and a scale until read; the cosines of incidence come from the same scale."""
+        o, d = rays.origins, rays.directions
+        tmin, tmax = check_span(tmin, tmax)
+        lazy_normals = "normal" not in wanted(want)
         dynamic, masked, instances = self._sync()
         n = len(o)
         if n == 0:

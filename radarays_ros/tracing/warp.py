@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import TracingError
 from ..world.scene import Entity, Scene
-from .backend import Backend, Hits, check_rays, checked_rays
+from .backend import ALL, Backend, Hits, Rays, check_span, wanted
 
 def load_warp():
     """The `warp` module, initialised quietly (the CLIs print to stdout); TracingError if missing."""
@@ -256,18 +256,21 @@ class WarpBackend(Backend):
         self._n_inst = n
 
     # -- tracing --------------------------------------------------------------------------------
-    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf, *, checked: bool = False,
-              lazy_normals: bool = False) -> Hits:
-        o, d = checked_rays(origins, directions) if checked else check_rays(origins, directions)
-        if not (0.0 <= tmin < tmax):
-            raise TracingError(f"need 0 <= tmin < tmax, got tmin={tmin}, tmax={tmax}")
-        n = len(o)
+    def trace_rays(self, rays: Rays, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL) -> Hits:
+        """The kernel computes every attribute on the device (the cost is the trace itself); `want`
+        says which are copied to the host at once (one transfer on CUDA), the others on first access."""
+        tmin, tmax = check_span(tmin, tmax)
+        names = wanted(want)
         with self._trace_lock:
             self._sync()
-            if n == 0:
+            if len(rays) == 0:
                 return Hits.misses(0)
-            out = self._launch(o, d, float(tmin), float(min(float(tmax) - tmin, 1e30)))
-        return Hits(out["distance"].numpy(), resolve=_DeviceAttributes(out))
+            out = self._launch(rays.origins, rays.directions, tmin, min(tmax - tmin, 1e30))
+        host = _DeviceAttributes(out)
+        for name in names:
+            for field in _FIELDS_OF[name]:
+                host(field)
+        return Hits(host("distance"), resolve=host)
 
     def _launch(self, o: np.ndarray, d: np.ndarray, tmin: float, far: float) -> dict:
         wp, dev = self.wp, self.device
@@ -288,11 +291,10 @@ class WarpBackend(Backend):
                 raise TracingError(f"trace_on_device: {name} must be a wp.array of wp.vec3 on {self.device}")
         if len(origins) != len(directions):
             raise TracingError(f"trace_on_device: {len(origins)} origins but {len(directions)} directions")
-        if not (0.0 <= tmin < tmax):
-            raise TracingError(f"need 0 <= tmin < tmax, got tmin={tmin}, tmax={tmax}")
+        tmin, tmax = check_span(tmin, tmax)
         with self._trace_lock:
             self._sync()
-            return self._first_hits(origins, directions, float(tmin), float(min(float(tmax) - tmin, 1e30)))
+            return self._first_hits(origins, directions, tmin, min(tmax - tmin, 1e30))
 
     def _first_hits(self, rays_o, rays_d, tmin: float, far: float) -> dict:
         wp, dev = self.wp, self.device
@@ -319,20 +321,21 @@ class WarpBackend(Backend):
         return out
 
 
-class _DeviceAttributes:
-    """Hits attributes copied from the device on first access (numpy views on the CPU device)."""
+_FIELDS_OF = {"distance": ("distance",), "normal": ("normal",), "ids": ("entity", "face", "material"),
+              "incidence": ("cos_incidence",)}
 
-    def __init__(self, out: dict, lo: int = 0, hi: int | None = None):
+
+class _DeviceAttributes:
+    """Hits attributes copied from the device once, on first access (numpy views on the CPU device)."""
+
+    def __init__(self, out: dict, lo: int = 0, hi: int | None = None, host: dict | None = None):
         self.out, self.lo, self.hi = out, lo, hi
+        self.host = {} if host is None else host  # shared by the spans of one trace
 
     def span(self, a: int, b: int) -> "_DeviceAttributes":
-        return _DeviceAttributes(self.out, self.lo + a, self.lo + b)
+        return _DeviceAttributes(self.out, self.lo + a, self.lo + b, self.host)
 
     def __call__(self, name: str) -> np.ndarray:
-        array = self.out[name].numpy()
-        if array.ndim == 1 and array.dtype != np.float32 and name in ("distance", "cos_incidence"):
-            array = array.astype(np.float32)
-        return array[self.lo:self.hi]
-
-
-
+        if name not in self.host:
+            self.host[name] = self.out[name].numpy()
+        return self.host[name][self.lo:self.hi]

@@ -1,5 +1,6 @@
 """`radarays world info|panorama`: see what a world loaded as, in a table or a 360° range picture.
 
+    radarays world list                                  the shipped worlds (usable by name: office, street, ...)
     radarays world info WORLD [--materials M] [--collision] [--ignore GLOB ...] [--json] [--strict]
     radarays world panorama WORLD --pose "x y z roll pitch yaw" --out pano.png [--width 1440]
                             [--max-range R] [--ranges-out ranges.npy] [--materials M] [--collision]
@@ -31,6 +32,9 @@ def add_parser(subparsers) -> None:
     world = subparsers.add_parser("world", help="inspect a world: entity table, 360° range panorama")
     sub = world.add_subparsers(dest="world_command", required=True, metavar="SUBCOMMAND")
 
+    listing = sub.add_parser("list", help="the shipped worlds, usable by name (radarays world info office)")
+    listing.set_defaults(func=run_list)
+
     info = sub.add_parser("info", help="entities, triangles, materials, unresolved URIs, warnings")
     _common(info)
     info.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -50,7 +54,8 @@ def add_parser(subparsers) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("world", help="SDF world, model directory, URDF or mesh file (.ply/.stl/.obj/.dae/.glb/.gltf)")
+    p.add_argument("world", help="SDF world, model directory, URDF or mesh file (.ply/.stl/.obj/.dae/.glb/.gltf), "
+                   "or a shipped world's name (radarays world list)")
     p.add_argument("--materials", default=None, help="material library YAML merged over the shipped one")
     p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
     p.add_argument("--ignore", action="append", default=[], metavar="GLOB", help="skip entities whose scoped name matches")
@@ -59,6 +64,16 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _load(args, strict: bool):
     return load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual",
                       ignore=tuple(args.ignore), strict=strict)
+
+
+def run_list(args) -> int:
+    from ..resources import data_path, shipped_names
+
+    names = shipped_names("world")
+    if not names:
+        raise ConfigError(f"no shipped worlds found in {data_path('worlds', must_exist=False)} (a broken install?)")
+    print("\n".join(names))
+    return 0
 
 
 # -- info -------------------------------------------------------------------------------------------

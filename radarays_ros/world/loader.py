@@ -15,13 +15,14 @@ Public API (radarays_ros.world.loader)::
 
 `path` may be:
 
+* the name of a shipped world (`office`, `street`, `hall`, `gz_radarays_demo`; `world_path`);
 * an SDF world or model file (.sdf, .world, or any XML whose root is <sdf>);
 * a model directory (holding model.config and/or model.sdf);
 * a URDF file (.urdf, or .xacro with the xacro package);
 * a bare mesh map (.ply/.stl/.obj/.dae/.glb/.gltf): ONE static entity named after the file stem at the
   origin, its TriMesh keeping per-face part names and mesh material names for the assign rules.
 
-`materials`: None (the shipped library config/materials/default.yaml), a YAML path, or a
+`materials`: None (the shipped library, package data materials/default.yaml), a YAML path, or a
 MaterialLibrary; a given library is merged over the shipped one (its materials replace same-named ones,
 its assign rules come first, its default wins). `geometry`: "visual" (what Gazebo's sensors see) or
 "collision". `ignore`: globs on scoped names (`model`, `model::link`, `model::link::visual`).
@@ -39,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, WorldError
+from ..resources import find_shipped, not_shipped
 from .entities import EntitySpec, LoadReport, add_entities, material_library
 from .meshfiles import MESH_SUFFIXES, UP_AXIS_MODES, load_mesh
 from .scene import Scene
@@ -62,9 +64,7 @@ def load_world(path, materials=None, geometry: str = "visual", ignore=(), resour
         raise ConfigError(f"geometry '{geometry}': allowed values {', '.join(GEOMETRY_MODES)}")
     if collada_up_axis not in UP_AXIS_MODES:
         raise ConfigError(f"collada_up_axis '{collada_up_axis}': allowed values {', '.join(UP_AXIS_MODES)}")
-    path = Path(path).expanduser()
-    if not path.exists():
-        raise WorldError(f"world {path}: file or directory not found")
+    path = world_path(path)
     library = material_library(materials)
     options = dict(geometry=geometry, ignore=ignore, resource_paths=resource_paths, strict=strict,
                    collada_up_axis=collada_up_axis)
@@ -82,6 +82,18 @@ def load_world(path, materials=None, geometry: str = "visual", ignore=(), resour
     scene.unresolved.extend(dict.fromkeys(parsed.report.unresolved))
     add_entities(scene, parsed.entities)
     return scene
+
+
+def world_path(source) -> Path:
+    """A world file or model directory as given, else the shipped world of that name ('office');
+    WorldError listing the shipped worlds when it is neither."""
+    path = Path(source).expanduser()
+    if path.exists():
+        return path
+    shipped = find_shipped("world", str(source))
+    if shipped is not None:
+        return shipped
+    raise WorldError(not_shipped("world", str(source), f"world {path}: file or directory not found"))
 
 
 def _root_tag(path: Path) -> str:

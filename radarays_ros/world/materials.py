@@ -28,11 +28,11 @@ import numpy as np
 
 from ..config_file import read_yaml
 from ..errors import ConfigError
+from ..resources import data_path
 from .mesh import TriMesh
 
 RULE_KEYS = ("entity", "object", "mesh_material")
 MATERIAL_KEYS = {"radar", "lidar", "source", "description"}
-DEFAULT_LIBRARY = Path(__file__).resolve().parents[2] / "config" / "materials" / "default.yaml"
 
 
 @dataclass(frozen=True)
@@ -82,10 +82,10 @@ class MaterialLibrary:
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | Path | None = None) -> "MaterialLibrary":
-        """Read a library file; None reads the library shipped in config/materials/default.yaml.
+        """Read a library file; None reads the shipped library (package data materials/default.yaml).
 
         A user file may refer to shipped materials; `load_user` merges it over the shipped library."""
-        path = Path(path) if path is not None else DEFAULT_LIBRARY
+        path = Path(path) if path is not None else data_path("materials", "default.yaml")
         lib = cls.from_dict(read_yaml(path, "material library"), origin=str(path))
         if not lib.materials:
             raise ConfigError(f"material library {path}: defines no materials")

@@ -12,7 +12,7 @@ from radarays_ros.gazebo.sensors import find_sensors, nearest_lidar_preset
 from radarays_ros.world.transforms import pose_to_matrix
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO / "worlds" / "gz_radarays_demo.sdf"
+DEMO = REPO / "radarays_ros" / "data" / "worlds" / "gz_radarays_demo.sdf"
 
 
 def test_demo_world_sensors():

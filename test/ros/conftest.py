@@ -34,7 +34,7 @@ def _load_netns():
 netns = _load_netns()
 
 REPO = Path(__file__).resolve().parents[2]
-FASTDDS_PROFILE = REPO / "config" / "ros" / "fastdds_large_messages.xml"
+FASTDDS_PROFILE = REPO / "radarays_ros" / "data" / "ros" / "fastdds_large_messages.xml"
 
 _problem: str | None = None  # why DDS tests cannot run here, None when they can
 

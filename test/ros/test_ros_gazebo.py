@@ -228,7 +228,7 @@ def test_demo_rig_without_gazebo_waits_and_publishes_nothing(gz_partition):
     """The shipped Gazebo rig on the example world, Gazebo not running: the SDF sensors are set up
     from the file, the node says it waits, and no scan of a world that is not running goes out."""
     demo = Path(__file__).resolve().parents[2] / "config" / "ros" / "rig_gazebo_demo.yaml"
-    world = Path(__file__).resolve().parents[2] / "worlds" / "gz_radarays_demo.sdf"
+    world = Path(__file__).resolve().parents[2] / "radarays_ros" / "data" / "worlds" / "gz_radarays_demo.sdf"
     with Probe() as probe, NodeProcess("radarays_ros.ros.sensor_rig", "-p", f"gazebo.sdf:={world}",
                                        "-p", "diagnostics_period:=0.1", params_file=demo) as node:
         inboxes = [probe.subscribe(topic, kind) for topic, kind in (

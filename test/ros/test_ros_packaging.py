@@ -14,11 +14,22 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from radarays_ros.scenario.sensors import RadarUnit, resolve_radar_config
+from radarays_ros.sensors.units import RadarUnit, resolve_radar_config
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
 SHARE_FOLDERS = ("launch", "config", "urdf", "rviz", "worlds", "scenarios")
+# share/radarays_ros folders installed from the package data (setup.py): where their files come from
+FROM_PACKAGE_DATA = {"worlds": "radarays_ros/data/worlds", "scenarios": "radarays_ros/data/scenarios",
+                     "config/ros/fastdds_large_messages.xml": "radarays_ros/data/ros/fastdds_large_messages.xml"}
+
+
+def source_of(share_relative: str) -> Path:
+    """The file of the source tree that setup.py installs at share/radarays_ros/<share_relative>."""
+    for share, source in FROM_PACKAGE_DATA.items():
+        if share_relative == share or share_relative.startswith(share + "/"):
+            return REPO / (source + share_relative[len(share):])
+    return REPO / share_relative
 
 
 def console_scripts() -> dict[str, str]:
@@ -80,7 +91,7 @@ def test_launch_file_names_only_what_exists(path):
     paths = share_paths(tree)
     assert paths
     for relative in paths:
-        assert (REPO / relative).exists(), f"{path.name} names {relative}, which the package does not ship"
+        assert source_of(relative).exists(), f"{path.name} names {relative}, which the package does not ship"
         assert relative.split("/")[0] in SHARE_FOLDERS  # installed into share/radarays_ros by setup.py
     arguments = {c.args[0].value for c in calls(tree, "DeclareLaunchArgument")}
     assert {"rviz", "use_sim_time"} <= arguments
@@ -107,7 +118,7 @@ def test_a_params_file_for_every_preset():
     from lidar_ros import list_presets
 
     names = {p.stem for p in PARAMS}
-    for preset in (p.stem for p in (REPO / "config" / "radar").glob("*.yaml")):
+    for preset in (p.stem for p in (REPO / "radarays_ros" / "data" / "radar").glob("*.yaml")):
         assert f"radar_{preset.lower()}" in names
     for preset in list_presets():
         assert "lidar_" + preset.lower().replace("-", "_").replace(".", "_") in names
@@ -220,7 +231,7 @@ def gazebo_demo_topics() -> set[str]:
     from radarays_ros.ros.gazebo_link import sdf_topic
 
     topics = set()
-    for spec in find_sensors(REPO / "worlds" / "gz_radarays_demo.sdf"):
+    for spec in find_sensors(REPO / "radarays_ros" / "data" / "worlds" / "gz_radarays_demo.sdf"):
         outputs = RadarUnit.topics if spec.kind == "radar" else ("points",)
         topics |= {"/" + sdf_topic(spec.topic, spec.kind, relative) for relative in outputs}
     return topics
@@ -229,7 +240,7 @@ def gazebo_demo_topics() -> set[str]:
 def scenario_topics() -> set[str]:
     """The sensor topics of the bags `radarays run scenarios/*.yaml` writes (sensor name / relative topic)."""
     topics = set()
-    for path in (REPO / "scenarios").glob("*.yaml"):
+    for path in (REPO / "radarays_ros" / "data" / "scenarios").glob("*.yaml"):
         for name, sensor in yaml.safe_load(path.read_text())["sensors"].items():
             outputs = ("radar/image", "radar/points") if sensor["type"] == "radar" else ("points",)
             topics |= {f"/{name}/{relative}" for relative in outputs}

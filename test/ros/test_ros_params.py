@@ -49,7 +49,7 @@ def test_bad_params_file_names_the_key_and_the_range_and_the_node_stays_up(tmp_p
         log = node.output()
     (started,) = [line for line in log.splitlines() if "not started" in line]
     assert "range.max = -3.0" in started and "(0.0, 1000000.0]" in started
-    assert "threads = -1: out of range, allowed [0, 1024]; using the default 0" in log  # not rclpy's wording
+    assert "threads = -1: out of range, allowed [0, 1024] (integer); using the default 0" in log  # not rclpy's wording
     assert "fixed_pose: expected 6 numbers x y z roll pitch yaw, got 2; using the identity" in log
     (unknown,) = [line for line in log.splitlines() if "ignored unknown parameter" in line]
     assert "ignored unknown parameter(s) pose_sourc;" in unknown
@@ -71,7 +71,7 @@ def test_shipped_params_files_name_only_known_node_keys(path):
 
     from radarays_ros.ros.gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS
     from radarays_ros.ros.node import NODE_PARAMS, SENSOR_PARAMS
-    from radarays_ros.scenario.sensors import LidarUnit, RadarUnit
+    from radarays_ros.sensors.units import LidarUnit, RadarUnit
 
     ((node, body),) = yaml.safe_load(path.read_text()).items()
     params = body["ros__parameters"]
@@ -80,7 +80,7 @@ def test_shipped_params_files_name_only_known_node_keys(path):
     if node == "sensor_rig" and params.get("gazebo", {}).get("sdf_sensors"):  # the demo world's SDF sensors
         from radarays_ros.gazebo.sensors import find_sensors
 
-        kinds.update({spec.name: spec.kind for spec in find_sensors(path.parents[2] / "worlds" / "gz_radarays_demo.sdf")})
+        kinds.update({spec.name: spec.kind for spec in find_sensors(path.parents[2] / "radarays_ros" / "data" / "worlds" / "gz_radarays_demo.sdf")})
     for key in _flat_keys(params):
         name, _, rest = key.partition(".")
         if key in node_keys:

@@ -19,24 +19,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import ConfigError
-
-
-
-def share_path(*parts: str) -> Path:
-    """A shipped data file: in the source tree, else in an installed share/radarays_ros (colcon)."""
-    import os
-
-    local = Path(__file__).resolve().parents[2].joinpath(*parts)
-    if local.exists():
-        return local
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        candidate = Path(prefix, "share", "radarays_ros", *parts)
-        if prefix and candidate.exists():
-            return candidate
-    return local
-
-
-RADAR_PRESET_DIR = share_path("config", "radar")
+from ..resources import find_shipped, shipped_names
+from ..validate import Rule
 
 
 @dataclass(frozen=True)
@@ -82,15 +66,15 @@ def lidar_output_params() -> dict[str, ParamInfo]:
 
 # -- radar ----------------------------------------------------------------------------------------
 def resolve_radar_config(source: str | Path, overrides: Mapping[str, Any] | None = None):
-    """RadarConfig from a preset name (config/radar/NAME.yaml) or a YAML path, plus dotted overrides."""
+    """RadarConfig from a preset name (package data radar/NAME.yaml) or a YAML path, plus dotted overrides."""
     from ..radar import RadarConfig
 
     text = str(source or "radarays_default")
     path = Path(text)
     if not path.suffix and not path.is_file():
-        path = RADAR_PRESET_DIR / f"{text}.yaml"
-        if not path.is_file():
-            presets = sorted(p.stem for p in RADAR_PRESET_DIR.glob("*.yaml"))
+        path = find_shipped("radar", text)
+        if path is None:
+            presets = shipped_names("radar")
             raise ConfigError(f"unknown radar config '{text}': not a file and not a preset; presets: {', '.join(presets)}")
     return RadarConfig.from_yaml(path, dict(overrides or {}))
 
@@ -184,29 +168,17 @@ class SensorUnit:
 
 
 def check_param(where: str, value: Any, info: ParamInfo) -> Any:
-    """Validate one output option against its ParamInfo."""
+    """Validate one output option against its ParamInfo (the one rule vocabulary, radarays_ros.validate)."""
     kind = info.kind or type(info.value)
-    if kind is list:
-        values = [v for v in (value or []) if v != ""]
-        bad = [v for v in values if info.choices and v not in info.choices]
-        if bad:
-            raise ConfigError(f"{where} = {bad}: each must be one of {', '.join(map(str, info.choices))}")
-        return values
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where} = {value!r}: must be true or false")
-        return value
-    if kind is str or info.choices:
-        if info.choices and value not in info.choices:
-            raise ConfigError(f"{where} = {value!r}: must be one of {', '.join(map(str, info.choices))}")
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-        raise ConfigError(f"{where} = {value!r}: must be a finite number in [{info.lo}, {info.hi}]")
-    if kind is int and float(value) != int(value):
-        raise ConfigError(f"{where} = {value!r}: must be an integer in [{info.lo}, {info.hi}]")
-    if (info.lo is not None and value < info.lo) or (info.hi is not None and value > info.hi):
-        raise ConfigError(f"{where} = {value!r}: out of range, allowed [{info.lo}, {info.hi}]")
-    return kind(value)
+    if kind is list and value is None:
+        value = []
+    return param_rule(info).check(value, where)
+
+
+def param_rule(info: ParamInfo) -> Rule:
+    """The validation rule of a ParamInfo."""
+    return Rule(kind=info.kind or type(info.value), lo=info.lo, hi=info.hi, choices=tuple(info.choices),
+                nullable=info.nullable, doc=info.description)
 
 
 class RadarUnit(SensorUnit):

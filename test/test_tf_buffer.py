@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from radarays_ros.ros.tf_buffer import TransformBuffer, TransformLookupError
+from radarays_ros.sensors.tf_buffer import TransformBuffer, TransformLookupError
 from radarays_ros.world.transforms import pose_to_matrix
 
 S = 1_000_000_000

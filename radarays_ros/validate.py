@@ -1,0 +1,110 @@
+"""One rule vocabulary for every value that comes from outside (YAML, ROS parameters, command lines).
+
+A `Rule` says what a value may be; `Rule.check` returns the value converted to its kind or raises
+ConfigError in the one message format of the package:
+
+    {where} = {value}: {problem}, allowed {allowed}
+    radar config a.yaml: beam.width_deg = 400.0: out of range, allowed [0.0, 180.0]
+
+Values are printed as plain numbers (`plain`), never as `np.float64(...)` reprs. ROS parameter
+descriptors and `--help` texts are derived from the same rules (`Rule.allowed`, `Rule.doc`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError
+
+_MAX_SHOWN = 60  # characters of a bad value shown in a message (a file may hold a huge value)
+
+
+def plain(value: Any) -> str:
+    """A value as a person reads it: numpy scalars as Python numbers, long values shortened."""
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        value = value.item()
+    if isinstance(value, (list, tuple)):
+        text = "[" + ", ".join(plain(v) for v in value) + "]"
+    elif isinstance(value, float):
+        text = repr(value)
+    elif isinstance(value, str):
+        text = repr(value)
+    else:
+        text = str(value)
+    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN - 3] + "..."
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one value may be: a kind (bool, int, float, str, list) and a range or a set of choices."""
+
+    kind: type = float
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    choices: tuple = ()
+    nullable: bool = False
+    doc: str = ""
+
+    def allowed(self) -> str:
+        """The allowed values in words: '[0, 5]', '(0.0, 1.0]', 'one of a, b', 'true or false'."""
+        if self.kind is bool:
+            text = "true or false"
+        elif self.choices:
+            text = ("each " if self.kind is list else "") + "one of " + ", ".join(map(str, self.choices))
+        elif self.kind is str:
+            text = "any text"
+        else:
+            left, right = "(" if self.lo_open or self.lo is None else "[", ")" if self.hi_open or self.hi is None else "]"
+            lo = "-inf" if self.lo is None else plain(self.lo)
+            hi = "inf" if self.hi is None else plain(self.hi)
+            text = f"{left}{lo}, {hi}{right}" + (" (integer)" if self.kind is int else "")
+        return text + (" or null" if self.nullable else "")
+
+    def fail(self, where: str, value: Any, problem: str):
+        raise ConfigError(f"{where} = {plain(value)}: {problem}, allowed {self.allowed()}")
+
+    def check(self, value: Any, where: str) -> Any:
+        """The value converted to this rule's kind; ConfigError naming `where`, the value and what is allowed."""
+        if value is None:
+            if self.nullable:
+                return None
+            self.fail(where, value, "a value is required")
+        if self.kind is bool:
+            if not isinstance(value, bool):
+                self.fail(where, value, "not true or false")
+            return value
+        if self.kind is list:
+            values = [v for v in (value if isinstance(value, (list, tuple)) else [value]) if v != ""]
+            bad = [v for v in values if self.choices and v not in self.choices]
+            if bad:
+                self.fail(where, bad, "not a choice")
+            return values
+        if self.kind is str or self.choices:
+            if self.choices and value not in self.choices:
+                self.fail(where, value, "not a choice")
+            if self.kind is str and not isinstance(value, str):
+                self.fail(where, value, "not text")
+            return value
+        return self._number(value, where)
+
+    def _number(self, value: Any, where: str):
+        if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+            value = value.item()
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(where, value, "not a number")
+        if not math.isfinite(float(value)):
+            self.fail(where, value, "not a finite number")
+        if self.kind is int:
+            if float(value) != int(value):
+                self.fail(where, value, "not an integer")
+            value = int(value)
+        else:
+            value = float(value)
+        lo, hi = self.lo, self.hi
+        if (lo is not None and (value <= lo if self.lo_open else value < lo)) or \
+                (hi is not None and (value >= hi if self.hi_open else value > hi)):
+            self.fail(where, value, "out of range")
+        return value
