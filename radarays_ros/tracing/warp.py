@@ -296,6 +296,27 @@ class WarpBackend(Backend):
             self._sync()
             return self._first_hits(origins, directions, tmin, min(tmax - tmin, 1e30))
 
+    def scene_arrays(self):
+        """The device state as the kernels' SceneArrays struct (call under _trace_lock after _sync, or
+        through `synced_scene_arrays`)."""
+        s, inst, kernels = self._static, self._inst_dev, self._kernels
+        arrays = kernels.SceneArrays()
+        arrays.static_mesh = self.wp.uint64(s.mesh.id if s is not None else 0)
+        arrays.has_static = int(s is not None)
+        arrays.static_entity, arrays.static_face, arrays.static_material = self._static_dev
+        arrays.inst_mesh, arrays.inst_rot, arrays.inst_pos = inst["mesh"], inst["rot"], inst["pos"]
+        arrays.inst_lower, arrays.inst_upper = inst["lower"], inst["upper"]
+        arrays.inst_entity, arrays.inst_offset, arrays.n_inst = inst["entity"], inst["offset"], self._n_inst
+        arrays.dyn_face, arrays.dyn_material = inst["face"], inst["material"]
+        return arrays
+
+    def synced_scene_arrays(self):
+        """The scene brought up to date and its SceneArrays, for device pipelines that trace inside
+        their own kernels (warp_kernels.first_hit)."""
+        with self._trace_lock:
+            self._sync()
+            return self.scene_arrays()
+
     def _first_hits(self, rays_o, rays_d, tmin: float, far: float) -> dict:
         wp, dev = self.wp, self.device
         n = len(rays_o)
@@ -309,15 +330,9 @@ class WarpBackend(Backend):
         }
         if n == 0:
             return out
-        s, inst = self._static, self._inst_dev
-        wp.launch(
-            self._kernels.first_hits, dim=n, device=dev,
-            inputs=[rays_o, rays_d, tmin, far,
-                    wp.uint64(s.mesh.id if s is not None else 0), int(s is not None), *self._static_dev,
-                    inst["mesh"], inst["rot"], inst["pos"], inst["lower"], inst["upper"], inst["entity"],
-                    inst["offset"], self._n_inst, inst["face"], inst["material"],
-                    out["distance"], out["normal"], out["cos_incidence"], out["entity"], out["face"], out["material"]],
-        )
+        wp.launch(self._kernels.first_hits, dim=n, device=dev,
+                  inputs=[self.scene_arrays(), rays_o, rays_d, tmin, far, out["distance"], out["normal"],
+                          out["cos_incidence"], out["entity"], out["face"], out["material"]])
         return out
 
 

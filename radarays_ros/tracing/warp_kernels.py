@@ -41,27 +41,101 @@ if wp is not None:
         return near <= stop
 
 
+    @wp.struct
+    class SceneArrays:
+        """The backend's device state for one trace: the static mesh and the instances (warp.py)."""
+
+        static_mesh: wp.uint64
+        has_static: int
+        static_entity: wp.array(dtype=wp.int32)
+        static_face: wp.array(dtype=wp.int32)
+        static_material: wp.array(dtype=wp.int32)
+        inst_mesh: wp.array(dtype=wp.uint64)
+        inst_rot: wp.array(dtype=wp.mat33)
+        inst_pos: wp.array(dtype=wp.vec3)
+        inst_lower: wp.array(dtype=wp.vec3)
+        inst_upper: wp.array(dtype=wp.vec3)
+        inst_entity: wp.array(dtype=wp.int32)
+        inst_offset: wp.array(dtype=wp.int32)
+        n_inst: int
+        dyn_face: wp.array(dtype=wp.int32)
+        dyn_material: wp.array(dtype=wp.int32)
+
+
+    @wp.struct
+    class Hit:
+        """A first hit: t along the unit direction (inf = miss), unit normal facing the ray, cos of
+        incidence, ids (-1 = miss)."""
+
+        t: float
+        normal: wp.vec3
+        cos_incidence: float
+        entity: int
+        face: int
+        material: int
+
+
+    @wp.func
+    def first_hit(scene: SceneArrays, o: wp.vec3, d: wp.vec3, far: float):
+        """The closest hit with 0 <= t < far of the ray o + t d (d unit), in any kernel."""
+        best = far
+        layer = int(-1)
+        prim = int(-1)
+        n = wp.vec3(0.0, 0.0, 0.0)
+        if scene.has_static != 0:
+            q = wp.mesh_query_ray(scene.static_mesh, o, d, far)
+            if q.result:
+                best = q.t
+                layer = 0
+                prim = q.face
+                n = q.normal
+        if scene.n_inst > 0:
+            inv = wp.vec3(1.0 / d[0], 1.0 / d[1], 1.0 / d[2])
+            for k in range(scene.n_inst):
+                if segment_meets_box(o, inv, best, scene.inst_lower[k], scene.inst_upper[k]):
+                    r = scene.inst_rot[k]
+                    rt = wp.transpose(r)
+                    q = wp.mesh_query_ray(scene.inst_mesh[k], rt * (o - scene.inst_pos[k]), rt * d, best)
+                    if q.result and q.t < best:
+                        best = q.t
+                        layer = k + 1
+                        prim = q.face
+                        n = r * q.normal
+        h = Hit()
+        h.t = wp.inf
+        h.normal = wp.vec3(0.0, 0.0, 0.0)
+        h.cos_incidence = 0.0
+        h.entity = -1
+        h.face = -1
+        h.material = -1
+        if layer >= 0:
+            unit = wp.normalize(n)
+            facing = wp.dot(unit, d)
+            if facing > 0.0:  # turn the normal to face the ray
+                unit = -unit
+                facing = -facing
+            h.t = best
+            h.normal = unit
+            h.cos_incidence = -facing
+            if layer == 0:
+                h.entity = scene.static_entity[prim]
+                h.face = scene.static_face[prim]
+                h.material = scene.static_material[prim]
+            else:
+                k = layer - 1
+                h.entity = scene.inst_entity[k]
+                h.face = scene.dyn_face[scene.inst_offset[k] + prim]
+                h.material = scene.dyn_material[scene.inst_offset[k] + prim]
+        return h
+
+
     @wp.kernel
     def first_hits(
+        scene: SceneArrays,
         origins: wp.array(dtype=wp.vec3),
         directions: wp.array(dtype=wp.vec3),
         tmin: float,
         far: float,
-        static_mesh: wp.uint64,
-        has_static: int,
-        static_entity: wp.array(dtype=wp.int32),
-        static_face: wp.array(dtype=wp.int32),
-        static_material: wp.array(dtype=wp.int32),
-        inst_mesh: wp.array(dtype=wp.uint64),
-        inst_rot: wp.array(dtype=wp.mat33),
-        inst_pos: wp.array(dtype=wp.vec3),
-        inst_lower: wp.array(dtype=wp.vec3),
-        inst_upper: wp.array(dtype=wp.vec3),
-        inst_entity: wp.array(dtype=wp.int32),
-        inst_offset: wp.array(dtype=wp.int32),
-        n_inst: int,
-        dyn_face: wp.array(dtype=wp.int32),
-        dyn_material: wp.array(dtype=wp.int32),
         out_distance: wp.array(dtype=float),
         out_normal: wp.array(dtype=wp.vec3),
         out_cos: wp.array(dtype=float),
@@ -71,55 +145,10 @@ if wp is not None:
     ):
         i = wp.tid()
         d = directions[i]
-        o = origins[i] + d * tmin  # rays start at tmin, as in the Embree backend
-        best = far
-        layer = int(-1)
-        prim = int(-1)
-        n = wp.vec3(0.0, 0.0, 0.0)
-
-        if has_static != 0:
-            q = wp.mesh_query_ray(static_mesh, o, d, far)
-            if q.result:
-                best = q.t
-                layer = 0
-                prim = q.face
-                n = q.normal
-
-        if n_inst > 0:
-            inv = wp.vec3(1.0 / d[0], 1.0 / d[1], 1.0 / d[2])
-            for k in range(n_inst):
-                if segment_meets_box(o, inv, best, inst_lower[k], inst_upper[k]):
-                    r = inst_rot[k]
-                    rt = wp.transpose(r)
-                    q = wp.mesh_query_ray(inst_mesh[k], rt * (o - inst_pos[k]), rt * d, best)
-                    if q.result and q.t < best:
-                        best = q.t
-                        layer = k + 1
-                        prim = q.face
-                        n = r * q.normal
-
-        if layer < 0:
-            out_distance[i] = wp.inf
-            out_normal[i] = wp.vec3(0.0, 0.0, 0.0)
-            out_cos[i] = 0.0
-            out_entity[i] = -1
-            out_face[i] = -1
-            out_material[i] = -1
-            return
-        unit = wp.normalize(n)
-        facing = wp.dot(unit, d)
-        if facing > 0.0:  # turn the normal to face the ray
-            unit = -unit
-            facing = -facing
-        out_distance[i] = best + tmin
-        out_normal[i] = unit
-        out_cos[i] = -facing
-        if layer == 0:
-            out_entity[i] = static_entity[prim]
-            out_face[i] = static_face[prim]
-            out_material[i] = static_material[prim]
-        else:
-            k = layer - 1
-            out_entity[i] = inst_entity[k]
-            out_face[i] = dyn_face[inst_offset[k] + prim]
-            out_material[i] = dyn_material[inst_offset[k] + prim]
+        h = first_hit(scene, origins[i] + d * tmin, d, far)  # rays start at tmin, as in the Embree backend
+        out_distance[i] = h.t + tmin
+        out_normal[i] = h.normal
+        out_cos[i] = h.cos_incidence
+        out_entity[i] = h.entity
+        out_face[i] = h.face
+        out_material[i] = h.material
