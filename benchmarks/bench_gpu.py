@@ -4,7 +4,8 @@ Figures, each for every backend in the same run: Mrays/s for coherent (lidar-lik
 (random) rays, through `trace()` (numpy in, numpy out) and, for Warp, kernel only (rays already on the
 device, `trace_on_device`: the bare figure the interface is compared with); VLP-16 and OS1-128 x 1024
 frame times (lidar model on the host over the backend); radar 400 x 200 x 4 and the paper's sweep
-Ns = 200..1000 at 4 passes (radar model on the host, every pass one `trace()`); moving 50 entities.
+Ns = 200..1000 at 4 passes, with the radar model on the host (every pass one `trace()`) and, for Warp,
+as whole device frames (radar/warp_frame.py); moving 50 entities.
 Frame times are also given as a ratio to the bare trace time of the same rays.
 
 Runs from a checkout without installing: needs numpy, pyyaml and warp-lang; embreex for the Embree
@@ -15,8 +16,8 @@ trimesh: the 1 M-triangle city is generated here with numpy.
     python benchmarks/bench_gpu.py --quick --cpu    # small sizes: a check on a machine without a GPU
 
 Targets (issue #16, H100): OS1-128 x 1024 <= 1 ms, radar 400 x 200 x 4 <= 5 ms, >= 10x Embree on the
-same machine. The lidar and radar models run on the host here (numpy), so their frame times include
-host work and transfers that a device-side frame would not have.
+same machine. The lidar model runs on the host (numpy) over every backend, so its frame times include
+host work and transfers; the radar has both forms.
 """
 from __future__ import annotations
 
@@ -204,6 +205,13 @@ def radar_figures(backend, scene, repeats: int, sweep, rows: dict, label: str) -
         rows.setdefault(name, {})[label] = frame * 1e3
         if ns == 200:
             rows.setdefault("   ratio to its bare trace() (radar 400x200x4)", {})[label] = frame / bare_seconds(backend, rays, repeats)
+        device_name = name.replace("ms radar", "ms radar device frame")
+        rows.setdefault(device_name, {})
+        if backend.name == "warp":  # the whole frame in kernels (radar/warp_frame.py)
+            from radarays_ros.radar.warp_frame import WarpRadarSimulator
+
+            on_device = WarpRadarSimulator(base.with_overrides({"beam.samples": ns}), scene, backend)
+            rows[device_name][label] = best_of(lambda: on_device.simulate(pose), repeats) * 1e3
 
 
 def pose_update_figure(backend, scene, repeats: int, rows: dict, label: str) -> None:

@@ -40,6 +40,9 @@ def add_parser(sub) -> None:
                    help="a .png output: polar image + OUT_cartesian.png (default), or the Oxford/Boreas polar PNG "
                         "(rows = azimuths; timestamp, encoder and valid columns before the bins)")
     add_backend_arguments(p)
+    p.add_argument("--frames", choices=("host", "device"), default="host",
+                   help="device: the whole frame in Warp kernels (needs --backend warp; radar/warp_frame.py); "
+                        "host (default): the radar model in numpy over any backend")
     p.add_argument("--out", required=True, help="output file: .npz, .png or .mcap")
     p.set_defaults(func=run)
 
@@ -97,7 +100,15 @@ def _run(args) -> int:
     scene = load_world(args.world, materials=args.materials)
     if scene.triangle_count == 0:
         raise WorldError(f"world {args.world}: no triangles to trace (an empty or unsupported file?)")
-    sim = RadarSimulator(config, scene, backend=make_backend(args.backend, scene, **backend_options(args)))
+    if args.frames == "device" and args.backend != "warp":
+        raise ConfigError(f"--frames device: needs --backend warp (got --backend {args.backend})")
+    backend = make_backend(args.backend, scene, **backend_options(args))
+    if args.frames == "device":
+        from .warp_frame import WarpRadarSimulator
+
+        sim = WarpRadarSimulator(config, scene, backend)
+    else:
+        sim = RadarSimulator(config, scene, backend=backend)
     img = sim.simulate(pose, t0_ns=args.t_ns)
     try:
         write_output(img, out, pose, args.t_ns, args.frame_id, args.layout, args.encoding, args.png_style)

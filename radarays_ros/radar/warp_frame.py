@@ -54,7 +54,7 @@ class WarpRadarSimulator(RadarSimulator):
             reasons.append("returns.keep (the raw returns are a host-path feature)")
         if reasons:
             raise ConfigError(f"{config.origin}: not available in device frames: {'; '.join(reasons)}; "
-                              "use RadarSimulator (host frames) for these")
+                              "use host frames for these (RadarSimulator; radarays radar --frames host)")
         super().reconfigure(config)
 
     # -- device tables ----------------------------------------------------------------------------
@@ -65,7 +65,7 @@ class WarpRadarSimulator(RadarSimulator):
         unknown = sorted(set(table.brdf) - set(BRDF_CODES))
         if unknown:
             raise ConfigError(f"BRDF(s) {', '.join(unknown)} are not available in device frames "
-                              f"(allowed: {', '.join(BRDF_CODES)}); use RadarSimulator")
+                              f"(allowed: {', '.join(BRDF_CODES)}); use host frames (RadarSimulator; --frames host)")
         wp, dev = self.backend.wp, self.backend.device
         n = len(table)
 
