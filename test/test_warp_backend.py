@@ -153,6 +153,8 @@ def test_moving_entities_follow_the_scene_like_embree():
 
     check()
     assert backend.instance_builds == 7
+    static_mesh = backend._static.mesh.id
+    points_before = backend._static.points.numpy().copy()
     for step in range(3):  # many poses: rotations and translations of every mover at once
         ids = [scene.find(f"cart{k}") for k in range(6)] + [scene.find("robot")]
         poses = np.stack([pose_to_matrix(*rng.uniform(-5, 5, 2), rng.uniform(0.3, 1.0), *rng.uniform(-0.3, 0.3, 2),
@@ -172,7 +174,10 @@ def test_moving_entities_follow_the_scene_like_embree():
     new = scene.add_entity("barrel", box_mesh([0.6, 0.6, 1.0], subdivide=2), pose_to_matrix(2, -2, 0.5), material="metal")
     hits = check()  # an entity added at run time (static flag or not, it is an instance)
     assert (hits.entity == new).any()
-    assert backend.static_rebuilds == 0 and backend.mesh_refits == 0
+    assert backend._static.mesh.id == static_mesh  # the same static BVH throughout
+    changed = np.flatnonzero(np.any(backend._static.points.numpy() != points_before, axis=1))
+    spans = [backend._static.vertex_spans[scene.find(name) if name != "wall_e" else wall_e] for name in ("crate", "wall_e")]
+    assert set(changed) <= {i for a, b in spans for i in range(a, b)}  # only the masked entities' vertices
     assert backend.instance_builds == 9  # 7 movers + the moved crate + the barrel: built once each
 
 
@@ -204,11 +209,13 @@ def test_a_pose_update_builds_nothing():
     backend = warp(scene)
     o, d = sensor_rays(500)
     backend.trace(o, d)
-    builds = backend.instance_builds
+    builds, static_mesh = backend.instance_builds, backend._static.mesh.id
+    instance_meshes = [backend._instances[i].mesh.id for i in sorted(backend._instances)]
     for k in range(5):
         scene.set_pose("robot", pose_to_matrix(k, 0, 1.2, 0, 0, 0.4 * k))
         hits = backend.trace(o, d)
-    assert backend.instance_builds == builds and backend.static_rebuilds == 0 and backend.mesh_refits == 0
+    assert backend.instance_builds == builds and backend._static.mesh.id == static_mesh
+    assert [backend._instances[i].mesh.id for i in sorted(backend._instances)] == instance_meshes
     assert (hits.entity == scene.find("robot")).any()
 
 

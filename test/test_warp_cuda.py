@@ -43,7 +43,7 @@ def test_cuda_moving_entities():
         scene.set_poses_array(cars, np.stack([pose_to_matrix(-6 + 3 * step + 2 * k, 2.0, 0, 0, 0, 0.3 * step)
                                               for k in range(len(cars))]))
         assert_same_hits(gpu.trace(o, d), ref.trace(o, d), d, scene=scene, origins=o)
-    assert gpu.static_rebuilds == 0 and gpu.mesh_refits == 0
+    assert gpu.instance_builds == len(cars)  # built once, moved by pose only
 
 
 def test_radar_device_frame_is_the_same_image_on_cuda_and_cpu():

@@ -122,9 +122,8 @@ class WarpBackend(Backend):
         self._kernels = warp_kernels
         self._lock = threading.Lock()  # listener state (flags, pending sets)
         self._trace_lock = threading.Lock()  # device arrays of one trace
-        self.static_rebuilds = 0  # stays 0: the static mesh is built once (tests check this)
-        self.instance_builds = 0
-        self.mesh_refits = 0  # stays 0: a pose update never touches a mesh BVH
+        self.static_rebuilds = 0  # the contract's counter: the static mesh is built here only, never again
+        self.instance_builds = 0  # wp.Mesh builds of instances: one per entity that becomes one
         with scene.lock:
             static = [e for e in scene.entities if e.static]
             self._static = _static_tables(wp, self.device, static)
