@@ -231,6 +231,24 @@ def pose_update_figure(backend, scene, repeats: int, rows: dict, label: str) -> 
     rows.setdefault(f"ms moving {len(movers)} entities (pose update + sync)", {})[label] = max(moved - alone, 0.0) * 1e3
 
 
+def movers_sweep(args, chosen) -> None:
+    """Trace time of the coherent batch against the number of moving entities: the top level of the
+    warp backend is a loop over instance boxes (warp_kernels.py says why), so this is its cost."""
+    o, d = coherent_rays(args.rays)
+    print("\ncoherent trace() vs moving entities (ms):")
+    for movers in (0, 10, 50, 200):
+        scene = city(args.triangles, movers=movers)
+        cells = []
+        for label, factory in chosen:
+            try:
+                backend = factory(scene)
+            except RadaraysError:
+                continue
+            cells.append(f"{label} {best_of(lambda: backend.trace(o, d), args.repeats) * 1e3:8.2f}")
+            backend.close()
+        print(f"  {movers:4d} movers: " + "   ".join(cells))
+
+
 # -- main -------------------------------------------------------------------------------------------
 def backends_to_run(args):
     """(label, factory) of every backend of this run; a missing one is reported, not fatal."""
@@ -275,6 +293,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cpu", action="store_true", help="also measure Warp's CPU device (slow: one thread)")
     parser.add_argument("--no-embree", action="store_true", help="skip the Embree column")
     parser.add_argument("--quick", action="store_true", help="small world and batches, 2 repeats, short sweep")
+    parser.add_argument("--movers-sweep", action="store_true", help="also: trace time with 0/10/50/200 moving entities")
     args = parser.parse_args(argv)
     if args.quick:
         args.triangles, args.rays, args.repeats = min(args.triangles, 100_000), min(args.rays, 32_768), 2
@@ -311,6 +330,8 @@ def main(argv=None) -> int:
         radar_figures(backend, scene, max(1, args.repeats // 2), sweep, rows, label)
         backend.close()
     print_table(rows, labels)
+    if args.movers_sweep:
+        movers_sweep(args, backends_to_run(args))
     return 0
 
 
