@@ -159,3 +159,14 @@ def test_info_lists_the_backends(capsys):
     out = capsys.readouterr().out
     assert "embree  available" in out and "warp    available: Warp " in out
     assert "optix   not available" in out and "RT cores" in out
+
+
+def test_run_command_on_the_warp_backend(tmp_path):
+    from rosbags.highlevel import AnyReader
+
+    out = tmp_path / "run.mcap"
+    assert main(["run", "office_demo", "--out", str(out), "--backend", "warp", "--device", "cpu", "--quiet"]) == 0
+    with AnyReader([out]) as reader:  # an independent reader of the bag
+        topics = {c.topic: c.msgcount for c in reader.connections}
+    assert sum(topics.values()) > 50 and any("points" in t or "velodyne" in t for t in topics)
+    assert main(["run", "office_demo", "--out", str(tmp_path / "x.mcap"), "--device", "cpu"]) == 2
