@@ -9,7 +9,7 @@ transfer between the steps: the primary waves of all azimuths, every pass (trace
 Fresnel/Snell split, BRDF, back-path and multipath returns with the occlusion test, energy threshold,
 horizon pruning; children appended with an atomic counter), binning with atomics, the range-spread
 kernel, the column maxima, normalisation and noise (Warp's counter-based RNG keyed by seed, frame and
-pixel: the same draws on CPU and CUDA). The image comes back once.
+pixel: the same draws on CPU and CUDA). The image and the drawn energies come back once per frame.
 
 Differences to the host path, by design: energy and time are float32 (float64 there); float sums by
 atomics are in thread order, so on CUDA an image may differ from the CPU device's in the last bits;
@@ -67,7 +67,6 @@ class WarpRadarSimulator(RadarSimulator):
             raise ConfigError(f"BRDF(s) {', '.join(unknown)} are not available in device frames "
                               f"(allowed: {', '.join(BRDF_CODES)}); use host frames (RadarSimulator; --frames host)")
         wp, dev = self.backend.wp, self.backend.device
-        n = len(table)
 
         def column(key, default=0.0):
             return wp.array(np.array([float(p.get(key, default)) for p in table.params] + [default], np.float32),
@@ -75,7 +74,7 @@ class WarpRadarSimulator(RadarSimulator):
         m = self._k.Materials()
         m.velocity = wp.array(table.velocity.astype(np.float32), dtype=float, device=dev)
         m.transmittance = wp.array(table.transmittance.astype(np.float32), dtype=float, device=dev)
-        m.brdf = wp.array(np.array([BRDF_CODES[b] for b in table.brdf] + [0], np.int32)[: n + 1], dtype=wp.int32, device=dev)
+        m.brdf = wp.array(np.array([BRDF_CODES[b] for b in table.brdf] + [0], np.int32), dtype=wp.int32, device=dev)
         m.a, m.b, m.c = column("A"), column("B"), column("C")
         m.diffuse, m.roughness, m.n = column("diffuse"), column("roughness", 1.0), column("n", 1.0)
         self._materials_dev = (table, m)
