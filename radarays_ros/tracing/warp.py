@@ -195,7 +195,9 @@ class WarpBackend(Backend):
             layout, poses_changed, masked_changed = self._layout_dirty, self._poses_dirty, self._masked_dirty
             if layout:
                 self._order = sorted(self._instances)
-            poses = np.array([self.scene.entity(i).pose for i in self._order]).reshape(-1, 4, 4) if (layout or poses_changed) else None
+            poses = None
+            if layout or poses_changed:
+                poses = np.array([self.scene.entity(i).pose for i in self._order]).reshape(-1, 4, 4)
             masked = sorted(self._masked - self._collapsed) if masked_changed else None
             self._layout_dirty = self._poses_dirty = self._masked_dirty = False
         if layout:
