@@ -75,6 +75,8 @@ setup(
             "catkin_pkg>=0.5,<2",
             "setuptools>=64",
             "wheel>=0.40",
+            # the warp backend's kernels run on Warp's CPU device in CI (tested with 1.0.2 and 1.19.0)
+            "warp-lang>=1.0.2,<2",
         ],
         "ray": ["ray>=2.9,<3"],
         "ros": [
@@ -86,7 +88,7 @@ setup(
             "ros-jazzy-diagnostic-msgs",
             "ros-jazzy-nav-msgs",
         ],
-        "gpu": ["cupy-cuda12x>=13"],
+        "gpu": ["cupy-cuda12x>=13", "warp-lang>=1.0.2,<2"],
     },
     zip_safe=False,  # shipped data is read from files on disk (radarays_ros.resources)
     maintainer="radarays_ros developers",

@@ -27,6 +27,7 @@ import numpy as np
 
 from radarays_ros.validate import Rule
 from radarays_ros.errors import ConfigError
+from radarays_ros.tracing.cli import add_backend_arguments
 
 from .sink import LAYOUTS
 
@@ -64,7 +65,7 @@ def add_parser(sub) -> None:
     p.add_argument("--ground-truth", action="store_true", help="add clean range, entity, material, normal, incidence")
     p.add_argument("--world-frame", default="map", help="parent frame of the sensor pose in .mcap /tf (default map, as radar and scenarios)")
     p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
-    p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
+    add_backend_arguments(p)
     p.add_argument("--view-reach", type=float, metavar="M", help=".png: half width of the top view in metres "
                    "(a fixed scale for every frame; default: the farthest return)")
     p.add_argument("--view-grid", type=float, metavar="M", help=".png: grid spacing in metres (default: 1/2/5 x 10^k)")
@@ -88,6 +89,7 @@ def parse_overrides(items: list[str]) -> dict:
 
 def run(args) -> int:
     from radarays_ros.tracing import make_backend
+    from radarays_ros.tracing.cli import backend_options
     from radarays_ros.world.loader import load_world
     from radarays_ros.world.trajectory import Trajectory
     from radarays_ros.world.transforms import parse_pose_string
@@ -127,7 +129,7 @@ def run(args) -> int:
     scene = load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual")
     for warning in scene.warnings:  # e.g. --collision on a world without <collision> elements
         print(f"warning: {warning}", file=sys.stderr)
-    backend = make_backend(args.backend, scene)
+    backend = make_backend(args.backend, scene, **backend_options(args))
     from radarays_ros.io.lidar_clouds import FrameCloud
 
     sim = LidarSimulator(config, scene, backend, seed=args.seed, sink=FrameCloud.of)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..validate import Rule
 from ..errors import ConfigError, RadaraysError, WorldError
+from ..tracing.cli import add_backend_arguments
 
 OUTPUT_SUFFIXES = (".npz", ".png", ".mcap")
 
@@ -45,7 +46,10 @@ def add_parser(sub) -> None:
                         "(rows = azimuths; timestamp, encoder and valid columns before the bins)")
     p.add_argument("--encoder-offset", type=int, default=0, metavar="TICKS",
                    help="--png-style oxford: encoder ticks (of 5600) added to every azimuth's encoder value")
-    p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
+    add_backend_arguments(p)
+    p.add_argument("--frames", choices=("host", "device"), default="host",
+                   help="device: the whole frame in Warp kernels (needs --backend warp; radar/warp_frame.py); "
+                        "host (default): the radar model in numpy over any backend")
     p.add_argument("--out", required=True, help="output file: .npz, .png or .mcap")
     p.set_defaults(func=run)
 
@@ -87,6 +91,8 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from ..tracing import make_backend
+    from ..tracing.cli import backend_options
     from ..world.loader import load_world
     from ..world.transforms import parse_pose_string
     from .simulator import RadarSimulator
@@ -102,7 +108,15 @@ def _run(args) -> int:
     scene = load_world(args.world, materials=args.materials)
     if scene.triangle_count == 0:
         raise WorldError(f"world {args.world}: no triangles to trace (an empty or unsupported file?)")
-    sim = RadarSimulator(config, scene, backend=args.backend)
+    if args.frames == "device" and args.backend != "warp":
+        raise ConfigError(f"--frames device: needs --backend warp (got --backend {args.backend})")
+    backend = make_backend(args.backend, scene, **backend_options(args))
+    if args.frames == "device":
+        from .warp_frame import WarpRadarSimulator
+
+        sim = WarpRadarSimulator(config, scene, backend)
+    else:
+        sim = RadarSimulator(config, scene, backend=backend)
     img = sim.simulate(pose, t0_ns=args.t_ns)
     try:
         write_output(img, out, pose, args.t_ns, args.frame_id, args.layout, args.encoding, args.png_style,

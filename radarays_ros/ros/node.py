@@ -86,7 +86,10 @@ NODE_PARAMS = {
                        "name (office, street, hall; `radarays world list`) (required)"),
     "materials": ParamInfo("", "material library YAML merged over the shipped one ('' = shipped only)"),
     "ignore": ParamInfo([""], "model/link/visual name globs left out of the world (e.g. the robot itself)", kind=list),
-    "backend": ParamInfo("embree", "ray-tracing backend", choices=("embree", "optix")),
+    "backend": ParamInfo("embree", "ray-tracing backend: embree (CPU) or warp (NVIDIA Warp)",
+                         choices=("embree", "warp", "optix")),
+    "device": ParamInfo("auto", "device of the warp backend (auto = CUDA when present)",
+                        choices=("auto", "cpu", "cuda")),
     "threads": ParamInfo(0, "ray-tracing threads (0 = all cores)", 0, 1024, kind=int),
     "world_frame": ParamInfo("map", "fixed frame of the world geometry (tf lookups go world_frame <- sensor frame)"),
     "pose_source": ParamInfo("tf", "sensor pose from tf (moving sensor), the fixed_pose parameter (static sensor) "
@@ -289,6 +292,13 @@ class SensorNode(Node):
             self._error(self.world_error)
             return False
 
+    def _backend_options(self) -> dict:
+        """make_backend options from the node parameters (threads; the device of the warp backend)."""
+        options = {"threads": self._param("threads") or None}
+        if self._param("backend") == "warp":
+            options["device"] = self._param("device")
+        return options
+
     # -- Gazebo ------------------------------------------------------------------------------------
     def _start_gazebo(self) -> None:
         """Follow Gazebo: the mirror's Scene is the world of every sensor (one BVH)."""
@@ -317,7 +327,7 @@ class SensorNode(Node):
             self._error(self.world_error)
             return
         self._gazebo_sdf = sdf
-        backend = make_backend(self._param("backend"), self.mirror.scene, threads=self._param("threads") or None)
+        backend = make_backend(self._param("backend"), self.mirror.scene, **self._backend_options())
         self.scene, self.backend, self.world_error = self.mirror.scene, backend, ""
         scene = self.mirror.scene
         geometry = (f" with the geometry of {sdf} ({len(scene)} entities, {scene.triangle_count} triangles)" if sdf
@@ -446,7 +456,7 @@ class SensorNode(Node):
         try:
             ignore = tuple(n for n in (self._param("ignore") or []) if n)
             scene = load_world(path, materials=self._param("materials") or None, ignore=ignore)
-            backend = make_backend(self._param("backend"), scene, threads=self._param("threads") or None)
+            backend = make_backend(self._param("backend"), scene, **self._backend_options())
         except (RadaraysError, OSError) as exc:
             raise ConfigError(f"world {path!r} not loaded: {exc}") from None
         return scene, backend
@@ -489,7 +499,7 @@ class SensorNode(Node):
             from ..tracing import make_backend
 
             self.scene = Scene(source="<no world>")
-            self.backend = make_backend(self._param("backend"), self.scene, threads=self._param("threads") or None)
+            self.backend = make_backend(self._param("backend"), self.scene, **self._backend_options())
         overrides = {**(sensor.sdf.overrides if sensor.sdf else {}), **self._sensor_param_overrides(sensor)}
         try:
             sensor.unit = make_unit(sensor.kind, sensor.name, self.scene, self.backend, config=sensor.source,

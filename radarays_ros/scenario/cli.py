@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 
+from ..tracing.cli import add_backend_arguments, backend_options
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("run", help="simulate a scenario (world, sensor rig, trajectory) into an MCAP rosbag2",
@@ -18,6 +20,7 @@ def add_parser(sub) -> None:
     p.add_argument("--list", action="store_true", help="print the shipped scenario names and exit")
     p.add_argument("--pictures", metavar="DIR", help="also write a PNG per frame: radar Cartesian views, lidar top views")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_backend_arguments(p, default=None)
     p.set_defaults(func=run)
     add_batch_parser(sub)
 
@@ -77,7 +80,8 @@ def run(args) -> int:
         if not value:
             raise ConfigError(f"{what} is required")
 
-    summary = run_scenario(args.scenario, args.out, args.pictures, quiet=args.quiet, overwrite=args.overwrite)
+    summary = run_scenario(args.scenario, args.out, args.pictures, quiet=args.quiet, overwrite=args.overwrite,
+                           backend=args.backend, backend_options=backend_options(args))
     frames = ", ".join(f"{name}: {n}" for name, n in summary.frames.items())
     print(f"wrote {summary.bag} ({frames} frames; {sum(summary.topics.values())} messages on "
           f"{len(summary.topics)} topics) in {summary.seconds:.1f} s", file=sys.stderr)

@@ -49,7 +49,7 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
 
     `out` must not exist unless `overwrite` (and then only a bag is replaced: io/bag.py); the bag
     appears under its name only when complete. `quiet=False` shows a tqdm bar over frames on `stream`.
-    `backend` (and its options, e.g. embree's `threads`) overrides the scenario's `backend`.
+    `backend` (and its options, e.g. embree's `threads`, the warp device) overrides the scenario's `backend`.
     """
     from ..tracing import make_backend
     from ..world.loader import load_world

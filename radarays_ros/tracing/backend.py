@@ -220,7 +220,7 @@ def available_backends() -> list[str]:
 
 
 def make_backend(name: str, scene: Scene, **options) -> Backend:
-    """Create a backend by name ('embree'; 'optix' where CUDA and OptiX are installed)."""
+    """Create a backend by name: 'embree' (CPU), 'warp' (NVIDIA Warp, device='cuda' or 'cpu'); 'optix' is reserved."""
     _load_builtin()
     if name not in _BACKENDS:
         raise TracingError(f"unknown backend '{name}'; available: {', '.join(sorted(_BACKENDS))}")
@@ -261,7 +261,15 @@ def checked_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
 def _load_builtin() -> None:
     if "embree" not in _BACKENDS:
         from . import embree  # noqa: F401  (registers itself)
+    if "warp" not in _BACKENDS:  # imports warp-lang only when the backend is asked for
+        _BACKENDS["warp"] = _make_warp_backend
     if "optix" not in _BACKENDS:
         from .optix import make_optix_backend
 
         _BACKENDS["optix"] = make_optix_backend
+
+
+def _make_warp_backend(scene: Scene, **options) -> Backend:
+    from .warp import WarpBackend
+
+    return WarpBackend(scene, **options)

@@ -1,4 +1,7 @@
-"""`radarays cast WORLD --rays rays.npz --out hits.npz`: first hits of given rays, for external checks."""
+"""`radarays cast WORLD --rays rays.npz --out hits.npz`: first hits of given rays, for external checks;
+`radarays info`: the ray-tracing backends usable here and why the others are not.
+
+`add_backend_arguments` / `backend_options` give every command the same `--backend` and `--device`."""
 from __future__ import annotations
 
 import sys
@@ -7,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, RadaraysError
 
 
 def add_parser(sub) -> None:
@@ -19,8 +22,65 @@ def add_parser(sub) -> None:
     p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
     p.add_argument("--tmin", type=float, default=0.0, help="ignore hits closer than this (m)")
     p.add_argument("--tmax", type=float, default=np.inf, help="ignore hits farther than this (m)")
-    p.add_argument("--backend", default="embree", help="ray tracing backend (default: embree)")
+    add_backend_arguments(p)
     p.set_defaults(func=run)
+    info = sub.add_parser("info", help="list the ray-tracing backends usable here and why others are not")
+    info.set_defaults(func=run_info)
+
+
+def add_backend_arguments(parser, default: str | None = "embree") -> None:
+    """--backend and --device, the same on every command that traces (default None: the input file's)."""
+    said = "default: embree" if default else "default: the scenario's backend, else embree"
+    parser.add_argument("--backend", default=default,
+                        help=f"ray tracing backend: embree (CPU) or warp (NVIDIA Warp; CUDA or CPU); {said}; "
+                             "`radarays info` lists what is usable here")
+    parser.add_argument("--device", help="device of the warp backend: auto (CUDA when present, default), cpu, "
+                                         "cuda or cuda:N")
+
+
+def backend_options(args) -> dict:
+    """make_backend options from --backend/--device; a --device the backend cannot use is an error."""
+    device = getattr(args, "device", None)
+    if device is None:
+        return {}
+    if args.backend != "warp":
+        raise ConfigError(f"--device {device}: only the warp backend has devices; add --backend warp "
+                          f"(got --backend {args.backend})")
+    return {"device": device}
+
+
+def backend_report() -> list[tuple[str, bool, str]]:
+    """(name, usable, detail) of every backend name the package knows."""
+    rows = []
+    try:
+        import embreex  # noqa: F401
+
+        rows.append(("embree", True, "CPU, all cores (embreex)"))
+    except ImportError as exc:
+        rows.append(("embree", False, f"embreex is not importable ({exc})"))
+    try:
+        from .warp import load_warp
+
+        wp = load_warp()
+        cuda = [f"{d.alias} ({d.name})" for d in wp.get_devices() if d.is_cuda]
+        if cuda:
+            rows.append(("warp", True, f"Warp {wp.config.version}: devices cpu, {', '.join(cuda)}"))
+        else:
+            rows.append(("warp", True, f"Warp {wp.config.version}: device cpu only (no CUDA device: no NVIDIA "
+                                       "driver or GPU visible); --device cpu is for checks, slower than embree"))
+    except RadaraysError as exc:
+        rows.append(("warp", False, f"{exc}"))
+    from .optix import RESERVED_REASON
+
+    rows.append(("optix", False, RESERVED_REASON))
+    return rows
+
+
+def run_info(args) -> int:
+    print("ray-tracing backends (default: embree):")
+    for name, usable, detail in backend_report():
+        print(f"  {name:<7} {'available' if usable else 'not available'}: {detail}")
+    return 0
 
 
 MAX_RAYS = 50_000_000  # 1.2 GB of float32 origins and directions, 2.4 GB as float64
@@ -90,7 +150,7 @@ def run(args) -> int:
     scene = load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual")
     for warning in scene.warnings:  # documented, non-fatal findings (empty world, dropped degenerate faces)
         print(f"warning: {warning}", file=sys.stderr)
-    backend = make_backend(args.backend, scene)
+    backend = make_backend(args.backend, scene, **backend_options(args))
     hits = backend.trace(origins, directions, tmin=args.tmin, tmax=args.tmax)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

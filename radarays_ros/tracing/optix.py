@@ -1,31 +1,19 @@
-"""OptiX (NVIDIA GPU) backend: selected by name where CUDA, CuPy and pyoptix-contrib are installed.
+"""The name 'optix' is reserved: asking for it gives one clear error saying why, and what to use.
 
-The GPU implementation is not part of this release (see README, "Backends"). Asking for it gives one
-clear error saying what is missing, so that sensor configurations can name the backend today and
-fall back to "embree" on machines without an NVIDIA GPU.
+The GPU backend is 'warp' (NVIDIA Warp, warp.py): the same kernels run on CUDA and on the CPU, so CI
+checks them without a GPU. OptiX is not used now, for reasons that are facts about its packaging:
+pyoptix is a source package that fetches the OptiX SDK headers while it builds, and those headers may
+not be redistributed, so no wheel can ship it; current OptiX releases need newer drivers than common
+test GPUs have; and OptiX's advantage, the RT cores, is absent on data-centre GPUs (A100, H100).
 """
 from __future__ import annotations
 
 from ..errors import TracingError
 
-
-def _missing_gpu_parts() -> list[str]:
-    missing = []
-    try:
-        import cupy  # noqa: F401
-
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            missing.append("an NVIDIA GPU visible to CUDA")
-    except Exception:  # ImportError, or CUDA driver errors raised by cupy at query time
-        missing.append("cupy with a working CUDA driver (pip install radarays_ros[gpu])")
-    try:
-        import optix  # noqa: F401  (pyoptix-contrib)
-    except Exception:
-        missing.append("pyoptix-contrib (the OptiX Python bindings)")
-    return missing
+RESERVED_REASON = ("a reserved name, not implemented: pyoptix builds from source and fetches OptiX headers that "
+                   "may not be redistributed, and data-centre GPUs have no RT cores")
 
 
 def make_optix_backend(scene, **options):
-    missing = _missing_gpu_parts()
-    reason = "missing " + ", ".join(missing) if missing else "the GPU tracer is not implemented in this release"
-    raise TracingError(f"backend 'optix' is not available: {reason}; use backend 'embree' (CPU)")
+    raise TracingError(f"backend 'optix' is not available: {RESERVED_REASON}; use backend 'warp' on NVIDIA GPUs "
+                       "or use backend 'embree' (CPU)")

@@ -1,0 +1,357 @@
+"""Warp backend: the mirrored scene as NVIDIA Warp meshes, traced by one kernel on "cpu" or "cuda".
+
+Same contract and answers as the Embree backend (embree.py), with Warp's instancing instead of its layers:
+
+* the static world: every entity that is static when the backend is created, posed into world
+  coordinates, in one `wp.Mesh` whose BVH is built once. A static entity that is later moved or removed
+  is *masked*: its vertices in that mesh are collapsed onto one of them, so its triangles have no area
+  and are never hit; the BVH stays valid (only looser there) and is neither rebuilt nor refit. A moved
+  one becomes an instance. (Unlike stepping past a masked hit, as the Embree backend does, this never
+  skips a visible face lying in the masked one's plane, such as a floor under a moved crate.)
+* instances: every other entity (moving ones, and any entity added later, small or large) is a
+  `wp.Mesh` in its own frame, built once when it appears, with a pose. Moving it changes a rotation,
+  a position and a world box (O(1), uploaded at the next trace); no mesh BVH is ever rebuilt or refit.
+  Rays reach instances through their world boxes, a slab test per box (warp_kernels.py says why not
+  a `wp.Bvh` over them).
+
+The kernel (warp_kernels.py) writes distance, normal facing the ray, cosine of incidence, entity, face
+(the mesh file's own order) and material for every ray on the device; only the attributes the caller
+reads are copied to the host. On the CPU device the arrays are shared with numpy (no copy).
+The same kernel runs on both devices, so CI checks the GPU code path on Warp's CPU device.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..errors import TracingError
+from ..world.scene import Entity, Scene
+from .backend import ALL, Backend, Hits, Rays, check_span, wanted
+
+def load_warp():
+    """The `warp` module, initialised quietly (the CLIs print to stdout); TracingError if missing."""
+    try:
+        import warp as wp
+    except ImportError as exc:
+        raise TracingError(f"backend 'warp' needs NVIDIA Warp (pip install 'radarays_ros[gpu]' or warp-lang): {exc}") from None
+    # no banner or per-module compile lines on stdout (the CLIs write results there); the kernel
+    # cache stays on. Warp 1.0 reads `quiet`, later releases `log_level`.
+    wp.config.quiet = True
+    if hasattr(wp.config, "log_level") and hasattr(wp, "LOG_WARNING"):
+        wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)
+    wp.init()
+    return wp
+
+
+def cuda_devices() -> int:
+    """Number of CUDA devices Warp can use here (0 without a driver, or without Warp)."""
+    try:
+        wp = load_warp()
+        return int(wp.get_cuda_device_count())
+    except TracingError:
+        return 0
+
+
+def resolve_device(wp, device: str | None) -> str:
+    """'cpu', 'cuda' or 'cuda:N', checked against what this machine has; None = cuda if any, else cpu."""
+    count = int(wp.get_cuda_device_count())
+    if device is None or device == "auto":
+        return "cuda:0" if count else "cpu"
+    name = str(device).strip().lower()
+    if name == "cpu":
+        return "cpu"
+    if name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit()):
+        index = int(name[5:]) if ":" in name else 0
+        if index >= count:
+            seen = f"{count} CUDA device(s)" if count else "no CUDA device (no NVIDIA driver or GPU visible)"
+            raise TracingError(f"backend 'warp' device '{device}': Warp {wp.config.version} sees {seen}; use device 'cpu'")
+        return f"cuda:{index}"
+    raise TracingError(f"backend 'warp' device '{device}': allowed 'cpu', 'cuda', 'cuda:N' or 'auto'")
+
+
+class _MeshTables:
+    """A triangle mesh on the device with per-triangle face and material ids (host copies kept)."""
+
+    def __init__(self, wp, device, vertices: np.ndarray, faces: np.ndarray, face_ids, materials, entities=None):
+        self.n_faces = len(faces)
+        self.host_points = np.ascontiguousarray(vertices, np.float32)
+        self.points = wp.array(self.host_points, dtype=wp.vec3, device=device)
+        self.indices = wp.array(np.ascontiguousarray(faces, np.int32).reshape(-1), dtype=wp.int32, device=device)
+        self.mesh = wp.Mesh(points=self.points, indices=self.indices)
+        self.face = np.ascontiguousarray(face_ids, np.int32)
+        self.material = np.ascontiguousarray(materials, np.int32)
+        self.entity = None if entities is None else np.ascontiguousarray(entities, np.int32)
+        self.bounds = np.stack([vertices.min(axis=0), vertices.max(axis=0)]).astype(np.float64)
+
+
+def _static_tables(wp, device, entities: list[Entity]) -> _MeshTables | None:
+    verts, faces, ids, mats, ents = [], [], [], [], []
+    spans = {}
+    offset = 0
+    for e in entities:
+        if not e.mesh.n_faces:
+            continue
+        spans[e.id] = (offset, offset + len(e.mesh.vertices))
+        verts.append(e.mesh.vertices @ e.pose[:3, :3].T + e.pose[:3, 3])
+        faces.append(e.mesh.faces + offset)
+        offset += len(e.mesh.vertices)
+        ids.append(e.mesh.face_ids)
+        mats.append(e.face_materials)
+        ents.append(np.full(e.mesh.n_faces, e.id, np.int32))
+    if not faces:
+        return None
+    tables = _MeshTables(wp, device, np.concatenate(verts), np.concatenate(faces), np.concatenate(ids),
+                         np.concatenate(mats), np.concatenate(ents))
+    tables.vertex_spans = spans  # entity id -> its vertex rows in the static mesh
+    return tables
+
+
+class WarpBackend(Backend):
+    name = "warp"
+
+    def __init__(self, scene: Scene, device: str | None = None, threads: int | None = None):
+        """device: 'cpu', 'cuda', 'cuda:N' or None/'auto' (CUDA when present). threads: accepted for
+        the common backend options and ignored (Warp's CPU device runs a kernel on one thread)."""
+        wp = load_warp()
+        super().__init__(scene)
+        self.wp = wp
+        self.device = resolve_device(wp, device)
+        from . import warp_kernels
+
+        self._kernels = warp_kernels
+        self._lock = threading.Lock()  # listener state (flags, pending sets)
+        self._trace_lock = threading.Lock()  # device arrays of one trace
+        self.static_rebuilds = 0  # the contract's counter: the static mesh is built here only, never again
+        self.instance_builds = 0  # wp.Mesh builds of instances: one per entity that becomes one
+        with scene.lock:
+            static = [e for e in scene.entities if e.static]
+            self._static = _static_tables(wp, self.device, static)
+            self._static_ids = {e.id for e in static}
+            self._masked: set[int] = set()
+            self._collapsed: set[int] = set()
+            self._instances: dict[int, _MeshTables | None] = {}  # None until built at the next sync
+            self._layout_dirty = True  # instance set changed: ids and tables to re-upload
+            self._poses_dirty = True
+            self._masked_dirty = True
+            for e in scene.entities:
+                if not e.static:
+                    self._add_instance(e)
+            scene.subscribe(self)
+        dev = self.device
+        if self._static is not None:
+            s = self._static
+            self._static_dev = tuple(wp.array(a, dtype=wp.int32, device=dev) for a in (s.entity, s.face, s.material))
+        else:
+            self._static_dev = tuple(wp.zeros(1, dtype=wp.int32, device=dev) for _ in range(3))
+        self._order: list[int] = []
+
+    # -- scene listener -----------------------------------------------------------------------
+    def on_entity_added(self, entity: Entity) -> None:
+        with self._lock:
+            self._add_instance(entity)
+
+    def on_entity_removed(self, entity: Entity) -> None:
+        with self._lock:
+            if entity.id in self._static_ids:
+                self._masked.add(entity.id)
+                self._masked_dirty = True
+            if self._instances.pop(entity.id, False) is not False:
+                self._layout_dirty = True
+
+    def on_entity_moved(self, entity: Entity) -> None:
+        with self._lock:
+            self._moved(entity)
+
+    def on_entities_moved(self, entities: list[Entity]) -> None:
+        with self._lock:
+            for entity in entities:
+                self._moved(entity)
+
+    def _moved(self, entity: Entity) -> None:
+        if entity.id in self._instances:
+            self._poses_dirty = True  # O(1): the new pose is read at the next trace
+        elif entity.id in self._static_ids and entity.id not in self._masked:
+            self._masked.add(entity.id)  # collapse the baked copy, trace the moved one
+            self._masked_dirty = True
+            self._add_instance(entity)
+
+    def _add_instance(self, entity: Entity) -> None:
+        if entity.mesh.n_faces:
+            self._instances[entity.id] = None
+            self._layout_dirty = True
+
+    # -- device state -------------------------------------------------------------------------
+    def _sync(self) -> None:
+        """Brings the device arrays up to date with the scene (called with _trace_lock held)."""
+        wp, dev = self.wp, self.device
+        with self.scene.lock, self._lock:
+            for entity_id, inst in list(self._instances.items()):
+                if inst is None:
+                    e = self.scene.entity(entity_id)
+                    self._instances[entity_id] = _MeshTables(wp, dev, e.mesh.vertices, e.mesh.faces,
+                                                             e.mesh.face_ids, e.face_materials)
+                    self.instance_builds += 1
+            layout, poses_changed, masked_changed = self._layout_dirty, self._poses_dirty, self._masked_dirty
+            if layout:
+                self._order = sorted(self._instances)
+            poses = None
+            if layout or poses_changed:
+                poses = np.array([self.scene.entity(i).pose for i in self._order]).reshape(-1, 4, 4)
+            masked = sorted(self._masked - self._collapsed) if masked_changed else None
+            self._layout_dirty = self._poses_dirty = self._masked_dirty = False
+        if layout:
+            self._upload_layout()
+        if poses is not None:
+            self._upload_poses(poses)
+        for entity_id in masked or ():
+            self._collapse(entity_id)
+
+    def _collapse(self, entity_id: int) -> None:
+        """Masks a static entity: its vertices in the static mesh all moved onto its first one."""
+        span = self._static.vertex_spans.get(entity_id) if self._static is not None else None
+        if span is None or entity_id in self._collapsed:
+            return
+        start, stop = span
+        points = np.repeat(self._static.host_points[start:start + 1], stop - start, axis=0)
+        self.wp.copy(self._static.points, self.wp.array(points, dtype=self.wp.vec3, device=self.device),
+                     dest_offset=start, src_offset=0, count=stop - start)
+        self._collapsed.add(entity_id)
+
+    def _upload_layout(self) -> None:
+        wp, dev = self.wp, self.device
+        tables = [self._instances[i] for i in self._order]
+        sizes = np.array([t.n_faces for t in tables], np.int32)
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int32) if len(tables) else np.zeros(1, np.int32)
+        face = np.concatenate([t.face for t in tables]) if tables else np.zeros(1, np.int32)
+        material = np.concatenate([t.material for t in tables]) if tables else np.zeros(1, np.int32)
+        ids = np.array([t.mesh.id for t in tables] or [0], np.uint64)
+        self._inst_dev = {
+            "mesh": wp.array(ids, dtype=wp.uint64, device=dev),
+            "entity": wp.array(np.array(self._order or [0], np.int32), dtype=wp.int32, device=dev),
+            "offset": wp.array(offsets, dtype=wp.int32, device=dev),
+            "face": wp.array(face, dtype=wp.int32, device=dev),
+            "material": wp.array(material, dtype=wp.int32, device=dev),
+        }
+        self._local_bounds = np.array([t.bounds for t in tables]).reshape(-1, 2, 3)
+
+    def _upload_poses(self, poses: np.ndarray) -> None:
+        wp, dev = self.wp, self.device
+        n = len(poses)
+        rot = poses[:, :3, :3]
+        pos = poses[:, :3, 3]
+        lo, hi = self._local_bounds[:, 0], self._local_bounds[:, 1]
+        # world box of a posed local box: centre rotated, half-extent through |R| (exact for a box)
+        centre, half = (lo + hi) / 2, (hi - lo) / 2
+        wc = np.einsum("nij,nj->ni", rot, centre) + pos
+        wh = np.einsum("nij,nj->ni", np.abs(rot), half) + 1e-4  # a margin for float32 round-off
+        lower, upper = (wc - wh).astype(np.float32), (wc + wh).astype(np.float32)
+        if n == 0:
+            rot, pos = np.eye(3)[None], np.zeros((1, 3))
+            lower = upper = np.zeros((1, 3), np.float32)
+        inst = self._inst_dev
+        inst["rot"] = wp.array(np.ascontiguousarray(rot, np.float32), dtype=wp.mat33, device=dev)
+        inst["pos"] = wp.array(np.ascontiguousarray(pos, np.float32), dtype=wp.vec3, device=dev)
+        inst["lower"] = wp.array(lower, dtype=wp.vec3, device=dev)
+        inst["upper"] = wp.array(upper, dtype=wp.vec3, device=dev)
+        self._n_inst = n
+
+    # -- tracing --------------------------------------------------------------------------------
+    def trace_rays(self, rays: Rays, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL) -> Hits:
+        """The kernel computes every attribute on the device (the cost is the trace itself); `want`
+        says which are copied to the host at once (one transfer on CUDA), the others on first access."""
+        tmin, tmax = check_span(tmin, tmax)
+        names = wanted(want)
+        with self._trace_lock:
+            self._sync()
+            if len(rays) == 0:
+                return Hits.misses(0)
+            out = self._launch(rays.origins, rays.directions, tmin, min(tmax - tmin, 1e30))
+        host = _DeviceAttributes(out)
+        for name in names:
+            for field in _FIELDS_OF[name]:
+                host(field)
+        return Hits(host("distance"), resolve=host)
+
+    def _launch(self, o: np.ndarray, d: np.ndarray, tmin: float, far: float) -> dict:
+        wp, dev = self.wp, self.device
+        copy = dev != "cpu"  # the CPU device reads the numpy buffers in place
+        rays_o = wp.array(o, dtype=wp.vec3, device=dev, copy=copy)
+        rays_d = wp.array(d, dtype=wp.vec3, device=dev, copy=copy)
+        return self._first_hits(rays_o, rays_d, tmin, far)
+
+    def trace_on_device(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf) -> dict:
+        """First hits of rays already on this backend's device, left there: a dict of Warp arrays
+        distance (inf = miss), normal, cos_incidence, entity, face, material. For device pipelines
+        (and the benchmark's kernel-only figure). origins, directions: wp.array(dtype=wp.vec3) of equal
+        length on self.device, unit directions, finite values (not checked here: they never left the
+        device)."""
+        wp = self.wp
+        for name, a in (("origins", origins), ("directions", directions)):
+            if not isinstance(a, wp.array) or a.dtype != wp.vec3 or str(a.device) != self.device:
+                raise TracingError(f"trace_on_device: {name} must be a wp.array of wp.vec3 on {self.device}")
+        if len(origins) != len(directions):
+            raise TracingError(f"trace_on_device: {len(origins)} origins but {len(directions)} directions")
+        tmin, tmax = check_span(tmin, tmax)
+        with self._trace_lock:
+            self._sync()
+            return self._first_hits(origins, directions, tmin, min(tmax - tmin, 1e30))
+
+    def scene_arrays(self):
+        """The device state as the kernels' SceneArrays struct (call under _trace_lock after _sync, or
+        through `synced_scene_arrays`)."""
+        s, inst, kernels = self._static, self._inst_dev, self._kernels
+        arrays = kernels.SceneArrays()
+        arrays.static_mesh = self.wp.uint64(s.mesh.id if s is not None else 0)
+        arrays.has_static = int(s is not None)
+        arrays.static_entity, arrays.static_face, arrays.static_material = self._static_dev
+        arrays.inst_mesh, arrays.inst_rot, arrays.inst_pos = inst["mesh"], inst["rot"], inst["pos"]
+        arrays.inst_lower, arrays.inst_upper = inst["lower"], inst["upper"]
+        arrays.inst_entity, arrays.inst_offset, arrays.n_inst = inst["entity"], inst["offset"], self._n_inst
+        arrays.dyn_face, arrays.dyn_material = inst["face"], inst["material"]
+        return arrays
+
+    def synced_scene_arrays(self):
+        """The scene brought up to date and its SceneArrays, for device pipelines that trace inside
+        their own kernels (warp_kernels.first_hit)."""
+        with self._trace_lock:
+            self._sync()
+            return self.scene_arrays()
+
+    def _first_hits(self, rays_o, rays_d, tmin: float, far: float) -> dict:
+        wp, dev = self.wp, self.device
+        n = len(rays_o)
+        out = {
+            "distance": wp.empty(n, dtype=float, device=dev),
+            "normal": wp.empty(n, dtype=wp.vec3, device=dev),
+            "cos_incidence": wp.empty(n, dtype=float, device=dev),
+            "entity": wp.empty(n, dtype=wp.int32, device=dev),
+            "face": wp.empty(n, dtype=wp.int32, device=dev),
+            "material": wp.empty(n, dtype=wp.int32, device=dev),
+        }
+        if n == 0:
+            return out
+        wp.launch(self._kernels.first_hits, dim=n, device=dev,
+                  inputs=[self.scene_arrays(), rays_o, rays_d, tmin, far, out["distance"], out["normal"],
+                          out["cos_incidence"], out["entity"], out["face"], out["material"]])
+        return out
+
+
+_FIELDS_OF = {"distance": ("distance",), "normal": ("normal",), "ids": ("entity", "face", "material"),
+              "incidence": ("cos_incidence",)}
+
+
+class _DeviceAttributes:
+    """Hits attributes copied from the device once, on first access (numpy views on the CPU device)."""
+
+    def __init__(self, out: dict, lo: int = 0, hi: int | None = None, host: dict | None = None):
+        self.out, self.lo, self.hi = out, lo, hi
+        self.host = {} if host is None else host  # shared by the spans of one trace
+
+    def span(self, a: int, b: int) -> "_DeviceAttributes":
+        return _DeviceAttributes(self.out, self.lo + a, self.lo + b, self.host)
+
+    def __call__(self, name: str) -> np.ndarray:
+        if name not in self.host:
+            self.host[name] = self.out[name].numpy()
+        return self.host[name][self.lo:self.hi]

@@ -1,0 +1,154 @@
+"""The first-hit kernel of the Warp backend (one kernel: Warp compiles a module's kernels together,
+and the first CPU compile of a module takes tens of seconds, so this module holds only the trace).
+
+Kept to the API that Warp 1.0.x already has (`mesh_query_ray` returning a struct, `wp.transpose`), so
+that a small old wheel runs it on a machine without network.
+
+One thread per ray: the static world's mesh BVH first (a masked static entity has its triangles
+collapsed to a point there, and a degenerate triangle is never hit), then every instance whose world
+box the remaining segment [0, best] meets, by a loop over the boxes. Rays are moved into an instance's
+own frame (x_local = R^T (x - p)); a rotation keeps lengths, so t is the same in both frames.
+
+Why a loop and not a `wp.Bvh` over the boxes: `bvh_query_ray` of Warp 1.0.x tests boxes with the ray's
+direction where the reciprocal is meant (NVIDIA/warp issue 288, fixed in later releases), so it misses
+instances there; the loop is one slab test per instance, the boxes are read by all threads alike, and
+a Gazebo world has tens of moving entities (bench_gpu.py measures 50).
+"""
+
+try:
+    import warp as wp
+except ImportError:  # warp.py reports the missing package; this module stays importable without it
+    wp = None
+
+if wp is not None:
+    @wp.func
+    def segment_meets_box(o: wp.vec3, inv: wp.vec3, far: float, lower: wp.vec3, upper: wp.vec3):
+        """Slab test of the segment o + t d, t in [0, far], against a box (inv = 1 / d componentwise).
+
+        A NaN from 0 * inf (a ray in a slab's plane) is dropped by the comparisons below (NaN < x is false),
+        so such an axis imposes no constraint: a spare candidate, never a lost hit."""
+        near = float(0.0)
+        stop = far
+        for k in range(3):
+            a = (lower[k] - o[k]) * inv[k]
+            b = (upper[k] - o[k]) * inv[k]
+            lo = wp.min(a, b)
+            hi = wp.max(a, b)
+            if lo > near:
+                near = lo
+            if hi < stop:
+                stop = hi
+        return near <= stop
+
+
+    @wp.struct
+    class SceneArrays:
+        """The backend's device state for one trace: the static mesh and the instances (warp.py)."""
+
+        static_mesh: wp.uint64
+        has_static: int
+        static_entity: wp.array(dtype=wp.int32)
+        static_face: wp.array(dtype=wp.int32)
+        static_material: wp.array(dtype=wp.int32)
+        inst_mesh: wp.array(dtype=wp.uint64)
+        inst_rot: wp.array(dtype=wp.mat33)
+        inst_pos: wp.array(dtype=wp.vec3)
+        inst_lower: wp.array(dtype=wp.vec3)
+        inst_upper: wp.array(dtype=wp.vec3)
+        inst_entity: wp.array(dtype=wp.int32)
+        inst_offset: wp.array(dtype=wp.int32)
+        n_inst: int
+        dyn_face: wp.array(dtype=wp.int32)
+        dyn_material: wp.array(dtype=wp.int32)
+
+
+    @wp.struct
+    class Hit:
+        """A first hit: t along the unit direction (inf = miss), unit normal facing the ray, cos of
+        incidence, ids (-1 = miss)."""
+
+        t: float
+        normal: wp.vec3
+        cos_incidence: float
+        entity: int
+        face: int
+        material: int
+
+
+    @wp.func
+    def first_hit(scene: SceneArrays, o: wp.vec3, d: wp.vec3, far: float):
+        """The closest hit with 0 <= t < far of the ray o + t d (d unit), in any kernel."""
+        best = far
+        layer = int(-1)
+        prim = int(-1)
+        n = wp.vec3(0.0, 0.0, 0.0)
+        if scene.has_static != 0:
+            q = wp.mesh_query_ray(scene.static_mesh, o, d, far)
+            if q.result:
+                best = q.t
+                layer = 0
+                prim = q.face
+                n = q.normal
+        if scene.n_inst > 0:
+            inv = wp.vec3(1.0 / d[0], 1.0 / d[1], 1.0 / d[2])
+            for k in range(scene.n_inst):
+                if segment_meets_box(o, inv, best, scene.inst_lower[k], scene.inst_upper[k]):
+                    r = scene.inst_rot[k]
+                    rt = wp.transpose(r)
+                    q = wp.mesh_query_ray(scene.inst_mesh[k], rt * (o - scene.inst_pos[k]), rt * d, best)
+                    if q.result and q.t < best:
+                        best = q.t
+                        layer = k + 1
+                        prim = q.face
+                        n = r * q.normal
+        h = Hit()
+        h.t = wp.inf
+        h.normal = wp.vec3(0.0, 0.0, 0.0)
+        h.cos_incidence = 0.0
+        h.entity = -1
+        h.face = -1
+        h.material = -1
+        if layer >= 0:
+            unit = wp.normalize(n)
+            facing = wp.dot(unit, d)
+            if facing > 0.0:  # turn the normal to face the ray
+                unit = -unit
+                facing = -facing
+            h.t = best
+            h.normal = unit
+            h.cos_incidence = -facing
+            if layer == 0:
+                h.entity = scene.static_entity[prim]
+                h.face = scene.static_face[prim]
+                h.material = scene.static_material[prim]
+            else:
+                k = layer - 1
+                h.entity = scene.inst_entity[k]
+                h.face = scene.dyn_face[scene.inst_offset[k] + prim]
+                h.material = scene.dyn_material[scene.inst_offset[k] + prim]
+        return h
+
+
+    @wp.kernel
+    def first_hits(
+        scene: SceneArrays,
+        origins: wp.array(dtype=wp.vec3),
+        directions: wp.array(dtype=wp.vec3),
+        tmin: float,
+        far: float,
+        out_distance: wp.array(dtype=float),
+        out_normal: wp.array(dtype=wp.vec3),
+        out_cos: wp.array(dtype=float),
+        out_entity: wp.array(dtype=wp.int32),
+        out_face: wp.array(dtype=wp.int32),
+        out_material: wp.array(dtype=wp.int32),
+    ):
+        i = wp.tid()
+        d = directions[i]
+        h = first_hit(scene, origins[i] + d * tmin, d, far)  # rays start at tmin, as in the Embree backend
+        out_distance[i] = h.t + tmin
+        out_normal[i] = h.normal
+        out_cos[i] = h.cos_incidence
+        out_entity[i] = h.entity
+        out_face[i] = h.face
+        out_material[i] = h.material

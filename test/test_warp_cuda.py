@@ -1,0 +1,58 @@
+"""The Warp backend on CUDA gives the CPU device's answers (skipped without a CUDA device; under
+RADARAYS_EXPECT_CUDA=1 a missing device fails instead). Run on a GPU machine with:
+
+    RADARAYS_EXPECT_CUDA=1 python -m pytest -q test/test_warp_cuda.py
+"""
+import numpy as np
+import pytest
+
+from test_warp_support import assert_same_hits, random_rays, require_cuda, require_warp
+
+require_warp()
+
+from radarays_ros.radar.config import RadarConfig  # noqa: E402
+from radarays_ros.radar.warp_frame import WarpRadarSimulator  # noqa: E402
+from radarays_ros.resources import shipped  # noqa: E402
+from radarays_ros.tracing import make_backend  # noqa: E402
+from radarays_ros.world.loader import load_world  # noqa: E402
+from radarays_ros.world.transforms import pose_to_matrix  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def cuda():
+    require_cuda()
+
+
+@pytest.mark.parametrize("world", ["office", "street"])
+def test_cuda_traces_as_the_cpu_device_and_embree(world):
+    scene = load_world(world)
+    o, d = random_rays(scene, 50_000, seed=3)
+    gpu = make_backend("warp", scene, device="cuda").trace(o, d)
+    cpu = make_backend("warp", scene, device="cpu").trace(o, d)
+    np.testing.assert_array_equal(gpu.hit, cpu.hit)
+    np.testing.assert_allclose(gpu.distance[gpu.hit], cpu.distance[cpu.hit], atol=1e-5)
+    assert_same_hits(gpu, make_backend("embree", scene).trace(o, d), d, scene=scene, origins=o)
+
+
+def test_cuda_moving_entities():
+    scene = load_world("street")
+    cars = [e.id for e in scene.entities if e.model.startswith("car")]
+    gpu, ref = make_backend("warp", scene, device="cuda"), make_backend("embree", scene)
+    o, d = random_rays(scene, 20_000, seed=4)
+    for step in range(3):
+        scene.set_poses_array(cars, np.stack([pose_to_matrix(-6 + 3 * step + 2 * k, 2.0, 0, 0, 0, 0.3 * step)
+                                              for k in range(len(cars))]))
+        assert_same_hits(gpu.trace(o, d), ref.trace(o, d), d, scene=scene, origins=o)
+    assert gpu.instance_builds == len(cars)  # built once, moved by pose only
+
+
+def test_radar_device_frame_is_the_same_image_on_cuda_and_cpu():
+    cfg = RadarConfig.from_yaml(shipped("example", "radarays_compat")).with_overrides(
+        {"noise.ambient": "uniform", "noise.system_std": 1.0})
+    scene = load_world("office")
+    pose = pose_to_matrix(4.0, 0.3, 1.0, 0, 0, 0.2)
+    gpu = WarpRadarSimulator(cfg, scene, make_backend("warp", scene, device="cuda")).simulate(pose)
+    cpu = WarpRadarSimulator(cfg, scene, make_backend("warp", scene, device="cpu")).simulate(pose)
+    # the same RNG draws; float32 atomics sum in thread order, so a pixel may round the other way
+    assert np.mean(gpu.image != cpu.image) < 1e-3
+    np.testing.assert_allclose(gpu.image_f32, cpu.image_f32, atol=0.05 * cpu.image_f32.max())
