@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from gz_harness import wait_for
+from gz_harness import Peer, wait_for
 
 from radarays_ros.gazebo import protos
 from radarays_ros.gazebo.transport import GzTransportClient, split_topic
@@ -92,7 +92,7 @@ def test_default_partition_is_gazebos_and_dead_peer_survived(gz_peer, monkeypatc
 
     for name in ("GZ_PARTITION", "IGN_PARTITION"):
         monkeypatch.delenv(name, raising=False)
-    ours = Peer(gz_peer.world + "d", default_partition()).start()
+    ours = Peer(gz_peer.world + "d", default_partition(), gz_peer.binary, gz_peer.env).start()
     try:
         with GzTransportClient(host_ip="127.0.0.1") as c:
             assert c.partition == "/" + default_partition()
@@ -104,7 +104,7 @@ def test_default_partition_is_gazebos_and_dead_peer_survived(gz_peer, monkeypatc
             ours.kill()  # no BYE: found dead by 3 s of silence
             assert wait_for(lambda: not c.alive(topic), timeout=6)
             stopped_at = count[0]
-            again = Peer(ours.world, ours.partition).start()
+            again = ours.twin().start()
             try:
                 assert wait_for(lambda: c.alive(topic) and count[0] > stopped_at + 5, timeout=6)
             finally:
