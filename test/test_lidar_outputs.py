@@ -83,7 +83,7 @@ def points_of(msg) -> np.ndarray:
 
 
 def bag_cloud(tmp_path, scan, **kw):
-    path = tmp_path / "cloud.mcap"
+    path = tmp_path / f"cloud_{len(list(tmp_path.glob('cloud_*.mcap')))}.mcap"  # a bag refuses an existing file
     msg = pointcloud_msg(scan, **kw)
     with BagWriter(path) as bag:
         bag.write("/points", msg, T0)

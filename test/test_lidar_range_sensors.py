@@ -50,8 +50,8 @@ def test_cone_with_nothing_inside_reads_infinity_and_writes_a_range_message(tmp_
     box.apply_translation([3.1, 0, 0])
     world = tmp_path / "wall.stl"
     box.export(world)
-    out = tmp_path / "r.mcap"
-    for pose, expect in (("0 0 0 0 0 0", 3.0), ("0 0 0 0 0 3.1416", np.inf)):
+    for i, (pose, expect) in enumerate((("0 0 0 0 0 0", 3.0), ("0 0 0 0 0 3.1416", np.inf))):
+        out = tmp_path / f"r{i}.mcap"  # an existing output is refused
         assert main(["lidar", str(world), "--sensor", "HC-SR04", "--pose", pose, "--out", str(out)]) == 0
         with AnyReader([out], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
             (conn, _, raw), = [m for m in reader.messages() if m[0].topic == "/range"]
