@@ -278,14 +278,19 @@ def test_ctrl_c_keeps_finished_runs_and_leaves_no_half_bag(tmp_path):
     time.sleep(0.5)
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
     assert process.wait(timeout=120) == 130
-    assert is_done(runs[0], out)
-    for run in runs[1:]:
+    # run 0 is done; run 1 may have finished in the 0.5 s (a fast machine) or not; run 2 never started
+    done = [bool(is_done(run, out)) for run in runs]
+    assert done[0] and not done[2]
+    for run, finished in zip(runs, done):
+        if finished:
+            continue
         assert not (out / run.spec.id / "bag.mcap").exists() and not (out / run.spec.id / "run.json").exists()
         assert not list((out / run.spec.id).glob(".bag.mcap.*")) if (out / run.spec.id).exists() else True
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["interrupted"] and summary["totals"]["done"] == 1
+    # a run finishing while the interrupt is handled may be counted by the summary or not; its run.json decides
+    assert summary["interrupted"] and 1 <= summary["totals"]["done"] <= sum(done)
     result = run_batch(path, out, progress=False)
-    assert [r["status"] for r in result.rows] == ["skipped", "done", "done"]
+    assert [r["status"] for r in result.rows] == ["skipped" if d else "done" for d in done]
 
 
 # -- Ray ------------------------------------------------------------------------------------------
