@@ -104,18 +104,22 @@ class RadarSimulator:
         return rng.offset + (rng.n_bins + 1) * rng.resolution
 
     # -- simulation -----------------------------------------------------------------------------
-    def simulate(self, pose, t0_ns: int = 0) -> RadarImage:
-        """One sweep from a 4x4 world <- sensor pose, or a Trajectory sampled at each azimuth's firing time."""
-        cfg = self.config
-        rng = np.random.default_rng([cfg.seed, 1, self.frame])
-        self.frame += 1
+    def column_frames(self, pose, t0_ns: int):
+        """Each azimuth's firing time, sensor pose, angle and world <- column rotation (sensor pose · Rz(azimuth))."""
         times = self.firing_times(t0_ns)
         poses = self._sensor_poses(pose, times)
         theta = self.azimuths()
         c, s = np.cos(theta), np.sin(theta)
         rz = np.zeros((len(theta), 3, 3))
         rz[:, 0, 0], rz[:, 0, 1], rz[:, 1, 0], rz[:, 1, 1], rz[:, 2, 2] = c, -s, s, c, 1.0
-        column_rot = np.einsum("kij,kjl->kil", poses[:, :3, :3], rz)
+        return times, poses, theta, np.einsum("kij,kjl->kil", poses[:, :3, :3], rz)
+
+    def simulate(self, pose, t0_ns: int = 0) -> RadarImage:
+        """One sweep from a 4x4 world <- sensor pose, or a Trajectory sampled at each azimuth's firing time."""
+        cfg = self.config
+        rng = np.random.default_rng([cfg.seed, 1, self.frame])
+        self.frame += 1
+        times, poses, theta, column_rot = self.column_frames(pose, t0_ns)
         if cfg.sensor.model == "physical":  # the physical sensor stage (radar/physical/); below: RadaRays
             from .physical.simulate import simulate_physical
             return simulate_physical(self, poses, pose, times, theta, column_rot, rng, t0_ns, _scrolled)

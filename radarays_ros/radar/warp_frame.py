@@ -124,13 +124,8 @@ class WarpRadarSimulator(RadarSimulator):
         rng = np.random.default_rng([cfg.seed, 1, self.frame])  # the cone of redraw: per_frame, as the host path
         frame_seed = int(np.random.default_rng([cfg.seed, 2, self.frame]).integers(0, 2**31 - 1))
         self.frame += 1
-        times = self.firing_times(t0_ns)
-        poses = self._sensor_poses(pose, times)
-        theta = self.azimuths()
-        c, s = np.cos(theta), np.sin(theta)
-        rz = np.zeros((len(theta), 3, 3))
-        rz[:, 0, 0], rz[:, 0, 1], rz[:, 1, 0], rz[:, 1, 1], rz[:, 2, 2] = c, -s, s, c, 1.0
-        column_rot = np.einsum("kij,kjl->kil", poses[:, :3, :3], rz).astype(np.float32)
+        times, poses, theta, column_rot = self.column_frames(pose, t0_ns)
+        column_rot = column_rot.astype(np.float32)
         origins = np.ascontiguousarray(poses[:, :3, 3], np.float32)
         directions, weights, _, _ = self.cone(rng)
 
