@@ -213,6 +213,30 @@ def test_index_runs_exactly_one_run(tmp_path):
     assert radarays_main(["batch", str(path), "--out", str(out), "--index", "3", "--quiet"]) == 2
 
 
+def test_threads_per_run_is_honoured_and_changes_no_byte(tmp_path):
+    small_scenario(tmp_path)
+    path = manifest(tmp_path, [{"scenario": "room.yaml", "seeds": [4]}])
+    run = plan(path)[1][0]
+    bags = {}
+    for threads in ("1", "2"):
+        out = tmp_path / f"out{threads}"
+        assert radarays_main(["batch", str(path), "--out", str(out), "--threads", threads, "--quiet"]) == 0
+        assert f"{threads} threads" in (out / run.spec.id / "run.log").read_text()
+        bags[threads] = messages(out / run.spec.id / "bag.mcap")
+    assert bags["1"] == bags["2"] and bags["1"]
+
+
+@pytest.mark.parametrize("threads", ["0", "-3", "100000"])
+def test_bad_threads_is_one_error_before_any_run(tmp_path, capsys, threads):
+    small_scenario(tmp_path)
+    path = manifest(tmp_path, [{"scenario": "room.yaml", "seeds": [1]}])
+    out = tmp_path / "out"
+    assert radarays_main(["batch", str(path), "--out", str(out), "--threads", threads, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"--threads {threads}" in err and "allowed 1 .. 1024" in err
+    assert not out.exists()
+
+
 def wait_for_pid(log: Path, attempt: int, timeout: float = 120.0) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

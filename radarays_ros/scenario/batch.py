@@ -31,6 +31,7 @@ from .batch_run import RUN_FILE, is_done, log_line, software_version, utc_text, 
 from .engines import make_engine
 from .manifest import Manifest, RunSpec, canonical, load_manifest
 
+MAX_THREADS = 1024  # tracing threads per run (a thread pool each; more than any machine's cores)
 MARKER = "batch.json"  # marks DIR as a batch folder this program may write into
 
 
@@ -116,8 +117,12 @@ def prepare_out(out: Path, manifest: Path) -> None:
 
 def run_batch(manifest_path: str | Path, out: str | Path, engine: str = "local", workers: int | None = None,
               address: str | None = None, index: int | None = None, pictures: bool = False,
-              progress: bool = True, stream=None) -> BatchResult:
-    """Plan, resume, run and summarise (see the module doc); KeyboardInterrupt cancels cleanly and re-raises."""
+              progress: bool = True, stream=None, threads: int | None = None) -> BatchResult:
+    """Plan, resume, run and summarise (see the module doc); KeyboardInterrupt cancels cleanly and re-raises.
+
+    `threads`: tracing threads per run; None shares the local cores among the workers (Ray: 1 per task)."""
+    if threads is not None and not (isinstance(threads, int) and 1 <= threads <= MAX_THREADS):
+        raise ConfigError(f"--threads {threads}: tracing threads per run, allowed 1 .. {MAX_THREADS}")
     started = time.time()
     manifest, planned = plan(manifest_path, pictures)
     if index is not None:
@@ -147,7 +152,8 @@ def run_batch(manifest_path: str | Path, out: str | Path, engine: str = "local",
             if todo:
                 runner = make_engine(engine, workers, address)
                 # local: the cores shared among the workers; Ray: one core per task, as Ray accounts for it
-                threads = max(1, (os.cpu_count() or 1) // runner.workers) if runner.name == "local" else 1
+                if threads is None:
+                    threads = max(1, (os.cpu_count() or 1) // runner.workers) if runner.name == "local" else 1
                 attempts: dict[str, int] = {}
                 while todo or in_flight:
                     while todo and len(in_flight) < runner.workers:

@@ -37,6 +37,8 @@ def add_batch_parser(sub) -> None:
                    help="local: a process per run on this machine (default); ray: Ray tasks (pip install .[ray])")
     p.add_argument("--workers", type=int, metavar="N", help="runs at once (default: the CPU count, or the Ray "
                    "cluster's CPUs)")
+    p.add_argument("--threads", type=int, metavar="T", help="tracing threads per run (default: the local cores "
+                   "shared among the workers; 1 per Ray task)")
     p.add_argument("--address", metavar="ADDR", help="with --engine ray: join this running Ray cluster "
                    "(e.g. ray://head:10001 or auto); none starts a local one")
     p.add_argument("--index", type=int, metavar="K", help="run only run K of the manifest (0-based; a Kubernetes "
@@ -58,7 +60,8 @@ def batch(args) -> int:
     if not args.out:
         raise ConfigError("batch: --out DIR is required (or --list to print the runs)")
     result = run_batch(args.manifest, args.out, engine=args.engine, workers=args.workers, address=args.address,
-                       index=args.index, pictures=args.pictures, progress=not args.quiet)
+                       index=args.index, pictures=args.pictures, progress=not args.quiet,
+                       threads=args.threads)
     print(summary_table(result))
     return 1 if result.count("failed") else 0
 
