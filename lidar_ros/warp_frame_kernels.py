@@ -2,10 +2,13 @@
 
 One thread per beam: its world ray (the frame pose, or its measurement column's pose), angular
 jitter, the material classes (physics/interaction.py: transparent crossings, mirror reflections,
-absorbent ends, the returning surface), ρ(θ) (physics/reflectivity.py), the detection limit r_L(ρ)
+absorbent ends, the returning surface), rho(theta) (physics/reflectivity.py), the detection limit r_L(rho)
 (physics/detection.py), dropouts, range noise (physics/noise.py), the intensity fields
 (physics/intensity.py) and the range window [range_min, range_max] (simulator.py). The formulas are
 those files'; here they are written per ray instead of per batch, in float32.
+
+Plain ASCII only in this file: Warp 1.0.x copies kernel source lines into the generated C++ as strings,
+and a non-ASCII character there fails the CPU build ("hex escape sequence out of range").
 
 Random numbers: Warp's counter-based RNG, one stream per beam keyed by the frame's seed and the beam's
 index, so a frame is the same on the CPU and CUDA devices and for any launch layout. The draws are
@@ -29,13 +32,13 @@ if wp is not None:
 
     @wp.struct
     class LidarMaterialTable:
-        """physics/materials.py's LidarMaterials by material id: class, ρ(θ) terms, table, pass factor."""
+        """physics/materials.py's LidarMaterials by material id: class, rho(theta) terms, table, pass factor."""
 
         klass: wp.array(dtype=wp.int32)
-        lambertian: wp.array(dtype=float)  # ρ(0) of lambertian rows, else 0
-        constant: wp.array(dtype=float)  # ρ(0) of constant rows, else 0
-        tabled: wp.array(dtype=wp.int32)  # 1: ρ(θ) from the row's table
-        table: wp.array(dtype=float)  # (M * 10): ρ at 0°, 10°, …, 90°
+        lambertian: wp.array(dtype=float)  # rho(0) of lambertian rows, else 0
+        constant: wp.array(dtype=float)  # rho(0) of constant rows, else 0
+        tabled: wp.array(dtype=wp.int32)  # 1: rho(theta) from the row's table
+        table: wp.array(dtype=float)  # (M * 10): rho at 0, 10, ..., 90 deg
         pass_factor: wp.array(dtype=float)
 
     @wp.struct
@@ -94,7 +97,7 @@ if wp is not None:
 
     @wp.func
     def reflectivity_of(m: LidarMaterialTable, id: int, cos_theta: float):
-        """physics/reflectivity.py: ρ = lambertian·cos θ + constant, or the row's table interpolated."""
+        """physics/reflectivity.py: rho = lambertian * cos(theta) + constant, or the row's table interpolated."""
         if m.tabled[id] != 0:
             theta_deg = wp.acos(wp.clamp(cos_theta, 0.0, 1.0)) * 57.29577951308232
             position = wp.clamp(theta_deg, 0.0, 90.0) / 10.0
@@ -105,7 +108,7 @@ if wp is not None:
 
     @wp.func
     def detection_limit(s: SurfaceSettings, rho: float):
-        """physics/detection.py: r_L(ρ) (model 'none' is decided by the caller)."""
+        """physics/detection.py: r_L(rho) (model 'none' is decided by the caller)."""
         safe = wp.max(rho, 1.0e-30)
         limit = float(0.0)
         if s.limit_model == 1:

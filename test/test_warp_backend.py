@@ -240,6 +240,12 @@ def test_forty_moving_entities_as_embree():
 def test_hundreds_of_moving_entities_as_embree(top_level):
     """The top level over the movers' boxes (a wp.Bvh, or the loop of old Warp) finds every mover Embree finds:
     300 crates, some rotated about every axis, moved and removed and added at run time."""
+    import warp as wp
+
+    from radarays_ros.tracing.warp import default_top_level
+
+    if top_level == "bvh" and default_top_level(wp) == "loop":
+        pytest.skip(f"Warp {wp.config.version}: bvh_query_ray misses boxes (NVIDIA/warp GH-288, fixed in 1.3.2)")
     scene = Scene()
     scene.add_entity("floor", box_mesh([80, 80, 0.2]), pose_to_matrix(0, 0, -0.1))
     rng = np.random.default_rng(21)
