@@ -79,8 +79,14 @@ class WarpLidarSimulator(LidarSimulator):
         def floats(values, size=n):
             return wp.array(np.ascontiguousarray(values, np.float32).reshape(size), dtype=float, device=dev)
 
+        dirs = np.asarray(self._dirs, np.float64)
+        norm = np.linalg.norm(dirs, axis=1)
+        if not (np.isfinite(self._origins).all() and np.isfinite(norm).all() and norm.min(initial=1.0) > 0):
+            raise ConfigError(f"{cfg.origin}: the ray table has non-finite origins or directions, or zero-length directions")
+        # unit directions, as the backend makes them on the host path (the kernel traces them as they are)
+        unit = np.ascontiguousarray(dirs / norm[:, None], np.float32)
         self._local_origins = wp.array(np.ascontiguousarray(self._origins, np.float32), dtype=wp.vec3, device=dev)
-        self._local_dirs = wp.array(np.ascontiguousarray(self._dirs, np.float32), dtype=wp.vec3, device=dev)
+        self._local_dirs = wp.array(unit, dtype=wp.vec3, device=dev)
         self._pixel_column = wp.array(np.ascontiguousarray(self._column, np.int32), dtype=wp.int32, device=dev)
         self._range_offset = floats(self._offset if self._has_offset else np.zeros(n))
         self._bias = floats(self._ray_bias) if self._ray_bias is not None else floats(np.zeros(1), 1)
