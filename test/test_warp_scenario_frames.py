@@ -66,7 +66,10 @@ def clouds(path) -> list[np.ndarray]:
 
 def test_scenario_with_device_frames_matches_the_embree_bag(tmp_path):
     device_bag, host_bag = tmp_path / "device.mcap", tmp_path / "host.mcap"
-    run_scenario(scenario(tmp_path, "device"), device_bag, quiet=True, backend="warp", backend_options={"device": "cpu"})
+    from radarays_ros.cli import main
+
+    assert main(["run", scenario(tmp_path, "device"), "--out", str(device_bag), "--backend", "warp", "--device", "cpu",
+                 "--quiet"]) == 0
     run_scenario(scenario(tmp_path, "host"), host_bag, quiet=True, backend="embree")
     got, want = images(device_bag), images(host_bag)
     assert len(got) == len(want) >= 2
