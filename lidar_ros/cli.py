@@ -66,6 +66,9 @@ def add_parser(sub) -> None:
     p.add_argument("--world-frame", default="map", help="parent frame of the sensor pose in .mcap /tf (default map, as radar and scenarios)")
     p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
     add_backend_arguments(p)
+    p.add_argument("--frames", choices=("host", "device"), default="host",
+                   help="device: the surface model in a Warp kernel too (needs --backend warp; lidar_ros/warp_frame.py; "
+                        "toolbox II effects stay on the host); host (default): numpy over any backend")
     p.add_argument("--view-reach", type=float, metavar="M", help=".png: half width of the top view in metres "
                    "(a fixed scale for every frame; default: the farthest return)")
     p.add_argument("--view-grid", type=float, metavar="M", help=".png: grid spacing in metres (default: 1/2/5 x 10^k)")
@@ -129,10 +132,20 @@ def run(args) -> int:
     scene = load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual")
     for warning in scene.warnings:  # e.g. --collision on a world without <collision> elements
         print(f"warning: {warning}", file=sys.stderr)
+    if args.frames == "device" and args.backend != "warp":
+        raise ConfigError(f"--frames device: needs --backend warp (got --backend {args.backend})")
     backend = make_backend(args.backend, scene, **backend_options(args))
     from radarays_ros.io.lidar_clouds import FrameCloud
 
-    sim = LidarSimulator(config, scene, backend, seed=args.seed, sink=FrameCloud.of)
+    if args.frames == "device":
+        from .warp_frame import WarpLidarSimulator
+
+        sim = WarpLidarSimulator(config, scene, backend, seed=args.seed, sink=FrameCloud.of)
+        if sim.host_reasons:
+            print(f"note: {config.name}: {'; '.join(sim.host_reasons)} run on the host only: these frames run on "
+                  "the host path (numpy over the warp backend)", file=sys.stderr)
+    else:
+        sim = LidarSimulator(config, scene, backend, seed=args.seed, sink=FrameCloud.of)
     t0 = int(round(args.t0 * 1e9))
     period_ns = int(round(config.period * 1e9))
     scans = [sim.simulate(pose, t0 + k * period_ns) for k in _progress(range(args.scans), config.name)]

@@ -290,7 +290,12 @@ class LidarSimulator:
         ret = self.model.apply(beams[0], None, rng, ray_bias=bias, ray_gain=gain)
         if len(beams) > 1:
             frame.second.append((a, b, self.model.apply(beams[1], None, rng, ray_bias=bias, ray_gain=gain)))
+        return self._write_returns(frame, ret, a, b)
 
+    def _write_returns(self, frame: "_Frame", ret, a: int, b: int) -> "_Part":
+        """The surface model's returns of beams a..b into the frame's arrays (and its cloud): the range
+        window, points, intensity fields. ret: a physics Returns, or the device frame's (warp_frame.py)."""
+        cfg = self.config
         rng_out = ret.range  # NaN where there is no return (physics contract)
         keep = frame.hit[a:b]
         np.greater_equal(rng_out, cfg.range_min, out=keep)  # NaN compares False

@@ -17,6 +17,7 @@
         frame_id: radar                  # default: the name
         output: {image_layout: range_rows}
         max_frames: 10                   # optional cap
+        frames: host                     # host (default) | device: the whole frame in Warp kernels (backend: warp)
     trajectory:                          # exactly one of csv / waypoints / bag
       csv: path.csv                      #   t,x,y,z,roll,pitch,yaw (s, m, rad)
       waypoints: [[0, 0], [8, 0], [8, 1]]#   x y [z]; heading follows the path
@@ -55,7 +56,7 @@ from .odometry import OdometrySpec, odometry_spec
 
 TOP_KEYS = ("world", "materials", "ignore", "world_frame", "base_frame", "start", "duration", "tf_rate_hz",
             "sensors", "trajectory", "entities", "description", "backend", "odometry")
-SENSOR_KEYS = ("type", "config", "set", "mount", "frame_id", "output", "max_frames")
+SENSOR_KEYS = ("type", "config", "set", "mount", "frame_id", "output", "max_frames", "frames")
 TRAJECTORY_KEYS = ("csv", "waypoints", "speed", "z", "bag", "topic", "frame")
 # a sensor name is a ROS name (its topics' namespace): tokens of letters, digits and '_', joined by '/'
 SENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
@@ -71,6 +72,7 @@ class SensorSpec:
     frame_id: str
     output: dict
     max_frames: int | None
+    frames: str = "host"  # host | device (the whole frame in Warp kernels; needs backend warp)
 
 
 @dataclass(frozen=True)
@@ -186,8 +188,12 @@ def _sensor(name: str, spec: Any, where: str, base: Path) -> SensorSpec:
     max_frames = spec.get("max_frames")
     if max_frames is not None and (not isinstance(max_frames, int) or isinstance(max_frames, bool) or max_frames < 1):
         raise ConfigError(f"{where}.max_frames = {max_frames!r}: expected a positive integer")
+    frames = spec.get("frames", "host")
+    if frames not in ("host", "device"):
+        raise ConfigError(f"{where}.frames = {str(frames)[:40]!r}: allowed host (numpy over any backend) or device "
+                          "(the whole frame in Warp kernels; needs backend: warp)")
     return SensorSpec(name, kind, config, dict(overrides), mount_m, str(spec.get("frame_id") or name), dict(output),
-                      max_frames)
+                      max_frames, frames)
 
 
 def trajectory_from(spec: Any, base: Path, where: str, world_frame: str = "map") -> Trajectory:

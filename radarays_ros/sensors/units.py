@@ -65,6 +65,21 @@ def lidar_output_params() -> dict[str, ParamInfo]:
 
 
 # -- radar ----------------------------------------------------------------------------------------
+# -- where a frame runs (a node parameter `<sensor>.frames`, a scenario sensor key `frames`) --------
+FRAMES_PARAM = ParamInfo("host", "where a frame's sensor model runs: host (numpy over any backend) or device "
+                         "(the whole frame in Warp kernels; needs backend warp; radar/warp_frame.py, "
+                         "lidar_ros/warp_frame.py)", choices=("host", "device"))
+
+
+def checked_frames(name: str, frames: str, backend) -> str:
+    """`frames` checked against FRAMES_PARAM and the backend (device frames need the warp backend)."""
+    frames = check_param(f"{name}: frames", frames, FRAMES_PARAM)
+    if frames == "device" and getattr(backend, "name", None) != "warp":
+        raise ConfigError(f"{name}: frames 'device' needs the warp backend (backend: warp), "
+                          f"got backend '{getattr(backend, 'name', type(backend).__name__)}'")
+    return frames
+
+
 def resolve_radar_config(source: str | Path, overrides: Mapping[str, Any] | None = None):
     """RadarConfig from a preset name (package data radar/NAME.yaml) or a YAML path, plus dotted overrides."""
     from ..radar import RadarConfig
@@ -191,14 +206,21 @@ class RadarUnit(SensorUnit):
     on_demand = ("radar/image_cartesian",)  # built only when someone asks (a subscriber, --pictures)
 
     def __init__(self, name: str, scene, backend, config="radarays_default", frame_id: str = "radar",
-                 overrides: Mapping[str, Any] | None = None, output: Mapping[str, Any] | None = None):
+                 overrides: Mapping[str, Any] | None = None, output: Mapping[str, Any] | None = None,
+                 frames: str = "host"):
         from ..radar import RadarConfig, RadarSimulator
 
+        self.frames = checked_frames(name, frames, backend)
         cfg = config if isinstance(config, RadarConfig) else resolve_radar_config(config, overrides)
         if isinstance(config, RadarConfig) and overrides:
             cfg = cfg.with_overrides(overrides)
         self.config = cfg
-        self.simulator = RadarSimulator(cfg, scene, backend)
+        if self.frames == "device":
+            from ..radar.warp_frame import WarpRadarSimulator
+
+            self.simulator = WarpRadarSimulator(cfg, scene, backend)
+        else:
+            self.simulator = RadarSimulator(cfg, scene, backend)
         super().__init__(name, frame_id, output)
 
     @staticmethod
@@ -255,15 +277,17 @@ class LidarUnit(SensorUnit):
     kind = "lidar"
 
     def __init__(self, name: str, scene, backend, config="VLP-16", frame_id: str | None = None,
-                 overrides: Mapping[str, Any] | None = None, output: Mapping[str, Any] | None = None):
-        from lidar_ros import LidarSimulator, load_sensor
+                 overrides: Mapping[str, Any] | None = None, output: Mapping[str, Any] | None = None,
+                 frames: str = "host"):
+        from lidar_ros import load_sensor
         from lidar_ros.config import LidarConfig
 
+        self.frames = checked_frames(name, frames, backend)
         cfg = config if isinstance(config, LidarConfig) else load_sensor(str(config), dict(overrides or {}))
         if isinstance(config, LidarConfig) and overrides:
             cfg = cfg.with_overrides(overrides)
         self.config = cfg
-        self.simulator = LidarSimulator(cfg, scene, backend, sink=_lidar_sink())
+        self.simulator = self._simulator(cfg, scene, backend)
         super().__init__(name, frame_id or cfg.frame_id, output)
 
     @property
@@ -290,10 +314,19 @@ class LidarUnit(SensorUnit):
         return self.config.with_overrides(overrides)
 
     def reconfigure(self, config) -> None:
+        self.simulator = self._simulator(config, self.simulator.scene, self.simulator.backend)
+        self.config = config
+
+    def _simulator(self, config, scene, backend):
+        """The host-path simulator, or the device-frame one (toolbox II effects then run on the host:
+        lidar_ros.warp_frame.host_only_effects)."""
+        if self.frames == "device":
+            from lidar_ros.warp_frame import WarpLidarSimulator
+
+            return WarpLidarSimulator(config, scene, backend, sink=_lidar_sink())
         from lidar_ros import LidarSimulator
 
-        self.simulator = LidarSimulator(config, self.simulator.scene, self.simulator.backend, sink=_lidar_sink())
-        self.config = config
+        return LidarSimulator(config, scene, backend, sink=_lidar_sink())
 
     @property
     def period_ns(self) -> int:

@@ -9,10 +9,11 @@ collapsed to a point there, and a degenerate triangle is never hit), then every 
 box the remaining segment [0, best] meets, by a loop over the boxes. Rays are moved into an instance's
 own frame (x_local = R^T (x - p)); a rotation keeps lengths, so t is the same in both frames.
 
-Why a loop and not a `wp.Bvh` over the boxes: `bvh_query_ray` of Warp 1.0.x tests boxes with the ray's
-direction where the reciprocal is meant (NVIDIA/warp issue 288, fixed in later releases), so it misses
-instances there; the loop is one slab test per instance, the boxes are read by all threads alike, and
-a Gazebo world has tens of moving entities (bench_gpu.py measures 50).
+The instances' world boxes are found through a `wp.Bvh` over them (`bvh_query_ray`, the top level), or,
+on Warp releases before 1.3.2, by a loop over all boxes: there `bvh_query_ray` tests boxes with the
+ray's direction where its reciprocal is meant (NVIDIA/warp issue 288, fixed in 1.3.2), so it misses
+instances (warp.py decides; test_warp_backend.py checks hundreds of movers against Embree either way).
+The loop is one slab test per instance, fine for tens of movers; the BVH keeps hundreds cheap.
 """
 
 try:
@@ -58,6 +59,8 @@ if wp is not None:
         inst_entity: wp.array(dtype=wp.int32)
         inst_offset: wp.array(dtype=wp.int32)
         n_inst: int
+        inst_bvh: wp.uint64  # top level over inst_lower/inst_upper (used when use_bvh != 0)
+        use_bvh: int
         dyn_face: wp.array(dtype=wp.int32)
         dyn_material: wp.array(dtype=wp.int32)
 
@@ -75,6 +78,34 @@ if wp is not None:
         material: int
 
 
+    @wp.struct
+    class Candidate:
+        """An instance's hit nearer than the best so far (layer -1: none)."""
+
+        t: float
+        layer: int
+        face: int
+        normal: wp.vec3
+
+    @wp.func
+    def instance_hit(scene: SceneArrays, k: int, o: wp.vec3, d: wp.vec3, inv: wp.vec3, best: float):
+        """Instance k's hit of the ray o + t d with t < best, in world terms (the ray moved into its frame)."""
+        c = Candidate()
+        c.t = best
+        c.layer = -1
+        c.face = -1
+        c.normal = wp.vec3(0.0, 0.0, 0.0)
+        if segment_meets_box(o, inv, best, scene.inst_lower[k], scene.inst_upper[k]):
+            r = scene.inst_rot[k]
+            rt = wp.transpose(r)
+            q = wp.mesh_query_ray(scene.inst_mesh[k], rt * (o - scene.inst_pos[k]), rt * d, best)
+            if q.result and q.t < best:
+                c.t = q.t
+                c.layer = k + 1
+                c.face = q.face
+                c.normal = r * q.normal
+        return c
+
     @wp.func
     def first_hit(scene: SceneArrays, o: wp.vec3, d: wp.vec3, far: float):
         """The closest hit with 0 <= t < far of the ray o + t d (d unit), in any kernel."""
@@ -91,16 +122,24 @@ if wp is not None:
                 n = q.normal
         if scene.n_inst > 0:
             inv = wp.vec3(1.0 / d[0], 1.0 / d[1], 1.0 / d[2])
-            for k in range(scene.n_inst):
-                if segment_meets_box(o, inv, best, scene.inst_lower[k], scene.inst_upper[k]):
-                    r = scene.inst_rot[k]
-                    rt = wp.transpose(r)
-                    q = wp.mesh_query_ray(scene.inst_mesh[k], rt * (o - scene.inst_pos[k]), rt * d, best)
-                    if q.result and q.t < best:
-                        best = q.t
-                        layer = k + 1
-                        prim = q.face
-                        n = r * q.normal
+            if scene.use_bvh != 0:
+                query = wp.bvh_query_ray(scene.inst_bvh, o, d)
+                k = int(0)
+                while wp.bvh_query_next(query, k):
+                    c = instance_hit(scene, k, o, d, inv, best)
+                    if c.layer >= 0:
+                        best = c.t
+                        layer = c.layer
+                        prim = c.face
+                        n = c.normal
+            else:
+                for k in range(scene.n_inst):
+                    c = instance_hit(scene, k, o, d, inv, best)
+                    if c.layer >= 0:
+                        best = c.t
+                        layer = c.layer
+                        prim = c.face
+                        n = c.normal
         h = Hit()
         h.t = wp.inf
         h.normal = wp.vec3(0.0, 0.0, 0.0)

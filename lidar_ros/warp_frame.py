@@ -1,0 +1,241 @@
+"""A whole lidar frame on the Warp device: the simulator of simulator.py with its per-ray work in one kernel.
+
+    sim = WarpLidarSimulator(config, scene, make_backend("warp", scene, device="cuda"), sink=FrameCloud.of)
+    scan = sim.simulate(pose_or_trajectory, t0_ns)     # a LidarScan, as LidarSimulator.simulate
+
+On the device, one thread per beam (warp_frame_kernels.py): the world ray (the frame pose, or each
+measurement column's pose for motion distortion), angular jitter, the material classes (transparent,
+absorbent, mirror, returning), ρ(θ), the detection limit, dropouts, range noise (dust, per-laser bias,
+per-ray and relative Gaussian, quantisation), the intensity fields (reflectivity, calibrated
+reflectivity, Ouster signal and flat ambient) and the range window. What stays on the host: the
+per-laser biases (drawn once per run with numpy, as the host path), the points xyz = origin + range ·
+direction and the driver cloud (simulator._write_returns, the host path's own code).
+
+Random numbers come from Warp's RNG (one stream per beam, keyed by seed and frame), not numpy's: the same
+statistics as the host path, other values; the same seed gives the same bytes, on CPU and CUDA alike.
+
+The effects of the lidar toolbox II that act on several rays or sub-rays at once, or need draws Warp
+has no kernel function for, run on the host (`HOST_ONLY` below): a config using any of them makes
+`host_reasons` non-empty and every frame runs on the host path (LidarSimulator), as the command line says.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from radarays_ros.errors import ConfigError
+from radarays_ros.tracing.warp import WarpBackend
+from radarays_ros.world.trajectory import Trajectory
+from radarays_ros.world.transforms import check_transform
+
+from .physics.interaction import MAX_TRANSPARENT, SKIP_ABS, SKIP_REL
+from .physics.materials import CONSTANT, LAMBERTIAN, TABLE
+from .simulator import LidarSimulator, _Frame
+
+LIMIT_CODES = {"none": 0, "linear": 1, "root2": 1, "root3": 1, "root4": 1, "log": 2, "blensor": 3}
+LIMIT_ROOTS = {"linear": 1, "root2": 2, "root3": 3, "root4": 4}
+
+
+def host_only_effects(config) -> list[str]:
+    """The settings of `config` whose effects run only on the host path (empty: the whole frame runs
+    on the device)."""
+    e = config.effects
+    checks = [
+        (e.beam.footprint and e.beam.divergence_mrad > 0 and e.beam.sub_rays > 1,
+         "beam divergence with sub-rays (beam.sub_rays > 1)"),
+        (e.beam.dual, "dual returns (beam.return_mode: dual)"),
+        (e.glass.specular, "glass specular returns (glass.specular)"),
+        (e.weather.fog_visibility_km > 0 or e.weather.rain_rate_mm_h > 0, "weather (fog, rain)"),
+        (e.signal.bloom_threshold > 0, "blooming (signal.bloom_threshold)"),
+        (e.detection.model == "snr" and config.surface.model != "none", "the smooth detection curve (detection.model: snr)"),
+        (e.signal.poisson or e.signal.noise_floor > 0 or e.signal.saturation < 65535,
+         "photon counts (signal.poisson, noise_floor, saturation)"),
+        (e.signal.ambient_model == "sun", "sun ambient (signal.ambient_model: sun)"),
+        (e.tof.mode == "cw" or e.tof.unambiguous_range_m > 0, "time-of-flight ambiguity (tof)"),
+    ]
+    return [text for on, text in checks if on]
+
+
+class WarpLidarSimulator(LidarSimulator):
+    """LidarSimulator whose frames run in a Warp kernel on the backend's device (host path for the
+    effects in `host_reasons`)."""
+
+    def __init__(self, config, scene, backend: WarpBackend, seed: int | None = None, sink=None):
+        if not isinstance(backend, WarpBackend):
+            raise ConfigError(f"WarpLidarSimulator needs the warp backend, got {type(backend).__name__}")
+        super().__init__(config, scene, backend, seed=seed, sink=sink)
+        self.host_reasons = host_only_effects(config)
+        from . import warp_frame_kernels
+
+        self._kernels = warp_frame_kernels
+        self._materials_dev = None  # (LidarMaterials it was made from, device struct)
+        if not self.host_reasons:
+            self._upload_tables()
+
+    def _upload_tables(self) -> None:
+        """The run's per-beam constants on the device: local rays, measurement columns, offsets, biases."""
+        wp, dev, cfg = self.backend.wp, self.backend.device, self.config
+        n = cfg.rows * cfg.cols
+
+        def floats(values, size=n):
+            return wp.array(np.ascontiguousarray(values, np.float32).reshape(size), dtype=float, device=dev)
+
+        dirs = np.asarray(self._dirs, np.float64)
+        norm = np.linalg.norm(dirs, axis=1)
+        if not (np.isfinite(self._origins).all() and np.isfinite(norm).all() and norm.min(initial=1.0) > 0):
+            raise ConfigError(f"{cfg.origin}: the ray table has non-finite origins or directions, or zero-length directions")
+        # unit directions, as the backend makes them on the host path (the kernel traces them as they are)
+        unit = np.ascontiguousarray(dirs / norm[:, None], np.float32)
+        self._local_origins = wp.array(np.ascontiguousarray(self._origins, np.float32), dtype=wp.vec3, device=dev)
+        self._local_dirs = wp.array(unit, dtype=wp.vec3, device=dev)
+        self._pixel_column = wp.array(np.ascontiguousarray(self._column, np.int32), dtype=wp.int32, device=dev)
+        self._range_offset = floats(self._offset if self._has_offset else np.zeros(n))
+        self._bias = floats(self._ray_bias) if self._ray_bias is not None else floats(np.zeros(1), 1)
+
+    # -- device tables ----------------------------------------------------------------------------
+    def _device_materials(self):
+        table = self.materials
+        if self._materials_dev is not None and self._materials_dev[0] is table:
+            return self._materials_dev[1]
+        wp, dev = self.backend.wp, self.backend.device
+        rho0 = np.append(table.reflectivity, 0).astype(np.float32)  # one spare row: never an empty array
+        model = np.append(table.model, -1)
+
+        def column(values, dtype=float):
+            kind = np.int32 if dtype is wp.int32 else np.float32
+            return wp.array(np.ascontiguousarray(values, kind), dtype=dtype, device=dev)
+
+        m = self._kernels.LidarMaterialTable()
+        m.klass = column(np.append(table.material_class, 2), wp.int32)  # the spare row absorbs
+        m.lambertian = column(np.where(model == LAMBERTIAN, rho0, 0))
+        m.constant = column(np.where(model == CONSTANT, rho0, 0))
+        m.tabled = column(model == TABLE, wp.int32)
+        m.table = column(np.vstack([table.table.reshape(-1, 10), np.zeros((1, 10))]).reshape(-1))
+        m.pass_factor = column(np.append(table.pass_factor, 1))
+        self._materials_dev = (table, m)
+        return m
+
+    def _settings(self, per_column: bool, frame_seed: int):
+        cfg, model = self.config, self.model
+        s = self._kernels.SurfaceSettings()
+        s.tmin, s.tmax = self._tmin, min(self._tmax, 1e30)
+        s.range_min, s.range_max = cfg.range_min, cfg.range_max
+        s.max_bounces, s.max_crossings = cfg.max_bounces, MAX_TRANSPARENT
+        s.skip_abs, s.skip_rel = SKIP_ABS, SKIP_REL
+        limit = model.limit
+        s.limit_model = LIMIT_CODES[limit.model]
+        s.limit_root = LIMIT_ROOTS.get(limit.model, 1)
+        s.limit_a, s.limit_b = getattr(limit, "_a", 0.0), getattr(limit, "_b", 0.0)
+        s.limit_rho1, s.limit_d1, s.limit_slope = limit.rho1, limit.d1, getattr(limit, "_slope", 0.0)
+        noise = model.noise
+        s.dropout = cfg.effects.detection.dropout_probability
+        s.angular_sigma, s.sigma = noise.angular_sigma, noise.sigma
+        s.relative_sigma, s.relative_exponent = noise.relative_sigma, noise.relative_exponent
+        s.dust_probability, s.dust_min_range, s.resolution = noise.dust_probability, noise.dust_min_range, noise.resolution
+        s.use_bias = int(self._ray_bias is not None)
+        surface = model.surface
+        s.ln_retro_full_scale = float(np.log(surface.retro_full_scale))
+        s.signal_scale = surface.signal_scale
+        s.ambient_level, s.ambient_sky = surface.ambient_level, surface.ambient_sky
+        s.per_column = int(per_column)
+        s.seed = frame_seed
+        s.missing = float("nan")
+        return s
+
+    # -- one frame ----------------------------------------------------------------------------------
+    def _simulate(self, pose, t0_ns: int):
+        if self.host_reasons:
+            return super()._simulate(pose, t0_ns)
+        cfg = self.config
+        wp, dev, k = self.backend.wp, self.backend.device, self._kernels
+        frame = _Frame(self._scans, (cfg.rows, cfg.cols), (cfg.intensity_field, *self._eager), self._cloud)
+        self._scans += 1
+        stamp = self._library_stamp()
+        if stamp != self._materials_stamp:  # materials were added to or replaced in the library
+            from .physics import LidarMaterials
+
+            self.materials = LidarMaterials.from_library(self.scene.materials)
+            self._materials_stamp = stamp
+        local_dirs = self._local_dirs
+        if cfg.retime is None:
+            frame.beam_dirs_t = self._beam_dirs_t
+        else:  # Risley patterns: this frame's own rays
+            dirs = cfg.retime(t0_ns * 1e-9).reshape(-1, 3)
+            frame.beam_dirs = (dirs / np.linalg.norm(dirs, axis=1, keepdims=True)).astype(np.float32)
+            if not np.isfinite(frame.beam_dirs.sum()):
+                raise ConfigError(f"{cfg.origin}: the scan pattern gave non-finite directions at t = {t0_ns * 1e-9:g} s")
+            frame.beam_dirs_t = np.ascontiguousarray(frame.beam_dirs.T)
+            local_dirs = wp.array(frame.beam_dirs, dtype=wp.vec3, device=dev)
+        rotations, shifts, per_column = self._poses(frame, pose, t0_ns)
+        n = cfg.rows * cfg.cols
+        frame_seed = int(np.random.default_rng([self.seed, frame.index]).integers(0, 2**31 - 1))
+        out = self._outputs(n)
+        wp.launch(k.lidar_frame, dim=n, device=dev,
+                  inputs=[self.backend.synced_scene_arrays(), self._device_materials(),
+                          self._settings(per_column, frame_seed), self._local_origins, local_dirs, self._pixel_column,
+                          wp.array(rotations, dtype=wp.mat33, device=dev), wp.array(shifts, dtype=wp.vec3, device=dev),
+                          self._range_offset, self._bias, out])
+        part = self._write_returns(frame, DeviceReturns(out), 0, n)
+        if frame.cloud is not None:
+            self._cloud.done(frame.cloud)
+        return self._scan(frame, t0_ns, [part])
+
+    def _poses(self, frame, pose, t0_ns: int):
+        """(rotations (M, 3, 3), shifts (M, 3), per_column) of the frame: one pose, or one per measurement column."""
+        if isinstance(pose, Trajectory) and len(pose.t_ns) > 1:
+            times = t0_ns + np.round(self.config.column_times * 1e9).astype(np.int64)
+            poses = pose.at(times)
+            if not np.isfinite(poses.sum()):
+                raise ConfigError("lidar trajectory: non-finite poses over the frame")
+            frame.rotation = poses[self._column, :3, :3]
+            return (np.ascontiguousarray(poses[:, :3, :3], np.float32),
+                    np.ascontiguousarray(poses[:, :3, 3], np.float32), True)
+        if isinstance(pose, Trajectory):
+            pose = pose.poses[0]
+        m = check_transform(pose, what="lidar sensor pose")
+        frame.rotation = m[:3, :3]
+        return m[None, :3, :3].astype(np.float32), m[None, :3, 3].astype(np.float32), False
+
+    def _outputs(self, n: int):
+        """Fresh device arrays for one frame (a scan keeps views of them on the CPU device)."""
+        wp, dev = self.backend.wp, self.backend.device
+        out = self._kernels.FrameOut()
+        for name in ("range", "clean_range", "reflectivity", "velodyne_intensity", "ouster_signal", "ouster_ambient",
+                     "cos_incidence"):
+            setattr(out, name, wp.empty(n, dtype=float, device=dev))
+        for name in ("hit", "dust", "entity", "material", "first_entity"):
+            setattr(out, name, wp.empty(n, dtype=wp.int32, device=dev))
+        out.normal = wp.empty(n, dtype=wp.vec3, device=dev)
+        return out
+
+
+class DeviceReturns:
+    """The kernel's outputs with the attributes of physics Returns, copied from the device on first
+    access (numpy views on the CPU device). Returns outside the range window are already misses."""
+
+    _AS = {"hit": bool, "dust": bool, "ouster_signal": np.uint16, "ouster_ambient": np.uint16}
+
+    def __init__(self, out):
+        self._out = out
+        self._host = {}
+
+    def __len__(self) -> int:
+        return len(self._out.range)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name not in self._host:
+            if name == "intensity":
+                value = self.reflectivity
+            elif name == "ouster_reflectivity":  # the same calibrated scale as Velodyne's
+                value = self.velodyne_intensity.astype(np.uint16)
+            else:
+                try:
+                    array = getattr(self._out, name)
+                except AttributeError:
+                    raise AttributeError(name) from None
+                value = array.numpy()
+                if name in self._AS:
+                    value = value.astype(self._AS[name])
+            self._host[name] = value
+        return self._host[name]

@@ -1,0 +1,287 @@
+"""The kernel of a whole lidar frame on the Warp device (warp_frame.py says what runs where).
+
+One thread per beam: its world ray (the frame pose, or its measurement column's pose), angular
+jitter, the material classes (physics/interaction.py: transparent crossings, mirror reflections,
+absorbent ends, the returning surface), rho(theta) (physics/reflectivity.py), the detection limit r_L(rho)
+(physics/detection.py), dropouts, range noise (physics/noise.py), the intensity fields
+(physics/intensity.py) and the range window [range_min, range_max] (simulator.py). The formulas are
+those files'; here they are written per ray instead of per batch, in float32.
+
+Plain ASCII only in this file: Warp 1.0.x copies kernel source lines into the generated C++ as strings,
+and a non-ASCII character there fails the CPU build ("hex escape sequence out of range").
+
+Random numbers: Warp's counter-based RNG, one stream per beam keyed by the frame's seed and the beam's
+index, so a frame is the same on the CPU and CUDA devices and for any launch layout. The draws are
+not numpy's (same distributions, other values).
+"""
+
+try:
+    import warp as wp
+except ImportError:  # warp_frame.py reports the missing package; this module stays importable without it
+    wp = None
+
+if wp is not None:
+    from radarays_ros.tracing.warp_kernels import SceneArrays, first_hit
+
+    # material class codes of physics/materials.py
+    GENERAL = wp.constant(0)
+    TRANSPARENT = wp.constant(1)
+    ABSORBENT = wp.constant(2)
+    RETROREFLECTIVE = wp.constant(3)
+    MIRROR = wp.constant(4)
+
+    @wp.struct
+    class LidarMaterialTable:
+        """physics/materials.py's LidarMaterials by material id: class, rho(theta) terms, table, pass factor."""
+
+        klass: wp.array(dtype=wp.int32)
+        lambertian: wp.array(dtype=float)  # rho(0) of lambertian rows, else 0
+        constant: wp.array(dtype=float)  # rho(0) of constant rows, else 0
+        tabled: wp.array(dtype=wp.int32)  # 1: rho(theta) from the row's table
+        table: wp.array(dtype=float)  # (M * 10): rho at 0, 10, ..., 90 deg
+        pass_factor: wp.array(dtype=float)
+
+    @wp.struct
+    class SurfaceSettings:
+        """The numbers of the sensor config the kernel reads (warp_frame.py fills them)."""
+
+        tmin: float
+        tmax: float
+        range_min: float
+        range_max: float
+        max_bounces: int
+        max_crossings: int
+        skip_abs: float
+        skip_rel: float
+        limit_model: int  # 0 none, 1 linear/rootN, 2 log, 3 blensor
+        limit_root: int  # N of rootN (1 = linear)
+        limit_a: float
+        limit_b: float
+        limit_rho1: float
+        limit_d1: float
+        limit_slope: float
+        dropout: float
+        angular_sigma: float
+        sigma: float
+        relative_sigma: float
+        relative_exponent: float
+        dust_probability: float
+        dust_min_range: float
+        resolution: float
+        use_bias: int
+        ln_retro_full_scale: float
+        signal_scale: float
+        ambient_level: float
+        ambient_sky: float
+        per_column: int  # 1: each beam's pose is its measurement column's (motion distortion)
+        seed: int
+        missing: float  # NaN, set by the host (a NaN constant inside kernels varies across Warp releases)
+
+    @wp.struct
+    class FrameOut:
+        """Per beam: what the sensor reports (warp_frame.DeviceReturns reads it)."""
+
+        range: wp.array(dtype=float)  # noisy range, NaN = no return
+        hit: wp.array(dtype=wp.int32)
+        clean_range: wp.array(dtype=float)
+        reflectivity: wp.array(dtype=float)
+        velodyne_intensity: wp.array(dtype=float)
+        ouster_signal: wp.array(dtype=float)
+        ouster_ambient: wp.array(dtype=float)
+        dust: wp.array(dtype=wp.int32)
+        entity: wp.array(dtype=wp.int32)
+        material: wp.array(dtype=wp.int32)
+        first_entity: wp.array(dtype=wp.int32)
+        normal: wp.array(dtype=wp.vec3)
+        cos_incidence: wp.array(dtype=float)
+
+    @wp.func
+    def reflectivity_of(m: LidarMaterialTable, id: int, cos_theta: float):
+        """physics/reflectivity.py: rho = lambertian * cos(theta) + constant, or the row's table interpolated."""
+        if m.tabled[id] != 0:
+            theta_deg = wp.acos(wp.clamp(cos_theta, 0.0, 1.0)) * 57.29577951308232
+            position = wp.clamp(theta_deg, 0.0, 90.0) / 10.0
+            low = wp.min(int(position), 8)
+            frac = position - float(low)
+            return m.table[id * 10 + low] * (1.0 - frac) + m.table[id * 10 + low + 1] * frac
+        return m.lambertian[id] * cos_theta + m.constant[id]
+
+    @wp.func
+    def detection_limit(s: SurfaceSettings, rho: float):
+        """physics/detection.py: r_L(rho) (model 'none' is decided by the caller)."""
+        safe = wp.max(rho, 1.0e-30)
+        limit = float(0.0)
+        if s.limit_model == 1:
+            root = safe
+            if s.limit_root == 2:
+                root = wp.sqrt(safe)
+            elif s.limit_root == 3:
+                root = wp.pow(safe, 1.0 / 3.0)
+            elif s.limit_root == 4:
+                root = wp.sqrt(wp.sqrt(safe))
+            limit = s.limit_a + s.limit_b * root
+        elif s.limit_model == 2:
+            limit = s.limit_a + s.limit_b * wp.log(safe)
+        else:
+            limit = s.limit_d1 + wp.max(rho - s.limit_rho1, 0.0) * s.limit_slope
+        return limit
+
+    @wp.kernel
+    def lidar_frame(
+        scene: SceneArrays,
+        materials: LidarMaterialTable,
+        s: SurfaceSettings,
+        local_origins: wp.array(dtype=wp.vec3),
+        local_directions: wp.array(dtype=wp.vec3),
+        pixel_column: wp.array(dtype=wp.int32),
+        rotations: wp.array(dtype=wp.mat33),
+        shifts: wp.array(dtype=wp.vec3),
+        range_offset: wp.array(dtype=float),
+        ray_bias: wp.array(dtype=float),
+        out: FrameOut,
+    ):
+        i = wp.tid()
+        column = int(0)
+        if s.per_column != 0:
+            column = pixel_column[i]
+        r = rotations[column]
+        o = r * local_origins[i] + shifts[column]
+        d = r * local_directions[i]
+        state = wp.rand_init(s.seed, i)
+        if s.angular_sigma > 0.0:  # noise.py jitter_directions: a Gaussian tilt perpendicular to the ray
+            d = wp.normalize(d)
+            step = wp.vec3(wp.randn(state), wp.randn(state), wp.randn(state)) * s.angular_sigma
+            step = step - wp.dot(step, d) * d
+            d = wp.normalize(d + step)
+
+        # interaction.py: follow the ray past transparent surfaces and mirrors to the surface that returns it
+        total_range = float(wp.inf)
+        entity = int(-1)
+        material = int(-1)
+        normal = wp.vec3(0.0, 0.0, 0.0)
+        cos_inc = float(0.0)
+        rho = float(0.0)
+        first_entity = int(-1)
+        seg_o = o
+        seg_d = d
+        start = s.tmin  # the first segment starts at tmin, later ones at their origin
+        travelled = float(0.0)
+        factor = float(1.0)
+        crossings = int(0)
+        bounces = int(0)
+        for segment in range(s.max_crossings + s.max_bounces + 1):
+            reach = s.tmax - travelled - start
+            if reach <= 0.0:
+                break
+            h = first_hit(scene, seg_o + seg_d * start, seg_d, reach)
+            if h.entity < 0:
+                break
+            dist = h.t + start
+            total = travelled + dist
+            if segment == 0:
+                first_entity = h.entity
+            klass = materials.klass[h.material]
+            if klass == GENERAL or klass == RETROREFLECTIVE:
+                total_range = total
+                entity = h.entity
+                material = h.material
+                normal = h.normal
+                cos_inc = h.cos_incidence
+                rho = reflectivity_of(materials, h.material, h.cos_incidence) * factor
+                break
+            if klass == ABSORBENT:
+                break
+            skip = s.skip_abs + s.skip_rel * total
+            if klass == TRANSPARENT:
+                crossings += 1
+                seg_o = seg_o + seg_d * (dist + skip)
+                travelled = total + skip
+                if crossings > s.max_crossings:
+                    break
+            else:  # mirror: r = d - 2(d.n)n from a point lifted off the mirror
+                bounces += 1
+                seg_o = seg_o + seg_d * dist + h.normal * skip
+                seg_d = seg_d - 2.0 * wp.dot(seg_d, h.normal) * h.normal
+                travelled = total
+                if bounces > s.max_bounces:
+                    break
+            factor = factor * materials.pass_factor[h.material]
+            start = 0.0
+
+        # model.py SurfaceModel.apply: detection limit, dropouts, noise along the ray
+        ranged = total_range + range_offset[i]  # Ouster ranges count from the lidar origin
+        found = entity >= 0
+        keep = found
+        if found and s.limit_model != 0:
+            keep = rho > 0.0 and ranged <= detection_limit(s, rho)
+        if s.dropout > 0.0:
+            if wp.randf(state) < s.dropout:
+                keep = False
+        nan = s.missing
+        clean = nan
+        noisy = nan
+        dust = int(0)
+        if keep:
+            clean = ranged
+            noisy = ranged
+            if s.dust_probability > 0.0:
+                if wp.randf(state) < s.dust_probability:  # an early return from a particle
+                    near = wp.min(s.dust_min_range, noisy)
+                    noisy = near + wp.randf(state) * (noisy - near)
+                    dust = 1
+            if s.use_bias != 0:
+                noisy = noisy + ray_bias[i]
+            if s.sigma > 0.0:
+                noisy = noisy + s.sigma * wp.randn(state)
+            if s.relative_sigma > 0.0:
+                noisy = noisy + s.relative_sigma * wp.pow(clean, s.relative_exponent) * wp.randn(state)
+            if s.resolution > 0.0:
+                noisy = wp.rint(noisy / s.resolution) * s.resolution
+            noisy = wp.max(noisy, 0.0)
+
+        # intensity.py: calibrated reflectivity, Ouster signal, flat ambient (every ray)
+        reported = float(0.0)
+        if keep:
+            reported = rho
+        calibrated = wp.rint(wp.clamp(reported, 0.0, 1.0) * 100.0)
+        if reported > 1.0:
+            calibrated = wp.rint(wp.min(101.0 + 154.0 * wp.log(reported) / s.ln_retro_full_scale, 255.0))
+        signal = float(0.0)
+        if keep:
+            rr = wp.max(clean, 0.1)
+            signal = wp.rint(wp.min(reported / (rr * rr) * s.signal_scale, 65535.0))
+        ambient = float(0.0)
+        if s.ambient_level > 0.0 or s.ambient_sky > 0.0:
+            mean = s.ambient_sky
+            if keep:
+                mean = wp.min(reported, 1.0) * s.ambient_level
+            ambient = wp.rint(wp.clamp(mean + wp.sqrt(mean) * wp.randn(state), 0.0, 65535.0))
+
+        # simulator.py: returns that noise pushed outside [range_min, range_max] read as misses
+        inside = keep and noisy >= s.range_min and noisy <= s.range_max
+        if not inside:
+            noisy = nan
+            clean = nan
+            reported = 0.0
+            calibrated = 0.0
+            signal = 0.0
+            entity = -1
+            material = -1
+            normal = wp.vec3(0.0, 0.0, 0.0)
+            cos_inc = 0.0
+        out.range[i] = noisy
+        if inside:
+            out.hit[i] = 1
+        else:
+            out.hit[i] = 0
+        out.clean_range[i] = clean
+        out.reflectivity[i] = reported
+        out.velodyne_intensity[i] = calibrated
+        out.ouster_signal[i] = signal
+        out.ouster_ambient[i] = ambient
+        out.dust[i] = dust
+        out.entity[i] = entity
+        out.material[i] = material
+        out.first_entity[i] = first_entity
+        out.normal[i] = normal
+        out.cos_incidence[i] = cos_inc
