@@ -38,7 +38,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..errors import ConfigError, RadaraysError
-from ..sensors.diagnostics import sensor_status
+from ..sensors.diagnostics import ThrottledLog, sensor_status
 from ..sensors.poses import tf_sweep
 from ..sensors.schedule import next_sweep
 from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
@@ -59,7 +59,8 @@ class SensorNode(Node):
     def __init__(self, node_name: str, kind: str, **kwargs):
         super().__init__(node_name, **kwargs)
         self.kind = kind
-        self._throttle: dict[str, float] = {}
+        self.log = ThrottledLog(self.get_logger())  # one line per trouble and 5 s, the rest counted in diagnostics
+        self._warn, self._error = self.log.warning, self.log.error
         self.scene = self.backend = None
         self.world_error = ""
         self.tf = TransformBuffer()
@@ -81,7 +82,7 @@ class SensorNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if self.gazebo is not None:
             self.gazebo.start_threads(lambda: self.gazebo.carrying_links(self.sensors, self.params("pose_source")),
-                                      lambda: self.get_clock().now().nanoseconds)
+                                      self._ros_now_ns)
 
     # -- parameters -> sensors -----------------------------------------------------------------------
     def _warn_unknown_parameters(self) -> None:
@@ -161,9 +162,12 @@ class SensorNode(Node):
         sensor.stats.paused += 1
         return True
 
+    def _ros_now_ns(self) -> int:
+        return self.get_clock().now().nanoseconds
+
     def _now_ns(self) -> int:
-        ros_now = lambda: self.get_clock().now().nanoseconds  # noqa: E731
-        return ros_now() if self.gazebo is None else self.gazebo.now_ns(ros_now)
+        """The frame clock: the node's, or Gazebo's with gazebo.clock: gazebo."""
+        return self._ros_now_ns() if self.gazebo is None else self.gazebo.now_ns(self._ros_now_ns)
 
     def destroy_node(self):
         if self.gazebo is not None:
@@ -344,7 +348,7 @@ class SensorNode(Node):
             return SetParametersResult(successful=False, reason=f"applying the change failed: {exc}")
         return SetParametersResult(successful=True)
 
-    # -- diagnostics and logging ---------------------------------------------------------------------
+    # -- diagnostics ---------------------------------------------------------------------------------
     def _publish_diagnostics(self) -> None:
         gazebo = self.gazebo if self.gazebo is not None and self.gazebo.mirror is not None else None
         reports = []
@@ -356,20 +360,6 @@ class SensorNode(Node):
                 gazebo=gazebo.world if gazebo is not None else None, gazebo_alive=gazebo is None or gazebo.alive)
             reports.append((f"{self.get_name()}: {sensor.label}", sensor.frame_id or sensor.label, report))
         self._diag_pub.publish(diagnostic_array(self.get_clock().now().to_msg(), reports))
-
-    def _log_throttled(self, level: str, text: str, key: str | None, period: float = 5.0) -> None:
-        now = time.monotonic()
-        key = key or text
-        if now - self._throttle.get(key, -math.inf) < period:
-            return
-        self._throttle[key] = now
-        getattr(self.get_logger(), level)(text)
-
-    def _warn(self, text: str, key: str | None = None) -> None:
-        self._log_throttled("warning", text, key)
-
-    def _error(self, text: str, key: str | None = None) -> None:
-        self._log_throttled("error", text, key)
 
 
 def run(node_name: str, kind: str, args: list[str] | None = None) -> int:
