@@ -123,8 +123,7 @@ def run(args) -> int:
     overrides = parse_overrides(args.overrides)
     if args.layout:  # the cloud layout and organisation are the sensor's settings, as in a node's config
         overrides["layout"] = args.layout
-    if args.unorganized:
-        overrides["organized"] = False
+    overrides["organized"] = not args.unorganized  # this command's clouds: organized unless --unorganized
     config = load_sensor(args.sensor, overrides, realistic=args.realistic)
     if args.scans * config.rows * config.cols > MAX_POINTS:  # every scan is held until written
         raise ConfigError(f"--scans {args.scans}: {args.scans} scans of {config.rows} x {config.cols} exceed "
