@@ -34,6 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # a checkout is enough: no install needed
 
+from benchmarks.rays import best_of, incoherent_rays, lidar_like_rays  # noqa: E402
 from radarays_ros.errors import RadaraysError  # noqa: E402
 from radarays_ros.resources import shipped  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
@@ -95,34 +96,6 @@ def city(n_triangles: int, movers: int, seed: int = 0, size: float = 200.0) -> S
         scene.add_entity(f"mover_{i}", TriMesh(box.vertices * 0.5, box.faces), pose_to_matrix(x, y, 1), static=False,
                          material="metal")
     return scene
-
-
-# -- rays -------------------------------------------------------------------------------------------
-def coherent_rays(n: int, height: float = 1.8):
-    rows = 128
-    az = np.linspace(-np.pi, np.pi, n // rows, endpoint=False)
-    el = np.radians(np.linspace(-22.5, 22.5, rows))
-    a, e = np.meshgrid(az, el)
-    d = np.stack([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)], -1).reshape(-1, 3)
-    return np.tile(np.float32([0, 0, height]), (len(d), 1)), d.astype(np.float32)
-
-
-def incoherent_rays(n: int, rng):
-    o = np.column_stack([rng.uniform(-80, 80, n), rng.uniform(-80, 80, n), rng.uniform(0.5, 20, n)])
-    d = rng.normal(size=(n, 3))
-    d /= np.linalg.norm(d, axis=1, keepdims=True)
-    return o.astype(np.float32), d.astype(np.float32)
-
-
-# -- timing -----------------------------------------------------------------------------------------
-def best_of(fn, repeats: int) -> float:
-    fn()  # warm-up: Warp compiles (or loads from its kernel cache) on the first launch
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def kernel_only(backend, o, d, repeats: int) -> float:
@@ -246,7 +219,7 @@ def movers_sweep(args, chosen) -> None:
     """Trace time of the coherent batch against the number of moving entities: the cost of the warp
     backend's top level (a wp.Bvh over the movers' boxes; the loop over them on Warp < 1.3.2, also
     measured here as 'loop')."""
-    o, d = coherent_rays(args.rays)
+    o, d = lidar_like_rays(args.rays)
     print("\ncoherent trace() vs moving entities (ms):")
     for movers in (0, 10, 50, 200, 500):
         scene = city(args.triangles, movers=movers)
@@ -333,7 +306,7 @@ def main(argv=None) -> int:
     except ImportError:
         print("warp-lang: not installed (pip install warp-lang, or a wheel brought along)")
     rng = np.random.default_rng(0)
-    rays = {"coherent": coherent_rays(args.rays), "incoherent": incoherent_rays(args.rays, rng)}
+    rays = {"coherent": lidar_like_rays(args.rays), "incoherent": incoherent_rays(args.rays, rng)}
     rows: dict = {}
     labels = []
     for label, factory in backends_to_run(args):

@@ -15,25 +15,7 @@ from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.transforms import pose_to_matrix
 
 from .common import bare_trace_seconds, best_of, make_big_world, peak_rss_mb, report
-
-
-def lidar_like_rays(n: int, height: float = 1.8):
-    """Coherent rays: one origin, a regular azimuth x elevation grid (like a spinning lidar)."""
-    rows = 128
-    cols = n // rows
-    az = np.linspace(-np.pi, np.pi, cols, endpoint=False)
-    el = np.radians(np.linspace(-22.5, 22.5, rows))
-    a, e = np.meshgrid(az, el)
-    d = np.stack([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)], -1).reshape(-1, 3)
-    return np.tile(np.float32([0.0, 0.0, height]), (len(d), 1)), d.astype(np.float32)
-
-
-def incoherent_rays(n: int, rng):
-    """Random origins in the city and random directions (like multi-bounce radar rays)."""
-    o = np.column_stack([rng.uniform(-80, 80, n), rng.uniform(-80, 80, n), rng.uniform(0.5, 20, n)])
-    d = rng.normal(size=(n, 3))
-    d /= np.linalg.norm(d, axis=1, keepdims=True)
-    return o.astype(np.float32), d.astype(np.float32)  # sensors hand the backend float32 unit vectors
+from .rays import incoherent_rays, lidar_like_rays
 
 
 def throughput(scene, rays: dict, world_label: str) -> None:

@@ -18,6 +18,8 @@ from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
 
+from .rays import best_of  # noqa: F401  (re-exported: the benchmarks import it from here)
+
 
 def _terrain(n_triangles: int, size: float, rng: np.random.Generator) -> TriMesh:
     cells = max(2, int(np.sqrt(n_triangles / 2)))
@@ -90,17 +92,6 @@ def bare_trace_seconds(backend, origins: np.ndarray, directions: np.ndarray, rep
         best = min(best, time.perf_counter() - start)
     if pool is not None:
         pool.shutdown()
-    return best
-
-
-def best_of(fn, repeats: int = 3) -> float:
-    """Best wall time of `repeats` calls of fn() (after one warm-up call)."""
-    fn()
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
     return best
 
 

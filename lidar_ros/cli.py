@@ -97,8 +97,10 @@ def run(args) -> int:
     from radarays_ros.world.trajectory import Trajectory
     from radarays_ros.world.transforms import parse_pose_string
 
+    from radarays_ros.io.lidar_clouds import GROUND_TRUTH_FIELDS
+    from radarays_ros.sensors.units import LidarUnit
+
     from .config import load_sensor
-    from .simulator import LidarSimulator
 
     if args.list_presets:
         from .config import list_presets
@@ -121,7 +123,11 @@ def run(args) -> int:
     T0.check(args.t0, "--t0")
     if args.seed is not None:
         SEED.check(args.seed, "--seed")
-    config = load_sensor(args.sensor, parse_overrides(args.overrides), realistic=args.realistic)
+    overrides = parse_overrides(args.overrides)
+    if args.layout:  # the cloud layout and organisation are the sensor's settings, as in a node's config
+        overrides["layout"] = args.layout
+    overrides["organized"] = not args.unorganized  # this command's clouds: organized unless --unorganized
+    config = load_sensor(args.sensor, overrides, realistic=args.realistic)
     if args.scans * config.rows * config.cols > MAX_POINTS:  # every scan is held until written
         raise ConfigError(f"--scans {args.scans}: {args.scans} scans of {config.rows} x {config.cols} exceed "
                           f"{MAX_POINTS} points in one run; write fewer scans per file")
@@ -135,21 +141,18 @@ def run(args) -> int:
     if args.frames == "device" and args.backend != "warp":
         raise ConfigError(f"--frames device: needs --backend warp (got --backend {args.backend})")
     backend = make_backend(args.backend, scene, **backend_options(args))
-    from radarays_ros.io.lidar_clouds import FrameCloud
-
-    if args.frames == "device":
-        from .warp_frame import WarpLidarSimulator
-
-        sim = WarpLidarSimulator(config, scene, backend, seed=args.seed, sink=FrameCloud.of)
-        if sim.host_reasons:
-            print(f"note: {config.name}: {'; '.join(sim.host_reasons)} run on the host only: these frames run on "
-                  "the host path (numpy over the warp backend)", file=sys.stderr)
-    else:
-        sim = LidarSimulator(config, scene, backend, seed=args.seed, sink=FrameCloud.of)
+    # the sensor unit a node and `radarays run` use: the .mcap holds the messages a node publishes.
+    # --pose places the frame the rays are cast from (Ouster: os_sensor), so its simulator is called directly
+    unit = LidarUnit("", scene, backend, config=config, seed=args.seed, frames=args.frames,
+                     output={"ground_truth": list(GROUND_TRUTH_FIELDS) if args.ground_truth else []})
+    host_reasons = getattr(unit.simulator, "host_reasons", None)
+    if host_reasons:
+        print(f"note: {config.name}: {'; '.join(host_reasons)} run on the host only: these frames run on "
+              "the host path (numpy over the warp backend)", file=sys.stderr)
     t0 = int(round(args.t0 * 1e9))
     period_ns = int(round(config.period * 1e9))
-    scans = [sim.simulate(pose, t0 + k * period_ns) for k in _progress(range(args.scans), config.name)]
-    write_output(out, scans, pose, args)
+    scans = [unit.simulator.simulate(pose, t0 + k * period_ns) for k in _progress(range(args.scans), config.name)]
+    write_output(out, scans, pose, args, unit)
     hits = sum(int(s.hit.sum()) for s in scans)
     print(f"{config.name}: {len(scans)} scan(s) of {config.rows} x {config.cols}, {hits} returns -> {out}")
     return 0
@@ -164,8 +167,8 @@ def _progress(steps, name: str):
     return tqdm(steps, desc=f"{name} scans", unit="scan", disable=len(steps) < 2 or not sys.stderr.isatty())
 
 
-def write_output(out: Path, scans, pose, args) -> None:
-    """Write the scans in the format the suffix names."""
+def write_output(out: Path, scans, pose, args, unit) -> None:
+    """Write the scans of the sensor unit `unit` (radarays_ros.sensors.units.LidarUnit) as the suffix says."""
     from radarays_ros.io.lidar_clouds import GROUND_TRUTH_FIELDS, pointcloud_array
     from radarays_ros.io.lidar_files import write_pcd, write_ply
 
@@ -187,7 +190,7 @@ def write_output(out: Path, scans, pose, args) -> None:
         points = pointcloud_array(scans[-1], args.layout, organized=not args.unorganized, ground_truth=ground_truth)
         (write_pcd if suffix == ".pcd" else write_ply)(out, points)
     else:
-        write_bag(out, scans, pose, args, ground_truth)
+        write_bag(out, scans, pose, args, unit)
 
 
 def _sensor_arrays(scan) -> dict:
@@ -202,10 +205,11 @@ def _sensor_arrays(scan) -> dict:
     return {}
 
 
-def write_bag(out: Path, scans, pose, args, ground_truth) -> None:
+def write_bag(out: Path, scans, pose, args, unit) -> None:
+    """The scans as the unit's messages (those a node publishes) on its topics, plus the sensor pose on /tf."""
     from radarays_ros.io import messages
     from radarays_ros.io.bag import BagWriter
-    from radarays_ros.io.lidar_clouds import depth_msgs, laserscan_msg, livox_custom_msg, pointcloud_msg, range_msg
+    from radarays_ros.sensors.units import header_stamp, topic_messages
     from radarays_ros.world.trajectory import Trajectory
 
     cfg = scans[0].config
@@ -222,24 +226,13 @@ def write_bag(out: Path, scans, pose, args, ground_truth) -> None:
         if static:
             bag.write("/tf_static", messages.tf_message(static), scans[0].t0_ns)
         for scan in scans:
-            cloud = pointcloud_msg(scan, layout=args.layout, organized=not args.unorganized, ground_truth=ground_truth)
-            stamp = cloud.header.stamp.sec * 1_000_000_000 + cloud.header.stamp.nanosec
+            frame_msgs = topic_messages(unit, scan, scan.t0_ns)  # /points (+ /points2, /scan, /range, /depth/...)
+            stamp = header_stamp(frame_msgs["/points"])  # the layout's own stamp (velodyne: the last firing)
             if isinstance(pose, Trajectory):
                 tf = messages.transform_stamped(pose.at(np.array([stamp]))[0], stamp, args.world_frame, posed)
                 bag.write("/tf", messages.tf_message([tf]), stamp)
-            bag.write("/points", cloud, stamp)
-            if scan.second is not None and (args.layout or scan.config.layout) != "velodyne":
-                # ouster-ros publishes the second return as its own cloud (velodyne: both in one cloud)
-                bag.write("/points2", pointcloud_msg(scan.second, t_ns=stamp, layout=args.layout,
-                                                     organized=not args.unorganized, ground_truth=ground_truth), stamp)
-            if scan.config.planar:
-                bag.write("/scan", laserscan_msg(scan), scan.t0_ns)
+            for topic, msg in frame_msgs.items():  # clouds logged at their stamp, the others at the scan start
+                bag.write(topic, msg, stamp if topic.startswith("/points") else scan.t0_ns)
             if args.livox_custom:
-                custom = livox_custom_msg(scan, package=args.livox_custom)
+                custom = unit.livox_custom(scan, package=args.livox_custom)
                 bag.write("/livox/lidar", custom, custom.timebase)
-            if scan.config.kind == "cone":  # ultrasonic/IR ranger: sensor_msgs/Range
-                bag.write("/range", range_msg(scan), scan.t0_ns)
-            if scan.config.kind == "depth_camera":
-                image, info = depth_msgs(scan)
-                bag.write("/depth/image", image, scan.t0_ns)
-                bag.write("/depth/camera_info", info, scan.t0_ns)

@@ -94,8 +94,8 @@ def _run(args) -> int:
     from ..tracing import make_backend
     from ..tracing.cli import backend_options
     from ..world.loader import load_world
+    from ..sensors.units import RadarUnit
     from ..world.transforms import parse_pose_string
-    from .simulator import RadarSimulator
 
     out = Path(args.out)
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
@@ -111,16 +111,12 @@ def _run(args) -> int:
     if args.frames == "device" and args.backend != "warp":
         raise ConfigError(f"--frames device: needs --backend warp (got --backend {args.backend})")
     backend = make_backend(args.backend, scene, **backend_options(args))
-    if args.frames == "device":
-        from .warp_frame import WarpRadarSimulator
-
-        sim = WarpRadarSimulator(config, scene, backend)
-    else:
-        sim = RadarSimulator(config, scene, backend=backend)
-    img = sim.simulate(pose, t0_ns=args.t_ns)
+    # the sensor unit a node and `radarays run` use: the .mcap holds the messages a node publishes
+    unit = RadarUnit("", scene, backend, config=config, frame_id=args.frame_id, frames=args.frames,
+                     output={"image_layout": args.layout, "image_encoding": args.encoding})
+    img = unit.simulate(pose, args.t_ns)
     try:
-        write_output(img, out, pose, args.t_ns, args.frame_id, args.layout, args.encoding, args.png_style,
-                     args.encoder_offset)
+        write_output(img, out, pose, args.t_ns, unit, args.png_style, args.encoder_offset)
     except OSError as exc:
         raise ConfigError(f"--out {out}: cannot be written ({exc.strerror or exc})") from None
     peak = int(img.image.max()) if img.image.size else 0
@@ -128,8 +124,9 @@ def _run(args) -> int:
     return 0
 
 
-def write_output(img, out: Path, pose: np.ndarray, t_ns: int, frame_id: str, layout: str, encoding: str,
-                 png_style: str = "polar", encoder_offset: int = 0) -> None:
+def write_output(img, out: Path, pose: np.ndarray, t_ns: int, unit, png_style: str = "polar",
+                 encoder_offset: int = 0) -> None:
+    """Write the frame `img` of the sensor unit `unit` (radarays_ros.sensors.units.RadarUnit) as `out` says."""
     from ..io import radar_image as rio
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -151,9 +148,10 @@ def write_output(img, out: Path, pose: np.ndarray, t_ns: int, frame_id: str, lay
     else:
         from ..io import messages
         from ..io.bag import BagWriter
+        from ..sensors.units import topic_messages
 
         with BagWriter(out) as bag:
-            tf = messages.tf_message([messages.transform_stamped(pose, t_ns, "map", frame_id)])
+            tf = messages.tf_message([messages.transform_stamped(pose, t_ns, "map", unit.frame_id)])
             bag.write("/tf_static", tf, t_ns)
-            bag.write("/radar/image", rio.radar_image_msg(img, t_ns, frame_id, layout, encoding), t_ns)
-            bag.write("/radar/points", rio.radar_points_msg(img, t_ns, frame_id), t_ns)
+            for topic, msg in topic_messages(unit, img, t_ns).items():  # /radar/image, /radar/points
+                bag.write(topic, msg, t_ns)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import array
 import importlib
+import struct
 from functools import lru_cache
 
 import numpy as np
@@ -103,3 +104,30 @@ def to_rclpy(msg, msgtype: str | None = None):
         else:  # seq_plain: strings, booleans
             setattr(out, field, [v.item() if isinstance(v, np.generic) else v for v in value])
     return out
+
+
+def header_stamp_ns(raw: bytes) -> int | None:
+    """Stamp of a CDR message whose first field is a std_msgs/Header, without deserialising the rest."""
+    if len(raw) < 12:
+        return None
+    little = raw[1] in (0x01, 0x03)  # CDR_LE / PL_CDR_LE encapsulation
+    sec, nanosec = struct.unpack("<iI" if little else ">iI", raw[4:12])
+    if sec < 0 or nanosec >= 1_000_000_000:  # before 1970 or not a time: not a stamp to simulate at
+        return None
+    return sec * 1_000_000_000 + nanosec
+
+
+def diagnostic_array(stamp, reports):
+    """diagnostic_msgs/DiagnosticArray of (name, hardware_id, sensors.diagnostics.SensorStatus) triples."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+    from ..sensors.diagnostics import ERROR, OK, WARN
+
+    levels = {OK: DiagnosticStatus.OK, WARN: DiagnosticStatus.WARN, ERROR: DiagnosticStatus.ERROR}
+    array_msg = DiagnosticArray()
+    array_msg.header.stamp = stamp
+    for name, hardware_id, report in reports:
+        status = DiagnosticStatus(name=name, hardware_id=hardware_id, level=levels[report.level], message=report.message)
+        status.values = [KeyValue(key=k, value=v) for k, v in report.values.items()]
+        array_msg.status.append(status)
+    return array_msg

@@ -1,12 +1,46 @@
-"""What the sensor nodes need to follow a running Gazebo (no rclpy here; the node wires it in).
+"""Everything a sensor node does to follow a running Gazebo, in one place (no rclpy here; node.py wires it in).
 
-* `GAZEBO_PARAMS` / `RIG_GAZEBO_PARAMS`: the `gazebo.*` node parameters (see node.py's docstring).
-* `start_mirror(...)`: a started GazeboMirror whose Scene becomes the node's world.
+* `GAZEBO_PARAMS` / `RIG_GAZEBO_PARAMS`: the `gazebo.*` node parameters.
+* `GazeboLink`: the mirror (its Scene becomes the node's world: one BVH, moved live by its thread), the
+  Gazebo clock, the recorded poses of the links that carry sensors, the sensors declared in SDF, and
+  the mirror's log lines on the node's logger.
+* `start_mirror(...)`: a started GazeboMirror.
 * `sdf_sensor_plan(spec)`: how a sensor declared in SDF / URDF (`find_sensors`) becomes one of the
   node's sensors: config source, overrides (the SDF parameters, `<update_rate>`), topics, frame.
 * `SensorDiscovery`: sensors declared in the world Gazebo runs (its generate_world_sdf answer),
   re-read when the world changes, for worlds not given as a file.
 * `LogRelay`: the mirror's Python log lines go to the node's ROS logger.
+
+The node parameters (node.py wires them; `ros2 param describe` shows each with its range):
+
+    gazebo.enable: true            # the scene is the mirror's: one BVH, moved live by its thread
+    gazebo.world: radarays_demo    # '' = the only world on gz-transport
+    gazebo.sdf: worlds/x.sdf       # geometry file ('' = `world`, else Gazebo's generate_world_sdf)
+    gazebo.pose_topic: pose/info   # or dynamic_pose/info
+    gazebo.partition: ''           # gz-transport partition ('' = GZ_PARTITION / IGN_PARTITION)
+    gazebo.client: builtin         # gz-transport client: builtin or official (gz.transport13 bindings)
+    gazebo.clock: ros              # ros: node clock (use_sim_time + bridged /clock = Gazebo time);
+                                   # gazebo: the mirror's sim time (/world/<w>/clock), no bridge needed
+    gazebo.stale_after_s: 1.0      # no pose message for this long = Gazebo is gone
+    gazebo.max_rate_hz: 200.0      # most scene updates per second
+  sensor_rig only:
+    gazebo.sdf_sensors: true       # also run sensors declared in the SDF: <sensor type="custom"
+                                   # gz:type="radarays_radar"|"radarays_lidar"> and gpu_lidar blocks
+    gazebo.sensor_files: []        # more SDF / URDF files with such blocks
+    gazebo.urdf_model: ''          # Gazebo model of those URDFs' robot (link L -> MODEL::L)
+  per sensor (NAME. prefix in the rig):
+    gazebo_parent: robot::chassis  # with pose_source: gazebo, pose = that link's pose x fixed_pose
+
+A sensor declared in SDF runs under its sensor name (a parameter prefix like any rig sensor, so
+`NAME.sensor.*` tunes it live): pose = the Gazebo pose of its parent link x its <pose>, the link
+sampled at 100 Hz on the frame clock so each azimuth / column gets the pose of its own time (motion
+distorts a sweep as with tf; the pose now when the samples do not cover the sweep), rate =
+<update_rate>, frame id = <gz_frame_id> (or the link), topics from <topic> (when it ends with an
+output's name, e.g. 'front/points' or 'front/scan', the outputs go beside it, else below it), its
+parameters as config overrides; a bad one is logged with the SDF file and line and that sensor stays
+off. While the mirror is not alive (Gazebo stopped or not yet there) no frame is simulated or
+published; the mirror logs one line when Gazebo goes and one when it returns, and the scans resume by
+themselves.
 """
 from __future__ import annotations
 
@@ -20,7 +54,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, RadaraysError
+from ..sensors.poses import mounted_sweep
+from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
 from ..sensors.units import ParamInfo, flatten
 
 GAZEBO_PARAMS = {
@@ -54,6 +90,7 @@ RIG_GAZEBO_PARAMS = {
 OUTPUT_TOPICS = {"radar": ("radar/image", "radar/points", "radar/image_cartesian"), "lidar": ("points", "scan")}
 RATE_KEY = {"radar": "azimuth.rate_hz", "lidar": "rate_hz"}
 DEFAULT_CONFIG = {"radar": "radarays_default", "lidar": "VLP-16"}
+GAZEBO_FRAME = "__gazebo_world__"  # root of the recorded Gazebo link poses (a buffer of its own)
 
 
 @dataclass
@@ -221,3 +258,196 @@ class LogRelay(logging.Handler):
 
     def detach(self) -> None:
         logging.getLogger("radarays_ros.gazebo").removeHandler(self)
+
+
+class GazeboLink:
+    """A node's link to a running Gazebo. `param(name)` reads the node's parameters; `log` is the node's
+    ROS logger, `error(text)` its throttled error log. After `start()`: `mirror` (None when no
+    transport could be opened: `error` says why), `scene`, the SDF sensors to run (`declared_sensors`,
+    `take_discovered`), the clock (`now_ns`), the pose of a sensor on a link (`sensor_pose`)."""
+
+    def __init__(self, param: Callable[[str], Any], log, error: Callable[[str], None]):
+        self.param, self.log, self._error = param, log, error
+        self.mirror = None
+        self.sdf: str | None = None  # the geometry file actually loaded ('' / None = generate_world_sdf)
+        self.poses = TransformBuffer(cache_s=5.0)  # world <- Gazebo link samples on the frame clock
+        self.discovery: SensorDiscovery | None = None
+        self._relay: LogRelay | None = None
+        self._recorder: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._found: list = []  # SensorSpecs from the discovery thread, taken on the executor thread
+        self._found_lock = threading.Lock()
+
+    def start(self) -> str:
+        """Follow Gazebo; '' when the mirror runs, else why not (the node then has no world)."""
+        self._relay = LogRelay(self.log).attach()
+        sdf = self.param("gazebo.sdf") or self.param("world") or None
+        ignore = tuple(n for n in (self.param("ignore") or []) if n)
+        options = dict(world=self.param("gazebo.world"), pose_topic=self.param("gazebo.pose_topic"),
+                       partition=self.param("gazebo.partition"), stale_after_s=self.param("gazebo.stale_after_s"),
+                       max_rate_hz=self.param("gazebo.max_rate_hz"), materials=self.param("materials"),
+                       ignore=ignore, client=self.param("gazebo.client"))
+        try:
+            try:
+                self.mirror = start_mirror(sdf=sdf, **options)
+            except (RadaraysError, OSError) as exc:
+                if sdf is None:
+                    raise
+                self._error(f"gazebo.sdf {sdf!r} not loaded: {exc}; taking the geometry from Gazebo's "
+                            "generate_world_sdf instead (fix the file or the gazebo.sdf parameter)")
+                sdf = None
+                self.mirror = start_mirror(sdf=None, **options)
+        except (RadaraysError, OSError) as exc:  # no transport at all (sockets, bad GZ_* variables)
+            return f"cannot follow Gazebo: {exc}"
+        self.sdf = sdf
+        scene = self.mirror.scene
+        geometry = (f" with the geometry of {sdf} ({len(scene)} entities, {scene.triangle_count} triangles)" if sdf
+                    else " (geometry from its generate_world_sdf service)")
+        self.log.info(f"following Gazebo world '{self.mirror.world or '(the only one found)'}'{geometry}; "
+                      "no scans until it publishes poses")
+        return ""
+
+    @property
+    def scene(self):
+        return self.mirror.scene if self.mirror is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self.mirror is not None and self.mirror.alive
+
+    @property
+    def world(self) -> str:
+        return (self.mirror.world or "") if self.mirror is not None else ""
+
+    def now_ns(self, ros_now_ns: Callable[[], int]) -> int:
+        """The frame clock: Gazebo's sim time with gazebo.clock: gazebo, else the node clock."""
+        if self.mirror is not None and self.param("gazebo.clock") == "gazebo":
+            return int(self.mirror.sim_time_ns or 0)
+        return ros_now_ns()
+
+    @property
+    def steady_ticks(self) -> bool:
+        """Frames on Gazebo's time: the timers tick on the steady clock (Gazebo may run faster than real time)."""
+        return self.mirror is not None and self.param("gazebo.clock") == "gazebo"
+
+    # -- sensors declared in SDF ---------------------------------------------------------------------
+    def declared_sensors(self) -> list:
+        """SensorSpecs of the world file and gazebo.sensor_files (rig with gazebo.sdf_sensors); without a
+        world file the discovery thread reads them from Gazebo and `take_discovered` hands them over."""
+        from ..gazebo.sensors import find_sensors
+
+        if not self.param("gazebo.sdf_sensors") or self.mirror is None:
+            return []
+        files = [f for f in (self.param("gazebo.sensor_files") or []) if f]
+        if self.sdf:
+            files.insert(0, self.sdf)
+        else:  # the world comes from Gazebo: read its sensors from there too, when it answers
+            self.discovery = SensorDiscovery(self.mirror, self._on_found, self.log.warning)
+        specs = []
+        for path in files:
+            try:
+                specs += find_sensors(path)
+            except RadaraysError as exc:
+                self._error(f"sensors of {path} not read: {exc}")
+        return specs
+
+    def plan(self, specs, sensors) -> list[SdfSensorPlan]:
+        """The plans of the specs the node's `sensors` (node_sensor.Sensor) do not run yet (by parent::name),
+        under names none of them has; a bad one is logged and left out."""
+        taken = {s.name for s in sensors}
+        known = {s.sdf.key for s in sensors if s.sdf is not None}
+        out = []
+        for spec in specs:
+            try:
+                plan = sdf_sensor_plan(spec, taken, self.param("gazebo.urdf_model"))
+            except ConfigError as exc:
+                self._error(f"sensor {spec.name} not started: {exc}")
+                continue
+            if plan.key in known:
+                continue
+            known.add(plan.key)
+            out.append(plan)
+            self.log.info(f"sensor {plan.name}: {plan.kind} {plan.config} on Gazebo link {plan.parent} "
+                          f"(declared at {plan.source})")
+        return out
+
+    def _on_found(self, specs) -> None:
+        with self._found_lock:
+            self._found += specs
+
+    def take_discovered(self) -> list:
+        """SensorSpecs the discovery thread found since the last call."""
+        with self._found_lock:
+            specs, self._found = self._found, []
+        return specs
+
+    # -- poses of the links carrying sensors ---------------------------------------------------------
+    @staticmethod
+    def carrying_links(sensors, pose_source: str) -> set[str]:
+        """The Gazebo links sensors are posed from: those of SDF sensors, and all with pose_source gazebo."""
+        return {s.gazebo_parent for s in list(sensors)
+                if s.gazebo_parent and (s.sdf is not None or pose_source == "gazebo")}
+
+    def start_threads(self, parents: Callable[[], set[str]], ros_now_ns: Callable[[], int]) -> None:
+        """Start the discovery thread (if any) and the recorder of the links `parents()` names."""
+        if self.discovery is not None:
+            self.discovery.start()
+        if self.mirror is not None:
+            self._recorder = threading.Thread(target=self._record, args=(parents, ros_now_ns), name="gazebo-poses",
+                                              daemon=True)
+            self._recorder.start()
+
+    def _record(self, parents: Callable[[], set[str]], ros_now_ns: Callable[[], int]) -> None:
+        """Sample the Gazebo links carrying sensors (100 Hz, on the clock frames run on), so a sweep
+        is posed at each azimuth's / column's time and motion distorts it, as with tf."""
+        from ..world.transforms import matrix_to_quaternion
+
+        while not self._stop.wait(0.01):
+            if not self.mirror.alive:
+                continue
+            try:
+                now = self.now_ns(ros_now_ns)
+            except Exception:  # the node's context is shutting down
+                return
+            if now <= 0:
+                continue
+            for parent in parents():
+                pose = self.mirror.frame_pose(parent)
+                if pose is None:
+                    continue
+                try:
+                    self.poses.set_transform(GAZEBO_FRAME, parent, now, pose[:3, 3], matrix_to_quaternion(pose[:3, :3]))
+                except TransformLookupError:  # a NaN pose or a time that went back: skip the sample
+                    continue
+
+    def sensor_pose(self, parent: str, mount: np.ndarray, t0_ns: int, period_ns: int, tolerance_ns: int,
+                    samples_per_s: float, parent_param: str):
+        """Pose of a sensor mounted on Gazebo link `parent` over the sweep, from the recorded link poses
+        (motion distortion as with tf); the link's pose now when the samples do not cover the sweep.
+        `parent_param`: the parameter that names the link, for the error when it is not set."""
+        try:
+            return mounted_sweep(self.poses, GAZEBO_FRAME, parent, mount, t0_ns, period_ns, tolerance_ns,
+                                 samples_per_s)
+        except TransformLookupError:
+            pass
+        if self.mirror is None:
+            raise TransformLookupError("pose_source gazebo needs gazebo.enable: true")
+        if not parent:
+            raise TransformLookupError(f"pose_source gazebo: set {parent_param} to the Gazebo link carrying the "
+                                       "sensor (model::link)")
+        pose = self.mirror.frame_pose(parent)
+        if pose is None:
+            hint = "" if "::" in parent else " (URDF sensors need gazebo.urdf_model)"
+            raise TransformLookupError(f"Gazebo world '{self.mirror.world}' has no link '{parent}'{hint}")
+        return pose @ mount
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._recorder is not None:
+            self._recorder.join(timeout=2)
+        if self.discovery is not None:
+            self.discovery.close()
+        if self.mirror is not None:
+            close_mirror(self.mirror)
+        if self._relay is not None:
+            self._relay.detach()

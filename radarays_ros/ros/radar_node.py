@@ -2,7 +2,7 @@
 
 With `-p gazebo.enable:=true -p gazebo.world:=NAME` its world is a live mirror of a running Gazebo
 (and `pose_source: gazebo` + `gazebo_parent: model::link` mounts it on a Gazebo link); parameters:
-node.py's module docstring.
+node.py's module docstring (the gazebo.* ones: gazebo_link.py's).
 """
 import sys
 

@@ -3,7 +3,7 @@
 Beside Gazebo: `--params-file config/ros/rig_gazebo_demo.yaml` (gazebo.enable: true) mirrors the
 running world and also runs the sensors it declares in SDF (`<sensor type="custom"
 gz:type="radarays_radar">`, gpu_lidar blocks) on their links, topics and frames. Every parameter,
-the gazebo.* ones included, is documented in node.py's module docstring and in `ros2 param describe`.
+the gazebo.* ones in gazebo_link.py's module docstring, the others in node.py's; all in `ros2 param describe`.
 """
 import sys
 

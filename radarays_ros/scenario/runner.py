@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..io import messages
 from ..io.bag import BagWriter, check_output_path
 from .config import Scenario, load_scenario, matching_entities
-from ..sensors.units import SensorUnit, make_unit, poses_over, sensor_topic
+from ..sensors.units import SensorUnit, make_unit, poses_over, topic_messages
 from .odometry import odometry_msg, odometry_poses, travelled
 from .pictures import safe_file_name
 
@@ -123,8 +123,8 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
             mount = mounts[name]
             sensor_poses = poses_over(lambda times: scenario.trajectory.at(times) @ mount, t0, unit.period_ns)
             result = unit.simulate(sensor_poses, t0)
-            for relative, msg in unit.messages(result, t0).items():
-                write(sensor_topic(f"/{topics[name]}", relative), msg, log_ns)
+            for topic, msg in topic_messages(unit, result, t0, topics[name]).items():
+                write(topic, msg, log_ns)
             frames[name] += 1
             if picture_dir is not None:
                 written_pictures.append(_picture(unit, result, picture_dir / f"{picture_names[name]}_{k:04d}.png"))

@@ -7,6 +7,7 @@ radarays_ros.io; the node converts them for rclpy.
     unit = make_unit("radar", "front_radar", scene, backend, config="navtech_cir204", frame_id="radar")
     result = unit.simulate(pose_or_trajectory, t0_ns)
     msgs = unit.messages(result, t0_ns)          # {"radar/image": Image, "radar/points": ..., ...}
+    topic_messages(unit, result, t0_ns, "front") # the same on the bag's topics: {"/front/radar/image": ...}
 """
 from __future__ import annotations
 
@@ -208,6 +209,7 @@ class RadarUnit(SensorUnit):
     def __init__(self, name: str, scene, backend, config="radarays_default", frame_id: str = "radar",
                  overrides: Mapping[str, Any] | None = None, output: Mapping[str, Any] | None = None,
                  frames: str = "host"):
+        """frames: "device" runs whole frames on the Warp device (radar/warp_frame.py; needs the warp backend)."""
         from ..radar import RadarConfig, RadarSimulator
 
         self.frames = checked_frames(name, frames, backend)
@@ -278,7 +280,8 @@ class LidarUnit(SensorUnit):
 
     def __init__(self, name: str, scene, backend, config="VLP-16", frame_id: str | None = None,
                  overrides: Mapping[str, Any] | None = None, output: Mapping[str, Any] | None = None,
-                 frames: str = "host"):
+                 frames: str = "host", seed: int | None = None):
+        """seed: of the noise, instead of the config's (`radarays lidar --seed`)."""
         from lidar_ros import load_sensor
         from lidar_ros.config import LidarConfig
 
@@ -287,6 +290,7 @@ class LidarUnit(SensorUnit):
         if isinstance(config, LidarConfig) and overrides:
             cfg = cfg.with_overrides(overrides)
         self.config = cfg
+        self.seed = seed
         self.simulator = self._simulator(cfg, scene, backend)
         super().__init__(name, frame_id or cfg.frame_id, output)
 
@@ -323,10 +327,10 @@ class LidarUnit(SensorUnit):
         if self.frames == "device":
             from lidar_ros.warp_frame import WarpLidarSimulator
 
-            return WarpLidarSimulator(config, scene, backend, sink=_lidar_sink())
+            return WarpLidarSimulator(config, scene, backend, seed=self.seed, sink=_lidar_sink())
         from lidar_ros import LidarSimulator
 
-        return LidarSimulator(config, scene, backend, sink=_lidar_sink())
+        return LidarSimulator(config, scene, backend, seed=self.seed, sink=_lidar_sink())
 
     @property
     def period_ns(self) -> int:
@@ -357,10 +361,18 @@ class LidarUnit(SensorUnit):
             out["range"] = lio.range_msg(result, stamp, self.frame_id)
         if wanted & {"depth/image", "depth/camera_info"} and self.config.kind == "depth_camera":
             out["depth/image"], out["depth/camera_info"] = lio.depth_msgs(result, stamp, self.frame_id)
-        if "points2" in wanted and result.second is not None:
+        if "points2" in wanted and result.second is not None:  # ouster-ros: the second return, stamped as points
             out["points2"] = lio.pointcloud_msg(result.second, stamp if stamp is not None else result.t0_ns,
-                                               self.frame_id, self.config.layout)
+                                               self.frame_id, self.config.layout,
+                                               ground_truth=tuple(self.output["ground_truth"] or ()))
         return out
+
+    def livox_custom(self, result, package: str = "livox_ros_driver"):
+        """The Livox CustomMsg of a frame (per-point offset time, as FAST-LIO reads it), stamped at its
+        timebase. Not one of `topics`: a ROS node would need the driver's message package to publish it."""
+        from ..io.lidar_clouds import livox_custom_msg
+
+        return livox_custom_msg(result, self.frame_id, package=package)
 
 
 # topics of the lidar toolbox's other sensor kinds (lidar_ros/patterns/cone.py, depth_camera.py)
@@ -388,6 +400,20 @@ def sensor_topic(namespace: str, relative: str) -> str:
     if rest and head == last:
         relative = rest
     return f"{namespace}/{relative}"
+
+
+def topic_messages(unit: SensorUnit, result, stamp_ns: int, namespace: str = "",
+                   wanted: Iterable[str] | None = None) -> dict[str, Any]:
+    """{absolute topic: message} of one frame: `unit.messages` on the topics of `sensor_topic`, as a bag
+    (`radarays run`, `radarays radar|lidar --out X.mcap`) holds them; a node publishes the same messages
+    on the same names relative to its namespace."""
+    return {"/" + sensor_topic(namespace.strip("/"), relative): msg
+            for relative, msg in unit.messages(result, stamp_ns, wanted).items()}
+
+
+def header_stamp(msg) -> int:
+    """Nanoseconds of a message's header stamp."""
+    return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
 
 
 def make_unit(kind: str, name: str, scene, backend, **kwargs) -> SensorUnit:

@@ -26,6 +26,7 @@ ray), ids (entity, face and material, int32, -1 = miss), incidence (|cos| betwee
 from __future__ import annotations
 
 import abc
+import threading
 from typing import Callable
 
 import numpy as np
@@ -192,6 +193,22 @@ class Backend(abc.ABC):
 
     def __init__(self, scene: Scene):
         self.scene = scene
+        self._lock = threading.Lock()  # the listener's state: scene callbacks arrive on other threads
+
+    # -- scene listener (moves; additions and removals are the backend's own) ------------------
+    def on_entity_moved(self, entity) -> None:
+        with self._lock:
+            self._moved(entity)
+
+    def on_entities_moved(self, entities: list) -> None:
+        """A batch of moves under one lock (the Gazebo mirror moves many entities per pose message)."""
+        with self._lock:
+            for entity in entities:
+                self._moved(entity)
+
+    def _moved(self, entity) -> None:
+        """Follow one moved entity (called with `_lock` held); never rebuild the static structure."""
+        raise NotImplementedError
 
     def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL) -> Hits:
         """First hit of each ray in [tmin, tmax]; origins, directions: (N, 3) world frame, any float dtype,

@@ -22,7 +22,6 @@ also does its chunk's post-processing.
 from __future__ import annotations
 
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -135,7 +134,6 @@ class EmbreeBackend(Backend):
         self.threads = max(1, int(threads or os.cpu_count() or 1))
         self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
         self._device = _rtcore.EmbreeDevice()
-        self._lock = threading.Lock()
         self.static_rebuilds = 0  # stays 0: the static layer is built once (tests check this)
         self.dynamic_rebuilds = 0
         self.instance_builds = 0
@@ -166,15 +164,6 @@ class EmbreeBackend(Backend):
                 self._merged_ids.discard(entity.id)
                 self._dirty = True
             self._instances.pop(entity.id, None)
-
-    def on_entity_moved(self, entity: Entity) -> None:
-        with self._lock:
-            self._moved(entity)
-
-    def on_entities_moved(self, entities: list[Entity]) -> None:
-        with self._lock:
-            for entity in entities:
-                self._moved(entity)
 
     def _moved(self, entity: Entity) -> None:
         if entity.id in self._instances:

@@ -180,15 +180,6 @@ class WarpBackend(Backend):
             if self._instances.pop(entity.id, False) is not False:
                 self._layout_dirty = True
 
-    def on_entity_moved(self, entity: Entity) -> None:
-        with self._lock:
-            self._moved(entity)
-
-    def on_entities_moved(self, entities: list[Entity]) -> None:
-        with self._lock:
-            for entity in entities:
-                self._moved(entity)
-
     def _moved(self, entity: Entity) -> None:
         if entity.id in self._instances:
             self._poses_dirty = True  # O(1): the new pose is read at the next trace

@@ -55,3 +55,83 @@ def test_plan_rejects_an_overrides_scalar_naming_the_block():
                            '<radarays_lidar><overrides>80</overrides></radarays_lidar></sensor></link></model></sdf>')
     with pytest.raises(ConfigError, match=r"<string>:1 <sensor name='x'>.*<overrides>"):
         sdf_sensor_plan(spec, set())
+
+
+# -- GazeboLink: what a node asks of a followed Gazebo, against a stand-in mirror (no transport) --------
+class _Mirror:
+    """The parts of GazeboMirror a GazeboLink reads: alive, world, sim time, link poses now."""
+
+    def __init__(self, links: dict):
+        self.alive, self.world, self.sim_time_ns, self.links = True, "w", 7_000_000_000, links
+
+    def frame_pose(self, name):
+        return self.links.get(name)
+
+
+class _Log:
+    def __init__(self):
+        self.lines = []
+
+    def info(self, text):
+        self.lines.append(text)
+
+    warning = error = info
+
+
+def _link(mirror=None, **params):
+    from radarays_ros.ros.gazebo_link import GazeboLink
+
+    values = {"gazebo.clock": "ros", "gazebo.urdf_model": "", **params}
+    errors = []
+    link = GazeboLink(values.get, _Log(), errors.append)
+    link.mirror = mirror
+    return link, errors
+
+
+def test_sensor_pose_follows_the_recorded_link_across_the_sweep_then_falls_back_to_now():
+    from radarays_ros.ros.gazebo_link import GAZEBO_FRAME
+    from radarays_ros.world.trajectory import Trajectory
+
+    mount = pose_to_matrix(0.5, 0.0, 0.2, 0.0, 0.0, 0.0)
+    link, _ = _link(_Mirror({"bot::base": pose_to_matrix(9.0, 0.0, 0.0, 0.0, 0.0, 0.0)}))
+    for t_ns, x in ((0, 0.0), (100_000_000, 1.0)):  # the link moves 1 m in 0.1 s
+        link.poses.set_transform(GAZEBO_FRAME, "bot::base", t_ns, (x, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+    sweep = link.sensor_pose("bot::base", mount, 0, 100_000_000, 0, 200.0, "gazebo_parent")
+    assert isinstance(sweep, Trajectory)
+    xs = sweep.poses[:, 0, 3]
+    assert xs[0] == pytest.approx(0.5) and xs[-1] == pytest.approx(1.5)  # link x + the mount's 0.5 m
+    assert np.all(np.diff(xs) > 0)  # each sample at its own time: motion distorts the sweep
+    # a sweep the samples do not cover: the link's pose now (the mirror's) times the mount
+    later = link.sensor_pose("bot::base", mount, 5_000_000_000, 100_000_000, 0, 200.0, "gazebo_parent")
+    np.testing.assert_allclose(later, pose_to_matrix(9.5, 0.0, 0.2, 0.0, 0.0, 0.0))
+
+
+def test_sensor_pose_errors_name_what_to_set():
+    from radarays_ros.sensors.tf_buffer import TransformLookupError
+
+    link, _ = _link(_Mirror({}))
+    with pytest.raises(TransformLookupError, match="set front.gazebo_parent to the Gazebo link"):
+        link.sensor_pose("", np.eye(4), 0, 1, 0, 200.0, "front.gazebo_parent")
+    with pytest.raises(TransformLookupError, match="no link 'chassis' .URDF sensors need gazebo.urdf_model"):
+        link.sensor_pose("chassis", np.eye(4), 0, 1, 0, 200.0, "gazebo_parent")
+    with pytest.raises(TransformLookupError, match="needs gazebo.enable"):
+        _link(None)[0].sensor_pose("a::b", np.eye(4), 0, 1, 0, 200.0, "gazebo_parent")
+
+
+def test_clock_links_carrying_sensors_and_plans_of_new_sdf_sensors():
+    from types import SimpleNamespace
+
+    link, errors = _link(_Mirror({}), **{"gazebo.clock": "gazebo"})
+    assert link.now_ns(lambda: 1) == 7_000_000_000 and link.steady_ticks
+    assert _link(_Mirror({}))[0].now_ns(lambda: 1) == 1
+    sdf_sensor = SimpleNamespace(name="front", gazebo_parent="bot::mast", sdf=SimpleNamespace(key="bot::mast::front"))
+    param_sensor = SimpleNamespace(name="rear", gazebo_parent="bot::base", sdf=None)
+    assert link.carrying_links([sdf_sensor, param_sensor], "tf") == {"bot::mast"}
+    assert link.carrying_links([sdf_sensor, param_sensor], "gazebo") == {"bot::mast", "bot::base"}
+    specs = find_sensors("""<sdf version="1.9"><model name="bot"><link name="mast">
+      <sensor name="front" type="custom" gz:type="radarays_lidar"><topic>front/points</topic></sensor>
+      <sensor name="rear" type="custom" gz:type="radarays_lidar"><topic>rear/points</topic></sensor>
+      </link></model></sdf>""")
+    (plan,) = link.plan(specs, [sdf_sensor, param_sensor])  # front runs already; rear is a new one
+    assert plan.key == "bot::mast::rear" and plan.name == "bot_rear"  # 'rear' is taken by a parameter sensor
+    assert errors == []

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.ros
 @pytest.mark.parametrize("node", ["radar_node", "lidar_node", "sensor_rig"])
 def test_help_lists_the_parameters_and_starts_no_node(node):
     from radarays_ros.ros.gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS
-    from radarays_ros.ros.node import NODE_PARAMS, SENSOR_PARAMS
+    from radarays_ros.ros.node_params import NODE_PARAMS, SENSOR_PARAMS
 
     done = subprocess.run([sys.executable, "-m", f"radarays_ros.ros.{node}", "--help"],
                           capture_output=True, text=True, timeout=60)
@@ -66,7 +66,7 @@ def test_shipped_params_files_name_only_known_node_keys(path):
     from lidar_ros import load_sensor
 
     from radarays_ros.ros.gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS
-    from radarays_ros.ros.node import NODE_PARAMS, SENSOR_PARAMS
+    from radarays_ros.ros.node_params import NODE_PARAMS, SENSOR_PARAMS
     from radarays_ros.sensors.units import LidarUnit, RadarUnit, resolve_radar_config
 
     ((node, body),) = yaml.safe_load(path.read_text()).items()
