@@ -126,7 +126,7 @@ class SensorNode(Node):
                 with sensor.lock:
                     sensor.unit = make_unit(sensor.kind, sensor.name, self.scene, self.backend,
                                             config=sensor.unit.config, frame_id=frame_arg(sensor),
-                                            output=dict(sensor.unit.output))
+                                            output=dict(sensor.unit.output), frames=sensor.unit.frames)
         if old is not None:
             old.close()
 

@@ -4,7 +4,7 @@ answers without a ROS 2 install. ros/params.py turns a ParamInfo into a ROS Para
 from their configs (radarays_ros/sensors/units.py)."""
 from __future__ import annotations
 
-from ..sensors.units import ParamInfo, param_rule
+from ..sensors.units import FRAMES_PARAM, ParamInfo, param_rule
 from ..validate import plain
 from .gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS
 
@@ -43,6 +43,7 @@ SENSOR_PARAMS = {
                             "pose_source=fixed: x y z roll pitch yaw (m, rad) of the sensor in world_frame; "
                             "pose_source=gazebo: its mount on gazebo_parent", kind=list),
     "gazebo_parent": ParamInfo("", "pose_source=gazebo: scoped Gazebo link carrying the sensor (model::link)"),
+    "frames": FRAMES_PARAM,  # read when the sensor is built (read-only)
 }
 RIG_PARAMS = {
     "sensors": ParamInfo([""], "names of the rig's sensors; each has NAME.type and NAME.config", kind=list),

@@ -160,7 +160,7 @@ def declare_sensors(kind: str, params, error: Callable[[str], None]) -> list[Sen
 def build_unit(sensor: Sensor, params, scene, backend, error: Callable[[str], None]) -> None:
     """Create the sensor's unit from its config plus the params file's keys, then declare its parameters
     (`sensor.*` from the model's config, `output.*`); a sensor that cannot start says why and stays off."""
-    params.declare(SENSOR_PARAMS, sensor.prefix)
+    params.declare(SENSOR_PARAMS, sensor.prefix, read_only={"frames"})
     sensor.frame_id = params(sensor.prefix + "frame_id") or (sensor.sdf.frame if sensor.sdf else "")
     sensor.gazebo_parent = params(sensor.prefix + "gazebo_parent") or sensor.gazebo_parent
     try:
@@ -170,7 +170,8 @@ def build_unit(sensor: Sensor, params, scene, backend, error: Callable[[str], No
     overrides = {**(sensor.sdf.overrides if sensor.sdf else {}), **params.from_file(f"{sensor.prefix}sensor.")}
     try:
         sensor.unit = make_unit(sensor.kind, sensor.name, scene, backend, config=sensor.source,
-                                frame_id=frame_arg(sensor), overrides=overrides)
+                                frame_id=frame_arg(sensor), overrides=overrides,
+                                frames=params(sensor.prefix + "frames"))
     except (RadaraysError, OSError) as exc:
         sensor.stats.last_error = str(exc)
         where = f"the SDF block at {sensor.origin}" if sensor.sdf else "the config"
