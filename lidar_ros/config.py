@@ -111,6 +111,11 @@ class LidarConfig:
     point_transform: np.ndarray = field(default_factory=lambda: np.eye(4))
     ray_frame_id: str | None = None
     retime: Callable[[float], np.ndarray] | None = field(default=None, repr=False)
+    # driver-exact reporting (patterns/velodyne.py): points along point_directions from point_origins instead
+    # of the traced rays, and the driver's stamp, times and rows (DriverTable); None: the physical rays
+    point_directions: np.ndarray | None = field(default=None, repr=False)
+    point_origins: np.ndarray | None = field(default=None, repr=False)
+    driver: object | None = field(default=None, repr=False)
     derived: dict = field(default_factory=dict, repr=False)  # outputs' per-pixel tables computed from `time` once
 
     @property
@@ -161,6 +166,9 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
 
     pattern = BUILDERS[kind](reader, base_dir, rate_hz)
     reader.finish(COMMON_KEYS)
+    if pattern.driver is not None and effects.beam.dual:
+        raise ConfigError(f"{origin}: driver.exact = true with beam.return_mode = 'dual': the driver-exact mode "
+                          "models single-return packets only; allowed: driver.exact false, or another return_mode")
     frame_id = frame_id or pattern.point_frame_id or "lidar"
     return _from_pattern(pattern, dict(
         name=str(spec.get("name") or Path(origin).stem), kind=kind, origin=origin, spec=copy.deepcopy(dict(spec)),
@@ -202,6 +210,9 @@ def _from_pattern(p: Pattern, fields: dict) -> LidarConfig:
         ray_frame_id=p.ray_frame_id,
         period=float(p.period),
         retime=p.retime,
+        point_directions=None if p.point_directions is None else _readonly(p.point_directions, np.float32),
+        point_origins=None if p.point_origins is None else _readonly(p.point_origins, np.float32),
+        driver=p.driver,
         **fields,
     )
 

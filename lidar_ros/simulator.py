@@ -131,15 +131,18 @@ class LidarSimulator:
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
-        # the beams' nominal rays in the frame points are reported in: points lie on them
-        beam_origins = config.origins.reshape(n, 3)
+        # the beams' nominal rays in the frame points are reported in: points lie on them (a driver-exact
+        # pattern reports them along the driver's rays, e.g. velodyne_pointcloud's block azimuth)
+        traced_beams = beam_dirs
+        if config.point_directions is not None:
+            beam_dirs = config.point_directions.reshape(n, 3)
+        beam_origins = (config.origins if config.point_origins is None else config.point_origins).reshape(n, 3)
         m = np.asarray(config.point_transform, np.float64)
         if not np.array_equal(m, np.eye(4)):  # e.g. Ouster os_sensor rays, os_lidar points
             beam_dirs = (beam_dirs @ m[:3, :3].T).astype(np.float32)
             beam_origins = (beam_origins @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
         self._point_origins = bool(np.any(beam_origins))  # points = origin + range * direction
-        self._beam_dirs_t = self._dirs_t if k == 1 and beam_dirs is config.directions.reshape(n, 3) else \
-            np.ascontiguousarray(beam_dirs.T)
+        self._beam_dirs_t = self._dirs_t if k == 1 and beam_dirs is traced_beams else np.ascontiguousarray(beam_dirs.T)
         self._beam_origins_t = np.ascontiguousarray(beam_origins.T)
         # world-ray buffers, reused every frame (the tracer copies what it keeps); hence the lock
         self._world_o = np.empty((n * k, 3), np.float32)

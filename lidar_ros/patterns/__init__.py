@@ -39,6 +39,11 @@ class Pattern:
     point_transform: np.ndarray | None = None
     point_frame_id: str | None = None
     ray_frame_id: str | None = None
+    # where the driver places each pixel's point when that differs from its traced ray (velodyne driver-exact:
+    # the block azimuth), (R, C, 3) unit directions and origins; None: along the traced ray
+    point_directions: np.ndarray | None = None
+    point_origins: np.ndarray | None = None
+    driver: object | None = None  # a driver's own reporting conventions (velodyne.DriverTable) or None
 
     def __post_init__(self):
         rows, cols = self.directions.shape[:2]

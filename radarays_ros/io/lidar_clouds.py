@@ -136,7 +136,10 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         return _velodyne_dual(scan, organized, ground_truth, stamp_ns, time_reference)
     dtype = cloud_dtype(layout, ground_truth)
     rows, cols = scan.range.shape
-    order = row_order(scan, layout)
+    driver = cfg.driver if layout == "velodyne" else None  # velodyne driver-exact (lidar_ros/patterns/velodyne.py)
+    # velodyne_pointcloud's unorganized cloud lists a block's points in laser order, the organized one by ring
+    order = np.argsort(cfg.laser_index, kind="stable") if driver is not None and not organized else \
+        row_order(scan, layout)
     same_rows = bool(np.array_equal(order, np.arange(rows)))
     transpose = layout == "velodyne"  # the driver's organization: one row per firing, one column per laser
 
@@ -171,11 +174,16 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         out["intensity"] = np.where(hit, out["intensity"], np.float32(np.nan))
     if "ring" in dtype.names:
         ring = np.arange(rows, dtype=np.uint16) if TOP_RING_FIRST[layout] is not None else scan.ring[order]
-        out["ring"] = per_row(ring)
+        out["ring"] = per_row(ring if driver is None else scan.ring)  # per_row puts rows in `order`
     if layout == "velodyne":
         stamp = scan.stamp_ns(time_reference) if stamp_ns is None else int(stamp_ns)
         offset_s = (scan.t0_ns - stamp) * 1e-9
-        out["time"] = field(_derived(scan, ("velodyne_time", offset_s), lambda: (scan.time + offset_s).astype(np.float32)))
+        if driver is not None and driver.time is None:  # no timing table for the model: the driver writes 0
+            out["time"] = 0.0
+        else:
+            times = scan.time if driver is None else driver.time
+            out["time"] = field(_derived(scan, ("velodyne_time", offset_s, driver is None),
+                                         lambda: (times + offset_s).astype(np.float32)))
     elif layout == "ouster":
         out["t"] = field(_derived(scan, ("ouster_t",), lambda: np.rint(scan.time * 1e9).astype(np.uint32)))
         out["reflectivity"] = field(scan.fields["ouster_reflectivity"])
@@ -200,6 +208,20 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         else:
             for i, name in enumerate(names):
                 out[name] = value[..., i]
+    if driver is not None and driver.bank_of_row is not None and picked is None:
+        out = _bank_rows(out, driver.bank_of_row[order])
+    return out
+
+
+def _bank_rows(cloud: np.ndarray, bank_of_slot: np.ndarray) -> np.ndarray:
+    """velodyne_pointcloud's organized HDL-64E cloud: one row per block, upper bank then lower bank of each
+    firing, each row as wide as all lasers; a block writes its own lasers' ring slots, the other bank's
+    slots keep the zero bytes the driver clears the cloud with."""
+    firings, width = cloud.shape
+    out = np.zeros((2 * firings, width), cloud.dtype)
+    for bank in (0, 1):
+        slots = np.flatnonzero(bank_of_slot == bank)
+        out[bank::2, slots] = cloud[:, slots]
     return out
 
 
@@ -268,6 +290,8 @@ class FrameCloud:
         or a piece boundary (`piece_bounds`, pixel indices) falls inside a row."""
         layout = config.layout
         if not config.organized or layout not in cls.LAYOUTS or any(b % config.cols for b in piece_bounds):
+            return None
+        if config.driver is not None:  # a driver's own times and rows: written after the frame
             return None
         if TOP_RING_FIRST[layout] is not None and config.rows > 1:
             elevation = np.asarray(config.elevation).mean(axis=1)
