@@ -3,7 +3,7 @@
 A sensor file is YAML with a `type` and the keys of that type (see lidar_ros/patterns/*), plus the
 keys every sensor has:
 
-    type: spherical | velodyne | ouster | rays | planar | risley | mirror | cone | depth_camera
+    type: spherical | velodyne | ouster | rays | planar | risley | sweep | mirror | cone | depth_camera
     rate_hz: 10                  # scans per second
     range: {min: 0.1, max: 100}  # metres; hits nearer than min are not seen (rays start there, as in
                                  # Gazebo's gpu_lidar), farther than max are misses
@@ -35,7 +35,8 @@ import numpy as np
 from radarays_ros.errors import ConfigError
 from radarays_ros.resources import find_shipped, shipped_names
 
-from .patterns import Pattern, angles_of, cone, depth_camera, grid, mirror, ouster, planar, rays, risley, velodyne
+from .patterns import (Pattern, angles_of, cone, depth_camera, grid, mirror, ouster, planar, rays, risley, sweep,
+                       velodyne)
 from .physics import NoiseConfig, SurfaceConfig
 from .physics.effects_config import EffectsConfig
 from .sink import LAYOUTS
@@ -49,11 +50,13 @@ BUILDERS: dict[str, Callable[[SpecReader, Path, float], Pattern]] = {
     "rays": rays.build,
     "planar": planar.build,
     "risley": risley.build,
+    "sweep": sweep.build,
     "mirror": mirror.build,
     "cone": cone.build,
     "depth_camera": depth_camera.build,
 }
-DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gazebo", "planar": "xyzi", "risley": "livox"}
+DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gazebo", "planar": "xyzi", "risley": "livox",
+                  "sweep": "livox"}
 INTENSITY_FIELDS = ("reflectivity", "velodyne_intensity", "ouster_signal", "ouster_reflectivity")
 DEFAULT_INTENSITY = {"velodyne": "velodyne_intensity", "ouster": "ouster_signal"}
 TIME_REFERENCES = ("last", "first")

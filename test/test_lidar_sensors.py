@@ -366,7 +366,7 @@ def test_bad_sensor_files(tmp_path):
     with pytest.raises(ConfigError, match="bad.yaml.*not valid YAML"):
         load_sensor(bad)
     bad.write_text("type: laser\n")
-    with pytest.raises(ConfigError, match="type = 'laser'; allowed: cone, depth_camera, mirror, ouster, planar, rays, risley, spherical, velodyne"):
+    with pytest.raises(ConfigError, match="type = 'laser'; allowed: cone, depth_camera, mirror, ouster, planar, rays, risley, spherical, sweep, velodyne"):
         load_sensor(bad)
     bad.write_text("type: spherical\nvertical: {angles_deg: [0, 100]}\nhorizontal: {min_deg: 0, step_deg: 1, count: 3}\n")
     with pytest.raises(ConfigError, match=r"bad.yaml: vertical.*\[-90, 90\]"):

@@ -8,7 +8,7 @@ frame; its module recomputes the table for each frame's start time.
 Each sensor type has its own module with `build(spec, base_dir) -> Pattern`:
 velodyne (ros-drivers calibration YAML), ouster (sensor metadata JSON), grid (generic FOV +
 resolution or angle arrays), rays (explicit azimuth/elevation pairs), planar (2D scanners),
-risley (Livox prisms), mirror (Ibeo LUX rotating mirror).
+risley (Livox prisms), sweep (Livox HAP, Mid-360), mirror (Ibeo LUX rotating mirror).
 """
 from __future__ import annotations
 
