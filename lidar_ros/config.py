@@ -39,6 +39,7 @@ from .patterns import (Pattern, angles_of, cone, depth_camera, grid, mirror, ous
                        velodyne)
 from .physics import NoiseConfig, SurfaceConfig
 from .physics.effects_config import EffectsConfig
+from .physics.photon_calibration import BACKGROUND_PHOTONS
 from .sink import LAYOUTS
 from .spec import SpecReader, read_yaml, set_dotted
 
@@ -280,7 +281,7 @@ def _product_line_defaults(prod_line: str, beams: int) -> dict:
 REALISTIC = {
     "beam.sub_rays": 4, "beam.return_mode": "strongest",
     "detection.model": "snr", "detection.snr_at_limit": 4.0, "detection.dropout_probability": 0.003,
-    "signal.poisson": True, "signal.noise_floor": 3.0, "signal.ambient_model": "sun", "signal.row_gain_sigma": 0.05,
+    "signal.poisson": True, "signal.noise_floor": BACKGROUND_PHOTONS, "signal.ambient_model": "sun", "signal.row_gain_sigma": 0.05,
     "surface.ambient_level": 2000.0, "surface.ambient_sky": 600.0,
 }
 DEFAULT_DIVERGENCE_MRAD = 3.0  # where a sensor file states none (typical of spinning lidars, lidar_models.md)
