@@ -33,7 +33,7 @@ from .physics.echoes import form_echoes
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
 from .physics.interaction import first_trace
-from .physics.weather import extinction_per_m, two_way_transmission
+from .physics.weather import two_way_transmission, weather_extinction_per_m
 from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
 from .scan import LidarScan
 from .sink import FrameSink, SinkFactory
@@ -97,7 +97,7 @@ class LidarSimulator:
         self._glass = config.effects.glass.specular
         self._echoes = self._k > 1 or beam.dual or self._glass
         weather = config.effects.weather
-        self._alpha = extinction_per_m(weather.fog_visibility_km, weather.rain_rate_mm_h, weather.wavelength_nm)
+        self._alpha = weather_extinction_per_m(weather)
         # particle echoes need a finite sensitivity to be weighed against (with model 'none' every one would be seen)
         self._backscatter = weather.backscatter and self._alpha > 0 and config.surface.model != "none"
         self.materials = LidarMaterials.from_library(scene.materials)

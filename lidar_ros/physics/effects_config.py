@@ -29,6 +29,8 @@ sections is exactly the geometric sensor of before. Example::
     weather:                     # weather.py
       fog_visibility_km: 0.0     # meteorological visibility; 0 = no fog
       rain_rate_mm_h: 0.0
+      snow_rate_mm_h: 0.0        # snowfall rate (snow.py); or snow_visibility_km: visibility in snow
+      snow_type: dry             # dry | wet
       backscatter: true          # particle returns near the sensor
       wavelength_nm: 905         # laser wavelength (fog extinction depends on it)
     tof:                         # backfolding.py, cw_phase.py
@@ -50,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ._validate import check_keys, choice, integer, number
+from .snow import SNOW_TYPES
 
 RETURN_MODES = ("strongest", "last", "first", "dual", "mixed")
 PROFILES = ("uniform", "gaussian")
@@ -155,6 +158,9 @@ class SignalConfig(_Section):
 class WeatherConfig(_Section):
     fog_visibility_km: float = 0.0
     rain_rate_mm_h: float = 0.0
+    snow_rate_mm_h: float = 0.0
+    snow_type: str = "dry"
+    snow_visibility_km: float = 0.0
     backscatter: bool = True
     wavelength_nm: float = 905.0
 
@@ -164,16 +170,24 @@ class WeatherConfig(_Section):
             from radarays_ros.errors import ConfigError
 
             raise ConfigError(f"{where}.backscatter: {v['backscatter']!r}; allowed: true or false")
+        if v["snow_rate_mm_h"] and v["snow_visibility_km"]:
+            from radarays_ros.errors import ConfigError
+
+            raise ConfigError(f"{where}.snow_visibility_km: give the snow as snow_rate_mm_h or as snow_visibility_km, "
+                              "not both")
         return dict(
             fog_visibility_km=number(v["fog_visibility_km"], "fog_visibility_km", where, 0.0, 1000.0),
             rain_rate_mm_h=number(v["rain_rate_mm_h"], "rain_rate_mm_h", where, 0.0, 500.0),
+            snow_rate_mm_h=number(v["snow_rate_mm_h"], "snow_rate_mm_h", where, 0.0, 100.0),
+            snow_type=choice(v["snow_type"], "snow_type", where, SNOW_TYPES),
+            snow_visibility_km=number(v["snow_visibility_km"], "snow_visibility_km", where, 0.0, 1000.0),
             backscatter=v["backscatter"],
             wavelength_nm=number(v["wavelength_nm"], "wavelength_nm", where, 400.0, 2000.0),
         )
 
     @property
     def enabled(self) -> bool:
-        return bool(self.fog_visibility_km or self.rain_rate_mm_h)
+        return bool(self.fog_visibility_km or self.rain_rate_mm_h or self.snow_rate_mm_h or self.snow_visibility_km)
 
 
 @dataclass(frozen=True)
