@@ -170,6 +170,9 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
 
     pattern = BUILDERS[kind](reader, base_dir, rate_hz)
     reader.finish(COMMON_KEYS)
+    if effects.tof.multipath and kind != "depth_camera":
+        raise ConfigError(f"{origin}: tof.multipath = true needs a flood-lit camera; allowed for type: depth_camera "
+                          f"(this sensor is {kind})")
     if pattern.driver is not None and effects.beam.dual:
         raise ConfigError(f"{origin}: driver.exact = true with beam.return_mode = 'dual': the driver-exact mode "
                           "models single-return packets only; allowed: driver.exact false, or another return_mode")

@@ -33,6 +33,7 @@ from .physics.echoes import form_echoes
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
 from .physics.interaction import first_trace
+from .physics.multipath import multipath_bias, patch_stride
 from .physics.weather import two_way_transmission, weather_extinction_per_m
 from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
 from .scan import LidarScan
@@ -126,8 +127,9 @@ class LidarSimulator:
         self._tmin = max(config.range_min - max_off, 0.0)
         self._tmax = config.range_max - min_off
         self._eager = tuple(f for f in LAYOUT_FIELDS.get(config.layout, ()) if f != config.intensity_field)
+        self._multipath = config.effects.tof.multipath  # a whole-frame step: ranges change after the pieces
         # the driver cloud written in place, where the sink allows (pieces are then whole rows)
-        self._cloud = None if sink is None else sink(config, [a for a, _ in self._pieces])
+        self._cloud = None if sink is None or self._multipath else sink(config, [a for a, _ in self._pieces])
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
@@ -194,9 +196,43 @@ class LidarSimulator:
         first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
         parts = self._each_piece(jobs, lambda k, a, b: self._surface_piece(
             frame, rngs[k], (origins[a * m:b * m], dirs[a * m:b * m], first.span(a * m, b * m)), a, b))
+        if self._multipath:
+            self._add_multipath(frame, parts)
         if frame.cloud is not None:
             self._cloud.done(frame.cloud)
         return self._scan(frame, t0_ns, parts)
+
+    def _add_multipath(self, frame: "_Frame", parts: list) -> None:
+        """Depth cameras: every return's range biased by one diffuse bounce off the rest of the frame
+        (physics/multipath.py), computed in the camera frame from the frame's hits, normals and albedos."""
+        cfg = self.config
+        n = cfg.rows * cfg.cols
+        hit = np.flatnonzero(frame.hit)
+        if len(hit) < 2:
+            return
+        truth = _GroundTruth(parts, (n,))
+        rotation = np.asarray(frame.rotation)
+        rotation = rotation[0] if rotation.ndim == 3 else rotation  # a camera exposes every pixel at once
+        normals = truth("normal_world").reshape(n, 3)[hit].astype(np.float64) @ rotation  # world -> camera
+        cos_direct = truth("cos_incidence").reshape(n)[hit].astype(np.float64)
+        albedo = _LazyFields(parts, {}, (n,))["reflectivity"][hit] / np.maximum(cos_direct, 1e-3)
+        beams = cfg.directions.reshape(n, 3).astype(np.float64)
+        ranges = frame.range[hit].astype(np.float64)
+        points = beams[hit] * ranges[:, None] + cfg.origins.reshape(n, 3)[hit]
+        # emitting patches: a grid of the camera's pixels, each standing for stride² pixels of solid angle
+        # d_forward³ / (fx·fy) (a pinhole pixel's solid angle)
+        stride = patch_stride((cfg.rows, cfg.cols), self.effects.tof.multipath_patches)
+        grid = np.zeros((cfg.rows, cfg.cols), bool)
+        grid[stride // 2::stride, stride // 2::stride] = True
+        sources = np.flatnonzero(grid.reshape(n)[hit])
+        info = cfg.planar_info
+        solid_angle = beams[hit[sources], 0] ** 3 / (info["fx"] * info["fy"]) * stride**2
+        weights = albedo[sources] * solid_angle / np.pi
+        tof = self.effects.tof
+        frequency = tof.frequencies_mhz[0] * 1e6 if tof.mode == "cw" else 0.0
+        bias = multipath_bias(points, normals, ranges, cos_direct, sources, weights, frequency).astype(np.float32)
+        frame.range[hit] += bias
+        frame.xyz[hit] += bias[:, None] * frame.beam_dirs_t.T[hit]
 
     def _spread(self, beam_dirs: np.ndarray) -> np.ndarray:
         beam = self.effects.beam

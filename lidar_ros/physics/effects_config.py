@@ -39,6 +39,9 @@ sections is exactly the geometric sensor of before. Example::
       frequencies_mhz: [46.55, 53.2]  # cw modulation frequencies (Hokuyo URG-04LX)
       periods: 15                # cw periods per phase estimate
       bias: [0, 0, 0]            # cw phase bias a·L² + b·L + c (rad), L = ρ/r² of the return
+      multipath: false           # multipath.py: one diffuse bounce (depth cameras: corners read long);
+                                 # phasor sum at frequencies_mhz[0] in cw mode, mean path when pulsed
+      multipath_patches: 256     # emitting patches (a grid of the camera's pixels) per frame
     glass:                       # glass.py
       specular: false            # the specular return of glass hit near head-on (and ghosts below)
       refractive_index: 1.5      # Fresnel R0 = ((n-1)/(n+1))²
@@ -197,6 +200,8 @@ class TofConfig(_Section):
     frequencies_mhz: tuple = (46.55, 53.2)
     periods: int = 15
     bias: tuple = (0.0, 0.0, 0.0)
+    multipath: bool = False
+    multipath_patches: int = 256
 
     @staticmethod
     def _checked(v, where):
@@ -210,7 +215,11 @@ class TofConfig(_Section):
             raise ConfigError(f"{where}.frequencies_mhz: {list(freqs)}; allowed: two different frequencies")
         if not (isinstance(bias, (list, tuple)) and len(bias) == 3):
             raise ConfigError(f"{where}.bias: {bias!r}; allowed: [a, b, c] of the phase bias a·L² + b·L + c (rad)")
-        return dict(unambiguous_range_m=number(v["unambiguous_range_m"], "unambiguous_range_m", where, 0.0, 1e6),
+        if not isinstance(v["multipath"], bool):
+            raise ConfigError(f"{where}.multipath: {v['multipath']!r}; allowed: true or false")
+        return dict(multipath=v["multipath"],
+                    multipath_patches=integer(v["multipath_patches"], "multipath_patches", where, 4, 4096),
+                    unambiguous_range_m=number(v["unambiguous_range_m"], "unambiguous_range_m", where, 0.0, 1e6),
                     mode=choice(v["mode"], "mode", where, TOF_MODES), frequencies_mhz=freqs,
                     periods=integer(v["periods"], "periods", where, 1, 1000),
                     bias=tuple(number(b, f"bias[{i}]", where, -100.0, 100.0) for i, b in enumerate(bias)))
