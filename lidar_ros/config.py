@@ -39,6 +39,7 @@ from .patterns import (Pattern, angles_of, cone, depth_camera, grid, mirror, ous
                        velodyne)
 from .physics import NoiseConfig, SurfaceConfig
 from .physics.effects_config import EffectsConfig
+from .physics._validate import fail
 from .physics.photon_calibration import BACKGROUND_PHOTONS
 from .sink import LAYOUTS
 from .spec import SpecReader, read_yaml, set_dotted
@@ -171,11 +172,11 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
     pattern = BUILDERS[kind](reader, base_dir, rate_hz)
     reader.finish(COMMON_KEYS)
     if effects.tof.multipath and kind != "depth_camera":
-        raise ConfigError(f"{origin}: tof.multipath = true needs a flood-lit camera; allowed for type: depth_camera "
-                          f"(this sensor is {kind})")
+        fail(f"{origin}: tof.multipath", True, f"needs a flood-lit camera, this sensor is type {kind}",
+             "true for type depth_camera only")
     if pattern.driver is not None and effects.beam.dual:
-        raise ConfigError(f"{origin}: driver.exact = true with beam.return_mode = 'dual': the driver-exact mode "
-                          "models single-return packets only; allowed: driver.exact false, or another return_mode")
+        fail(f"{origin}: beam.return_mode", "dual", "driver.exact models single-return packets only",
+             "strongest, last, first or mixed with driver.exact true")
     frame_id = frame_id or pattern.point_frame_id or "lidar"
     return _from_pattern(pattern, dict(
         name=str(spec.get("name") or Path(origin).stem), kind=kind, origin=origin, spec=copy.deepcopy(dict(spec)),

@@ -18,6 +18,7 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
+from ..physics._validate import fail
 from ..spec import SpecReader
 from . import Pattern, column_sequence, ring_rank, unit_vectors
 from .axis import read_axis
@@ -58,7 +59,7 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     horizontal = read_axis(spec.sub("horizontal", required=True))
     rows, cols = len(vertical), len(horizontal)
     if rows * cols > MAX_PIXELS:  # before the per-pixel arrays (directions, origins... ~100 B a pixel)
-        raise ConfigError(f"{spec.origin}: {rows} x {cols} = {rows * cols} rays per scan; allowed: at most {MAX_PIXELS}")
+        fail(f"{spec.origin}: rays per scan", rows * cols, f"too many rays ({rows} x {cols})", f"at most {MAX_PIXELS}")
     az_off, origin_off = read_beam_offsets(spec, rows)
     order = row_order(vertical, spec.choice("ring_order", RING_ORDERS, "bottom_first"))
     el = vertical[order][:, None]

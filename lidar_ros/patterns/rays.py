@@ -15,6 +15,7 @@ import numpy as np
 from radarays_ros.errors import ConfigError
 from radarays_ros.world.number_table import read_number_table
 
+from ..physics._validate import fail
 from ..spec import SpecReader, check_number
 from . import Pattern, column_sequence, unit_vectors
 
@@ -32,12 +33,12 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     if spec.has("rays_deg"):
         value = spec.raw("rays_deg")
         if not isinstance(value, list) or not value:
-            raise ConfigError(f"{spec.where('rays_deg')}: expected a list of [azimuth_deg, elevation_deg] pairs")
+            fail(spec.where("rays_deg"), value, "not a non-empty list", "a list of [azimuth_deg, elevation_deg] pairs")
         pairs = []
         for i, pair in enumerate(value):
             where = f"{spec.where('rays_deg')}[{i}]"
             if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-                raise ConfigError(f"{where} = {pair!r}; expected [azimuth_deg, elevation_deg]")
+                fail(where, pair, "not a pair", "[azimuth_deg, elevation_deg]")
             pairs.append([check_number(pair[0], where, -360, 360), check_number(pair[1], where, -90, 90)])
         table = np.array(pairs)
         spec.raw("rays_file", None)
@@ -45,7 +46,7 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
         table = read_rays_file(base_dir / spec.text("rays_file"))
         spec.raw("rays_deg", None)
     if len(table) > MAX_RAYS:
-        raise ConfigError(f"{spec.origin}: {len(table)} rays; allowed: at most {MAX_RAYS}")
+        fail(f"{spec.origin}: rays", len(table), "too many rays", f"at most {MAX_RAYS}")
     az, el = np.radians(table[:, 0]), np.radians(table[:, 1])
     if np.any(np.abs(el) > np.pi / 2 + 1e-12):
         raise ConfigError(f"{spec.origin}: ray elevations must lie in [-90, 90] degrees")

@@ -32,7 +32,7 @@ import numpy as np
 from radarays_ros.errors import ConfigError
 
 from ..spec import SpecReader
-from . import Pattern, unit_vectors
+from . import Pattern, origin_pattern, unit_vectors
 
 AZIMUTH_MODES = ("rotate", "oscillate")
 
@@ -81,14 +81,5 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
         t = t0 + offsets[None, :] + delay[:, None]  # each pulse's own firing time
         return unit_vectors(*sweep_angles(t, emitters, mode, freq, span, el_min, el_max, wobble))
 
-    return Pattern(
-        directions=directions_at(0.0),
-        origins=np.zeros((emitters, cols, 3)),
-        ring=np.arange(emitters),
-        laser_index=np.arange(emitters),
-        column_times=offsets,
-        pixel_column=np.broadcast_to(np.arange(cols), (emitters, cols)).copy(),
-        beam_time_offset=delay,
-        period=1.0 / rate_hz,
-        retime=directions_at,
-    )
+    return origin_pattern(directions_at(0.0), 1.0 / rate_hz, column_times=offsets, beam_time_offset=delay,
+                          retime=directions_at)

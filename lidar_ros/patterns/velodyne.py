@@ -36,6 +36,9 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
+from radarays_ros.validate import Rule
+
+from ..physics._validate import fail
 from ..spec import SpecReader, check_number, read_yaml
 from . import Pattern, column_sequence, ring_rank
 
@@ -123,17 +126,16 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     driver.finish()
     model = None
     if exact:
-        if model_name not in DRIVER_MODELS:
-            raise ConfigError(f"{spec.where('driver.exact')} = true needs driver.model, one of "
-                              f"{', '.join(DRIVER_MODELS)} (velodyne_pointcloud reports one azimuth per block only "
-                              f"for these); got {model_name!r}")
+        if model_name not in DRIVER_MODELS:  # velodyne_pointcloud reports one azimuth per block only for these
+            Rule(str, choices=tuple(DRIVER_MODELS)).fail(spec.where("driver.model"), model_name,
+                                                         "no driver-exact mode with driver.exact true")
         model = DRIVER_MODELS[model_name]
         if model.banks == 2 and n != 64:
-            raise ConfigError(f"{spec.where('driver.model')} = {model_name!r} describes 64 lasers in two banks; "
-                              f"the calibration {calib_path} has {n}")
+            fail(spec.where("driver.model"), model_name, f"describes 64 lasers, the calibration {calib_path} has {n}",
+                 "a model of the calibration's laser count")
         if model.banks == 1 and n != 32:
-            raise ConfigError(f"{spec.where('driver.model')} = {model_name!r} describes 32 lasers; "
-                              f"the calibration {calib_path} has {n}")
+            fail(spec.where("driver.model"), model_name, f"describes 32 lasers, the calibration {calib_path} has {n}",
+                 "a model of the calibration's laser count")
         packets = math.ceil(model.packet_rate_hz / rate_hz)  # velodyne_driver: npackets per scan
         cols = packets * model.firings_per_packet
     period = 1.0 / rate_hz

@@ -49,35 +49,31 @@ from lidar_ros.sink import LAYOUTS, TOP_RING_FIRST
 from ..errors import ConfigError
 from . import messages
 
-VELODYNE_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring", "time"],
-                           "formats": ["<f4", "<f4", "<f4", "<f4", "<u2", "<f4"],
-                           "offsets": [0, 4, 8, 12, 16, 18], "itemsize": 22})
-OUSTER_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "t", "reflectivity", "ring", "ambient", "range"],
-                         "formats": ["<f4", "<f4", "<f4", "<f4", "<u4", "<u2", "<u2", "<u2", "<u4"],
-                         "offsets": [0, 4, 8, 16, 20, 24, 26, 28, 32], "itemsize": 48})
-GAZEBO_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
-                         "formats": ["<f4", "<f4", "<f4", "<f4", "<u2"],
-                         "offsets": [0, 4, 8, 16, 24], "itemsize": 32})
-GAZEBO_CPU_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
-                             "formats": ["<f4", "<f4", "<f4", "<f4", "<u2"],
-                             "offsets": [0, 4, 8, 12, 16], "itemsize": 18})
-LIVOX_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line", "timestamp"],
-                        "formats": ["<f4", "<f4", "<f4", "<f4", "u1", "u1", "<f8"],
-                        "offsets": [0, 4, 8, 12, 16, 17, 18], "itemsize": 26})
-LIVOX_XYZRTL_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line"],
-                               "formats": ["<f4", "<f4", "<f4", "<f4", "u1", "u1"],
-                               "offsets": [0, 4, 8, 12, 16, 17], "itemsize": 18})
+F4, F8, U1, U2, U4 = "<f4", "<f8", "u1", "<u2", "<u4"
+XYZ = {"x": (F4, 0), "y": (F4, 4), "z": (F4, 8)}
+
+
+def point_layout(itemsize: int, **fields: tuple[str, int]) -> np.dtype:
+    """A driver's point as a numpy dtype: field name -> (format, byte offset), `itemsize` bytes a point."""
+    fields = {**XYZ, **fields}
+    return np.dtype({"names": list(fields), "formats": [f for f, _ in fields.values()],
+                     "offsets": [o for _, o in fields.values()], "itemsize": itemsize})
+
+
+VELODYNE_DTYPE = point_layout(22, intensity=(F4, 12), ring=(U2, 16), time=(F4, 18))
+OUSTER_DTYPE = point_layout(48, intensity=(F4, 16), t=(U4, 20), reflectivity=(U2, 24), ring=(U2, 26),
+                            ambient=(U2, 28), range=(U4, 32))
+GAZEBO_DTYPE = point_layout(32, intensity=(F4, 16), ring=(U2, 24))
+GAZEBO_CPU_DTYPE = point_layout(18, intensity=(F4, 12), ring=(U2, 16))
+LIVOX_DTYPE = point_layout(26, intensity=(F4, 12), tag=(U1, 16), line=(U1, 17), timestamp=(F8, 18))
+LIVOX_XYZRTL_DTYPE = point_layout(18, intensity=(F4, 12), tag=(U1, 16), line=(U1, 17))
 # ouster-ros point_type native (ouster_ros::Point_RNG19_RFL8_SIG16_NIR16, PCL_ADD_POINT4D + EIGEN_ALIGN16)
-OUSTER_NATIVE_DTYPE = np.dtype({"names": ["x", "y", "z", "t", "ring", "range", "signal", "reflectivity", "near_ir"],
-                                "formats": ["<f4", "<f4", "<f4", "<u4", "<u2", "<u4", "<u2", "<u2", "<u2"],
-                                "offsets": [0, 4, 8, 16, 20, 24, 28, 30, 32], "itemsize": 48})
-OUSTER_XYZ_DTYPE = np.dtype({"names": ["x", "y", "z"], "formats": ["<f4"] * 3, "offsets": [0, 4, 8], "itemsize": 16})
-OUSTER_XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
-                              "offsets": [0, 4, 8, 12], "itemsize": 16})
-OUSTER_XYZIR_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"], "formats": ["<f4"] * 4 + ["<u2"],
-                               "offsets": [0, 4, 8, 16, 20], "itemsize": 32})
-XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
-                       "offsets": [0, 4, 8, 12], "itemsize": 16})
+OUSTER_NATIVE_DTYPE = point_layout(48, t=(U4, 16), ring=(U2, 20), range=(U4, 24), signal=(U2, 28),
+                                   reflectivity=(U2, 30), near_ir=(U2, 32))
+OUSTER_XYZ_DTYPE = point_layout(16)
+OUSTER_XYZI_DTYPE = point_layout(16, intensity=(F4, 12))
+OUSTER_XYZIR_DTYPE = point_layout(32, intensity=(F4, 16), ring=(U2, 20))
+XYZI_DTYPE = point_layout(16, intensity=(F4, 12))
 LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "ouster_native": OUSTER_NATIVE_DTYPE,
                  "ouster_xyz": OUSTER_XYZ_DTYPE, "ouster_xyzi": OUSTER_XYZI_DTYPE, "ouster_xyzir": OUSTER_XYZIR_DTYPE, "gazebo": GAZEBO_DTYPE,
                  "gazebo_cpu": GAZEBO_CPU_DTYPE, "livox": LIVOX_DTYPE, "livox_xyzrtl": LIVOX_XYZRTL_DTYPE,
