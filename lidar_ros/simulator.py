@@ -29,7 +29,7 @@ from radarays_ros.world.transforms import check_transform
 from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
-from .physics.echoes import form_echoes
+from .physics.echoes import Echo, form_echoes
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
 from .physics.interaction import first_trace
@@ -318,6 +318,10 @@ class LidarSimulator:
         if self._echoes:  # the beam's echoes from its sub-rays' returns
             beam = self.effects.beam
             echoes = form_echoes(ranges, rho, weights, beam.echo_separation_m, beam.return_mode)
+            if len(echoes) > 1:  # dual: only the few beams with a second echo go on (depth edges; a VLP-16
+                # frame has ~2 % of them): the surface model runs on those alone (_SparsePart)
+                second = np.flatnonzero(echoes[1].present)
+                echoes[1] = Echo(*(v[second] for v in (echoes[1].range, echoes[1].reflectivity, echoes[1].dominant)))
             beams = [hits_of_echo(hits, echo, m, ranges.shape[1], g if self._glass else None) for echo in echoes]
         if self._backscatter:
             add_backscatter(beams[0], self.effects, self._alpha, cfg.range_min, rng)
@@ -328,7 +332,9 @@ class LidarSimulator:
         gain = None if self._ray_gain is None else self._ray_gain[a:b]
         ret = self.model.apply(beams[0], None, rng, ray_bias=bias, ray_gain=gain)
         if len(beams) > 1:
-            frame.second.append((a, b, self.model.apply(beams[1], None, rng, ray_bias=bias, ray_gain=gain)))
+            frame.second.append((a, b, second, self.model.apply(
+                beams[1], None, rng, ray_bias=None if bias is None else bias[second],
+                ray_gain=None if gain is None else gain[second])))
 
         rng_out = ret.range  # NaN where there is no return (physics contract)
         keep = frame.hit[a:b]
@@ -368,7 +374,7 @@ class LidarSimulator:
         else:  # this frame's own rays (Risley patterns move from frame to frame)
             azimuth, elevation = (a.astype(np.float32).reshape(shape) for a in angles_of(frame.beam_dirs))
         fields = _LazyFields(parts, {k: v.reshape(shape) for k, v in frame.fields.items()}, shape)
-        second = self._second_scan(frame, t0_ns, azimuth, elevation) if frame.second else None
+        second = self._second_scan(frame, t0_ns, azimuth, elevation, fields) if frame.second else None
         return LidarScan(
             config=cfg,
             t0_ns=t0_ns,
@@ -388,26 +394,27 @@ class LidarSimulator:
             second=second,
         )
 
-    def _second_scan(self, frame: "_Frame", t0_ns: int, azimuth, elevation) -> LidarScan:
-        """The second echoes of a dual-return frame as a scan of their own (no cloud buffer)."""
+    def _second_scan(self, frame: "_Frame", t0_ns: int, azimuth, elevation, first_fields) -> LidarScan:
+        """The second echoes of a dual-return frame as a scan of their own (no cloud buffer). Ambient
+        light is a pixel's, not a return's: the second scan reads the first scan's."""
         cfg = self.config
         shape = (cfg.rows, cfg.cols)
         n = cfg.rows * cfg.cols
         ranges = np.full(n, np.nan, np.float32)
         parts = []
-        for a, b, ret in sorted(frame.second, key=lambda item: item[0]):
+        for a, b, beams, ret in sorted(frame.second, key=lambda item: item[0]):
             r = ret.range
             keep = (r >= cfg.range_min) & (r <= cfg.range_max)
             dropped = None if np.count_nonzero(keep) == np.count_nonzero(ret.hit) else np.flatnonzero(ret.hit & ~keep)
             if dropped is not None:
                 r[dropped] = np.nan
-            ranges[a:b] = r
-            parts.append(_Part(ret, dropped))
+            ranges[a + beams] = r
+            parts.append(_SparsePart(ret, dropped, beams, b - a))
         dist = ranges - self._offset if self._has_offset else ranges
         xyz = frame.beam_dirs_t.T * dist[:, None]
         if self._point_origins:
             xyz += self._beam_origins_t.T
-        fields = _LazyFields(parts, {}, shape)
+        fields = _LazyFields(parts, {}, shape, shared={"ouster_ambient": first_fields})
         return LidarScan(
             config=cfg, t0_ns=t0_ns, range=ranges.reshape(shape), hit=np.isfinite(ranges).reshape(shape),
             xyz=xyz.astype(np.float32).reshape(*shape, 3),
@@ -426,7 +433,7 @@ class _Frame:
         n = shape[0] * shape[1]
         self.dirs = self.dirs_t = self.rotation = self.r = self.t = None  # traced rays (sub-rays: beam-major)
         self.beam_dirs = self.beam_dirs_t = None  # the beams' nominal directions
-        self.second = []  # (a, b, Returns) of the second echoes of dual-return pieces
+        self.second = []  # (a, b, beams, Returns) of the second echoes of dual-return pieces (beams: in the piece)
         self.checked = False  # the frame's world rays are known valid (trace(checked=True))
         self.world_o = self.world_d = None  # per-pixel world rays (trajectory) instead of r, t
         self.range = np.empty(n, np.float32)
@@ -476,6 +483,27 @@ class _Part:
         return values
 
 
+class _SparsePart(_Part):
+    """The returns of the beams `beams` of a piece of `size` beams (a dual frame's second echoes): every
+    other beam reads as a miss (fields 0, ground truth missing)."""
+
+    def __init__(self, ret, dropped: np.ndarray | None, beams: np.ndarray, size: int):
+        super().__init__(ret, dropped)
+        self.beams, self.size = beams, size
+
+    def field(self, name: str) -> np.ndarray:
+        values = super().field(name)
+        out = np.zeros((self.size, *values.shape[1:]), values.dtype)
+        out[self.beams] = values
+        return out
+
+    def truth(self, name: str, missing) -> np.ndarray:
+        values = super().truth(name, missing)
+        out = np.full((self.size, *values.shape[1:]), missing, values.dtype)
+        out[self.beams] = values
+        return out
+
+
 class _LazyFields(Mapping):
     """The physics model's intensity fields of one frame: the ones computed with the frame, the others
     on first access (joined from the frame's pieces).
@@ -485,12 +513,15 @@ class _LazyFields(Mapping):
 
     NAMES = ("reflectivity", "velodyne_intensity", "ouster_reflectivity", "ouster_signal", "ouster_ambient")
 
-    def __init__(self, parts, done: dict, shape):
+    def __init__(self, parts, done: dict, shape, shared: Mapping | None = None):
         self._parts, self._shape, self._done = parts, shape, dict(done)
+        self._shared = dict(shared or {})  # name -> the fields of another scan of the same pixels that hold it
 
     def __getitem__(self, name):
         if name not in self.NAMES:
             raise KeyError(name)
+        if name in self._shared:
+            return self._shared[name][name]
         if name not in self._done:
             values = [p.field(name) for p in self._parts]
             joined = values[0] if len(values) == 1 else np.concatenate(values)

@@ -38,6 +38,18 @@ class Echo:
         return np.isfinite(self.range)
 
 
+def argmax_rows(a: np.ndarray) -> np.ndarray:
+    """np.argmax(a, axis=0) of a (K, N) array (ties: the first row), as K − 1 row comparisons: numpy's
+    argmax along the short axis walks N columns of K elements one by one (measured 1.7x slower for
+    K = 4, N = 14400)."""
+    best = a[0].copy()
+    index = np.zeros(a.shape[1], np.intp)
+    for i in range(1, a.shape[0]):
+        index[a[i] > best] = i
+        np.maximum(best, a[i], out=best)
+    return index
+
+
 def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separation: float, mode: str) -> list[Echo]:
     """The echoes a beam reports: [echo] or, for 'dual', [strongest, second].
 
@@ -46,22 +58,27 @@ def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separa
     here sub-ray by sub-ray over contiguous (N,) columns; only the others (depth edges) are sorted.
     """
     n, k = ranges.shape
-    r = np.ascontiguousarray(np.asarray(ranges, np.float32).T)  # (K, N): one contiguous row per sub-ray
-    part = np.asarray(rho, np.float32).T * np.asarray(weights, np.float32)[:, None]  # w_i ρ_i
+    # (K, N): one contiguous row per sub-ray, so every sum over a beam's sub-rays is K row additions
+    # (measured: half the time of the (N, K) reductions and their temporaries, a VLP-16 frame of 4 sub-rays)
+    r = np.ascontiguousarray(np.asarray(ranges, np.float32).T)
     hit = np.isfinite(r)
-    part = np.where(hit, part, np.float32(0.0))
-    safe = np.where(hit, np.maximum(r, np.float32(MIN_RANGE)), np.float32(1.0))
-    power = part / (safe * safe)  # w_i ρ_i / r_i²
+    r_hit = np.where(hit, r, np.float32(0.0))  # ranges, 0 for misses
+    part = np.asarray(rho, np.float32).T * np.asarray(weights, np.float32)[:, None]  # w_i ρ_i
+    part *= hit
+    square = np.maximum(r_hit, np.float32(MIN_RANGE))  # misses: any positive number (their part is 0)
+    square *= square
+    power = np.divide(part, square, out=square)  # w_i ρ_i / r_i²
     if mode == "mixed" or k == 1:
         single = np.ones(n, bool)
-    else:
-        near = np.min(r, axis=0)
-        far = np.max(np.where(hit, r, np.float32(-np.inf)), axis=0)
-        single = ~(far - near > separation)  # also the beams without any return (-inf - inf)
+    else:  # ranges are positive: the farthest hit is the largest of r_hit, 0 when none
+        single = ~(r_hit.max(axis=0) - r.min(axis=0) > separation)  # no return at all: 0 - inf
     strength = power.sum(axis=0)
-    echo = Echo(np.where(strength > 0, (power * np.where(hit, r, np.float32(0.0))).sum(axis=0)
-                         / np.where(strength > 0, strength, np.float32(1.0)), np.float32(np.inf)).astype(np.float32),
-                part.sum(axis=0), np.arange(n) * k + np.argmax(np.where(hit, power, np.float32(-1.0)), axis=0))
+    seen = strength > 0
+    weighted = (power * r_hit).sum(axis=0)
+    np.divide(weighted, strength, out=weighted, where=seen)
+    weighted[~seen] = np.inf
+    power[~hit] = -1.0  # the dominant sub-ray is a hit one
+    echo = Echo(weighted, part.sum(axis=0), np.arange(n) * k + argmax_rows(power))
     echo.range[~hit.any(axis=0)] = np.inf
     out = [echo] if mode != "dual" else [echo, Echo(np.full(n, np.inf, np.float32), np.zeros(n, np.float32),
                                                    np.arange(n) * k)]
