@@ -91,6 +91,10 @@ def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separa
     return out
 
 
+SLOTS_OF_MODE = {"strongest": ("top",), "mixed": ("top",), "first": ("first",), "last": ("last",),
+                 "dual": ("top", "second", "last")}
+
+
 def _grouped(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separation: float, mode: str) -> list[Echo]:
     """form_echoes for any beams: sub-returns sorted by range, grouped where gaps exceed `separation`.
 
@@ -110,10 +114,14 @@ def _grouped(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separatio
     # the open echo
     s_, m_, p_, best, dom, label = zero.copy(), zero.copy(), zero.copy(), np.full(n, -1.0, np.float32), sub[0].copy(), np.zeros(n, np.int64)
     count = np.zeros(n, np.int64)  # closed echoes so far
+    # only the slots the mode reports are kept (each costs masked writes per closing echo)
+    needed = SLOTS_OF_MODE[mode]
     slots = {name: [np.full(n, np.inf, np.float32), zero.copy(), np.arange(n) * k, np.full(n, -1.0, np.float32),
                     np.full(n, -1, np.int64)] for name in ("first", "last", "top", "second")}
 
     def put(slot, mask, values):
+        if slot not in needed:
+            return
         for target, value in zip(slots[slot], values):
             target[mask] = value[mask] if np.ndim(value) else value
 
@@ -125,13 +133,16 @@ def _grouped(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separatio
         with np.errstate(invalid="ignore", divide="ignore"):
             rng = np.where(s_ > 0, m_ / np.where(s_ > 0, s_, np.float32(1.0)), np.float32(np.inf)).astype(np.float32)
         values = (rng, p_.copy(), dom.copy(), s_.copy(), label.copy())
-        put("first", done & (count == 0), values)
+        if "first" in needed:
+            put("first", done & (count == 0), values)
         put("last", done, values)
-        stronger = done & (s_ > slots["top"][3])
-        runner_up = done & ~stronger & (s_ > slots["second"][3])
-        put("second", stronger, tuple(v.copy() for v in slots["top"]))
-        put("top", stronger, values)
-        put("second", runner_up, values)
+        if "top" in needed:
+            stronger = done & (s_ > slots["top"][3])
+            if "second" in needed:
+                runner_up = done & ~stronger & (s_ > slots["second"][3])
+                put("second", stronger, tuple(v.copy() for v in slots["top"]))
+                put("second", runner_up, values)
+            put("top", stronger, values)
         count[done] += 1
 
     def add(i, mask):
