@@ -157,7 +157,7 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
     range_max = rng.number("max", 100.0, 0.0, 1e6, lo_open=True)
     rng.finish()
     if range_max <= range_min:
-        raise ConfigError(f"{origin}: range.max = {range_max} must exceed range.min = {range_min}")
+        fail(f"{origin}: range.max", range_max, f"not above range.min = {range_min:g}", f"({range_min:g}, 1000000]")
     layout = reader.choice("layout", LAYOUTS, DEFAULT_LAYOUT.get(kind, "xyzi"))
     organized = reader.boolean("organized", True)
     time_reference = reader.choice("time_reference", TIME_REFERENCES, "last")

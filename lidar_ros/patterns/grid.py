@@ -55,7 +55,8 @@ def row_order(elevation: np.ndarray, ring_order: str) -> np.ndarray:
 def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     vertical = read_axis(spec.sub("vertical", required=True), max_count=1024)
     if np.any(np.abs(vertical) > np.pi / 2 + 1e-12):
-        raise ConfigError(f"{spec.origin}: vertical angles must lie in [-90, 90] degrees (elevation)")
+        fail(f"{spec.origin}: vertical", np.degrees(vertical).round(6).tolist(), "an elevation beyond ±90 degrees",
+             "angles in [-90, 90] degrees")
     horizontal = read_axis(spec.sub("horizontal", required=True))
     rows, cols = len(vertical), len(horizontal)
     if rows * cols > MAX_PIXELS:  # before the per-pixel arrays (directions, origins... ~100 B a pixel)

@@ -49,12 +49,14 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
         fail(f"{spec.origin}: rays", len(table), "too many rays", f"at most {MAX_RAYS}")
     az, el = np.radians(table[:, 0]), np.radians(table[:, 1])
     if np.any(np.abs(el) > np.pi / 2 + 1e-12):
-        raise ConfigError(f"{spec.origin}: ray elevations must lie in [-90, 90] degrees")
+        fail(f"{spec.origin}: rays", np.degrees(el[np.abs(el) > np.pi / 2]).tolist(), "elevations beyond ±90 degrees",
+             "elevations in [-90, 90] degrees")
     n = len(table)
     period = 1.0 / rate_hz
     times = table[:, 2] if table.shape[1] == 3 else column_sequence(n, period)
     if np.any(times < 0) or np.any(times > period):
-        raise ConfigError(f"{spec.origin}: ray times must lie in [0, {period}] s (one period at rate_hz)")
+        fail(f"{spec.origin}: ray times", times[(times < 0) | (times > period)].tolist(), "outside one period",
+             f"[0, {period:g}] s (one period at rate_hz)")
     return Pattern(
         directions=unit_vectors(az, el)[None],
         origins=np.zeros((1, n, 3)),

@@ -23,6 +23,7 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
+from ..physics._validate import fail
 from ..spec import SpecReader
 from . import Pattern, origin_pattern
 
@@ -82,7 +83,8 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     pulse_rate = spec.number("pulse_rate_hz", lo=1.0, hi=10_000_000)
     cols = int(round(pulse_rate / rate_hz))
     if cols < 1:
-        raise ConfigError(f"{spec.where('pulse_rate_hz')} = {pulse_rate} gives no pulse per frame at rate_hz = {rate_hz}")
+        fail(spec.where("pulse_rate_hz"), pulse_rate, f"no pulse per frame at rate_hz = {rate_hz:g}",
+             f"at least rate_hz = {rate_hz:g}")
     offsets = np.arange(cols) / pulse_rate
 
     def directions_at(t0: float) -> np.ndarray:

@@ -29,8 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from radarays_ros.errors import ConfigError
-
+from ..physics._validate import fail
 from ..spec import SpecReader
 from . import Pattern, origin_pattern, unit_vectors
 
@@ -66,12 +65,12 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     wobble = el.number("wobble_hz", lo=0.01, hi=100000)
     el.finish()
     if el_max <= el_min:
-        raise ConfigError(f"{spec.where('elevation.max_deg')} = {np.degrees(el_max):g} must exceed "
-                          f"elevation.min_deg = {np.degrees(el_min):g}")
+        fail(spec.where("elevation.max_deg"), float(np.degrees(el_max)),
+             f"not above elevation.min_deg = {np.degrees(el_min):g}", f"({np.degrees(el_min):g}, 89.0]")
     cols = int(round(pulse_rate / emitters / rate_hz))
     if cols < 1:
-        raise ConfigError(f"{spec.where('pulse_rate_hz')} = {pulse_rate} gives no pulse per emitter per frame "
-                          f"at rate_hz = {rate_hz}")
+        fail(spec.where("pulse_rate_hz"), pulse_rate, f"no pulse per emitter per frame at rate_hz = {rate_hz:g}",
+             f"at least emitters x rate_hz = {emitters * rate_hz:g}")
     # round-robin: emitter k fires k/pulse_rate after the column's first pulse
     column_period = emitters / pulse_rate
     offsets = np.arange(cols) * column_period
