@@ -144,8 +144,8 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     laser_ids = np.arange(n)
     offset = ((laser_ids // simultaneous) % sequence) * interval
     if offset.max() >= period / cols:
-        fail(spec.where("firing"), f"{offset.max() * 1e6:.1f} us a sequence", "longer than one column",
-             f"at most {period / cols * 1e6:.1f} us ({rate_hz:g} Hz x {cols} columns)")
+        fail(f"{spec.where('firing')} sequence (us)", round(float(offset.max()) * 1e6, 1), "longer than one column",
+             f"at most {period / cols * 1e6:.1f} ({rate_hz:g} Hz x {cols} columns)")
     col_times = column_sequence(cols, period) if model is None else np.arange(cols) / firing_rate
     vert = cal["vert_correction"][laser_of_row][:, None]
     rot = cal["rot_correction"][laser_of_row][:, None]
