@@ -22,7 +22,9 @@ the same datasheet family (the range limits of our presets); HDL-64E S2 datashee
 (lidar_models.md; no false-positive figure: Ouster's is used); Livox Mid-360 specs 40 m @ 10 %, 70 m @ 80 %
 (100 klx, false alarm < 0.01 %); Livox HAP user manual table 1.2.1: 150 m @ 10 % (100 klx, false alarm
 0.01 %). Ouster Rev 6/7 datasheets quote their ranges at > 90 % detection probability; that figure is used
-for every line. Ambient (near_ir) counts have no public figure and are not calibrated here.
+for every line. Ambient (near_ir) counts have no public figure and are not calibrated here. (The OS1
+presets' detection-limit pair says 45 m @ 10 %, without a stated revision; the calibration keeps the
+rev 05 figures it cites — K would be 4 % higher with 45 m.)
 """
 from __future__ import annotations
 
