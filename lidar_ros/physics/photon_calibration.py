@@ -24,7 +24,7 @@ the same datasheet family (the range limits of our presets); HDL-64E S2 datashee
 0.01 %). Ouster Rev 6/7 datasheets quote their ranges at > 90 % detection probability; that figure is used
 for every line. Ambient (near_ir) counts have no public figure and are not calibrated here. (The OS1
 presets' detection-limit pair says 45 m @ 10 %, without a stated revision; the calibration keeps the
-rev 05 figures it cites — K would be 4 % higher with 45 m.)
+rev 05 figures it cites — K grows with r₁₀ in the geometric mean: 12.5 % higher with 45 m.)
 """
 from __future__ import annotations
 
