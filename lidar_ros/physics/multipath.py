@@ -4,8 +4,9 @@ A ToF camera floods its whole field of view, so a pixel looking at a point P rec
 return (camera → P → camera, path 2·r_P), light that first lit another surface point Q and reached P from
 there (camera → Q → P → camera, path L = r_Q + |QP| + r_P ≥ 2·r_P). In a concave corner the other wall is
 such a Q for every pixel, and the pixel's range reads long — the corner bias of ToF cameras (Fuchs,
-"Multipath interference compensation in time-of-flight camera images", ICPR 2010, Eq. 3–5; Jiménez et al.
-2014 treat the same one-bounce Lambertian model).
+"Multipath interference compensation in time-of-flight camera images", ICPR 2010; Jiménez et al.
+2014, "Modeling and correction of multipath interference in time of flight cameras", treat the same
+one-bounce Lambertian model).
 
 Lambertian radiometry with a point emitter of intensity I at the camera: a patch Q seen under solid angle
 Ω_Q at range r_Q has area A = Ω_Q·r_Q²/cos θ_Q,in and receives E_Q = I·cos θ_Q,in / r_Q², so it radiates

@@ -2,7 +2,7 @@
 
 From the snowfall rate S (mm/h) with the empirical power law used for optical links (Kaushal & Kaddoum,
 "Optical Communication in Space: Challenges and Mitigation Techniques", IEEE Commun. Surveys & Tutorials
-19(1), 2017, Sec. III-B, snow attenuation):
+19(1), 2017, the snow attenuation of their atmospheric-channel section):
 
     α_dB = a·S^b  (dB/km),   dry snow: a = 5.42·10⁻⁵·λ + 5.4958776, b = 1.38
                              wet snow: a = 1.023·10⁻⁴·λ + 3.7855466, b = 0.72      (λ in nm)
