@@ -16,15 +16,15 @@ profile reports on misses), the same for every line, so the lines differ only by
 (K ∝ r²). Worked number, OS1: B = 3 → T = 12 (P_fa = 7·10⁻⁵), S_L = 13.6 photons; pairs 40 m @ 10 %,
 120 m @ 80 % → K = 13.6·√((40²/0.1)·(120²/0.8)) = 2.31·10⁵.
 
-Sources of the figures (PRODUCT_LINES): Ouster OS1 datasheet (rev 05: 0.8–120 m @ 80 %, 0.8–40 m @ 10 %
-Lambertian, 100 klx sunlight, false positive rate 1/10,000), OS0 (50 m @ 80 %) and OS2 (240 m @ 80 %) from
+Sources of the figures (PRODUCT_LINES): Ouster OS1 datasheet (the 850 nm generation: 0.8–120 m @ 80 %,
+0.8–40 m @ 10 % Lambertian, 100 klx sunlight, false positive rate 1/10,000), OS0 (50 m @ 80 %) and OS2 (240 m @ 80 %) from
 the same datasheet family (the range limits of our presets); HDL-64E S2 datasheet 50 m @ 10 %, 120 m @ 80 %
 (lidar_models.md; no false-positive figure: Ouster's is used); Livox Mid-360 specs 40 m @ 10 %, 70 m @ 80 %
 (100 klx, false alarm < 0.01 %); Livox HAP user manual table 1.2.1: 150 m @ 10 % (100 klx, false alarm
 0.01 %). Ouster Rev 6/7 datasheets quote their ranges at > 90 % detection probability; that figure is used
 for every line. Ambient (near_ir) counts have no public figure and are not calibrated here. (The OS1
 presets' detection-limit pair says 45 m @ 10 %, without a stated revision; the calibration keeps the
-rev 05 figures it cites — K grows with r₁₀ in the geometric mean: 12.5 % higher with 45 m.)
+datasheet figures it cites — K grows with r₁₀ in the geometric mean: 12.5 % higher with 45 m.)
 """
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ class ProductLine:
 
 PRODUCT_LINES = {
     "OS0": ProductLine(((0.80, 50.0),), source="Ouster OS0 datasheet: 50 m @ 80 %"),
-    "OS1": ProductLine(((0.10, 40.0), (0.80, 120.0)), source="Ouster OS1 datasheet rev 05: 40 m @ 10 %, 120 m @ 80 %"),
+    "OS1": ProductLine(((0.10, 40.0), (0.80, 120.0)),
+                       source="Ouster OS1 datasheet (850 nm generation): 40 m @ 10 %, 120 m @ 80 %"),
     "OS2": ProductLine(((0.80, 240.0),), source="Ouster OS2 datasheet: 240 m @ 80 %"),
     "HDL-64E": ProductLine(((0.10, 50.0), (0.80, 120.0)), source="Velodyne HDL-64E S2 datasheet (lidar_models.md)"),
     "Mid-360": ProductLine(((0.10, 40.0), (0.80, 70.0)), source="Livox Mid-360 specs, 100 klx, false alarm < 0.01 %"),
