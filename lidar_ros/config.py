@@ -3,7 +3,7 @@
 A sensor file is YAML with a `type` and the keys of that type (see lidar_ros/patterns/*), plus the
 keys every sensor has:
 
-    type: spherical | velodyne | ouster | rays | planar | risley | mirror | cone | depth_camera
+    type: spherical | velodyne | ouster | rays | planar | risley | sweep | mirror | cone | depth_camera
     rate_hz: 10                  # scans per second
     range: {min: 0.1, max: 100}  # metres; hits nearer than min are not seen (rays start there, as in
                                  # Gazebo's gpu_lidar), farther than max are misses
@@ -35,9 +35,12 @@ import numpy as np
 from radarays_ros.errors import ConfigError
 from radarays_ros.resources import find_shipped, shipped_names
 
-from .patterns import Pattern, angles_of, cone, depth_camera, grid, mirror, ouster, planar, rays, risley, velodyne
+from .patterns import (Pattern, angles_of, cone, depth_camera, grid, mirror, ouster, planar, rays, risley, sweep,
+                       velodyne)
 from .physics import NoiseConfig, SurfaceConfig
 from .physics.effects_config import EffectsConfig
+from .physics._validate import fail
+from .physics.photon_calibration import BACKGROUND_PHOTONS
 from .sink import LAYOUTS
 from .spec import SpecReader, read_yaml, set_dotted
 
@@ -49,11 +52,13 @@ BUILDERS: dict[str, Callable[[SpecReader, Path, float], Pattern]] = {
     "rays": rays.build,
     "planar": planar.build,
     "risley": risley.build,
+    "sweep": sweep.build,
     "mirror": mirror.build,
     "cone": cone.build,
     "depth_camera": depth_camera.build,
 }
-DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gazebo", "planar": "xyzi", "risley": "livox"}
+DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gazebo", "planar": "xyzi", "risley": "livox",
+                  "sweep": "livox"}
 INTENSITY_FIELDS = ("reflectivity", "velodyne_intensity", "ouster_signal", "ouster_reflectivity")
 DEFAULT_INTENSITY = {"velodyne": "velodyne_intensity", "ouster": "ouster_signal"}
 TIME_REFERENCES = ("last", "first")
@@ -111,6 +116,11 @@ class LidarConfig:
     point_transform: np.ndarray = field(default_factory=lambda: np.eye(4))
     ray_frame_id: str | None = None
     retime: Callable[[float], np.ndarray] | None = field(default=None, repr=False)
+    # driver-exact reporting (patterns/velodyne.py): points along point_directions from point_origins instead
+    # of the traced rays, and the driver's stamp, times and rows (DriverTable); None: the physical rays
+    point_directions: np.ndarray | None = field(default=None, repr=False)
+    point_origins: np.ndarray | None = field(default=None, repr=False)
+    driver: object | None = field(default=None, repr=False)
     derived: dict = field(default_factory=dict, repr=False)  # outputs' per-pixel tables computed from `time` once
 
     @property
@@ -147,7 +157,7 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
     range_max = rng.number("max", 100.0, 0.0, 1e6, lo_open=True)
     rng.finish()
     if range_max <= range_min:
-        raise ConfigError(f"{origin}: range.max = {range_max} must exceed range.min = {range_min}")
+        fail(f"{origin}: range.max", range_max, f"not above range.min = {range_min:g}", f"({range_min:g}, 1000000]")
     layout = reader.choice("layout", LAYOUTS, DEFAULT_LAYOUT.get(kind, "xyzi"))
     organized = reader.boolean("organized", True)
     time_reference = reader.choice("time_reference", TIME_REFERENCES, "last")
@@ -161,6 +171,12 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
 
     pattern = BUILDERS[kind](reader, base_dir, rate_hz)
     reader.finish(COMMON_KEYS)
+    if effects.tof.multipath and kind != "depth_camera":
+        fail(f"{origin}: tof.multipath", True, f"needs a flood-lit camera, this sensor is type {kind}",
+             "true for type depth_camera only")
+    if pattern.driver is not None and effects.beam.dual:
+        fail(f"{origin}: beam.return_mode", "dual", "driver.exact models single-return packets only",
+             "strongest, last, first or mixed with driver.exact true")
     frame_id = frame_id or pattern.point_frame_id or "lidar"
     return _from_pattern(pattern, dict(
         name=str(spec.get("name") or Path(origin).stem), kind=kind, origin=origin, spec=copy.deepcopy(dict(spec)),
@@ -202,6 +218,9 @@ def _from_pattern(p: Pattern, fields: dict) -> LidarConfig:
         ray_frame_id=p.ray_frame_id,
         period=float(p.period),
         retime=p.retime,
+        point_directions=None if p.point_directions is None else _readonly(p.point_directions, np.float32),
+        point_origins=None if p.point_origins is None else _readonly(p.point_origins, np.float32),
+        driver=p.driver,
         **fields,
     )
 
@@ -266,7 +285,7 @@ def _product_line_defaults(prod_line: str, beams: int) -> dict:
 REALISTIC = {
     "beam.sub_rays": 4, "beam.return_mode": "strongest",
     "detection.model": "snr", "detection.snr_at_limit": 4.0, "detection.dropout_probability": 0.003,
-    "signal.poisson": True, "signal.noise_floor": 3.0, "signal.ambient_model": "sun", "signal.row_gain_sigma": 0.05,
+    "signal.poisson": True, "signal.noise_floor": BACKGROUND_PHOTONS, "signal.ambient_model": "sun", "signal.row_gain_sigma": 0.05,
     "surface.ambient_level": 2000.0, "surface.ambient_sky": 600.0,
 }
 DEFAULT_DIVERGENCE_MRAD = 3.0  # where a sensor file states none (typical of spinning lidars, lidar_models.md)

@@ -104,9 +104,11 @@ class LidarScan:
         return float(self.time.max())
 
     def stamp_ns(self, reference: str | None = None) -> int:
-        """Header stamp: the last firing (Velodyne default) or the first ('first'), in ns."""
+        """Header stamp: the last firing (Velodyne default; the last packet in driver-exact mode) or the
+        first ('first'), in ns."""
         reference = reference or self.config.time_reference
-        offset = self.last_firing_s if reference == "last" else float(self.time.min())
+        driver = self.config.driver  # driver-exact velodyne: the last packet's stamp (its first firing)
+        offset = (self.last_firing_s if driver is None else driver.stamp_s) if reference == "last" else float(self.time.min())
         return int(self.t0_ns + round(offset * 1e9))
 
     def arrays(self) -> dict[str, np.ndarray]:

@@ -29,11 +29,12 @@ from radarays_ros.world.transforms import check_transform
 from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
-from .physics.echoes import form_echoes
+from .physics.echoes import Echo, form_echoes
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
 from .physics.interaction import first_trace
-from .physics.weather import extinction_per_m, two_way_transmission
+from .physics.multipath import multipath_bias, patch_stride
+from .physics.weather import two_way_transmission, weather_extinction_per_m
 from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
 from .scan import LidarScan
 from .sink import FrameSink, SinkFactory
@@ -97,7 +98,7 @@ class LidarSimulator:
         self._glass = config.effects.glass.specular
         self._echoes = self._k > 1 or beam.dual or self._glass
         weather = config.effects.weather
-        self._alpha = extinction_per_m(weather.fog_visibility_km, weather.rain_rate_mm_h, weather.wavelength_nm)
+        self._alpha = weather_extinction_per_m(weather)
         # particle echoes need a finite sensitivity to be weighed against (with model 'none' every one would be seen)
         self._backscatter = weather.backscatter and self._alpha > 0 and config.surface.model != "none"
         self.materials = LidarMaterials.from_library(scene.materials)
@@ -126,20 +127,24 @@ class LidarSimulator:
         self._tmin = max(config.range_min - max_off, 0.0)
         self._tmax = config.range_max - min_off
         self._eager = tuple(f for f in LAYOUT_FIELDS.get(config.layout, ()) if f != config.intensity_field)
+        self._multipath = config.effects.tof.multipath  # a whole-frame step: ranges change after the pieces
         # the driver cloud written in place, where the sink allows (pieces are then whole rows)
-        self._cloud = None if sink is None else sink(config, [a for a, _ in self._pieces])
+        self._cloud = None if sink is None or self._multipath else sink(config, [a for a, _ in self._pieces])
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
-        # the beams' nominal rays in the frame points are reported in: points lie on them
-        beam_origins = config.origins.reshape(n, 3)
+        # the beams' nominal rays in the frame points are reported in: points lie on them (a driver-exact
+        # pattern reports them along the driver's rays, e.g. velodyne_pointcloud's block azimuth)
+        traced_beams = beam_dirs
+        if config.point_directions is not None:
+            beam_dirs = config.point_directions.reshape(n, 3)
+        beam_origins = (config.origins if config.point_origins is None else config.point_origins).reshape(n, 3)
         m = np.asarray(config.point_transform, np.float64)
         if not np.array_equal(m, np.eye(4)):  # e.g. Ouster os_sensor rays, os_lidar points
             beam_dirs = (beam_dirs @ m[:3, :3].T).astype(np.float32)
             beam_origins = (beam_origins @ m[:3, :3].T + m[:3, 3]).astype(np.float32)
         self._point_origins = bool(np.any(beam_origins))  # points = origin + range * direction
-        self._beam_dirs_t = self._dirs_t if k == 1 and beam_dirs is config.directions.reshape(n, 3) else \
-            np.ascontiguousarray(beam_dirs.T)
+        self._beam_dirs_t = self._dirs_t if k == 1 and beam_dirs is traced_beams else np.ascontiguousarray(beam_dirs.T)
         self._beam_origins_t = np.ascontiguousarray(beam_origins.T)
         # world-ray buffers, reused every frame (the tracer copies what it keeps); hence the lock
         self._world_o = np.empty((n * k, 3), np.float32)
@@ -191,9 +196,43 @@ class LidarSimulator:
         first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
         parts = self._each_piece(jobs, lambda k, a, b: self._surface_piece(
             frame, rngs[k], (origins[a * m:b * m], dirs[a * m:b * m], first.span(a * m, b * m)), a, b))
+        if self._multipath:
+            self._add_multipath(frame, parts)
         if frame.cloud is not None:
             self._cloud.done(frame.cloud)
         return self._scan(frame, t0_ns, parts)
+
+    def _add_multipath(self, frame: "_Frame", parts: list) -> None:
+        """Depth cameras: every return's range biased by one diffuse bounce off the rest of the frame
+        (physics/multipath.py), computed in the camera frame from the frame's hits, normals and albedos."""
+        cfg = self.config
+        n = cfg.rows * cfg.cols
+        hit = np.flatnonzero(frame.hit)
+        if len(hit) < 2:
+            return
+        truth = _GroundTruth(parts, (n,))
+        rotation = np.asarray(frame.rotation)
+        rotation = rotation[0] if rotation.ndim == 3 else rotation  # a camera exposes every pixel at once
+        normals = truth("normal_world").reshape(n, 3)[hit].astype(np.float64) @ rotation  # world -> camera
+        cos_direct = truth("cos_incidence").reshape(n)[hit].astype(np.float64)
+        albedo = _LazyFields(parts, {}, (n,))["reflectivity"][hit] / np.maximum(cos_direct, 1e-3)
+        beams = cfg.directions.reshape(n, 3).astype(np.float64)
+        ranges = frame.range[hit].astype(np.float64)
+        points = beams[hit] * ranges[:, None] + cfg.origins.reshape(n, 3)[hit]
+        # emitting patches: a grid of the camera's pixels, each standing for stride² pixels of solid angle
+        # d_forward³ / (fx·fy) (a pinhole pixel's solid angle)
+        stride = patch_stride((cfg.rows, cfg.cols), self.effects.tof.multipath_patches)
+        grid = np.zeros((cfg.rows, cfg.cols), bool)
+        grid[stride // 2::stride, stride // 2::stride] = True
+        sources = np.flatnonzero(grid.reshape(n)[hit])
+        info = cfg.planar_info
+        solid_angle = beams[hit[sources], 0] ** 3 / (info["fx"] * info["fy"]) * stride**2
+        weights = albedo[sources] * solid_angle / np.pi
+        tof = self.effects.tof
+        frequency = tof.frequencies_mhz[0] * 1e6 if tof.mode == "cw" else 0.0
+        bias = multipath_bias(points, normals, ranges, cos_direct, sources, weights, frequency).astype(np.float32)
+        frame.range[hit] += bias
+        frame.xyz[hit] += bias[:, None] * frame.beam_dirs_t.T[hit]
 
     def _spread(self, beam_dirs: np.ndarray) -> np.ndarray:
         beam = self.effects.beam
@@ -279,6 +318,10 @@ class LidarSimulator:
         if self._echoes:  # the beam's echoes from its sub-rays' returns
             beam = self.effects.beam
             echoes = form_echoes(ranges, rho, weights, beam.echo_separation_m, beam.return_mode)
+            if len(echoes) > 1:  # dual: only the few beams with a second echo go on (depth edges; a VLP-16
+                # frame has ~2 % of them): the surface model runs on those alone (_SparsePart)
+                second = np.flatnonzero(echoes[1].present)
+                echoes[1] = Echo(*(v[second] for v in (echoes[1].range, echoes[1].reflectivity, echoes[1].dominant)))
             beams = [hits_of_echo(hits, echo, m, ranges.shape[1], g if self._glass else None) for echo in echoes]
         if self._backscatter:
             add_backscatter(beams[0], self.effects, self._alpha, cfg.range_min, rng)
@@ -289,7 +332,9 @@ class LidarSimulator:
         gain = None if self._ray_gain is None else self._ray_gain[a:b]
         ret = self.model.apply(beams[0], None, rng, ray_bias=bias, ray_gain=gain)
         if len(beams) > 1:
-            frame.second.append((a, b, self.model.apply(beams[1], None, rng, ray_bias=bias, ray_gain=gain)))
+            frame.second.append((a, b, second, self.model.apply(
+                beams[1], None, rng, ray_bias=None if bias is None else bias[second],
+                ray_gain=None if gain is None else gain[second])))
         return self._write_returns(frame, ret, a, b)
 
     def _write_returns(self, frame: "_Frame", ret, a: int, b: int) -> "_Part":
@@ -334,7 +379,7 @@ class LidarSimulator:
         else:  # this frame's own rays (Risley patterns move from frame to frame)
             azimuth, elevation = (a.astype(np.float32).reshape(shape) for a in angles_of(frame.beam_dirs))
         fields = _LazyFields(parts, {k: v.reshape(shape) for k, v in frame.fields.items()}, shape)
-        second = self._second_scan(frame, t0_ns, azimuth, elevation) if frame.second else None
+        second = self._second_scan(frame, t0_ns, azimuth, elevation, fields) if frame.second else None
         return LidarScan(
             config=cfg,
             t0_ns=t0_ns,
@@ -354,26 +399,27 @@ class LidarSimulator:
             second=second,
         )
 
-    def _second_scan(self, frame: "_Frame", t0_ns: int, azimuth, elevation) -> LidarScan:
-        """The second echoes of a dual-return frame as a scan of their own (no cloud buffer)."""
+    def _second_scan(self, frame: "_Frame", t0_ns: int, azimuth, elevation, first_fields) -> LidarScan:
+        """The second echoes of a dual-return frame as a scan of their own (no cloud buffer). Ambient
+        light is a pixel's, not a return's: the second scan reads the first scan's."""
         cfg = self.config
         shape = (cfg.rows, cfg.cols)
         n = cfg.rows * cfg.cols
         ranges = np.full(n, np.nan, np.float32)
         parts = []
-        for a, b, ret in sorted(frame.second, key=lambda item: item[0]):
+        for a, b, beams, ret in sorted(frame.second, key=lambda item: item[0]):
             r = ret.range
             keep = (r >= cfg.range_min) & (r <= cfg.range_max)
             dropped = None if np.count_nonzero(keep) == np.count_nonzero(ret.hit) else np.flatnonzero(ret.hit & ~keep)
             if dropped is not None:
                 r[dropped] = np.nan
-            ranges[a:b] = r
-            parts.append(_Part(ret, dropped))
+            ranges[a + beams] = r
+            parts.append(_SparsePart(ret, dropped, beams, b - a))
         dist = ranges - self._offset if self._has_offset else ranges
         xyz = frame.beam_dirs_t.T * dist[:, None]
         if self._point_origins:
             xyz += self._beam_origins_t.T
-        fields = _LazyFields(parts, {}, shape)
+        fields = _LazyFields(parts, {}, shape, shared={"ouster_ambient": first_fields})
         return LidarScan(
             config=cfg, t0_ns=t0_ns, range=ranges.reshape(shape), hit=np.isfinite(ranges).reshape(shape),
             xyz=xyz.astype(np.float32).reshape(*shape, 3),
@@ -392,7 +438,7 @@ class _Frame:
         n = shape[0] * shape[1]
         self.dirs = self.dirs_t = self.rotation = self.r = self.t = None  # traced rays (sub-rays: beam-major)
         self.beam_dirs = self.beam_dirs_t = None  # the beams' nominal directions
-        self.second = []  # (a, b, Returns) of the second echoes of dual-return pieces
+        self.second = []  # (a, b, beams, Returns) of the second echoes of dual-return pieces (beams: in the piece)
         self.checked = False  # the frame's world rays are known valid (trace(checked=True))
         self.world_o = self.world_d = None  # per-pixel world rays (trajectory) instead of r, t
         self.range = np.empty(n, np.float32)
@@ -442,6 +488,27 @@ class _Part:
         return values
 
 
+class _SparsePart(_Part):
+    """The returns of the beams `beams` of a piece of `size` beams (a dual frame's second echoes): every
+    other beam reads as a miss (fields 0, ground truth missing)."""
+
+    def __init__(self, ret, dropped: np.ndarray | None, beams: np.ndarray, size: int):
+        super().__init__(ret, dropped)
+        self.beams, self.size = beams, size
+
+    def field(self, name: str) -> np.ndarray:
+        values = super().field(name)
+        out = np.zeros((self.size, *values.shape[1:]), values.dtype)
+        out[self.beams] = values
+        return out
+
+    def truth(self, name: str, missing) -> np.ndarray:
+        values = super().truth(name, missing)
+        out = np.full((self.size, *values.shape[1:]), missing, values.dtype)
+        out[self.beams] = values
+        return out
+
+
 class _LazyFields(Mapping):
     """The physics model's intensity fields of one frame: the ones computed with the frame, the others
     on first access (joined from the frame's pieces).
@@ -451,12 +518,15 @@ class _LazyFields(Mapping):
 
     NAMES = ("reflectivity", "velodyne_intensity", "ouster_reflectivity", "ouster_signal", "ouster_ambient")
 
-    def __init__(self, parts, done: dict, shape):
+    def __init__(self, parts, done: dict, shape, shared: Mapping | None = None):
         self._parts, self._shape, self._done = parts, shape, dict(done)
+        self._shared = dict(shared or {})  # name -> the fields of another scan of the same pixels that hold it
 
     def __getitem__(self, name):
         if name not in self.NAMES:
             raise KeyError(name)
+        if name in self._shared:
+            return self._shared[name][name]
         if name not in self._done:
             values = [p.field(name) for p in self._parts]
             joined = values[0] if len(values) == 1 else np.concatenate(values)

@@ -5,13 +5,15 @@ rejects the keys nobody asked for, so a typo is an error instead of a silently i
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from radarays_ros import config_file
 from radarays_ros.config_file import parse_scalar
 from radarays_ros.errors import ConfigError
+from radarays_ros.validate import Rule
+
+from .physics._validate import fail
 
 _REQUIRED = object()
 
@@ -22,13 +24,17 @@ def read_yaml(path: str | Path, what: str = "sensor file") -> Any:
 
 
 class SpecReader:
-    """Typed, checked access to one mapping of a sensor spec (`where` = 'file: key.path')."""
+    """Typed, checked access to one mapping of a sensor spec (`where` = 'file: key.path').
+
+    Every error is in the package's one rule vocabulary (radarays_ros.validate.Rule):
+    `file: key = value: problem, allowed ...`."""
 
     def __init__(self, data: Any, origin: str, prefix: str = ""):
         if data is None:
             data = {}
         if not isinstance(data, Mapping):
-            raise ConfigError(f"{origin}: {prefix.rstrip('.') or 'top level'} must be a mapping, got {type(data).__name__}")
+            fail(f"{origin}: {prefix.rstrip('.') or 'top level'}", type(data).__name__, "not a mapping",
+                 "a mapping of keys")
         self.data = dict(data)
         self.origin = origin
         self.prefix = prefix
@@ -44,49 +50,43 @@ class SpecReader:
         self._used.add(key)
         if key not in self.data or self.data[key] is None:
             if default is _REQUIRED:
-                raise ConfigError(f"{self.where(key)} is required")
+                fail(self.where(key), None, "a value is required", "a value for this key")
             return default
         return self.data[key]
+
+    def checked(self, key: str, rule: Rule, default: Any = _REQUIRED) -> Any:
+        """The value of `key` checked by `rule` (a missing key gives `default` unchecked)."""
+        value = self.raw(key, default)
+        if value is default and default is not _REQUIRED:
+            return value
+        return rule.check(value, self.where(key))
 
     def number(self, key: str, default: Any = _REQUIRED, lo: float | None = None, hi: float | None = None,
                integer: bool = False, lo_open: bool = False) -> Any:
         """A finite number in [lo, hi] ((lo, hi] with lo_open); integer=True demands a whole number."""
-        value = self.raw(key, default)
-        if value is default and default is not _REQUIRED:
-            return value
-        return check_number(value, self.where(key), lo, hi, integer, lo_open)
+        return self.checked(key, Rule(int if integer else float, lo, hi, lo_open=lo_open), default)
 
     def choice(self, key: str, options: Iterable[str], default: Any = _REQUIRED) -> Any:
-        options = list(options)
-        value = self.raw(key, default)
-        if value is default and default is not _REQUIRED:
-            return value
-        if value not in options:
-            raise ConfigError(f"{self.where(key)} = {value!r}; allowed: {', '.join(map(str, options))}")
-        return value
+        return self.checked(key, Rule(str, choices=tuple(options)), default)
 
     def boolean(self, key: str, default: Any = _REQUIRED) -> bool:
-        value = self.raw(key, default)
-        if not isinstance(value, bool):
-            raise ConfigError(f"{self.where(key)} = {value!r}; allowed: true, false")
-        return value
+        return self.checked(key, Rule(bool), default)
 
     def text(self, key: str, default: Any = _REQUIRED) -> str:
-        value = self.raw(key, default)
-        if not isinstance(value, str):
-            raise ConfigError(f"{self.where(key)} = {value!r}; expected a string")
-        return value
+        return self.checked(key, Rule(str), default)
 
     def numbers(self, key: str, default: Any = _REQUIRED, length: int | None = None, lo: float | None = None,
                 hi: float | None = None) -> Any:
         value = self.raw(key, default)
         if value is default and default is not _REQUIRED:
             return value
+        rule = Rule(float, lo, hi)
+        count = "a list of numbers" if length is None else f"a list of {length} numbers"
         if not isinstance(value, (list, tuple)) or not value:
-            raise ConfigError(f"{self.where(key)}: expected a non-empty list of numbers")
+            fail(self.where(key), value, "not a non-empty list", f"{count} in {rule.allowed()}")
         if length is not None and len(value) != length:
-            raise ConfigError(f"{self.where(key)}: expected {length} numbers, got {len(value)}")
-        return [check_number(v, f"{self.where(key)}[{i}]", lo, hi) for i, v in enumerate(value)]
+            fail(self.where(key), value, f"{len(value)} numbers", f"{count} in {rule.allowed()}")
+        return [rule.check(v, f"{self.where(key)}[{i}]") for i, v in enumerate(value)]
 
     def sub(self, key: str, required: bool = False) -> "SpecReader":
         value = self.raw(key, _REQUIRED if required else {})
@@ -97,35 +97,13 @@ class SpecReader:
         allowed = self._used | set(also_allowed)
         unknown = sorted(set(self.data) - allowed)
         if unknown:
-            raise ConfigError(f"{self.where(unknown[0])}: unknown key; allowed here: {', '.join(sorted(allowed))}")
+            Rule(str, choices=tuple(sorted(allowed))).fail(self.where(unknown[0]), self.data[unknown[0]], "unknown key")
 
 
 def check_number(value: Any, where: str, lo: float | None = None, hi: float | None = None,
                  integer: bool = False, lo_open: bool = False) -> Any:
-    """Validate one number; the error names `where` and the allowed range."""
-    allowed = _range_text(lo, hi, integer, lo_open)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{where} = {value!r}; expected {allowed}")
-    if not math.isfinite(float(value)):
-        raise ConfigError(f"{where} = {value!r}; expected a finite number ({allowed})")
-    if integer:
-        if float(value) != int(value):
-            raise ConfigError(f"{where} = {value!r}; expected {allowed}")
-        value = int(value)
-    if (lo is not None and (value <= lo if lo_open else value < lo)) or (hi is not None and value > hi):
-        raise ConfigError(f"{where} = {value!r} is out of range; allowed: {allowed}")
-    return value
-
-
-def _range_text(lo, hi, integer, lo_open) -> str:
-    kind = "an integer" if integer else "a number"
-    if lo is not None and hi is not None:
-        return f"{kind} in {'(' if lo_open else '['}{lo}, {hi}]"
-    if lo is not None:
-        return f"{kind} {'>' if lo_open else '>='} {lo}"
-    if hi is not None:
-        return f"{kind} <= {hi}"
-    return kind
+    """Validate one number; the error names `where`, the value and the allowed range."""
+    return Rule(int if integer else float, lo, hi, lo_open=lo_open).check(value, where)
 
 
 def set_dotted(spec: dict, dotted: str, value: Any) -> dict:

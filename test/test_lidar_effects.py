@@ -489,3 +489,53 @@ def test_echo_formation_matches_a_plain_per_beam_reference(mode):
             assert echo.range[beam] == pytest.approx(ref[0], rel=1e-5)
             assert echo.reflectivity[beam] == pytest.approx(ref[1], rel=1e-5)
             assert echo.dominant[beam] == beam * k + ref[2]
+
+
+# -- snow -----------------------------------------------------------------------------------------------
+def test_snow_extinction_follows_the_optical_power_law_and_koschmieder():
+    """Kaushal & Kaddoum 2017: α = a·S^b dB/km, dry a = 5.42e-5·λ + 5.4958776, b = 1.38; wet a = 1.023e-4·λ +
+    3.7855466, b = 0.72; 1 dB = ln(10)/10 nepers. Visibility in snow: α = 3.912/V."""
+    from lidar_ros.physics.snow import snow_extinction_per_m, snow_visibility_extinction_per_m
+
+    dry = (5.42e-5 * 905 + 5.4958776) * 5.0**1.38 * np.log(10) / 10 / 1000
+    wet = (1.023e-4 * 1550 + 3.7855466) * 2.0**0.72 * np.log(10) / 10 / 1000
+    assert snow_extinction_per_m(5.0, "dry", 905) == pytest.approx(dry, rel=1e-12)
+    assert dry == pytest.approx(0.0118, abs=1e-4)  # the module's worked number
+    assert snow_extinction_per_m(2.0, "wet", 1550) == pytest.approx(wet, rel=1e-12)
+    assert snow_extinction_per_m(0.0, "dry", 905) == 0.0
+    assert snow_visibility_extinction_per_m(0.5) == pytest.approx(3.912 / 500)
+
+
+@pytest.mark.parametrize("snow, alpha", [
+    ({"snow_rate_mm_h": 5.0}, (5.42e-5 * 905 + 5.4958776) * 5.0**1.38 * np.log(10) / 10 / 1000),
+    ({"snow_rate_mm_h": 5.0, "snow_type": "wet"}, (1.023e-4 * 905 + 3.7855466) * 5.0**0.72 * np.log(10) / 10 / 1000),
+    ({"snow_visibility_km": 0.3}, 3.912 / 300),
+])
+def test_snow_weakens_returns_by_two_way_beer_lambert(wall, snow, alpha):
+    scene, backend = wall
+    clear = LidarSimulator(sensor(), scene, backend).simulate(np.eye(4))
+    snowy = LidarSimulator(sensor(weather={**snow, "backscatter": False}), scene, backend).simulate(np.eye(4))
+    both = clear.hit & snowy.hit
+    assert both.sum() > 1000 and np.array_equal(clear.hit, snowy.hit)  # no detection limit: all still seen
+    ratio = snowy.fields["reflectivity"][both] / clear.fields["reflectivity"][both]
+    np.testing.assert_allclose(ratio, np.exp(-2 * alpha * clear.range[both]), rtol=1e-4)
+
+
+def test_snow_gives_particle_returns_near_the_sensor_and_loses_far_surfaces():
+    """With a detection limit, falling snow adds false returns before the wall (particle backscatter) and
+    thins the far wall out (two-way loss); clear air gives neither."""
+    scene, backend = box_scene(("wall", [0.2, 300, 300], 25.1))
+    limit = {"surface": {"model": "root2", "limits": [[0.10, 20.0], [0.80, 60.0]]}}  # concrete (0.3): ~36 m
+    clear = LidarSimulator(sensor(**limit), scene, backend).simulate(np.eye(4))
+    snowy = LidarSimulator(sensor(**limit, weather={"snow_visibility_km": 0.2}), scene, backend).simulate(np.eye(4))
+    near = lambda s: (s.hit & (s.range < 20.0)).sum()  # noqa: E731
+    far = lambda s: (s.hit & (s.range > 24.9)).sum()  # noqa: E731
+    assert near(clear) == 0 and near(snowy) > 20
+    assert far(clear) > 1000 and far(snowy) < 0.5 * far(clear)
+
+
+def test_snow_rate_and_visibility_together_are_refused():
+    with pytest.raises(ConfigError, match="snow_rate_mm_h or as snow_visibility_km"):
+        sensor(weather={"snow_rate_mm_h": 1.0, "snow_visibility_km": 1.0})
+    with pytest.raises(ConfigError, match="snow_type"):
+        sensor(weather={"snow_rate_mm_h": 1.0, "snow_type": "slush"})

@@ -219,7 +219,7 @@ def test_retroreflector_survives_a_range_where_diffuse_targets_vanish():
     ({"class": "mirror", "specular": 1.5}, "specular", "[0, 1]"),
     ({"class": "general", "gain": 10}, "gain", "class retroreflective"),
     ({"class": "retroreflective", "gain": 0.5}, "gain", "[1, 10000]"),
-    ({"colour": "red"}, "colour", "allowed: class, reflectivity"),
+    ({"colour": "red"}, "colour", "allowed one of class, reflectivity"),
 ])
 def test_bad_lidar_material_is_rejected_with_file_material_key_and_allowed_values(lidar, key, allowed):
     lib = MaterialLibrary.from_dict({"materials": {"paint": {"lidar": lidar}}}, origin="world/mats.yaml")

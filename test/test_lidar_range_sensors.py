@@ -10,6 +10,8 @@ from rosbags.typesys import Stores, get_typestore
 
 from lidar_ros import LidarSimulator, load_sensor
 from radarays_ros.cli import main
+from radarays_ros.errors import ConfigError
+from radarays_ros.io.lidar_clouds import depth_image
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
@@ -172,3 +174,87 @@ def test_a_unit_places_an_ouster_by_its_point_frame():
         ahead = scan.hit & (np.abs(scan.xyz[..., 1]) < 0.5) & (scan.xyz[..., 0] > 0)
         assert ahead.sum() > 20
         np.testing.assert_allclose(scan.xyz[..., 0][ahead], 4.0, atol=1e-3)
+
+
+# -- multipath in a concave corner (lidar_ros/physics/multipath.py) --------------------------------------
+def corner_scene():
+    """Wall A: the plane x = 3 for y <= 1; wall B: the plane y = 1 for x <= 3; a concave corner at (3, 1)."""
+    scene = Scene()
+    for name, size, xyz in (("a", [0.2, 4.0, 6.0], (3.1, -1.0, 0.0)), ("b", [3.0, 0.2, 6.0], (1.5, 1.1, 0.0))):
+        box = trimesh.creation.box(size)
+        scene.add_entity(name, TriMesh(box.vertices, box.faces), pose_to_matrix(*xyz), material="concrete")
+    return scene, make_backend("embree", scene, threads=2)
+
+
+def hand_corner_bias(u: float, v: float, fx: float, fy: float, cx: float, cy: float, width: int, height: int,
+                     albedo: float = 0.3, step: float = 0.005) -> float:
+    """The one-bounce mean-path bias of pixel (u, v) on wall A, integrated over wall B's area by hand:
+    dA at Q gets E = I·cosθ_in/|Q|², radiates ρ/π of it, lights P with cosθ_Q·cosθ_P/|PQ|² dA, relative to
+    the direct light I·cosθ_P,dir/r_P²; bias = Σ w·(|Q| + |PQ| − r_P)/2 / (1 + Σ w)."""
+    d = np.array([1.0, -(u - cx) / fx, -(v - cy) / fy])
+    d /= np.linalg.norm(d)
+    r_p = 3.0 / d[0]
+    p = r_p * d
+    x, z = np.meshgrid(np.arange(step / 2, 3.0, step), np.arange(-3.0 + step / 2, 3.0, step), indexing="ij")
+    q = np.stack([x, np.ones_like(x), z], -1).reshape(-1, 3)
+    # lit (and seen) only inside the camera's image
+    pu, pv = cx - fx * q[:, 1] / q[:, 0], cy - fy * q[:, 2] / q[:, 0]
+    q = q[(pu >= -0.5) & (pu <= width - 0.5) & (pv >= -0.5) & (pv <= height - 0.5)]
+    dist_q = np.linalg.norm(q, axis=1)
+    pq = np.linalg.norm(p - q, axis=1)
+    cos_in = 1.0 / dist_q  # wall B's normal is -y, Q at y = 1
+    cos_q = (1.0 - p[1]) / pq
+    cos_p = (3.0 - q[:, 0]) / pq  # wall A's normal is -x
+    w = albedo / np.pi * cos_in / dist_q**2 * cos_q * cos_p / pq**2 * r_p**2 / d[0] * step * step
+    excess = dist_q + pq - r_p
+    return float(0.5 * (w * excess).sum() / (1.0 + w.sum()))
+
+
+def test_a_concave_corner_reads_long_by_the_one_bounce_bias():
+    scene, backend = corner_scene()
+    base = {"noise": {}, "tof.multipath_patches": 1024}
+    clean = LidarSimulator(load_sensor("ToF-camera-320x240", {"noise": {}}), scene, backend).simulate(np.eye(4))
+    cfg = load_sensor("ToF-camera-320x240", {**base, "tof.multipath": True})
+    biased = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    info = cfg.planar_info
+    assert np.array_equal(clean.hit, biased.hit) and clean.hit.all()
+    bias = (biased.range - clean.range).astype(np.float64)
+    assert (bias > 0).all()  # every pixel of a concave corner reads long
+    # wall A is seen right of the corner's column (u = cx − fx·tan(atan(1/3)) ≈ 83); a few cm of bias at most,
+    # largest some way from the corner: nearer, the bounce is stronger but its extra path shorter
+    for u in (130, 160, 200, 280, 319):
+        expected = hand_corner_bias(u, 120, info["fx"], info["fy"], info["cx"], info["cy"], cfg.cols, cfg.rows)
+        assert bias[120, u] == pytest.approx(expected, rel=0.04), u
+    assert 0.005 < bias[120, 160] < 0.03
+    # the depth image carries it: depth = range · d_x
+    depth = depth_image(biased)
+    np.testing.assert_allclose(depth[120, 160], biased.range[120, 160] * cfg.directions[120, 160, 0], rtol=1e-6)
+
+
+def test_a_flat_wall_has_no_multipath_and_the_cw_phasor_matches_its_formula():
+    from lidar_ros.physics.multipath import multipath_bias
+
+    scene = Scene()
+    box = trimesh.creation.box([0.2, 20.0, 20.0])
+    scene.add_entity("wall", TriMesh(box.vertices, box.faces), pose_to_matrix(3.1, 0, 0), material="concrete")
+    backend = make_backend("embree", scene, threads=2)
+    cfg = load_sensor("ToF-camera-320x240", {"noise": {}, "tof.multipath": True})
+    flat = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    plain = LidarSimulator(load_sensor("ToF-camera-320x240", {"noise": {}}), scene, backend).simulate(np.eye(4))
+    np.testing.assert_array_equal(flat.range, plain.range)  # coplanar points do not light each other
+    # two facing points: the CW range is the phase of 1 + w·e^{ik(L - 2r)} over 2k
+    points = np.array([[3.0, 0.0, 0.0], [2.0, 1.0, 0.0]])
+    normals = np.array([[-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+    ranges = np.linalg.norm(points, axis=1)
+    cos_direct = np.array([1.0, 1.0 / ranges[1]])
+    f = 20e6
+    got = multipath_bias(points, normals, ranges, cos_direct, np.array([1]), np.array([0.01]), f)
+    pq = np.linalg.norm(points[0] - points[1])
+    cos_q = (points[0] - points[1]) @ normals[1] / pq  # Q = point 1 faces P
+    cos_p = (points[1] - points[0]) @ normals[0] / pq
+    w = 0.01 * cos_q * cos_p / pq**2 * ranges[0] ** 2
+    k = 2 * np.pi * f / 299_792_458.0
+    expected = np.angle(1 + w * np.exp(1j * k * (ranges[1] + pq - ranges[0]))) / (2 * k)
+    assert got[0] == pytest.approx(expected, rel=1e-9) and got[0] > 0
+    with pytest.raises(ConfigError, match="tof.multipath"):
+        load_sensor("VLP-16", {"tof.multipath": True})

@@ -366,7 +366,7 @@ def test_bad_sensor_files(tmp_path):
     with pytest.raises(ConfigError, match="bad.yaml.*not valid YAML"):
         load_sensor(bad)
     bad.write_text("type: laser\n")
-    with pytest.raises(ConfigError, match="type = 'laser'; allowed: cone, depth_camera, mirror, ouster, planar, rays, risley, spherical, velodyne"):
+    with pytest.raises(ConfigError, match="type = 'laser': not a choice, allowed one of cone, depth_camera, mirror, ouster, planar, rays, risley, spherical, sweep, velodyne"):
         load_sensor(bad)
     bad.write_text("type: spherical\nvertical: {angles_deg: [0, 100]}\nhorizontal: {min_deg: 0, step_deg: 1, count: 3}\n")
     with pytest.raises(ConfigError, match=r"bad.yaml: vertical.*\[-90, 90\]"):
@@ -377,7 +377,7 @@ def test_bad_sensor_files(tmp_path):
         load_sensor(js)
     calib = tmp_path / "calib.yaml"
     calib.write_text("lasers:\n- {laser_id: 0, vert_correction: 3.0}\n")
-    with pytest.raises(ConfigError, match=r"calib.yaml: lasers\[0\].vert_correction = 3.0 is out of range"):
+    with pytest.raises(ConfigError, match=r"calib.yaml: lasers\[0\].vert_correction = 3.0: out of range, allowed"):
         load_sensor(calib)
 
 
@@ -451,7 +451,7 @@ def test_fov_and_resolution_form_of_a_generic_sensor(tmp_path):
     assert (cfg.rows, cfg.cols) == (16, 1800)
     np.testing.assert_allclose(cfg.elevation, example.elevation, atol=1e-6)
     np.testing.assert_allclose(cfg.azimuth, example.azimuth, atol=1e-5)
-    with pytest.raises(ConfigError, match="resolution_deg = 0.7 does not divide fov_deg = 30"):
+    with pytest.raises(ConfigError, match="resolution_deg = 0.7: does not divide fov_deg = 30"):
         build_config({"type": "spherical", "vertical": {"fov_deg": 30, "resolution_deg": 0.7},
                       "horizontal": {"fov_deg": 360, "resolution_deg": 1}}, "t", tmp_path)
 

@@ -8,7 +8,7 @@ frame; its module recomputes the table for each frame's start time.
 Each sensor type has its own module with `build(spec, base_dir) -> Pattern`:
 velodyne (ros-drivers calibration YAML), ouster (sensor metadata JSON), grid (generic FOV +
 resolution or angle arrays), rays (explicit azimuth/elevation pairs), planar (2D scanners),
-risley (Livox prisms), mirror (Ibeo LUX rotating mirror).
+risley (Livox prisms), sweep (Livox HAP, Mid-360), mirror (Ibeo LUX rotating mirror).
 """
 from __future__ import annotations
 
@@ -39,6 +39,11 @@ class Pattern:
     point_transform: np.ndarray | None = None
     point_frame_id: str | None = None
     ray_frame_id: str | None = None
+    # where the driver places each pixel's point when that differs from its traced ray (velodyne driver-exact:
+    # the block azimuth), (R, C, 3) unit directions and origins; None: along the traced ray
+    point_directions: np.ndarray | None = None
+    point_origins: np.ndarray | None = None
+    driver: object | None = None  # a driver's own reporting conventions (velodyne.DriverTable) or None
 
     def __post_init__(self):
         rows, cols = self.directions.shape[:2]
@@ -80,3 +85,28 @@ def ring_rank(elevation: np.ndarray, top_first: bool = False) -> np.ndarray:
 def column_sequence(cols: int, period: float) -> np.ndarray:
     """Firing times of `cols` columns spread evenly over one period."""
     return np.arange(cols) * (period / cols)
+
+
+def origin_pattern(directions: np.ndarray, period: float, column_times: np.ndarray | None = None,
+                   beam_time_offset: np.ndarray | None = None, one_laser: bool = False, **extra) -> Pattern:
+    """A Pattern whose rays all leave the sensor origin, rows numbered in order (ring = row).
+
+    column_times: firing time of each column (None: every ray fires at once, one measurement column);
+    beam_time_offset: each row's delay inside its column (default 0); one_laser: every row is the same
+    emitter (a camera, a cone ranger: one per-laser bias), else row r is laser r."""
+    rows, cols = directions.shape[:2]
+    if column_times is None:
+        column_times, pixel_column = np.zeros(1), np.zeros((rows, cols), np.int64)
+    else:
+        pixel_column = np.broadcast_to(np.arange(cols), (rows, cols)).copy()
+    return Pattern(
+        directions=directions,
+        origins=np.zeros((rows, cols, 3)),
+        ring=np.arange(rows),
+        laser_index=np.zeros(rows, np.int64) if one_laser else np.arange(rows),
+        column_times=column_times,
+        pixel_column=pixel_column,
+        beam_time_offset=np.zeros(rows) if beam_time_offset is None else beam_time_offset,
+        period=period,
+        **extra,
+    )

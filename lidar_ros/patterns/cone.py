@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..spec import SpecReader
-from . import Pattern
+from . import Pattern, origin_pattern
 
 RADIATION = ("ultrasound", "infrared")
 
@@ -41,17 +41,5 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     rings = spec.number("rings", 8, 1, 256, integer=True)
     per_ring = spec.number("per_ring", 32, 3, 1024, integer=True)
     spec.choice("radiation", RADIATION, "ultrasound")
-    directions = cone_directions(fov_h, fov_v, rings, per_ring)
-    rows, cols = directions.shape[:2]
-    period = 1.0 / rate_hz
-    return Pattern(
-        directions=directions,
-        origins=np.zeros((rows, cols, 3)),
-        ring=np.arange(rows),
-        laser_index=np.zeros(rows, np.int64),
-        column_times=np.zeros(1),
-        pixel_column=np.zeros((rows, cols), np.int64),
-        beam_time_offset=np.zeros(rows),
-        period=period,
-        planar={"fov_h": float(fov_h), "fov_v": float(fov_v)},
-    )
+    return origin_pattern(cone_directions(fov_h, fov_v, rings, per_ring), 1.0 / rate_hz, one_laser=True,
+                          planar={"fov_h": float(fov_h), "fov_v": float(fov_v)})

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..spec import SpecReader
-from . import Pattern
+from . import Pattern, origin_pattern
 
 ENCODINGS = ("32FC1", "16UC1")
 
@@ -52,17 +52,8 @@ def pixel_directions(width: int, height: int, fx: float, fy: float, cx: float, c
 
 def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     width, height, fx, fy, cx, cy = intrinsics(spec)
-    directions = pixel_directions(width, height, fx, fy, cx, cy)
-    period = 1.0 / rate_hz
-    return Pattern(
-        directions=directions,
-        origins=np.zeros((height, width, 3)),
-        ring=np.arange(height),
-        laser_index=np.zeros(height, np.int64),
-        column_times=np.zeros(1),
-        pixel_column=np.zeros((height, width), np.int64),
-        beam_time_offset=np.zeros(height),
-        period=period,
+    return origin_pattern(
+        pixel_directions(width, height, fx, fy, cx, cy), 1.0 / rate_hz, one_laser=True,
         planar={"fx": fx, "fy": fy, "cx": cx, "cy": cy},
         point_transform=OPTICAL_FROM_SENSOR,  # points and depth in the optical frame (REP-103 `_optical`)
         point_frame_id="camera_depth_optical_frame",

@@ -18,6 +18,7 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
+from ..physics._validate import fail
 from ..spec import SpecReader
 from . import Pattern, column_sequence, ring_rank, unit_vectors
 from .axis import read_axis
@@ -54,11 +55,12 @@ def row_order(elevation: np.ndarray, ring_order: str) -> np.ndarray:
 def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     vertical = read_axis(spec.sub("vertical", required=True), max_count=1024)
     if np.any(np.abs(vertical) > np.pi / 2 + 1e-12):
-        raise ConfigError(f"{spec.origin}: vertical angles must lie in [-90, 90] degrees (elevation)")
+        fail(f"{spec.origin}: vertical", np.degrees(vertical).round(6).tolist(), "an elevation beyond ±90 degrees",
+             "angles in [-90, 90] degrees")
     horizontal = read_axis(spec.sub("horizontal", required=True))
     rows, cols = len(vertical), len(horizontal)
     if rows * cols > MAX_PIXELS:  # before the per-pixel arrays (directions, origins... ~100 B a pixel)
-        raise ConfigError(f"{spec.origin}: {rows} x {cols} = {rows * cols} rays per scan; allowed: at most {MAX_PIXELS}")
+        fail(f"{spec.origin}: rays per scan", rows * cols, f"too many rays ({rows} x {cols})", f"at most {MAX_PIXELS}")
     az_off, origin_off = read_beam_offsets(spec, rows)
     order = row_order(vertical, spec.choice("ring_order", RING_ORDERS, "bottom_first"))
     el = vertical[order][:, None]

@@ -21,6 +21,9 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
+from radarays_ros.validate import Rule
+
+from ..physics._validate import fail
 from ..spec import SpecReader, check_number
 from . import Pattern, column_sequence
 
@@ -87,7 +90,7 @@ def _lidar_mode(value, where: str) -> tuple[int, float] | None:
         return None
     cols, sep, rate = str(value).partition("x")
     if not (sep and cols.isdigit() and rate.isdigit()):
-        raise ConfigError(f"{where}: lidar_mode {value!r}; allowed: COLUMNSxRATE, e.g. 1024x10")
+        fail(f"{where}: lidar_mode", value, "not COLUMNSxRATE", "COLUMNSxRATE, e.g. 1024x10")
     return int(cols), float(rate)
 
 
@@ -105,14 +108,11 @@ def destagger_shifts(azimuth_deg: np.ndarray, cols: int) -> np.ndarray:
 
 def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     meta = read_metadata(base_dir / spec.text("metadata"))
-    cols = spec.number("columns", 1024, integer=True)
-    if cols not in COLUMNS:
-        raise ConfigError(f"{spec.where('columns')} = {cols}; allowed: {', '.join(map(str, COLUMNS))}")
-    if rate_hz not in RATES_HZ:
-        raise ConfigError(f"{spec.origin}: rate_hz = {rate_hz}; allowed: {', '.join(map(str, RATES_HZ))}")
+    cols = spec.checked("columns", Rule(int, choices=tuple(COLUMNS)), 1024)
+    Rule(float, choices=tuple(RATES_HZ)).check(rate_hz, f"{spec.origin}: rate_hz")
     if cols * rate_hz > MAX_COLUMNS_PER_SECOND:
-        raise ConfigError(f"{spec.where('columns')} = {cols} at rate_hz = {rate_hz} is not an Ouster mode; "
-                          f"allowed: 512x10, 1024x10, 2048x10, 512x20, 1024x20")
+        fail(spec.where("columns"), cols, f"not an Ouster mode at rate_hz = {rate_hz:g}",
+             "512x10, 1024x10, 2048x10, 512x20, 1024x20")
     stride = spec.number("beam_stride", 1, 1, 8, integer=True)
     alt = np.radians(meta["altitude_deg"][::stride])
     az_deg = meta["azimuth_deg"][::stride]

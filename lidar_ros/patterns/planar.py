@@ -16,6 +16,7 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
+from ..physics._validate import fail
 from ..spec import SpecReader
 from . import Pattern, unit_vectors
 from .axis import read_axis
@@ -49,7 +50,8 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
         angles = read_axis(spec.sub("angles"))
         spec.raw("steps_file", None)
     if len(angles) > 1 and np.any(np.diff(angles) <= 0):
-        raise ConfigError(f"{spec.where('angles')}: angles must increase (counter-clockwise scan)")
+        fail(spec.where("angles"), np.degrees(angles).round(6).tolist(), "not increasing",
+             "strictly increasing angles (a counter-clockwise scan)")
     increment = float(np.mean(np.diff(angles))) if len(angles) > 1 else 0.0
     default_steps = int(round(2 * np.pi / increment)) if increment > 0 else len(angles)
     steps = spec.number("steps_per_revolution", default_steps, len(angles), 1_000_000, integer=True)

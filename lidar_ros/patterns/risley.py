@@ -23,8 +23,9 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
+from ..physics._validate import fail
 from ..spec import SpecReader
-from . import Pattern
+from . import Pattern, origin_pattern
 
 AXIS = np.array([0.0, 1.0, 0.0])  # optical axis in the parameter file's frame
 _E1, _E2 = np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
@@ -82,22 +83,12 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     pulse_rate = spec.number("pulse_rate_hz", lo=1.0, hi=10_000_000)
     cols = int(round(pulse_rate / rate_hz))
     if cols < 1:
-        raise ConfigError(f"{spec.where('pulse_rate_hz')} = {pulse_rate} gives no pulse per frame at rate_hz = {rate_hz}")
+        fail(spec.where("pulse_rate_hz"), pulse_rate, f"no pulse per frame at rate_hz = {rate_hz:g}",
+             f"at least rate_hz = {rate_hz:g}")
     offsets = np.arange(cols) / pulse_rate
-    rows = len(incident)
 
     def directions_at(t0: float) -> np.ndarray:
         d = prism_directions(incident, prisms, n_air, t0 + offsets)
         return d @ _HELIOS_TO_SENSOR.T
 
-    return Pattern(
-        directions=directions_at(0.0),
-        origins=np.zeros((rows, cols, 3)),
-        ring=np.arange(rows),
-        laser_index=np.arange(rows),
-        column_times=offsets,
-        pixel_column=np.broadcast_to(np.arange(cols), (rows, cols)).copy(),
-        beam_time_offset=np.zeros(rows),
-        period=1.0 / rate_hz,
-        retime=directions_at,
-    )
+    return origin_pattern(directions_at(0.0), 1.0 / rate_hz, column_times=offsets, retime=directions_at)

@@ -22,13 +22,10 @@ Example (a sensor file's `surface:` and `noise:` parts)::
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from radarays_ros.errors import ConfigError
-
-from ._validate import check_keys, choice, number
+from ._validate import CheckedConfig, choice, fail, number
 
 DETECTION_MODELS = ("none", "linear", "root2", "root3", "root4", "log", "blensor")
 BIAS_DISTRIBUTIONS = ("gaussian", "laplace")
@@ -36,7 +33,7 @@ HDL64E_LIMITS = ((0.10, 50.0), (0.80, 120.0))  # HDL-64E S2 datasheet (LiMOX §4
 
 
 @dataclass(frozen=True)
-class SurfaceConfig:
+class SurfaceConfig(CheckedConfig):
     """Range–reflectivity detection limit (detection.py) and intensity scales (intensity.py).
 
     model: detection limit form; 'none' keeps every hit.
@@ -53,32 +50,24 @@ class SurfaceConfig:
     ambient_level: float = 300.0
     ambient_sky: float = 50.0
 
-    def __post_init__(self):
-        _settle(self, self._checked(dataclasses.asdict(self), type(self).__name__))
+    RULES = dict(model=choice(*DETECTION_MODELS), signal_scale=number(0.0, 1e12),
+                 retro_full_scale=number(1.0, 1e6, low_open=True), ambient_level=number(0.0, 65535.0),
+                 ambient_sky=number(0.0, 65535.0))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None, where: str = "surface") -> "SurfaceConfig":
-        """Validated config from a mapping; errors name `where`, the key and the allowed values."""
-        data = check_keys(data, [f.name for f in dataclasses.fields(cls)], where)
-        return cls(**cls._checked({**dataclasses.asdict(cls()), **data}, where))
+    def _more(cls, values: dict[str, Any], where: str) -> dict[str, Any]:
+        return {**values, "limits": _limits(values["limits"], f"{where}.limits")}
 
-    @staticmethod
-    def _checked(v: Mapping[str, Any], where: str) -> dict[str, Any]:
-        return dict(
-            model=choice(v["model"], "model", where, DETECTION_MODELS),
-            limits=_limits(v["limits"], where),
-            signal_scale=number(v["signal_scale"], "signal_scale", where, 0.0, 1e12),
-            retro_full_scale=number(v["retro_full_scale"], "retro_full_scale", where, 1.0, 1e6, low_open=True),
-            ambient_level=number(v["ambient_level"], "ambient_level", where, 0.0, 65535.0),
-            ambient_sky=number(v["ambient_sky"], "ambient_sky", where, 0.0, 65535.0),
-        )
+    @classmethod
+    def from_dict(cls, data, where: str = "surface") -> "SurfaceConfig":
+        return super().from_dict(data, where)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "limits": [list(p) for p in self.limits]}
+        return {**super().to_dict(), "limits": [list(p) for p in self.limits]}
 
 
 @dataclass(frozen=True)
-class NoiseConfig:
+class NoiseConfig(CheckedConfig):
     """Range noise, all off by default (noise.py). Every σ is a standard deviation in metres (angular: rad)."""
 
     bias_distribution: str = "gaussian"
@@ -91,25 +80,13 @@ class NoiseConfig:
     resolution: float = 0.0
     angular_sigma: float = 0.0
 
-    def __post_init__(self):
-        _settle(self, self._checked(dataclasses.asdict(self), type(self).__name__))
+    RULES = dict(bias_distribution=choice(*BIAS_DISTRIBUTIONS), bias_sigma=number(0.0, 10.0), sigma=number(0.0, 10.0),
+                 relative_sigma=number(0.0, 1.0), relative_exponent=number(0.0, 4.0), dust_probability=number(0.0, 1.0),
+                 dust_min_range=number(0.0, 1e4), resolution=number(0.0, 10.0), angular_sigma=number(0.0, 0.1))
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None, where: str = "noise") -> "NoiseConfig":
-        """Validated config from a mapping; errors name `where`, the key and the allowed values."""
-        data = check_keys(data, [f.name for f in dataclasses.fields(cls)], where)
-        return cls(**cls._checked({**dataclasses.asdict(cls()), **data}, where))
-
-    @staticmethod
-    def _checked(v: Mapping[str, Any], where: str) -> dict[str, Any]:
-        highs = dict(bias_sigma=10.0, sigma=10.0, relative_sigma=1.0, relative_exponent=4.0, dust_probability=1.0,
-                     dust_min_range=1e4, resolution=10.0, angular_sigma=0.1)
-        checked = {key: number(v[key], key, where, 0.0, high) for key, high in highs.items()}
-        checked["bias_distribution"] = choice(v["bias_distribution"], "bias_distribution", where, BIAS_DISTRIBUTIONS)
-        return checked
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    def from_dict(cls, data, where: str = "noise") -> "NoiseConfig":
+        return super().from_dict(data, where)
 
     @property
     def enabled(self) -> bool:
@@ -118,23 +95,16 @@ class NoiseConfig:
                     self.angular_sigma))
 
 
-def _settle(config, values: Mapping[str, Any]) -> None:
-    """Store validated, normalised values on a frozen dataclass (from __post_init__)."""
-    for key, value in values.items():
-        object.__setattr__(config, key, value)
-
-
 def _limits(value: Any, where: str) -> tuple[tuple[float, float], tuple[float, float]]:
-    key = "limits"
+    """Two (reflectivity, range m) pairs where the brighter target is seen farther."""
     shape_ok = isinstance(value, (list, tuple)) and len(value) == 2 and all(
         isinstance(p, (list, tuple)) and len(p) == 2 for p in value)
     if not shape_ok:
-        raise ConfigError(f"{where}.{key}: {value!r}; allowed: two [reflectivity, range_m] pairs, "
-                          "e.g. [[0.10, 50.0], [0.80, 120.0]]")
-    pairs = [(number(p[0], f"{key}[{i}][0] (reflectivity)", where, 0.0, 1e4, low_open=True),
-              number(p[1], f"{key}[{i}][1] (range m)", where, 0.0, 1e5, low_open=True)) for i, p in enumerate(value)]
+        fail(where, value, "not two pairs", "two [reflectivity, range_m] pairs, e.g. [[0.10, 50.0], [0.80, 120.0]]")
+    pairs = [(number(0.0, 1e4, low_open=True).check(p[0], f"{where}[{i}][0] (reflectivity)"),
+              number(0.0, 1e5, low_open=True).check(p[1], f"{where}[{i}][1] (range m)")) for i, p in enumerate(value)]
     (r1, d1), (r2, d2) = sorted(pairs)
     if not (r1 < r2 and d1 < d2):
-        raise ConfigError(f"{where}.{key}: {value!r}; allowed: two pairs where the brighter target is seen "
-                          "farther (reflectivity and range both strictly increasing)")
+        fail(where, value, "the brighter target is not seen farther",
+             "two pairs with reflectivity and range both strictly increasing")
     return (r1, d1), (r2, d2)

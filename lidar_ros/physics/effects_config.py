@@ -29,6 +29,8 @@ sections is exactly the geometric sensor of before. Example::
     weather:                     # weather.py
       fog_visibility_km: 0.0     # meteorological visibility; 0 = no fog
       rain_rate_mm_h: 0.0
+      snow_rate_mm_h: 0.0        # snowfall rate (snow.py); or snow_visibility_km: visibility in snow
+      snow_type: dry             # dry | wet
       backscatter: true          # particle returns near the sensor
       wavelength_nm: 905         # laser wavelength (fog extinction depends on it)
     tof:                         # backfolding.py, cw_phase.py
@@ -37,6 +39,9 @@ sections is exactly the geometric sensor of before. Example::
       frequencies_mhz: [46.55, 53.2]  # cw modulation frequencies (Hokuyo URG-04LX)
       periods: 15                # cw periods per phase estimate
       bias: [0, 0, 0]            # cw phase bias a·L² + b·L + c (rad), L = ρ/r² of the return
+      multipath: false           # multipath.py: one diffuse bounce (depth cameras: corners read long);
+                                 # phasor sum at frequencies_mhz[0] in cw mode, mean path when pulsed
+      multipath_patches: 256     # emitting patches (a grid of the camera's pixels) per frame
     glass:                       # glass.py
       specular: false            # the specular return of glass hit near head-on (and ghosts below)
       refractive_index: 1.5      # Fresnel R0 = ((n-1)/(n+1))²
@@ -45,11 +50,11 @@ sections is exactly the geometric sensor of before. Example::
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ._validate import check_keys, choice, integer, number
+from ._validate import FLAG, CheckedConfig, choice, fail, integer, number
+from .snow import SNOW_TYPES
 
 RETURN_MODES = ("strongest", "last", "first", "dual", "mixed")
 PROFILES = ("uniform", "gaussian")
@@ -59,39 +64,16 @@ AMBIENT_MODELS = ("flat", "sun")
 MAX_SUB_RAYS = 64
 
 
-class _Section:
-    """from_dict / to_dict shared by the effect sections (each defines _checked)."""
-
-    def __post_init__(self):
-        for key, value in self._checked(dataclasses.asdict(self), type(self).__name__).items():
-            object.__setattr__(self, key, value)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None, where: str):
-        data = check_keys(data, [f.name for f in dataclasses.fields(cls)], where)
-        return cls(**cls._checked({**dataclasses.asdict(cls()), **data}, where))
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
 @dataclass(frozen=True)
-class BeamConfig(_Section):
+class BeamConfig(CheckedConfig):
     divergence_mrad: float = 0.0
     sub_rays: int = 1
     profile: str = "uniform"
     return_mode: str = "strongest"
     echo_separation_m: float = 0.5
 
-    @staticmethod
-    def _checked(v, where):
-        return dict(
-            divergence_mrad=number(v["divergence_mrad"], "divergence_mrad", where, 0.0, 100.0),
-            sub_rays=integer(v["sub_rays"], "sub_rays", where, 1, MAX_SUB_RAYS),
-            profile=choice(v["profile"], "profile", where, PROFILES),
-            return_mode=choice(v["return_mode"], "return_mode", where, RETURN_MODES),
-            echo_separation_m=number(v["echo_separation_m"], "echo_separation_m", where, 0.0, 100.0),
-        )
+    RULES = dict(divergence_mrad=number(0.0, 100.0), sub_rays=integer(1, MAX_SUB_RAYS), profile=choice(*PROFILES),
+                 return_mode=choice(*RETURN_MODES), echo_separation_m=number(0.0, 100.0))
 
     @property
     def footprint(self) -> bool:
@@ -104,22 +86,17 @@ class BeamConfig(_Section):
 
 
 @dataclass(frozen=True)
-class DetectionConfig(_Section):
+class DetectionConfig(CheckedConfig):
     model: str = "threshold"
     snr_at_limit: float = 4.0
     dropout_probability: float = 0.0
 
-    @staticmethod
-    def _checked(v, where):
-        return dict(
-            model=choice(v["model"], "model", where, DETECTION_CURVES),
-            snr_at_limit=number(v["snr_at_limit"], "snr_at_limit", where, 0.0, 1000.0, low_open=True),
-            dropout_probability=number(v["dropout_probability"], "dropout_probability", where, 0.0, 1.0),
-        )
+    RULES = dict(model=choice(*DETECTION_CURVES), snr_at_limit=number(0.0, 1000.0, low_open=True),
+                 dropout_probability=number(0.0, 1.0))
 
 
 @dataclass(frozen=True)
-class SignalConfig(_Section):
+class SignalConfig(CheckedConfig):
     poisson: bool = False
     noise_floor: float = 0.0
     saturation: float = 65535.0
@@ -131,94 +108,78 @@ class SignalConfig(_Section):
     bloom_width_px: int = 2
     bloom_leak: float = 0.01
 
-    @staticmethod
-    def _checked(v, where):
-        if not isinstance(v["poisson"], bool):
-            from radarays_ros.errors import ConfigError
-
-            raise ConfigError(f"{where}.poisson: {v['poisson']!r}; allowed: true or false")
-        return dict(
-            poisson=v["poisson"],
-            noise_floor=number(v["noise_floor"], "noise_floor", where, 0.0, 65535.0),
-            saturation=number(v["saturation"], "saturation", where, 1.0, 65535.0),
-            ambient_model=choice(v["ambient_model"], "ambient_model", where, AMBIENT_MODELS),
-            sun_elevation_deg=number(v["sun_elevation_deg"], "sun_elevation_deg", where, -90.0, 90.0),
-            sun_azimuth_deg=number(v["sun_azimuth_deg"], "sun_azimuth_deg", where, -360.0, 360.0),
-            row_gain_sigma=number(v["row_gain_sigma"], "row_gain_sigma", where, 0.0, 1.0),
-            bloom_threshold=number(v["bloom_threshold"], "bloom_threshold", where, 0.0, 1e6),
-            bloom_width_px=integer(v["bloom_width_px"], "bloom_width_px", where, 0, 32),
-            bloom_leak=number(v["bloom_leak"], "bloom_leak", where, 0.0, 1.0),
-        )
+    RULES = dict(poisson=FLAG, noise_floor=number(0.0, 65535.0), saturation=number(1.0, 65535.0),
+                 ambient_model=choice(*AMBIENT_MODELS), sun_elevation_deg=number(-90.0, 90.0),
+                 sun_azimuth_deg=number(-360.0, 360.0), row_gain_sigma=number(0.0, 1.0), bloom_threshold=number(0.0, 1e6),
+                 bloom_width_px=integer(0, 32), bloom_leak=number(0.0, 1.0))
 
 
 @dataclass(frozen=True)
-class WeatherConfig(_Section):
+class WeatherConfig(CheckedConfig):
     fog_visibility_km: float = 0.0
     rain_rate_mm_h: float = 0.0
+    snow_rate_mm_h: float = 0.0
+    snow_type: str = "dry"
+    snow_visibility_km: float = 0.0
     backscatter: bool = True
     wavelength_nm: float = 905.0
 
-    @staticmethod
-    def _checked(v, where):
-        if not isinstance(v["backscatter"], bool):
-            from radarays_ros.errors import ConfigError
+    RULES = dict(fog_visibility_km=number(0.0, 1000.0), rain_rate_mm_h=number(0.0, 500.0),
+                 snow_rate_mm_h=number(0.0, 100.0), snow_type=choice(*SNOW_TYPES), snow_visibility_km=number(0.0, 1000.0),
+                 backscatter=FLAG, wavelength_nm=number(400.0, 2000.0))
 
-            raise ConfigError(f"{where}.backscatter: {v['backscatter']!r}; allowed: true or false")
-        return dict(
-            fog_visibility_km=number(v["fog_visibility_km"], "fog_visibility_km", where, 0.0, 1000.0),
-            rain_rate_mm_h=number(v["rain_rate_mm_h"], "rain_rate_mm_h", where, 0.0, 500.0),
-            backscatter=v["backscatter"],
-            wavelength_nm=number(v["wavelength_nm"], "wavelength_nm", where, 400.0, 2000.0),
-        )
+    @classmethod
+    def _more(cls, values: dict[str, Any], where: str) -> dict[str, Any]:
+        if values["snow_rate_mm_h"] and values["snow_visibility_km"]:
+            fail(f"{where}.snow_visibility_km", values["snow_visibility_km"], "snow_rate_mm_h is given too",
+                 "0 with snow_rate_mm_h (give the snow as snow_rate_mm_h or as snow_visibility_km, not both)")
+        return values
 
     @property
     def enabled(self) -> bool:
-        return bool(self.fog_visibility_km or self.rain_rate_mm_h)
+        return bool(self.fog_visibility_km or self.rain_rate_mm_h or self.snow_rate_mm_h or self.snow_visibility_km)
+
+
+FREQUENCY_MHZ = number(0.001, 1e4)
+BIAS_RAD = number(-100.0, 100.0)
 
 
 @dataclass(frozen=True)
-class TofConfig(_Section):
+class TofConfig(CheckedConfig):
     unambiguous_range_m: float = 0.0
     mode: str = "pulsed"
     frequencies_mhz: tuple = (46.55, 53.2)
     periods: int = 15
     bias: tuple = (0.0, 0.0, 0.0)
+    multipath: bool = False
+    multipath_patches: int = 256
 
-    @staticmethod
-    def _checked(v, where):
-        from radarays_ros.errors import ConfigError
+    RULES = dict(unambiguous_range_m=number(0.0, 1e6), mode=choice(*TOF_MODES), periods=integer(1, 1000),
+                 multipath=FLAG, multipath_patches=integer(4, 4096))
 
-        freqs, bias = v["frequencies_mhz"], v["bias"]
+    @classmethod
+    def _more(cls, values: dict[str, Any], where: str) -> dict[str, Any]:
+        freqs, bias = values["frequencies_mhz"], values["bias"]
         if not (isinstance(freqs, (list, tuple)) and len(freqs) == 2):
-            raise ConfigError(f"{where}.frequencies_mhz: {freqs!r}; allowed: two modulation frequencies in MHz")
-        freqs = tuple(number(f, f"frequencies_mhz[{i}]", where, 0.001, 1e4) for i, f in enumerate(freqs))
+            fail(f"{where}.frequencies_mhz", freqs, "not two frequencies", "two modulation frequencies in MHz")
+        freqs = tuple(FREQUENCY_MHZ.check(f, f"{where}.frequencies_mhz[{i}]") for i, f in enumerate(freqs))
         if freqs[0] == freqs[1]:
-            raise ConfigError(f"{where}.frequencies_mhz: {list(freqs)}; allowed: two different frequencies")
+            fail(f"{where}.frequencies_mhz", list(freqs), "equal frequencies", "two different frequencies")
         if not (isinstance(bias, (list, tuple)) and len(bias) == 3):
-            raise ConfigError(f"{where}.bias: {bias!r}; allowed: [a, b, c] of the phase bias a·L² + b·L + c (rad)")
-        return dict(unambiguous_range_m=number(v["unambiguous_range_m"], "unambiguous_range_m", where, 0.0, 1e6),
-                    mode=choice(v["mode"], "mode", where, TOF_MODES), frequencies_mhz=freqs,
-                    periods=integer(v["periods"], "periods", where, 1, 1000),
-                    bias=tuple(number(b, f"bias[{i}]", where, -100.0, 100.0) for i, b in enumerate(bias)))
+            fail(f"{where}.bias", bias, "not three numbers", "[a, b, c] of the phase bias a·L² + b·L + c (rad)")
+        bias = tuple(BIAS_RAD.check(b, f"{where}.bias[{i}]") for i, b in enumerate(bias))
+        return {**values, "frequencies_mhz": freqs, "bias": bias}
 
 
 @dataclass(frozen=True)
-class GlassConfig(_Section):
+class GlassConfig(CheckedConfig):
     specular: bool = False
     refractive_index: float = 1.5
     lobe_deg: float = 0.5
     ghosts: bool = True
 
-    @staticmethod
-    def _checked(v, where):
-        from radarays_ros.errors import ConfigError
-
-        for key in ("specular", "ghosts"):
-            if not isinstance(v[key], bool):
-                raise ConfigError(f"{where}.{key}: {v[key]!r}; allowed: true or false")
-        return dict(specular=v["specular"], ghosts=v["ghosts"],
-                    refractive_index=number(v["refractive_index"], "refractive_index", where, 1.0, 4.0, low_open=True),
-                    lobe_deg=number(v["lobe_deg"], "lobe_deg", where, 0.0, 45.0, low_open=True))
+    RULES = dict(specular=FLAG, ghosts=FLAG, refractive_index=number(1.0, 4.0, low_open=True),
+                 lobe_deg=number(0.0, 45.0, low_open=True))
 
 
 @dataclass(frozen=True)

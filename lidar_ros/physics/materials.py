@@ -139,7 +139,7 @@ class LidarMaterials:
 def _parse(material: Material) -> tuple[int, int, float, list[float], float]:
     where = f"{material.origin or 'materials.' + material.name}.lidar"
     data = check_keys(material.lidar, LIDAR_KEYS, where)
-    klass = choice(data.get("class", "general"), "class", where, CLASS_NAMES)
+    klass = choice(*CLASS_NAMES).check(data.get("class", "general"), f"{where}.class")
     code = CLASS_CODES[klass]
 
     if "transmittance" in data and klass != "transparent":
@@ -154,14 +154,14 @@ def _parse(material: Material) -> tuple[int, int, float, list[float], float]:
     if "angle_table" in data:
         table = _parse_table(data["angle_table"], where, high)
     default_model = "table" if table is not None else ("constant" if klass == "retroreflective" else "lambertian")
-    model = choice(data.get("model", default_model), "model", where, MODEL_NAMES)
+    model = choice(*MODEL_NAMES).check(data.get("model", default_model), f"{where}.model")
     if model == "table" and table is None:
         raise ConfigError(f"{where}.model: 'table' needs angle_table (9 values at 0°, 10°, …, 80°)")
     if table is not None and model != "table":
         raise ConfigError(f"{where}.model: {model!r} conflicts with angle_table; allowed with a table: table")
 
     if "reflectivity" in data:
-        rho0 = number(data["reflectivity"], "reflectivity", where, 0.0, high)
+        rho0 = number(0.0, high).check(data["reflectivity"], f"{where}.reflectivity")
         if table is not None and abs(rho0 - table[0]) > 1e-6 * max(1.0, rho0):
             raise ConfigError(
                 f"{where}.reflectivity: {rho0:g} differs from angle_table[0] = {table[0]:g}; "
@@ -174,12 +174,12 @@ def _parse(material: Material) -> tuple[int, int, float, list[float], float]:
 
     pass_factor = 1.0
     if klass == "transparent":
-        pass_factor = number(data.get("transmittance", 1.0), "transmittance", where, 0.0, 1.0) ** 2
+        pass_factor = number(0.0, 1.0).check(data.get("transmittance", 1.0), f"{where}.transmittance") ** 2
     elif klass == "mirror":
-        pass_factor = number(data.get("specular", 1.0), "specular", where, 0.0, 1.0) ** 2
+        pass_factor = number(0.0, 1.0).check(data.get("specular", 1.0), f"{where}.specular") ** 2
     at_90 = rho0 if model == "constant" else 0.0  # LiMOX bins stop at 80°: fall linearly to 0 at grazing
     if klass == "retroreflective":
-        gain = number(data.get("gain", 1.0), "gain", where, 1.0, 1.0e4)
+        gain = number(1.0, 1.0e4).check(data.get("gain", 1.0), f"{where}.gain")
         rho0, table, at_90 = rho0 * gain, [v * gain for v in table], at_90 * gain
     return code, MODEL_NAMES.index(model), rho0, list(table) + [at_90], pass_factor
 
@@ -189,4 +189,4 @@ def _parse_table(values: Any, where: str, high: float) -> list[float]:
         raise ConfigError(
             f"{where}.angle_table: expected a list of 9 reflectivities at 0°, 10°, …, 80°; got {values!r}"
         )
-    return [number(v, f"angle_table[{i}]", where, 0.0, high) for i, v in enumerate(values)]
+    return [number(0.0, high).check(v, f"{where}.angle_table[{i}]") for i, v in enumerate(values)]

@@ -1,10 +1,11 @@
-"""Fog and rain: extinction of the beam on its way out and back, and particle backscatter near the sensor.
+"""Fog, rain and snow: extinction of the beam on its way out and back, and particle backscatter near the sensor.
 
 Extinction coefficient α (1/m), the sum of
 * fog, from the meteorological visibility V (Koschmieder: contrast 2 % at V, so α₅₅₀ = 3.912/V) carried
   to the laser wavelength λ with Kim et al. (2001, Proc. SPIE 4214) α(λ) = 3.912/V · (λ/550 nm)^(−q),
   q = 1.6 (V > 50 km), 1.3 (6–50 km), 0.16·V + 0.34 (1–6 km), V − 0.5 (0.5–1 km), 0 (< 0.5 km);
-* rain of rate R mm/h: α = 0.01·R^0.6 (Goodin et al. 2019, Electronics 8:89, after Lewandowski et al.).
+* rain of rate R mm/h: α = 0.01·R^0.6 (Goodin et al. 2019, Electronics 8:89, after Lewandowski et al.);
+* snow, from its rate or the visibility in it (snow.py, Kaushal & Kaddoum 2017).
 
 A return from range r keeps exp(−2αr) of its power (two-way Beer–Lambert; realism.md, Rasshofer et al.
 2011): the reflectivity a sensor infers falls by that factor, so far and dark surfaces drop out.
@@ -19,6 +20,8 @@ detection model then decides whether it is seen: near the sensor in thick fog it
 from __future__ import annotations
 
 import numpy as np
+
+from .snow import snow_extinction_per_m, snow_visibility_extinction_per_m
 
 KOSCHMIEDER = 3.912  # −ln(0.02)
 LIDAR_RATIO_SR = 18.0
@@ -47,6 +50,13 @@ def extinction_per_m(fog_visibility_km: float, rain_rate_mm_h: float, wavelength
     if rain_rate_mm_h > 0:
         alpha += 0.01 * rain_rate_mm_h ** 0.6
     return alpha
+
+
+def weather_extinction_per_m(weather) -> float:
+    """α (1/m) of a WeatherConfig: fog + rain + snow."""
+    return (extinction_per_m(weather.fog_visibility_km, weather.rain_rate_mm_h, weather.wavelength_nm)
+            + snow_extinction_per_m(weather.snow_rate_mm_h, weather.snow_type, weather.wavelength_nm)
+            + snow_visibility_extinction_per_m(weather.snow_visibility_km))
 
 
 def two_way_transmission(ranges: np.ndarray, alpha: float) -> np.ndarray:

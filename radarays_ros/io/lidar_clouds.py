@@ -49,35 +49,31 @@ from lidar_ros.sink import LAYOUTS, TOP_RING_FIRST
 from ..errors import ConfigError
 from . import messages
 
-VELODYNE_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring", "time"],
-                           "formats": ["<f4", "<f4", "<f4", "<f4", "<u2", "<f4"],
-                           "offsets": [0, 4, 8, 12, 16, 18], "itemsize": 22})
-OUSTER_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "t", "reflectivity", "ring", "ambient", "range"],
-                         "formats": ["<f4", "<f4", "<f4", "<f4", "<u4", "<u2", "<u2", "<u2", "<u4"],
-                         "offsets": [0, 4, 8, 16, 20, 24, 26, 28, 32], "itemsize": 48})
-GAZEBO_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
-                         "formats": ["<f4", "<f4", "<f4", "<f4", "<u2"],
-                         "offsets": [0, 4, 8, 16, 24], "itemsize": 32})
-GAZEBO_CPU_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"],
-                             "formats": ["<f4", "<f4", "<f4", "<f4", "<u2"],
-                             "offsets": [0, 4, 8, 12, 16], "itemsize": 18})
-LIVOX_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line", "timestamp"],
-                        "formats": ["<f4", "<f4", "<f4", "<f4", "u1", "u1", "<f8"],
-                        "offsets": [0, 4, 8, 12, 16, 17, 18], "itemsize": 26})
-LIVOX_XYZRTL_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "tag", "line"],
-                               "formats": ["<f4", "<f4", "<f4", "<f4", "u1", "u1"],
-                               "offsets": [0, 4, 8, 12, 16, 17], "itemsize": 18})
+F4, F8, U1, U2, U4 = "<f4", "<f8", "u1", "<u2", "<u4"
+XYZ = {"x": (F4, 0), "y": (F4, 4), "z": (F4, 8)}
+
+
+def point_layout(itemsize: int, **fields: tuple[str, int]) -> np.dtype:
+    """A driver's point as a numpy dtype: field name -> (format, byte offset), `itemsize` bytes a point."""
+    fields = {**XYZ, **fields}
+    return np.dtype({"names": list(fields), "formats": [f for f, _ in fields.values()],
+                     "offsets": [o for _, o in fields.values()], "itemsize": itemsize})
+
+
+VELODYNE_DTYPE = point_layout(22, intensity=(F4, 12), ring=(U2, 16), time=(F4, 18))
+OUSTER_DTYPE = point_layout(48, intensity=(F4, 16), t=(U4, 20), reflectivity=(U2, 24), ring=(U2, 26),
+                            ambient=(U2, 28), range=(U4, 32))
+GAZEBO_DTYPE = point_layout(32, intensity=(F4, 16), ring=(U2, 24))
+GAZEBO_CPU_DTYPE = point_layout(18, intensity=(F4, 12), ring=(U2, 16))
+LIVOX_DTYPE = point_layout(26, intensity=(F4, 12), tag=(U1, 16), line=(U1, 17), timestamp=(F8, 18))
+LIVOX_XYZRTL_DTYPE = point_layout(18, intensity=(F4, 12), tag=(U1, 16), line=(U1, 17))
 # ouster-ros point_type native (ouster_ros::Point_RNG19_RFL8_SIG16_NIR16, PCL_ADD_POINT4D + EIGEN_ALIGN16)
-OUSTER_NATIVE_DTYPE = np.dtype({"names": ["x", "y", "z", "t", "ring", "range", "signal", "reflectivity", "near_ir"],
-                                "formats": ["<f4", "<f4", "<f4", "<u4", "<u2", "<u4", "<u2", "<u2", "<u2"],
-                                "offsets": [0, 4, 8, 16, 20, 24, 28, 30, 32], "itemsize": 48})
-OUSTER_XYZ_DTYPE = np.dtype({"names": ["x", "y", "z"], "formats": ["<f4"] * 3, "offsets": [0, 4, 8], "itemsize": 16})
-OUSTER_XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
-                              "offsets": [0, 4, 8, 12], "itemsize": 16})
-OUSTER_XYZIR_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity", "ring"], "formats": ["<f4"] * 4 + ["<u2"],
-                               "offsets": [0, 4, 8, 16, 20], "itemsize": 32})
-XYZI_DTYPE = np.dtype({"names": ["x", "y", "z", "intensity"], "formats": ["<f4"] * 4,
-                       "offsets": [0, 4, 8, 12], "itemsize": 16})
+OUSTER_NATIVE_DTYPE = point_layout(48, t=(U4, 16), ring=(U2, 20), range=(U4, 24), signal=(U2, 28),
+                                   reflectivity=(U2, 30), near_ir=(U2, 32))
+OUSTER_XYZ_DTYPE = point_layout(16)
+OUSTER_XYZI_DTYPE = point_layout(16, intensity=(F4, 12))
+OUSTER_XYZIR_DTYPE = point_layout(32, intensity=(F4, 16), ring=(U2, 20))
+XYZI_DTYPE = point_layout(16, intensity=(F4, 12))
 LAYOUT_DTYPES = {"velodyne": VELODYNE_DTYPE, "ouster": OUSTER_DTYPE, "ouster_native": OUSTER_NATIVE_DTYPE,
                  "ouster_xyz": OUSTER_XYZ_DTYPE, "ouster_xyzi": OUSTER_XYZI_DTYPE, "ouster_xyzir": OUSTER_XYZIR_DTYPE, "gazebo": GAZEBO_DTYPE,
                  "gazebo_cpu": GAZEBO_CPU_DTYPE, "livox": LIVOX_DTYPE, "livox_xyzrtl": LIVOX_XYZRTL_DTYPE,
@@ -136,7 +132,10 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         return _velodyne_dual(scan, organized, ground_truth, stamp_ns, time_reference)
     dtype = cloud_dtype(layout, ground_truth)
     rows, cols = scan.range.shape
-    order = row_order(scan, layout)
+    driver = cfg.driver if layout == "velodyne" else None  # velodyne driver-exact (lidar_ros/patterns/velodyne.py)
+    # velodyne_pointcloud's unorganized cloud lists a block's points in laser order, the organized one by ring
+    order = np.argsort(cfg.laser_index, kind="stable") if driver is not None and not organized else \
+        row_order(scan, layout)
     same_rows = bool(np.array_equal(order, np.arange(rows)))
     transpose = layout == "velodyne"  # the driver's organization: one row per firing, one column per laser
 
@@ -171,11 +170,16 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         out["intensity"] = np.where(hit, out["intensity"], np.float32(np.nan))
     if "ring" in dtype.names:
         ring = np.arange(rows, dtype=np.uint16) if TOP_RING_FIRST[layout] is not None else scan.ring[order]
-        out["ring"] = per_row(ring)
+        out["ring"] = per_row(ring if driver is None else scan.ring)  # per_row puts rows in `order`
     if layout == "velodyne":
         stamp = scan.stamp_ns(time_reference) if stamp_ns is None else int(stamp_ns)
         offset_s = (scan.t0_ns - stamp) * 1e-9
-        out["time"] = field(_derived(scan, ("velodyne_time", offset_s), lambda: (scan.time + offset_s).astype(np.float32)))
+        if driver is not None and driver.time is None:  # no timing table for the model: the driver writes 0
+            out["time"] = 0.0
+        else:
+            times = scan.time if driver is None else driver.time
+            out["time"] = field(_derived(scan, ("velodyne_time", offset_s, driver is None),
+                                         lambda: (times + offset_s).astype(np.float32)))
     elif layout == "ouster":
         out["t"] = field(_derived(scan, ("ouster_t",), lambda: np.rint(scan.time * 1e9).astype(np.uint32)))
         out["reflectivity"] = field(scan.fields["ouster_reflectivity"])
@@ -200,6 +204,20 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
         else:
             for i, name in enumerate(names):
                 out[name] = value[..., i]
+    if driver is not None and driver.bank_of_row is not None and picked is None:
+        out = _bank_rows(out, driver.bank_of_row[order])
+    return out
+
+
+def _bank_rows(cloud: np.ndarray, bank_of_slot: np.ndarray) -> np.ndarray:
+    """velodyne_pointcloud's organized HDL-64E cloud: one row per block, upper bank then lower bank of each
+    firing, each row as wide as all lasers; a block writes its own lasers' ring slots, the other bank's
+    slots keep the zero bytes the driver clears the cloud with."""
+    firings, width = cloud.shape
+    out = np.zeros((2 * firings, width), cloud.dtype)
+    for bank in (0, 1):
+        slots = np.flatnonzero(bank_of_slot == bank)
+        out[bank::2, slots] = cloud[:, slots]
     return out
 
 
@@ -268,6 +286,8 @@ class FrameCloud:
         or a piece boundary (`piece_bounds`, pixel indices) falls inside a row."""
         layout = config.layout
         if not config.organized or layout not in cls.LAYOUTS or any(b % config.cols for b in piece_bounds):
+            return None
+        if config.driver is not None:  # a driver's own times and rows: written after the frame
             return None
         if TOP_RING_FIRST[layout] is not None and config.rows > 1:
             elevation = np.asarray(config.elevation).mean(axis=1)

@@ -9,6 +9,7 @@ Override keys (the `set` and `vary` keys of a manifest row):
     materials.<material>.lidar.<key>   e.g. materials.concrete.radar.velocity
     weather.fog_visibility_km          weather for every lidar of the scenario (the lidar model's
     weather.rain_rate_mm_h             `weather.*` section); the radar model has no weather
+    weather.snow_rate_mm_h, weather.snow_visibility_km
     odometry.drift.translation_std     drift of /odom (odometry.py)
     odometry.drift.yaw_std_deg
     duration, start, tf_rate_hz        the scenario's own keys
@@ -31,7 +32,7 @@ from ..config_file import read_yaml
 from ..errors import ConfigError
 from .config import Scenario, scenario_from_data
 
-WEATHER_KEYS = ("fog_visibility_km", "rain_rate_mm_h")
+WEATHER_KEYS = ("fog_visibility_km", "rain_rate_mm_h", "snow_rate_mm_h", "snow_visibility_km")
 SCENARIO_KEYS = ("duration", "start", "tf_rate_hz")
 ODOMETRY_KEYS = ("odometry.drift.translation_std", "odometry.drift.yaw_std_deg")
 MATERIAL_PARTS = ("radar", "lidar")
