@@ -41,12 +41,15 @@ class ScatterTable:
     classes: list[str]
     material_class: np.ndarray  # (M,) class index per scene material id, -1 = invisible
 
+    def __post_init__(self):
+        self._db = 10.0 * np.log10(self.sigma0)
+
     def sigma0_at(self, cls: np.ndarray, theta: np.ndarray) -> np.ndarray:
         """sigma0 (linear) of class indices cls at incidence theta (radians), interpolated in dB."""
         t = np.clip(theta, self.theta[0], self.theta[-1])
         i = np.clip(np.searchsorted(self.theta, t, side="right") - 1, 0, len(self.theta) - 2)
         f = (t - self.theta[i]) / (self.theta[i + 1] - self.theta[i])
-        db = 10.0 * np.log10(self.sigma0)
+        db = self._db
         return 10.0 ** ((db[cls, i] * (1.0 - f) + db[cls, i + 1] * f) / 10.0)
 
 
