@@ -309,3 +309,57 @@ def test_radar_points_of_a_physical_image_find_the_plate():
     pts = radar_points(img, k=1, threshold=100.0)
     best = pts[np.argmax(pts["intensity"])]
     assert math.hypot(best["x"], best["y"]) == pytest.approx(10.0, abs=0.05)
+
+
+def _turning_platform(omega: float, mount_xyz, seconds: float = 0.4, rate_hz: float = 200.0) -> Trajectory:
+    """The sensor's trajectory (base x mount, sampled as the runner samples it) of a platform turning
+    at omega rad/s about z through the world origin, with the sensor at lever arm mount_xyz."""
+    times = np.arange(-0.1, seconds, 1.0 / rate_hz)
+    mount = pose_to_matrix(*mount_xyz)
+    return Trajectory(np.round(times * 1e9).astype(np.int64), np.stack([pose_to_matrix(0, 0, 0, 0, 0, omega * t) @ mount for t in times]))
+
+
+@pytest.mark.parametrize("mount, azimuth_deg, expected", [
+    ((0.0, 2.0, 0.0), 0.0, +2.0),  # lever arm 2 m to the left: v = omega x r = (-2, 0, 0): a wall ahead recedes at 2 m/s
+    ((2.0, 0.0, 0.0), 0.0, 0.0),  # lever arm ahead: v = (0, 2, 0), across the beam: no Doppler
+    ((2.0, 0.0, 0.0), 90.0, -2.0),  # ... and a wall to the left closes at 2 m/s
+    ((0.0, 0.0, 0.0), 0.0, 0.0),  # a turn about the antenna itself changes no range
+])
+def test_platform_turn_moves_the_antenna_by_omega_cross_lever_arm(mount, azimuth_deg, expected):
+    omega = 1.0
+    cfg = physical(azimuth={"count": 1, "start_deg": azimuth_deg}, fmcw={"velocity_channel": True},
+                   scatter={"speckle": False})
+    heading = math.radians(azimuth_deg)  # at t0 = 0 the platform has not turned: the wall on that bearing
+    centre = np.array(mount) + 15.0 * np.array([math.cos(heading), math.sin(heading), 0.0])
+    wall = box((0.2, 4.0, 4.0), tuple(centre), heading)
+    img = RadarSimulator(cfg, scene((*wall, "vegetation"))).simulate(_turning_platform(omega, mount), t0_ns=0)
+    cell = np.unravel_index(np.argmax(img.energy), img.energy.shape)
+    assert img.range_m[cell[1]] == pytest.approx(14.9, abs=0.1)
+    assert img.velocity[cell] == pytest.approx(expected * omega, abs=0.05)
+
+
+def test_sensor_velocity_holds_to_the_end_of_the_trajectory():
+    from radarays_ros.radar.physical.motion import trajectory_velocity
+
+    t = np.array([0, 10**9], np.int64)
+    v = trajectory_velocity(t, np.array([[0.0, 0, 0], [3.0, 0, 0]]), np.array([0, 5 * 10**8, 10**9]))
+    assert v == pytest.approx(np.array([[3.0, 0, 0]] * 3))  # not halved where the track ends
+
+
+def test_turning_entity_radial_velocity_is_omega_cross_lever_arm():
+    # a rough wall across the beam at x = 20 m, turning at omega about a vertical axis 3 m to the left of
+    # the beam: the point straight ahead, p - o = (-0.1, -3, 0), moves at omega z x (p - o) = omega (3, -0.1, 0):
+    # radial velocity +3 omega (receding)
+    omega, dt = 0.5, 0.02
+    world = Scene(LIB)
+    mesh, _ = box((0.2, 10.0, 4.0), (0.0, 0.0, 0.0))
+    pivot = pose_to_matrix(20.1, 3.0, 0.0)
+    wall = world.add_entity("door", mesh, pivot, material="vegetation", static=False)
+    cfg = physical(azimuth={"count": 1}, fmcw={"velocity_channel": True}, scatter={"speckle": False})
+    sim = RadarSimulator(cfg, world)
+    sim.simulate(EYE, t0_ns=0)
+    world.set_pose(wall, pose_to_matrix(20.1, 3.0, 0.0, 0.0, 0.0, omega * dt))
+    img = sim.simulate(EYE, t0_ns=int(dt * 1e9))
+    cell = np.unravel_index(np.argmax(img.energy), img.energy.shape)
+    assert img.range_m[cell[1]] == pytest.approx(20.0, abs=0.1)
+    assert img.velocity[cell] == pytest.approx(3.0 * omega, abs=0.1)

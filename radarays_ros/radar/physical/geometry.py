@@ -19,8 +19,8 @@ hit the tube makes:
 Every received power carries pattern_tx(sent direction) x pattern_rx(arrival direction) exactly once.
 Rays that hit an invisible material (wave velocity of air) end there. Direct multipath returns are
 tested for occlusion with scatter.occlusion_test (one extra trace of their way back). Doppler uses the
-first leg's radial velocity, (v_target - v_sensor) . d, with the velocities of moving entities from their
-poses in consecutive frames (simulate.py).
+first leg's radial velocity, (v_target - v_sensor) . d, with the rigid motion (translation and turn) of
+moving entities from their poses in consecutive frames (motion.py, simulate.py).
 """
 from __future__ import annotations
 
@@ -119,10 +119,10 @@ def _norm(v):
 
 
 def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rng, max_range: float,
-                   ray_log: list | None = None, entity_velocity: np.ndarray | None = None):
+                   ray_log: list | None = None, entities=None):
     """(Clutter, Glints) of one frame. origins (A, 3), column_rot (A, 3, 3) world <- column frame.
     ray_log: a list that receives (origins, directions) of every pass, as traced (benchmarks).
-    entity_velocity: (E, 3) world velocity per entity id (moving entities), None = a static world."""
+    entities: a motion.EntityMotion of the moving entities, None = a static world."""
     a = len(origins)
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
@@ -162,12 +162,10 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         keep = np.flatnonzero(ok)
         if not len(keep):
             break
-        if bounce == 0 and entity_velocity is not None and len(entity_velocity):
-            entity = np.asarray(hits.entity)[keep].astype(np.int64)
-            known = (entity >= 0) & (entity < len(entity_velocity))
-            v_hit = np.zeros((len(keep), 3))
-            v_hit[known] = entity_velocity[entity[known]]
-            v_r[idx[keep]] += _dot(v_hit, d[keep])  # the target's own motion along the ray
+        if bounce == 0 and entities is not None:  # the target's own motion along the ray
+            at = o[keep] + d[keep] * dist[keep][:, None]
+            v_hit = entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at)
+            v_r[idx[keep]] += _dot(v_hit, d[keep])
         o, d, dist, cls = o[keep], d[keep], dist[keep], cls[keep]
         idx, path, rho = idx[keep], path[keep], rho[keep]
         n = np.asarray(hits.normal, np.float64)[keep]

@@ -51,7 +51,7 @@ def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
     the last that holds any power (all later columns are zero)."""
     a, b = shape
     lo, hi = np.clip(start_bin, 0, b), np.clip(end_bin, 0, b)
-    ok = (hi > lo) & (power > 0)
+    ok = (hi > lo) & (power != 0)  # (signed "powers" too: the velocity channel spreads power x velocity)
     if not ok.any():
         return np.zeros((a, 1))
     density = power[ok] / np.maximum(end_bin[ok] - start_bin[ok], 1e-9)
@@ -70,23 +70,25 @@ def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
     return steps.reshape(a, width + 1)
 
 
-def running_power(steps: np.ndarray) -> np.ndarray:
+def running_power(steps: np.ndarray, signed: bool = False) -> np.ndarray:
     """The powers of a difference array (power_steps), in place: (rows, J) float64. Summed in float64:
-    strong near returns cancel to ~1e-16 of themselves, far under the noise."""
+    strong near returns cancel to ~1e-16 of themselves, far under the noise. signed: values that may be
+    negative (power x velocity), else the -1e-30 round-off of the running sum is cut to 0."""
     np.cumsum(steps, axis=1, out=steps)
-    np.maximum(steps, 0.0, out=steps)  # the running sum leaves -1e-30 round-off
+    if not signed:
+        np.maximum(steps, 0.0, out=steps)
     return steps[:, :-1]
 
 
-def occupied_power(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
+def occupied_power(azimuth, start_bin, end_bin, power, shape, signed: bool = False) -> np.ndarray:
     """(A, J) float64, J <= B: each power spread uniformly over [start_bin, end_bin) (fractional bin
     units), cut after the last column that holds any (all later columns are zero)."""
-    return running_power(power_steps(azimuth, start_bin, end_bin, power, shape))
+    return running_power(power_steps(azimuth, start_bin, end_bin, power, shape), signed)
 
 
-def spread_power(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
+def spread_power(azimuth, start_bin, end_bin, power, shape, signed: bool = False) -> np.ndarray:
     """(A, B) float64: occupied_power over every column."""
-    occupied = occupied_power(azimuth, start_bin, end_bin, power, shape)
+    occupied = occupied_power(azimuth, start_bin, end_bin, power, shape, signed)
     out = np.zeros(shape)
     out[:, :occupied.shape[1]] = occupied
     return out
@@ -251,7 +253,7 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
     velocity = None
     if fm.velocity_channel:
         full = spread_power(clutter.azimuth, start, end, clutter.power_w, (a, b))
-        weight = spread_power(clutter.azimuth, start, end, clutter.power_w * clutter.velocity, (a, b))
+        weight = spread_power(clutter.azimuth, start, end, clutter.power_w * clutter.velocity, (a, b), signed=True)
         g_w = np.abs(glints.amplitude) ** 2
         cell = np.clip(np.floor((g_range - offset) / bin_m).astype(np.int64), 0, b - 1)
         flat = glints.azimuth * b + cell
