@@ -119,7 +119,9 @@ def test_noise_only_image_is_ktbf_exponential_and_reads_in_half_db_counts():
     assert n == pytest.approx(1.380649e-23 * 290 * 10 ** 1.2 / 6e-4, rel=1e-9)
     p = img.energy.astype(np.float64)
     assert p.mean() == pytest.approx(n, rel=0.02)
-    assert stats.kstest((p[:, ::8] / n).ravel(), "expon").pvalue > 0.01
+    # bins 16 apart: the Hann main lobe spans +-2 resolutions = +-15 bins of 0.02 m; 8 apart the intensities
+    # still correlate by 0.39 (measured), which breaks the K-S test's independence (p < 0.01 for ~1 seed in 6)
+    assert stats.kstest((p[:, ::16] / n).ravel(), "expon").pvalue > 0.01
     median_counts = 2.0 * (10 * math.log10(n * math.log(2) * 1e3) + 170.0)
     assert np.median(img.image_f32) == pytest.approx(median_counts, abs=0.3)
 

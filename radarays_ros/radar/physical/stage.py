@@ -33,6 +33,8 @@ from .range_response import RangeKernel, range_kernel
 
 
 ROWS_PER_SEED = 25  # azimuth rows per block: each block has its own seeded generator and is one thread task
+CLUTTER_FLOOR = 1e-4  # clutter 40 dB under the noise per bin changes nothing (< 0.0005 dB): not drawn past the last above
+NOISE_LOST = 1e-6  # noise power left out of the spectral draw (-60 dB)
 _POOL: ThreadPoolExecutor | None = None
 
 
@@ -107,8 +109,19 @@ def glint_taps(azimuth, position_bins, amplitude, kernel: RangeKernel, n_bins: i
 
 
 @lru_cache(maxsize=16)
-def _taps_spectrum(taps: tuple, n: int) -> np.ndarray:
-    return sp_fft.rfft(np.asarray(taps, np.float32), n)
+def _taps_spectrum(taps: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rfft of the taps over n points (complex64), the frequencies that hold all but NOISE_LOST of the
+    window's noise power: white noise filtered by the taps has no power elsewhere worth a draw)."""
+    spectrum = sp_fft.rfft(np.asarray(taps, np.float64), n)
+    power = np.abs(spectrum) ** 2
+    power[1:(n + 1) // 2] *= 2.0  # one-sided: the other half mirrors these
+    order = np.argsort(power)[::-1]
+    kept = np.searchsorted(np.cumsum(power[order]), (1.0 - NOISE_LOST) * power.sum()) + 1
+    return spectrum.astype(np.complex64), np.sort(order[:kept])
+
+
+def _fft_length(n_bins: int, taps: np.ndarray) -> int:
+    return sp_fft.next_fast_len(n_bins + len(taps) - 1, real=True)
 
 
 def convolve_range(plane: np.ndarray, taps: np.ndarray) -> np.ndarray:
@@ -116,9 +129,9 @@ def convolve_range(plane: np.ndarray, taps: np.ndarray) -> np.ndarray:
     real FFT. Its round-off sits ~140 dB under a row's strongest clutter, below the 127.5 dB an 8-bit
     Navtech image spans (point targets are added after, exactly)."""
     half = len(taps) // 2
-    n = sp_fft.next_fast_len(plane.shape[1] + len(taps) - 1, real=True)
+    n = _fft_length(plane.shape[1], taps)
     spectrum = sp_fft.rfft(plane, n, axis=1)
-    spectrum *= _taps_spectrum(tuple(np.asarray(taps, np.float64)), n)[None, :]
+    spectrum *= _taps_spectrum(tuple(np.asarray(taps, np.float64)), n)[0][None, :]
     return sp_fft.irfft(spectrum, n, axis=1, overwrite_x=True)[:, half:half + plane.shape[1]]
 
 
@@ -139,42 +152,65 @@ def _sorted_points(point_taps):
     return rows[order], cols[order], values[order].astype(np.complex64)
 
 
-def _speckled_frame(steps, white, rho, kernel: RangeKernel, points, receive, shape, rng) -> np.ndarray:
-    """(A, B) float32 |conv_range(sqrt(V + white) z, K) + points|^2, each block of rows then handed to
-    receive(rows, power) (steps: power_steps of the clutter power V).
+def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support) -> tuple[np.ndarray, np.ndarray]:
+    """(re, im) planes' rfft spectra (rows, n // 2 + 1) of white noise of `white` per bin (a unit
+    circular Gaussian per bin: N(0, 1/2) per part) filtered by the taps, drawn on `support` only.
+    The rfft of n real N(0, s2) samples is N(0, n s2) at 0 (and n/2), and circular with n s2 elsewhere."""
+    re, im = speckle.unit_parts(rng, (rows, 2 * len(support)))
+    scale = np.float32(math.sqrt(n * white / 2.0))
+    dc = support == 0
+    out = []
+    for k in range(2):
+        part = slice(k * len(support), (k + 1) * len(support))
+        values = np.empty((rows, len(support)), np.complex64)
+        values.real, values.imag = re[:, part], im[:, part]
+        values[:, dc] = re[:, part][:, dc] * np.float32(math.sqrt(2.0))  # a real N(0, 1) at frequency 0
+        values *= scale * spectrum[support]
+        full = np.zeros((rows, n // 2 + 1), np.complex64)
+        full[:, support] = values
+        out.append(full)
+    return out[0], out[1]
 
-    Blocks of rows: sum the clutter power, draw the unit field (speckle.unit_parts); correlate it over
-    azimuth where there is clutter (in column slices, so that threads can share it); scale, convolve, add
-    the points, receive."""
+
+def _speckled_frame(steps, white, rho, kernel: RangeKernel, points, receive, shape, rng) -> np.ndarray:
+    """(A, B) float32 |conv_range(sqrt(V) z + sqrt(white) n, K) + points|^2, each block of rows then
+    handed to receive(rows, power) (steps: power_steps of the clutter power V).
+
+    Clutter and noise are drawn apart, so that each costs what it covers. Clutter: sqrt(V) z on the
+    columns up to the block's last with clutter above CLUTTER_FLOOR x the noise, z correlated over
+    azimuth (speckle.correlate_rows), then into the range spectrum. Noise: white, so drawn straight in
+    the range spectrum, on the frequencies the window passes (a quarter of them for Navtech bins).
+    One inverse FFT per plane gives the field; points are added exactly; receive."""
     a, b = shape
-    width = steps.shape[1] - 1
+    n = _fft_length(b, kernel.taps)
+    spectrum, support = _taps_spectrum(tuple(kernel.taps), n)
+    half = len(kernel.taps) // 2
     blocks = [(k, min(k + ROWS_PER_SEED, a)) for k in range(0, a, ROWS_PER_SEED)]
     seeds = rng.integers(0, 2**63 - 1, size=len(blocks))
     p_rows, p_cols, p_values = points
-    white = np.float32(white)
     drawn = [None] * len(blocks)
 
     def draw(i):
         k0, k1 = blocks[i]
-        re, im = speckle.unit_parts(np.random.default_rng(seeds[i]), (k1 - k0, b))
-        total = running_power(steps[k0:k1]).astype(np.float32)
-        total += white
-        correlation = None
-        if rho > 0:
-            correlation = np.divide(white, total)  # rho V / (V + N) = rho (1 - N / (V + N))
-            correlation -= np.float32(1.0)
-            correlation *= np.float32(-rho)
-        drawn[i] = re, im, total, correlation
+        block_rng = np.random.default_rng(seeds[i])
+        clutter = running_power(steps[k0:k1])
+        above = np.flatnonzero((clutter > CLUTTER_FLOOR * white).any(axis=0))
+        width = int(above[-1]) + 1 if len(above) else 0
+        re, im = speckle.unit_parts(block_rng, (k1 - k0, width))
+        amplitude = np.sqrt(clutter[:, :width], dtype=np.float32)
+        drawn[i] = re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support)
 
     def finish(i):
         k0, k1 = blocks[i]
-        re, im, total, _ = drawn[i]
+        re, im, amplitude, noise = drawn[i]
         drawn[i] = None  # the block's planes go when it is done
-        np.sqrt(total, out=total)
-        for plane in (re, im):
-            plane[:, :width] *= total
-            plane[:, width:] *= np.sqrt(white)
-        re, im = convolve_range(re, kernel.taps), convolve_range(im, kernel.taps)
+        planes = []
+        for clutter, field in zip((re, im), noise):
+            if clutter.shape[1]:
+                clutter *= amplitude
+                field += sp_fft.rfft(clutter, n, axis=1) * spectrum
+            planes.append(sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b])
+        re, im = planes
         lo, hi = np.searchsorted(p_rows, [k0, k1])
         if hi > lo:
             at = (p_rows[lo:hi] - k0, p_cols[lo:hi])
@@ -186,20 +222,24 @@ def _speckled_frame(steps, white, rho, kernel: RangeKernel, points, receive, sha
         receive(slice(k0, k1), out)
 
     _parallel(draw, range(len(blocks)))
-    if rho > 0 and width:
-        half = (width + 1) // 2
-        _parallel(lambda cols: _correlate_blocks(drawn, cols), [slice(0, half), slice(half, width)])
+    if rho > 0:
+        _correlate_blocks(drawn, rho)
     power = np.empty(shape, np.float32)
     _parallel(finish, range(len(blocks)))
     return power
 
 
-def _correlate_blocks(drawn, cols: slice) -> None:
-    """The azimuth autoregression (speckle.correlate_rows) across consecutive row blocks, on some columns."""
+def _correlate_blocks(drawn, rho: float) -> None:
+    """The azimuth autoregression of the clutter field (speckle.correlate_rows) across consecutive row
+    blocks: a block's first row continues the previous block's last where that one has clutter columns."""
     previous = None
-    for re, im, _, correlation in drawn:
-        speckle.correlate_rows(re[:, cols], im[:, cols], correlation[:, cols], previous)
-        previous = re[-1, cols], im[-1, cols]
+    for re, im, _, _ in drawn:
+        shared = min(previous[0].shape[0], re.shape[1]) if previous is not None else 0
+        if shared:
+            speckle.correlate_rows(re[:, :shared], im[:, :shared], rho, (previous[0][:shared], previous[1][:shared]))
+        if re.shape[1] > shared:  # columns the previous block had no clutter in start afresh
+            speckle.correlate_rows(re[:, shared:], im[:, shared:], rho)
+        previous = re[-1], im[-1]
 
 
 def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
@@ -238,7 +278,7 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
         if cfg.scatter.azimuth_correlation and a > 1:
             rho = antenna.field_correlation(math.radians(abs(cfg.azimuth.step_deg)),
                                             math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
-        # pre-window noise per bin: N per bin after the window
+        # white: pre-window noise per bin, N per bin after the window
         power = _speckled_frame(steps, noise / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps), receive,
                                 (a, b), rng)
     else:  # expected power: E|points + clutter + noise|^2
