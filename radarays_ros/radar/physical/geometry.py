@@ -85,10 +85,10 @@ def sample_beam(rng, n_azimuths: int, antenna_cfg):
 
 
 def _column_dirs(beta, e):
-    ce = np.cos(e)
-    d = np.stack([ce * np.cos(beta), ce * np.sin(beta), np.sin(e)], axis=-1)
-    d_de = np.stack([-np.sin(e) * np.cos(beta), -np.sin(e) * np.sin(beta), ce], axis=-1)
-    d_db = np.stack([-ce * np.sin(beta), ce * np.cos(beta), np.zeros_like(e)], axis=-1)
+    cb, sb, ce, se = np.cos(beta), np.sin(beta), np.cos(e), np.sin(e)
+    d = np.stack([ce * cb, ce * sb, se], axis=-1)
+    d_de = np.stack([-se * cb, -se * sb, ce], axis=-1)
+    d_db = np.stack([-ce * sb, ce * cb, np.zeros_like(e)], axis=-1)
     return d, d_de, d_db
 
 
