@@ -365,3 +365,17 @@ def test_turning_entity_radial_velocity_is_omega_cross_lever_arm():
     cell = np.unravel_index(np.argmax(img.energy), img.energy.shape)
     assert img.range_m[cell[1]] == pytest.approx(20.0, abs=0.1)
     assert img.velocity[cell] == pytest.approx(3.0 * omega, abs=0.1)
+
+
+def test_stage_bytes_do_not_depend_on_the_thread_count(monkeypatch):
+    # row blocks draw from their own seeded generators: a pool of threads or one thread, the same image
+    from radarays_ros.radar.physical import stage
+
+    world = scene(ground(), plate(12.0, 1.0))
+    cfg = physical(azimuth={"count": 60, "step_deg": -0.9}, receiver={"noise_dbm": None, "zero_dbm": -170.0})
+    pooled = RadarSimulator(cfg, world).simulate(EYE)
+    monkeypatch.setattr(stage, "_parallel", lambda task, items: [task(item) for item in items])
+    serial = RadarSimulator(cfg, world).simulate(EYE)
+    assert pooled.image.tobytes() == serial.image.tobytes()
+    assert pooled.energy.tobytes() == serial.energy.tobytes()
+    assert len(range(0, 60, stage.ROWS_PER_SEED)) > 1  # (more than one block)

@@ -188,12 +188,12 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
             half = np.minimum(0.5 * path * np.sqrt(d_omega[idx]) * tan_t, 0.25 * path)
             near, far = path - half, path + half
         g_t = g_tx[idx]
-        # way back to the sensor and the receive pattern at the arrival direction
-        back = sensor[idx] - hit
-        back_len = np.maximum(_norm(back), 1e-9)
-        u = back / back_len[:, None]
-        arrival = _to_column(column_rot, az[idx], -u)
-        g_r = antenna.gain(np.arctan2(arrival[:, 1], arrival[:, 0]), np.arcsin(np.clip(arrival[:, 2], -1, 1)), cfg.antenna)
+        if bounce:  # way back to the sensor and the receive pattern at the arrival direction (first hits: -d, g_t)
+            back = sensor[idx] - hit
+            back_len = np.maximum(_norm(back), 1e-9)
+            u = back / back_len[:, None]
+            arrival = _to_column(column_rot, az[idx], -u)
+            g_r = antenna.gain(np.arctan2(arrival[:, 1], arrival[:, 0]), np.arcsin(np.clip(arrival[:, 2], -1, 1)), cfg.antenna)
         if bounce == 0:
             clutter.append(Clutter(az[idx], near, far, k_radar * g_t * g_t * sigma / path ** 4, v_r[idx]))
         else:  # a ghost back along the mirror path, and straight back (bistatic)
