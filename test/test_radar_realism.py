@@ -379,3 +379,24 @@ def test_stage_bytes_do_not_depend_on_the_thread_count(monkeypatch):
     assert pooled.image.tobytes() == serial.image.tobytes()
     assert pooled.energy.tobytes() == serial.energy.tobytes()
     assert len(range(0, 60, stage.ROWS_PER_SEED)) > 1  # (more than one block)
+
+
+@pytest.mark.parametrize("bin_m", [0.02, 0.1498])  # bins finer than c/2B (zero padding), and bins of c/2B
+def test_noise_drawn_in_the_range_spectrum_has_the_windowed_noise_statistics(bin_m):
+    # thermal noise only: N per bin after the window, exponential intensity, and the range correlation of
+    # white noise through the window: |sum_j K_j K_(j+l)|^2 / (sum_j K_j^2)^2 for the intensity at lag l
+    from radarays_ros.radar.physical.range_response import range_kernel
+
+    cfg = physical(azimuth={"count": 400}, range={"resolution": bin_m, "bins": 1024},
+                   receiver={"noise_dbm": -100.0}, seed=5)
+    empty = Clutter(np.zeros(0, np.int64), *([np.zeros(0)] * 4))
+    glints = Glints(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.complex128), np.zeros(0))
+    p = run_stage(empty, glints, cfg, np.random.default_rng(0)).power_w.astype(np.float64) / 1e-13
+    assert p.mean() == pytest.approx(1.0, abs=0.01)
+    taps = range_kernel("hann", 1e9, bin_m, cfg.fmcw.response_half_width).taps
+    for lag in (1, 2, 4):
+        expected = (np.sum(taps[:-lag] * taps[lag:]) / np.sum(taps ** 2)) ** 2
+        measured = np.corrcoef(p[:, :-lag].ravel(), p[:, lag:].ravel())[0, 1]
+        assert measured == pytest.approx(expected, abs=0.02)
+    spaced = p[:, ::int(np.ceil(4 * 0.15 / bin_m))]  # two main lobes apart
+    assert stats.kstest(spaced.ravel(), "expon").pvalue > 0.01

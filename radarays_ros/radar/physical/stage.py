@@ -155,16 +155,16 @@ def _sorted_points(point_taps):
 def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support) -> tuple[np.ndarray, np.ndarray]:
     """(re, im) planes' rfft spectra (rows, n // 2 + 1) of white noise of `white` per bin (a unit
     circular Gaussian per bin: N(0, 1/2) per part) filtered by the taps, drawn on `support` only.
-    The rfft of n real N(0, s2) samples is N(0, n s2) at 0 (and n/2), and circular with n s2 elsewhere."""
+    The rfft of n real N(0, s2) samples is real N(0, n s2) at 0 (and n/2), circular with n s2 elsewhere."""
     re, im = speckle.unit_parts(rng, (rows, 2 * len(support)))
     scale = np.float32(math.sqrt(n * white / 2.0))
-    dc = support == 0
+    real = (support == 0) | (2 * support == n)  # frequency 0 and, for even n, n/2: real for real samples
     out = []
     for k in range(2):
         part = slice(k * len(support), (k + 1) * len(support))
         values = np.empty((rows, len(support)), np.complex64)
         values.real, values.imag = re[:, part], im[:, part]
-        values[:, dc] = re[:, part][:, dc] * np.float32(math.sqrt(2.0))  # a real N(0, 1) at frequency 0
+        values[:, real] = re[:, part][:, real] * np.float32(math.sqrt(2.0))  # real N(0, 1) there
         values *= scale * spectrum[support]
         full = np.zeros((rows, n // 2 + 1), np.complex64)
         full[:, support] = values
