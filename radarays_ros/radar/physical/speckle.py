@@ -11,9 +11,8 @@ several times faster than float32 normals), kept as two float32 planes (re, im).
 Neighbouring azimuths see overlapping scatterer sets; their fields correlate by the overlap of the
 two-way field patterns, rho (antenna.field_correlation), modelled as a first-order autoregression
 along azimuth: z_k = rho z_(k-1) + sqrt(1 - rho^2) n_k (unit variance, intensity correlation rho^2).
-Clutter and thermal noise share one draw: a cell whose expected power is clutter V plus noise N gets
-rho V / (V + N) - exactly the correlation of correlated clutter plus white noise between two cells of
-equal V - so noise-only cells stay independent from azimuth to azimuth.
+Thermal noise is drawn apart and independent (stage.py), so a cell of clutter V and noise N correlates
+with its neighbour by rho V / (V + N), and noise-only cells stay independent from azimuth to azimuth.
 """
 from __future__ import annotations
 

@@ -10,11 +10,12 @@ n: unit white noise, N the thermal noise per bin (thermal_noise.py); K: range re
 window). Glints and the Tx-Rx leakage are points at their exact (sub-bin) range. With fmcw.doppler the
 ranges shift by the chirp's range-Doppler coupling (doppler.py).
 
-Cost: a Navtech frame is 2.7 M cells for some 10^5 returns, so every full-image step is float32 and in
-place, the clutter power and the azimuth correlation only cover the columns that hold clutter, and
-rows are worked in blocks of ROWS_PER_SEED on a small thread pool (numpy and pocketfft release the GIL).
-Each block draws from its own generator, seeded from the frame's, so the bytes do not depend on the
-thread count.
+Cost: a Navtech frame is 2.7 M cells for some 10^5 returns, so clutter and noise are drawn apart, each
+where it matters: clutter only up to the last range where it comes within 40 dB of the noise, white noise
+straight in the range spectrum on the frequencies the window passes; every full-image step is float32
+and in place. Rows are worked in blocks of ROWS_PER_SEED on a small thread pool (numpy and pocketfft
+release the GIL); each block draws from its own generator, seeded from the frame's, so the bytes do not
+depend on the thread count.
 """
 from __future__ import annotations
 
@@ -122,17 +123,6 @@ def _taps_spectrum(taps: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _fft_length(n_bins: int, taps: np.ndarray) -> int:
     return sp_fft.next_fast_len(n_bins + len(taps) - 1, real=True)
-
-
-def convolve_range(plane: np.ndarray, taps: np.ndarray) -> np.ndarray:
-    """Each row of a float32 plane convolved with the symmetric taps (same length), single-precision
-    real FFT. Its round-off sits ~140 dB under a row's strongest clutter, below the 127.5 dB an 8-bit
-    Navtech image spans (point targets are added after, exactly)."""
-    half = len(taps) // 2
-    n = _fft_length(plane.shape[1], taps)
-    spectrum = sp_fft.rfft(plane, n, axis=1)
-    spectrum *= _taps_spectrum(tuple(np.asarray(taps, np.float64)), n)[0][None, :]
-    return sp_fft.irfft(spectrum, n, axis=1, overwrite_x=True)[:, half:half + plane.shape[1]]
 
 
 def _parallel(task, items) -> list:
