@@ -38,16 +38,22 @@ def correlate_rows(re: np.ndarray, im: np.ndarray, rho, previous=None) -> None:
     """In place: row k becomes rho_k z_(k-1) + sqrt(1 - rho_k^2) z_k. Row 0 stays as drawn (unit
     variance), or continues `previous` (the (re, im) rows before it) when given.
     rho: a number, or an array of the planes' shape (each cell's correlation with the previous row)."""
-    rho = np.broadcast_to(np.asarray(rho, np.float32), re.shape)
     first = 0 if previous is not None else 1
-    scale = np.sqrt(np.maximum(np.float32(1.0) - np.square(rho[first:]), np.float32(0.0)))
+    if np.ndim(rho) == 0:  # one number: no per-cell arrays
+        rho = np.float32(rho)
+        scale = np.float32(math.sqrt(max(1.0 - float(rho) ** 2, 0.0)))
+        row_rho = lambda k: rho  # noqa: E731
+    else:
+        rho = np.broadcast_to(np.asarray(rho, np.float32), re.shape)
+        scale = np.sqrt(np.maximum(np.float32(1.0) - np.square(rho[first:]), np.float32(0.0)))
+        row_rho = rho.__getitem__
     re[first:] *= scale
     im[first:] *= scale
     carried = np.empty(re.shape[1], np.float32)
     before = previous if previous is not None else (re[0], im[0])
     for k in range(first, len(re)):
         for plane, last in zip((re, im), before):
-            plane[k] += np.multiply(rho[k], last, out=carried)
+            plane[k] += np.multiply(row_rho(k), last, out=carried)
         before = re[k], im[k]
 
 

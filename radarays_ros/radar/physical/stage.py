@@ -111,14 +111,14 @@ def glint_taps(azimuth, position_bins, amplitude, kernel: RangeKernel, n_bins: i
 
 @lru_cache(maxsize=16)
 def _taps_spectrum(taps: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(rfft of the taps over n points (complex64), the frequencies that hold all but NOISE_LOST of the
-    window's noise power: white noise filtered by the taps has no power elsewhere worth a draw)."""
+    """(rfft of the taps over n points (complex64), the band of frequencies that holds all but NOISE_LOST
+    of the window's noise power: white noise filtered by the taps has no power elsewhere worth a draw)."""
     spectrum = sp_fft.rfft(np.asarray(taps, np.float64), n)
     power = np.abs(spectrum) ** 2
     power[1:(n + 1) // 2] *= 2.0  # one-sided: the other half mirrors these
     order = np.argsort(power)[::-1]
-    kept = np.searchsorted(np.cumsum(power[order]), (1.0 - NOISE_LOST) * power.sum()) + 1
-    return spectrum.astype(np.complex64), np.sort(order[:kept])
+    kept = order[:np.searchsorted(np.cumsum(power[order]), (1.0 - NOISE_LOST) * power.sum()) + 1]
+    return spectrum.astype(np.complex64), slice(int(kept.min()), int(kept.max()) + 1)  # (a band: a low-pass)
 
 
 def _fft_length(n_bins: int, taps: np.ndarray) -> int:
@@ -142,22 +142,23 @@ def _sorted_points(point_taps):
     return rows[order], cols[order], values[order].astype(np.complex64)
 
 
-def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support) -> tuple[np.ndarray, np.ndarray]:
+def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support: slice) -> tuple[np.ndarray, np.ndarray]:
     """(re, im) planes' rfft spectra (rows, n // 2 + 1) of white noise of `white` per bin (a unit
-    circular Gaussian per bin: N(0, 1/2) per part) filtered by the taps, drawn on `support` only.
+    circular Gaussian per bin: N(0, 1/2) per part) filtered by the taps, drawn on the `support` band only.
     The rfft of n real N(0, s2) samples is real N(0, n s2) at 0 (and n/2), circular with n s2 elsewhere."""
-    re, im = speckle.unit_parts(rng, (rows, 2 * len(support)))
-    scale = np.float32(math.sqrt(n * white / 2.0))
-    real = (support == 0) | (2 * support == n)  # frequency 0 and, for even n, n/2: real for real samples
+    width = support.stop - support.start
+    re, im = speckle.unit_parts(rng, (rows, 2 * width))
+    band = np.arange(support.start, support.stop)
+    real = (band == 0) | (2 * band == n)  # frequency 0 and, for even n, n/2: real for real samples
+    gain = np.float32(math.sqrt(n * white / 2.0)) * spectrum[support]
     out = []
     for k in range(2):
-        part = slice(k * len(support), (k + 1) * len(support))
-        values = np.empty((rows, len(support)), np.complex64)
+        part = slice(k * width, (k + 1) * width)
+        full = np.zeros((rows, n // 2 + 1), np.complex64)
+        values = full[:, support]  # a view: written in place
         values.real, values.imag = re[:, part], im[:, part]
         values[:, real] = re[:, part][:, real] * np.float32(math.sqrt(2.0))  # real N(0, 1) there
-        values *= scale * spectrum[support]
-        full = np.zeros((rows, n // 2 + 1), np.complex64)
-        full[:, support] = values
+        values *= gain
         out.append(full)
     return out[0], out[1]
 
