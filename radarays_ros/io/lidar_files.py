@@ -92,7 +92,7 @@ class TopViewFigure:
     +x (forward) up, +y (left) to the left, as a person looks at a map of the robot. Title: the sensor
     and the scan's stamp; a colour bar gives the height in metres. The returns are binned into a raster
     of about one screen pixel per cell (the highest return shows), drawn as one image: matplotlib draws
-    30 000 scatter markers ~10x slower.
+    30 000 scatter markers 4x slower (0.23 s a frame).
     """
 
     def __init__(self, size_px: int = 800):
@@ -106,12 +106,12 @@ class TopViewFigure:
         self.figure, self._axes = plt.subplots(figsize=(inches * 1.18, inches), dpi=100)
         self._axes.set_facecolor("black")
         # plot axes: horizontal = -y (left is left), vertical = +x (forward is up)
-        self._dots = self._axes.imshow(np.full((2, 2), np.nan), cmap="viridis", origin="upper", interpolation="nearest")
+        self._heights = self._axes.imshow(np.full((2, 2), np.nan), cmap="viridis", origin="upper", interpolation="nearest")
         self._axes.plot([0], [0], marker="^", color="red", markersize=6)
         self._axes.grid(True, color="0.45", linewidth=0.6)
         self._axes.set_aspect("equal")
         self._axes.set_ylabel("x (m, forward)")
-        self.figure.colorbar(self._dots, ax=self._axes, label="height z (m)", fraction=0.046, pad=0.04)
+        self.figure.colorbar(self._heights, ax=self._axes, label="height z (m)", fraction=0.046, pad=0.04)
 
     def save(self, path: str | Path, scan, reach_m: float | None = None, grid_m: float | None = None,
              png: dict | None = None) -> Path:
@@ -129,9 +129,9 @@ class TopViewFigure:
             reach_m = max(min(far, float(scan.config.range_max)), 1.0)
         step = grid_m or nice_grid_step(reach_m)
         ax = self._axes
-        self._dots.set_data(self._raster(xyz, reach_m))
-        self._dots.set_extent((-reach_m, reach_m, -reach_m, reach_m))
-        self._dots.set_clim(*((xyz[:, 2].min(), max(xyz[:, 2].max(), xyz[:, 2].min() + 1e-6)) if len(xyz) else (0.0, 1.0)))
+        self._heights.set_data(self._raster(xyz, reach_m))
+        self._heights.set_extent((-reach_m, reach_m, -reach_m, reach_m))
+        self._heights.set_clim(*((xyz[:, 2].min(), max(xyz[:, 2].max(), xyz[:, 2].min() + 1e-6)) if len(xyz) else (0.0, 1.0)))
         ticks = np.arange(-np.floor(reach_m / step) * step, reach_m + 1e-9, step)
         ax.set_xticks(ticks, [f"{0.0 - t:g}" for t in ticks])
         ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
@@ -149,7 +149,7 @@ class TopViewFigure:
         n = self._cells
         cell_m = 2.0 * reach_m / n
         rows = np.floor((reach_m - xyz[:, 0]) / cell_m).astype(np.int64)
-        cols = np.floor((reach_m + xyz[:, 1] * -1.0) / cell_m).astype(np.int64)
+        cols = np.floor((reach_m - xyz[:, 1]) / cell_m).astype(np.int64)
         inside = (rows >= 0) & (rows < n) & (cols >= 0) & (cols < n)
         flat, z = rows[inside] * n + cols[inside], xyz[inside, 2]
         order = np.argsort(z, kind="stable")  # written low to high: the highest return of a cell stays

@@ -8,6 +8,7 @@ from . import backscatter, motion
 from .geometry import trace_physical
 from .stage import run_stage
 
+
 def sensor_velocities(pose, times: np.ndarray) -> np.ndarray:
     """(A, 3) world-frame velocity of the sensor (antenna) at each firing time (zero for a fixed pose)."""
     from ...world.trajectory import Trajectory
