@@ -400,3 +400,21 @@ def test_noise_drawn_in_the_range_spectrum_has_the_windowed_noise_statistics(bin
         assert measured == pytest.approx(expected, abs=0.02)
     spaced = p[:, ::int(np.ceil(4 * 0.15 / bin_m))]  # two main lobes apart
     assert stats.kstest(spaced.ravel(), "expon").pvalue > 0.01
+
+
+def test_a_forked_process_gets_its_own_stage_pool():
+    # batch workers fork after the parent may have run a frame: the child makes its own pool and draws the same bytes
+    import multiprocessing
+
+    from radarays_ros.radar.physical import stage
+
+    cfg = physical(azimuth={"count": 60}, range={"bins": 300})
+    here = RadarSimulator(cfg, scene(plate(3.0, 1.0))).simulate(EYE).image  # the parent's pool exists now
+    assert stage._POOL is not None and len(range(0, 60, stage.ROWS_PER_SEED)) > 1
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        there = pool.apply_async(_physical_frame_bytes, (cfg,)).get(timeout=120)
+    assert there == here.tobytes()
+
+
+def _physical_frame_bytes(cfg) -> bytes:
+    return RadarSimulator(cfg, scene(plate(3.0, 1.0))).simulate(EYE).image.tobytes()

@@ -36,7 +36,7 @@ from .range_response import RangeKernel, range_kernel
 ROWS_PER_SEED = 25  # azimuth rows per block: each block has its own seeded generator and is one thread task
 CLUTTER_FLOOR = 1e-4  # clutter 40 dB under the noise per bin changes nothing (< 0.0005 dB): not drawn past the last above
 NOISE_LOST = 1e-6  # noise power left out of the spectral draw (-60 dB)
-_POOL: ThreadPoolExecutor | None = None
+_POOL: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool)
 
 
 @dataclass
@@ -126,14 +126,16 @@ def _fft_length(n_bins: int, taps: np.ndarray) -> int:
 
 
 def _parallel(task, items) -> list:
-    """task(item) for every item, on a small shared thread pool (inline for one item)."""
+    """task(item) for every item, on a small thread pool of this process (inline for one item). A forked
+    worker (batch runs) makes its own rather than rely on the parent's copy, whose threads stayed behind."""
     global _POOL
     items = list(items)
     if len(items) < 2:
         return [task(item) for item in items]
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(1, min(len(os.sched_getaffinity(0)), 8)), thread_name_prefix="radar-stage")
-    return list(_POOL.map(task, items))
+    if _POOL is None or _POOL[0] != os.getpid():
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        _POOL = os.getpid(), ThreadPoolExecutor(max_workers=max(1, min(cores, 8)), thread_name_prefix="radar-stage")
+    return list(_POOL[1].map(task, items))
 
 
 def _sorted_points(point_taps):
