@@ -364,3 +364,46 @@ def test_sensor_name_with_slashes_writes_pictures_inside_the_folder(tmp_path):
                            tmp_path / "pictures", quiet=True)
     assert summary.pictures and all(p.parent == tmp_path / "pictures" for p in summary.pictures)
     assert "/robot/front/points" in read_bag(tmp_path / "x.mcap")
+
+
+def test_run_pictures_are_the_labelled_figures(tmp_path, monkeypatch):
+    """--pictures writes the labelled figures, one per frame: the radar in Cartesian with range rings
+    labelled in metres, a colour bar with units and a title naming sensor and stamp; the lidar top view on
+    a metric grid. Each picture has its figure's size and is not blank."""
+    from PIL import Image
+
+    from radarays_ros.io.lidar_files import TopViewFigure
+    from radarays_ros.io.radar_image import RadarFigure
+
+    labels = []
+    radar_save, lidar_save = RadarFigure.save, TopViewFigure.save
+
+    def radar_spy(self, img, path, *args, **kwargs):
+        out = radar_save(self, img, path, *args, **kwargs)
+        labels.append(("radar", self._title.get_text(), [t.get_text() for t in self._axes.texts],
+                       self.figure.axes[-1].get_ylabel()))
+        return out
+
+    def lidar_spy(self, path, scan, *args, **kwargs):
+        out = lidar_save(self, path, scan, *args, **kwargs)
+        labels.append(("lidar", self._axes.get_title(), self._axes.get_xlabel(), self.figure.axes[-1].get_ylabel()))
+        return out
+
+    monkeypatch.setattr(RadarFigure, "save", radar_spy)
+    monkeypatch.setattr(TopViewFigure, "save", lidar_spy)
+    summary = run_scenario(scenario_file(tmp_path), tmp_path / "run.mcap", tmp_path / "pictures", quiet=True)
+    radar = sorted((tmp_path / "pictures").glob("radar_*.png"))
+    lidar = sorted((tmp_path / "pictures").glob("lidar_*.png"))
+    assert len(radar) == 5 and len(lidar) == 5 and len(summary.pictures) == 10
+    for path, size in [(p, (792, 682)) for p in radar] + [(p, (944, 800)) for p in lidar]:
+        picture = Image.open(path)
+        assert picture.size == size
+        grey = np.asarray(picture.convert("L"))
+        assert len(np.unique(grey)) > 30 and grey.std() > 10  # an image, labels and a colour bar: not blank
+    radar_labels = [entry for entry in labels if entry[0] == "radar"]
+    assert [entry[1] for entry in radar_labels] == [f"radar  -  t = {0.1 * k:.3f} s  (40 az x 300 bins)" for k in range(5)]
+    assert all("5 m" in entry[2] and "10 m" in entry[2] for entry in radar_labels)  # rings labelled in metres
+    assert all("8 bit" in entry[3] for entry in radar_labels)  # the colour bar says its units
+    lidar_labels = [entry for entry in labels if entry[0] == "lidar"]
+    assert len(lidar_labels) == 5 and all(entry[1].startswith("VLP-16  stamp ") and "grid" in entry[2]
+                                          and entry[3] == "height z (m)" for entry in lidar_labels)

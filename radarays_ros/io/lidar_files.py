@@ -85,52 +85,89 @@ def nice_grid_step(reach_m: float) -> float:
     return float(min((m * power for m in (1.0, 2.0, 5.0, 10.0)), key=lambda step: abs(step - raw)))
 
 
-def write_top_view(path: str | Path, scan, reach_m: float | None = None, grid_m: float | None = None,
-                   size_px: int = 800) -> Path:
-    """PNG top view of a LidarScan's returns in the sensor frame, coloured by height, on a metric grid.
+class TopViewFigure:
+    """Top view of LidarScans' returns in the sensor frame, coloured by height, on a metric grid, kept
+    open to draw frame after frame (a run's pictures reuse one per sensor: a new figure costs ~3x a render).
 
-    +x (forward) up, +y (left) to the left, as a person looks at a map of the robot. reach_m: half
-    the picture's width in metres; fixed, it gives every frame the same scale (default: the farthest
-    return, at most the sensor's range). grid_m: grid spacing (default: 1/2/5 x 10^k). Title: the
-    sensor and the scan's stamp; a colour bar gives the height in metres.
+    +x (forward) up, +y (left) to the left, as a person looks at a map of the robot. Title: the sensor
+    and the scan's stamp; a colour bar gives the height in metres. The returns are binned into a raster
+    of about one screen pixel per cell (the highest return shows), drawn as one image: matplotlib draws
+    30 000 scatter markers 4x slower (0.23 s a frame).
     """
-    import matplotlib
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+    def __init__(self, size_px: int = 800):
+        self._cells = max(16, int(0.75 * size_px))  # raster cells across: about the axes' width in pixels
+        import matplotlib
 
-    if reach_m is not None and not (np.isfinite(reach_m) and reach_m > 0):
-        raise ConfigError(f"top view: reach {reach_m!r} m; allowed: a number > 0")
-    if grid_m is not None and not (np.isfinite(grid_m) and grid_m > 0):
-        raise ConfigError(f"top view: grid {grid_m!r} m; allowed: a number > 0")
-    xyz = np.asarray(scan.xyz, np.float64).reshape(-1, 3)
-    xyz = xyz[np.all(np.isfinite(xyz), axis=1)]
-    if reach_m is None:
-        far = float(np.abs(xyz[:, :2]).max()) * 1.05 if len(xyz) else float(scan.config.range_max)
-        reach_m = max(min(far, float(scan.config.range_max)), 1.0)
-    step = grid_m or nice_grid_step(reach_m)
-    inches = size_px / 100.0
-    fig, ax = plt.subplots(figsize=(inches * 1.18, inches), dpi=100)
-    try:
-        ax.set_facecolor("black")
+        matplotlib.use("Agg")
+        from matplotlib import pyplot as plt
+
+        inches = size_px / 100.0
+        self.figure, self._axes = plt.subplots(figsize=(inches * 1.18, inches), dpi=100)
+        self._axes.set_facecolor("black")
         # plot axes: horizontal = -y (left is left), vertical = +x (forward is up)
-        dots = ax.scatter(-xyz[:, 1], xyz[:, 0], c=xyz[:, 2], s=1.0, cmap="viridis",
-                          linewidths=0)
-        ax.plot([0], [0], marker="^", color="red", markersize=6)
+        self._heights = self._axes.imshow(np.full((2, 2), np.nan), cmap="viridis", origin="upper", interpolation="nearest")
+        self._axes.plot([0], [0], marker="^", color="red", markersize=6)
+        self._axes.grid(True, color="0.45", linewidth=0.6)
+        self._axes.set_aspect("equal")
+        self._axes.set_ylabel("x (m, forward)")
+        self.figure.colorbar(self._heights, ax=self._axes, label="height z (m)", fraction=0.046, pad=0.04)
+
+    def save(self, path: str | Path, scan, reach_m: float | None = None, grid_m: float | None = None,
+             png: dict | None = None) -> Path:
+        """Draw scan and write the PNG. reach_m: half the picture's width in metres; fixed, it gives every
+        frame the same scale (default: the farthest return, at most the sensor's range). grid_m: grid
+        spacing (default: 1/2/5 x 10^k). png: Pillow options, e.g. {"compress_level": 1}."""
+        if reach_m is not None and not (np.isfinite(reach_m) and reach_m > 0):
+            raise ConfigError(f"top view: reach {reach_m!r} m; allowed: a number > 0")
+        if grid_m is not None and not (np.isfinite(grid_m) and grid_m > 0):
+            raise ConfigError(f"top view: grid {grid_m!r} m; allowed: a number > 0")
+        xyz = np.asarray(scan.xyz, np.float64).reshape(-1, 3)
+        xyz = xyz[np.all(np.isfinite(xyz), axis=1)]
+        if reach_m is None:
+            far = float(np.abs(xyz[:, :2]).max()) * 1.05 if len(xyz) else float(scan.config.range_max)
+            reach_m = max(min(far, float(scan.config.range_max)), 1.0)
+        step = grid_m or nice_grid_step(reach_m)
+        ax = self._axes
+        self._heights.set_data(self._raster(xyz, reach_m))
+        self._heights.set_extent((-reach_m, reach_m, -reach_m, reach_m))
+        self._heights.set_clim(*((xyz[:, 2].min(), max(xyz[:, 2].max(), xyz[:, 2].min() + 1e-6)) if len(xyz) else (0.0, 1.0)))
         ticks = np.arange(-np.floor(reach_m / step) * step, reach_m + 1e-9, step)
         ax.set_xticks(ticks, [f"{0.0 - t:g}" for t in ticks])
         ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
-        ax.grid(True, color="0.45", linewidth=0.6)
         ax.set_xlim(-reach_m, reach_m)
         ax.set_ylim(-reach_m, reach_m)
-        ax.set_aspect("equal")
         ax.set_xlabel(f"y (m, left is +y), grid {step:g} m")
-        ax.set_ylabel("x (m, forward)")
         ax.set_title(f"{scan.config.name}  stamp {scan.t0_ns * 1e-9:.3f} s  ({int(np.sum(scan.hit))} returns)")
-        fig.colorbar(dots, ax=ax, label="height z (m)", fraction=0.046, pad=0.04)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=100)
+        self.figure.savefig(path, dpi=100, pil_kwargs=png)
+        return path
+
+    def _raster(self, xyz: np.ndarray, reach_m: float) -> np.ndarray:
+        """(cells, cells) highest z per cell of the top view (NaN: no return); row 0 = +x at reach_m."""
+        n = self._cells
+        cell_m = 2.0 * reach_m / n
+        rows = np.floor((reach_m - xyz[:, 0]) / cell_m).astype(np.int64)
+        cols = np.floor((reach_m - xyz[:, 1]) / cell_m).astype(np.int64)
+        inside = (rows >= 0) & (rows < n) & (cols >= 0) & (cols < n)
+        flat, z = rows[inside] * n + cols[inside], xyz[inside, 2]
+        order = np.argsort(z, kind="stable")  # written low to high: the highest return of a cell stays
+        top = np.full(n * n, np.nan)
+        top[flat[order]] = z[order]
+        return top.reshape(n, n)
+
+    def close(self) -> None:
+        from matplotlib import pyplot as plt
+
+        plt.close(self.figure)
+
+
+def write_top_view(path: str | Path, scan, reach_m: float | None = None, grid_m: float | None = None,
+                   size_px: int = 800) -> Path:
+    """PNG top view of a LidarScan's returns on a metric grid (TopViewFigure)."""
+    figure = TopViewFigure(size_px)
+    try:
+        return figure.save(path, scan, reach_m, grid_m)
     finally:
-        plt.close(fig)
-    return path
+        figure.close()

@@ -270,11 +270,11 @@ def read_oxford_polar(path: str | Path, resolution: float | None = None):
 
 
 # -- pictures people read --------------------------------------------------------------------------
-def polar_to_cartesian(counts: np.ndarray, azimuth_rad: np.ndarray, resolution: float, max_range: float,
-                       size_px: int = 801) -> np.ndarray:
-    """(size_px, size_px) float grid, +x (forward) up and +y (left) to the left, NaN outside the scan:
-    nearest azimuth column and range bin of every pixel (bin k covers [k, k + 1) x resolution)."""
-    counts = np.asarray(counts, np.float64)
+def cartesian_lookup(azimuth_rad: np.ndarray, resolution: float, max_range: float, n_bins: int,
+                     size_px: int = 801) -> tuple[np.ndarray, np.ndarray]:
+    """(flat pixel indices inside the scan, flat (column, bin) indices into an (A, n_bins) image) of a
+    (size_px, size_px) grid, +x (forward) up and +y (left) to the left: nearest azimuth column and range
+    bin of every pixel (bin k covers [k, k + 1) x resolution)."""
     half = size_px // 2
     m_per_px = max_range / max(half, 1)
     rows, cols = np.mgrid[0:size_px, 0:size_px]
@@ -291,10 +291,19 @@ def polar_to_cartesian(counts: np.ndarray, azimuth_rad: np.ndarray, resolution: 
     d_prev = np.abs((angle - sorted_az[prev] + np.pi) % (2 * np.pi) - np.pi)
     column = order[np.where(d_pos < d_prev, pos, prev)]
     bin_idx = np.floor(r / resolution).astype(np.int64)
-    inside = (bin_idx < counts.shape[1]) & (r <= max_range)
-    out = np.full((size_px, size_px), np.nan)
-    out[inside] = counts[column[inside], bin_idx[inside]]
-    return out
+    inside = np.flatnonzero((bin_idx < n_bins) & (r <= max_range))
+    return inside, column.ravel()[inside] * n_bins + bin_idx.ravel()[inside]
+
+
+def polar_to_cartesian(counts: np.ndarray, azimuth_rad: np.ndarray, resolution: float, max_range: float,
+                       size_px: int = 801, lookup=None) -> np.ndarray:
+    """(size_px, size_px) float grid, +x (forward) up and +y (left) to the left, NaN outside the scan
+    (cartesian_lookup; pass its result as lookup to reuse it)."""
+    counts = np.asarray(counts)
+    pixels, cells = lookup or cartesian_lookup(azimuth_rad, resolution, max_range, counts.shape[1], size_px)
+    out = np.full(size_px * size_px, np.nan)
+    out[pixels] = counts.ravel()[cells]
+    return out.reshape(size_px, size_px)
 
 
 def _nice_step(max_range: float) -> float:
@@ -327,27 +336,54 @@ def level_label(img) -> str:
     return "image value (RadaRays scale, 8 bit)"
 
 
+class RadarFigure:
+    """The Cartesian picture people read, kept open to draw frame after frame: range rings labelled in
+    metres, a colour bar with units, a title (sensor, stamp). A run's pictures reuse one per sensor:
+    only the image and the title change, so a frame costs one render (a new figure costs ~3x that)."""
+
+    def __init__(self, img, max_range: float | None = None, dpi: int = 110):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        self.max_range = float(max_range or (img.range_m[-1] + img.resolution))
+        self.figure, self._axes = plt.subplots(figsize=(7.2, 6.2), dpi=dpi)
+        self._image = _cartesian_axes(self._axes, np.full((2, 2), np.nan), self.max_range, 255.0)
+        self.figure.colorbar(self._image, ax=self._axes, label=level_label(img), shrink=0.85)
+        self._title = self._axes.set_title(" ")
+        self._lookup = None
+
+    def save(self, img, path: str | Path, title: str | None = None, sensor: str | None = None, tight: bool = True,
+             png: dict | None = None) -> Path:
+        """Draw img and write the PNG (tight: crop the margins, which costs a second render; png: Pillow
+        options, e.g. {"compress_level": 1})."""
+        key = (np.asarray(img.azimuth_rad).tobytes(), img.resolution, img.image.shape)
+        if self._lookup is None or self._lookup[0] != key:  # the same sweep geometry frame after frame
+            self._lookup = key, cartesian_lookup(img.azimuth_rad, img.resolution, self.max_range, img.image.shape[1])
+        self._image.set_data(polar_to_cartesian(img.image, img.azimuth_rad, img.resolution, self.max_range,
+                                                lookup=self._lookup[1]))
+        name = sensor or Path(str(getattr(img.config, "origin", "radar"))).stem
+        self._title.set_text(title or f"{name}  -  t = {img.t0_ns * 1e-9:.3f} s  ({img.n_azimuths} az x {img.n_bins} bins)")
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.figure.savefig(path, bbox_inches="tight" if tight else None, pil_kwargs=png)
+        return path
+
+    def close(self) -> None:
+        import matplotlib.pyplot as plt
+
+        plt.close(self.figure)
+
+
 def radar_figure(img, path: str | Path, title: str | None = None, max_range: float | None = None,
                  sensor: str | None = None, dpi: int = 110) -> Path:
-    """A Cartesian picture people read: range rings labelled in metres, a colour bar with units and a
-    title (sensor, stamp). Written as PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    max_range = float(max_range or (img.range_m[-1] + img.resolution))
-    values = polar_to_cartesian(img.image, img.azimuth_rad, img.resolution, max_range)
-    name = sensor or Path(str(getattr(img.config, "origin", "radar"))).stem
-    fig, ax = plt.subplots(figsize=(7.2, 6.2), dpi=dpi)
-    shown = _cartesian_axes(ax, values, max_range, 255.0)
-    fig.colorbar(shown, ax=ax, label=level_label(img), shrink=0.85)
-    ax.set_title(title or f"{name}  -  t = {img.t0_ns * 1e-9:.3f} s  ({img.n_azimuths} az x {img.n_bins} bins)")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    """A Cartesian picture people read (RadarFigure), written as PNG."""
+    figure = RadarFigure(img, max_range, dpi)
+    try:
+        return figure.save(img, path, title, sensor)
+    finally:
+        figure.close()
 
 
 def comparison_figure(items, names, path: str | Path, max_range: float | None = None, dpi: int = 100) -> Path:

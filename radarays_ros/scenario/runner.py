@@ -21,7 +21,7 @@ from ..io.bag import BagWriter, check_output_path
 from .config import Scenario, load_scenario, matching_entities
 from ..sensors.units import SensorUnit, make_unit, poses_over, topic_messages
 from .odometry import odometry_msg, odometry_poses, travelled
-from .pictures import safe_file_name
+from .pictures import RunPictures, safe_file_name
 
 
 @dataclass
@@ -103,7 +103,7 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
     odom = odometry_poses(truth, scenario.odometry)
     driven = travelled(truth)
 
-    with BagWriter(out, overwrite=overwrite) as bag:
+    with BagWriter(out, overwrite=overwrite) as bag, RunPictures() as pictures_writer:
         def write(topic, msg, t_ns):
             bag.write(topic, msg, t_ns)
             counts[topic] = counts.get(topic, 0) + 1
@@ -127,7 +127,7 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
                 write(topic, msg, log_ns)
             frames[name] += 1
             if picture_dir is not None:
-                written_pictures.append(_picture(unit, result, picture_dir / f"{picture_names[name]}_{k:04d}.png"))
+                written_pictures.append(pictures_writer.write(name, unit, result, picture_dir / f"{picture_names[name]}_{k:04d}.png"))
             if progress:
                 progress.set_postfix_str(name, refresh=False)
                 progress.update()
@@ -165,10 +165,3 @@ def _tf_times(scenario: Scenario):
         t += step
 
 
-def _picture(unit: SensorUnit, result, path: Path) -> Path:
-    from ..io.radar_image import save_png
-    from .pictures import lidar_birds_eye
-
-    if unit.kind == "radar":
-        return save_png(path, unit.cartesian(result))
-    return save_png(path, lidar_birds_eye(result))

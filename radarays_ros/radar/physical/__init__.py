@@ -16,6 +16,7 @@ One formula per module, each with its source:
     stc.py             sensitivity-time control
     detector.py        log detector in Navtech counts (0.5 dB per count, 8 bits)
     doppler.py         range-Doppler coupling of FMCW chirps
+    motion.py          rigid-body velocities (v_o + omega x (p - o)) of the sensor and moving entities
     stage.py           the sensor stage: fields -> range response -> receiver -> counts
     simulate.py        one frame: geometry then the sensor stage, into a RadarImage
 

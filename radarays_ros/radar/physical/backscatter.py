@@ -41,13 +41,31 @@ class ScatterTable:
     classes: list[str]
     material_class: np.ndarray  # (M,) class index per scene material id, -1 = invisible
 
-    def sigma0_at(self, cls: np.ndarray, theta: np.ndarray) -> np.ndarray:
-        """sigma0 (linear) of class indices cls at incidence theta (radians), interpolated in dB."""
+    FINE_STEPS = 20  # samples per degree of the lookup grid (the tables are linear in dB between their angles)
+
+    def __post_init__(self):
+        # sigma0 interpolated in dB once, on a 0.05 deg grid: per hit, two gathers and a linear blend in
+        # linear units (off the dB interpolation by ~0.001 dB; 4x faster than a search and a power per hit)
+        self._fine_scale = self.FINE_STEPS * 180.0 / np.pi
+        grid = np.radians(np.arange(0, 90 * self.FINE_STEPS + 1) / self.FINE_STEPS)
+        self._fine = np.stack([self._interpolated(np.full(len(grid), k), grid) for k in range(len(self.sigma0))])
+
+    def _interpolated(self, cls: np.ndarray, theta: np.ndarray) -> np.ndarray:
         t = np.clip(theta, self.theta[0], self.theta[-1])
         i = np.clip(np.searchsorted(self.theta, t, side="right") - 1, 0, len(self.theta) - 2)
         f = (t - self.theta[i]) / (self.theta[i + 1] - self.theta[i])
         db = 10.0 * np.log10(self.sigma0)
         return 10.0 ** ((db[cls, i] * (1.0 - f) + db[cls, i + 1] * f) / 10.0)
+
+    def sigma0_at(self, cls: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """sigma0 (linear) of class indices cls at incidence theta (radians), interpolated in dB."""
+        x = np.clip(np.asarray(theta, np.float64) * self._fine_scale, 0.0, self._fine.shape[1] - 1.000001)
+        i = x.astype(np.int64)
+        x -= i
+        flat = self._fine.reshape(-1)
+        at = cls * self._fine.shape[1] + i
+        low = flat[at]
+        return low + (flat[at + 1] - low) * x
 
 
 def load_table(name: str, default_class: str, library) -> ScatterTable:

@@ -8,17 +8,20 @@ from __future__ import annotations
 import numpy as np
 
 
-def counts_float(power_w: np.ndarray, zero_dbm: float, db_per_count: float) -> np.ndarray:
-    """Counts before rounding (float32): may lie outside 0..255."""
-    p = np.maximum(power_w, np.float32(1e-30))
-    out = np.log10(p, dtype=np.float32)
+def counts_float(power_w: np.ndarray, zero_dbm: float, db_per_count: float, out: np.ndarray | None = None) -> np.ndarray:
+    """Counts before rounding (float32): may lie outside 0..255. out: a float32 array to write them into."""
+    out = np.maximum(power_w, np.float32(1e-30), out=out, dtype=np.float32)
+    np.log10(out, out=out)
     out *= np.float32(10.0 / db_per_count)
     out += np.float32((30.0 - zero_dbm) / db_per_count)
     return out
 
 
-def quantise(counts: np.ndarray) -> np.ndarray:
-    """Round to the nearest count and saturate to 0..255."""
-    out = np.rint(counts)
-    np.clip(out, 0, 255, out=out)
-    return out.astype(np.uint8)
+def quantise(counts: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Round to the nearest count and saturate to 0..255 (out: a uint8 array to write them into)."""
+    rounded = np.rint(counts)
+    np.clip(rounded, 0, 255, out=rounded)
+    if out is None:
+        return rounded.astype(np.uint8)
+    out[...] = rounded
+    return out

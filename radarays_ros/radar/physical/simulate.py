@@ -4,40 +4,38 @@ from __future__ import annotations
 import numpy as np
 
 from ..image import RadarImage
-from . import backscatter
+from . import backscatter, motion
 from .geometry import trace_physical
 from .stage import run_stage
 
-VELOCITY_DT_NS = 5_000_000  # central difference of the trajectory for the sensor velocity
-
 
 def sensor_velocities(pose, times: np.ndarray) -> np.ndarray:
-    """(A, 3) world-frame velocity of the sensor at each firing time (zero for a fixed pose)."""
+    """(A, 3) world-frame velocity of the sensor (antenna) at each firing time (zero for a fixed pose)."""
     from ...world.trajectory import Trajectory
 
     if not isinstance(pose, Trajectory):
         return np.zeros((len(times), 3))
-    ahead = pose.at(times + VELOCITY_DT_NS)[:, :3, 3]
-    behind = pose.at(times - VELOCITY_DT_NS)[:, :3, 3]
-    return (ahead - behind) / (2 * VELOCITY_DT_NS * 1e-9)
+    return motion.trajectory_velocity(pose.t_ns, pose.poses[:, :3, 3], times)
 
 
-def entity_velocities(sim, t0_ns: int) -> np.ndarray | None:
-    """(E, 3) world velocity of every moving entity (by id): the change of its position since the frame
-    before, over that frame's time step; zero for static entities and on the first frame. None when
-    nothing moves."""
+def entity_motion(sim, t0_ns: int) -> motion.EntityMotion | None:
+    """Rigid motion of every moving entity (by id) from its pose now and at the frame before (over that
+    frame's time step): velocity of its origin, angular velocity, origin now; zero for static entities
+    and on the first frame. None when nothing moves."""
     track = sim.__dict__.setdefault("_entity_track", {})
     moving = [e for e in sim.scene.entities if not e.static]
     if not moving:
         return None
-    velocity = np.zeros((max(e.id for e in sim.scene.entities) + 1, 3))
+    size = max(e.id for e in sim.scene.entities) + 1
+    result = motion.EntityMotion(np.zeros((size, 3)), np.zeros((size, 3)), np.zeros((size, 3)))
     for entity in moving:
-        position = entity.pose[:3, 3].copy()
+        pose = np.array(entity.pose, np.float64)
+        result.origin[entity.id] = pose[:3, 3]
         before = track.get(entity.id)
         if before is not None and t0_ns > before[0]:
-            velocity[entity.id] = (position - before[1]) / ((t0_ns - before[0]) * 1e-9)
-        track[entity.id] = (t0_ns, position)
-    return velocity
+            result.velocity[entity.id], result.angular[entity.id] = motion.rigid_motion(before[1], pose, (t0_ns - before[0]) * 1e-9)
+        track[entity.id] = (t0_ns, pose)
+    return result
 
 
 def scatter_table(sim) -> backscatter.ScatterTable:
@@ -57,7 +55,7 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     origins = np.ascontiguousarray(poses[:, :3, 3])
     max_range = cfg.range.offset + (cfg.range.n_bins + 1) * cfg.range.resolution
     clutter, glints = trace_physical(sim.backend, origins, column_rot, sensor_velocities(pose, times), cfg,
-                                     scatter_table(sim), rng, max_range, sim.ray_log, entity_velocities(sim, t0_ns))
+                                     scatter_table(sim), rng, max_range, sim.ray_log, entity_motion(sim, t0_ns))
     out = run_stage(clutter, glints, cfg, rng)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
     return RadarImage(

@@ -9,11 +9,21 @@ n: unit white noise, N the thermal noise per bin (thermal_noise.py); K: range re
 (range_response.py, peak 1, so a point reads its power at a bin centre and noise reads N after the
 window). Glints and the Tx-Rx leakage are points at their exact (sub-bin) range. With fmcw.doppler the
 ranges shift by the chirp's range-Doppler coupling (doppler.py).
+
+Cost: a Navtech frame is 2.7 M cells for some 10^5 returns, so clutter and noise are drawn apart, each
+where it matters: clutter only up to the last range where it comes within 40 dB of the noise, white noise
+straight in the range spectrum on the frequencies the window passes; every full-image step is float32
+and in place. Rows are worked in blocks of ROWS_PER_SEED on a small thread pool (numpy and pocketfft
+release the GIL); each block draws from its own generator, seeded from the frame's, so the bytes do not
+depend on the thread count.
 """
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import scipy.fft as sp_fft
@@ -21,6 +31,12 @@ from scipy.signal import oaconvolve
 
 from . import antenna, detector, doppler, speckle, stc, thermal_noise
 from .range_response import RangeKernel, range_kernel
+
+
+ROWS_PER_SEED = 25  # azimuth rows per block: each block has its own seeded generator and is one thread task
+CLUTTER_FLOOR = 1e-4  # clutter 40 dB under the noise per bin changes nothing (< 0.0005 dB): not drawn past the last above
+NOISE_LOST = 1e-6  # noise power left out of the spectral draw (-60 dB)
+_POOL: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool)
 
 
 @dataclass
@@ -32,31 +48,53 @@ class StageOutput:
     chirp_up: np.ndarray  # (A,) bool
 
 
-def spread_power(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
-    """(A, B) float64: each power spread uniformly over [start_bin, end_bin) (fractional bin units)."""
+def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
+    """(A, J + 1) float64 difference array of the powers spread uniformly over [start_bin, end_bin)
+    (fractional bin units): its running sum along each row is occupied_power. J <= B: the columns up to
+    the last that holds any power (all later columns are zero)."""
     a, b = shape
-    if not len(power):
-        return np.zeros(shape)
-    density = power / np.maximum(end_bin - start_bin, 1e-9)
     lo, hi = np.clip(start_bin, 0, b), np.clip(end_bin, 0, b)
-    ok = hi > lo
-    azimuth, lo, hi, density = azimuth[ok], lo[ok], hi[ok], density[ok]
-    i0 = np.minimum(np.floor(lo).astype(np.int64), b - 1)
-    i1 = np.minimum(np.floor(hi).astype(np.int64), b - 1)
-    row = azimuth.astype(np.int64) * (b + 1)  # rows of b + 1: the difference array's end marker fits
+    ok = (hi > lo) & (power != 0)  # (signed "powers" too: the velocity channel spreads power x velocity)
+    if not ok.any():
+        return np.zeros((a, 1))
+    density = power[ok] / np.maximum(end_bin[ok] - start_bin[ok], 1e-9)
+    lo, hi = lo[ok], hi[ok]
+    i0 = np.minimum(lo.astype(np.int64), b - 1)  # (non-negative: truncation is floor)
+    i1 = np.minimum(hi.astype(np.int64), b - 1)
+    width = int(i1.max()) + 1
+    row = azimuth[ok].astype(np.int64) * (width + 1)  # rows of width + 1: the last end marker fits
     same = i0 == i1
-    # the partial first and last bins directly; whole bins between them through a difference array
-    direct = np.bincount(np.concatenate([row + i0, row + i1]),
-                         np.concatenate([np.where(same, density * (hi - lo), density * (i0 + 1 - lo)),
-                                         np.where(same, 0.0, density * (hi - i1))]), minlength=a * (b + 1))
-    inner = ~same & (i1 > i0 + 1)
-    steps = np.bincount(np.concatenate([row[inner] + i0[inner] + 1, row[inner] + i1[inner]]),
-                        np.concatenate([density[inner], -density[inner]]), minlength=a * (b + 1))
-    out = steps.astype(np.float64, copy=False).reshape(a, b + 1)  # (bincount of no weights is integer)
-    np.cumsum(out, axis=1, out=out)  # in place: these are 22 MB arrays
-    out += direct.reshape(a, b + 1)
-    np.maximum(out, 0.0, out=out)  # the running sum leaves -1e-30 round-off
-    return out[:, :b]
+    # bin i0 holds `first`, bins i0+1 .. i1-1 the density, bin i1 `last`
+    first = np.where(same, density * (hi - lo), density * (i0 + 1 - lo))
+    last = np.where(same, 0.0, density * (hi - i1))
+    inner = np.where(same, 0.0, density)
+    steps = np.bincount(np.concatenate([row + i0, row + i0 + 1, row + i1, row + i1 + 1]),
+                        np.concatenate([first, inner - first, last - inner, -last]), minlength=a * (width + 1))
+    return steps.reshape(a, width + 1)
+
+
+def running_power(steps: np.ndarray, signed: bool = False) -> np.ndarray:
+    """The powers of a difference array (power_steps), in place: (rows, J) float64. Summed in float64:
+    strong near returns cancel to ~1e-16 of themselves, far under the noise. signed: values that may be
+    negative (power x velocity), else the -1e-30 round-off of the running sum is cut to 0."""
+    np.cumsum(steps, axis=1, out=steps)
+    if not signed:
+        np.maximum(steps, 0.0, out=steps)
+    return steps[:, :-1]
+
+
+def occupied_power(azimuth, start_bin, end_bin, power, shape, signed: bool = False) -> np.ndarray:
+    """(A, J) float64, J <= B: each power spread uniformly over [start_bin, end_bin) (fractional bin
+    units), cut after the last column that holds any (all later columns are zero)."""
+    return running_power(power_steps(azimuth, start_bin, end_bin, power, shape), signed)
+
+
+def spread_power(azimuth, start_bin, end_bin, power, shape, signed: bool = False) -> np.ndarray:
+    """(A, B) float64: occupied_power over every column."""
+    occupied = occupied_power(azimuth, start_bin, end_bin, power, shape, signed)
+    out = np.zeros(shape)
+    out[:, :occupied.shape[1]] = occupied
+    return out
 
 
 def glint_taps(azimuth, position_bins, amplitude, kernel: RangeKernel, n_bins: int):
@@ -71,16 +109,130 @@ def glint_taps(azimuth, position_bins, amplitude, kernel: RangeKernel, n_bins: i
     return rows, k[ok], (amplitude[:, None] * weight)[ok]
 
 
-def convolve_range(field: np.ndarray, taps: np.ndarray) -> np.ndarray:
-    """Each row convolved with the symmetric taps (same length), single-precision FFT on two threads.
-    Its round-off sits ~140 dB under a row's strongest clutter, below the 127.5 dB an 8-bit Navtech image
-    spans (point targets are added after, exactly)."""
-    half = len(taps) // 2
-    n = sp_fft.next_fast_len(field.shape[1] + len(taps) - 1)
-    spectrum = sp_fft.fft(field, n=n, axis=1, workers=2)
-    spectrum *= sp_fft.fft(taps.astype(np.complex64), n=n, workers=2)[None, :]
-    out = sp_fft.ifft(spectrum, axis=1, workers=2, overwrite_x=True)
-    return out[:, half:half + field.shape[1]]
+@lru_cache(maxsize=16)
+def _taps_spectrum(taps: tuple, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rfft of the taps over n points (complex64), the band of frequencies that holds all but NOISE_LOST
+    of the window's noise power: white noise filtered by the taps has no power elsewhere worth a draw)."""
+    spectrum = sp_fft.rfft(np.asarray(taps, np.float64), n)
+    power = np.abs(spectrum) ** 2
+    power[1:(n + 1) // 2] *= 2.0  # one-sided: the other half mirrors these
+    order = np.argsort(power)[::-1]
+    kept = order[:np.searchsorted(np.cumsum(power[order]), (1.0 - NOISE_LOST) * power.sum()) + 1]
+    return spectrum.astype(np.complex64), slice(int(kept.min()), int(kept.max()) + 1)  # (a band: a low-pass)
+
+
+def _fft_length(n_bins: int, taps: np.ndarray) -> int:
+    return sp_fft.next_fast_len(n_bins + len(taps) - 1, real=True)
+
+
+def _parallel(task, items) -> list:
+    """task(item) for every item, on a small thread pool of this process (inline for one item). A forked
+    worker (batch runs) makes its own rather than rely on the parent's copy, whose threads stayed behind."""
+    global _POOL
+    items = list(items)
+    if len(items) < 2:
+        return [task(item) for item in items]
+    if _POOL is None or _POOL[0] != os.getpid():
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        _POOL = os.getpid(), ThreadPoolExecutor(max_workers=max(1, min(cores, 8)), thread_name_prefix="radar-stage")
+    return list(_POOL[1].map(task, items))
+
+
+def _sorted_points(point_taps):
+    rows, cols, values = point_taps
+    order = np.argsort(rows, kind="stable")
+    return rows[order], cols[order], values[order].astype(np.complex64)
+
+
+def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support: slice) -> tuple[np.ndarray, np.ndarray]:
+    """(re, im) planes' rfft spectra (rows, n // 2 + 1) of white noise of `white` per bin (a unit
+    circular Gaussian per bin: N(0, 1/2) per part) filtered by the taps, drawn on the `support` band only.
+    The rfft of n real N(0, s2) samples is real N(0, n s2) at 0 (and n/2), circular with n s2 elsewhere."""
+    width = support.stop - support.start
+    re, im = speckle.unit_parts(rng, (rows, 2 * width))
+    band = np.arange(support.start, support.stop)
+    real = (band == 0) | (2 * band == n)  # frequency 0 and, for even n, n/2: real for real samples
+    gain = np.float32(math.sqrt(n * white / 2.0)) * spectrum[support]
+    out = []
+    for k in range(2):
+        part = slice(k * width, (k + 1) * width)
+        full = np.zeros((rows, n // 2 + 1), np.complex64)
+        values = full[:, support]  # a view: written in place
+        values.real, values.imag = re[:, part], im[:, part]
+        values[:, real] = re[:, part][:, real] * np.float32(math.sqrt(2.0))  # real N(0, 1) there
+        values *= gain
+        out.append(full)
+    return out[0], out[1]
+
+
+def _speckled_frame(steps, white, rho, kernel: RangeKernel, points, receive, shape, rng) -> np.ndarray:
+    """(A, B) float32 |conv_range(sqrt(V) z + sqrt(white) n, K) + points|^2, each block of rows then
+    handed to receive(rows, power) (steps: power_steps of the clutter power V).
+
+    Clutter and noise are drawn apart, so that each costs what it covers. Clutter: sqrt(V) z on the
+    columns up to the block's last with clutter above CLUTTER_FLOOR x the noise, z correlated over
+    azimuth (speckle.correlate_rows), then into the range spectrum. Noise: white, so drawn straight in
+    the range spectrum, on the frequencies the window passes (a quarter of them for Navtech bins).
+    One inverse FFT per plane gives the field; points are added exactly; receive."""
+    a, b = shape
+    n = _fft_length(b, kernel.taps)
+    spectrum, support = _taps_spectrum(tuple(kernel.taps), n)
+    half = len(kernel.taps) // 2
+    blocks = [(k, min(k + ROWS_PER_SEED, a)) for k in range(0, a, ROWS_PER_SEED)]
+    seeds = rng.integers(0, 2**63 - 1, size=len(blocks))
+    p_rows, p_cols, p_values = points
+    drawn = [None] * len(blocks)
+
+    def draw(i):
+        k0, k1 = blocks[i]
+        block_rng = np.random.default_rng(seeds[i])
+        clutter = running_power(steps[k0:k1])
+        above = np.flatnonzero((clutter > CLUTTER_FLOOR * white).any(axis=0))
+        width = int(above[-1]) + 1 if len(above) else 0
+        re, im = speckle.unit_parts(block_rng, (k1 - k0, width))
+        amplitude = np.sqrt(clutter[:, :width], dtype=np.float32)
+        drawn[i] = re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support)
+
+    def finish(i):
+        k0, k1 = blocks[i]
+        re, im, amplitude, noise = drawn[i]
+        drawn[i] = None  # the block's planes go when it is done
+        planes = []
+        for clutter, field in zip((re, im), noise):
+            if clutter.shape[1]:
+                clutter *= amplitude
+                field += sp_fft.rfft(clutter, n, axis=1) * spectrum
+            planes.append(sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b])
+        re, im = planes
+        lo, hi = np.searchsorted(p_rows, [k0, k1])
+        if hi > lo:
+            at = (p_rows[lo:hi] - k0, p_cols[lo:hi])
+            np.add.at(re, at, p_values[lo:hi].real)
+            np.add.at(im, at, p_values[lo:hi].imag)
+        out = power[k0:k1]
+        np.square(re, out=out)
+        out += np.square(im, out=im)
+        receive(slice(k0, k1), out)
+
+    _parallel(draw, range(len(blocks)))
+    if rho > 0:
+        _correlate_blocks(drawn, rho)
+    power = np.empty(shape, np.float32)
+    _parallel(finish, range(len(blocks)))
+    return power
+
+
+def _correlate_blocks(drawn, rho: float) -> None:
+    """The azimuth autoregression of the clutter field (speckle.correlate_rows) across consecutive row
+    blocks: a block's first row continues the previous block's last where that one has clutter columns."""
+    previous = None
+    for re, im, _, _ in drawn:
+        shared = min(previous[0].shape[0], re.shape[1]) if previous is not None else 0
+        if shared:
+            speckle.correlate_rows(re[:, :shared], im[:, :shared], rho, (previous[0][:shared], previous[1][:shared]))
+        if re.shape[1] > shared:  # columns the previous block had no clutter in start afresh
+            speckle.correlate_rows(re[:, shared:], im[:, shared:], rho)
+        previous = re[-1], im[-1]
 
 
 def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
@@ -95,7 +247,7 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
         near, far = near + c_shift, far + c_shift
         g_range = g_range + doppler.range_shift(glints.velocity, signs[glints.azimuth], fm.carrier_hz, fm.chirp_time_s, fm.bandwidth_hz)
     start, end = (near - offset) / bin_m, (far - offset) / bin_m
-    variance = spread_power(clutter.azimuth, start, end, clutter.power_w, (a, b))
+    steps = power_steps(clutter.azimuth, start, end, clutter.power_w, (a, b))
     g_amp, g_pos, g_az = glints.amplitude, (g_range - offset) / bin_m, glints.azimuth
     if rx.leakage_dbm is not None:
         leak = math.sqrt(10.0 ** ((rx.leakage_dbm - 30.0) / 10.0))
@@ -105,36 +257,40 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
     noise = thermal_noise.noise_power_w(rx, fm)
     visible = np.abs(g_amp) ** 2 > 1e-4 * noise  # points 40 dB under the noise floor change nothing
     point_taps = glint_taps(g_az[visible], g_pos[visible], g_amp[visible], kernel, b)
+    centres = offset + (np.arange(b) + 0.5) * bin_m
+    gain = (10.0 ** (-stc.attenuation_db(centres, rx.stc_range_m, rx.stc_max_db) / 10.0)).astype(np.float32)
+    counts, counts_u8 = np.empty((a, b), np.float32), np.empty((a, b), np.uint8)
+
+    def receive(rows: slice, power_rows: np.ndarray) -> None:  # STC, then the log detector, in place
+        power_rows *= gain
+        detector.counts_float(power_rows, rx.zero_dbm, rx.db_per_count, out=counts[rows])
+        detector.quantise(counts[rows], out=counts_u8[rows])
+
     if cfg.scatter.speckle:
         rho = 0.0
-        white = np.float32(noise / kernel.enbw_bins)  # pre-window noise per bin: N per bin after the window
-        total = variance.astype(np.float32)
-        total += white
         if cfg.scatter.azimuth_correlation and a > 1:
             rho = antenna.field_correlation(math.radians(abs(cfg.azimuth.step_deg)),
                                             math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
-            rho = np.float32(rho) * (1.0 - white / total)  # = rho V / (V + N)
-        z = speckle.unit_field(rng, (a, b), rho)
-        z *= np.sqrt(total)
-        field = convolve_range(z, kernel.taps)
-        rows, cols, values = point_taps
-        np.add.at(field, (rows, cols), values.astype(np.complex64))
-        power = np.square(field.real) + np.square(field.imag)
+        # white: pre-window noise per bin, N per bin after the window
+        power = _speckled_frame(steps, noise / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps), receive,
+                                (a, b), rng)
     else:  # expected power: E|points + clutter + noise|^2
+        variance = running_power(steps)
+        full = np.zeros((a, b))
+        full[:, :variance.shape[1]] = variance
         points = np.zeros((a, b), np.complex128)
         np.add.at(points, point_taps[:2], point_taps[2])
-        power = (oaconvolve(variance, kernel.taps[None, :] ** 2, mode="same", axes=1) + noise
+        power = (oaconvolve(full, kernel.taps[None, :] ** 2, mode="same", axes=1) + noise
                  + np.abs(points) ** 2).astype(np.float32)
-    centres = offset + (np.arange(b) + 0.5) * bin_m
-    power *= (10.0 ** (-stc.attenuation_db(centres, rx.stc_range_m, rx.stc_max_db) / 10.0)).astype(np.float32)[None, :]
-    counts = detector.counts_float(power, rx.zero_dbm, rx.db_per_count)
+        receive(slice(0, a), power)
     velocity = None
     if fm.velocity_channel:
-        weight = spread_power(clutter.azimuth, start, end, clutter.power_w * clutter.velocity, (a, b))
+        full = spread_power(clutter.azimuth, start, end, clutter.power_w, (a, b))
+        weight = spread_power(clutter.azimuth, start, end, clutter.power_w * clutter.velocity, (a, b), signed=True)
         g_w = np.abs(glints.amplitude) ** 2
         cell = np.clip(np.floor((g_range - offset) / bin_m).astype(np.int64), 0, b - 1)
         flat = glints.azimuth * b + cell
-        total_w = variance.reshape(-1) + np.bincount(flat, g_w, minlength=a * b)
+        total_w = full.reshape(-1) + np.bincount(flat, g_w, minlength=a * b)
         total_v = weight.reshape(-1) + np.bincount(flat, g_w * glints.velocity, minlength=a * b)
         velocity = np.where(total_w > 0, total_v / np.maximum(total_w, 1e-300), 0.0).reshape(a, b).astype(np.float32)
-    return StageOutput(counts, detector.quantise(counts), power, velocity, signs > 0)
+    return StageOutput(counts, counts_u8, power, velocity, signs > 0)

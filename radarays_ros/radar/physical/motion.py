@@ -1,0 +1,60 @@
+"""Velocities for Doppler: rigid-body motion of the sensor and of moving entities.
+
+A point p of a rigid body moving with velocity v_o at its origin o and angular velocity omega moves with
+    v(p) = v_o + omega x (p - o)
+(Goldstein, "Classical Mechanics", 3rd ed., Sec. 4.8). The radial velocity of a return along the unit
+ray d (receding positive) is (v_target - v_antenna) . d. The antenna is the sensor origin, so a sensor
+mounted at lever arm r from a platform turning at omega moves with v_base + omega x r: the sensor's own
+trajectory (base pose x mount, as the runner and CLI pass it) holds that motion, and its derivative is
+taken here. A turn about the antenna itself changes no range and gives no Doppler.
+omega comes from two poses dt apart: R_rel = R_1 R_0^T = exp([omega dt]x) (the rotation vector of
+R_rel over dt, exact for a constant rate).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+DERIVATIVE_NS = 5_000_000  # half-width of the central difference of a trajectory's position
+
+
+@dataclass
+class EntityMotion:
+    """Per entity id: world velocity of its origin, angular velocity, origin (all (E, 3))."""
+
+    velocity: np.ndarray
+    angular: np.ndarray
+    origin: np.ndarray
+
+    def at(self, entity: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """(N, 3) world velocity of points (N, 3) on entities (N,) (ids outside the table: zero)."""
+        out = np.zeros((len(entity), 3))
+        known = (entity >= 0) & (entity < len(self.velocity))
+        e = entity[known]
+        out[known] = self.velocity[e] + np.cross(self.angular[e], points[known] - self.origin[e])
+        return out
+
+
+def trajectory_velocity(t_ns: np.ndarray, positions: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """(N, 3) velocity (m/s) of a position track (K, 3) at times (N,), linear between its samples as
+    Trajectory.at interpolates: a central difference over +-DERIVATIVE_NS of that polyline, with its end
+    segments extended (a sweep's last azimuths see the motion, not a pose held still)."""
+    if len(t_ns) < 2:
+        return np.zeros((len(times), 3))
+
+    def position(t):
+        i = np.clip(np.searchsorted(t_ns, t, side="right") - 1, 0, len(t_ns) - 2)
+        step = (positions[i + 1] - positions[i]) / (t_ns[i + 1] - t_ns[i]).astype(np.float64)[:, None]
+        return positions[i] + step * (t - t_ns[i]).astype(np.float64)[:, None]
+
+    times = np.asarray(times, np.int64)
+    return (position(times + DERIVATIVE_NS) - position(times - DERIVATIVE_NS)) / (2 * DERIVATIVE_NS * 1e-9)
+
+
+def rigid_motion(before: np.ndarray, after: np.ndarray, dt_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """(velocity of the origin, angular velocity), world frame, from two 4x4 poses dt_s apart."""
+    velocity = (after[:3, 3] - before[:3, 3]) / dt_s
+    relative = after[:3, :3] @ before[:3, :3].T
+    return velocity, Rotation.from_matrix(relative).as_rotvec() / dt_s
