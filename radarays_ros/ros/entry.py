@@ -13,9 +13,9 @@ NO_ROS = ("{node}: needs ROS 2 (Jazzy), but {reason} cannot be imported: pip ins
 
 
 def run_node(node_name: str, kind: str, args: list[str] | None = None) -> int:
-    from .node_params import help_requested, help_text
-
     if help_requested(sys.argv if args is None else args):
+        from .node_params import help_text  # the package's own dependencies (numpy), not ROS
+
         print(help_text(node_name, kind))
         return 0
     try:
@@ -40,3 +40,9 @@ def use_large_message_profile() -> None:
     profile = data_path("ros", "fastdds_large_messages.xml", must_exist=False)
     if profile.is_file():
         os.environ["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
+
+
+def help_requested(argv: list[str]) -> bool:
+    """-h / --help among the program's own arguments (those before --ros-args)."""
+    own = argv[1: argv.index("--ros-args")] if "--ros-args" in argv else argv[1:]
+    return "-h" in own or "--help" in own

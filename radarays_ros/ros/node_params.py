@@ -59,12 +59,6 @@ def config_param(kind: str) -> dict[str, ParamInfo]:
     return {"config": ParamInfo(DEFAULT_CONFIG[kind], f"{kind} preset name or config file")}
 
 
-def help_requested(argv: list[str]) -> bool:
-    """-h / --help among the program's own arguments (those before --ros-args)."""
-    own = argv[1: argv.index("--ros-args")] if "--ros-args" in argv else argv[1:]
-    return "-h" in own or "--help" in own
-
-
 def help_text(node_name: str, kind: str) -> str:
     """Usage and the node-level parameters with their defaults and descriptions."""
     prefix = "NAME." if kind == "rig" else ""
