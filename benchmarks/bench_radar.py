@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bare_trace_seconds, make_big_world, peak_rss_mb, report  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # a checkout: `python benchmarks/bench_radar.py`
+from benchmarks.common import bare_trace_seconds, make_big_world, peak_rss_mb, report  # noqa: E402
 
 from radarays_ros.radar import RadarConfig, RadarSimulator  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
