@@ -1,0 +1,24 @@
+"""Every benchmark starts the way the README runs it (a script from the checkout root, or `-m`):
+`--help` answers with exit status 0. The figures themselves are never asserted (wall-clock times)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+AS_SCRIPT = ["bench_radar", "bench_nodes", "bench_gpu", "bench_batch"]
+AS_MODULE = ["bench_tracing", "bench_lidar", "bench_gazebo", "bench_gz_clients"]
+
+
+def test_every_benchmark_is_listed_here():
+    assert {p.stem for p in (REPO / "benchmarks").glob("bench_*.py")} == set(AS_SCRIPT) | set(AS_MODULE)
+
+
+@pytest.mark.parametrize("command", [[f"benchmarks/{name}.py"] for name in AS_SCRIPT]
+                         + [["-m", f"benchmarks.{name}"] for name in AS_MODULE], ids=lambda c: c[-1])
+def test_benchmark_answers_help(command):
+    done = subprocess.run([sys.executable, *command, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "usage:" in done.stdout, done.stderr[-2000:]
