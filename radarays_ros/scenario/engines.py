@@ -20,17 +20,29 @@ ENGINES = ("local", "ray")
 
 
 def _local_child(task: dict, conn) -> None:
-    """A local worker process: one run; SIGTERM (a cancelled batch) unwinds like Ctrl-C (no half bag)."""
+    """A local worker process: one run; SIGTERM (a cancelled batch) unwinds like Ctrl-C (no half bag).
+
+    Ctrl-C reaches the worker twice: SIGINT from the terminal, then SIGTERM from the batch cancelling it.
+    The first one unwinds; the later ones are ignored so they cannot cut the unwinding (the bag writer
+    dropping its unfinished bag) short."""
     def stop(*_):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         record = execute_run(task)
     except KeyboardInterrupt:  # the bag writer has already dropped its unfinished bag
         sys.exit(130)
     conn.send(record)
     conn.close()
+
+
+# what every run imports (the forkserver imports them once; each run's process starts with them loaded)
+RUN_MODULES = ["radarays_ros.scenario.batch_run", "radarays_ros.scenario.runner", "radarays_ros.world.loader",
+               "radarays_ros.tracing.embree", "radarays_ros.radar", "lidar_ros", "radarays_ros.io.bag", "trimesh"]
 
 
 class LocalEngine:
@@ -47,7 +59,7 @@ class LocalEngine:
         methods = multiprocessing.get_all_start_methods()
         self.ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
         if self.ctx.get_start_method() == "forkserver":
-            self.ctx.set_forkserver_preload([__name__, "radarays_ros.scenario.batch_run", "radarays_ros.scenario.runner"])
+            self.ctx.set_forkserver_preload([__name__, *RUN_MODULES])
 
     def submit(self, task: dict):
         reader, writer = self.ctx.Pipe(duplex=False)
