@@ -3,7 +3,7 @@
 Prints images/s, the ratio of the frame time to the bare embreex time of the same rays (every pass's
 rays are recorded and re-traced raw through the same BVH), the ratio to the bare time of the unpruned
 workload (every wave traced, as RadaRays does; the simulator skips waves that cannot reach the image),
-the paper's sweep Ns = 200..1000 at 4 passes (Table III) and the peak memory. Run: .venv/bin/python benchmarks/bench_radar.py [--quick]
+the paper's sweep Ns = 200..1000 at 4 passes (Table III) and the peak memory. Run: PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_radar.py [--quick]
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import bare_trace_seconds, make_big_world, peak_rss_mb, report  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script or with -m
+from benchmarks.common import bare_trace_seconds, make_big_world, peak_rss_mb, report  # noqa: E402
 
 from radarays_ros.radar import RadarConfig, RadarSimulator  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
