@@ -138,6 +138,16 @@ def _parallel(task, items) -> list:
     return list(_POOL[1].map(task, items))
 
 
+def _rows_of(azimuth: np.ndarray, a: int, make):
+    """clutter_steps(k0, k1) for _speckled_frame: make(selection, k0, k1) on the returns of rows k0..k1-1
+    (blocks of ROWS_PER_SEED), in their order. Each block's difference array is then summed in its own
+    task, bin by bin in the same order as over the whole frame: the same floats."""
+    blocks = azimuth // ROWS_PER_SEED
+    order = np.argsort(blocks.astype(np.int32 if a > 2**15 * ROWS_PER_SEED else np.int16), kind="stable")
+    bounds = np.searchsorted(blocks[order], np.arange((a + ROWS_PER_SEED - 1) // ROWS_PER_SEED + 1))
+    return lambda k0, k1: make(order[bounds[k0 // ROWS_PER_SEED]:bounds[k0 // ROWS_PER_SEED + 1]], k0, k1)
+
+
 def _sorted_points(point_taps):
     rows, cols, values = point_taps
     order = np.argsort(rows, kind="stable")
@@ -165,9 +175,9 @@ def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support: sli
     return out[0], out[1]
 
 
-def _speckled_frame(steps, white, rho, kernel: RangeKernel, points, receive, shape, rng) -> np.ndarray:
+def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, receive, shape, rng) -> np.ndarray:
     """(A, B) float32 |conv_range(sqrt(V) z + sqrt(white) n, K) + points|^2, each block of rows then
-    handed to receive(rows, power) (steps: power_steps of the clutter power V).
+    handed to receive(rows, power) (clutter_steps(k0, k1): power_steps of the clutter power V on rows k0..k1-1).
 
     Clutter and noise are drawn apart, so that each costs what it covers. Clutter: sqrt(V) z on the
     columns up to the block's last with clutter above CLUTTER_FLOOR x the noise, z correlated over
@@ -186,7 +196,7 @@ def _speckled_frame(steps, white, rho, kernel: RangeKernel, points, receive, sha
     def draw(i):
         k0, k1 = blocks[i]
         block_rng = np.random.default_rng(seeds[i])
-        clutter = running_power(steps[k0:k1])
+        clutter = running_power(clutter_steps(k0, k1))
         above = np.flatnonzero((clutter > CLUTTER_FLOOR * white).any(axis=0))
         width = int(above[-1]) + 1 if len(above) else 0
         re, im = speckle.unit_parts(block_rng, (k1 - k0, width))
@@ -247,7 +257,6 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
         near, far = near + c_shift, far + c_shift
         g_range = g_range + doppler.range_shift(glints.velocity, signs[glints.azimuth], fm.carrier_hz, fm.chirp_time_s, fm.bandwidth_hz)
     start, end = (near - offset) / bin_m, (far - offset) / bin_m
-    steps = power_steps(clutter.azimuth, start, end, clutter.power_w, (a, b))
     g_amp, g_pos, g_az = glints.amplitude, (g_range - offset) / bin_m, glints.azimuth
     if rx.leakage_dbm is not None:
         leak = math.sqrt(10.0 ** ((rx.leakage_dbm - 30.0) / 10.0))
@@ -272,10 +281,12 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
             rho = antenna.field_correlation(math.radians(abs(cfg.azimuth.step_deg)),
                                             math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
         # white: pre-window noise per bin, N per bin after the window
-        power = _speckled_frame(steps, noise / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps), receive,
+        clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(
+            clutter.azimuth[sel] - k0, start[sel], end[sel], clutter.power_w[sel], (k1 - k0, b)))
+        power = _speckled_frame(clutter_steps, noise / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps), receive,
                                 (a, b), rng)
     else:  # expected power: E|points + clutter + noise|^2
-        variance = running_power(steps)
+        variance = running_power(power_steps(clutter.azimuth, start, end, clutter.power_w, (a, b)))
         full = np.zeros((a, b))
         full[:, :variance.shape[1]] = variance
         points = np.zeros((a, b), np.complex128)
