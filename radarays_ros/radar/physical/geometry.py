@@ -125,29 +125,17 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     entities: a motion.EntityMotion of the moving entities, None = a static world.
     parallel: parallel(task, items) -> [task(item)...] in item order (a thread pool), None = in turn.
 
-    The beam is sampled for the whole frame (the only random draws), then the passes of each block of
-    AZIMUTH_BLOCKS run as one task: blocks trace and compute side by side (embreex and numpy release
+    The beam is sampled for the whole frame (the only random draws), then each block of AZIMUTH_BLOCKS
+    makes its tubes and runs their passes as one task: blocks trace and compute side by side (embreex and numpy release
     the GIL). Every ray's result depends on that ray alone, and the blocks' parts are joined pass by pass
     in azimuth order, so the returns are the same arrays, in the same order, as one block would give."""
     a = len(origins)
-    beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi = sample_beam(rng, a, cfg.antenna)
-    s = beta.shape[1]
-    d_col, dde_col, ddb_col = _column_dirs(beta, e)
-    sensor = np.repeat(origins, s, axis=0)
-    d = _rotate(column_rot, d_col)
-    frame = _Frame(
-        backend=backend, cfg=cfg, table=table, max_range=max_range, entities=entities, log=ray_log is not None,
-        column_rot=column_rot, beta=beta, e=e, sensor=sensor, d=d,
-        dd_e=_rotate(column_rot, dde_col), dd_b=_rotate(column_rot, ddb_col),
-        steps_e=np.stack([(e_lo - e).reshape(-1), (e_hi - e).reshape(-1)], axis=1),
-        steps_b=np.stack([(b_lo - beta).reshape(-1), (b_hi - beta).reshape(-1)], axis=1),
-        az=np.repeat(np.arange(a), s), d_omega=(d_beta * d_e * np.cos(e)).reshape(-1),
-        g_tx=antenna.gain(beta, e, cfg.antenna).reshape(-1),
-        v_r=-_dot(np.repeat(sensor_velocity, s, axis=0), d))
+    frame = _Frame(backend, cfg, table, max_range, entities, ray_log is not None, origins, column_rot, sensor_velocity,
+                   sample_beam(rng, a, cfg.antenna))
     blocks = min(AZIMUTH_BLOCKS, a)
-    edges = [(a * k // blocks) * s for k in range(blocks + 1)]
+    edges = [a * k // blocks for k in range(blocks + 1)]
     spans = [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
-    parts = (parallel or _in_turn)(lambda span: _trace_block(frame, *span), spans)
+    parts = (parallel or _in_turn)(lambda span: _trace_block(frame, _tubes(frame, *span)), spans)
     if ray_log is not None:  # one entry per pass, as a single block would trace it
         ray_log.extend(tuple(np.concatenate(x) for x in zip(*pieces)) for pieces in _by_pass(parts, 2))
     return (_concat([c for pieces in _by_pass(parts, 0) for c in pieces], Clutter),
@@ -169,47 +157,71 @@ def _by_pass(parts, which: int) -> list[list]:
 
 @dataclass
 class _Frame:
-    """What every block of a frame shares: settings and the per-tube arrays of the whole frame."""
+    """What every block of a frame shares: settings, sensor poses and the frame's beam samples."""
     backend: object
     cfg: object
     table: object
     max_range: float
     entities: object
     log: bool
-    column_rot: np.ndarray
-    beta: np.ndarray
+    origins: np.ndarray  # (A, 3)
+    column_rot: np.ndarray  # (A, 3, 3)
+    sensor_velocity: np.ndarray  # (A, 3)
+    beam: tuple  # sample_beam's (A, S) arrays
+
+
+@dataclass
+class _Tubes:
+    """The ray tubes of azimuths k0..k1-1, flat (azimuth-major): direction, its derivatives in e and
+    beta, the stratum bounds as steps from the sample, solid angle, transmit gain, radial velocity."""
+    beta: np.ndarray  # (k1 - k0, S)
     e: np.ndarray
-    sensor: np.ndarray
+    az: np.ndarray  # (T,) azimuth index of each tube
+    sensor: np.ndarray  # (T, 3)
     d: np.ndarray
     dd_e: np.ndarray
     dd_b: np.ndarray
-    steps_e: np.ndarray
+    steps_e: np.ndarray  # (T, 2)
     steps_b: np.ndarray
-    az: np.ndarray
-    d_omega: np.ndarray
+    d_omega: np.ndarray  # (T,)
     g_tx: np.ndarray
-    v_r: np.ndarray  # (written by the blocks at their own tubes: the targets' motion)
+    v_r: np.ndarray  # (T,) (the targets' motion is added by the first pass)
 
 
-def _trace_block(frame: _Frame, first: int, stop: int):
-    """The passes of the tubes first..stop-1: ({(pass, kind): Clutter}, {pass: Glints}, {(pass, kind): rays})."""
-    f, cfg, table, backend = frame, frame.cfg, frame.table, frame.backend
+def _tubes(frame: _Frame, k0: int, k1: int) -> _Tubes:
+    beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi = (v[k0:k1] for v in frame.beam)
+    s = beta.shape[1]
+    rot = frame.column_rot[k0:k1]
+    d_col, dde_col, ddb_col = _column_dirs(beta, e)
+    d = _rotate(rot, d_col)
+    return _Tubes(
+        beta=beta, e=e, az=np.repeat(np.arange(k0, k1), s), sensor=np.repeat(frame.origins[k0:k1], s, axis=0), d=d,
+        dd_e=_rotate(rot, dde_col), dd_b=_rotate(rot, ddb_col),
+        steps_e=np.stack([(e_lo - e).reshape(-1), (e_hi - e).reshape(-1)], axis=1),
+        steps_b=np.stack([(b_lo - beta).reshape(-1), (b_hi - beta).reshape(-1)], axis=1),
+        d_omega=(d_beta * d_e * np.cos(e)).reshape(-1), g_tx=antenna.gain(beta, e, frame.cfg.antenna).reshape(-1),
+        v_r=-_dot(np.repeat(frame.sensor_velocity[k0:k1], s, axis=0), d))
+
+
+def _trace_block(frame: _Frame, f: _Tubes):
+    """The passes of the tubes f: ({(pass, kind): Clutter}, {pass: Glints}, {(pass, kind): rays})."""
+    cfg, table, backend, max_range, column_rot = frame.cfg, frame.table, frame.backend, frame.max_range, frame.column_rot
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
     noise = thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
     tolerance = math.radians(cfg.scatter.retro_tolerance_deg)
-    max_range, az, d_omega, sensor, v_r = f.max_range, f.az, f.d_omega, f.sensor, f.v_r
-    o, d = sensor[first:stop].copy(), f.d[first:stop]
-    path = np.zeros(stop - first)  # one-way path so far
-    rho = np.ones(stop - first)  # product of mirror reflectivities so far
+    az, d_omega, sensor, v_r = f.az, f.d_omega, f.sensor, f.v_r
+    o, d = sensor.copy(), f.d
+    path = np.zeros(len(az))  # one-way path so far
+    rho = np.ones(len(az))  # product of mirror reflectivities so far
     clutter, glints, rays = {}, {}, {}
-    idx = np.arange(first, stop)  # tube index of each live ray
+    idx = np.arange(len(az))  # tube index of each live ray
     for bounce in range(cfg.scatter.specular_bounces + 1):
         if not len(idx):
             break
         reach = (2.0 if cfg.scatter.multipath and bounce else 1.0) * max_range - path
         o32, d32 = o.astype(np.float32), d.astype(np.float32)
-        if f.log:
+        if frame.log:
             rays[bounce, 0] = (o32, d32)
         hits = backend.trace(o32, d32, 0.0, float(max(reach.max(), 1e-3)), want=("normal", "ids"))
         dist = np.asarray(hits.distance, np.float64)
@@ -220,9 +232,9 @@ def _trace_block(frame: _Frame, first: int, stop: int):
         keep = np.flatnonzero(ok)
         if not len(keep):
             break
-        if bounce == 0 and f.entities is not None:  # the target's own motion along the ray
+        if bounce == 0 and frame.entities is not None:  # the target's own motion along the ray
             at = o[keep] + d[keep] * dist[keep][:, None]
-            v_hit = f.entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at)
+            v_hit = frame.entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at)
             v_r[idx[keep]] += _dot(v_hit, d[keep])
         o, d, dist, cls = o[keep], d[keep], dist[keep], cls[keep]
         idx, path, rho = idx[keep], path[keep], rho[keep]
@@ -250,7 +262,7 @@ def _trace_block(frame: _Frame, first: int, stop: int):
             back = sensor[idx] - hit
             back_len = np.maximum(_norm(back), 1e-9)
             u = back / back_len[:, None]
-            arrival = _to_column(f.column_rot, az[idx], -u)
+            arrival = _to_column(column_rot, az[idx], -u)
             g_r = antenna.gain(np.arctan2(arrival[:, 1], arrival[:, 0]), np.arcsin(np.clip(arrival[:, 2], -1, 1)), cfg.antenna)
         if bounce == 0:
             clutter[bounce, 0] = Clutter(az[idx], near, far, k_radar * g_t * g_t * sigma / path ** 4, v_r[idx])
@@ -264,7 +276,7 @@ def _trace_block(frame: _Frame, first: int, stop: int):
                 p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
                 p = np.where(p > INVISIBLE * noise, p, 0.0)  # not worth a trace: 40 dB under the noise
                 if cfg.scatter.occlusion_test:
-                    p = _unoccluded(backend, hit, u, back_len, p, rays if f.log else None, bounce)
+                    p = _unoccluded(backend, hit, u, back_len, p, rays if frame.log else None, bounce)
                 shift = 0.5 * (back_len - path)  # the footprint at the bistatic apparent range
                 clutter[bounce, 1] = Clutter(az[idx], 0.5 * (near + far) + shift - 0.5 * (far - near) / 2,
                                              0.5 * (near + far) + shift + 0.5 * (far - near) / 2, p, v_r[idx])
@@ -272,7 +284,7 @@ def _trace_block(frame: _Frame, first: int, stop: int):
         rho_c = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], cos_t, lam)
         mirror = d + 2.0 * cos_t[:, None] * n
         if bounce == 0:
-            glints[bounce] = _specular_point_glints(idx, az, sensor, hit, n, f.column_rot, d_omega, f.steps_b,
+            glints[bounce] = _specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, f.steps_b,
                                                     f.steps_e, f.beta, f.e, rho_c, cls, table, k_radar, lam, v_r,
                                                     cfg.antenna)
         else:
