@@ -251,12 +251,18 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
     fm, rx = cfg.fmcw, cfg.receiver
     kernel = range_kernel(fm.window, fm.bandwidth_hz, bin_m, fm.response_half_width)
     signs = doppler.chirp_signs(a, fm.chirp)
-    near, far, g_range = clutter.near_m, clutter.far_m, glints.range_m
+    g_range = glints.range_m
+
+    def clutter_bins(sel):  # [start, end) in fractional bins of the clutter returns sel (elementwise: any subset)
+        near, far = clutter.near_m[sel], clutter.far_m[sel]
+        if fm.doppler:
+            c_shift = doppler.range_shift(clutter.velocity[sel], signs[clutter.azimuth[sel]], fm.carrier_hz,
+                                          fm.chirp_time_s, fm.bandwidth_hz)
+            near, far = near + c_shift, far + c_shift
+        return (near - offset) / bin_m, (far - offset) / bin_m
+
     if fm.doppler:
-        c_shift = doppler.range_shift(clutter.velocity, signs[clutter.azimuth], fm.carrier_hz, fm.chirp_time_s, fm.bandwidth_hz)
-        near, far = near + c_shift, far + c_shift
         g_range = g_range + doppler.range_shift(glints.velocity, signs[glints.azimuth], fm.carrier_hz, fm.chirp_time_s, fm.bandwidth_hz)
-    start, end = (near - offset) / bin_m, (far - offset) / bin_m
     g_amp, g_pos, g_az = glints.amplitude, (g_range - offset) / bin_m, glints.azimuth
     if rx.leakage_dbm is not None:
         leak = math.sqrt(10.0 ** ((rx.leakage_dbm - 30.0) / 10.0))
@@ -282,11 +288,11 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
                                             math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
         # white: pre-window noise per bin, N per bin after the window
         clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(
-            clutter.azimuth[sel] - k0, start[sel], end[sel], clutter.power_w[sel], (k1 - k0, b)))
+            clutter.azimuth[sel] - k0, *clutter_bins(sel), clutter.power_w[sel], (k1 - k0, b)))
         power = _speckled_frame(clutter_steps, noise / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps), receive,
                                 (a, b), rng)
     else:  # expected power: E|points + clutter + noise|^2
-        variance = running_power(power_steps(clutter.azimuth, start, end, clutter.power_w, (a, b)))
+        variance = running_power(power_steps(clutter.azimuth, *clutter_bins(slice(None)), clutter.power_w, (a, b)))
         full = np.zeros((a, b))
         full[:, :variance.shape[1]] = variance
         points = np.zeros((a, b), np.complex128)
@@ -296,6 +302,7 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
         receive(slice(0, a), power)
     velocity = None
     if fm.velocity_channel:
+        start, end = clutter_bins(slice(None))
         full = spread_power(clutter.azimuth, start, end, clutter.power_w, (a, b))
         weight = spread_power(clutter.azimuth, start, end, clutter.power_w * clutter.velocity, (a, b), signed=True)
         g_w = np.abs(glints.amplitude) ** 2
