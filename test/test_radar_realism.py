@@ -402,6 +402,25 @@ def test_geometry_blocks_give_the_returns_of_one_block(monkeypatch):
     assert blocked.image.tobytes() == single.image.tobytes()
 
 
+def test_a_failing_row_block_fails_the_frame_and_frees_the_blocks_after_it(monkeypatch):
+    # row blocks wait for the one before (the azimuth correlation): an error in one must end the frame, not hang it
+    from radarays_ros.radar.physical import stage
+
+    calls = []
+
+    def failing_parts(rng, shape):
+        calls.append(shape)
+        if len(calls) == 3:
+            raise MemoryError("block 2")
+        return speckle_unit_parts(rng, shape)
+
+    speckle_unit_parts = stage.speckle.unit_parts
+    monkeypatch.setattr(stage.speckle, "unit_parts", failing_parts)
+    cfg = physical(azimuth={"count": 100, "step_deg": -0.9})
+    with pytest.raises(MemoryError, match="block 2"):
+        RadarSimulator(cfg, scene(ground(), plate(12.0, 1.0))).simulate(EYE)
+
+
 def test_row_block_clutter_steps_are_the_whole_frame_rows():
     # each row block sums its own returns' difference array: the same floats as the frame's rows
     from radarays_ros.radar.physical import stage

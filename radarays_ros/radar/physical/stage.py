@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -191,7 +192,9 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
     blocks = [(k, min(k + ROWS_PER_SEED, a)) for k in range(0, a, ROWS_PER_SEED)]
     seeds = rng.integers(0, 2**63 - 1, size=len(blocks))
     p_rows, p_cols, p_values = points
-    drawn = [None] * len(blocks)
+    last_rows: list = [None] * len(blocks)  # each block's last clutter row, once correlated
+    correlated = [threading.Event() for _ in blocks]
+    power = np.empty(shape, np.float32)
 
     def draw(i):
         k0, k1 = blocks[i]
@@ -201,12 +204,24 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
         width = int(above[-1]) + 1 if len(above) else 0
         re, im = speckle.unit_parts(block_rng, (k1 - k0, width))
         amplitude = np.sqrt(clutter[:, :width], dtype=np.float32)
-        drawn[i] = re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support)
+        return re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support)
 
-    def finish(i):
+    def correlate(i, re, im):  # waits for the block before: the one link between the blocks
+        try:
+            if rho > 0:
+                previous = None
+                if i:
+                    correlated[i - 1].wait()
+                    if last_rows[i - 1] is None:
+                        raise RuntimeError("the row block before failed")
+                    previous = last_rows[i - 1]
+                _correlate_rows_after(re, im, rho, previous)
+            last_rows[i] = re[-1].copy(), im[-1].copy()
+        finally:
+            correlated[i].set()  # (also on failure: no block waits for ever)
+
+    def finish(i, re, im, amplitude, noise):
         k0, k1 = blocks[i]
-        re, im, amplitude, noise = drawn[i]
-        drawn[i] = None  # the block's planes go when it is done
         planes = []
         for clutter, field in zip((re, im), noise):
             if clutter.shape[1]:
@@ -224,25 +239,24 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
         out += np.square(im, out=im)
         receive(slice(k0, k1), out)
 
-    _parallel(draw, range(len(blocks)))
-    if rho > 0:
-        _correlate_blocks(drawn, rho)
-    power = np.empty(shape, np.float32)
-    _parallel(finish, range(len(blocks)))
+    def block(i):  # tasks start in order, so the block a task waits for is done or running
+        re, im, amplitude, noise = draw(i)
+        correlate(i, re, im)
+        finish(i, re, im, amplitude, noise)
+
+    _parallel(block, range(len(blocks)))
     return power
 
 
-def _correlate_blocks(drawn, rho: float) -> None:
-    """The azimuth autoregression of the clutter field (speckle.correlate_rows) across consecutive row
-    blocks: a block's first row continues the previous block's last where that one has clutter columns."""
-    previous = None
-    for re, im, _, _ in drawn:
-        shared = min(previous[0].shape[0], re.shape[1]) if previous is not None else 0
-        if shared:
-            speckle.correlate_rows(re[:, :shared], im[:, :shared], rho, (previous[0][:shared], previous[1][:shared]))
-        if re.shape[1] > shared:  # columns the previous block had no clutter in start afresh
-            speckle.correlate_rows(re[:, shared:], im[:, shared:], rho)
-        previous = re[-1], im[-1]
+def _correlate_rows_after(re, im, rho: float, previous) -> None:
+    """The azimuth autoregression of a block's clutter field (speckle.correlate_rows): its first row
+    continues `previous` (the last (re, im) row of the block before, None for the first) where that one
+    has clutter columns; the other columns start afresh."""
+    shared = min(previous[0].shape[0], re.shape[1]) if previous is not None else 0
+    if shared:
+        speckle.correlate_rows(re[:, :shared], im[:, :shared], rho, (previous[0][:shared], previous[1][:shared]))
+    if re.shape[1] > shared:
+        speckle.correlate_rows(re[:, shared:], im[:, shared:], rho)
 
 
 def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
