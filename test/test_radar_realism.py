@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -417,8 +418,15 @@ def test_a_failing_row_block_fails_the_frame_and_frees_the_blocks_after_it(monke
     speckle_unit_parts = stage.speckle.unit_parts
     monkeypatch.setattr(stage.speckle, "unit_parts", failing_parts)
     cfg = physical(azimuth={"count": 100, "step_deg": -0.9})
+    world = scene(ground(), plate(12.0, 1.0))
     with pytest.raises(MemoryError, match="block 2"):
-        RadarSimulator(cfg, scene(ground(), plate(12.0, 1.0))).simulate(EYE)
+        RadarSimulator(cfg, world).simulate(EYE)
+    # no pool thread is left waiting: the next frame, on the same pool, completes
+    frames = []
+    after = threading.Thread(target=lambda: frames.append(RadarSimulator(cfg, world).simulate(EYE)), daemon=True)
+    after.start()
+    after.join(timeout=120)
+    assert not after.is_alive() and len(frames) == 1
 
 
 def test_row_block_clutter_steps_are_the_whole_frame_rows():

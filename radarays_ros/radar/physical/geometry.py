@@ -125,10 +125,11 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     entities: a motion.EntityMotion of the moving entities, None = a static world.
     parallel: parallel(task, items) -> [task(item)...] in item order (a thread pool), None = in turn.
 
-    The beam is sampled for the whole frame (the only random draws), then each block of AZIMUTH_BLOCKS
-    makes its tubes and runs their passes as one task: blocks trace and compute side by side (embreex and numpy release
-    the GIL). Every ray's result depends on that ray alone, and the blocks' parts are joined pass by pass
-    in azimuth order, so the returns are the same arrays, in the same order, as one block would give."""
+    The beam is sampled for the whole frame (the only random draws), then each of AZIMUTH_BLOCKS blocks
+    of azimuths makes its tubes and runs their passes as one task: blocks trace and compute side by side
+    (embreex and numpy release the GIL). Every ray's result depends on that ray alone, and the blocks'
+    parts are joined pass by pass in azimuth order, so the returns are the same arrays, in the same order,
+    as one block would give."""
     a = len(origins)
     frame = _Frame(backend, cfg, table, max_range, entities, ray_log is not None, origins, column_rot, sensor_velocity,
                    sample_beam(rng, a, cfg.antenna))

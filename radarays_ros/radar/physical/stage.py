@@ -13,9 +13,10 @@ ranges shift by the chirp's range-Doppler coupling (doppler.py).
 Cost: a Navtech frame is 2.7 M cells for some 10^5 returns, so clutter and noise are drawn apart, each
 where it matters: clutter only up to the last range where it comes within 40 dB of the noise, white noise
 straight in the range spectrum on the frequencies the window passes; every full-image step is float32
-and in place. Rows are worked in blocks of ROWS_PER_SEED on a small thread pool (numpy and pocketfft
-release the GIL); each block draws from its own generator, seeded from the frame's, so the bytes do not
-depend on the thread count.
+and in place. Rows are worked in blocks of ROWS_PER_SEED, one task per block on a small thread pool
+(numpy and pocketfft release the GIL): the block sums its clutter, draws, continues the azimuth
+correlation from the block before (the one wait between tasks), transforms and detects. Each block draws
+from its own generator, seeded from the frame's, so the bytes do not depend on the thread count.
 """
 from __future__ import annotations
 
@@ -207,18 +208,15 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
         return re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support)
 
     def correlate(i, re, im):  # waits for the block before: the one link between the blocks
-        try:
-            if rho > 0:
-                previous = None
-                if i:
-                    correlated[i - 1].wait()
-                    if last_rows[i - 1] is None:
-                        raise RuntimeError("the row block before failed")
-                    previous = last_rows[i - 1]
-                _correlate_rows_after(re, im, rho, previous)
-            last_rows[i] = re[-1].copy(), im[-1].copy()
-        finally:
-            correlated[i].set()  # (also on failure: no block waits for ever)
+        if rho > 0:
+            previous = None
+            if i:
+                correlated[i - 1].wait()
+                if last_rows[i - 1] is None:
+                    raise RuntimeError("the row block before failed")
+                previous = last_rows[i - 1]
+            _correlate_rows_after(re, im, rho, previous)
+        last_rows[i] = re[-1].copy(), im[-1].copy()
 
     def finish(i, re, im, amplitude, noise):
         k0, k1 = blocks[i]
@@ -226,7 +224,9 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
         for clutter, field in zip((re, im), noise):
             if clutter.shape[1]:
                 clutter *= amplitude
-                field += sp_fft.rfft(clutter, n, axis=1) * spectrum
+                spread = sp_fft.rfft(clutter, n, axis=1)
+                spread *= spectrum
+                field += spread
             planes.append(sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b])
         re, im = planes
         lo, hi = np.searchsorted(p_rows, [k0, k1])
@@ -240,8 +240,11 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
         receive(slice(k0, k1), out)
 
     def block(i):  # tasks start in order, so the block a task waits for is done or running
-        re, im, amplitude, noise = draw(i)
-        correlate(i, re, im)
+        try:
+            re, im, amplitude, noise = draw(i)
+            correlate(i, re, im)
+        finally:  # set also on failure (last_rows[i] stays None): the next block must not wait for ever
+            correlated[i].set()
         finish(i, re, im, amplitude, noise)
 
     _parallel(block, range(len(blocks)))
