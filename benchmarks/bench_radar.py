@@ -22,6 +22,7 @@ from radarays_ros.tracing import make_backend  # noqa: E402
 from radarays_ros.world.transforms import pose_to_matrix  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+PHYSICAL_PRESETS = ("navtech_ras6", "navtech_cts350x", "navtech_cir204_realistic")
 
 
 def recorded_rays(sim, pose):
@@ -70,6 +71,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="fewer repeats and a shorter sweep")
     parser.add_argument("--realistic-only", action="store_true", help="only the physical (realistic) presets")
+    parser.add_argument("--presets", nargs="+", default=list(PHYSICAL_PRESETS), choices=PHYSICAL_PRESETS,
+                        help="physical presets to measure (default: all)")
     args = parser.parse_args(argv)
     repeats = 2 if args.quick else args.repeats
 
@@ -95,7 +98,7 @@ def main(argv=None) -> int:
     # 400 x 6848 (noise drawn on the window's band only, clutter only as far as it reaches), so the frame
     # costs more than tracing its few rays; the targets are the sensor's rate (4 Hz) and 1.5x the bare tracing.
     # Geometry blocks and stage row blocks share one thread pool: wall time gains where a core is free.
-    for preset in ("navtech_ras6", "navtech_cts350x", "navtech_cir204_realistic"):
+    for preset in args.presets:
         cfg = RadarConfig.from_yaml(ROOT / f"radarays_ros/data/radar/{preset}.yaml")
         sim = RadarSimulator(cfg, scene, backend=backend)
         seconds, bare, ratio, counts, _, _, cpu_ratio = measure(sim, pose, repeats)
