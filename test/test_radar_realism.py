@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -379,6 +380,74 @@ def test_stage_bytes_do_not_depend_on_the_thread_count(monkeypatch):
     assert pooled.image.tobytes() == serial.image.tobytes()
     assert pooled.energy.tobytes() == serial.energy.tobytes()
     assert len(range(0, 60, stage.ROWS_PER_SEED)) > 1  # (more than one block)
+
+
+def test_geometry_blocks_give_the_returns_of_one_block(monkeypatch):
+    # the frame's passes run as AZIMUTH_BLOCKS tasks; joined pass by pass they are the same rays, in the
+    # same order, as one block's (mirror bounces, bistatic returns and occlusion traces included): same image
+    from radarays_ros.radar.physical import geometry
+
+    world = scene(ground(), plate(12.0, 3.0, yaw=0.3), plate(8.0, 2.0, yaw=-0.5, material="glass"))
+    cfg = physical(azimuth={"count": 60, "step_deg": -6.0}, scatter={"specular_bounces": 2, "multipath": True})
+    runs = []
+    for blocks in (4, 1):
+        monkeypatch.setattr(geometry, "AZIMUTH_BLOCKS", blocks)
+        sim = RadarSimulator(cfg, world)
+        sim.ray_log = []
+        runs.append((sim.simulate(EYE), sim.ray_log))
+    (blocked, blocked_rays), (single, single_rays) = runs
+    assert len(blocked_rays) == len(single_rays) > 3  # first hits, bounces and occlusion traces
+    for (o_b, d_b), (o_s, d_s) in zip(blocked_rays, single_rays):
+        assert o_b.tobytes() == o_s.tobytes() and d_b.tobytes() == d_s.tobytes()
+    assert blocked.energy.tobytes() == single.energy.tobytes()
+    assert blocked.image.tobytes() == single.image.tobytes()
+
+
+def test_a_failing_row_block_fails_the_frame_and_frees_the_blocks_after_it(monkeypatch):
+    # row blocks wait for the one before (the azimuth correlation): an error in one must end the frame, not hang it
+    from radarays_ros.radar.physical import stage
+
+    calls = []
+
+    def failing_parts(rng, shape):
+        calls.append(shape)
+        if len(calls) == 3:
+            raise MemoryError("block 2")
+        return speckle_unit_parts(rng, shape)
+
+    speckle_unit_parts = stage.speckle.unit_parts
+    monkeypatch.setattr(stage.speckle, "unit_parts", failing_parts)
+    cfg = physical(azimuth={"count": 100, "step_deg": -0.9})
+    world = scene(ground(), plate(12.0, 1.0))
+    with pytest.raises(MemoryError, match="block 2"):
+        RadarSimulator(cfg, world).simulate(EYE)
+    # no pool thread is left waiting: the next frame, on the same pool, completes
+    frames = []
+    after = threading.Thread(target=lambda: frames.append(RadarSimulator(cfg, world).simulate(EYE)), daemon=True)
+    after.start()
+    after.join(timeout=120)
+    assert not after.is_alive() and len(frames) == 1
+
+
+def test_row_block_clutter_steps_are_the_whole_frame_rows():
+    # each row block sums its own returns' difference array: the same floats as the frame's rows
+    from radarays_ros.radar.physical import stage
+
+    rng = np.random.default_rng(4)
+    a, b, n = 60, 500, 5000
+    azimuth = rng.integers(0, a, n)
+    start = rng.uniform(-5, b + 5, n)
+    end = start + rng.exponential(20.0, n)
+    power = rng.lognormal(0.0, 3.0, n)
+    whole = stage.running_power(stage.power_steps(azimuth, start, end, power, (a, b)))
+    rows = stage._rows_of(azimuth, a, lambda sel, k0, k1: stage.power_steps(
+        azimuth[sel] - k0, start[sel], end[sel], power[sel], (k1 - k0, b)))
+    for k0 in range(0, a, stage.ROWS_PER_SEED):
+        k1 = min(k0 + stage.ROWS_PER_SEED, a)
+        block = stage.running_power(rows(k0, k1))
+        assert block.shape[1] <= whole.shape[1]
+        assert block.tobytes() == np.ascontiguousarray(whole[k0:k1, :block.shape[1]]).tobytes()
+        assert not whole[k0:k1, block.shape[1]:].any()
 
 
 @pytest.mark.parametrize("bin_m", [0.02, 0.1498])  # bins finer than c/2B (zero padding), and bins of c/2B

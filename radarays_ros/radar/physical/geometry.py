@@ -119,40 +119,111 @@ def _norm(v):
 
 
 def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rng, max_range: float,
-                   ray_log: list | None = None, entities=None):
+                   ray_log: list | None = None, entities=None, parallel=None):
     """(Clutter, Glints) of one frame. origins (A, 3), column_rot (A, 3, 3) world <- column frame.
     ray_log: a list that receives (origins, directions) of every pass, as traced (benchmarks).
-    entities: a motion.EntityMotion of the moving entities, None = a static world."""
+    entities: a motion.EntityMotion of the moving entities, None = a static world.
+    parallel: parallel(task, items) -> [task(item)...] in item order (a thread pool), None = in turn.
+
+    The beam is sampled for the whole frame (the only random draws), then each of AZIMUTH_BLOCKS blocks
+    of azimuths makes its tubes and runs their passes as one task: blocks trace and compute side by side
+    (embreex and numpy release the GIL). Every ray's result depends on that ray alone, and the blocks'
+    parts are joined pass by pass in azimuth order, so the returns are the same arrays, in the same order,
+    as one block would give."""
     a = len(origins)
+    frame = _Frame(backend, cfg, table, max_range, entities, ray_log is not None, origins, column_rot, sensor_velocity,
+                   sample_beam(rng, a, cfg.antenna))
+    blocks = min(AZIMUTH_BLOCKS, a)
+    edges = [a * k // blocks for k in range(blocks + 1)]
+    spans = [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
+    parts = (parallel or _in_turn)(lambda span: _trace_block(frame, _tubes(frame, *span)), spans)
+    if ray_log is not None:  # one entry per pass, as a single block would trace it
+        ray_log.extend(tuple(np.concatenate(x) for x in zip(*pieces)) for pieces in _by_pass(parts, 2))
+    return (_concat([c for pieces in _by_pass(parts, 0) for c in pieces], Clutter),
+            _concat([g for pieces in _by_pass(parts, 1) for g in pieces], Glints))
+
+
+AZIMUTH_BLOCKS = 4  # geometry tasks per frame (a constant: the returns do not depend on the thread count)
+
+
+def _in_turn(task, items) -> list:
+    return [task(item) for item in items]
+
+
+def _by_pass(parts, which: int) -> list[list]:
+    """Pass by pass (sorted keys of the blocks' dicts parts[k][which]), that pass's pieces in block order."""
+    keys = sorted(set().union(*(p[which].keys() for p in parts)))
+    return [[p[which][key] for p in parts if key in p[which]] for key in keys]
+
+
+@dataclass
+class _Frame:
+    """What every block of a frame shares: settings, sensor poses and the frame's beam samples."""
+    backend: object
+    cfg: object
+    table: object
+    max_range: float
+    entities: object
+    log: bool
+    origins: np.ndarray  # (A, 3)
+    column_rot: np.ndarray  # (A, 3, 3)
+    sensor_velocity: np.ndarray  # (A, 3)
+    beam: tuple  # sample_beam's (A, S) arrays
+
+
+@dataclass
+class _Tubes:
+    """The ray tubes of azimuths k0..k1-1, flat (azimuth-major): direction, its derivatives in e and
+    beta, the stratum bounds as steps from the sample, solid angle, transmit gain, radial velocity."""
+    beta: np.ndarray  # (k1 - k0, S)
+    e: np.ndarray
+    az: np.ndarray  # (T,) azimuth index of each tube
+    sensor: np.ndarray  # (T, 3)
+    d: np.ndarray
+    dd_e: np.ndarray
+    dd_b: np.ndarray
+    steps_e: np.ndarray  # (T, 2)
+    steps_b: np.ndarray
+    d_omega: np.ndarray  # (T,)
+    g_tx: np.ndarray
+    v_r: np.ndarray  # (T,) (the targets' motion is added by the first pass)
+
+
+def _tubes(frame: _Frame, k0: int, k1: int) -> _Tubes:
+    beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi = (v[k0:k1] for v in frame.beam)
+    s = beta.shape[1]
+    rot = frame.column_rot[k0:k1]
+    d_col, dde_col, ddb_col = _column_dirs(beta, e)
+    d = _rotate(rot, d_col)
+    return _Tubes(
+        beta=beta, e=e, az=np.repeat(np.arange(k0, k1), s), sensor=np.repeat(frame.origins[k0:k1], s, axis=0), d=d,
+        dd_e=_rotate(rot, dde_col), dd_b=_rotate(rot, ddb_col),
+        steps_e=np.stack([(e_lo - e).reshape(-1), (e_hi - e).reshape(-1)], axis=1),
+        steps_b=np.stack([(b_lo - beta).reshape(-1), (b_hi - beta).reshape(-1)], axis=1),
+        d_omega=(d_beta * d_e * np.cos(e)).reshape(-1), g_tx=antenna.gain(beta, e, frame.cfg.antenna).reshape(-1),
+        v_r=-_dot(np.repeat(frame.sensor_velocity[k0:k1], s, axis=0), d))
+
+
+def _trace_block(frame: _Frame, f: _Tubes):
+    """The passes of the tubes f: ({(pass, kind): Clutter}, {pass: Glints}, {(pass, kind): rays})."""
+    cfg, table, backend, max_range, column_rot = frame.cfg, frame.table, frame.backend, frame.max_range, frame.column_rot
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
     noise = thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
-    beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi = sample_beam(rng, a, cfg.antenna)
-    steps_e = np.stack([(e_lo - e).reshape(-1), (e_hi - e).reshape(-1)], axis=1)
-    steps_b = np.stack([(b_lo - beta).reshape(-1), (b_hi - beta).reshape(-1)], axis=1)
-    s = beta.shape[1]
-    d_col, dde_col, ddb_col = _column_dirs(beta, e)
-    d = _rotate(column_rot, d_col)
-    dd_e, dd_b = _rotate(column_rot, dde_col), _rotate(column_rot, ddb_col)
-    az = np.repeat(np.arange(a), s)
-    d_omega = (d_beta * d_e * np.cos(e)).reshape(-1)
-    g_tx = antenna.gain(beta, e, cfg.antenna).reshape(-1)
-    sensor = np.repeat(origins, s, axis=0)
-    v_r = -_dot(np.repeat(sensor_velocity, s, axis=0), d)
     tolerance = math.radians(cfg.scatter.retro_tolerance_deg)
-
-    o = sensor.copy()
-    path = np.zeros(a * s)  # one-way path so far
-    rho = np.ones(a * s)  # product of mirror reflectivities so far
-    clutter, glints = [], []
-    idx = np.arange(a * s)  # tube index of each live ray
+    az, d_omega, sensor, v_r = f.az, f.d_omega, f.sensor, f.v_r
+    o, d = sensor.copy(), f.d
+    path = np.zeros(len(az))  # one-way path so far
+    rho = np.ones(len(az))  # product of mirror reflectivities so far
+    clutter, glints, rays = {}, {}, {}
+    idx = np.arange(len(az))  # tube index of each live ray
     for bounce in range(cfg.scatter.specular_bounces + 1):
         if not len(idx):
             break
         reach = (2.0 if cfg.scatter.multipath and bounce else 1.0) * max_range - path
         o32, d32 = o.astype(np.float32), d.astype(np.float32)
-        if ray_log is not None:
-            ray_log.append((o32, d32))
+        if frame.log:
+            rays[bounce, 0] = (o32, d32)
         hits = backend.trace(o32, d32, 0.0, float(max(reach.max(), 1e-3)), want=("normal", "ids"))
         dist = np.asarray(hits.distance, np.float64)
         ok = np.isfinite(dist) & (dist < reach)
@@ -162,9 +233,9 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         keep = np.flatnonzero(ok)
         if not len(keep):
             break
-        if bounce == 0 and entities is not None:  # the target's own motion along the ray
+        if bounce == 0 and frame.entities is not None:  # the target's own motion along the ray
             at = o[keep] + d[keep] * dist[keep][:, None]
-            v_hit = entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at)
+            v_hit = frame.entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at)
             v_r[idx[keep]] += _dot(v_hit, d[keep])
         o, d, dist, cls = o[keep], d[keep], dist[keep], cls[keep]
         idx, path, rho = idx[keep], path[keep], rho[keep]
@@ -178,16 +249,16 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         sigma = table.sigma0_at(cls, theta) * area
         tan_t = np.sqrt(1.0 - cos_t ** 2) / np.maximum(cos_t, MIN_COS)
         if bounce == 0:  # range at the stratum's corners, first order on the hit plane
-            slope_e = path * _dot(dd_e[idx], n) / np.maximum(cos_t, MIN_COS)
-            slope_b = path * _dot(dd_b[idx], n) / np.maximum(cos_t, MIN_COS)
-            e0, e1 = slope_e * steps_e[idx, 0], slope_e * steps_e[idx, 1]
-            b0, b1 = slope_b * steps_b[idx, 0], slope_b * steps_b[idx, 1]
+            slope_e = path * _dot(f.dd_e[idx], n) / np.maximum(cos_t, MIN_COS)
+            slope_b = path * _dot(f.dd_b[idx], n) / np.maximum(cos_t, MIN_COS)
+            e0, e1 = slope_e * f.steps_e[idx, 0], slope_e * f.steps_e[idx, 1]
+            b0, b1 = slope_b * f.steps_b[idx, 0], slope_b * f.steps_b[idx, 1]
             near = path + np.maximum(np.minimum(e0, e1) + np.minimum(b0, b1), -0.5 * path)
             far = path + np.minimum(np.maximum(e0, e1) + np.maximum(b0, b1), 0.5 * path)
         else:
             half = np.minimum(0.5 * path * np.sqrt(d_omega[idx]) * tan_t, 0.25 * path)
             near, far = path - half, path + half
-        g_t = g_tx[idx]
+        g_t = f.g_tx[idx]
         if bounce:  # way back to the sensor and the receive pattern at the arrival direction (first hits: -d, g_t)
             back = sensor[idx] - hit
             back_len = np.maximum(_norm(back), 1e-9)
@@ -195,9 +266,9 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
             arrival = _to_column(column_rot, az[idx], -u)
             g_r = antenna.gain(np.arctan2(arrival[:, 1], arrival[:, 0]), np.arcsin(np.clip(arrival[:, 2], -1, 1)), cfg.antenna)
         if bounce == 0:
-            clutter.append(Clutter(az[idx], near, far, k_radar * g_t * g_t * sigma / path ** 4, v_r[idx]))
+            clutter[bounce, 0] = Clutter(az[idx], near, far, k_radar * g_t * g_t * sigma / path ** 4, v_r[idx])
         else:  # a ghost back along the mirror path, and straight back (bistatic)
-            clutter.append(Clutter(az[idx], near, far, k_radar * g_t * g_t * rho ** 2 * sigma / path ** 4, v_r[idx]))
+            clutter[bounce, 0] = Clutter(az[idx], near, far, k_radar * g_t * g_t * rho ** 2 * sigma / path ** 4, v_r[idx])
             if cfg.scatter.multipath:
                 n_u = _dot(n, u)
                 lit = n_u > 0
@@ -206,16 +277,17 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
                 p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
                 p = np.where(p > INVISIBLE * noise, p, 0.0)  # not worth a trace: 40 dB under the noise
                 if cfg.scatter.occlusion_test:
-                    p = _unoccluded(backend, hit, u, back_len, p, ray_log)
+                    p = _unoccluded(backend, hit, u, back_len, p, rays if frame.log else None, bounce)
                 shift = 0.5 * (back_len - path)  # the footprint at the bistatic apparent range
-                clutter.append(Clutter(az[idx], 0.5 * (near + far) + shift - 0.5 * (far - near) / 2,
-                                       0.5 * (near + far) + shift + 0.5 * (far - near) / 2, p, v_r[idx]))
+                clutter[bounce, 1] = Clutter(az[idx], 0.5 * (near + far) + shift - 0.5 * (far - near) / 2,
+                                             0.5 * (near + far) + shift + 0.5 * (far - near) / 2, p, v_r[idx])
         # coherent part: glints and mirror children
         rho_c = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], cos_t, lam)
         mirror = d + 2.0 * cos_t[:, None] * n
         if bounce == 0:
-            glints.append(_specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, steps_b, steps_e,
-                                                 beta, e, rho_c, cls, table, k_radar, lam, v_r, cfg.antenna))
+            glints[bounce] = _specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, f.steps_b,
+                                                    f.steps_e, f.beta, f.e, rho_c, cls, table, k_radar, lam, v_r,
+                                                    cfg.antenna)
         else:
             err = np.arccos(np.clip(_dot(mirror, u), -1.0, 1.0))
             w = plate_rcs.lobe_weight(err, tolerance)
@@ -225,7 +297,7 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
                 tube = path[glint] ** 2 * d_omega[idx[glint]]
                 root_sigma = plate_rcs.glint_amplitude(tube, rho[glint] * rho_c[glint], w[glint], lam)
                 amp = np.sqrt(k_radar * g_t[glint] * g_r[glint]) / (path[glint] * back_len[glint]) * root_sigma
-                glints.append(Glints(az[idx[glint]], 0.5 * total, amp * _phase(total, lam), v_r[idx[glint]]))
+                glints[bounce] = Glints(az[idx[glint]], 0.5 * total, amp * _phase(total, lam), v_r[idx[glint]])
         if bounce == cfg.scatter.specular_bounces:
             break
         child = np.flatnonzero(rho * rho_c > MIN_RHO)
@@ -233,18 +305,18 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
         d = mirror[child]
         d /= _norm(d)[:, None]
         idx, path, rho = idx[child], path[child] + SKIP, (rho * rho_c)[child]
-    return _concat(clutter, Clutter), _concat(glints, Glints)
+    return clutter, glints, rays
 
 
-def _unoccluded(backend, hit, u, back_len, power, ray_log):
+def _unoccluded(backend, hit, u, back_len, power, rays: dict | None, bounce: int):
     """power with 0 where the straight way back to the sensor is blocked (only returns with power traced)."""
     test = np.flatnonzero(power > 0)
     if not len(test):
         return power
     start = (hit[test] + u[test] * SKIP).astype(np.float32)
     reach = np.maximum(back_len[test] - 2 * SKIP, 0.0)
-    if ray_log is not None:
-        ray_log.append((start, u[test].astype(np.float32)))
+    if rays is not None:
+        rays[bounce, 1] = (start, u[test].astype(np.float32))
     blocked = backend.trace(start, u[test].astype(np.float32), 0.0, float(reach.max()), want=())
     power = power.copy()
     power[test[np.asarray(blocked.distance) < reach]] = 0.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..image import RadarImage
-from . import backscatter, motion
+from . import backscatter, motion, stage
 from .geometry import trace_physical
 from .stage import run_stage
 
@@ -55,7 +55,8 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     origins = np.ascontiguousarray(poses[:, :3, 3])
     max_range = cfg.range.offset + (cfg.range.n_bins + 1) * cfg.range.resolution
     clutter, glints = trace_physical(sim.backend, origins, column_rot, sensor_velocities(pose, times), cfg,
-                                     scatter_table(sim), rng, max_range, sim.ray_log, entity_motion(sim, t0_ns))
+                                     scatter_table(sim), rng, max_range, sim.ray_log, entity_motion(sim, t0_ns),
+                                     parallel=stage._parallel)  # (the stage's pool: one per process)
     out = run_stage(clutter, glints, cfg, rng)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
     return RadarImage(

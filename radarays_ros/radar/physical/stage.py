@@ -13,14 +13,16 @@ ranges shift by the chirp's range-Doppler coupling (doppler.py).
 Cost: a Navtech frame is 2.7 M cells for some 10^5 returns, so clutter and noise are drawn apart, each
 where it matters: clutter only up to the last range where it comes within 40 dB of the noise, white noise
 straight in the range spectrum on the frequencies the window passes; every full-image step is float32
-and in place. Rows are worked in blocks of ROWS_PER_SEED on a small thread pool (numpy and pocketfft
-release the GIL); each block draws from its own generator, seeded from the frame's, so the bytes do not
-depend on the thread count.
+and in place. Rows are worked in blocks of ROWS_PER_SEED, one task per block on a small thread pool
+(numpy and pocketfft release the GIL): the block sums its clutter, draws, continues the azimuth
+correlation from the block before (the one wait between tasks), transforms and detects. Each block draws
+from its own generator, seeded from the frame's, so the bytes do not depend on the thread count.
 """
 from __future__ import annotations
 
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -138,6 +140,16 @@ def _parallel(task, items) -> list:
     return list(_POOL[1].map(task, items))
 
 
+def _rows_of(azimuth: np.ndarray, a: int, make):
+    """clutter_steps(k0, k1) for _speckled_frame: make(selection, k0, k1) on the returns of rows k0..k1-1
+    (blocks of ROWS_PER_SEED), in their order. Each block's difference array is then summed in its own
+    task, bin by bin in the same order as over the whole frame: the same floats."""
+    blocks = azimuth // ROWS_PER_SEED
+    order = np.argsort(blocks.astype(np.int32 if a > 2**15 * ROWS_PER_SEED else np.int16), kind="stable")
+    bounds = np.searchsorted(blocks[order], np.arange((a + ROWS_PER_SEED - 1) // ROWS_PER_SEED + 1))
+    return lambda k0, k1: make(order[bounds[k0 // ROWS_PER_SEED]:bounds[k0 // ROWS_PER_SEED + 1]], k0, k1)
+
+
 def _sorted_points(point_taps):
     rows, cols, values = point_taps
     order = np.argsort(rows, kind="stable")
@@ -165,9 +177,9 @@ def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support: sli
     return out[0], out[1]
 
 
-def _speckled_frame(steps, white, rho, kernel: RangeKernel, points, receive, shape, rng) -> np.ndarray:
+def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, receive, shape, rng) -> np.ndarray:
     """(A, B) float32 |conv_range(sqrt(V) z + sqrt(white) n, K) + points|^2, each block of rows then
-    handed to receive(rows, power) (steps: power_steps of the clutter power V).
+    handed to receive(rows, power) (clutter_steps(k0, k1): power_steps of the clutter power V on rows k0..k1-1).
 
     Clutter and noise are drawn apart, so that each costs what it covers. Clutter: sqrt(V) z on the
     columns up to the block's last with clutter above CLUTTER_FLOOR x the noise, z correlated over
@@ -181,27 +193,40 @@ def _speckled_frame(steps, white, rho, kernel: RangeKernel, points, receive, sha
     blocks = [(k, min(k + ROWS_PER_SEED, a)) for k in range(0, a, ROWS_PER_SEED)]
     seeds = rng.integers(0, 2**63 - 1, size=len(blocks))
     p_rows, p_cols, p_values = points
-    drawn = [None] * len(blocks)
+    last_rows: list = [None] * len(blocks)  # each block's last clutter row, once correlated
+    correlated = [threading.Event() for _ in blocks]
+    power = np.empty(shape, np.float32)
 
     def draw(i):
         k0, k1 = blocks[i]
         block_rng = np.random.default_rng(seeds[i])
-        clutter = running_power(steps[k0:k1])
+        clutter = running_power(clutter_steps(k0, k1))
         above = np.flatnonzero((clutter > CLUTTER_FLOOR * white).any(axis=0))
         width = int(above[-1]) + 1 if len(above) else 0
         re, im = speckle.unit_parts(block_rng, (k1 - k0, width))
         amplitude = np.sqrt(clutter[:, :width], dtype=np.float32)
-        drawn[i] = re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support)
+        return re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support)
 
-    def finish(i):
+    def correlate(i, re, im):  # waits for the block before: the one link between the blocks
+        if rho > 0:
+            previous = None
+            if i:
+                correlated[i - 1].wait()
+                if last_rows[i - 1] is None:
+                    raise RuntimeError("the row block before failed")
+                previous = last_rows[i - 1]
+            _correlate_rows_after(re, im, rho, previous)
+        last_rows[i] = re[-1].copy(), im[-1].copy()
+
+    def finish(i, re, im, amplitude, noise):
         k0, k1 = blocks[i]
-        re, im, amplitude, noise = drawn[i]
-        drawn[i] = None  # the block's planes go when it is done
         planes = []
         for clutter, field in zip((re, im), noise):
             if clutter.shape[1]:
                 clutter *= amplitude
-                field += sp_fft.rfft(clutter, n, axis=1) * spectrum
+                spread = sp_fft.rfft(clutter, n, axis=1)
+                spread *= spectrum
+                field += spread
             planes.append(sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b])
         re, im = planes
         lo, hi = np.searchsorted(p_rows, [k0, k1])
@@ -214,25 +239,27 @@ def _speckled_frame(steps, white, rho, kernel: RangeKernel, points, receive, sha
         out += np.square(im, out=im)
         receive(slice(k0, k1), out)
 
-    _parallel(draw, range(len(blocks)))
-    if rho > 0:
-        _correlate_blocks(drawn, rho)
-    power = np.empty(shape, np.float32)
-    _parallel(finish, range(len(blocks)))
+    def block(i):  # tasks start in order, so the block a task waits for is done or running
+        try:
+            re, im, amplitude, noise = draw(i)
+            correlate(i, re, im)
+        finally:  # set also on failure (last_rows[i] stays None): the next block must not wait for ever
+            correlated[i].set()
+        finish(i, re, im, amplitude, noise)
+
+    _parallel(block, range(len(blocks)))
     return power
 
 
-def _correlate_blocks(drawn, rho: float) -> None:
-    """The azimuth autoregression of the clutter field (speckle.correlate_rows) across consecutive row
-    blocks: a block's first row continues the previous block's last where that one has clutter columns."""
-    previous = None
-    for re, im, _, _ in drawn:
-        shared = min(previous[0].shape[0], re.shape[1]) if previous is not None else 0
-        if shared:
-            speckle.correlate_rows(re[:, :shared], im[:, :shared], rho, (previous[0][:shared], previous[1][:shared]))
-        if re.shape[1] > shared:  # columns the previous block had no clutter in start afresh
-            speckle.correlate_rows(re[:, shared:], im[:, shared:], rho)
-        previous = re[-1], im[-1]
+def _correlate_rows_after(re, im, rho: float, previous) -> None:
+    """The azimuth autoregression of a block's clutter field (speckle.correlate_rows): its first row
+    continues `previous` (the last (re, im) row of the block before, None for the first) where that one
+    has clutter columns; the other columns start afresh."""
+    shared = min(previous[0].shape[0], re.shape[1]) if previous is not None else 0
+    if shared:
+        speckle.correlate_rows(re[:, :shared], im[:, :shared], rho, (previous[0][:shared], previous[1][:shared]))
+    if re.shape[1] > shared:
+        speckle.correlate_rows(re[:, shared:], im[:, shared:], rho)
 
 
 def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
@@ -241,13 +268,18 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
     fm, rx = cfg.fmcw, cfg.receiver
     kernel = range_kernel(fm.window, fm.bandwidth_hz, bin_m, fm.response_half_width)
     signs = doppler.chirp_signs(a, fm.chirp)
-    near, far, g_range = clutter.near_m, clutter.far_m, glints.range_m
+    g_range = glints.range_m
+
+    def clutter_bins(sel):  # [start, end) in fractional bins of the clutter returns sel (elementwise: any subset)
+        near, far = clutter.near_m[sel], clutter.far_m[sel]
+        if fm.doppler:
+            c_shift = doppler.range_shift(clutter.velocity[sel], signs[clutter.azimuth[sel]], fm.carrier_hz,
+                                          fm.chirp_time_s, fm.bandwidth_hz)
+            near, far = near + c_shift, far + c_shift
+        return (near - offset) / bin_m, (far - offset) / bin_m
+
     if fm.doppler:
-        c_shift = doppler.range_shift(clutter.velocity, signs[clutter.azimuth], fm.carrier_hz, fm.chirp_time_s, fm.bandwidth_hz)
-        near, far = near + c_shift, far + c_shift
         g_range = g_range + doppler.range_shift(glints.velocity, signs[glints.azimuth], fm.carrier_hz, fm.chirp_time_s, fm.bandwidth_hz)
-    start, end = (near - offset) / bin_m, (far - offset) / bin_m
-    steps = power_steps(clutter.azimuth, start, end, clutter.power_w, (a, b))
     g_amp, g_pos, g_az = glints.amplitude, (g_range - offset) / bin_m, glints.azimuth
     if rx.leakage_dbm is not None:
         leak = math.sqrt(10.0 ** ((rx.leakage_dbm - 30.0) / 10.0))
@@ -272,10 +304,12 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
             rho = antenna.field_correlation(math.radians(abs(cfg.azimuth.step_deg)),
                                             math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
         # white: pre-window noise per bin, N per bin after the window
-        power = _speckled_frame(steps, noise / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps), receive,
+        clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(
+            clutter.azimuth[sel] - k0, *clutter_bins(sel), clutter.power_w[sel], (k1 - k0, b)))
+        power = _speckled_frame(clutter_steps, noise / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps), receive,
                                 (a, b), rng)
     else:  # expected power: E|points + clutter + noise|^2
-        variance = running_power(steps)
+        variance = running_power(power_steps(clutter.azimuth, *clutter_bins(slice(None)), clutter.power_w, (a, b)))
         full = np.zeros((a, b))
         full[:, :variance.shape[1]] = variance
         points = np.zeros((a, b), np.complex128)
@@ -285,6 +319,7 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
         receive(slice(0, a), power)
     velocity = None
     if fm.velocity_channel:
+        start, end = clutter_bins(slice(None))
         full = spread_power(clutter.azimuth, start, end, clutter.power_w, (a, b))
         weight = spread_power(clutter.azimuth, start, end, clutter.power_w * clutter.velocity, (a, b), signed=True)
         g_w = np.abs(glints.amplitude) ** 2
