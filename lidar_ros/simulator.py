@@ -133,6 +133,9 @@ class LidarSimulator:
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
+        # sub-rays share their beam's origin: with k > 1 each beam's origin is rotated once, into its own buffer
+        self._beam_origins_traced_t = np.ascontiguousarray(config.origins.reshape(n, 3).T) if k > 1 else None
+        self._world_beam_o = np.empty((n, 3), np.float32) if k > 1 and self._has_origins else None
         # the beams' nominal rays in the frame points are reported in: points lie on them (a driver-exact
         # pattern reports them along the driver's rays, e.g. velodyne_pointcloud's block azimuth)
         traced_beams = beam_dirs
@@ -280,7 +283,13 @@ class LidarSimulator:
         if frame.world_d is not None:
             return frame.world_o[a:b], frame.world_d[a:b]
         tmp = self._tmp[:, a:b]
-        if self._has_origins:
+        if self._has_origins and self._k > 1:  # a beam's origin rotated once, copied to its k sub-rays (a, b: whole beams)
+            k = self._k
+            beams = rotate(self._beam_origins_traced_t[:, a // k:b // k], frame.r, frame.t,
+                           out=self._world_beam_o[a // k:b // k], tmp=tmp[:, :(b - a) // k])
+            origins = self._world_o[a:b]
+            origins.reshape(-1, k, 3)[...] = beams[:, None, :]
+        elif self._has_origins:
             origins = rotate(self._origins_t[:, a:b], frame.r, frame.t, out=self._world_o[a:b], tmp=tmp)
         else:  # every ray from the sensor origin: a contiguous copy (the tracer needs one), column by column
             origins = self._world_o[a:b]

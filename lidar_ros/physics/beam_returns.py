@@ -49,8 +49,8 @@ def hits_of_echo(hits: LidarHits, echo: Echo, sub_rays: int | None = None, colum
         bounces=lambda: hits.bounces[pick],
         crossings=lambda: hits.crossings[pick],
         first_entity=lambda: hits.first_entity[pick],
-        first_material=np.take(hits.first_material, pick),
-        first_range=np.take(hits.first_range, pick),
+        first_material=lambda: hits.first_material[pick],  # ground truth: read by glass frames only
+        first_range=lambda: hits.first_range[pick],
     )
 
 
