@@ -133,9 +133,6 @@ class LidarSimulator:
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
         self._origins_t = np.ascontiguousarray(self._origins.T)
-        # sub-rays share their beam's origin: with k > 1 each beam's origin is rotated once, into its own buffer
-        self._beam_origins_traced_t = np.ascontiguousarray(config.origins.reshape(n, 3).T) if k > 1 else None
-        self._world_beam_o = np.empty((n, 3), np.float32) if k > 1 and self._has_origins else None
         # the beams' nominal rays in the frame points are reported in: points lie on them (a driver-exact
         # pattern reports them along the driver's rays, e.g. velodyne_pointcloud's block azimuth)
         traced_beams = beam_dirs
@@ -283,13 +280,7 @@ class LidarSimulator:
         if frame.world_d is not None:
             return frame.world_o[a:b], frame.world_d[a:b]
         tmp = self._tmp[:, a:b]
-        if self._has_origins and self._k > 1:  # a beam's origin rotated once, copied to its k sub-rays (a, b: whole beams)
-            k = self._k
-            beams = rotate(self._beam_origins_traced_t[:, a // k:b // k], frame.r, frame.t,
-                           out=self._world_beam_o[a // k:b // k], tmp=tmp[:, :(b - a) // k])
-            origins = self._world_o[a:b]
-            origins.reshape(-1, k, 3)[...] = beams[:, None, :]
-        elif self._has_origins:
+        if self._has_origins:
             origins = rotate(self._origins_t[:, a:b], frame.r, frame.t, out=self._world_o[a:b], tmp=tmp)
         else:  # every ray from the sensor origin: a contiguous copy (the tracer needs one), column by column
             origins = self._world_o[a:b]
@@ -570,21 +561,29 @@ def _valid_rays(origins: np.ndarray, directions: np.ndarray) -> bool:
     return bool(np.isfinite(origins).all() and np.isfinite(norm2).all() and np.all(np.abs(norm2 - 1) <= 1e-6))
 
 
+# rays per block of `rotate`: a block's nine multiply-adds stay in the L2 cache instead of streaming the
+# whole table through memory 18 times (measured: 1.4x faster on 262144 rays)
+ROTATE_BLOCK = 16384
+
+
 def rotate(vectors_t: np.ndarray, r: np.ndarray, shift: np.ndarray | None = None, out: np.ndarray | None = None,
            tmp: np.ndarray | None = None) -> np.ndarray:
     """(N, 3) float32 = r @ v (+ shift) for component-major vectors_t (3, N).
 
-    Nine contiguous multiply-adds into reused buffers: about 10x faster here than einsum or matmul
-    over (N, 3) rows (numpy's BLAS matmul also spins threads that fight the tracing threads)."""
+    Nine contiguous multiply-adds into reused buffers, block by block: about 10x faster here than einsum
+    or matmul over (N, 3) rows (numpy's BLAS matmul also spins threads that fight the tracing threads)."""
     n = vectors_t.shape[1]
     out = np.empty((n, 3), np.float32) if out is None else out
-    acc, part = np.empty((2, n), np.float32) if tmp is None else tmp
-    for i in range(3):
-        np.multiply(vectors_t[0], r[i, 0], out=acc)
-        for j in (1, 2):
-            np.multiply(vectors_t[j], r[i, j], out=part)
-            acc += part
-        if shift is not None:
-            acc += shift[i]
-        out[:, i] = acc
+    tmp = np.empty((2, min(n, ROTATE_BLOCK)), np.float32) if tmp is None else tmp
+    for a in range(0, n, ROTATE_BLOCK):
+        b = min(a + ROTATE_BLOCK, n)
+        v, acc, part = vectors_t[:, a:b], tmp[0, :b - a], tmp[1, :b - a]
+        for i in range(3):
+            np.multiply(v[0], r[i, 0], out=acc)
+            for j in (1, 2):
+                np.multiply(v[j], r[i, j], out=part)
+                acc += part
+            if shift is not None:
+                acc += shift[i]
+            out[a:b, i] = acc
     return out
