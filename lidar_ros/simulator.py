@@ -457,13 +457,15 @@ class LidarSimulator:
             ranges[a + beams] = r
             parts.append(_SparsePart(ret, dropped, beams, b - a))
         dist = ranges - self._offset if self._has_offset else ranges
-        xyz = frame.beam_dirs_t.T * dist[:, None]
-        if self._point_origins:
-            xyz += self._beam_origins_t.T
+        xyz = np.empty((n, 3), np.float32)
+        for i in range(3):  # as _write_returns: contiguous component rows, no (n, 3) temporaries
+            np.multiply(frame.beam_dirs_t[i], dist, out=xyz[:, i])
+            if self._point_origins:
+                xyz[:, i] += self._beam_origins_t[i]
         fields = _LazyFields(parts, {}, shape, shared={"ouster_ambient": first_fields})
         return LidarScan(
             config=cfg, t0_ns=t0_ns, range=ranges.reshape(shape), hit=np.isfinite(ranges).reshape(shape),
-            xyz=xyz.astype(np.float32).reshape(*shape, 3),
+            xyz=xyz.reshape(*shape, 3),
             intensity=np.asarray(fields[cfg.intensity_field], np.float32), elevation_rad=elevation,
             azimuth_rad=azimuth, time=cfg.time, ring=cfg.ring, fields=fields, pose_rotation=frame.rotation,
             ground_truth_source=_GroundTruth(parts, shape),

@@ -26,12 +26,12 @@ CERTAIN_SNR = 8.5
 
 def detection_probability(ranges: np.ndarray, rho: np.ndarray, limit: DetectionLimit, snr_at_limit: float) -> np.ndarray:
     """(N,) float64 P_d per return; 0 for misses (range not finite) and black surfaces (ρ ≤ 0)."""
-    r = np.asarray(ranges, np.float64)
+    r = np.asarray(ranges)
     rho = np.asarray(rho)
     out = np.zeros(len(r))
     ok = np.flatnonzero(np.isfinite(r) & (rho > 0))  # only returns are weighed
     reach = limit.max_range(rho[ok])
-    ratio = (reach / np.maximum(r[ok], 1e-6)) ** 2  # inf where the limit is none: P_d = 1
+    ratio = (reach / np.maximum(r[ok].astype(np.float64), 1e-6)) ** 2  # inf where the limit is none: P_d = 1
     x = snr_at_limit * (ratio - 1.0)
     p = np.ones(len(x))
     unsure = np.flatnonzero(~(x >= CERTAIN_SNR))  # NaN included: ndtr decides
