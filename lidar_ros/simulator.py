@@ -10,11 +10,11 @@ A frame's first hits come from one backend call for all its rays (the backend sp
 threads); the material classes (further bounces) and the surface model then run in a few large
 pieces (`frame_pieces`) on as many threads as the backend traces with: embreex and numpy release
 the GIL, so all cores work. Pieces too small to gain from a second numpy thread (a VLP-16 frame) are
-pipelined instead: one piece's surface model runs while the backend's threads trace the next. The ray table is checked once, so the frame's rays skip the backend's
-per-ray checks; normals are computed only if read. For driver layouts that allow it the organized
-point cloud is the frame's storage: given a sink factory (lidar_ros.sink; the driver layouts are
-radarays_ros.io.lidar_clouds.FrameCloud.of), the frame is written into the sink's buffer, with no copy
-into a message layout afterwards.
+pipelined instead: one piece's surface model runs while the backend's threads trace the next. The ray
+table is checked once, so the frame's rays skip the backend's per-ray checks; normals are computed only
+if read. For driver layouts that allow it the organized point cloud is the frame's storage: given a
+sink factory (lidar_ros.sink; the driver layouts are radarays_ros.io.lidar_clouds.FrameCloud.of), the
+frame is written into the sink's buffer, with no copy into a message layout afterwards.
 """
 from __future__ import annotations
 
