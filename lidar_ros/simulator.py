@@ -305,7 +305,7 @@ class LidarSimulator:
             frame.checked = frame.checked and bool(np.isfinite(poses.sum()))
             rot = poses[self._column, :3, :3]
             shift = poses[self._column, :3, 3]
-            frame.rotation = rot
+            frame.rotation = rot[::self._k]  # one per beam (its sub-rays share its column): the points' frames
             frame.world_o = (np.einsum("nij,nj->ni", rot, self._origins) + shift).astype(np.float32)
             frame.world_d = np.einsum("nij,nj->ni", rot, frame.dirs).astype(np.float32)
             return
