@@ -149,6 +149,25 @@ def test_detection_probability_follows_the_threshold_curve():
         assert abs(ret.hit.mean() - p) < 4 * np.sqrt(p * (1 - p) / n) + 1e-4, (r, ret.hit.mean(), p)
 
 
+def test_detection_probability_skips_ndtr_only_where_it_is_exactly_one():
+    """detection_probability evaluates Φ only below CERTAIN_SNR: above it Φ is 1.0 in float64, so the
+    probabilities (and the Bernoulli draws) are the plain formula's, bit for bit, on both sides."""
+    from lidar_ros.physics.detection import DetectionLimit
+    from lidar_ros.physics.detection_probability import CERTAIN_SNR, detection_probability
+
+    x = np.linspace(CERTAIN_SNR, 60.0, 200001)
+    assert np.all(ndtr(x) == 1.0)
+    limit = DetectionLimit(SurfaceConfig(model="linear", limits=((0.1, 50.0), (0.8, 120.0))))
+    r = np.random.default_rng(3).uniform(0.5, 200.0, 50000)
+    rho = np.random.default_rng(4).uniform(0.0, 1.0, 50000)
+    r[::97], rho[::89] = np.inf, 0.0
+    got = detection_probability(r, rho, limit, 4.0)
+    ok = np.isfinite(r) & (rho > 0)
+    want = np.where(ok, ndtr(4.0 * ((limit.max_range(rho) / np.maximum(r, 1e-6)) ** 2 - 1.0)), 0.0)
+    assert got.tobytes() == want.tobytes()
+    assert 0.05 < np.mean(got[ok] == 1.0) < 0.95  # both branches taken
+
+
 def test_random_dropouts_are_bernoulli_and_seeded():
     effects = EffectsConfig(detection=DetectionConfig(dropout_probability=0.03))
     model = SurfaceModel(None, None, 1, 0, effects)

@@ -227,3 +227,78 @@ def test_large_pieces_run_on_two_threads_and_small_ones_on_the_caller():
         sim._surface_piece = recording
         sim.simulate(np.eye(4))
         assert len(sim._pieces) == 2 and (len(seen) == 2) == both
+
+
+# 4 sub-rays, dual returns and fog (bench_lidar's +effects sensors): a VLP-16 frame is two pieces of 14400 beams
+EFFECTS = {"beam": {"divergence_mrad": 3.0, "sub_rays": 4, "return_mode": "dual"},
+           "weather": {"fog_visibility_km": 0.5}, "detection": {"model": "snr", "dropout_probability": 0.001},
+           "signal": {"poisson": True, "noise_floor": 2.0}}
+
+
+def test_pipelined_pieces_give_the_frames_of_one_thread():
+    """Pieces too small for two numpy threads are pipelined on two threads (one piece's surface model runs
+    while a worker rotates, jitters and traces the next): the frames are those of one thread, bit for bit,
+    second echoes included, for a fixed pose and a trajectory."""
+    scene = street()
+    noise = {**EVERYTHING_ON["noise"], "angular_sigma": 0.001}  # jitter drawn on the worker, from the piece's stream
+    pose = pose_to_matrix(0.3, -0.2, 0.1, 0.01, -0.02, 0.7)
+    moving = Trajectory(np.array([0, 100_000_000]), np.stack([pose, pose_to_matrix(1.0, 0.2, 0.1, 0, 0, 0.9)]))
+    for overrides in ({**EFFECTS, "noise": noise}, {"noise": noise}):
+        cfg = load_sensor("VLP-16", {**EVERYTHING_ON, **overrides})
+        one = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=1), seed=5, sink=FrameCloud.of)
+        two = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=5, sink=FrameCloud.of)
+        assert len(two._pieces) == 2 and two._serial_pieces  # the pipelined path
+        for where in (pose, moving, pose):
+            a, b = one.simulate(where), two.simulate(where)
+            assert a.hit.sum() > 0.1 * a.hit.size
+            assert_same_frames(a, b)
+            if "beam" in overrides:
+                assert a.second is not None and a.second.hit.any()
+                assert_same_frames(a.second, b.second)
+                assert a.normal.shape == (*a.range.shape, 3)  # one firing pose per beam, not per sub-ray
+
+
+def test_a_failing_pipelined_piece_fails_the_frame_and_the_next_frame_works():
+    scene = street()
+    cfg = load_sensor("VLP-16", {**EVERYTHING_ON, **EFFECTS})
+    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=3, sink=FrameCloud.of)
+    good = sim.simulate(np.eye(4)).range.copy()
+    surface = sim._surface_piece
+
+    def failing(frame, rng, traced, a, b):
+        if a == 0:  # the first piece, while a worker traces the second
+            raise RuntimeError("piece failed")
+        return surface(frame, rng, traced, a, b)
+
+    sim._surface_piece = failing
+    with pytest.raises(RuntimeError, match="piece failed"):
+        sim.simulate(np.eye(4))
+    sim._surface_piece = surface
+    again = LidarSimulator(cfg, scene, sim.backend, seed=3, sink=FrameCloud.of)
+    np.testing.assert_array_equal(again.simulate(np.eye(4)).range, good)
+    assert np.isfinite(sim.simulate(np.eye(4)).range).any()
+
+
+def test_blocked_rotation_and_echo_forming_give_the_bits_of_one_pass(monkeypatch):
+    """rotate and form_echoes work block by block (cache-resident temporaries): the same bits as one
+    pass over the whole array, and the rotation is r @ v + t."""
+    from lidar_ros import simulator
+    from lidar_ros.physics import echoes
+
+    rng = np.random.default_rng(8)
+    v = rng.normal(size=(3, 50_000)).astype(np.float32)  # 4 blocks of ROTATE_BLOCK
+    r, t = rng.normal(size=(3, 3)).astype(np.float32), rng.normal(size=3).astype(np.float32)
+    n, k = 40_000, 4  # 3 blocks of ECHO_BLOCK
+    ranges = (rng.uniform(1, 60, (n, 1)) + np.where(rng.random((n, k)) < 0.1, 2.0, 0.0)).astype(np.float32)
+    ranges[rng.random((n, k)) < 0.2] = np.inf
+    rho, w = rng.uniform(0, 1, (n, k)).astype(np.float32), np.full(k, 0.25, np.float32)
+    assert v.shape[1] > 2 * simulator.ROTATE_BLOCK and n > 2 * echoes.ECHO_BLOCK
+    blocked = simulator.rotate(v, r, t), echoes.form_echoes(ranges, rho, w, 0.5, "dual")
+    monkeypatch.setattr(simulator, "ROTATE_BLOCK", 10**9)
+    monkeypatch.setattr(echoes, "ECHO_BLOCK", 10**9)
+    whole = simulator.rotate(v, r, t), echoes.form_echoes(ranges, rho, w, 0.5, "dual")
+    assert blocked[0].tobytes() == whole[0].tobytes()
+    np.testing.assert_allclose(blocked[0], v.T.astype(np.float64) @ r.T.astype(np.float64) + t, rtol=1e-5, atol=1e-5)
+    for mine, one_pass in zip(blocked[1], whole[1]):
+        for name in ("range", "reflectivity", "dominant"):
+            assert getattr(mine, name).tobytes() == getattr(one_pass, name).tobytes(), name

@@ -42,15 +42,15 @@ def hits_of_echo(hits: LidarHits, echo: Echo, sub_rays: int | None = None, colum
     return LidarHits(
         range=echo.range,
         entity=lambda: np.where(present, hits.entity[pick], -1).astype(np.int32),
-        material=np.where(present, hits.material[pick], -1).astype(np.int32),
+        material=np.where(present, np.take(hits.material, pick), -1).astype(np.int32, copy=False),  # np.take: cheaper than [pick]
         normal=lambda: np.where(present[:, None], hits.normal[pick], np.float32(0.0)),
-        cos_incidence=np.where(present, hits.cos_incidence[pick], np.float32(0.0)),
+        cos_incidence=np.where(present, np.take(hits.cos_incidence, pick), np.float32(0.0)),
         reflectivity=echo.reflectivity,
         bounces=lambda: hits.bounces[pick],
         crossings=lambda: hits.crossings[pick],
         first_entity=lambda: hits.first_entity[pick],
-        first_material=hits.first_material[pick],
-        first_range=hits.first_range[pick],
+        first_material=lambda: hits.first_material[pick],  # ground truth: read by glass frames only
+        first_range=lambda: hits.first_range[pick],
     )
 
 
@@ -79,7 +79,7 @@ def add_backscatter(beams: LidarHits, effects: EffectsConfig, alpha: float, rang
     beams.reflectivity = beams.reflectivity.copy()
     beams.range[idx] = rb[idx]
     beams.reflectivity[idx] = rho_b[idx]
-    beams.material = np.where(take, -1, beams.material).astype(np.int32)
+    beams.material = np.where(take, -1, beams.material).astype(np.int32, copy=False)
     beams.cos_incidence = np.where(take, np.float32(1.0), beams.cos_incidence)
     entity, normal = beams._lazy["entity"], beams._lazy["normal"]  # resolved only if read (ground truth)
     beams.entity = lambda: np.where(take, -1, entity() if callable(entity) else entity).astype(np.int32)

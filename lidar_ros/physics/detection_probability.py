@@ -19,16 +19,24 @@ from scipy.special import ndtr
 
 from .detection import DetectionLimit
 
+# Φ(x) is exactly 1.0 in float64 from x ≈ 8.29 on (1 − Φ(x) < 2⁻⁵³ / 2), so returns this far inside the
+# limit are detected without evaluating ndtr (the same bits: test_lidar_effects checks Φ there)
+CERTAIN_SNR = 8.5
+
 
 def detection_probability(ranges: np.ndarray, rho: np.ndarray, limit: DetectionLimit, snr_at_limit: float) -> np.ndarray:
     """(N,) float64 P_d per return; 0 for misses (range not finite) and black surfaces (ρ ≤ 0)."""
-    r = np.asarray(ranges, np.float64)
+    r = np.asarray(ranges)
     rho = np.asarray(rho)
     out = np.zeros(len(r))
     ok = np.flatnonzero(np.isfinite(r) & (rho > 0))  # only returns are weighed
     reach = limit.max_range(rho[ok])
-    ratio = (reach / np.maximum(r[ok], 1e-6)) ** 2  # inf where the limit is none: P_d = 1
-    out[ok] = ndtr(snr_at_limit * (ratio - 1.0))
+    ratio = (reach / np.maximum(r[ok].astype(np.float64), 1e-6)) ** 2  # inf where the limit is none: P_d = 1
+    x = snr_at_limit * (ratio - 1.0)
+    p = np.ones(len(x))
+    unsure = np.flatnonzero(~(x >= CERTAIN_SNR))  # NaN included: ndtr decides
+    p[unsure] = ndtr(x[unsure])  # the costly part, only for returns near or past the limit
+    out[ok] = p
     return out
 
 

@@ -44,12 +44,12 @@ class LidarHits:
     first_entity, first_material (N,) int32, first_range (N,) f32: the first surface the ray met,
                             whatever its class (ground truth: the glass pane, the mirror), -1/inf = none
 
-    `normal`, `entity`, `first_entity`, `bounces` and `crossings` may be given as zero-argument callables:
+    `normal`, `entity`, `first_*`, `bounces` and `crossings` may be given as zero-argument callables:
     they are then computed on first access (most frames never read them). Arrays of one LidarHits
     may share memory (a frame without glass or mirrors: first_* are the final surface's arrays).
     """
 
-    _LAZY = ("normal", "entity", "first_entity", "bounces", "crossings")
+    _LAZY = ("normal", "entity", "first_entity", "bounces", "crossings", "first_material", "first_range")
 
     def __init__(self, range, entity, material, normal, cos_incidence, reflectivity, bounces, crossings,
                  first_entity, first_material, first_range):
@@ -57,10 +57,9 @@ class LidarHits:
         self.material = material
         self.cos_incidence = cos_incidence
         self.reflectivity = reflectivity
-        self.first_material = first_material
-        self.first_range = first_range
         self._lazy = {}
-        for name, value in zip(self._LAZY, (normal, entity, first_entity, bounces, crossings)):
+        for name, value in zip(self._LAZY, (normal, entity, first_entity, bounces, crossings, first_material,
+                                            first_range)):
             self._lazy[name] = value
 
     def _get(self, name):
@@ -77,6 +76,8 @@ class LidarHits:
     first_entity = property(lambda self: self._get("first_entity"), lambda self, v: self._set("first_entity", v))
     bounces = property(lambda self: self._get("bounces"), lambda self, v: self._set("bounces", v))
     crossings = property(lambda self: self._get("crossings"), lambda self, v: self._set("crossings", v))
+    first_material = property(lambda self: self._get("first_material"), lambda self, v: self._set("first_material", v))
+    first_range = property(lambda self: self._get("first_range"), lambda self, v: self._set("first_range", v))
 
     @property
     def hit(self) -> np.ndarray:

@@ -43,6 +43,10 @@ INSTANCE_MIN_TRIANGLES = 2000  # moving meshes this large get their own BVH inst
 _MIN_CHUNK = 4096  # below this, thread hand-off costs more than it saves
 _MAX_RETRACE = 32  # passes through masked static entities before giving up (counts as a miss)
 _SKIP = 1e-4  # metres to step past a masked hit before continuing
+# rays per block of a span's post-processing (distances, normal scales): its passes then stay in the L2
+# cache instead of streaming the span through memory a dozen times (measured: an OS1-128 frame with 4
+# sub-rays traced on one thread, 1.63x -> 1.53x the bare trace's CPU, whole frame)
+_BLOCK = 16384
 _STATIC, _MERGED = 0, 1  # layer codes; instance k has code 2 + k in a trace's snapshot
 
 
@@ -229,7 +233,7 @@ class EmbreeBackend(Backend):
         o_all, d_all, far, tmin, dynamic, masked, instances, result = job
         o, d = o_all[a:b], d_all[a:b]
         if tmin:
-            o = o + d * tmin
+            o = _shifted(o, d, tmin)
         dist, prim, ng = self._static.run(o, d, np.full(b - a, far, np.float32))
         if masked is not None and self._static.scene is not None:
             dist, prim, ng = self._look_through(o, d, dist, prim, ng, masked, far)
@@ -239,8 +243,13 @@ class EmbreeBackend(Backend):
         for k, (inst, r, t, box) in enumerate(instances):
             self._closer_in(inst, r, t, box, _MERGED + 1 + k, o, d, dist, prim, ng, layer)
         result.prim[a:b] = prim
-        result.distance[a:b] = np.where(prim >= 0, dist + tmin if tmin else dist, np.float32(np.inf))
-        scale = _normal_scales(ng, d, result.scale[a:b], result.facing[a:b])
+        for lo in range(0, b - a, _BLOCK):  # block by block: a block's dozen passes stay in the cache
+            hi = min(lo + _BLOCK, b - a)
+            dist_k = dist[lo:hi]
+            result.distance[a + lo:a + hi] = np.where(prim[lo:hi] >= 0, dist_k + tmin if tmin else dist_k,
+                                                      np.float32(np.inf))
+            _normal_scales(ng[lo:hi], d[lo:hi], result.scale[a + lo:a + hi], result.facing[a + lo:a + hi])
+        scale = result.scale[a:b]
         if result.normal is not None:
             np.multiply(ng, scale[:, None], out=result.normal[a:b])
         else:  # kept for a normal computed on first access (Hits.normal)
@@ -321,6 +330,16 @@ class _Result:
             if a2 < b2:
                 np.multiply(ng[a2 - a:b2 - a], scale[a2 - a:b2 - a, None], out=normal[a2 - lo:b2 - lo])
         return normal
+
+
+def _shifted(o: np.ndarray, d: np.ndarray, tmin: np.float32) -> np.ndarray:
+    """o + d * tmin (rays start at tmin), block by block into one new array (the same float32 sums)."""
+    out = np.empty_like(o)
+    for lo in range(0, len(o), _BLOCK):
+        hi = min(lo + _BLOCK, len(o))
+        np.multiply(d[lo:hi], tmin, out=out[lo:hi])
+        out[lo:hi] += o[lo:hi]
+    return out
 
 
 def _normal_scales(ng: np.ndarray, d: np.ndarray, scale: np.ndarray, facing: np.ndarray) -> np.ndarray:
