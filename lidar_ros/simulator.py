@@ -163,7 +163,8 @@ class LidarSimulator:
         with self._lock:
             return self._simulate(pose, int(t0_ns))
 
-    def _simulate(self, pose, t0_ns: int) -> LidarScan:
+    def _new_frame(self) -> "_Frame":
+        """The next frame's arrays; the material table refreshed if the scene's library changed."""
         cfg = self.config
         frame = _Frame(self._scans, (cfg.rows, cfg.cols), (cfg.intensity_field, *self._eager), self._cloud)
         self._scans += 1
@@ -171,6 +172,11 @@ class LidarSimulator:
         if stamp != self._materials_stamp:  # materials were added to or replaced in the library
             self.materials = LidarMaterials.from_library(self.scene.materials)
             self._materials_stamp = stamp
+        return frame
+
+    def _simulate(self, pose, t0_ns: int) -> LidarScan:
+        cfg = self.config
+        frame = self._new_frame()
         if cfg.retime is None:
             frame.dirs, frame.dirs_t = self._dirs, self._dirs_t
             frame.beam_dirs_t = self._beam_dirs_t

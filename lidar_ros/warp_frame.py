@@ -29,7 +29,7 @@ from radarays_ros.world.transforms import check_transform
 
 from .physics.interaction import MAX_TRANSPARENT, SKIP_ABS, SKIP_REL
 from .physics.materials import CONSTANT, LAMBERTIAN, TABLE
-from .simulator import LidarSimulator, _Frame
+from .simulator import LidarSimulator
 
 LIMIT_CODES = {"none": 0, "linear": 1, "root2": 1, "root3": 1, "root4": 1, "log": 2, "blensor": 3}
 LIMIT_ROOTS = {"linear": 1, "root2": 2, "root3": 3, "root4": 4}
@@ -147,14 +147,7 @@ class WarpLidarSimulator(LidarSimulator):
             return super()._simulate(pose, t0_ns)
         cfg = self.config
         wp, dev, k = self.backend.wp, self.backend.device, self._kernels
-        frame = _Frame(self._scans, (cfg.rows, cfg.cols), (cfg.intensity_field, *self._eager), self._cloud)
-        self._scans += 1
-        stamp = self._library_stamp()
-        if stamp != self._materials_stamp:  # materials were added to or replaced in the library
-            from .physics import LidarMaterials
-
-            self.materials = LidarMaterials.from_library(self.scene.materials)
-            self._materials_stamp = stamp
+        frame = self._new_frame()
         local_dirs = self._local_dirs
         if cfg.retime is None:
             frame.beam_dirs_t = self._beam_dirs_t
