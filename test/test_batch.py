@@ -249,7 +249,7 @@ def wait_for_pid(log: Path, attempt: int, timeout: float = 120.0) -> int:
 
 
 def killed_worker_batch(tmp_path: Path, engine: str) -> None:
-    small_scenario(tmp_path, duration=1.0)
+    small_scenario(tmp_path, duration=3.0)  # a run outlasts the moment its pid is read and it is killed
     path = manifest(tmp_path, [{"scenario": "room.yaml", "seeds": [1, 2]}])
     runs = plan(path)[1]
     out = tmp_path / "out"
@@ -274,7 +274,7 @@ def test_killed_worker_is_retried_local(tmp_path):
 
 def test_retries_are_bounded(tmp_path):
     """With retries: 0 a run whose worker is killed is reported failed at once; the other run is done."""
-    small_scenario(tmp_path, duration=1.0)
+    small_scenario(tmp_path, duration=3.0)  # a run outlasts the moment its pid is read and it is killed
     path = manifest(tmp_path, [{"scenario": "room.yaml", "seeds": [1, 2]}], retries=0)
     runs = plan(path)[1]
     out = tmp_path / "out"
@@ -292,7 +292,8 @@ def test_retries_are_bounded(tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_keeps_finished_runs_and_leaves_no_half_bag(tmp_path):
-    small_scenario(tmp_path, duration=1.0)
+    # runs long enough (seconds each) that run 1 is still under way 0.5 s after it started
+    small_scenario(tmp_path, duration=6.0)
     path = manifest(tmp_path, [{"scenario": "room.yaml", "seeds": [1, 2, 3]}])
     runs = plan(path)[1]
     out = tmp_path / "out"
