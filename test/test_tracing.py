@@ -114,6 +114,19 @@ def test_moving_a_static_entity_does_not_rebuild_the_static_world(wall_scene):
     assert backend._static.scene is static_bvh and backend.static_rebuilds == 0
 
 
+def test_moving_a_low_static_entity_still_sees_the_static_entities_after_it():
+    """Found on a 16-core GPU machine: the mask of moved static entities is only as long as the highest
+    moved id, and a ray hitting a later static entity indexed past its end (IndexError)."""
+    scene = Scene()
+    first = scene.add_entity("first", box_mesh([1, 1, 1]), pose_to_matrix(0, 5, 0))
+    later = scene.add_entity("later", box_mesh([1, 20, 20]), pose_to_matrix(5.5, 0, 0))
+    backend = make_backend("embree", scene)
+    scene.set_pose(first, pose_to_matrix(0, -5, 0))  # masks `first` only
+    hits = backend.trace(np.zeros((2, 3)), np.array([[1.0, 0, 0], [0, -1.0, 0]]))
+    assert hits.entity[0] == later and hits.distance[0] == pytest.approx(5.0, abs=1e-5)
+    assert hits.entity[1] == first and hits.distance[1] == pytest.approx(4.5, abs=1e-5)
+
+
 def test_added_and_removed_entities(wall_scene):
     backend = make_backend("embree", wall_scene)
     o, d = np.zeros((1, 3)), np.array([[0.0, 0, 1.0]])

@@ -278,7 +278,9 @@ class EmbreeBackend(Backend):
         dist, prim, ng = dist.copy(), prim.copy(), ng.copy()
         for _ in range(_MAX_RETRACE):
             ent = self._static.prim_entity[prim]
-            again = np.flatnonzero((ent >= 0) & (ent < len(masked)) & masked[np.maximum(ent, 0)])
+            # ids past the mask's end were never moved: clip the index, the bound test drops them
+            inside = (ent >= 0) & (ent < len(masked))
+            again = np.flatnonzero(inside & masked[np.clip(ent, 0, len(masked) - 1)])
             if not len(again):
                 return dist, prim, ng
             start = dist[again] + np.float32(_SKIP)
