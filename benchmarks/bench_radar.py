@@ -4,10 +4,16 @@ Prints images/s, the ratio of the frame time to the bare embreex time of the sam
 rays are recorded and re-traced raw through the same BVH), the ratio to the bare time of the unpruned
 workload (every wave traced, as RadaRays does; the simulator skips waves that cannot reach the image),
 the paper's sweep Ns = 200..1000 at 4 passes (Table III) and the peak memory. Run: PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_radar.py [--quick]
+
+`--breakdown` adds, for each physical preset, where one frame's CPU goes on one thread (cProfile): the
+tracing itself (embreex calls) against the rest, with the FFTs and the random draws named, and the ratio
+a frame could reach if all of that rest but the FFTs and draws cost nothing.
 """
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import sys
 import time
 from pathlib import Path
@@ -65,6 +71,50 @@ def measure(sim, pose, repeats):
             [len(o) for o, _ in all_rays], cpu_ratio)
 
 
+# cProfile rows (file fragment, function name) of each named part of a physical frame's CPU
+_PARTS = {"tracing (embreex)": [("tracing/embree.py", "run")],
+          "range FFTs": [("", "r2c"), ("", "c2r")],
+          "speckle and noise draws": [("speckle.py", "unit_parts")]}
+
+
+def cpu_breakdown(cfg, scene, pose) -> dict[str, float]:
+    """{part: CPU ms} of one frame traced and processed on one thread (the stage's pool run inline)."""
+    from radarays_ros.radar.physical import stage
+
+    backend = make_backend("embree", scene, threads=1)
+    sim = RadarSimulator(cfg, scene, backend=backend)
+    inline = stage._parallel
+    stage._parallel = lambda task, items: [task(item) for item in items]
+    try:
+        sim.simulate(pose)  # warm-up
+        profile = cProfile.Profile()
+        cpu = time.process_time()
+        profile.enable()
+        sim.simulate(pose)
+        profile.disable()
+        total = time.process_time() - cpu
+    finally:
+        stage._parallel = inline
+        backend.close()
+    rows = pstats.Stats(profile).stats  # {(file, line, name): (calls, prim calls, tottime, cumtime, callers)}
+    parts = {part: 1e3 * sum(v[2] for (file, _, name), v in rows.items()
+                             if any(f in file and name in (n, f"<built-in method {n}>") or
+                                    f in file and name.endswith(f".{n}>") for f, n in keys))
+             for part, keys in _PARTS.items()}
+    parts["everything else"] = 1e3 * total - sum(parts.values())
+    parts["frame"] = 1e3 * total
+    return parts
+
+
+def print_breakdown(preset: str, parts: dict[str, float]) -> None:
+    trace = parts["tracing (embreex)"]
+    print(f"  {preset}: CPU of one frame on one thread (cProfile, so a little above the timings above):")
+    for part, ms in parts.items():
+        print(f"    {part:<26s} {ms:7.1f} ms  {ms / trace:5.2f}x the tracing")
+    floor = trace + parts["range FFTs"] + parts["speckle and noise draws"]
+    print(f"    floor if everything else cost nothing: {floor / trace:.2f}x the tracing (target 1.5x)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--triangles", type=int, default=1_000_000)
@@ -73,6 +123,8 @@ def main(argv=None) -> int:
     parser.add_argument("--realistic-only", action="store_true", help="only the physical (realistic) presets")
     parser.add_argument("--presets", nargs="+", default=list(PHYSICAL_PRESETS), choices=PHYSICAL_PRESETS,
                         help="physical presets to measure (default: all)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also: where a physical frame's CPU goes, on one thread (cProfile)")
     args = parser.parse_args(argv)
     repeats = 2 if args.quick else args.repeats
 
@@ -106,6 +158,8 @@ def main(argv=None) -> int:
                median_paired_ratio=f"{ratio:.2f}x", cpu_ratio=f"{cpu_ratio:.2f}x", rays_per_pass=counts, frames_per_s=f"{1.0 / seconds:.1f} Hz",
                sensor_rate=f"{cfg.azimuth.rate_hz:g} Hz")
         print(f"peak memory after {preset}: {peak_rss_mb():.0f} MiB")
+        if args.breakdown:
+            print_breakdown(preset, cpu_breakdown(cfg, scene, pose))
 
     if args.realistic_only:
         return 0
