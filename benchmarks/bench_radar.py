@@ -84,7 +84,7 @@ def cpu_breakdown(cfg, scene, pose) -> dict[str, float]:
     backend = make_backend("embree", scene, threads=1)
     sim = RadarSimulator(cfg, scene, backend=backend)
     inline = stage._parallel
-    stage._parallel = lambda task, items: [task(item) for item in items]
+    stage._parallel = lambda task, items, workers=None: [task(item) for item in items]
     try:
         sim.simulate(pose)  # warm-up
         profile = cProfile.Profile()

@@ -375,11 +375,30 @@ def test_stage_bytes_do_not_depend_on_the_thread_count(monkeypatch):
     world = scene(ground(), plate(12.0, 1.0))
     cfg = physical(azimuth={"count": 60, "step_deg": -0.9}, receiver={"noise_dbm": None, "zero_dbm": -170.0})
     pooled = RadarSimulator(cfg, world).simulate(EYE)
-    monkeypatch.setattr(stage, "_parallel", lambda task, items: [task(item) for item in items])
+    monkeypatch.setattr(stage, "_parallel", lambda task, items, workers=None: [task(item) for item in items])
     serial = RadarSimulator(cfg, world).simulate(EYE)
     assert pooled.image.tobytes() == serial.image.tobytes()
     assert pooled.energy.tobytes() == serial.energy.tobytes()
     assert len(range(0, 60, stage.ROWS_PER_SEED)) > 1  # (more than one block)
+
+
+def test_the_stage_uses_as_many_threads_as_the_tracing(monkeypatch):
+    # `radarays batch --threads 1` runs many frames side by side: their stages must not each start a
+    # pool the size of the machine. The stage's pool follows the backend's threads; same image either way.
+    from radarays_ros.radar.physical import stage
+    from radarays_ros.tracing import make_backend
+
+    world = scene(ground(), plate(12.0, 1.0))
+    cfg = physical(azimuth={"count": 60, "step_deg": -0.9})
+    sizes = []
+    real = stage._parallel
+    monkeypatch.setattr(stage, "_parallel", lambda task, items, workers=None: sizes.append(workers) or real(task, items, workers))
+    one = RadarSimulator(cfg, world, backend=make_backend("embree", world, threads=1)).simulate(EYE)
+    assert set(sizes) == {1}
+    sizes.clear()
+    three = RadarSimulator(cfg, world, backend=make_backend("embree", world, threads=3)).simulate(EYE)
+    assert set(sizes) == {3} and stage._POOL[1] == 3
+    assert one.image.tobytes() == three.image.tobytes()
 
 
 def test_geometry_blocks_give_the_returns_of_one_block(monkeypatch):

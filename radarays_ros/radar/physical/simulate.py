@@ -54,10 +54,11 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     cfg = sim.config
     origins = np.ascontiguousarray(poses[:, :3, 3])
     max_range = cfg.range.offset + (cfg.range.n_bins + 1) * cfg.range.resolution
+    workers = getattr(sim.backend, "threads", None)  # the run's tracing threads size the stage's pool too
     clutter, glints = trace_physical(sim.backend, origins, column_rot, sensor_velocities(pose, times), cfg,
                                      scatter_table(sim), rng, max_range, sim.ray_log, entity_motion(sim, t0_ns),
-                                     parallel=stage._parallel)  # (the stage's pool: one per process)
-    out = run_stage(clutter, glints, cfg, rng)
+                                     parallel=lambda task, items: stage._parallel(task, items, workers))
+    out = run_stage(clutter, glints, cfg, rng, workers)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
     return RadarImage(
         image_f32=scrolled(out.counts_f32, shift),

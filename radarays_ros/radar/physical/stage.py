@@ -38,7 +38,7 @@ from .range_response import RangeKernel, range_kernel
 ROWS_PER_SEED = 25  # azimuth rows per block: each block has its own seeded generator and is one thread task
 CLUTTER_FLOOR = 1e-4  # clutter 40 dB under the noise per bin changes nothing (< 0.0005 dB): not drawn past the last above
 NOISE_LOST = 1e-6  # noise power left out of the spectral draw (-60 dB)
-_POOL: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool)
+_POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, workers, pool)
 
 
 @dataclass
@@ -127,17 +127,24 @@ def _fft_length(n_bins: int, taps: np.ndarray) -> int:
     return sp_fft.next_fast_len(n_bins + len(taps) - 1, real=True)
 
 
-def _parallel(task, items) -> list:
-    """task(item) for every item, on a small thread pool of this process (inline for one item). A forked
-    worker (batch runs) makes its own rather than rely on the parent's copy, whose threads stayed behind."""
+def _parallel(task, items, workers: int | None = None) -> list:
+    """task(item) for every item, on a small thread pool of this process (inline for one item or one
+    worker). `workers`: the pool's size, the tracing threads of the run (`radarays batch --threads`), else
+    the cores this process may use, at most 8. A forked worker (batch runs) makes its own pool rather than
+    rely on the parent's copy, whose threads stayed behind."""
     global _POOL
     items = list(items)
-    if len(items) < 2:
-        return [task(item) for item in items]
-    if _POOL is None or _POOL[0] != os.getpid():
+    if workers is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        _POOL = os.getpid(), ThreadPoolExecutor(max_workers=max(1, min(cores, 8)), thread_name_prefix="radar-stage")
-    return list(_POOL[1].map(task, items))
+        workers = min(cores, 8)
+    workers = max(1, int(workers))
+    if len(items) < 2 or workers == 1:
+        return [task(item) for item in items]
+    if _POOL is None or _POOL[:2] != (os.getpid(), workers):
+        if _POOL is not None and _POOL[0] == os.getpid():
+            _POOL[2].shutdown(wait=False)
+        _POOL = os.getpid(), workers, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="radar-stage")
+    return list(_POOL[2].map(task, items))
 
 
 def _rows_of(azimuth: np.ndarray, a: int, make):
@@ -177,7 +184,8 @@ def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support: sli
     return out[0], out[1]
 
 
-def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, receive, shape, rng) -> np.ndarray:
+def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, receive, shape, rng,
+                    workers: int | None = None) -> np.ndarray:
     """(A, B) float32 |conv_range(sqrt(V) z + sqrt(white) n, K) + points|^2, each block of rows then
     handed to receive(rows, power) (clutter_steps(k0, k1): power_steps of the clutter power V on rows k0..k1-1).
 
@@ -247,7 +255,7 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
             correlated[i].set()
         finish(i, re, im, amplitude, noise)
 
-    _parallel(block, range(len(blocks)))
+    _parallel(block, range(len(blocks)), workers)
     return power
 
 
@@ -262,7 +270,8 @@ def _correlate_rows_after(re, im, rho: float, previous) -> None:
         speckle.correlate_rows(re[:, shared:], im[:, shared:], rho)
 
 
-def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
+def run_stage(clutter, glints, cfg, rng: np.random.Generator, workers: int | None = None) -> StageOutput:
+    """The sensor stage of one frame; `workers`: threads for its row blocks (None: the cores)."""
     a, b = cfg.azimuth.count, cfg.range.n_bins
     bin_m, offset = cfg.range.resolution, cfg.range.offset
     fm, rx = cfg.fmcw, cfg.receiver
@@ -307,7 +316,7 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator) -> StageOutput:
         clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(
             clutter.azimuth[sel] - k0, *clutter_bins(sel), clutter.power_w[sel], (k1 - k0, b)))
         power = _speckled_frame(clutter_steps, noise / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps), receive,
-                                (a, b), rng)
+                                (a, b), rng, workers)
     else:  # expected power: E|points + clutter + noise|^2
         variance = running_power(power_steps(clutter.azimuth, *clutter_bins(slice(None)), clutter.power_w, (a, b)))
         full = np.zeros((a, b))
