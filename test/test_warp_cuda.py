@@ -89,3 +89,26 @@ def test_top_level_on_cuda_with_hundreds_of_movers():
     o, d = random_rays(scene, 20_000, seed=5)
     gpu = make_backend("warp", scene, device="cuda")  # the top level this Warp release gets (bvh from 1.3.2)
     assert_same_hits(gpu.trace(o, d), make_backend("embree", scene).trace(o, d), d, scene=scene, origins=o)
+
+
+def test_scenario_with_device_frames_on_cuda_matches_the_embree_bag(tmp_path):
+    # what a user runs: `radarays run` with `frames: device` on the GPU, read back from the bag
+    from test_warp_scenario_frames import clouds, images, scenario
+    from test_warp_sensors import column_correlations
+
+    from radarays_ros.cli import main
+    from radarays_ros.scenario.runner import run_scenario
+
+    device_bag, host_bag = tmp_path / "cuda.mcap", tmp_path / "embree.mcap"
+    assert main(["run", scenario(tmp_path, "device"), "--out", str(device_bag), "--backend", "warp",
+                 "--device", "cuda", "--quiet"]) == 0
+    run_scenario(scenario(tmp_path, "host"), host_bag, quiet=True, backend="embree")
+    got, want = images(device_bag), images(host_bag)
+    assert len(got) == len(want) >= 2
+    for a, b in zip(got, want):
+        assert a.max() > 0 and np.median(column_correlations(a, b)) >= 0.99
+    for a, b in zip(clouds(device_bag), clouds(host_bag)):
+        hit_a, hit_b = np.isfinite(a[:, 0]), np.isfinite(b[:, 0])
+        assert hit_a.mean() > 0.3 and (hit_a != hit_b).mean() < 1e-3
+        both = hit_a & hit_b
+        assert np.mean(np.abs(a[both] - b[both]).max(axis=1) < 1e-3) > 0.999
