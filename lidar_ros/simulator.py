@@ -224,30 +224,29 @@ class LidarSimulator:
             frame, rngs[k], (origins[a * m:b * m], dirs[a * m:b * m], first.span(a * m, b * m)), a, b))
 
     def _pipelined(self, frame: "_Frame", jobs, rngs) -> list:
-        """The pieces' surface models one after the other on this thread, each overlapped with a worker
-        that rotates, jitters and traces the next piece's rays (the backend spreads that trace over its
-        threads). Every ray gets the same first hit as in one call; each piece's random stream is used
-        in the same order (jitter, then surface model), so the frame's bytes are the same."""
+        """The pieces' surface models one after the other on this thread, overlapped with the tracing of
+        the pieces after them. This thread rotates (and jitters) each piece's rays and hands its trace to a
+        worker at once, all pieces before the first surface model: the backend's threads take the pieces'
+        spans in order without a gap between pieces (a worker waiting for its piece's rays left one core
+        idle while the other traced the previous piece's last span), and the workers run no numpy calls
+        that would wait for the GIL while this thread runs the surface model. Every ray gets the same
+        first hit as in one call; each piece's random stream is used in the same order (jitter, then
+        surface model), so the frame's bytes are the same."""
         m = self._k
-
-        def traced(k: int, a: int, b: int):
-            origins, dirs = self._world_rays(frame, a * m, b * m)
-            if self.config.noise.angular_sigma > 0:
-                dirs[...] = jitter_directions(dirs, self.config.noise.angular_sigma, rngs[k])
-            return origins, dirs, first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
-
+        sigma = self.config.noise.angular_sigma
         pool = _pool(self._threads)
-        parts, ahead = [], None
-        current = traced(*jobs[0])
-        for i, (k, a, b) in enumerate(jobs):
-            ahead = pool.submit(traced, *jobs[i + 1]) if i + 1 < len(jobs) else None
-            try:
-                parts.append(self._surface_piece(frame, rngs[k], current, a, b))
-            finally:
-                if ahead is not None:
-                    wait([ahead])  # a worker never outlives the frame's buffers it writes
-            current = None if ahead is None else ahead.result()
-        return parts
+        traces = []
+        try:
+            for k, a, b in jobs:
+                origins, dirs = self._world_rays(frame, a * m, b * m)
+                if sigma > 0:
+                    dirs[...] = jitter_directions(dirs, sigma, rngs[k])
+                traces.append((origins, dirs, pool.submit(first_trace, self.backend, origins, dirs, self._tmin,
+                                                          self._tmax, frame.checked)))
+            return [self._surface_piece(frame, rngs[k], (origins, dirs, first.result()), a, b)
+                    for (k, a, b), (origins, dirs, first) in zip(jobs, traces)]
+        finally:
+            wait([first for _, _, first in traces])  # a worker never outlives the frame's buffers it reads
 
     def _add_multipath(self, frame: "_Frame", parts: list) -> None:
         """Depth cameras: every return's range biased by one diffuse bounce off the rest of the frame
