@@ -294,3 +294,37 @@ def test_blocked_rotation_and_echo_forming_give_the_bits_of_one_pass(monkeypatch
     for mine, one_pass in zip(blocked[1], whole[1]):
         for name in ("range", "reflectivity", "dominant"):
             assert getattr(mine, name).tobytes() == getattr(one_pass, name).tobytes(), name
+
+
+def test_echo_reflectivity_is_the_float32_sum_in_sub_ray_order():
+    """form_echoes sums w_i·ρ_i of a beam's sub-rays over a C-contiguous (K, N) array (its fast layout): bit for
+    bit the float32 sum w_0ρ_0 + w_1ρ_1 + … in sub-ray order, as the sums were before, misses adding nothing."""
+    from lidar_ros.physics.echoes import form_echoes
+
+    rng = np.random.default_rng(3)
+    n, k = 5000, 4
+    ranges = (rng.uniform(1, 60, (n, 1)) + rng.uniform(0, 0.2, (n, k))).astype(np.float32)  # one surface each
+    ranges[rng.random((n, k)) < 0.2] = np.inf
+    rho = rng.uniform(0, 1, (n, k)).astype(np.float32) ** 3
+    w = np.array([0.1, 0.37, 0.23, 0.3], np.float32)
+    parts = np.where(np.isfinite(ranges), rho * w, np.float32(0.0))
+    want = parts[:, 0].copy()
+    for i in range(1, k):
+        want += parts[:, i]
+    for mode in ("strongest", "dual"):
+        assert form_echoes(ranges, rho, w, 0.5, mode)[0].reflectivity.tobytes() == want.tobytes()
+
+
+def test_material_gathers_read_the_tables_as_np_take_does():
+    """materials.gather (np.intp ids, fancy indexing) gives np.take's values: -1 (a miss) reads the last row,
+    an id past the table fails with the explanatory error."""
+    from lidar_ros.physics.materials import LidarMaterials, gather
+    from radarays_ros.errors import ConfigError
+
+    materials = LidarMaterials.from_library(street().materials)
+    ids = np.random.default_rng(4).integers(-1, len(materials), 10_000).astype(np.int32)
+    for table in (materials._cls_ext, materials._not_first_ext, materials._lambertian_ext, materials._constant_ext):
+        got = gather(table, ids)
+        assert got.dtype == table.dtype and got.tobytes() == np.take(table, ids).tobytes()
+    with pytest.raises(ConfigError, match="material id"):
+        materials.not_returning(np.array([len(materials) + 3], np.int32))
