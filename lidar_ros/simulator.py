@@ -33,7 +33,7 @@ from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lida
 from .physics.echoes import Echo, form_echoes
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
-from .physics.interaction import first_trace
+from .physics.interaction import LATE_INCIDENCE_WANTS, first_trace
 from .physics.multipath import multipath_bias, patch_stride
 from .physics.weather import two_way_transmission, weather_extinction_per_m
 from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
@@ -59,6 +59,10 @@ MIN_PIECES = 2  # from MIN_SPLIT_RAYS on: both threads get a piece
 # surface model, a worker rotates and traces the next piece's rays on the backend's threads (Embree
 # needs no GIL), so the tracing and the numpy work overlap.
 PARALLEL_PIECE_BEAMS = 32768
+# What the pipelined pieces' traces compute on the backend's threads: the cosines of incidence are left to
+# this thread (read when the piece's surface model starts), so that the tracing threads run few numpy calls,
+# each of which waits for the GIL while this thread runs the previous piece's surface model.
+PIPELINED_WANTS = LATE_INCIDENCE_WANTS
 # intensity fields a layout's point cloud reads besides the sensor's intensity field: computed in
 # the parallel pieces instead of on first access
 LAYOUT_FIELDS = {"ouster": ("ouster_reflectivity", "ouster_ambient")}
@@ -242,7 +246,7 @@ class LidarSimulator:
                 if sigma > 0:
                     dirs[...] = jitter_directions(dirs, sigma, rngs[k])
                 traces.append((origins, dirs, pool.submit(first_trace, self.backend, origins, dirs, self._tmin,
-                                                          self._tmax, frame.checked)))
+                                                          self._tmax, frame.checked, PIPELINED_WANTS)))
             return [self._surface_piece(frame, rngs[k], (origins, dirs, first.result()), a, b)
                     for (k, a, b), (origins, dirs, first) in zip(jobs, traces)]
         finally:
