@@ -149,16 +149,13 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
 
 # what a lidar frame reads for sure; normals (mirrors, glass, ground truth) are computed on access
 FIRST_TRACE_WANTS = frozenset({"distance", "ids", "incidence"})
-# the same with the cosines of incidence also computed on access, by the thread that reads them
-LATE_INCIDENCE_WANTS = frozenset({"distance", "ids"})
 
 
-def first_trace(backend, origins, directions, tmin: float = 0.0, tmax: float = np.inf, checked_rays: bool = False,
-                want=FIRST_TRACE_WANTS):
+def first_trace(backend, origins, directions, tmin: float = 0.0, tmax: float = np.inf, checked_rays: bool = False):
     """The first round of `trace_lidar`: the backend's hits of every ray (normals on first access:
     most frames read only the cosines of incidence)."""
     rays = Rays.trusted(origins, directions) if checked_rays else Rays(origins, directions)
-    return backend.trace_rays(rays, tmin, tmax, want=want)
+    return backend.trace_rays(rays, tmin, tmax, want=FIRST_TRACE_WANTS)
 
 
 def _unit(d: np.ndarray) -> np.ndarray:
