@@ -326,28 +326,6 @@ def test_trusted_rays_and_unwanted_normals_match_the_checked_trace(threads):
     assert cos.dtype == np.float32 and np.all((cos > 0) & (cos <= 1 + 1e-6))
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_normal_scales_computed_on_access_are_the_traces_bit_for_bit(threads):
-    """Wanting neither normals nor cosines leaves the normal scales to the reading thread (embree's spans
-    keep Ng and a copy of the directions): the same bits as computed in the trace, for the whole batch and
-    for spans across the trace's own spans, even after the caller reused its direction buffer."""
-    scene, o, d = _sphere_rays(n=70_000)  # several spans of several blocks on two threads
-    backend = make_backend("embree", scene, threads=threads)
-    eager = backend.trace_rays(Rays.trusted(o, d.copy()), 0.1, 50.0, want={"distance", "ids", "incidence"})
-    reused = d.copy()
-    late = backend.trace_rays(Rays.trusted(o, reused), 0.1, 50.0, want={"distance", "ids"})
-    parts = [late.span(a, b) for a, b in ((0, 1), (3, 20_001), (20_001, 70_000))]
-    reused[:] = 0  # the caller's buffer, written again before anything was read
-    assert late._resolve.result.scale is None  # nothing computed in the trace
-    cos, normal = eager.incidence_cosines(None), eager.normal
-    assert late.incidence_cosines(None).tobytes() == cos.tobytes()
-    assert late.normal.tobytes() == normal.tobytes()
-    for part, (a, b) in zip(parts, ((0, 1), (3, 20_001), (20_001, 70_000))):
-        assert part.incidence_cosines(None).tobytes() == cos[a:b].tobytes()
-        assert part.normal.tobytes() == normal[a:b].tobytes()
-    np.testing.assert_array_equal(late.distance, eager.distance)
-
-
 def test_incidence_cosine_of_a_plane_is_cos_of_the_ray_angle(wall_scene):
     backend = make_backend("embree", wall_scene, threads=1)
     o, d, yaw = fan()

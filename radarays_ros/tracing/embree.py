@@ -213,18 +213,13 @@ class EmbreeBackend(Backend):
         kept as Embree's Ng and a scale until read; the cosines of incidence come from the same scale."""
         o, d = rays.origins, rays.directions
         tmin, tmax = check_span(tmin, tmax)
-        names = wanted(want)
-        lazy_normals = "normal" not in names
-        # neither normals nor cosines wanted for sure: the spans leave Embree's Ng as it is and the normal
-        # scales are computed on first access, by the thread that reads them (a span then runs a few numpy
-        # calls instead of a dozen more: calls that wait for the GIL while another thread runs numpy)
-        lazy_scales = lazy_normals and "incidence" not in names
+        lazy_normals = "normal" not in wanted(want)
         dynamic, masked, instances = self._sync()
         n = len(o)
         if n == 0:
             return Hits.misses(0)
         far = np.float32(min(float(tmax) - tmin, 1e30))  # rays start at tmin: each span shifts its origins
-        result = _Result(n, lazy_normals, lazy_scales)
+        result = _Result(n, lazy_normals)
         job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result)
         if self._pool is None or n < 2 * _MIN_CHUNK:
             self._trace_span(job, 0, n)
@@ -253,11 +248,7 @@ class EmbreeBackend(Backend):
             dist_k = dist[lo:hi]
             result.distance[a + lo:a + hi] = np.where(prim[lo:hi] >= 0, dist_k + tmin if tmin else dist_k,
                                                       np.float32(np.inf))
-            if result.scale is not None:
-                _normal_scales(ng[lo:hi], d[lo:hi], result.scale[a + lo:a + hi], result.facing[a + lo:a + hi])
-        if result.scale is None:  # Ng and a copy of the directions (the caller may reuse its buffer)
-            result.parts.append((a, b, ng, d.copy()))
-            return
+            _normal_scales(ng[lo:hi], d[lo:hi], result.scale[a + lo:a + hi], result.facing[a + lo:a + hi])
         scale = result.scale[a:b]
         if result.normal is not None:
             np.multiply(ng, scale[:, None], out=result.normal[a:b])
@@ -323,14 +314,12 @@ def chunk_bounds(n: int, threads: int) -> np.ndarray:
 class _Result:
     """Preallocated per-trace outputs that the worker threads fill span by span."""
 
-    def __init__(self, n: int, lazy_normals: bool = False, lazy_scales: bool = False):
+    def __init__(self, n: int, lazy_normals: bool = False):
         self.distance = np.empty(n, np.float32)
         self.normal = None if lazy_normals else np.empty((n, 3), np.float32)
-        # lazy normals: (a, b, Ng, scale) of each span; lazy scales too: (a, b, Ng, directions)
-        self.parts: list = []
-        # signed 1/|Ng|: scale * Ng is the unit normal facing the ray (None: computed on access, `scales`)
-        self.scale = None if lazy_scales else np.empty(n, np.float32)
-        self.facing = None if lazy_scales else np.empty(n, np.float32)  # -(Ng . d); cos of incidence: facing * scale
+        self.parts: list = []  # lazy normals: (a, b, Ng, scale) of each span
+        self.scale = np.empty(n, np.float32)  # signed 1/|Ng|: scale * Ng is the unit normal facing the ray
+        self.facing = np.empty(n, np.float32)  # -(Ng . d); the cosine of incidence is facing * scale
         self.prim = np.empty(n, np.int32)
         self.layer = np.zeros(n, np.int16)  # which layer the primitive id belongs to (0 = static)
 
@@ -338,25 +327,11 @@ class _Result:
         """Unit normals of rays lo..hi from the kept spans (Ng, scale)."""
         hi = len(self.distance) if hi is None else hi
         normal = np.empty((hi - lo, 3), np.float32)
-        scale = self.scale[lo:hi] if self.scale is not None else self.scales(lo, hi)[0]
-        for a, b, ng, _ in self.parts:
+        for a, b, ng, scale in self.parts:
             a2, b2 = max(a, lo), min(b, hi)
             if a2 < b2:
-                np.multiply(ng[a2 - a:b2 - a], scale[a2 - lo:b2 - lo, None], out=normal[a2 - lo:b2 - lo])
+                np.multiply(ng[a2 - a:b2 - a], scale[a2 - a:b2 - a, None], out=normal[a2 - lo:b2 - lo])
         return normal
-
-    def scales(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scale, facing) of rays lo..hi: the trace's, or computed now from the kept spans (Ng, directions)
-        by the same `_normal_scales`, block by block (the same bits)."""
-        if self.scale is not None:
-            return self.scale[lo:hi], self.facing[lo:hi]
-        scale, facing = np.empty(hi - lo, np.float32), np.empty(hi - lo, np.float32)
-        for a, b, ng, d in self.parts:
-            a2, b2 = max(a, lo), min(b, hi)
-            for k in range(a2, b2, _BLOCK):
-                k2 = min(k + _BLOCK, b2)
-                _normal_scales(ng[k - a:k2 - a], d[k - a:k2 - a], scale[k - lo:k2 - lo], facing[k - lo:k2 - lo])
-        return scale, facing
 
 
 def _shifted(o: np.ndarray, d: np.ndarray, tmin: np.float32) -> np.ndarray:
@@ -409,8 +384,7 @@ class _IdLookup:
                 return self.result.normal[self.lo:self.hi]
             return self.result.lazy_normal(self.lo, self.hi)
         if name == "cos_incidence":
-            scale, facing = self.result.scales(self.lo, self.hi)
-            return np.multiply(facing, scale)
+            return np.multiply(self.result.facing[self.lo:self.hi], self.result.scale[self.lo:self.hi])
         static = self.layers[_STATIC]
         if static.scene is None:
             values = np.full(len(self.prim), -1, np.int32)
