@@ -46,15 +46,15 @@ from .sink import FrameSink, SinkFactory
 # each has its own random stream, so a frame is the same whatever the thread count. Large pieces:
 # each costs a few dozen numpy calls, and while two threads run numpy calls every call may wait
 # for the GIL: large arrays per call keep that cost small against the work.
-PIECE_RAYS = 65536
-MIN_SPLIT_RAYS = 16384
-MIN_PIECES = 2  # from MIN_SPLIT_RAYS on: both threads get a piece
 # Small pieces (a VLP-16 frame: 2 x 14400 beams) run on two threads too. Running them one after the
 # other on the calling thread, each overlapped with the tracing of the next piece (a pipeline), or all
 # after the trace on one thread, measured no faster on 2 cores (2026-11-26, the three alternated frame
 # by frame in one process, median of each frame's time over the bare trace of its round: VLP-16 with 4
 # sub-rays 1.83-1.90x on two threads, 1.89-2.05x pipelined, 1.85-2.03x on one thread after the trace;
 # VLP-16 2.01-2.02x, 2.14x, 2.05-2.07x): overlapped numpy and tracing slow each other as much as they gain.
+PIECE_RAYS = 65536
+MIN_SPLIT_RAYS = 16384
+MIN_PIECES = 2  # from MIN_SPLIT_RAYS on: both threads get a piece
 # intensity fields a layout's point cloud reads besides the sensor's intensity field: computed in
 # the parallel pieces instead of on first access
 LAYOUT_FIELDS = {"ouster": ("ouster_reflectivity", "ouster_ambient")}
