@@ -9,8 +9,7 @@ their own firing pose, as a real sensor reports them.
 A frame's first hits come from one backend call for all its rays (the backend spreads it over its
 threads); the material classes (further bounces) and the surface model then run in a few large
 pieces (`frame_pieces`) on as many threads as the backend traces with: embreex and numpy release
-the GIL, so all cores work. Pieces too small to gain from a second numpy thread (a VLP-16 frame) are
-pipelined instead: one piece's surface model runs while the backend's threads trace the next. The ray
+the GIL, so all cores work. The ray
 table is checked once, so the frame's rays skip the backend's per-ray checks; normals are computed only
 if read. For driver layouts that allow it the organized point cloud is the frame's storage: given a
 sink factory (lidar_ros.sink; the driver layouts are radarays_ros.io.lidar_clouds.FrameCloud.of), the
@@ -20,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -47,18 +46,15 @@ from .sink import FrameSink, SinkFactory
 # each has its own random stream, so a frame is the same whatever the thread count. Large pieces:
 # each costs a few dozen numpy calls, and while two threads run numpy calls every call may wait
 # for the GIL: large arrays per call keep that cost small against the work.
+# Small pieces (a VLP-16 frame: 2 x 14400 beams) run on two threads too. Running them one after the
+# other on the calling thread, each overlapped with the tracing of the next piece (a pipeline), or all
+# after the trace on one thread, measured no faster on 2 cores (2026-11-26, the three alternated frame
+# by frame in one process, median of each frame's time over the bare trace of its round: VLP-16 with 4
+# sub-rays 1.83-1.90x on two threads, 1.89-2.05x pipelined, 1.85-2.03x on one thread after the trace;
+# VLP-16 2.01-2.02x, 2.14x, 2.05-2.07x): overlapped numpy and tracing slow each other as much as they gain.
 PIECE_RAYS = 65536
 MIN_SPLIT_RAYS = 16384
 MIN_PIECES = 2  # from MIN_SPLIT_RAYS on: both threads get a piece
-# Pieces of fewer beams than this run their surface models one after the other on the calling thread:
-# two threads running numpy calls on arrays of a few thousand beams spend more on handing the GIL to
-# each other (a context switch per call) than they gain (measured: a VLP-16 frame, 2 x 14400 beams,
-# 1.5x instead of 1.8x the bare trace time on 2 cores; with 4 sub-rays per beam the same wall time on
-# two threads as on one, at 1.6x the CPU); OS1-128 pieces (2 x 65536 beams) still gain from both cores.
-# Such pieces are pipelined instead (LidarSimulator._pipelined): while this thread runs one piece's
-# surface model, a worker rotates and traces the next piece's rays on the backend's threads (Embree
-# needs no GIL), so the tracing and the numpy work overlap.
-PARALLEL_PIECE_BEAMS = 32768
 # intensity fields a layout's point cloud reads besides the sensor's intensity field: computed in
 # the parallel pieces instead of on first access
 LAYOUT_FIELDS = {"ouster": ("ouster_reflectivity", "ouster_ambient")}
@@ -112,8 +108,6 @@ class LidarSimulator:
         n = config.rows * config.cols
         self._pieces = frame_pieces(n)
         self._threads = max(1, int(getattr(backend, "threads", 1) or 1))
-        # pieces too small for two numpy threads: pipelined with the tracing (on 2+ tracing threads)
-        self._serial_pieces = min(b - a for a, b in self._pieces) < PARALLEL_PIECE_BEAMS
         # per-pixel constants of the run, gathered once (laser bias, range offset, ray tables)
         k = self._k
         beam_dirs = config.directions.reshape(n, 3)
@@ -191,14 +185,11 @@ class LidarSimulator:
         self._place(frame, pose, t0_ns)
         jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]
         rngs = [np.random.default_rng([self.seed, frame.index, k]) for k, _, _ in jobs]
-        # Large pieces: the first hits of the whole frame in one backend call (the backend splits it over
-        # its threads in chunks, as many as the bare-Embree benchmark uses, taken dynamically, which
-        # balances cheap sky rays against ground rays), then the material classes and the surface model
-        # piece by piece on every thread (numpy releases the GIL in each call). Small pieces: pipelined.
-        if self._serial_pieces and len(jobs) > 1 and self._threads > 1:
-            parts = self._pipelined(frame, jobs, rngs)
-        else:
-            parts = self._traced_at_once(frame, jobs, rngs)
+        # The first hits of the whole frame in one backend call (the backend splits it over its threads in
+        # chunks, as many as the bare-Embree benchmark uses, taken dynamically, which balances cheap sky
+        # rays against ground rays), then the material classes and the surface model piece by piece on
+        # every thread (numpy releases the GIL in each call).
+        parts = self._traced_at_once(frame, jobs, rngs)
         if self._multipath:
             self._add_multipath(frame, parts)
         if frame.cloud is not None:
@@ -207,47 +198,19 @@ class LidarSimulator:
 
     def _traced_at_once(self, frame: "_Frame", jobs, rngs) -> list:
         """The frame's world rays, its first hits in one backend call, then its pieces' surface models
-        (on every thread when the pieces are large enough)."""
+        on every thread."""
         cfg = self.config
         m = self._k
-        if frame.world_d is None and len(jobs) > 1 and cfg.rows * cfg.cols * m >= PIECE_RAYS:
-            # rotated into the reused buffers, piece by piece on every thread (small frames: here)
-            self._each_piece(jobs, lambda k, a, b: self._world_rays(frame, a * m, b * m))
-            origins, dirs = self._world_o, self._world_d
-        else:
-            origins, dirs = self._world_rays(frame, 0, cfg.rows * cfg.cols * m)
+        # rotated on this thread: on two, piece by piece, they slowed each other (measured 2026-11-26,
+        # alternated frame by frame: VLP-16 with 4 sub-rays 1.85-1.86x the bare trace against 1.87-1.92x,
+        # OS1-128 with 4 sub-rays 1.91x against 1.93x, and 1-1.5 ms less CPU a frame)
+        origins, dirs = self._world_rays(frame, 0, cfg.rows * cfg.cols * m)
         if cfg.noise.angular_sigma > 0:  # each piece's own random stream, as it is used below
             for k, a, b in jobs:
                 dirs[a * m:b * m] = jitter_directions(dirs[a * m:b * m], cfg.noise.angular_sigma, rngs[k])
         first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
         return self._each_piece(jobs, lambda k, a, b: self._surface_piece(
             frame, rngs[k], (origins[a * m:b * m], dirs[a * m:b * m], first.span(a * m, b * m)), a, b))
-
-    def _pipelined(self, frame: "_Frame", jobs, rngs) -> list:
-        """The pieces' surface models one after the other on this thread, each overlapped with a worker
-        that rotates, jitters and traces the next piece's rays (the backend spreads that trace over its
-        threads). Every ray gets the same first hit as in one call; each piece's random stream is used
-        in the same order (jitter, then surface model), so the frame's bytes are the same."""
-        m = self._k
-
-        def traced(k: int, a: int, b: int):
-            origins, dirs = self._world_rays(frame, a * m, b * m)
-            if self.config.noise.angular_sigma > 0:
-                dirs[...] = jitter_directions(dirs, self.config.noise.angular_sigma, rngs[k])
-            return origins, dirs, first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
-
-        pool = _pool(self._threads)
-        parts, ahead = [], None
-        current = traced(*jobs[0])
-        for i, (k, a, b) in enumerate(jobs):
-            ahead = pool.submit(traced, *jobs[i + 1]) if i + 1 < len(jobs) else None
-            try:
-                parts.append(self._surface_piece(frame, rngs[k], current, a, b))
-            finally:
-                if ahead is not None:
-                    wait([ahead])  # a worker never outlives the frame's buffers it writes
-            current = None if ahead is None else ahead.result()
-        return parts
 
     def _add_multipath(self, frame: "_Frame", parts: list) -> None:
         """Depth cameras: every return's range biased by one diffuse bounce off the rest of the frame
@@ -286,9 +249,8 @@ class LidarSimulator:
         return spread_directions(beam_dirs, beam.divergence_mrad * 1e-3, self._k, beam.profile)
 
     def _each_piece(self, jobs, fn) -> list:
-        """[fn(k, a, b) for every piece], the first on the calling thread, the others on the worker pool
-        (all on the calling thread when the pieces are smaller than PARALLEL_PIECE_BEAMS)."""
-        if len(jobs) == 1 or self._threads == 1 or self._serial_pieces:
+        """[fn(k, a, b) for every piece], the first on the calling thread, the others on the worker pool."""
+        if len(jobs) == 1 or self._threads == 1:
             return [fn(*job) for job in jobs]
         rest = [_pool(self._threads).submit(fn, *job) for job in jobs[1:]]
         try:

@@ -218,12 +218,12 @@ def test_release_ignores_clouds_of_incomplete_frames_and_other_writers():
     assert again is cloud and not fresh
 
 
-def test_large_pieces_run_on_two_threads_and_small_ones_on_the_caller():
+def test_pieces_run_on_two_threads_large_and_small():
     import threading
 
     scene = street()
     backend = make_backend("embree", scene, threads=2)
-    for sensor, columns, both in (("OS1-32", 2048, True), ("VLP-16", None, False)):
+    for sensor, columns, both in (("OS1-32", 2048, True), ("VLP-16", None, True)):
         cfg = load_sensor(sensor, {**EVERYTHING_ON, **({"columns": columns} if columns else {})})
         sim = LidarSimulator(cfg, scene, backend, seed=1, sink=FrameCloud.of)
         surface, seen = sim._surface_piece, set()
@@ -243,19 +243,19 @@ EFFECTS = {"beam": {"divergence_mrad": 3.0, "sub_rays": 4, "return_mode": "dual"
            "signal": {"poisson": True, "noise_floor": 2.0}}
 
 
-def test_pipelined_pieces_give_the_frames_of_one_thread():
-    """Pieces too small for two numpy threads are pipelined on two threads (one piece's surface model runs
-    while a worker rotates, jitters and traces the next): the frames are those of one thread, bit for bit,
-    second echoes included, for a fixed pose and a trajectory."""
+def test_small_pieces_on_two_threads_give_the_frames_of_one_thread():
+    """A VLP-16 frame's two pieces (2 x 14400 beams) run on two threads, each with its own random stream
+    (jitter, then the surface model): the frames are those of one thread, bit for bit, second echoes
+    included, for a fixed pose and a trajectory."""
     scene = street()
-    noise = {**EVERYTHING_ON["noise"], "angular_sigma": 0.001}  # jitter drawn on the worker, from the piece's stream
+    noise = {**EVERYTHING_ON["noise"], "angular_sigma": 0.001}  # jitter drawn from each piece's stream
     pose = pose_to_matrix(0.3, -0.2, 0.1, 0.01, -0.02, 0.7)
     moving = Trajectory(np.array([0, 100_000_000]), np.stack([pose, pose_to_matrix(1.0, 0.2, 0.1, 0, 0, 0.9)]))
-    for overrides in ({**EFFECTS, "noise": noise}, {"noise": noise}):
+    for overrides in ({**EFFECTS, "noise": noise}, {"noise": noise}, EFFECTS):
         cfg = load_sensor("VLP-16", {**EVERYTHING_ON, **overrides})
         one = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=1), seed=5, sink=FrameCloud.of)
         two = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=5, sink=FrameCloud.of)
-        assert len(two._pieces) == 2 and two._serial_pieces  # the pipelined path
+        assert len(two._pieces) == 2
         for where in (pose, moving, pose):
             a, b = one.simulate(where), two.simulate(where)
             assert a.hit.sum() > 0.1 * a.hit.size
@@ -266,9 +266,9 @@ def test_pipelined_pieces_give_the_frames_of_one_thread():
                 assert a.normal.shape == (*a.range.shape, 3)  # one firing pose per beam, not per sub-ray
 
 
-def test_a_failing_pipelined_piece_fails_the_frame_and_the_next_frame_works():
+def test_a_failing_small_piece_fails_the_frame_and_the_next_frame_works():
     cfg = load_sensor("VLP-16", {**EVERYTHING_ON, **EFFECTS})
-    fail_one_piece_then_recover(cfg, lambda a: a == 0)  # the first piece, while a worker traces the second
+    fail_one_piece_then_recover(cfg, lambda a: a == 0)  # the piece on the calling thread, beside the worker's
 
 
 def test_blocked_rotation_and_echo_forming_give_the_bits_of_one_pass(monkeypatch):
@@ -294,3 +294,37 @@ def test_blocked_rotation_and_echo_forming_give_the_bits_of_one_pass(monkeypatch
     for mine, one_pass in zip(blocked[1], whole[1]):
         for name in ("range", "reflectivity", "dominant"):
             assert getattr(mine, name).tobytes() == getattr(one_pass, name).tobytes(), name
+
+
+def test_echo_reflectivity_is_the_float32_sum_in_sub_ray_order():
+    """form_echoes sums w_i·ρ_i of a beam's sub-rays over a C-contiguous (K, N) array (its fast layout): bit for
+    bit the float32 sum w_0ρ_0 + w_1ρ_1 + … in sub-ray order, as the sums were before, misses adding nothing."""
+    from lidar_ros.physics.echoes import form_echoes
+
+    rng = np.random.default_rng(3)
+    n, k = 5000, 4
+    ranges = (rng.uniform(1, 60, (n, 1)) + rng.uniform(0, 0.2, (n, k))).astype(np.float32)  # one surface each
+    ranges[rng.random((n, k)) < 0.2] = np.inf
+    rho = rng.uniform(0, 1, (n, k)).astype(np.float32) ** 3
+    w = np.array([0.1, 0.37, 0.23, 0.3], np.float32)
+    parts = np.where(np.isfinite(ranges), rho * w, np.float32(0.0))
+    want = parts[:, 0].copy()
+    for i in range(1, k):
+        want += parts[:, i]
+    for mode in ("strongest", "dual"):
+        assert form_echoes(ranges, rho, w, 0.5, mode)[0].reflectivity.tobytes() == want.tobytes()
+
+
+def test_material_gathers_read_the_tables_as_np_take_does():
+    """materials.gather (np.intp ids, fancy indexing) gives np.take's values: -1 (a miss) reads the last row,
+    an id past the table fails with the explanatory error."""
+    from lidar_ros.physics.materials import LidarMaterials, gather
+    from radarays_ros.errors import ConfigError
+
+    materials = LidarMaterials.from_library(street().materials)
+    ids = np.random.default_rng(4).integers(-1, len(materials), 10_000).astype(np.int32)
+    for table in (materials._cls_ext, materials._not_first_ext, materials._lambertian_ext, materials._constant_ext):
+        got = gather(table, ids)
+        assert got.dtype == table.dtype and got.tobytes() == np.take(table, ids).tobytes()
+    with pytest.raises(ConfigError, match="material id"):
+        materials.not_returning(np.array([len(materials) + 3], np.int32))

@@ -80,7 +80,10 @@ def _form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separ
     r = np.ascontiguousarray(np.asarray(ranges, np.float32).T)
     hit = np.isfinite(r)
     r_hit = np.where(hit, r, np.float32(0.0))  # ranges, 0 for misses
-    part = np.asarray(rho, np.float32).T * np.asarray(weights, np.float32)[:, None]  # w_i ρ_i
+    # w_i ρ_i, written (K, N) C-contiguous: the product of the transposed view would keep its column-major
+    # layout, and summing that over axis 0 walks N columns of K elements (the same sums, 10x slower)
+    part = np.multiply(np.asarray(rho, np.float32).T, np.asarray(weights, np.float32)[:, None],
+                       out=np.empty((k, n), np.float32))
     part *= hit
     square = np.maximum(r_hit, np.float32(MIN_RANGE))  # misses: any positive number (their part is 0)
     square *= square

@@ -32,15 +32,14 @@ def reflectivity(materials: LidarMaterials, material_ids: np.ndarray, cos_incide
     lookups (0 where a model does not apply, and for a miss); rows on table materials are then
     interpolated in their table. Terms no material of the library uses are skipped.
     """
-    ids = np.asarray(material_ids)
+    ids = np.asarray(material_ids, np.intp)  # once for every gather: see materials.gather
     cos_theta = np.asarray(cos_incidence, np.float32)
-    # np.take: a third cheaper than fancy indexing for a per-ray gather from a small table
-    out = np.take(materials._lambertian_ext, ids)
+    out = materials._lambertian_ext[ids]
     out *= cos_theta  # |d·n| of unit vectors: within [0, 1] up to rounding
     if materials.has_constant:
-        out += np.take(materials._constant_ext, ids)
+        out += materials._constant_ext[ids]
     if materials.has_table:
-        tabled = np.flatnonzero(np.take(materials._tabled_ext, ids))
+        tabled = np.flatnonzero(materials._tabled_ext[ids])
         if len(tabled):
             theta_deg = np.degrees(np.arccos(np.clip(cos_theta[tabled], 0.0, 1.0)))
             out[tabled] = table_reflectivity(materials.table[ids[tabled]], theta_deg)
