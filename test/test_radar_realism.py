@@ -497,7 +497,7 @@ def test_a_forked_process_gets_its_own_stage_pool():
     from radarays_ros.radar.physical import stage
 
     cfg = physical(azimuth={"count": 60}, range={"bins": 300})
-    here = RadarSimulator(cfg, scene(plate(3.0, 1.0))).simulate(EYE).image  # the parent's pool exists now
+    here = np.frombuffer(_physical_frame_bytes(cfg), np.uint8)  # the parent's pool exists now
     assert stage._POOL is not None and len(range(0, 60, stage.ROWS_PER_SEED)) > 1
     with multiprocessing.get_context("fork").Pool(1) as pool:
         there = pool.apply_async(_physical_frame_bytes, (cfg,)).get(timeout=120)
@@ -505,4 +505,7 @@ def test_a_forked_process_gets_its_own_stage_pool():
 
 
 def _physical_frame_bytes(cfg) -> bytes:
-    return RadarSimulator(cfg, scene(plate(3.0, 1.0))).simulate(EYE).image.tobytes()
+    from radarays_ros.tracing import make_backend
+
+    world = scene(plate(3.0, 1.0))  # two tracing threads, so the stage runs on a pool whatever the cores
+    return RadarSimulator(cfg, world, backend=make_backend("embree", world, threads=2)).simulate(EYE).image.tobytes()
