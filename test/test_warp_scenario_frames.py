@@ -41,26 +41,26 @@ def scenario(tmp_path, frames: str, **sensor_changes) -> str:
     return str(path)
 
 
+def topic_messages(path, topic: str) -> list:
+    """The bag's messages on `topic`, decoded by rosbags (not our writer's code)."""
+    with AnyReader([path], default_typestore=TYPESTORE) as reader:
+        conns = [c for c in reader.connections if c.topic == topic]
+        return [reader.deserialize(raw, conn.msgtype) for conn, _, raw in reader.messages(connections=conns)]
+
+
 def images(path) -> list[np.ndarray]:
     """The bag's radar images as arrays [azimuth, range] (range_rows layout: rows are range bins)."""
-    out = []
-    with AnyReader([path], default_typestore=TYPESTORE) as reader:
-        conns = [c for c in reader.connections if c.topic == "/radar/image"]
-        for conn, _, raw in reader.messages(connections=conns):
-            m = reader.deserialize(raw, conn.msgtype)
-            out.append(np.frombuffer(bytes(m.data), np.uint8).reshape(m.height, m.width).T.astype(np.float64))
-    return out
+    return [np.frombuffer(bytes(m.data), np.uint8).reshape(m.height, m.width).T.astype(np.float64)
+            for m in topic_messages(path, "/radar/image")]
 
 
 def clouds(path) -> list[np.ndarray]:
+    """The bag's lidar points (N, 3) float32, read through each cloud's own field offsets."""
     out = []
-    with AnyReader([path], default_typestore=TYPESTORE) as reader:
-        conns = [c for c in reader.connections if c.topic == "/lidar/points"]
-        for conn, _, raw in reader.messages(connections=conns):
-            m = reader.deserialize(raw, conn.msgtype)
-            offsets = {f.name: f.offset for f in m.fields}
-            rows = np.frombuffer(bytes(m.data), np.uint8).reshape(-1, m.point_step)
-            out.append(np.stack([rows[:, offsets[k]:offsets[k] + 4].copy().view(np.float32)[:, 0] for k in "xyz"], 1))
+    for m in topic_messages(path, "/lidar/points"):
+        offsets = {f.name: f.offset for f in m.fields}
+        rows = np.frombuffer(bytes(m.data), np.uint8).reshape(-1, m.point_step)
+        out.append(np.stack([rows[:, offsets[k]:offsets[k] + 4].copy().view(np.float32)[:, 0] for k in "xyz"], 1))
     return out
 
 
