@@ -397,8 +397,36 @@ def test_the_stage_uses_as_many_threads_as_the_tracing(monkeypatch):
     assert set(sizes) == {1}
     sizes.clear()
     three = RadarSimulator(cfg, world, backend=make_backend("embree", world, threads=3)).simulate(EYE)
-    assert set(sizes) == {3} and stage._POOL[1] == 3
+    assert set(sizes) == {3} and 3 in stage._POOLS[1]
     assert one.image.tobytes() == three.image.tobytes()
+
+
+def test_sensors_with_other_thread_counts_run_side_by_side():
+    # a rig runs its sensors on their own threads: one sensor's stage pool must not be replaced under another
+    from concurrent.futures import ThreadPoolExecutor
+
+    from radarays_ros.radar.physical import stage
+    from radarays_ros.tracing import make_backend
+
+    world = scene(ground(), plate(12.0, 1.0))
+    cfg = physical(azimuth={"count": 60, "step_deg": -0.9})
+
+    def sims():
+        return [RadarSimulator(cfg, world, backend=make_backend("embree", world, threads=t)) for t in (2, 3)]
+
+    def frames(sim):  # each frame draws from its own stream: four different images
+        return [sim.simulate(EYE).image.tobytes() for _ in range(4)]
+
+    want = [frames(sim) for sim in sims()]  # one after the other
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(frames, sim) for sim in sims()]
+        got = [run.result(timeout=120) for run in runs]
+    assert got == want and want[0] == want[1] and len(set(want[0])) == 4
+    two, three = sims()
+    two.simulate(EYE)
+    in_use = stage._POOLS[1][2]
+    three.simulate(EYE)  # another size: a pool of its own, the first one still takes work
+    assert stage._POOLS[1][2] is in_use and in_use.submit(int).result(timeout=10) == 0
 
 
 def test_geometry_blocks_give_the_returns_of_one_block(monkeypatch):
@@ -498,7 +526,7 @@ def test_a_forked_process_gets_its_own_stage_pool():
 
     cfg = physical(azimuth={"count": 60}, range={"bins": 300})
     here = np.frombuffer(_physical_frame_bytes(cfg), np.uint8)  # the parent's pool exists now
-    assert stage._POOL is not None and len(range(0, 60, stage.ROWS_PER_SEED)) > 1
+    assert stage._POOLS is not None and len(range(0, 60, stage.ROWS_PER_SEED)) > 1
     with multiprocessing.get_context("fork").Pool(1) as pool:
         there = pool.apply_async(_physical_frame_bytes, (cfg,)).get(timeout=120)
     assert there == here.tobytes()

@@ -38,7 +38,8 @@ from .range_response import RangeKernel, range_kernel
 ROWS_PER_SEED = 25  # azimuth rows per block: each block has its own seeded generator and is one thread task
 CLUTTER_FLOOR = 1e-4  # clutter 40 dB under the noise per bin changes nothing (< 0.0005 dB): not drawn past the last above
 NOISE_LOST = 1e-6  # noise power left out of the spectral draw (-60 dB)
-_POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, workers, pool)
+_POOLS: tuple[int, dict[int, ThreadPoolExecutor]] | None = None  # (pid, {workers: pool})
+_POOLS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -130,9 +131,10 @@ def _fft_length(n_bins: int, taps: np.ndarray) -> int:
 def _parallel(task, items, workers: int | None = None) -> list:
     """task(item) for every item, on a small thread pool of this process (inline for one item or one
     worker). `workers`: the pool's size, the tracing threads of the run (`radarays batch --threads`), else
-    the cores this process may use, at most 8. A forked worker (batch runs) makes its own pool rather than
-    rely on the parent's copy, whose threads stayed behind."""
-    global _POOL
+    the cores this process may use, at most 8. One pool per size, kept: sensors of one process with other
+    thread counts (a rig) may use theirs at the same time. A forked worker (batch runs) makes its own pools
+    rather than rely on the parent's copies, whose threads stayed behind."""
+    global _POOLS
     items = list(items)
     if workers is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -140,11 +142,13 @@ def _parallel(task, items, workers: int | None = None) -> list:
     workers = max(1, int(workers))
     if len(items) < 2 or workers == 1:
         return [task(item) for item in items]
-    if _POOL is None or _POOL[:2] != (os.getpid(), workers):
-        if _POOL is not None and _POOL[0] == os.getpid():
-            _POOL[2].shutdown(wait=False)
-        _POOL = os.getpid(), workers, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="radar-stage")
-    return list(_POOL[2].map(task, items))
+    with _POOLS_LOCK:
+        if _POOLS is None or _POOLS[0] != os.getpid():
+            _POOLS = os.getpid(), {}
+        pool = _POOLS[1].get(workers)
+        if pool is None:
+            pool = _POOLS[1][workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="radar-stage")
+    return list(pool.map(task, items))
 
 
 def _rows_of(azimuth: np.ndarray, a: int, make):
