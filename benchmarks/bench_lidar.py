@@ -64,10 +64,10 @@ def bare_same_spans_seconds(backend, o32, d32, repeats: int = 2) -> float:
     layer = backend._static
     bounds = chunk_bounds(len(o32), backend.threads)
     spans = list(zip(bounds[:-1], bounds[1:]))
-    tfar = np.full(len(o32), 1e30, np.float32)
     best = np.inf
     with ThreadPoolExecutor(backend.threads) as pool:
         for _ in range(repeats):
+            tfar = np.full(len(o32), 1e30, np.float32)  # fresh: embreex overwrites it (common.bare_trace_seconds)
             start = time.perf_counter()
             list(pool.map(lambda ab: layer.scene.run(o32[ab[0]:ab[1]], d32[ab[0]:ab[1]], dists=tfar[ab[0]:ab[1]],
                                                      output=1), spans))

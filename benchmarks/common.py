@@ -75,7 +75,6 @@ def bare_trace_seconds(backend, origins: np.ndarray, directions: np.ndarray, rep
     o = np.ascontiguousarray(origins, dtype=np.float32)
     d = np.ascontiguousarray(directions, dtype=np.float32)
     d = d / np.linalg.norm(d, axis=1, keepdims=True)
-    tfar = np.full(len(o), 1e30, np.float32)
     threads = threads or backend.threads
     n = len(o)
     # the very spans the backend uses, so the ratio is about our per-ray work, not about load balance
@@ -84,6 +83,9 @@ def bare_trace_seconds(backend, origins: np.ndarray, directions: np.ndarray, rep
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     best = np.inf
     for _ in range(repeats):
+        # a fresh far distance per run: embreex writes each hit's distance into `dists`, and rays whose
+        # far end already sits on their hit walk less of the BVH (5-10 % faster than the real query)
+        tfar = np.full(len(o), 1e30, np.float32)
         start = time.perf_counter()
         if pool is None:
             layer.scene.run(o, d, dists=tfar, output=1)
