@@ -57,6 +57,7 @@ setup(
         "protobuf>=4.21,<7",
         "pyzmq>=25,<28",
         "tqdm>=4.66,<5",
+        "numba>=0.59,<1",  # compiled per-ray loops without the GIL (radarays_ros/compiled.py)
     ],
     extras_require={
         "test": [

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from radarays_ros.compiled import kernel
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
 
@@ -149,7 +150,6 @@ class LidarSimulator:
         # world-ray buffers, reused every frame (the tracer copies what it keeps); hence the lock
         self._world_o = np.empty((n * k, 3), np.float32)
         self._world_d = np.empty((n * k, 3), np.float32)
-        self._tmp = np.empty((2, n * k), np.float32)
         self._lock = threading.Lock()
 
     def simulate(self, pose, t0_ns: int = 0) -> LidarScan:
@@ -201,10 +201,11 @@ class LidarSimulator:
         on every thread."""
         cfg = self.config
         m = self._k
-        # rotated on this thread: on two, piece by piece, they slowed each other (measured 2026-11-26,
-        # alternated frame by frame: VLP-16 with 4 sub-rays 1.85-1.86x the bare trace against 1.87-1.92x,
-        # OS1-128 with 4 sub-rays 1.91x against 1.93x, and 1-1.5 ms less CPU a frame)
-        origins, dirs = self._world_rays(frame, 0, cfg.rows * cfg.cols * m)
+        if frame.world_d is None:  # rotated piece by piece on every thread (a compiled loop without the GIL)
+            self._each_piece(jobs, lambda k, a, b: self._world_rays(frame, a * m, b * m))
+            origins, dirs = self._world_o, self._world_d
+        else:  # per-pixel world rays of a trajectory
+            origins, dirs = frame.world_o, frame.world_d
         if cfg.noise.angular_sigma > 0:  # each piece's own random stream, as it is used below
             for k, a, b in jobs:
                 dirs[a * m:b * m] = jitter_directions(dirs[a * m:b * m], cfg.noise.angular_sigma, rngs[k])
@@ -288,14 +289,13 @@ class LidarSimulator:
         """World origins and unit directions of rays a..b."""
         if frame.world_d is not None:
             return frame.world_o[a:b], frame.world_d[a:b]
-        tmp = self._tmp[:, a:b]
         if self._has_origins:
-            origins = rotate(self._origins_t[:, a:b], frame.r, frame.t, out=self._world_o[a:b], tmp=tmp)
+            origins = rotate(self._origins_t[:, a:b], frame.r, frame.t, out=self._world_o[a:b])
         else:  # every ray from the sensor origin: a contiguous copy (the tracer needs one), column by column
             origins = self._world_o[a:b]
             for i in range(3):
                 origins[:, i] = frame.t[i]
-        return origins, rotate(frame.dirs_t[:, a:b], frame.r, out=self._world_d[a:b], tmp=tmp)
+        return origins, rotate(frame.dirs_t[:, a:b], frame.r, out=self._world_d[a:b])
 
     def _surface_piece(self, frame: "_Frame", rng: np.random.Generator, traced, a: int, b: int) -> "_Part":
         """The material classes and the surface model on rays a..b (traced: their world origins,
@@ -351,23 +351,18 @@ class LidarSimulator:
         window, points, intensity fields. ret: a physics Returns, or the device frame's (warp_frame.py)."""
         cfg = self.config
         rng_out = ret.range  # NaN where there is no return (physics contract)
-        keep = frame.hit[a:b]
-        np.greater_equal(rng_out, cfg.range_min, out=keep)  # NaN compares False
-        keep &= rng_out <= cfg.range_max
-        if np.count_nonzero(keep) == np.count_nonzero(ret.hit):
-            dropped = None
-        else:  # returns that noise pushed outside [min, max]
-            dropped = np.flatnonzero(ret.hit & ~keep)
-            rng_out[dropped] = np.nan
-        frame.range[a:b] = rng_out
-        # x = origin + (range - offset) * nominal direction: NaN rows stay NaN
-        dist = rng_out - self._offset[a:b] if self._has_offset else rng_out
         xyz = frame.pixels(frame.xyz, a, b)
-        for i in range(3):
-            out = xyz[..., i]
-            np.multiply(frame.beam_dirs_t[i, a:b].reshape(out.shape), dist.reshape(out.shape), out=out)
-            if self._point_origins:
-                out += self._beam_origins_t[i, a:b].reshape(out.shape)
+        grid = xyz.shape[:-1] if xyz.ndim == 3 else (1, b - a)  # (rows, cols) of a cloud view, or one row
+        offset = self._offset[a:b].reshape(grid) if self._has_offset else _NONE_2D
+        origins = self._beam_origins_t[:, a:b].reshape(3, *grid) if self._point_origins else _NONE_3D
+        pushed_out = _points_in_window(
+            rng_out.reshape(grid), ret.hit.reshape(grid), np.float32(cfg.range_min), np.float32(cfg.range_max),
+            offset, frame.beam_dirs_t[:, a:b].reshape(3, *grid), origins, frame.hit[a:b].reshape(grid),
+            frame.range[a:b].reshape(grid), xyz.reshape(*grid, 3))
+        dropped = None
+        if pushed_out:  # returns that noise pushed outside [min, max]: no return (NaN) in every array
+            dropped = np.flatnonzero(ret.hit & ~frame.hit[a:b])
+            rng_out[dropped] = np.nan
         part = _Part(ret, dropped)
         for name, values in frame.fields.items():
             dst = frame.pixels(values, a, b)
@@ -566,35 +561,54 @@ class _GroundTruth:
         return joined.reshape(*self._shape, *joined.shape[1:])
 
 
+_NONE_2D, _NONE_3D = np.empty((0, 0), np.float32), np.empty((0, 0, 0), np.float32)  # terms that are off
+
+
+@kernel
+def _points_in_window(ranges, returned, range_min, range_max, offset, dirs, origins, keep, range_out, xyz):
+    """Per pixel (rows, cols): keep = range within [range_min, range_max] (NaN: no); a return outside
+    gets range NaN (also in `ranges`); x = origin + (range - offset) · nominal direction, NaN rows stay
+    NaN. Returns how many returns fell outside."""
+    pushed_out = 0
+    for row in range(ranges.shape[0]):
+        for col in range(ranges.shape[1]):
+            r = ranges[row, col]
+            inside = r >= range_min and r <= range_max
+            keep[row, col] = inside
+            if returned[row, col] and not inside:
+                pushed_out += 1
+                r = ranges[row, col] = np.float32(np.nan)
+            range_out[row, col] = r
+            dist = r - offset[row, col] if offset.shape[0] else r
+            for i in range(3):
+                x = dirs[i, row, col] * dist
+                xyz[row, col, i] = x + origins[i, row, col] if origins.shape[0] else x
+    return pushed_out
+
+
 def _valid_rays(origins: np.ndarray, directions: np.ndarray) -> bool:
     """Finite origins and finite unit directions (|d|^2 within 1e-6 of 1, as check_rays accepts)."""
     norm2 = np.einsum("ij,ij->i", directions.astype(np.float64), directions.astype(np.float64))
     return bool(np.isfinite(origins).all() and np.isfinite(norm2).all() and np.all(np.abs(norm2 - 1) <= 1e-6))
 
 
-# rays per block of `rotate`: a block's nine multiply-adds stay in the L2 cache instead of streaming the
-# whole table through memory 18 times (measured: 1.4x faster on 262144 rays)
-ROTATE_BLOCK = 16384
-
-
-def rotate(vectors_t: np.ndarray, r: np.ndarray, shift: np.ndarray | None = None, out: np.ndarray | None = None,
-           tmp: np.ndarray | None = None) -> np.ndarray:
-    """(N, 3) float32 = r @ v (+ shift) for component-major vectors_t (3, N).
-
-    Nine contiguous multiply-adds into reused buffers, block by block: about 10x faster here than einsum
-    or matmul over (N, 3) rows (numpy's BLAS matmul also spins threads that fight the tracing threads)."""
-    n = vectors_t.shape[1]
-    out = np.empty((n, 3), np.float32) if out is None else out
-    tmp = np.empty((2, min(n, ROTATE_BLOCK)), np.float32) if tmp is None else tmp
-    for a in range(0, n, ROTATE_BLOCK):
-        b = min(a + ROTATE_BLOCK, n)
-        v, acc, part = vectors_t[:, a:b], tmp[0, :b - a], tmp[1, :b - a]
-        for i in range(3):
-            np.multiply(v[0], r[i, 0], out=acc)
-            for j in (1, 2):
-                np.multiply(v[j], r[i, j], out=part)
-                acc += part
-            if shift is not None:
-                acc += shift[i]
-            out[a:b, i] = acc
+def rotate(vectors_t: np.ndarray, r: np.ndarray, shift: np.ndarray | None = None,
+           out: np.ndarray | None = None) -> np.ndarray:
+    """(N, 3) float32 = r @ v (+ shift) for component-major vectors_t (3, N): per vector, each component's
+    three float32 products summed in order (then the shift), in a compiled loop."""
+    out = np.empty((vectors_t.shape[1], 3), np.float32) if out is None else out
+    no_shift = shift is None
+    _rotate_kernel(vectors_t, np.asarray(r, np.float32), np.zeros(3, np.float32) if no_shift else
+                   np.asarray(shift, np.float32), not no_shift, out)
     return out
+
+
+@kernel
+def _rotate_kernel(v, r, shift, shifted, out):
+    for a in range(v.shape[1]):
+        x, y, z = v[0, a], v[1, a], v[2, a]
+        for i in range(3):
+            acc = x * r[i, 0]
+            acc += y * r[i, 1]
+            acc += z * r[i, 2]
+            out[a, i] = acc + shift[i] if shifted else acc

@@ -271,29 +271,24 @@ def test_a_failing_small_piece_fails_the_frame_and_the_next_frame_works():
     fail_one_piece_then_recover(cfg, lambda a: a == 0)  # the piece on the calling thread, beside the worker's
 
 
-def test_blocked_rotation_and_echo_forming_give_the_bits_of_one_pass(monkeypatch):
-    """rotate and form_echoes work block by block (cache-resident temporaries): the same bits as one
-    pass over the whole array, and the rotation is r @ v + t."""
+def test_rotation_is_the_float32_sum_of_three_products_in_order():
+    """rotate (a compiled loop) gives, per component, the float32 sum r_i0·x + r_i1·y + r_i2·z (+ t_i) in
+    that order, bit for bit as three numpy passes do, also on a non-contiguous slice of the table."""
     from lidar_ros import simulator
-    from lidar_ros.physics import echoes
 
     rng = np.random.default_rng(8)
-    v = rng.normal(size=(3, 50_000)).astype(np.float32)  # 4 blocks of ROTATE_BLOCK
+    v = rng.normal(size=(3, 50_000)).astype(np.float32)
     r, t = rng.normal(size=(3, 3)).astype(np.float32), rng.normal(size=3).astype(np.float32)
-    n, k = 40_000, 4  # 3 blocks of ECHO_BLOCK
-    ranges = (rng.uniform(1, 60, (n, 1)) + np.where(rng.random((n, k)) < 0.1, 2.0, 0.0)).astype(np.float32)
-    ranges[rng.random((n, k)) < 0.2] = np.inf
-    rho, w = rng.uniform(0, 1, (n, k)).astype(np.float32), np.full(k, 0.25, np.float32)
-    assert v.shape[1] > 2 * simulator.ROTATE_BLOCK and n > 2 * echoes.ECHO_BLOCK
-    blocked = simulator.rotate(v, r, t), echoes.form_echoes(ranges, rho, w, 0.5, "dual")
-    monkeypatch.setattr(simulator, "ROTATE_BLOCK", 10**9)
-    monkeypatch.setattr(echoes, "ECHO_BLOCK", 10**9)
-    whole = simulator.rotate(v, r, t), echoes.form_echoes(ranges, rho, w, 0.5, "dual")
-    assert blocked[0].tobytes() == whole[0].tobytes()
-    np.testing.assert_allclose(blocked[0], v.T.astype(np.float64) @ r.T.astype(np.float64) + t, rtol=1e-5, atol=1e-5)
-    for mine, one_pass in zip(blocked[1], whole[1]):
-        for name in ("range", "reflectivity", "dominant"):
-            assert getattr(mine, name).tobytes() == getattr(one_pass, name).tobytes(), name
+    turned, want = np.empty((50_000, 3), np.float32), np.empty((50_000, 3), np.float32)
+    for i in range(3):
+        acc = v[0] * r[i, 0]
+        acc += v[1] * r[i, 1]
+        acc += v[2] * r[i, 2]
+        turned[:, i] = acc
+        want[:, i] = acc + t[i]
+    assert simulator.rotate(v, r, t).tobytes() == want.tobytes()
+    assert simulator.rotate(v[:, 100:900], r).tobytes() == turned[100:900].tobytes()
+    np.testing.assert_allclose(want, v.T.astype(np.float64) @ r.T.astype(np.float64) + t, rtol=1e-5, atol=1e-5)
 
 
 def test_echo_reflectivity_is_the_float32_sum_in_sub_ray_order():

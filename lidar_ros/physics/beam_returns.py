@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from radarays_ros.compiled import kernel
+
 from .echoes import Echo
 from .effects_config import EffectsConfig
 from .interaction import LidarHits
@@ -61,26 +63,13 @@ def add_backscatter(beams: LidarHits, effects: EffectsConfig, alpha: float, rang
     (ρ/r²). A particle echo has no surface: entity and material -1, incidence 1."""
     n = len(beams)
     rb, rho_b = backscatter_returns(n, alpha, effects.beam.echo_separation_m, range_min, rng)
-    target = beams.range
-    have = np.isfinite(target)
-    mode = effects.beam.return_mode
-    if mode == "first":
-        take = ~have | (rb < target)
-    elif mode == "last":
-        take = ~have
-    else:
-        strength = np.where(have, beams.reflectivity / np.maximum(np.where(have, target, 1.0), 0.1) ** 2, 0.0)
-        take = rho_b / rb**2 > strength
-    take &= rho_b > 0
+    ranges, rho = np.array(beams.range, np.float32), np.array(beams.reflectivity, np.float32)
+    material = np.array(beams.material, np.int32)
+    cos_incidence = np.array(beams.cos_incidence, np.float32)
+    take = _particle_wins(_MODE_CODES.get(effects.beam.return_mode, 2), rb, rho_b, ranges, rho, material, cos_incidence)
     if not take.any():
         return
-    idx = np.flatnonzero(take)
-    beams.range = beams.range.copy()
-    beams.reflectivity = beams.reflectivity.copy()
-    beams.range[idx] = rb[idx]
-    beams.reflectivity[idx] = rho_b[idx]
-    beams.material = np.where(take, -1, beams.material).astype(np.int32, copy=False)
-    beams.cos_incidence = np.where(take, np.float32(1.0), beams.cos_incidence)
+    beams.range, beams.reflectivity, beams.material, beams.cos_incidence = ranges, rho, material, cos_incidence
     entity, normal = beams._lazy["entity"], beams._lazy["normal"]  # resolved only if read (ground truth)
     beams.entity = lambda: np.where(take, -1, entity() if callable(entity) else entity).astype(np.int32)
     beams.normal = lambda: np.where(take[:, None], np.float32(0.0), normal() if callable(normal) else normal)
@@ -97,3 +86,28 @@ def add_bloom(beams: LidarHits, cols: int, threshold: float, width: int, leak: f
     entity, normal = beams._lazy["entity"], beams._lazy["normal"]
     beams.entity = lambda: np.where(halo, -1, entity() if callable(entity) else entity).astype(np.int32)
     beams.normal = lambda: np.where(halo[:, None], np.float32(0.0), normal() if callable(normal) else normal)
+
+
+_MODE_CODES = {"first": 0, "last": 1}  # every other mode (2) weighs strengths
+
+
+@kernel
+def _particle_wins(mode, rb, rho_b, ranges, rho, material, cos_incidence):
+    """Which beams report their particle echo (range rb, reflectivity rho_b; none where rho_b is 0), written
+    into the beams' copies in place. first: when nearer; last: only without a surface echo; strongest,
+    mixed, dual: when stronger (ρ/r², the range at least 0.1 m)."""
+    take = np.zeros(ranges.shape[0], np.bool_)
+    for i in range(ranges.shape[0]):
+        have = np.isfinite(ranges[i])
+        if mode == 0:
+            wins = not have or rb[i] < ranges[i]
+        elif mode == 1:
+            wins = not have
+        else:
+            near = max(ranges[i], np.float32(0.1)) if have else np.float32(1.0)
+            strength = rho[i] / (near * near) if have else np.float32(0.0)
+            wins = rho_b[i] / (rb[i] * rb[i]) > strength
+        if wins and rho_b[i] > 0:
+            take[i] = True
+            ranges[i], rho[i], material[i], cos_incidence[i] = rb[i], rho_b[i], -1, np.float32(1.0)
+    return take

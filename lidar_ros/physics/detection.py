@@ -23,9 +23,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from radarays_ros.compiled import kernel
+
 from .config import SurfaceConfig
 
 _ROOTS = {"linear": 1.0, "root2": 2.0, "root3": 3.0, "root4": 4.0}
+
+
+_NONE, _ROOT, _LOG, _BLENSOR = range(4)
 
 
 class DetectionLimit:
@@ -34,31 +39,29 @@ class DetectionLimit:
     def __init__(self, config: SurfaceConfig):
         self.model = config.model
         (self.rho1, self.d1), (self.rho2, self.d2) = config.limits
+        a = b = power = slope = 0.0
         if self.model in _ROOTS:
-            p = 1.0 / _ROOTS[self.model]
-            self._power = p
-            self._b = (self.d2 - self.d1) / (self.rho2**p - self.rho1**p)
-            self._a = self.d1 - self._b * self.rho1**p
+            code, power = _ROOT, 1.0 / _ROOTS[self.model]
+            b = (self.d2 - self.d1) / (self.rho2**power - self.rho1**power)
+            a = self.d1 - b * self.rho1**power
         elif self.model == "log":
-            self._b = (self.d2 - self.d1) / (np.log(self.rho2) - np.log(self.rho1))
-            self._a = self.d1 - self._b * np.log(self.rho1)
+            code = _LOG
+            b = (self.d2 - self.d1) / (np.log(self.rho2) - np.log(self.rho1))
+            a = self.d1 - b * np.log(self.rho1)
         elif self.model == "blensor":
-            self._slope = (self.d2 - self.d1) / (self.rho2 - self.rho1)
+            code, slope = _BLENSOR, (self.d2 - self.d1) / (self.rho2 - self.rho1)
+        else:
+            code = _NONE
+        self._a, self._b, self._power, self._slope = a, b, power, slope
+        # what the compiled loops need: (model code, a, b, exponent, d1, rho1, slope)
+        self.curve = (code, float(a), float(b), float(power), float(self.d1), float(self.rho1), float(slope))
 
     def max_range(self, rho) -> np.ndarray:
         """r_L(ρ) in metres (float64 array), ∞ for model 'none'."""
         rho = np.asarray(rho, np.float64)
-        positive = rho > 0
-        safe = np.where(positive, rho, 1.0)
-        if self.model == "none":
-            return np.full(rho.shape, np.inf)
-        if self.model in _ROOTS:
-            limit = self._a + self._b * safe**self._power
-        elif self.model == "log":
-            limit = self._a + self._b * np.log(safe)
-        else:  # blensor
-            limit = self.d1 + np.maximum(safe - self.rho1, 0.0) * self._slope
-        return np.where(positive, np.maximum(limit, 0.0), 0.0)
+        out = np.empty(rho.shape)
+        _max_ranges(rho.reshape(-1), self.curve, out.reshape(-1))
+        return out
 
     def keep(self, ranges, rho) -> np.ndarray:
         """(N,) bool: range ≤ r_L(ρ), decided per ray. Non-finite ranges (misses) are never kept.
@@ -87,3 +90,26 @@ class DetectionLimit:
         keep = r <= limit  # inf <= limit and NaN <= limit are False: misses stay out
         keep &= rho > 0  # a black surface is never seen
         return keep
+
+
+@kernel
+def limit_at(rho, curve):
+    """r_L(ρ) (float64) of one reflectivity on a curve (DetectionLimit.curve); 0 for ρ ≤ 0."""
+    code, a, b, power, d1, rho1, slope = curve
+    if code == _NONE:
+        return np.inf
+    if not rho > 0:
+        return 0.0
+    if code == _ROOT:  # ρ^(1/2) as sqrt (numpy's own fast path for ** 0.5: the same bits)
+        limit = a + b * (np.sqrt(rho) if power == 0.5 else rho**power)
+    elif code == _LOG:
+        limit = a + b * np.log(rho)
+    else:  # blensor
+        limit = d1 + max(rho - rho1, 0.0) * slope
+    return max(limit, 0.0)
+
+
+@kernel
+def _max_ranges(rho, curve, out):
+    for i in range(rho.shape[0]):
+        out[i] = limit_at(rho[i], curve)

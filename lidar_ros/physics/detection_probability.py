@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from .detection import DetectionLimit
+from radarays_ros.compiled import kernel
+
+from .detection import DetectionLimit, limit_at
 
 # Φ(x) is exactly 1.0 in float64 from x ≈ 8.29 on (1 − Φ(x) < 2⁻⁵³ / 2), so returns this far inside the
 # limit are detected without evaluating ndtr (the same bits: test_lidar_effects checks Φ there)
@@ -27,17 +29,30 @@ CERTAIN_SNR = 8.5
 def detection_probability(ranges: np.ndarray, rho: np.ndarray, limit: DetectionLimit, snr_at_limit: float) -> np.ndarray:
     """(N,) float64 P_d per return; 0 for misses (range not finite) and black surfaces (ρ ≤ 0)."""
     r = np.asarray(ranges)
-    rho = np.asarray(rho)
-    out = np.zeros(len(r))
-    ok = np.flatnonzero(np.isfinite(r) & (rho > 0))  # only returns are weighed
-    reach = limit.max_range(rho[ok])
-    ratio = (reach / np.maximum(r[ok].astype(np.float64), 1e-6)) ** 2  # inf where the limit is none: P_d = 1
-    x = snr_at_limit * (ratio - 1.0)
-    p = np.ones(len(x))
-    unsure = np.flatnonzero(~(x >= CERTAIN_SNR))  # NaN included: ndtr decides
+    p = np.empty(len(r))
+    x = np.empty(len(r))
+    unsure = np.flatnonzero(_probability_kernel(r, np.asarray(rho), limit.curve, float(snr_at_limit), p, x))
     p[unsure] = ndtr(x[unsure])  # the costly part, only for returns near or past the limit
-    out[ok] = p
-    return out
+    return p
+
+
+@kernel
+def _probability_kernel(r, rho, curve, snr_at_limit, p, x):
+    """p = P_d where it is certain (0 or 1); elsewhere x = k·((r_L/r)² − 1) and the ray is marked
+    (returned mask) for Φ(x). All in float64, as the formula above."""
+    unsure = np.zeros(r.shape[0], np.bool_)
+    for i in range(r.shape[0]):
+        ri, rhoi = np.float64(r[i]), np.float64(rho[i])
+        if not (np.isfinite(ri) and rhoi > 0):  # only returns are weighed
+            p[i] = 0.0
+            continue
+        q = limit_at(rhoi, curve) / max(ri, 1e-6)  # inf where the limit is none: P_d = 1
+        x[i] = snr_at_limit * (q * q - 1.0)
+        if x[i] >= CERTAIN_SNR:
+            p[i] = 1.0
+        else:  # NaN included: ndtr decides
+            unsure[i] = True
+    return unsure
 
 
 def detected(ranges, rho, limit: DetectionLimit, snr_at_limit: float, rng: np.random.Generator) -> np.ndarray:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from radarays_ros.compiled import kernel
+
 MODES = ("strongest", "last", "first", "dual", "mixed")
 MIN_RANGE = 0.1  # m, keeps 1/r² finite
 
@@ -38,142 +40,138 @@ class Echo:
         return np.isfinite(self.range)
 
 
-def argmax_rows(a: np.ndarray) -> np.ndarray:
-    """np.argmax(a, axis=0) of a (K, N) array (ties: the first row), as K − 1 row comparisons: numpy's
-    argmax along the short axis walks N columns of K elements one by one (measured 1.7x slower for
-    K = 4, N = 14400)."""
-    best = a[0].copy()
-    index = np.zeros(a.shape[1], np.intp)
-    for i in range(1, a.shape[0]):
-        index[a[i] > best] = i
-        np.maximum(best, a[i], out=best)
-    return index
-
-
-# beams per block of form_echoes: a block's K x N temporaries stay in the L2 cache (measured 1.2-1.7x on
-# 65536 beams of 4 sub-rays; a VLP-16 piece, 14400 beams, is one block). Every beam's echoes are its own,
-# so blocks give the same bits as one pass.
-ECHO_BLOCK = 16384
+MODE_CODES = {mode: code for code, mode in enumerate(MODES)}
+_STRONGEST, _LAST, _FIRST, _DUAL, _MIXED = range(len(MODES))
+_ZERO, _ONE, _INF = np.float32(0.0), np.float32(1.0), np.float32(np.inf)
+_MIN_RANGE = np.float32(MIN_RANGE)
 
 
 def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separation: float, mode: str) -> list[Echo]:
     """The echoes a beam reports: [echo] or, for 'dual', [strongest, second].
 
-    ranges, rho: (N, K) per sub-ray (range inf = no return); weights: (K,) summing to 1.
-    Most beams see one surface: their returns span at most `separation`, so they form one echo, summed
-    here sub-ray by sub-ray over contiguous (N,) columns; only the others (depth edges) are sorted.
-    """
-    n, k = ranges.shape
-    if n <= ECHO_BLOCK:
-        return _form_echoes(ranges, rho, weights, separation, mode)
-    starts = range(0, n, ECHO_BLOCK)
-    blocks = [_form_echoes(ranges[a:a + ECHO_BLOCK], rho[a:a + ECHO_BLOCK], weights, separation, mode) for a in starts]
-    return [Echo(np.concatenate([b[e].range for b in blocks]), np.concatenate([b[e].reflectivity for b in blocks]),
-                 np.concatenate([b[e].dominant + a * k for a, b in zip(starts, blocks)])) for e in range(len(blocks[0]))]
+    ranges, rho: (N, K) per sub-ray (range inf = no return); weights: (K,) summing to 1. All float32
+    arithmetic, one beam at a time in a compiled loop (radarays_ros.compiled)."""
+    n, k = np.shape(ranges)
+    r = np.ascontiguousarray(ranges, np.float32)
+    q = np.ascontiguousarray(rho, np.float32)
+    w = np.ascontiguousarray(weights, np.float32)
+    echoes = [Echo(np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.intp))
+              for _ in range(2 if mode == "dual" else 1)]
+    second = echoes[-1]  # written only for 'dual'
+    _echo_kernel(r, q, w, np.float32(separation), MODE_CODES[mode], echoes[0].range, echoes[0].reflectivity,
+                 echoes[0].dominant, second.range, second.reflectivity, second.dominant)
+    return echoes
 
 
-def _form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separation: float, mode: str) -> list[Echo]:
-    """form_echoes of one block of beams."""
-    n, k = ranges.shape
-    # (K, N): one contiguous row per sub-ray, so every sum over a beam's sub-rays is K row additions
-    # (measured: half the time of the (N, K) reductions and their temporaries, a VLP-16 frame of 4 sub-rays)
-    r = np.ascontiguousarray(np.asarray(ranges, np.float32).T)
-    hit = np.isfinite(r)
-    r_hit = np.where(hit, r, np.float32(0.0))  # ranges, 0 for misses
-    # w_i ρ_i, written (K, N) C-contiguous: the product of the transposed view would keep its column-major
-    # layout, and summing that over axis 0 walks N columns of K elements (the same sums, 10x slower)
-    part = np.multiply(np.asarray(rho, np.float32).T, np.asarray(weights, np.float32)[:, None],
-                       out=np.empty((k, n), np.float32))
-    part *= hit
-    square = np.maximum(r_hit, np.float32(MIN_RANGE))  # misses: any positive number (their part is 0)
-    square *= square
-    power = np.divide(part, square, out=square)  # w_i ρ_i / r_i²
-    if mode == "mixed" or k == 1:
-        single = np.ones(n, bool)
-    else:  # ranges are positive: the farthest hit is the largest of r_hit, 0 when none
-        single = ~(r_hit.max(axis=0) - r.min(axis=0) > separation)  # no return at all: 0 - inf
-    strength = power.sum(axis=0)
-    seen = strength > 0
-    weighted = (power * r_hit).sum(axis=0)
-    np.divide(weighted, strength, out=weighted, where=seen)
-    weighted[~seen] = np.inf
-    power[~hit] = -1.0  # the dominant sub-ray is a hit one
-    echo = Echo(weighted, part.sum(axis=0), np.arange(n) * k + argmax_rows(power))
-    echo.range[~hit.any(axis=0)] = np.inf
-    out = [echo] if mode != "dual" else [echo, Echo(np.full(n, np.inf, np.float32), np.zeros(n, np.float32),
-                                                   np.arange(n) * k)]
-    edges = np.flatnonzero(~single)
-    if len(edges):  # beams straddling a depth step: the general grouping
-        for whole, piece in zip(out, _grouped(ranges[edges], rho[edges], weights, separation, mode)):
-            whole.range[edges] = piece.range
-            whole.reflectivity[edges] = piece.reflectivity
-            whole.dominant[edges] = edges * k + (piece.dominant - np.arange(len(edges)) * k)
-    return out
+@kernel
+def _echo_kernel(r, rho, w, separation, mode, range1, rho1, dominant1, range2, rho2, dominant2):
+    """form_echoes over every beam. Most beams see one surface: their returns span at most `separation`,
+    and they form one echo, summed in sub-ray order. Beams at a depth edge are sorted by range and
+    grouped (_grouped_beam)."""
+    n, k = r.shape
+    scratch = (np.empty(k, np.intp), np.empty(k, np.float32), np.empty(k, np.float32), np.empty(k, np.float32),
+               np.empty(k, np.float32), np.empty(k, np.intp))
+    for j in range(n):
+        nearest, farthest, any_hit = _INF, _ZERO, False
+        strength, weighted, reflectivity = _ZERO, _ZERO, _ZERO
+        top, top_power = 0, _ZERO
+        for i in range(k):  # the sums of a single echo, each in sub-ray order
+            ri = r[j, i]
+            hit = np.isfinite(ri)
+            r_hit = ri if hit else _ZERO
+            nearest = min(nearest, ri)
+            farthest = max(farthest, r_hit)
+            any_hit = any_hit or hit
+            part = rho[j, i] * w[i] * np.float32(hit)  # w_i ρ_i
+            square = max(r_hit, _MIN_RANGE)
+            power = part / (square * square)  # w_i ρ_i / r_i²
+            strength += power
+            weighted += power * r_hit
+            reflectivity += part
+            rank = power if hit else np.float32(-1.0)  # the dominant sub-ray is a hit one (ties: the first)
+            if i == 0 or rank > top_power:
+                top, top_power = i, rank
+        if mode == _MIXED or k == 1 or not (farthest - nearest > separation):
+            range1[j] = weighted / strength if strength > _ZERO and any_hit else _INF
+            rho1[j] = reflectivity
+            dominant1[j] = j * k + top
+            if mode == _DUAL:
+                range2[j], rho2[j], dominant2[j] = _INF, _ZERO, j * k
+        else:
+            _grouped_beam(j, r, rho, w, separation, mode, scratch, range1, rho1, dominant1, range2, rho2, dominant2)
 
 
-def _grouped(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separation: float, mode: str) -> list[Echo]:
-    """form_echoes for any beams: sub-returns sorted by range, grouped where gaps exceed `separation`.
+@kernel
+def _grouped_beam(j, r, rho, w, separation, mode, scratch, range1, rho1, dominant1, range2, rho2, dominant2):
+    """The echoes of beam j at a depth edge. Its sub-returns, sorted by range (stable; misses last), are
+    labelled with their echo (a new one after each gap wider than `separation`); each echo sums its
+    pulses in range order, as a receiver does; then the first / last / strongest / second-strongest echo
+    (ties: the nearer one) is reported."""
+    k = r.shape[1]
+    order, strength, moment, reflectivity, best, dominant = scratch
+    for i in range(k):
+        order[i] = i
+        strength[i], moment[i], reflectivity[i], best[i], dominant[i] = _ZERO, _ZERO, _ZERO, np.float32(-1.0), 0
+    for i in range(1, k):  # insertion sort: stable, and K is small
+        x, t = order[i], i
+        while t > 0 and r[j, order[t - 1]] > r[j, x]:
+            order[t] = order[t - 1]
+            t -= 1
+        order[t] = x
+    label, previous = 0, _ZERO
+    for i in range(k):
+        o = order[i]
+        ri = r[j, o]
+        hit = np.isfinite(ri)
+        if i > 0 and hit and ri - previous > separation:
+            label += 1
+        previous = ri
+        part = rho[j, o] * w[o] if hit else _ZERO
+        safe = max(ri, _MIN_RANGE) if hit else _ONE
+        power = part / (safe * safe)
+        strength[label] += power
+        moment[label] += power * (ri if hit else _ZERO)
+        reflectivity[label] += part
+        if hit and power > best[label]:
+            best[label], dominant[label] = power, j * k + o
+    count, first, last, top, top_strength = 0, -1, k - 1, 0, -_INF
+    for g in range(k):
+        if best[g] >= _ZERO:  # an echo with a return in it
+            count += 1
+            first = g if first < 0 else first
+            last = g
+        ranked = strength[g] if best[g] >= _ZERO and strength[g] > np.float32(-1.0) else -_INF  # NaN never wins
+        if g == 0 or ranked > top_strength:
+            top, top_strength = g, ranked
+    if count == 0:
+        last = k - 1
+    echo = (strength, moment, reflectivity, dominant)
+    if mode == _FIRST:
+        _put(j, k, max(first, 0), count > 0, echo, range1, rho1, dominant1)
+    elif mode == _LAST:
+        _put(j, k, last, count > 0, echo, range1, rho1, dominant1)
+    else:
+        has_top = top_strength > -_INF
+        _put(j, k, top, has_top, echo, range1, rho1, dominant1)
+        if mode == _DUAL:  # strongest + last; when the last is the strongest, the second strongest
+            runner_up, runner_up_strength = 0, -_INF
+            for g in range(k):
+                ranked = strength[g] if g != top and best[g] >= _ZERO and strength[g] > np.float32(-1.0) else -_INF
+                if g == 0 or ranked > runner_up_strength:
+                    runner_up, runner_up_strength = g, ranked
+            same = has_top and last == top
+            _put(j, k, runner_up if same else last, runner_up_strength > -_INF if same else count > 0, echo,
+                 range2, rho2, dominant2)
+            if count < 2:
+                range2[j], rho2[j] = _INF, _ZERO
 
-    Each sorted sub-return gets the label of its echo (a running count of the gaps before it); the echoes'
-    sums are accumulated position by position in range order, then the first / last / strongest /
-    second-strongest echo (ties: the nearer one) is picked per beam. Only the few beams at depth edges
-    come here: the work is a fixed number of numpy calls on K x (edge beams) arrays."""
-    n, k = ranges.shape
-    r = np.asarray(ranges, np.float32)
-    order = np.argsort(r, axis=1, kind="stable")  # sub-rays of each beam by range; misses (inf) last
-    rs = np.ascontiguousarray(np.take_along_axis(r, order, 1).T)  # (K, N)
-    hs = np.isfinite(rs)
-    part = np.take_along_axis(np.asarray(rho, np.float32) * np.asarray(weights, np.float32)[None, :], order, 1).T
-    part = np.where(hs, part, np.float32(0.0))  # w_i ρ_i
-    safe = np.where(hs, np.maximum(rs, np.float32(MIN_RANGE)), np.float32(1.0))
-    power = part / (safe * safe)  # w_i ρ_i / r_i²
-    sub = (np.arange(n) * k)[None, :] + order.T  # flat sub-ray index of each sorted sub-return
-    label = np.zeros((k, n), np.intp)  # echo of each sorted sub-return (a miss: the last echo's, adds nothing)
-    if mode != "mixed" and k > 1:
-        with np.errstate(invalid="ignore"):
-            np.cumsum(hs[1:] & (rs[1:] - rs[:-1] > separation), axis=0, out=label[1:])
-    # per echo (K rows, row = label): strength Σ P_i, Σ P_i r_i, Σ w_i ρ_i, and its strongest sub-return
-    s, m, p = (np.zeros(k * n, np.float32) for _ in range(3))
-    best = np.full(k * n, -1.0, np.float32)
-    dom = np.zeros(k * n, np.intp)
-    cols = np.arange(n)
-    for i in range(k):  # in range order, as a receiver sums the pulses (the same float32 sums, bit for bit)
-        at = label[i] * n + cols
-        s[at] += power[i]
-        m[at] += power[i] * np.where(hs[i], rs[i], np.float32(0.0))
-        p[at] += part[i]
-        better = hs[i] & (power[i] > best[at])
-        best[at[better]] = power[i][better]
-        dom[at[better]] = sub[i][better]
-    s, m, p, best, dom = (v.reshape(k, n) for v in (s, m, p, best, dom))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rng = np.where(s > 0, m / np.where(s > 0, s, np.float32(1.0)), np.float32(np.inf)).astype(np.float32)
-    closed = best >= 0  # echoes with a return in them
-    count = closed.sum(axis=0)  # echoes per beam
-    ranked = np.where(closed & (s > -1), s, -np.inf)  # NaN strengths never win
 
-    def echo(g, present):
-        """Echo g (K-row index per beam) where `present`, else none (range inf)."""
-        g = np.where(present, g, 0)
-        return Echo(np.where(present, rng[g, cols], np.float32(np.inf)),
-                    np.where(present, p[g, cols], np.float32(0.0)), np.where(present, dom[g, cols], cols * k))
-
-    if mode == "first":
-        return [echo(np.argmax(closed, axis=0), count > 0)]
-    last = k - 1 - np.argmax(closed[::-1], axis=0)
-    if mode == "last":
-        return [echo(last, count > 0)]
-    top = np.argmax(ranked, axis=0)  # the first of the strongest
-    has_top = ranked[top, cols] > -np.inf
-    strongest = echo(top, has_top)
-    if mode in ("strongest", "mixed"):
-        return [strongest]
-    # dual: strongest + last; when the last is the strongest, the second strongest
-    ranked[top, cols] = -np.inf
-    runner_up = np.argmax(ranked, axis=0)
-    same = has_top & (last == top)
-    second = echo(np.where(same, runner_up, last), np.where(same, ranked[runner_up, cols] > -np.inf, count > 0))
-    none = count < 2
-    second.range[none] = np.inf
-    second.reflectivity[none] = 0.0
-    return [strongest, second]
+@kernel
+def _put(j, k, g, present, echo, ranges, rho, dominant):
+    """Beam j reports echo g where `present`, else none (range inf)."""
+    strength, moment, reflectivity, dominant_of = echo
+    if present:
+        ranges[j] = moment[g] / strength[g] if strength[g] > _ZERO else _INF
+        rho[j], dominant[j] = reflectivity[g], dominant_of[g]
+    else:
+        ranges[j], rho[j], dominant[j] = _INF, _ZERO, j * k

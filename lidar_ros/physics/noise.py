@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from radarays_ros.compiled import kernel
 from radarays_ros.errors import ConfigError
 
 from .config import NoiseConfig
@@ -56,26 +57,37 @@ def noisy_ranges(ranges: np.ndarray, ray_bias: np.ndarray | None, config: NoiseC
         near = np.minimum(np.float32(config.dust_min_range), far)
         r[picked] = near + rng.random(len(picked), dtype=np.float32) * (far - near)
         dust[picked] = True
-    if config.bias_sigma > 0 and n:
-        if ray_bias is None:
-            raise ConfigError("noise.bias_sigma > 0 needs the laser index of every ray")
-        r += ray_bias
-    if config.sigma > 0 and n:
-        step = standard_normal(rng, n)
-        step *= np.float32(config.sigma)
-        r += step
+    if config.bias_sigma > 0 and n and ray_bias is None:
+        raise ConfigError("noise.bias_sigma > 0 needs the laser index of every ray")
+    bias = ray_bias if config.bias_sigma > 0 and n else _NONE
+    step = standard_normal(rng, n) if config.sigma > 0 and n else _NONE
+    relative = _NONE
     if config.relative_sigma > 0 and n:
-        scale = np.power(np.asarray(ranges, np.float32), np.float32(config.relative_exponent))
-        scale *= np.float32(config.relative_sigma)
-        scale *= standard_normal(rng, n)
-        r += scale
-    if config.resolution > 0:
-        resolution = np.float32(config.resolution)
-        r /= resolution
-        np.rint(r, out=r)
-        r *= resolution
-    np.maximum(r, np.float32(0.0), out=r)  # NaN (no return) stays NaN
+        relative = np.power(np.asarray(ranges, np.float32), np.float32(config.relative_exponent))
+        relative *= np.float32(config.relative_sigma)
+        relative *= standard_normal(rng, n)
+    _add_noise(r, np.asarray(bias, np.float32), step, np.float32(config.sigma), relative, np.float32(config.resolution))
     return r, dust
+
+
+_NONE = np.empty(0, np.float32)  # a term that is off
+
+
+@kernel
+def _add_noise(r, bias, step, sigma, relative, resolution):
+    """Per ray, in float32 and in this order: + bias, + σ·step, + relative term (each where given), then
+    quantised to `resolution` (> 0) and kept ≥ 0. NaN (no return) stays NaN."""
+    for i in range(r.shape[0]):
+        value = r[i]
+        if bias.shape[0]:
+            value += bias[i]
+        if step.shape[0]:
+            value += step[i] * sigma
+        if relative.shape[0]:
+            value += relative[i]
+        if resolution > 0:
+            value = np.rint(value / resolution) * resolution
+        r[i] = max(value, np.float32(0.0)) if not np.isnan(value) else value
 
 
 def standard_normal(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from radarays_ros.compiled import kernel
+
 from .materials import LidarMaterials
 
 _BIN_DEG = 10.0
@@ -34,13 +36,25 @@ def reflectivity(materials: LidarMaterials, material_ids: np.ndarray, cos_incide
     """
     ids = np.asarray(material_ids, np.intp)  # once for every gather: see materials.gather
     cos_theta = np.asarray(cos_incidence, np.float32)
-    out = materials._lambertian_ext[ids]
-    out *= cos_theta  # |d·n| of unit vectors: within [0, 1] up to rounding
-    if materials.has_constant:
-        out += materials._constant_ext[ids]
+    out = np.empty(len(ids), np.float32)
+    _lambertian_and_constant(ids, cos_theta, materials._lambertian_ext, materials._constant_ext,
+                             materials.has_constant, out)
     if materials.has_table:
         tabled = np.flatnonzero(materials._tabled_ext[ids])
         if len(tabled):
             theta_deg = np.degrees(np.arccos(np.clip(cos_theta[tabled], 0.0, 1.0)))
             out[tabled] = table_reflectivity(materials.table[ids[tabled]], theta_deg)
     return out
+
+
+@kernel
+def _lambertian_and_constant(ids, cos_theta, lambertian, constant, has_constant, out):
+    """out = lambertian[id]·cos θ (+ constant[id]) per ray; cos θ = |d·n| of unit vectors lies within
+    [0, 1] up to rounding. Ids index the tables' extended last row for a miss (-1), as numpy does."""
+    m = lambertian.shape[0]
+    for i in range(ids.shape[0]):
+        k = ids[i] if ids[i] >= 0 else ids[i] + m
+        if k < 0 or k >= m:
+            raise IndexError("material id past the material table")
+        value = lambertian[k] * cos_theta[i]
+        out[i] = value + constant[k] if has_constant else value

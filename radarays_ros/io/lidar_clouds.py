@@ -123,8 +123,10 @@ def pointcloud_array(scan, layout: str | None = None, organized: bool | None = N
     cfg = scan.config
     cloud = getattr(scan, "cloud", None)  # built with the frame (FrameCloud): nothing left to do
     second = getattr(scan, "second", None)
-    if cloud is not None and second is None and scan.cloud_writer.matches(scan, layout, organized, ground_truth,
-                                                                          stamp_ns, time_reference):
+    # a dual-return frame's first echoes are that cloud too, except for velodyne (its cloud holds both)
+    first_only = second is None or (layout or cfg.layout) != "velodyne"
+    if cloud is not None and first_only and scan.cloud_writer.matches(scan, layout, organized, ground_truth,
+                                                                      stamp_ns, time_reference):
         return cloud
     layout = _check_layout(layout or cfg.layout)
     organized = cfg.organized if organized is None else bool(organized)
@@ -238,7 +240,9 @@ def _velodyne_dual(scan, organized, ground_truth, stamp_ns, time_reference) -> n
         stamp_ns = scan.stamp_ns(time_reference)
     both = [pointcloud_array(s, "velodyne", True, ground_truth, stamp_ns, time_reference) for s in (first, scan.second)]
     firings, lasers = both[0].shape
-    out = np.stack(both, axis=1).reshape(2 * firings, lasers)
+    out = np.empty((firings, 2, lasers), both[0].dtype)  # assigned, not np.stack: 10x faster for records
+    out[:, 0], out[:, 1] = both
+    out = out.reshape(2 * firings, lasers)
     if organized:
         return out
     return out.reshape(-1)[np.isfinite(out["x"].reshape(-1))]

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..compiled import kernel
 from ..errors import TracingError
 from ..world.scene import Entity, Scene
 from .backend import ALL, Backend, Hits, Rays, check_span, register_backend, wanted
@@ -43,10 +44,6 @@ INSTANCE_MIN_TRIANGLES = 2000  # moving meshes this large get their own BVH inst
 _MIN_CHUNK = 4096  # below this, thread hand-off costs more than it saves
 _MAX_RETRACE = 32  # passes through masked static entities before giving up (counts as a miss)
 _SKIP = 1e-4  # metres to step past a masked hit before continuing
-# rays per block of a span's post-processing (distances, normal scales): its passes then stay in the L2
-# cache instead of streaming the span through memory a dozen times (measured: an OS1-128 frame with 4
-# sub-rays traced on one thread, 1.63x -> 1.53x the bare trace's CPU, whole frame)
-_BLOCK = 16384
 _STATIC, _MERGED = 0, 1  # layer codes; instance k has code 2 + k in a trace's snapshot
 
 
@@ -243,12 +240,7 @@ class EmbreeBackend(Backend):
         for k, (inst, r, t, box) in enumerate(instances):
             self._closer_in(inst, r, t, box, _MERGED + 1 + k, o, d, dist, prim, ng, layer)
         result.prim[a:b] = prim
-        for lo in range(0, b - a, _BLOCK):  # block by block: a block's dozen passes stay in the cache
-            hi = min(lo + _BLOCK, b - a)
-            dist_k = dist[lo:hi]
-            result.distance[a + lo:a + hi] = np.where(prim[lo:hi] >= 0, dist_k + tmin if tmin else dist_k,
-                                                      np.float32(np.inf))
-            _normal_scales(ng[lo:hi], d[lo:hi], result.scale[a + lo:a + hi], result.facing[a + lo:a + hi])
+        _finish_span(dist, prim, ng, d, tmin, result.distance[a:b], result.scale[a:b], result.facing[a:b])
         scale = result.scale[a:b]
         if result.normal is not None:
             np.multiply(ng, scale[:, None], out=result.normal[a:b])
@@ -335,34 +327,38 @@ class _Result:
 
 
 def _shifted(o: np.ndarray, d: np.ndarray, tmin: np.float32) -> np.ndarray:
-    """o + d * tmin (rays start at tmin), block by block into one new array (the same float32 sums)."""
+    """o + d * tmin (rays start at tmin): one new array, the float32 product then the sum."""
     out = np.empty_like(o)
-    for lo in range(0, len(o), _BLOCK):
-        hi = min(lo + _BLOCK, len(o))
-        np.multiply(d[lo:hi], tmin, out=out[lo:hi])
-        out[lo:hi] += o[lo:hi]
+    _shift_kernel(o, d, np.float32(tmin), out)
     return out
 
 
-def _normal_scales(ng: np.ndarray, d: np.ndarray, scale: np.ndarray, facing: np.ndarray) -> np.ndarray:
-    """Fills and returns scale: (N,) float32 s such that s * Ng is the unit normal facing the ray
-    (0 for misses: Ng = 0); facing = -(Ng . d), so that facing * s = |d . n| is the cosine of
-    incidence (0 for misses), computed only when asked for.
+@kernel
+def _shift_kernel(o, d, tmin, out):
+    for i in range(o.shape[0]):
+        for c in range(3):
+            out[i, c] = d[i, c] * tmin + o[i, c]
 
-    Embree's Ng is computed by the trace anyway and still in cache: cheaper than gathering from a
-    per-triangle table. Written as in-place column-wise float32 operations (the fast numpy forms for
-    (N, 3)): a tiny bias keeps misses finite (0 * 1e15 = 0) and copysign orients without a mask."""
-    np.multiply(ng[:, 0], ng[:, 0], out=scale)
-    scale += ng[:, 1] * ng[:, 1]
-    scale += ng[:, 2] * ng[:, 2]
-    np.multiply(ng[:, 0], d[:, 0], out=facing)
-    facing += ng[:, 1] * d[:, 1]
-    facing += ng[:, 2] * d[:, 2]
-    scale += np.float32(1e-30)
-    np.sqrt(scale, out=scale)
-    np.divide(np.float32(1), scale, out=scale)
-    np.copysign(scale, np.negative(facing, out=facing), out=scale)
-    return scale
+
+@kernel
+def _finish_span(dist, prim, ng, d, tmin, distance, scale, facing):
+    """Per ray of a traced span: its distance from the ray's true origin (inf for a miss), and the scale
+    s with s * Ng the unit normal facing the ray (0 for a miss: Ng = 0); facing = -(Ng . d), so that
+    facing * s = |d . n| is the cosine of incidence, computed only when asked for.
+
+    Embree's Ng is computed by the trace anyway: cheaper than gathering from a per-triangle table. A tiny
+    bias keeps misses finite (0 * 1e15 = 0) and copysign orients the normal without a branch."""
+    for i in range(dist.shape[0]):
+        distance[i] = dist[i] + tmin if prim[i] >= 0 else np.float32(np.inf)
+        x, y, z = ng[i, 0], ng[i, 1], ng[i, 2]
+        square = x * x
+        square += y * y
+        square += z * z
+        dot = x * d[i, 0]
+        dot += y * d[i, 1]
+        dot += z * d[i, 2]
+        facing[i] = -dot
+        scale[i] = np.copysign(np.float32(1) / np.sqrt(square + np.float32(1e-30)), -dot)
 
 
 class _IdLookup:
