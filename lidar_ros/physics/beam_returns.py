@@ -41,12 +41,15 @@ def hits_of_echo(hits: LidarHits, echo: Echo, sub_rays: int | None = None, colum
         hit.entity = lambda: np.where(ghost, glass.ghost_entity[pick], np.where(
             specular, hits.first_entity[pick], entity())).astype(np.int32)
         return hit
+    material, cos_incidence = np.empty(len(pick), np.int32), np.empty(len(pick), np.float32)
+    _surface_of_echo(echo.range, pick, np.asarray(hits.material, np.int32), np.asarray(hits.cos_incidence, np.float32),
+                     material, cos_incidence)
     return LidarHits(
         range=echo.range,
         entity=lambda: np.where(present, hits.entity[pick], -1).astype(np.int32),
-        material=np.where(present, np.take(hits.material, pick), -1).astype(np.int32, copy=False),  # np.take: cheaper than [pick]
+        material=material,
         normal=lambda: np.where(present[:, None], hits.normal[pick], np.float32(0.0)),
-        cos_incidence=np.where(present, np.take(hits.cos_incidence, pick), np.float32(0.0)),
+        cos_incidence=cos_incidence,
         reflectivity=echo.reflectivity,
         bounces=lambda: hits.bounces[pick],
         crossings=lambda: hits.crossings[pick],
@@ -111,3 +114,14 @@ def _particle_wins(mode, rb, rho_b, ranges, rho, material, cos_incidence):
             take[i] = True
             ranges[i], rho[i], material[i], cos_incidence[i] = rb[i], rho_b[i], -1, np.float32(1.0)
     return take
+
+
+@kernel
+def _surface_of_echo(ranges, pick, sub_material, sub_cos, material, cos_incidence):
+    """The material and incidence cosine of each beam's echo: those of its dominant sub-ray `pick`
+    (-1 and 0 where the beam has no echo: range not finite)."""
+    for j in range(ranges.shape[0]):
+        if np.isfinite(ranges[j]):
+            material[j], cos_incidence[j] = sub_material[pick[j]], sub_cos[pick[j]]
+        else:
+            material[j], cos_incidence[j] = -1, np.float32(0.0)

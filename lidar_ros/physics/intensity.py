@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from radarays_ros.compiled import kernel
+
 from .noise import standard_normal
 
 UINT16_MAX = 65535
@@ -28,10 +30,8 @@ MIN_SIGNAL_RANGE = 0.1  # m: keeps 1/r² finite for a target touching the window
 def calibrated_reflectivity(rho: np.ndarray, retro_full_scale: float) -> np.ndarray:
     """Velodyne/Ouster calibrated reflectivity 0..255 (float32, integer-valued) of reflectivity `rho`."""
     rho = np.asarray(rho, np.float32)
-    value = np.clip(rho, np.float32(0.0), np.float32(1.0))
-    value *= np.float32(100.0)
-    np.rint(value, out=value)
-    if len(rho) and rho.max() > 1.0:  # retroreflectors: few rays, keep the logarithm off the others
+    value = np.empty(rho.shape, np.float32)
+    if _diffuse_percent(rho.reshape(-1), value.reshape(-1)):  # retroreflectors: few rays, the logarithm on them alone
         retro = np.flatnonzero(rho > 1.0)
         scaled = 101.0 + 154.0 * np.log(rho[retro].astype(np.float64)) / np.log(retro_full_scale)
         value[retro] = np.round(np.minimum(scaled, 255.0))
@@ -67,3 +67,14 @@ def ouster_ambient(rho: np.ndarray, returned: np.ndarray, ambient_level: float, 
     np.clip(photons, np.float32(0.0), np.float32(UINT16_MAX), out=photons)
     np.rint(photons, out=photons)
     return photons.astype(np.uint16)
+
+
+@kernel
+def _diffuse_percent(rho, value):
+    """value = round(100·clip(ρ, 0, 1)) in float32; returns whether any ρ exceeds 1 (a retroreflector)."""
+    retro = False
+    for i in range(rho.shape[0]):
+        x = min(max(rho[i], np.float32(0.0)), np.float32(1.0)) if not np.isnan(rho[i]) else rho[i]
+        value[i] = np.rint(x * np.float32(100.0))
+        retro = retro or rho[i] > 1.0
+    return retro

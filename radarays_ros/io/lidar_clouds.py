@@ -240,9 +240,11 @@ def _velodyne_dual(scan, organized, ground_truth, stamp_ns, time_reference) -> n
         stamp_ns = scan.stamp_ns(time_reference)
     both = [pointcloud_array(s, "velodyne", True, ground_truth, stamp_ns, time_reference) for s in (first, scan.second)]
     firings, lasers = both[0].shape
-    out = np.empty((firings, 2, lasers), both[0].dtype)  # assigned, not np.stack: 10x faster for records
-    out[:, 0], out[:, 1] = both
-    out = out.reshape(2 * firings, lasers)
+    # interleaved as raw bytes: numpy copies packed records field by field (np.stack: 20x slower here)
+    raw = np.empty((firings, 2, lasers * both[0].dtype.itemsize), np.uint8)
+    for k, cloud in enumerate(both):
+        raw[:, k] = np.ascontiguousarray(cloud).view(np.uint8).reshape(firings, -1)
+    out = raw.view(both[0].dtype).reshape(2 * firings, lasers)
     if organized:
         return out
     return out.reshape(-1)[np.isfinite(out["x"].reshape(-1))]
