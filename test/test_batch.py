@@ -369,3 +369,24 @@ def test_readme_batches_section_is_what_the_program_takes(tmp_path):
     for line in commands:
         args = build_parser().parse_args(shlex.split(line.split("#")[0])[1:])
         assert args.func.__name__ == "batch"
+
+
+def test_fork_server_warm_up_loads_the_compiled_loops_and_leaves_no_thread():
+    """The fork server imports scenario.kernel_warmup (engines.RUN_MODULES): afterwards the compiled loops
+    of a lidar frame are loaded (a forked run inherits them) and the process still has one thread only (a
+    fork copies no thread: pools made before it would have none in the child)."""
+    from radarays_ros.scenario.engines import RUN_MODULES
+
+    assert RUN_MODULES[-1] == "radarays_ros.scenario.kernel_warmup"
+    script = (
+        "import threading\n"
+        "import radarays_ros.scenario.kernel_warmup\n"
+        "from lidar_ros.physics import echoes, detection_probability, noise\n"
+        "from radarays_ros.tracing import embree\n"
+        "loops = [echoes._echo_kernel, detection_probability._probability_kernel, noise._add_noise,\n"
+        "         embree._finish_span, embree._shift_kernel]\n"
+        "print(threading.active_count(), min(len(f.signatures) for f in loops))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    threads, fewest_signatures = map(int, done.stdout.split())
+    assert threads == 1 and fewest_signatures >= 1

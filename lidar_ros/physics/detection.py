@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from radarays_ros.compiled import kernel
+from radarays_ros.compiled import inlined, kernel
 
 from .config import SurfaceConfig
 
@@ -92,7 +92,7 @@ class DetectionLimit:
         return keep
 
 
-@kernel
+@inlined
 def limit_at(rho, curve):
     """r_L(ρ) (float64) of one reflectivity on a curve (DetectionLimit.curve); 0 for ρ ≤ 0."""
     code, a, b, power, d1, rho1, slope = curve

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from radarays_ros.compiled import kernel
+from radarays_ros.compiled import inlined, kernel
 
 MODES = ("strongest", "last", "first", "dual", "mixed")
 MIN_RANGE = 0.1  # m, keeps 1/r² finite
@@ -74,23 +74,24 @@ def _echo_kernel(r, rho, w, separation, mode, range1, rho1, dominant1, range2, r
     for j in range(n):
         nearest, farthest, any_hit = _INF, _ZERO, False
         strength, weighted, reflectivity = _ZERO, _ZERO, _ZERO
-        top, top_power = 0, _ZERO
-        for i in range(k):  # the sums of a single echo, each in sub-ray order
+        top, top_power = 0, np.float32(-2.0)
+        for i in range(k):  # the sums of a single echo, each in sub-ray order; selects, not branches
             ri = r[j, i]
-            hit = np.isfinite(ri)
+            hit = ri < _INF  # ranges are positive or inf (no return)
             r_hit = ri if hit else _ZERO
-            nearest = min(nearest, ri)
-            farthest = max(farthest, r_hit)
-            any_hit = any_hit or hit
+            nearest = ri if ri < nearest else nearest
+            farthest = r_hit if r_hit > farthest else farthest
+            any_hit |= hit
             part = rho[j, i] * w[i] * np.float32(hit)  # w_i ρ_i
-            square = max(r_hit, _MIN_RANGE)
+            square = r_hit if r_hit > _MIN_RANGE else _MIN_RANGE
             power = part / (square * square)  # w_i ρ_i / r_i²
             strength += power
             weighted += power * r_hit
             reflectivity += part
             rank = power if hit else np.float32(-1.0)  # the dominant sub-ray is a hit one (ties: the first)
-            if i == 0 or rank > top_power:
-                top, top_power = i, rank
+            better = rank > top_power
+            top = i if better else top
+            top_power = rank if better else top_power
         if mode == _MIXED or k == 1 or not (farthest - nearest > separation):
             range1[j] = weighted / strength if strength > _ZERO and any_hit else _INF
             rho1[j] = reflectivity
@@ -101,7 +102,7 @@ def _echo_kernel(r, rho, w, separation, mode, range1, rho1, dominant1, range2, r
             _grouped_beam(j, r, rho, w, separation, mode, scratch, range1, rho1, dominant1, range2, rho2, dominant2)
 
 
-@kernel
+@inlined
 def _grouped_beam(j, r, rho, w, separation, mode, scratch, range1, rho1, dominant1, range2, rho2, dominant2):
     """The echoes of beam j at a depth edge. Its sub-returns, sorted by range (stable; misses last), are
     labelled with their echo (a new one after each gap wider than `separation`); each echo sums its
@@ -166,7 +167,7 @@ def _grouped_beam(j, r, rho, w, separation, mode, scratch, range1, rho1, dominan
                 range2[j], rho2[j] = _INF, _ZERO
 
 
-@kernel
+@inlined
 def _put(j, k, g, present, echo, ranges, rho, dominant):
     """Beam j reports echo g where `present`, else none (range inf)."""
     strength, moment, reflectivity, dominant_of = echo

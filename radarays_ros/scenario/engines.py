@@ -42,7 +42,8 @@ def _local_child(task: dict, conn) -> None:
 
 # what every run imports (the forkserver imports them once; each run's process starts with them loaded)
 RUN_MODULES = ["radarays_ros.scenario.batch_run", "radarays_ros.scenario.runner", "radarays_ros.world.loader",
-               "radarays_ros.tracing.embree", "radarays_ros.radar", "lidar_ros", "radarays_ros.io.bag", "trimesh"]
+               "radarays_ros.tracing.embree", "radarays_ros.radar", "lidar_ros", "radarays_ros.io.bag", "trimesh",
+               "radarays_ros.scenario.kernel_warmup"]  # last: loads the compiled loops (see there)
 
 
 class LocalEngine:
