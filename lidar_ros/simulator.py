@@ -419,15 +419,16 @@ class LidarSimulator:
                 r[dropped] = np.nan
             ranges[a + beams] = r
             parts.append(_SparsePart(ret, dropped, beams, b - a))
-        dist = ranges - self._offset if self._has_offset else ranges
-        xyz = np.empty((n, 3), np.float32)
-        for i in range(3):  # as _write_returns: contiguous component rows, no (n, 3) temporaries
-            np.multiply(frame.beam_dirs_t[i], dist, out=xyz[:, i])
-            if self._point_origins:
-                xyz[:, i] += self._beam_origins_t[i]
+        xyz, hit = np.empty((n, 3), np.float32), np.empty(n, bool)
+        grid = (1, n)  # the points as _write_returns places them (ranges are in the window already)
+        _points_in_window(ranges.reshape(grid), np.isfinite(ranges).reshape(grid), np.float32(cfg.range_min),
+                          np.float32(cfg.range_max), self._offset.reshape(grid) if self._has_offset else _NONE_2D,
+                          frame.beam_dirs_t.reshape(3, *grid),
+                          self._beam_origins_t.reshape(3, *grid) if self._point_origins else _NONE_3D,
+                          hit.reshape(grid), ranges.reshape(grid), xyz.reshape(*grid, 3))
         fields = _LazyFields(parts, {}, shape, shared={"ouster_ambient": first_fields})
         return LidarScan(
-            config=cfg, t0_ns=t0_ns, range=ranges.reshape(shape), hit=np.isfinite(ranges).reshape(shape),
+            config=cfg, t0_ns=t0_ns, range=ranges.reshape(shape), hit=hit.reshape(shape),
             xyz=xyz.reshape(*shape, 3),
             intensity=np.asarray(fields[cfg.intensity_field], np.float32), elevation_rad=elevation,
             azimuth_rad=azimuth, time=cfg.time, ring=cfg.ring, fields=fields, pose_rotation=frame.rotation,

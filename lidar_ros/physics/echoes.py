@@ -69,8 +69,7 @@ def _echo_kernel(r, rho, w, separation, mode, range1, rho1, dominant1, range2, r
     and they form one echo, summed in sub-ray order. Beams at a depth edge are sorted by range and
     grouped (_grouped_beam)."""
     n, k = r.shape
-    scratch = (np.empty(k, np.intp), np.empty(k, np.float32), np.empty(k, np.float32), np.empty(k, np.float32),
-               np.empty(k, np.float32), np.empty(k, np.intp))
+    order = np.empty(k, np.intp)  # a depth-edge beam's sub-rays by range
     for j in range(n):
         nearest, farthest, any_hit = _INF, _ZERO, False
         strength, weighted, reflectivity = _ZERO, _ZERO, _ZERO
@@ -99,80 +98,80 @@ def _echo_kernel(r, rho, w, separation, mode, range1, rho1, dominant1, range2, r
             if mode == _DUAL:
                 range2[j], rho2[j], dominant2[j] = _INF, _ZERO, j * k
         else:
-            _grouped_beam(j, r, rho, w, separation, mode, scratch, range1, rho1, dominant1, range2, rho2, dominant2)
+            _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1, range2, rho2, dominant2)
 
 
 @inlined
-def _grouped_beam(j, r, rho, w, separation, mode, scratch, range1, rho1, dominant1, range2, rho2, dominant2):
-    """The echoes of beam j at a depth edge. Its sub-returns, sorted by range (stable; misses last), are
-    labelled with their echo (a new one after each gap wider than `separation`); each echo sums its
-    pulses in range order, as a receiver does; then the first / last / strongest / second-strongest echo
-    (ties: the nearer one) is reported."""
+def _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1, range2, rho2, dominant2):
+    """The echoes of beam j at a depth edge. Its sub-returns, sorted by range (stable; misses last), form
+    echoes in range order, a new one after each gap wider than `separation`; each echo sums its pulses in
+    range order, as a receiver does. While they close one by one, the first and last echo with a return,
+    the strongest (ties: the nearer) and the strongest of the others are kept; then reported by mode."""
     k = r.shape[1]
-    order, strength, moment, reflectivity, best, dominant = scratch
     for i in range(k):
         order[i] = i
-        strength[i], moment[i], reflectivity[i], best[i], dominant[i] = _ZERO, _ZERO, _ZERO, np.float32(-1.0), 0
     for i in range(1, k):  # insertion sort: stable, and K is small
         x, t = order[i], i
         while t > 0 and r[j, order[t - 1]] > r[j, x]:
             order[t] = order[t - 1]
             t -= 1
         order[t] = x
-    label, previous = 0, _ZERO
-    for i in range(k):
+    none = (_ZERO, _ZERO, _ZERO, j * k)  # an echo's (strength, Σ P·r, Σ w·ρ, dominant sub-ray)
+    first = last = top = runner_up = none
+    count, top_strength, runner_up_strength = 0, -_INF, -_INF
+    top_label = last_label = label = 0
+    echo, best, previous = none, np.float32(-1.0), _ZERO
+    for i in range(k + 1):
+        ri = r[j, order[i]] if i < k else _INF
+        if i == k or (i > 0 and ri < _INF and ri - previous > separation):  # the open echo closes
+            closed = best >= _ZERO  # it has a return in it
+            ranked = echo[0] if closed and echo[0] > np.float32(-1.0) else -_INF  # NaN never wins
+            if closed:
+                count += 1
+                first = echo if count == 1 else first
+                last, last_label = echo, label
+            if label == 0 or ranked > top_strength:  # the old strongest is now the strongest of the others
+                if label > 0:
+                    runner_up, runner_up_strength = top, top_strength
+                top, top_strength, top_label = echo, ranked, label
+            elif ranked > runner_up_strength:
+                runner_up, runner_up_strength = echo, ranked
+            if i == k:
+                break
+            echo, best, label = none, np.float32(-1.0), label + 1
         o = order[i]
-        ri = r[j, o]
-        hit = np.isfinite(ri)
-        if i > 0 and hit and ri - previous > separation:
-            label += 1
+        hit = ri < _INF
         previous = ri
         part = rho[j, o] * w[o] if hit else _ZERO
         safe = max(ri, _MIN_RANGE) if hit else _ONE
         power = part / (safe * safe)
-        strength[label] += power
-        moment[label] += power * (ri if hit else _ZERO)
-        reflectivity[label] += part
-        if hit and power > best[label]:
-            best[label], dominant[label] = power, j * k + o
-    count, first, last, top, top_strength = 0, -1, k - 1, 0, -_INF
-    for g in range(k):
-        if best[g] >= _ZERO:  # an echo with a return in it
-            count += 1
-            first = g if first < 0 else first
-            last = g
-        ranked = strength[g] if best[g] >= _ZERO and strength[g] > np.float32(-1.0) else -_INF  # NaN never wins
-        if g == 0 or ranked > top_strength:
-            top, top_strength = g, ranked
+        dominant = echo[3]
+        if hit and power > best:
+            best, dominant = power, j * k + o
+        echo = (echo[0] + power, echo[1] + power * (ri if hit else _ZERO), echo[2] + part, dominant)
     if count == 0:
-        last = k - 1
-    echo = (strength, moment, reflectivity, dominant)
+        last_label = k - 1  # as an empty beam's last echo: none
     if mode == _FIRST:
-        _put(j, k, max(first, 0), count > 0, echo, range1, rho1, dominant1)
+        _put(j, count > 0, first, range1, rho1, dominant1)
     elif mode == _LAST:
-        _put(j, k, last, count > 0, echo, range1, rho1, dominant1)
+        _put(j, count > 0, last, range1, rho1, dominant1)
     else:
         has_top = top_strength > -_INF
-        _put(j, k, top, has_top, echo, range1, rho1, dominant1)
+        _put(j, has_top, top, range1, rho1, dominant1)
         if mode == _DUAL:  # strongest + last; when the last is the strongest, the second strongest
-            runner_up, runner_up_strength = 0, -_INF
-            for g in range(k):
-                ranked = strength[g] if g != top and best[g] >= _ZERO and strength[g] > np.float32(-1.0) else -_INF
-                if g == 0 or ranked > runner_up_strength:
-                    runner_up, runner_up_strength = g, ranked
-            same = has_top and last == top
-            _put(j, k, runner_up if same else last, runner_up_strength > -_INF if same else count > 0, echo,
+            same = has_top and last_label == top_label
+            _put(j, runner_up_strength > -_INF if same else count > 0, runner_up if same else last,
                  range2, rho2, dominant2)
             if count < 2:
                 range2[j], rho2[j] = _INF, _ZERO
 
 
 @inlined
-def _put(j, k, g, present, echo, ranges, rho, dominant):
-    """Beam j reports echo g where `present`, else none (range inf)."""
+def _put(j, present, echo, ranges, rho, dominant):
+    """Beam j reports `echo` (strength, Σ P·r, Σ w·ρ, dominant sub-ray) where `present`, else none."""
     strength, moment, reflectivity, dominant_of = echo
     if present:
-        ranges[j] = moment[g] / strength[g] if strength[g] > _ZERO else _INF
-        rho[j], dominant[j] = reflectivity[g], dominant_of[g]
+        ranges[j] = moment / strength if strength > _ZERO else _INF
+        rho[j], dominant[j] = reflectivity, dominant_of
     else:
-        ranges[j], rho[j], dominant[j] = _INF, _ZERO, j * k
+        ranges[j], rho[j], dominant[j] = _INF, _ZERO, dominant_of
