@@ -110,12 +110,11 @@ def _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1
     k = r.shape[1]
     for i in range(k):
         order[i] = i
-    for i in range(1, k):  # insertion sort: stable, and K is small
-        x, t = order[i], i
-        while t > 0 and r[j, order[t - 1]] > r[j, x]:
-            order[t] = order[t - 1]
-            t -= 1
-        order[t] = x
+    for done in range(k - 1):  # bubble sort: stable, K is small, and its swaps are selects, not branches
+        for i in range(k - 1 - done):
+            a, b = order[i], order[i + 1]
+            swap = r[j, a] > r[j, b]
+            order[i], order[i + 1] = (b, a) if swap else (a, b)
     none = (_ZERO, _ZERO, _ZERO, j * k)  # an echo's (strength, Σ P·r, Σ w·ρ, dominant sub-ray)
     first = last = top = runner_up = none
     count, top_strength, runner_up_strength = 0, -_INF, -_INF
