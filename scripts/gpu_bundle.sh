@@ -36,6 +36,8 @@ run)
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/gpu-site .gpu/*.whl
     export PYTHONPATH=/tmp/gpu-site:$PWD PYTHONUNBUFFERED=1
     nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$out/env.txt"
+    # the machine's own numba (the compiled loops; too big to carry beside Warp)
+    python3 -c "import numba, numpy; print('numba', numba.__version__, 'numpy', numpy.__version__)" | tee -a "$out/env.txt"
     RADARAYS_EXPECT_CUDA=1 python3 -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning \
         test/test_warp_cuda.py 2>&1 | tee "$out/test_warp_cuda.txt"
     python3 benchmarks/bench_gpu.py --movers-sweep 2>&1 | tee "$out/bench_gpu.txt"
