@@ -400,3 +400,21 @@ def test_a_span_of_hits_is_the_same_rays_lazily(wall_scene):
         np.testing.assert_array_equal(part.distance, hits.distance[10:40])
     plain = Hits.misses(5)  # arrays only: a span is views of them
     assert plain.span(1, 3).distance.shape == (2,) and np.all(plain.span(1, 3).incidence_cosines(np.ones((2, 3))) == 0)
+
+
+def test_check_rays_normalises_only_the_rows_that_need_it_bit_for_bit():
+    """check_rays (a compiled loop) divides by |d| exactly the rows whose float32 |d|² is off 1 by more than
+    1e-6, as the numpy formula d / sqrt(d·d) does; the other rows and the caller's array stay untouched."""
+    from radarays_ros.tracing.backend import check_rays
+
+    rng = np.random.default_rng(12)
+    d = rng.normal(size=(5000, 3)).astype(np.float32)
+    d[::2] /= np.linalg.norm(d[::2], axis=1, keepdims=True)  # half of them unit already (within rounding)
+    given = d.copy()
+    o, unit = check_rays(rng.normal(size=(5000, 3)), d)
+    norm2 = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
+    off = np.abs(norm2 - np.float32(1)) > np.float32(1e-6)
+    want = d.copy()
+    want[off] /= np.sqrt(norm2[off])[:, None]
+    assert 1000 < off.sum() < 5000
+    assert unit.tobytes() == want.tobytes() and d.tobytes() == given.tobytes() and o.dtype == np.float32

@@ -31,6 +31,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..compiled import kernel
 from ..errors import TracingError
 from ..world.scene import Scene
 
@@ -250,18 +251,37 @@ def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
     d = np.ascontiguousarray(directions, dtype=np.float32)
     if o.ndim != 2 or o.shape[1] != 3 or d.shape != o.shape:
         raise TracingError(f"origins and directions must both be (N, 3); got {o.shape} and {d.shape}")
-    if not np.isfinite(o.sum()):  # one reduction instead of an elementwise mask: NaN/inf propagate
+    if len(o) == 0:
+        return o, d
+    unit = np.empty_like(d)  # the caller's array stays as it is
+    bad_origins, bad_directions, zero_length = _unit_directions(o, d, unit)
+    if bad_origins:
         raise TracingError("origins contain NaN or inf")
-    norm2 = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]
-    if not np.isfinite(norm2.sum()):
+    if bad_directions:
         raise TracingError("directions contain NaN or inf")
-    if norm2.min(initial=1.0) < 1e-24:
-        raise TracingError(f"{int((norm2 < 1e-24).sum())} ray direction(s) have zero length")
-    off = np.abs(norm2 - 1) > 1e-6  # normalise only the rows the caller did not: a ray's result must
-    if off.any():                     # never depend on the other rays of its batch
-        d = d.copy()
-        d[off] /= np.sqrt(norm2[off])[:, None]
-    return o, d
+    if zero_length:
+        raise TracingError(f"{zero_length} ray direction(s) have zero length")
+    return o, unit
+
+
+@kernel
+def _unit_directions(o, d, unit):
+    """One pass over the rays: (any non-finite origin, any non-finite direction, how many directions of
+    zero length); unit = d, with the rows whose |d|² is off 1 by more than 1e-6 divided by |d| (only
+    those: a ray's result never depends on the other rays of its batch)."""
+    of, df, uf = o.reshape(-1), d.reshape(-1), unit.reshape(-1)
+    bad_origins, bad_directions, zero_length = False, False, 0
+    for i in range(o.shape[0]):
+        bad_origins |= not np.isfinite(of[3 * i] + of[3 * i + 1] + of[3 * i + 2])
+        x, y, z = df[3 * i], df[3 * i + 1], df[3 * i + 2]
+        norm2 = x * x + y * y + z * z
+        if not np.isfinite(norm2):
+            bad_directions = True
+        elif norm2 < np.float32(1e-24):
+            zero_length += 1
+        scale = np.sqrt(norm2) if abs(norm2 - np.float32(1.0)) > np.float32(1e-6) else np.float32(1.0)
+        uf[3 * i], uf[3 * i + 1], uf[3 * i + 2] = (x / scale, y / scale, z / scale) if scale != 1 else (x, y, z)
+    return bad_origins, bad_directions, zero_length
 
 
 def checked_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:

@@ -240,12 +240,11 @@ class EmbreeBackend(Backend):
         for k, (inst, r, t, box) in enumerate(instances):
             self._closer_in(inst, r, t, box, _MERGED + 1 + k, o, d, dist, prim, ng, layer)
         result.prim[a:b] = prim
-        _finish_span(dist, prim, ng, d, tmin, result.distance[a:b], result.scale[a:b], result.facing[a:b])
-        scale = result.scale[a:b]
-        if result.normal is not None:
-            np.multiply(ng, scale[:, None], out=result.normal[a:b])
-        else:  # kept for a normal computed on first access (Hits.normal)
-            result.parts.append((a, b, ng, scale))
+        eager = result.normal is not None
+        _finish_span(dist, prim, ng, d, tmin, result.distance[a:b], result.scale[a:b], result.facing[a:b],
+                     result.normal[a:b] if eager else _NO_NORMALS)
+        if not eager:  # kept for a normal computed on first access (Hits.normal)
+            result.parts.append((a, b, ng, result.scale[a:b]))
 
     @staticmethod
     def _closer_in(layer: _Layer, r, t, box, code: int, o, d, dist, prim, ng, layer_of) -> None:
@@ -341,11 +340,15 @@ def _shift_kernel(o, d, tmin, out):
         flat[i] = df[i] * tmin + of[i]
 
 
+_NO_NORMALS = np.empty((0, 3), np.float32)
+
+
 @kernel
-def _finish_span(dist, prim, ng, d, tmin, distance, scale, facing):
+def _finish_span(dist, prim, ng, d, tmin, distance, scale, facing, normal):
     """Per ray of a traced span: its distance from the ray's true origin (inf for a miss), and the scale
     s with s * Ng the unit normal facing the ray (0 for a miss: Ng = 0); facing = -(Ng . d), so that
-    facing * s = |d . n| is the cosine of incidence, computed only when asked for.
+    facing * s = |d . n| is the cosine of incidence, computed only when asked for; the normal s * Ng
+    itself where `normal` has rows (eager normals), else later from the kept Ng and s.
 
     Embree's Ng is computed by the trace anyway: cheaper than gathering from a per-triangle table. A tiny
     bias keeps misses finite (0 * 1e15 = 0) and copysign orients the normal without a branch."""
@@ -356,7 +359,10 @@ def _finish_span(dist, prim, ng, d, tmin, distance, scale, facing):
         square = x * x + y * y + z * z
         dot = x * e[3 * i] + y * e[3 * i + 1] + z * e[3 * i + 2]
         facing[i] = -dot
-        scale[i] = np.copysign(np.float32(1) / np.sqrt(square + np.float32(1e-30)), -dot)
+        s = np.copysign(np.float32(1) / np.sqrt(square + np.float32(1e-30)), -dot)
+        scale[i] = s
+        if normal.shape[0]:
+            normal[i, 0], normal[i, 1], normal[i, 2] = x * s, y * s, z * s
 
 
 class _IdLookup:
