@@ -252,13 +252,24 @@ class WarpLidarSimulator(LidarSimulator):
     def _fetch_returns(self, out, truth_slot) -> "DeviceReturns":
         """The frame's returns on the host: the beam rows in one copy (a view on the CPU device when the
         buffers are the frame's own), the ground truth later, on first read."""
-        host = out.beam.numpy()  # CUDA: one device-to-host copy, complete when numpy() returns
-        if self.reuse_device_buffers and not out.beam.device.is_cuda:
-            host = host.copy()  # the CPU device's numpy() is a view of the reused buffer
-        returns = DeviceReturns(host, out, self.reuse_device_buffers, self._truth_lock)
+        host = _on_host(self.backend.wp, out.beam, self.reuse_device_buffers)
+        returns = DeviceReturns(self.backend.wp, host, out, self.reuse_device_buffers, self._truth_lock)
         if truth_slot is not None:
-            truth_slot.reader = weakref.ref(returns)
+            with self._truth_lock:
+                truth_slot.reader = weakref.ref(returns)
         return returns
+
+
+def _on_host(wp, array, reused: bool) -> np.ndarray:
+    """A device array's values in host memory of their own: CUDA, one device-to-host copy into fresh
+    host memory, waited for (numpy() into pageable memory returns after the copy; the synchronize makes
+    that explicit for every Warp release), so the next frame may overwrite the device buffer; the CPU
+    device, a view of the array, copied only if the array is reused."""
+    host = array.numpy()
+    if array.device.is_cuda:
+        wp.synchronize_device(array.device)
+        return host
+    return host.copy() if reused else host
 
 
 class _TruthSlot:
@@ -283,13 +294,13 @@ class DeviceReturns:
     _IDS = {"dust": 0, "entity": 1, "material": 2, "first_entity": 3}
     _AS = {"dust": bool, "ouster_signal": np.uint16, "ouster_ambient": np.uint16}
 
-    def __init__(self, beam: np.ndarray, out, copy_truth: bool, lock: threading.Lock):
-        self._beam, self._out, self._copy, self._lock = beam, out, copy_truth, lock
+    def __init__(self, wp, beam: np.ndarray, out, reused: bool, lock: threading.Lock):
+        self._wp, self._beam, self._out, self._copy, self._lock = wp, beam, out, reused, lock
         self._truth = None  # (float rows, int rows) on the host
         self._host = {"range": beam[0]}
         # the kernel writes NaN for every miss and a number for every return (warp_frame_kernels.py):
         # taken before _write_returns may set ranges outside the window to NaN
-        self._host["hit"] = ~np.isnan(beam[0])
+        self._host["hit"] = beam[0] == beam[0]  # False exactly where NaN: one pass
 
     def __len__(self) -> int:
         return self._beam.shape[1]
@@ -297,9 +308,8 @@ class DeviceReturns:
     def _copy_truth_locked(self) -> None:
         """The ground truth on the host (the caller holds the lock); the device slot is then free."""
         if self._truth is None:
-            rows, ids = self._out.truth.numpy(), self._out.truth_ids.numpy()
-            if self._copy and not self._out.truth.device.is_cuda:
-                rows, ids = rows.copy(), ids.copy()
+            wp = self._wp
+            rows, ids = _on_host(wp, self._out.truth, self._copy), _on_host(wp, self._out.truth_ids, self._copy)
             self._truth, self._out = (rows, ids), None
 
     def _truth_rows(self):
