@@ -100,8 +100,17 @@ class WarpLidarSimulator(LidarSimulator):
         self._range_offset = floats(self._offset if self._has_offset else np.zeros(n))
         self._bias = floats(self._ray_bias) if self._ray_bias is not None else floats(np.zeros(1), 1)
         # the frame's poses (one, or one per measurement column), overwritten every frame (_device_poses)
-        self._rotations = wp.empty(max(cfg.cols, 1), dtype=wp.mat33, device=dev)
-        self._shifts = wp.empty(max(cfg.cols, 1), dtype=wp.vec3, device=dev)
+        # (on CUDA from pinned host arrays: the copy then needs no staging, and the host arrays are written
+        # again only after the frame's returns were copied back, which waits for the copy of the poses)
+        poses = max(cfg.cols, 1)
+        pinned = str(dev).startswith("cuda")
+        self._rotations = wp.empty(poses, dtype=wp.mat33, device=dev)
+        self._shifts = wp.empty(poses, dtype=wp.vec3, device=dev)
+        self._rotations_host = wp.empty(poses, dtype=wp.mat33, device="cpu", pinned=pinned)
+        self._shifts_host = wp.empty(poses, dtype=wp.vec3, device="cpu", pinned=pinned)
+        self._rotations_staged = self._rotations_host.numpy()  # (poses, 3, 3) views of the host arrays
+        self._shifts_staged = self._shifts_host.numpy()
+        self._poses_in_flight = False
         self._beam_out = None  # reused buffers (reuse_device_buffers): the beam rows, two ground-truth slots
         self._truth_slots = []
         self._next_slot = 0
@@ -214,9 +223,14 @@ class WarpLidarSimulator(LidarSimulator):
         """The frame's poses copied into the simulator's device arrays. Safe to overwrite: copies and
         launches run in order on the device's stream, so the previous frame's kernel has read them."""
         wp = self.backend.wp
+        if self._poses_in_flight:  # the last frame stopped before its returns were copied back
+            wp.synchronize_device(self.backend.device)
         m = len(rotations)
-        wp.copy(self._rotations, wp.array(rotations, dtype=wp.mat33, device="cpu", copy=False), count=m)
-        wp.copy(self._shifts, wp.array(shifts, dtype=wp.vec3, device="cpu", copy=False), count=m)
+        self._rotations_staged[:m] = rotations
+        self._shifts_staged[:m] = shifts
+        wp.copy(self._rotations, self._rotations_host, count=m)
+        wp.copy(self._shifts, self._shifts_host, count=m)
+        self._poses_in_flight = True
         return self._rotations, self._shifts
 
     def _outputs(self, n: int):
@@ -253,6 +267,7 @@ class WarpLidarSimulator(LidarSimulator):
         """The frame's returns on the host: the beam rows in one copy (a view on the CPU device when the
         buffers are the frame's own), the ground truth later, on first read."""
         host = _on_host(self.backend.wp, out.beam, self.reuse_device_buffers)
+        self._poses_in_flight = False  # the copy above waited for everything launched before it
         returns = DeviceReturns(self.backend.wp, host, out, self.reuse_device_buffers, self._truth_lock)
         if truth_slot is not None:
             with self._truth_lock:
