@@ -201,7 +201,8 @@ def device_frame_split(sim, backend, pose, repeats: int) -> tuple[float, float, 
             wp.synchronize_device(backend.device)
             start = time.perf_counter()
             sim.simulate(pose)
-            times.append((marks["kernel"] - start, marks["fetched"] - marks["kernel"], marks["written"] - marks["fetched"]))
+            kernel, fetched, written = marks["kernel"], marks["fetched"], marks["written"]
+            times.append((kernel - start, fetched - kernel, written - fetched))
         return tuple(min(column) for column in zip(*times))
     finally:
         del sim._fetch_returns, sim._write_returns

@@ -68,7 +68,8 @@ def main(argv=None) -> int:
         kept = [kept_sim.simulate(pose, i * 10**8) for i, pose in enumerate(frames)]
         digests[key + " read after all frames"] = [scan_digests(scan) for scan in kept]
         at_once = WarpLidarSimulator(cfg, scene, backend, seed=5, sink=FrameCloud.of)
-        digests[key + " read at once"] = [scan_digests(at_once.simulate(pose, i * 10**8)) for i, pose in enumerate(frames)]
+        digests[key + " read at once"] = [scan_digests(at_once.simulate(pose, i * 10**8))
+                                          for i, pose in enumerate(frames)]
     Path(args.out).write_text(json.dumps(digests, indent=1, sort_keys=True))
     return 0
 

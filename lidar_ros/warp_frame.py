@@ -9,7 +9,9 @@ absorbent, mirror, returning), ρ(θ), the detection limit, dropouts, range nois
 per-ray and relative Gaussian, quantisation), the intensity fields (reflectivity, calibrated
 reflectivity, Ouster signal and flat ambient) and the range window. What stays on the host: the
 per-laser biases (drawn once per run with numpy, as the host path), the points xyz = origin + range ·
-direction and the driver cloud (simulator._write_returns, the host path's own code).
+direction and the driver cloud (simulator._write_returns, the host path's own code). The outputs the
+driver cloud reads come back in one copy a frame; the ground truth only when a scan reads it (_outputs
+says why a reused device buffer never changes a scan).
 
 Random numbers come from Warp's RNG (one stream per beam, keyed by seed and frame), not numpy's: the same
 statistics as the host path, other values; the same seed gives the same bytes, on CPU and CUDA alike.

@@ -264,7 +264,8 @@ def every_output(scan) -> dict:
     return out
 
 
-@pytest.mark.parametrize("sensor, layout", [("OS1-128", None), ("OS0-32", None), ("VLP-16", None), ("VLP-16", "gazebo")])
+@pytest.mark.parametrize("sensor, layout",
+                         [("OS1-128", None), ("OS0-32", None), ("VLP-16", None), ("VLP-16", "gazebo")])
 def test_reused_device_buffers_give_the_same_bytes_and_kept_scans_keep_them(sensor, layout):
     """The device buffers CUDA reuses from frame to frame (warp_frame._outputs), here on the CPU device:
     every output is the same bytes as with each frame's own buffers, for a scan read at once and for
