@@ -167,31 +167,45 @@ def lidar_figures(backend, scene, repeats: int, rows: dict, label: str) -> None:
                 rows[f"ms {sensor} device frame"][label] = "n/a (host-only effects)"
             else:
                 rows[f"ms {sensor} device frame"][label] = best_of(lambda: on_device.simulate(pose), repeats) * 1e3
-                rows.setdefault(f"   of which until its kernel's end ({sensor})", {})[label] = \
-                    until_kernel_end(on_device, backend, pose, repeats) * 1e3
+                kernel_end, copies, cloud = device_frame_split(on_device, backend, pose, repeats)
+                rows.setdefault(f"   of which until its kernel's end ({sensor})", {})[label] = kernel_end * 1e3
+                rows.setdefault(f"   of which the copies to the host ({sensor})", {})[label] = copies * 1e3
+                rows.setdefault(f"   of which points + fields on the host ({sensor})", {})[label] = cloud * 1e3
 
 
-def until_kernel_end(sim, backend, pose, repeats: int) -> float:
-    """Best time from the start of a device lidar frame to the end of its kernel (a device synchronize
-    before the host copies and the driver cloud): the rest of the frame is host work."""
-    wp, marks, write = backend.wp, [], sim._write_returns
+def device_frame_split(sim, backend, pose, repeats: int) -> tuple[float, float, float]:
+    """The best over `repeats` device lidar frames of each of: the time from the frame's start to the
+    end of its kernel (a device synchronize before the host copies), the copies of its outputs to the
+    host (WarpLidarSimulator._fetch_returns: one copy of the beam rows), and the points and fields
+    written on the host (_write_returns; also the driver cloud where the simulator has a sink, none
+    here). The rest of a frame (making its scan) is in none of them."""
+    wp, marks = backend.wp, {}
+    fetch, write = sim._fetch_returns, sim._write_returns
 
-    def synchronized_write(*args, **kw):
+    def timed_fetch(*args, **kw):
         wp.synchronize_device(backend.device)
-        marks.append(time.perf_counter())
-        return write(*args, **kw)
+        marks["kernel"] = time.perf_counter()
+        returns = fetch(*args, **kw)
+        marks["fetched"] = time.perf_counter()
+        return returns
 
-    sim._write_returns = synchronized_write
+    def timed_write(*args, **kw):
+        part = write(*args, **kw)
+        marks["written"] = time.perf_counter()
+        return part
+
+    sim._fetch_returns, sim._write_returns = timed_fetch, timed_write
     try:
-        best = float("inf")
+        times = []
         for _ in range(repeats):
             wp.synchronize_device(backend.device)
             start = time.perf_counter()
             sim.simulate(pose)
-            best = min(best, marks[-1] - start)
-        return best
+            kernel, fetched, written = marks["kernel"], marks["fetched"], marks["written"]
+            times.append((kernel - start, fetched - kernel, written - fetched))
+        return tuple(min(column) for column in zip(*times))
     finally:
-        sim._write_returns = write
+        del sim._fetch_returns, sim._write_returns
 
 
 def radar_figures(backend, scene, repeats: int, sweep, rows: dict, label: str) -> None:

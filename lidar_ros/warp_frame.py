@@ -9,7 +9,9 @@ absorbent, mirror, returning), ρ(θ), the detection limit, dropouts, range nois
 per-ray and relative Gaussian, quantisation), the intensity fields (reflectivity, calibrated
 reflectivity, Ouster signal and flat ambient) and the range window. What stays on the host: the
 per-laser biases (drawn once per run with numpy, as the host path), the points xyz = origin + range ·
-direction and the driver cloud (simulator._write_returns, the host path's own code).
+direction and the driver cloud (simulator._write_returns, the host path's own code). The outputs the
+driver cloud reads come back in one copy a frame; the ground truth only when a scan reads it (_outputs
+says why a reused device buffer never changes a scan).
 
 Random numbers come from Warp's RNG (one stream per beam, keyed by seed and frame), not numpy's: the same
 statistics as the host path, other values; the same seed gives the same bytes, on CPU and CUDA alike.
@@ -19,6 +21,9 @@ has no kernel function for, run on the host (`HOST_ONLY` below): a config using 
 `host_reasons` non-empty and every frame runs on the host path (LidarSimulator), as the command line says.
 """
 from __future__ import annotations
+
+import threading
+import weakref
 
 import numpy as np
 
@@ -68,6 +73,12 @@ class WarpLidarSimulator(LidarSimulator):
 
         self._kernels = warp_frame_kernels
         self._materials_dev = None  # (LidarMaterials it was made from, device struct)
+        self._settings_made = {}  # per_column -> SurfaceSettings
+        # CUDA: the frame's outputs in device buffers kept from frame to frame, copied to host memory the
+        # scan owns (see _outputs). Warp's CPU device: fresh buffers every frame, which the scan views
+        # without a copy (a copy would cost more than the allocation there).
+        self.reuse_device_buffers = str(backend.device).startswith("cuda")
+        self._truth_lock = threading.Lock()
         if not self.host_reasons:
             self._upload_tables()
 
@@ -90,6 +101,21 @@ class WarpLidarSimulator(LidarSimulator):
         self._pixel_column = wp.array(np.ascontiguousarray(self._column, np.int32), dtype=wp.int32, device=dev)
         self._range_offset = floats(self._offset if self._has_offset else np.zeros(n))
         self._bias = floats(self._ray_bias) if self._ray_bias is not None else floats(np.zeros(1), 1)
+        # the frame's poses (one, or one per measurement column), overwritten every frame (_device_poses)
+        # (on CUDA from pinned host arrays: the copy then needs no staging, and the host arrays are written
+        # again only after the frame's returns were copied back, which waits for the copy of the poses)
+        poses = max(cfg.cols, 1)
+        pinned = str(dev).startswith("cuda")
+        self._rotations = wp.empty(poses, dtype=wp.mat33, device=dev)
+        self._shifts = wp.empty(poses, dtype=wp.vec3, device=dev)
+        self._rotations_host = wp.empty(poses, dtype=wp.mat33, device="cpu", pinned=pinned)
+        self._shifts_host = wp.empty(poses, dtype=wp.vec3, device="cpu", pinned=pinned)
+        self._rotations_staged = self._rotations_host.numpy()  # (poses, 3, 3) views of the host arrays
+        self._shifts_staged = self._shifts_host.numpy()
+        self._poses_in_flight = False
+        self._beam_out = None  # reused buffers (reuse_device_buffers): the beam rows, two ground-truth slots
+        self._truth_slots = []
+        self._next_slot = 0
 
     # -- device tables ----------------------------------------------------------------------------
     def _device_materials(self):
@@ -115,6 +141,15 @@ class WarpLidarSimulator(LidarSimulator):
         return m
 
     def _settings(self, per_column: bool, frame_seed: int):
+        """The kernel's settings: made once per pose mode, only the frame's seed set every frame (a launch
+        copies the struct's values, so setting the next seed cannot change a frame already launched)."""
+        s = self._settings_made.get(per_column)
+        if s is None:
+            s = self._settings_made[per_column] = self._new_settings(per_column)
+        s.seed = frame_seed
+        return s
+
+    def _new_settings(self, per_column: bool):
         cfg, model = self.config, self.model
         s = self._kernels.SurfaceSettings()
         s.tmin, s.tmax = self._tmin, min(self._tmax, 1e30)
@@ -137,7 +172,6 @@ class WarpLidarSimulator(LidarSimulator):
         s.signal_scale = surface.signal_scale
         s.ambient_level, s.ambient_sky = surface.ambient_level, surface.ambient_sky
         s.per_column = int(per_column)
-        s.seed = frame_seed
         s.missing = float("nan")
         return s
 
@@ -161,13 +195,12 @@ class WarpLidarSimulator(LidarSimulator):
         rotations, shifts, per_column = self._poses(frame, pose, t0_ns)
         n = cfg.rows * cfg.cols
         frame_seed = int(np.random.default_rng([self.seed, frame.index]).integers(0, 2**31 - 1))
-        out = self._outputs(n)
+        out, truth_slot = self._outputs(n)
         wp.launch(k.lidar_frame, dim=n, device=dev,
                   inputs=[self.backend.synced_scene_arrays(), self._device_materials(),
                           self._settings(per_column, frame_seed), self._local_origins, local_dirs, self._pixel_column,
-                          wp.array(rotations, dtype=wp.mat33, device=dev), wp.array(shifts, dtype=wp.vec3, device=dev),
-                          self._range_offset, self._bias, out])
-        part = self._write_returns(frame, DeviceReturns(out), 0, n)
+                          *self._device_poses(rotations, shifts), self._range_offset, self._bias, out])
+        part = self._write_returns(frame, self._fetch_returns(out, truth_slot), 0, n)
         if frame.cloud is not None:
             self._cloud.done(frame.cloud)
         return self._scan(frame, t0_ns, [part])
@@ -188,31 +221,119 @@ class WarpLidarSimulator(LidarSimulator):
         frame.rotation = m[:3, :3]
         return m[None, :3, :3].astype(np.float32), m[None, :3, 3].astype(np.float32), False
 
+    def _device_poses(self, rotations: np.ndarray, shifts: np.ndarray):
+        """The frame's poses copied into the simulator's device arrays. Safe to overwrite: copies and
+        launches run in order on the device's stream, so the previous frame's kernel has read them."""
+        wp = self.backend.wp
+        if self._poses_in_flight:  # the last frame stopped before its returns were copied back
+            wp.synchronize_device(self.backend.device)
+        m = len(rotations)
+        self._rotations_staged[:m] = rotations
+        self._shifts_staged[:m] = shifts
+        wp.copy(self._rotations, self._rotations_host, count=m)
+        wp.copy(self._shifts, self._shifts_host, count=m)
+        self._poses_in_flight = True
+        return self._rotations, self._shifts
+
     def _outputs(self, n: int):
-        """Fresh device arrays for one frame (a scan keeps views of them on the CPU device)."""
+        """(FrameOut, its ground-truth slot) of one frame: three device arrays (kernels.FrameOut).
+
+        Reused buffers (reuse_device_buffers): the beam rows are the same buffer every frame, safe since
+        every frame copies them to the host before it returns (_fetch_returns waits for the copy). The
+        ground truth, copied only when a scan reads it, alternates between two slots, so the previous
+        frame's stays on the device while this one runs; a slot's earlier frame, if its scan is still
+        alive and has not read it, copies it to the host before the slot is written again."""
+        wp, dev, k = self.backend.wp, self.backend.device, self._kernels
+        if not self.reuse_device_buffers:
+            return self._new_out(n, wp.empty((5, n), dtype=float, device=dev)), None
+        if self._beam_out is None:
+            self._beam_out = wp.empty((5, n), dtype=float, device=dev)
+            self._truth_slots = [_TruthSlot(self._new_out(n, self._beam_out)) for _ in range(2)]
+        slot = self._truth_slots[self._next_slot]
+        self._next_slot = 1 - self._next_slot
+        with self._truth_lock:
+            earlier = slot.reader()
+            if earlier is not None:
+                earlier._copy_truth_locked()
+        return slot.out, slot
+
+    def _new_out(self, n: int, beam):
         wp, dev = self.backend.wp, self.backend.device
         out = self._kernels.FrameOut()
-        for name in ("range", "clean_range", "reflectivity", "velodyne_intensity", "ouster_signal", "ouster_ambient",
-                     "cos_incidence"):
-            setattr(out, name, wp.empty(n, dtype=float, device=dev))
-        for name in ("hit", "dust", "entity", "material", "first_entity"):
-            setattr(out, name, wp.empty(n, dtype=wp.int32, device=dev))
-        out.normal = wp.empty(n, dtype=wp.vec3, device=dev)
+        out.beam = beam
+        out.truth = wp.empty((5, n), dtype=float, device=dev)
+        out.truth_ids = wp.empty((4, n), dtype=wp.int32, device=dev)
         return out
+
+    def _fetch_returns(self, out, truth_slot) -> "DeviceReturns":
+        """The frame's returns on the host: the beam rows in one copy (a view on the CPU device when the
+        buffers are the frame's own), the ground truth later, on first read."""
+        host = _on_host(self.backend.wp, out.beam, self.reuse_device_buffers)
+        self._poses_in_flight = False  # the copy above waited for everything launched before it
+        returns = DeviceReturns(self.backend.wp, host, out, self.reuse_device_buffers, self._truth_lock)
+        if truth_slot is not None:
+            with self._truth_lock:
+                truth_slot.reader = weakref.ref(returns)
+        return returns
+
+
+def _on_host(wp, array, reused: bool) -> np.ndarray:
+    """A device array's values in host memory of their own: CUDA, one device-to-host copy into fresh
+    host memory, waited for (numpy() into pageable memory returns after the copy; the synchronize makes
+    that explicit for every Warp release), so the next frame may overwrite the device buffer; the CPU
+    device, a view of the array, copied only if the array is reused."""
+    host = array.numpy()
+    if array.device.is_cuda:
+        wp.synchronize_device(array.device)
+        return host
+    return host.copy() if reused else host
+
+
+class _TruthSlot:
+    """A reused FrameOut and the returns of the frame that last wrote its ground truth."""
+
+    def __init__(self, out):
+        self.out = out
+        self.reader = _nobody
+
+
+def _nobody():
+    return None
 
 
 class DeviceReturns:
-    """The kernel's outputs with the attributes of physics Returns, copied from the device on first
-    access (numpy views on the CPU device). Returns outside the range window are already misses."""
+    """The kernel's outputs with the attributes of physics Returns: the beam rows on the host already
+    (numpy rows of one array), the ground truth copied from the device on first read (two copies,
+    or views on the CPU device). Returns outside the range window are already misses."""
 
-    _AS = {"hit": bool, "dust": bool, "ouster_signal": np.uint16, "ouster_ambient": np.uint16}
+    _BEAM = {"range": 0, "reflectivity": 1, "velodyne_intensity": 2, "ouster_signal": 3, "ouster_ambient": 4}
+    _TRUTH = {"clean_range": 0, "cos_incidence": 1}
+    _IDS = {"dust": 0, "entity": 1, "material": 2, "first_entity": 3}
+    _AS = {"dust": bool, "ouster_signal": np.uint16, "ouster_ambient": np.uint16}
 
-    def __init__(self, out):
-        self._out = out
-        self._host = {}
+    def __init__(self, wp, beam: np.ndarray, out, reused: bool, lock: threading.Lock):
+        self._wp, self._beam, self._out, self._copy, self._lock = wp, beam, out, reused, lock
+        self._truth = None  # (float rows, int rows) on the host
+        self._host = {"range": beam[0]}
+        # the kernel writes NaN for every miss and a number for every return (warp_frame_kernels.py):
+        # taken before _write_returns may set ranges outside the window to NaN
+        self._host["hit"] = beam[0] == beam[0]  # False exactly where NaN: one pass
 
     def __len__(self) -> int:
-        return len(self._out.range)
+        return self._beam.shape[1]
+
+    def _copy_truth_locked(self) -> None:
+        """The ground truth on the host (the caller holds the lock); the device slot is then free."""
+        if self._truth is None:
+            wp = self._wp
+            rows, ids = _on_host(wp, self._out.truth, self._copy), _on_host(wp, self._out.truth_ids, self._copy)
+            self._truth, self._out = (rows, ids), None
+
+    def _truth_rows(self):
+        if self._truth is None:
+            with self._lock:
+                self._copy_truth_locked()
+        return self._truth
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -222,13 +343,17 @@ class DeviceReturns:
                 value = self.reflectivity
             elif name == "ouster_reflectivity":  # the same calibrated scale as Velodyne's
                 value = self.velodyne_intensity.astype(np.uint16)
+            elif name in self._BEAM:
+                value = self._beam[self._BEAM[name]]
+            elif name in self._TRUTH:
+                value = self._truth_rows()[0][self._TRUTH[name]]
+            elif name == "normal":  # (N, 3), as physics Returns
+                value = np.ascontiguousarray(self._truth_rows()[0][2:5].T)
+            elif name in self._IDS:
+                value = self._truth_rows()[1][self._IDS[name]]
             else:
-                try:
-                    array = getattr(self._out, name)
-                except AttributeError:
-                    raise AttributeError(name) from None
-                value = array.numpy()
-                if name in self._AS:
-                    value = value.astype(self._AS[name])
+                raise AttributeError(name)
+            if name in self._AS:
+                value = value.astype(self._AS[name])
             self._host[name] = value
         return self._host[name]

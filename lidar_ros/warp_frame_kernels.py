@@ -77,23 +77,28 @@ if wp is not None:
         seed: int
         missing: float  # NaN, set by the host (a NaN constant inside kernels varies across Warp releases)
 
+    # rows of FrameOut.beam: what a driver cloud reads, copied to the host with every frame in one copy
+    BEAM_RANGE = wp.constant(0)  # noisy range, NaN = no return (hit = range is a number)
+    BEAM_REFLECTIVITY = wp.constant(1)
+    BEAM_VELODYNE = wp.constant(2)  # calibrated reflectivity
+    BEAM_SIGNAL = wp.constant(3)  # Ouster signal
+    BEAM_AMBIENT = wp.constant(4)  # Ouster ambient
+    # rows of FrameOut.truth (float) and FrameOut.truth_ids (int): ground truth, copied only when read
+    TRUTH_CLEAN_RANGE = wp.constant(0)
+    TRUTH_COS_INCIDENCE = wp.constant(1)
+    TRUTH_NORMAL = wp.constant(2)  # rows 2, 3, 4: x, y, z
+    IDS_DUST = wp.constant(0)
+    IDS_ENTITY = wp.constant(1)
+    IDS_MATERIAL = wp.constant(2)
+    IDS_FIRST_ENTITY = wp.constant(3)
+
     @wp.struct
     class FrameOut:
-        """Per beam: what the sensor reports (warp_frame.DeviceReturns reads it)."""
+        """Per beam (column i of each array): what the sensor reports (warp_frame.DeviceReturns reads it)."""
 
-        range: wp.array(dtype=float)  # noisy range, NaN = no return
-        hit: wp.array(dtype=wp.int32)
-        clean_range: wp.array(dtype=float)
-        reflectivity: wp.array(dtype=float)
-        velodyne_intensity: wp.array(dtype=float)
-        ouster_signal: wp.array(dtype=float)
-        ouster_ambient: wp.array(dtype=float)
-        dust: wp.array(dtype=wp.int32)
-        entity: wp.array(dtype=wp.int32)
-        material: wp.array(dtype=wp.int32)
-        first_entity: wp.array(dtype=wp.int32)
-        normal: wp.array(dtype=wp.vec3)
-        cos_incidence: wp.array(dtype=float)
+        beam: wp.array2d(dtype=float)  # (5, N): the BEAM_ rows
+        truth: wp.array2d(dtype=float)  # (5, N): the TRUTH_ rows
+        truth_ids: wp.array2d(dtype=wp.int32)  # (4, N): the IDS_ rows
 
     @wp.func
     def reflectivity_of(m: LidarMaterialTable, id: int, cos_theta: float):
@@ -269,19 +274,17 @@ if wp is not None:
             material = -1
             normal = wp.vec3(0.0, 0.0, 0.0)
             cos_inc = 0.0
-        out.range[i] = noisy
-        if inside:
-            out.hit[i] = 1
-        else:
-            out.hit[i] = 0
-        out.clean_range[i] = clean
-        out.reflectivity[i] = reported
-        out.velodyne_intensity[i] = calibrated
-        out.ouster_signal[i] = signal
-        out.ouster_ambient[i] = ambient
-        out.dust[i] = dust
-        out.entity[i] = entity
-        out.material[i] = material
-        out.first_entity[i] = first_entity
-        out.normal[i] = normal
-        out.cos_incidence[i] = cos_inc
+        out.beam[BEAM_RANGE, i] = noisy
+        out.beam[BEAM_REFLECTIVITY, i] = reported
+        out.beam[BEAM_VELODYNE, i] = calibrated
+        out.beam[BEAM_SIGNAL, i] = signal
+        out.beam[BEAM_AMBIENT, i] = ambient
+        out.truth[TRUTH_CLEAN_RANGE, i] = clean
+        out.truth[TRUTH_COS_INCIDENCE, i] = cos_inc
+        out.truth[TRUTH_NORMAL, i] = normal[0]
+        out.truth[TRUTH_NORMAL + 1, i] = normal[1]
+        out.truth[TRUTH_NORMAL + 2, i] = normal[2]
+        out.truth_ids[IDS_DUST, i] = dust
+        out.truth_ids[IDS_ENTITY, i] = entity
+        out.truth_ids[IDS_MATERIAL, i] = material
+        out.truth_ids[IDS_FIRST_ENTITY, i] = first_entity

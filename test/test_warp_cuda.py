@@ -74,6 +74,35 @@ def test_lidar_device_frame_is_the_same_on_cuda_and_cpu():
     assert np.mean(np.abs(gpu.range[both] - cpu.range[both]) < 1e-3) > 0.999
 
 
+def test_lidar_device_frames_on_cuda_reuse_their_buffers_without_changing_a_byte():
+    """CUDA keeps a device lidar frame's buffers from frame to frame (warp_frame._outputs): every output
+    is the bytes of frames with their own buffers, for scans read at once and scans kept and read after
+    later frames (ground truth copied off a reused buffer)."""
+    from test_warp_lidar_frames import every_output
+
+    from lidar_ros import load_sensor
+    from lidar_ros.warp_frame import WarpLidarSimulator
+    from radarays_ros.io.lidar_clouds import FrameCloud
+    from radarays_ros.world.trajectory import Trajectory
+
+    cfg = load_sensor("OS1-128", {"noise": {"sigma": 0.02, "dust_probability": 0.01, "angular_sigma": 0.0005}})
+    scene = load_world("office")
+    backend = make_backend("warp", scene, device="cuda")
+    poses = [pose_to_matrix(3.0 + 0.3 * i, 0.5, 1.2, 0, 0, 0.4 + 0.2 * i) for i in range(3)]
+    poses.append(Trajectory([0, 10**8], np.stack(poses[:2])))
+    own = WarpLidarSimulator(cfg, scene, backend, seed=4, sink=FrameCloud.of)
+    own.reuse_device_buffers = False
+    expected = [every_output(own.simulate(pose, 0)) for pose in poses]
+    reused = WarpLidarSimulator(cfg, scene, backend, seed=4, sink=FrameCloud.of)
+    assert reused.reuse_device_buffers  # CUDA's default
+    first = reused.simulate(poses[0], 0)
+    assert every_output(first) == expected[0]
+    kept = [reused.simulate(pose, 0) for pose in poses[1:]]
+    assert every_output(first) == expected[0]
+    for scan, bytes_before in zip(kept, expected[1:]):
+        assert every_output(scan) == bytes_before
+
+
 def test_top_level_on_cuda_with_hundreds_of_movers():
     import trimesh
 

@@ -248,3 +248,45 @@ def test_lidar_command_with_device_frames(tmp_path, capsys):
     assert main(["lidar", "office", "--sensor", "VLP-16", "--realistic", "--frames", "device", "--backend", "warp",
                  "--device", "cpu", "--out", str(tmp_path / "r.npz")]) == 0
     assert "run on the host" in capsys.readouterr().err
+
+
+def every_output(scan) -> dict:
+    """Every output of a scan as bytes: ranges, hits, points, intensity fields, ground truth, the driver
+    cloud (with and without ground-truth fields) and the scan's own cloud buffer."""
+    names = ("range", "hit", "xyz", "intensity", "clean_range", "entity", "material", "normal_world", "normal",
+             "cos_incidence", "incidence_rad")
+    out = {name: np.ascontiguousarray(getattr(scan, name)).tobytes() for name in names}
+    out.update({f"field {name}": np.asarray(scan.fields[name]).tobytes() for name in scan.fields})
+    out["cloud"] = pointcloud_array(scan).tobytes()
+    out["cloud with truth"] = pointcloud_array(
+        scan, ground_truth=("clean_range", "entity", "material", "normal", "incidence_rad")).tobytes()
+    out["own cloud"] = None if scan.cloud is None else scan.cloud.tobytes()
+    return out
+
+
+@pytest.mark.parametrize("sensor, layout",
+                         [("OS1-128", None), ("OS0-32", None), ("VLP-16", None), ("VLP-16", "gazebo")])
+def test_reused_device_buffers_give_the_same_bytes_and_kept_scans_keep_them(sensor, layout):
+    """The device buffers CUDA reuses from frame to frame (warp_frame._outputs), here on the CPU device:
+    every output is the same bytes as with each frame's own buffers, for a scan read at once and for
+    scans read only after later frames (their ground truth still on the device, or copied off when its
+    slot was written again), and a scan read at once does not change with later frames."""
+    scene = load_world("office")
+    backend = make_backend("warp", scene, device="cpu")
+    cfg = load_sensor(sensor, {"noise": {"sigma": 0.03, "dust_probability": 0.05, "angular_sigma": 0.001},
+                               **({"layout": layout} if layout else {})})
+    poses = [pose_to_matrix(3.0 + 0.3 * i, 0.5, 1.2, 0.0, 0.0, 0.4 + 0.2 * i) for i in range(3)]
+    poses.append(Trajectory([0, 10**8], np.stack(poses[:2])))  # one pose per measurement column
+    own = WarpLidarSimulator(cfg, scene, backend, seed=4, sink=FrameCloud.of)
+    assert not own.reuse_device_buffers  # the CPU device's default: each frame its own buffers
+    expected = [every_output(own.simulate(pose, 0)) for pose in poses]
+    reused = WarpLidarSimulator(cfg, scene, backend, seed=4, sink=FrameCloud.of)
+    reused.reuse_device_buffers = True
+    first = reused.simulate(poses[0], 0)
+    read_at_once = every_output(first)
+    kept = [reused.simulate(pose, 0) for pose in poses[1:]]
+    assert read_at_once == expected[0]
+    assert every_output(first) == expected[0]
+    for scan, bytes_before in zip(kept, expected[1:]):
+        assert every_output(scan) == bytes_before
+    assert len({out["range"] for out in expected}) == len(poses)  # the frames differ from each other
