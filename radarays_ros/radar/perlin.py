@@ -12,6 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..compiled import kernel
+
 # Ken Perlin's reference permutation of 0..255 (published with "Improving Noise", 2002).
 _PERMUTATION = np.array([
     151, 160, 137, 91, 90, 15, 131, 13, 201, 95, 96, 53, 194, 233, 7, 225, 140, 36, 103, 30, 69, 142, 8, 99, 37, 240,
@@ -107,19 +109,26 @@ def perlin_rows(x0: np.ndarray, step: float, n: int, y: np.ndarray) -> np.ndarra
     table[..., 1] = (1 - v) * g_aa[..., 1] * yf + v * g_ab[..., 1] * (yf - 1.0)
     table[..., 2] = (1 - v) * g_ba[..., 0] + v * g_bb[..., 0]
     table[..., 3] = (1 - v) * g_ba[..., 1] * yf + v * g_bb[..., 1] * (yf - 1.0)
-    local = (x0 - first).astype(np.float32)[:, None] + np.arange(n, dtype=np.float32)[None, :] * np.float32(step)
-    cell = np.floor(local)
-    xf = local - cell
-    index = cell.astype(np.intp)  # np.take converts other index types first (an extra pass)
-    index += (np.arange(rows, dtype=np.intp) * n_cells)[:, None]
-    c = np.take(table.reshape(-1, 4), index, axis=0)  # np.take: far faster than fancy indexing here
-    u = xf * xf * xf * (xf * (xf * np.float32(6) - np.float32(15)) + np.float32(10))
-    l0 = c[..., 0] * xf + c[..., 1]
-    l1 = c[..., 2] * (xf - np.float32(1)) + c[..., 3]
-    l1 -= l0
-    l1 *= u
-    l1 += l0
-    return l1
+    out = np.empty((rows, n), np.float32)
+    _along_rows((x0 - first).astype(np.float32), np.float32(step), table, out)
+    return out
+
+
+@kernel
+def _along_rows(start, step, table, out):
+    """out[r, i] at the row-relative x = start[r] + i·step (float32): its cell's four numbers from `table`,
+    the x-fade u(xf) = xf³(xf(6xf − 15) + 10) and lerp(u, a0·xf + b0, a1·(xf − 1) + b1), one sample at a
+    time (the float32 operations of the array version, in its order)."""
+    for r in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            local = start[r] + np.float32(i) * step
+            cell = np.floor(local)
+            xf = local - cell
+            c = table[r, int(cell)]
+            u = xf * xf * xf * (xf * (xf * np.float32(6) - np.float32(15)) + np.float32(10))
+            l0 = c[0] * xf + c[1]
+            l1 = c[2] * (xf - np.float32(1)) + c[3]
+            out[r, i] = (l1 - l0) * u + l0
 
 
 def _pool() -> ThreadPoolExecutor:
