@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiled import kernel
 from .kernels import kernel_weights
 
 
@@ -32,24 +33,24 @@ def draw_returns(azimuth, range_m, energy, n_azimuths: int, range_cfg, kernel_cf
         return image.reshape(n_azimuths, n_bins)
     # Sum the returns of each (azimuth, bin) first: the kernel is linear, so spreading the sums is the
     # same as spreading every return, and there are far fewer occupied cells than returns.
-    delta = np.bincount(flat, energy, minlength=n_azimuths * n_bins)
-    marked = np.zeros(n_azimuths * n_bins, bool)
-    marked[flat] = True  # energies are > 0, so these are exactly the non-zero cells (a bool scan is cheaper)
-    occupied = np.flatnonzero(marked)
+    delta = np.bincount(flat, energy, minlength=n_azimuths * n_bins).reshape(n_azimuths, n_bins)
     weights, m = kernel_weights(kernel_cfg.type, kernel_cfg.width, kernel_cfg.mode, kernel_cfg.gaussian_sigma)
-    width = len(weights)
-    # Spread into rows padded by the kernel width: padded column col + i holds bin col - m + i, so
-    # every index is in range and what falls before bin 0 or past the last bin is simply cut off.
-    # One scatter per kernel tap: within a tap the targets are distinct (occupied cells are), so a
-    # plain fancy-index add is exact; taps run from last to first so that every bin sums its sources
-    # in increasing bin order (the order np.bincount used here before: the same float64 sums).
-    padded_len = n_bins + width
-    start = occupied + (occupied // n_bins) * width  # row * padded_len + col
-    sums = delta[occupied]
-    padded = np.zeros(n_azimuths * padded_len)
-    for i in range(width - 1, -1, -1):
-        padded[start + i] += sums * weights[i]
-    image = padded.reshape(n_azimuths, padded_len)[:, m:m + n_bins].copy()
+    image = np.zeros((n_azimuths, n_bins))
+    _spread(delta, np.asarray(weights, np.float64), m, image)
     if not range_cfg.write_bin_zero:
         image[:, 0] = 0.0  # RadaRays never writes row 0 while spreading
     return image
+
+
+@kernel
+def _spread(delta, weights, m, image):
+    """image[a, c - m + i] += delta[a, c] * weights[i] for every occupied cell (delta > 0: energies are
+    positive) in increasing c, so every bin sums its sources in increasing bin order (the float64 sums
+    of spreading return by return, in that order); what falls before bin 0 or past the last bin is cut off."""
+    n_bins, width = delta.shape[1], weights.shape[0]
+    for a in range(delta.shape[0]):
+        for c in range(n_bins):
+            value = delta[a, c]
+            if value > 0:
+                for i in range(max(0, m - c), min(width, n_bins + m - c)):
+                    image[a, c - m + i] += value * weights[i]
