@@ -280,7 +280,7 @@ def _unit_directions(o, d, unit):
         elif norm2 < np.float32(1e-24):
             zero_length += 1
         scale = np.sqrt(norm2) if abs(norm2 - np.float32(1.0)) > np.float32(1e-6) else np.float32(1.0)
-        uf[3 * i], uf[3 * i + 1], uf[3 * i + 2] = (x / scale, y / scale, z / scale) if scale != 1 else (x, y, z)
+        uf[3 * i], uf[3 * i + 1], uf[3 * i + 2] = x / scale, y / scale, z / scale  # x / 1 is x exactly
     return bad_origins, bad_directions, zero_length
 
 

@@ -281,9 +281,8 @@ class EmbreeBackend(Backend):
         if r is not None:  # world -> instance frame: x_local = R^T (x - t); row vectors: (x - t) @ R
             oc, dc = np.ascontiguousarray((oc - t) @ r), np.ascontiguousarray(dc @ r)
         cdist, cprim, cng = layer.run(oc, dc, far)
-        if r is not None:  # the normals of the hits back to the world frame
+        if r is not None:  # the normals of the hits back to the world frame (cng is this call's own array)
             closer = cprim >= 0
-            cng = cng.copy()
             cng[closer] = cng[closer] @ r.T
         _take_closer(cand, cdist, cprim, cng, np.int16(code), dist, prim, ng, layer_of)
 
