@@ -88,6 +88,8 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=15, help="interleaved rounds; the best of each stage is reported")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--sensors", nargs="+", choices=list(SENSORS), default=list(SENSORS))
+    p.add_argument("--breakdown", action="store_true",
+                   help="also: where a frame's CPU goes on one thread (cProfile), and a piece's time alone and beside another")
     args = p.parse_args(argv)
 
     rss0 = peak_rss_mb()
@@ -149,7 +151,79 @@ def main(argv=None) -> None:
                    vs_bare_in_backend_spans=f"{np.median(span_ratios[key]):.2f}x",
                    cpu_ratio=f"{np.median(cpu[key]) / np.median(cpu['bare']):.2f}x", **extra)
 
+        if args.breakdown:
+            print_breakdown(label_name, cfg, scene, pose)
+
     print(f"peak RSS {peak_rss_mb():.0f} MiB (at process start {rss0:.0f} MiB)")
+
+
+# the parts of a frame's CPU: (file, function) pairs whose own time (cProfile tottime) they sum
+_PARTS = {
+    "tracing (embreex)": [("tracing/embree.py", "run")],
+    "tracing post-processing": [("tracing/embree.py", n) for n in ("_finish_span", "_shift_kernel", "_trace_span")],
+    "ray rotation": [("lidar_ros/simulator.py", n) for n in ("_rotate_kernel", "_world_rays")],
+    "echo forming": [("physics/echoes.py", n) for n in ("_echo_kernel", "form_echoes")],
+    "detection and noise draws": [("physics/detection_probability.py", n) for n in ("_probability_kernel", "detection_probability", "detected", "dropouts")]
+    + [("physics/noise.py", n) for n in ("noisy_ranges", "standard_normal", "_add_noise")],
+    "particle echoes (fog)": [("physics/weather.py", "backscatter_returns"), ("physics/beam_returns.py", "add_backscatter"),
+                              ("physics/beam_returns.py", "_particle_wins")],
+    "Poisson photon counts": [("physics/photons.py", "photon_counts")],
+    "writing the frame": [("lidar_ros/simulator.py", n) for n in ("_write_returns", "_points_in_window")]
+    + [("io/lidar_clouds.py", "fill")],
+}
+
+
+def print_breakdown(label: str, cfg, scene, pose, frames: int = 10) -> None:
+    """One-thread cProfile of `frames` frames split into _PARTS (numpy's own calls are counted under
+    "everything else"), then one surface-model piece's wall and thread CPU time on one thread and on two
+    (beside the frame's other piece: the difference is waiting and sharing the core's resources)."""
+    import cProfile
+    import pstats
+
+    backend = make_backend("embree", scene, threads=1)
+    sim = LidarSimulator(cfg, scene, backend, seed=0, sink=FrameCloud.of)
+    sim.simulate(pose).release()
+    profile = cProfile.Profile()
+    start = time.process_time()
+    profile.enable()
+    for _ in range(frames):
+        sim.simulate(pose).release()
+    profile.disable()
+    total = (time.process_time() - start) / frames
+    rows = pstats.Stats(profile).stats
+    parts = {part: sum(v[2] for (file, _, name), v in rows.items() if any(f in file and name == n for f, n in keys))
+             / frames for part, keys in _PARTS.items()}
+    trace = parts["tracing (embreex)"]
+    print(f"  {label}: CPU of one frame on one thread (cProfile, so a little above the timings above):")
+    for part, seconds in [*parts.items(), ("everything else", total - sum(parts.values())), ("frame", total)]:
+        print(f"    {part:<28s} {seconds * 1e3:7.2f} ms  {seconds / trace:5.2f}x the tracing")
+    backend.close()
+    for threads in (1, 2):
+        backend = make_backend("embree", scene, threads=threads)
+        sim = LidarSimulator(cfg, scene, backend, seed=0, sink=FrameCloud.of)
+        wall, cpu = _piece_times(sim, pose, frames)
+        print(f"    a surface-model piece with {threads} thread(s): {wall * 1e3:.2f} ms wall, {cpu * 1e3:.2f} ms thread CPU (medians)")
+        backend.close()
+
+
+def _piece_times(sim, pose, frames: int) -> tuple[float, float]:
+    """Medians of each surface-model piece's wall and thread CPU time over `frames` frames."""
+    log = []
+    piece = sim._surface_piece
+
+    def timed(*args):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        out = piece(*args)
+        log.append((time.perf_counter() - wall, time.thread_time() - cpu))
+        return out
+
+    sim._surface_piece = timed
+    sim.simulate(pose).release()
+    log.clear()
+    for _ in range(frames):
+        sim.simulate(pose).release()
+    wall, cpu = np.median(np.array(log), axis=0)
+    return float(wall), float(cpu)
 
 
 if __name__ == "__main__":

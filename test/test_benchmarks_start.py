@@ -22,3 +22,17 @@ def test_every_benchmark_is_listed_here():
 def test_benchmark_answers_help(command):
     done = subprocess.run([sys.executable, *command, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "usage:" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_lidar_breakdown_runs_and_names_every_part():
+    """`bench_lidar --breakdown` (the README's split of a frame's CPU) runs on a small world and prints every
+    part and both piece timings; the figures themselves are not asserted."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_lidar", "--triangles", "20000", "--repeats", "1",
+                           "--sensors", "VLP-16+effects", "--breakdown"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    from benchmarks.bench_lidar import _PARTS
+
+    for part in [*_PARTS, "everything else", "frame", "piece with 1 thread(s)", "piece with 2 thread(s)"]:
+        assert part in done.stdout, part
