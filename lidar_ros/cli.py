@@ -209,7 +209,8 @@ def write_bag(out: Path, scans, pose, args, unit) -> None:
     """The scans as the unit's messages (those a node publishes) on its topics, plus the sensor pose on /tf."""
     from radarays_ros.io import messages
     from radarays_ros.io.bag import BagWriter
-    from radarays_ros.sensors.units import header_stamp, topic_messages
+    from radarays_ros.io.messages import header_stamp
+    from radarays_ros.sensors.topics import topic_messages
     from radarays_ros.world.trajectory import Trajectory
 
     cfg = scans[0].config

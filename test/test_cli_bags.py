@@ -10,7 +10,9 @@ import trimesh
 
 from radarays_ros.cli import main
 from radarays_ros.io.messages import TYPESTORE
-from radarays_ros.sensors.units import LidarUnit, RadarUnit, resolve_radar_config, sensor_topic
+from radarays_ros.radar.config import resolve_radar_config
+from radarays_ros.sensors.topics import sensor_topic
+from radarays_ros.sensors.units import LidarUnit, RadarUnit
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.loader import load_world
 from radarays_ros.world.transforms import pose_to_matrix

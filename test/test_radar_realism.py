@@ -234,10 +234,10 @@ def test_ego_motion_gives_radial_velocity_channel():
 
 def test_compat_presets_keep_the_radarays_stage():
     for name in ("radarays_default", "mulran", "navtech_cir204"):
-        from radarays_ros.sensors.units import resolve_radar_config
+        from radarays_ros.radar.config import resolve_radar_config
         assert resolve_radar_config(name).sensor.model == "radarays"
     for name in ("navtech_ras6", "navtech_cts350x", "navtech_cir204_realistic"):
-        from radarays_ros.sensors.units import resolve_radar_config
+        from radarays_ros.radar.config import resolve_radar_config
         assert resolve_radar_config(name).sensor.model == "physical"
 
 

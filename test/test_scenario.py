@@ -258,7 +258,8 @@ def test_a_demo_for_every_bundled_world():
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_shipped_scenarios_load(path):
     """Valid files whose sensors build and whose every sweep fits the trajectory (not run: CI time)."""
-    from radarays_ros.sensors.units import LidarUnit, RadarUnit, resolve_radar_config
+    from radarays_ros.radar.config import resolve_radar_config
+    from radarays_ros.sensors.units import LidarUnit, RadarUnit
     from lidar_ros import load_sensor
 
     scenario = load_scenario(path)
@@ -288,7 +289,7 @@ def test_readme_main_job_runs(tmp_path):
 
 
 def test_topics_follow_one_naming_rule():
-    from radarays_ros.sensors.units import sensor_topic
+    from radarays_ros.sensors.topics import sensor_topic
 
     assert sensor_topic("/radar", "radar/image") == "/radar/image"  # the doubled name of old bags
     assert sensor_topic("/front", "radar/image") == "/front/radar/image"

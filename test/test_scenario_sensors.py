@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 
 from radarays_ros.errors import ConfigError
-from radarays_ros.sensors.units import (LidarUnit, ParamInfo, RadarUnit, check_param, flatten, make_unit,
-                                           poses_over, resolve_radar_config)
+from radarays_ros.radar.config import resolve_radar_config
+from radarays_ros.sensors.params import ParamInfo, check_param, flatten
+from radarays_ros.sensors.poses import poses_over
+from radarays_ros.sensors.units import LidarUnit, RadarUnit, make_unit
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene

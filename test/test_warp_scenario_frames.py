@@ -15,7 +15,8 @@ from radarays_ros.errors import ConfigError  # noqa: E402
 from radarays_ros.resources import shipped  # noqa: E402
 from radarays_ros.scenario.config import load_scenario  # noqa: E402
 from radarays_ros.scenario.runner import run_scenario  # noqa: E402
-from radarays_ros.sensors.units import FRAMES_PARAM, make_unit  # noqa: E402
+from radarays_ros.sensors.params import FRAMES_PARAM  # noqa: E402
+from radarays_ros.sensors.units import make_unit  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
 from radarays_ros.world.loader import load_world  # noqa: E402
 

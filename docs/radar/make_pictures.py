@@ -16,7 +16,7 @@ import numpy as np
 
 from radarays_ros.io import radar_image as rio
 from radarays_ros.radar import RadarSimulator
-from radarays_ros.sensors.units import resolve_radar_config
+from radarays_ros.radar.config import resolve_radar_config
 from radarays_ros.world.loader import load_world
 from radarays_ros.world.transforms import pose_to_matrix
 

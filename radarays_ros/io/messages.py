@@ -46,6 +46,11 @@ def stamp(t_ns: int) -> Time:
     return Time(sec=t_ns // 1_000_000_000, nanosec=t_ns % 1_000_000_000)
 
 
+def header_stamp(msg) -> int:
+    """Integer nanoseconds of a message's header stamp (the inverse of `stamp`)."""
+    return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+
+
 def header(t_ns: int, frame_id: str) -> Header:
     return Header(stamp=stamp(t_ns), frame_id=str(frame_id))
 

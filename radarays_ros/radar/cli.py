@@ -70,7 +70,7 @@ def load_config(path: str | None, overrides: dict, seed: int | None):
 
     Preset names are resolved as the nodes and scenarios resolve them (config/radar/NAME.yaml); an
     unknown name lists the presets."""
-    from ..sensors.units import resolve_radar_config
+    from .config import resolve_radar_config
     from .config import RadarConfig
 
     config = resolve_radar_config(path) if path else RadarConfig()
@@ -148,7 +148,7 @@ def write_output(img, out: Path, pose: np.ndarray, t_ns: int, unit, png_style: s
     else:
         from ..io import messages
         from ..io.bag import BagWriter
-        from ..sensors.units import topic_messages
+        from ..sensors.topics import topic_messages
 
         with BagWriter(out) as bag:
             tf = messages.tf_message([messages.transform_stamped(pose, t_ns, "map", unit.frame_id)])

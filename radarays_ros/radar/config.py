@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from ..config_file import parse_scalar, read_yaml
 from ..errors import ConfigError
+from ..resources import find_shipped, shipped_names
 from ..validate import Rule
 
 INF = math.inf
@@ -350,3 +351,16 @@ def _check_value(key: str, value: Any, rule: Mapping, origin: str):
     return Rule(kind=rule["kind"], lo=rule["lo"], hi=rule["hi"], lo_open=rule["lo_open"], hi_open=rule["hi_open"],
                 choices=tuple(rule["choices"] or ()), nullable=bool(rule.get("nullable")),
                 doc=rule.get("doc", "")).check(value, f"radar config {origin}: {key}")
+
+
+def resolve_radar_config(source: str | Path, overrides: Mapping[str, Any] | None = None):
+    """RadarConfig from a preset name (package data radar/NAME.yaml) or a YAML path, plus dotted overrides
+    (as lidar_ros.config.load_sensor is for lidar presets)."""
+    text = str(source or "radarays_default")
+    path = Path(text)
+    if not path.suffix and not path.is_file():
+        path = find_shipped("radar", text)
+        if path is None:
+            presets = shipped_names("radar")
+            raise ConfigError(f"unknown radar config '{text}': not a file and not a preset; presets: {', '.join(presets)}")
+    return RadarConfig.from_yaml(path, dict(overrides or {}))

@@ -57,7 +57,7 @@ import numpy as np
 from ..errors import ConfigError, RadaraysError
 from ..sensors.poses import mounted_sweep
 from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
-from ..sensors.units import ParamInfo, flatten
+from ..sensors.params import ParamInfo, flatten
 
 GAZEBO_PARAMS = {
     "gazebo.enable": ParamInfo(False, "follow a running Gazebo world: the scene mirrors it (poses, spawned and "

@@ -42,7 +42,8 @@ from ..sensors.diagnostics import ThrottledLog, sensor_status
 from ..sensors.poses import tf_sweep
 from ..sensors.schedule import next_sweep
 from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
-from ..sensors.units import check_param, make_unit
+from ..sensors.params import check_param
+from ..sensors.units import make_unit
 from ..sensors.worlds import backend_options, empty_world, open_world
 from .convert import diagnostic_array, header_stamp_ns, rclpy_class, to_cdr
 from .gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, GazeboLink

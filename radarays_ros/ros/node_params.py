@@ -1,10 +1,10 @@
 """The sensor nodes' own parameters (tables of ParamInfo) and their `--help`: no ROS here, so `--help`
 answers without a ROS 2 install. ros/params.py turns a ParamInfo into a ROS ParameterDescriptor; the
 `gazebo.*` parameters are in ros/gazebo_link.py, the sensor models' own (`sensor.*`, `output.*`) come
-from their configs (radarays_ros/sensors/units.py)."""
+from their configs (radarays_ros/sensors/params.py)."""
 from __future__ import annotations
 
-from ..sensors.units import FRAMES_PARAM, ParamInfo, param_rule
+from ..sensors.params import FRAMES_PARAM, ParamInfo, param_rule
 from ..validate import plain
 from .gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS
 

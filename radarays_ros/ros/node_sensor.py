@@ -13,7 +13,8 @@ import numpy as np
 from ..errors import ConfigError, RadaraysError
 from ..sensors.diagnostics import Stats
 from ..sensors.poses import fixed_pose
-from ..sensors.units import SensorUnit, make_unit, sensor_topic
+from ..sensors.topics import sensor_topic
+from ..sensors.units import SensorUnit, make_unit
 from .gazebo_link import SdfSensorPlan, sdf_topic
 from .node_params import DEFAULT_CONFIG, RIG_PARAMS, RIG_SENSOR_PARAMS, SENSOR_PARAMS, config_param
 

@@ -15,7 +15,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.parameter import Parameter
 
 from ..errors import ConfigError
-from ..sensors.units import ParamInfo, check_param, param_rule
+from ..sensors.params import ParamInfo, check_param, param_rule
 
 _TYPES = {bool: ParameterType.PARAMETER_BOOL, int: ParameterType.PARAMETER_INTEGER,
           float: ParameterType.PARAMETER_DOUBLE, str: ParameterType.PARAMETER_STRING}

@@ -248,7 +248,7 @@ def bag_trajectory(path: Path, topic: str, frame: str | None, world_frame: str, 
     """Poses from a recorded bag: nav_msgs/Odometry on `topic`, or world_frame <- frame from /tf."""
     from rosbags.highlevel import AnyReader
 
-    from ..io.messages import TYPESTORE
+    from ..io.messages import TYPESTORE, header_stamp
     from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
 
     if not path.exists():
@@ -268,11 +268,11 @@ def bag_trajectory(path: Path, topic: str, frame: str | None, world_frame: str, 
                     m = np.eye(4)
                     m[:3, :3] = quaternion_to_matrix(q.x, q.y, q.z, q.w)
                     m[:3, 3] = (s.x, s.y, s.z)
-                    times.append(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec)
+                    times.append(header_stamp(msg))
                     poses.append(m)
                 elif conn.msgtype == "tf2_msgs/msg/TFMessage":
                     for t in msg.transforms:
-                        stamp = t.header.stamp.sec * 1_000_000_000 + t.header.stamp.nanosec
+                        stamp = header_stamp(t)
                         tr, q = t.transform.translation, t.transform.rotation
                         try:
                             tf.set_transform(t.header.frame_id, t.child_frame_id, stamp, (tr.x, tr.y, tr.z),

@@ -19,7 +19,9 @@ from ..errors import ConfigError
 from ..io import messages
 from ..io.bag import BagWriter, check_output_path
 from .config import Scenario, load_scenario, matching_entities
-from ..sensors.units import SensorUnit, make_unit, poses_over, topic_messages
+from ..sensors.poses import poses_over
+from ..sensors.topics import topic_messages
+from ..sensors.units import SensorUnit, make_unit
 from .odometry import odometry_msg, odometry_poses, travelled
 from .pictures import RunPictures, safe_file_name
 

@@ -114,7 +114,8 @@ def check_sensor_configs(scenario: Scenario, where: str) -> None:
     """Build every sensor's config with its overrides (the values a run would use); ConfigError if one is bad."""
     from lidar_ros import load_sensor
 
-    from ..sensors.units import LidarUnit, RadarUnit, resolve_radar_config
+    from ..radar.config import resolve_radar_config
+    from ..sensors.units import LidarUnit, RadarUnit
 
     for spec in scenario.sensors:
         try:

@@ -9,12 +9,22 @@ Pure functions of their inputs; the node only picks one and hands over its buffe
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..validate import check_pose6
+from ..world.trajectory import Trajectory
 from ..world.transforms import pose_to_matrix
 from .tf_buffer import TransformBuffer
-from .units import poses_over
+
+
+def poses_over(pose_source, t0_ns: int, period_ns: int, samples_per_s: float = 200.0):
+    """A Trajectory sampling `pose_source(times) -> (N,4,4)` over one sweep [t0, t0 + period]."""
+    n = max(2, int(math.ceil(period_ns * 1e-9 * samples_per_s)) + 1)
+    times = t0_ns + np.linspace(0, period_ns, n).round().astype(np.int64)
+    times = np.unique(times)
+    return Trajectory(times, pose_source(times))
 
 
 def fixed_pose(values, where: str = "fixed_pose") -> np.ndarray:

@@ -8,70 +8,21 @@ radarays_ros.io; the node converts them for rclpy.
     result = unit.simulate(pose_or_trajectory, t0_ns)
     msgs = unit.messages(result, t0_ns)          # {"radar/image": Image, "radar/points": ..., ...}
     topic_messages(unit, result, t0_ns, "front") # the same on the bag's topics: {"/front/radar/image": ...}
+
+Beside it: a unit's tunable values (`params`: ParamInfo and its check), the topic naming rule (`topics`),
+where a sensor is during a sweep (`poses`); radar presets are found by radar.config.resolve_radar_config.
 """
 from __future__ import annotations
 
-import dataclasses
-import math
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..resources import find_shipped, shipped_names
-from ..validate import Rule
+from .params import FRAMES_PARAM, ParamInfo, check_param, flatten, lidar_output_params, radar_output_params, radar_params
 
 
-@dataclass(frozen=True)
-class ParamInfo:
-    """One tunable value: its current value and what it may be (for ROS parameter descriptors)."""
-
-    value: Any
-    description: str = ""
-    lo: float | None = None
-    hi: float | None = None
-    choices: tuple = ()
-    kind: type | None = None  # bool, int, float, str, list; None = take the value's type
-    nullable: bool = False
-
-
-# -- output options (not part of the sensor model: how a frame becomes messages) -----------------
-def radar_output_params() -> dict[str, ParamInfo]:
-    from ..io.radar_image import ENCODINGS, LAYOUTS
-
-    return {
-        "image_layout": ParamInfo("range_rows", "radar/image rows: range bins (range_rows: RadaRays, MulRan "
-                                  "/Navtech/Polar) or azimuths (azimuth_rows: Navtech ROS 2 driver, Oxford, Boreas)",
-                                  choices=tuple(LAYOUTS)),
-        "image_encoding": ParamInfo("mono8", "radar/image pixel type: mono8 (8 bit like the real sensor) or 32FC1",
-                                    choices=tuple(ENCODINGS)),
-        "points_k": ParamInfo(5, "radar/points: strongest range peaks kept per azimuth", 1, 1000, kind=int),
-        "points_threshold": ParamInfo(3.0, "radar/points: CA-CFAR factor over the local noise mean", 0.0, 1e6, kind=float),
-        "points_min_value": ParamInfo(1.0, "radar/points: smallest image value that can be a point", 0.0, 1e9, kind=float),
-        "cartesian_pixels": ParamInfo(800, "radar/image_cartesian: width = height in pixels (about)", 16, 8192, kind=int),
-        "cartesian_max_range": ParamInfo(0.0, "radar/image_cartesian: metres shown (0 = the whole range)",
-                                         0.0, 1e5, kind=float),
-    }
-
-
-def lidar_output_params() -> dict[str, ParamInfo]:
-    from ..io.lidar_clouds import GROUND_TRUTH_FIELDS
-
-    return {
-        "ground_truth": ParamInfo([""], "ground-truth fields appended to points (opt-in)",
-                                  choices=tuple(GROUND_TRUTH_FIELDS), kind=list),
-    }
-
-
-# -- radar ----------------------------------------------------------------------------------------
 # -- where a frame runs (a node parameter `<sensor>.frames`, a scenario sensor key `frames`) --------
-FRAMES_PARAM = ParamInfo("host", "where a frame's sensor model runs: host (numpy over any backend) or device "
-                         "(the whole frame in Warp kernels; needs backend warp; radar/warp_frame.py, "
-                         "lidar_ros/warp_frame.py)", choices=("host", "device"))
-
-
 def checked_frames(name: str, frames: str, backend) -> str:
     """`frames` checked against FRAMES_PARAM and the backend (device frames need the warp backend)."""
     frames = check_param(f"{name}: frames", frames, FRAMES_PARAM)
@@ -79,56 +30,6 @@ def checked_frames(name: str, frames: str, backend) -> str:
         raise ConfigError(f"{name}: frames 'device' needs the warp backend (backend: warp), "
                           f"got backend '{getattr(backend, 'name', type(backend).__name__)}'")
     return frames
-
-
-def resolve_radar_config(source: str | Path, overrides: Mapping[str, Any] | None = None):
-    """RadarConfig from a preset name (package data radar/NAME.yaml) or a YAML path, plus dotted overrides."""
-    from ..radar import RadarConfig
-
-    text = str(source or "radarays_default")
-    path = Path(text)
-    if not path.suffix and not path.is_file():
-        path = find_shipped("radar", text)
-        if path is None:
-            presets = shipped_names("radar")
-            raise ConfigError(f"unknown radar config '{text}': not a file and not a preset; presets: {', '.join(presets)}")
-    return RadarConfig.from_yaml(path, dict(overrides or {}))
-
-
-def radar_params(config) -> dict[str, ParamInfo]:
-    """Every dotted key of a RadarConfig with its documentation and allowed range."""
-    from ..radar.config import SECTIONS
-
-    out = {}
-    for section, cls in SECTIONS.items():
-        for f in dataclasses.fields(cls):
-            rule = f.metadata
-            out[f"{section}.{f.name}"] = ParamInfo(
-                getattr(getattr(config, section), f.name), rule.get("doc", ""), rule.get("lo"), rule.get("hi"),
-                tuple(rule.get("choices") or ()), rule.get("kind"), bool(rule.get("nullable")))
-    out["seed"] = ParamInfo(config.seed, "random seed of the beam samples and noise", 0, 2**63 - 1, kind=int)
-    return out
-
-
-def flatten(mapping: Mapping, prefix: str = "") -> dict[str, Any]:
-    """{'range': {'max': 100}} -> {'range.max': 100}: the values a ROS parameter can hold.
-
-    Lists become parameters when they are all booleans, all strings or all numbers (numbers with a
-    float among them become floats: ROS arrays have one type); lists of lists or mappings stay out.
-    """
-    out = {}
-    for key, value in mapping.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(flatten(value, name + "."))
-        elif isinstance(value, (list, tuple)) and value:
-            if all(isinstance(v, bool) for v in value) or all(isinstance(v, str) for v in value):
-                out[name] = list(value)
-            elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-                out[name] = [float(v) for v in value] if any(isinstance(v, float) for v in value) else list(value)
-        elif value is None or isinstance(value, (bool, int, float, str)):
-            out[name] = value
-    return out
 
 
 class SensorUnit:
@@ -183,20 +84,6 @@ class SensorUnit:
         raise NotImplementedError
 
 
-def check_param(where: str, value: Any, info: ParamInfo) -> Any:
-    """Validate one output option against its ParamInfo (the one rule vocabulary, radarays_ros.validate)."""
-    kind = info.kind or type(info.value)
-    if kind is list and value is None:
-        value = []
-    return param_rule(info).check(value, where)
-
-
-def param_rule(info: ParamInfo) -> Rule:
-    """The validation rule of a ParamInfo."""
-    return Rule(kind=info.kind or type(info.value), lo=info.lo, hi=info.hi, choices=tuple(info.choices),
-                nullable=info.nullable, doc=info.description)
-
-
 class RadarUnit(SensorUnit):
     kind = "radar"
     topics = {
@@ -211,6 +98,7 @@ class RadarUnit(SensorUnit):
                  frames: str = "host"):
         """frames: "device" runs whole frames on the Warp device (radar/warp_frame.py; needs the warp backend)."""
         from ..radar import RadarConfig, RadarSimulator
+        from ..radar.config import resolve_radar_config
 
         self.frames = checked_frames(name, frames, backend)
         cfg = config if isinstance(config, RadarConfig) else resolve_radar_config(config, overrides)
@@ -384,53 +272,11 @@ _LIDAR_EXTRA_TOPICS = {"cone": {"range": "sensor_msgs/msg/Range"},
 SENSOR_KINDS = {"radar": RadarUnit, "lidar": LidarUnit}
 
 
-def sensor_topic(namespace: str, relative: str) -> str:
-    """The one naming rule of sensor topics (bags of `radarays run`, the rig node, the single nodes).
-
-    A sensor's outputs live under its name: `namespace/relative`. An output whose first part repeats
-    the namespace's last part is not doubled, so the radar named `radar` publishes /radar/image (as
-    radar_node does) and a radar named `front` publishes /front/radar/image; a lidar named `velodyne`
-    publishes /velodyne/points. An empty namespace leaves the relative name (the node's namespace).
-    """
-    namespace = namespace.rstrip("/")
-    if not namespace:
-        return relative
-    last = namespace.rsplit("/", 1)[-1]
-    head, _, rest = relative.partition("/")
-    if rest and head == last:
-        relative = rest
-    return f"{namespace}/{relative}"
-
-
-def topic_messages(unit: SensorUnit, result, stamp_ns: int, namespace: str = "",
-                   wanted: Iterable[str] | None = None) -> dict[str, Any]:
-    """{absolute topic: message} of one frame: `unit.messages` on the topics of `sensor_topic`, as a bag
-    (`radarays run`, `radarays radar|lidar --out X.mcap`) holds them; a node publishes the same messages
-    on the same names relative to its namespace."""
-    return {"/" + sensor_topic(namespace.strip("/"), relative): msg
-            for relative, msg in unit.messages(result, stamp_ns, wanted).items()}
-
-
-def header_stamp(msg) -> int:
-    """Nanoseconds of a message's header stamp."""
-    return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
-
-
 def make_unit(kind: str, name: str, scene, backend, **kwargs) -> SensorUnit:
     """A RadarUnit or LidarUnit by kind name."""
     if kind not in SENSOR_KINDS:
         raise ConfigError(f"sensor '{name}': unknown type '{kind}'; allowed: {', '.join(SENSOR_KINDS)}")
     return SENSOR_KINDS[kind](name, scene, backend, **kwargs)
-
-
-def poses_over(pose_source, t0_ns: int, period_ns: int, samples_per_s: float = 200.0):
-    """A Trajectory sampling `pose_source(times) -> (N,4,4)` over one sweep [t0, t0 + period]."""
-    from ..world.trajectory import Trajectory
-
-    n = max(2, int(math.ceil(period_ns * 1e-9 * samples_per_s)) + 1)
-    times = t0_ns + np.linspace(0, period_ns, n).round().astype(np.int64)
-    times = np.unique(times)
-    return Trajectory(times, pose_source(times))
 
 
 def _ray_pose(pose, point_transform):

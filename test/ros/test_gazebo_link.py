@@ -7,7 +7,7 @@ import pytest
 from radarays_ros.errors import ConfigError
 from radarays_ros.gazebo.sensors import find_sensors
 from radarays_ros.ros.gazebo_link import sdf_sensor_plan, sdf_topic, unique_name
-from radarays_ros.sensors.units import resolve_radar_config
+from radarays_ros.radar.config import resolve_radar_config
 from radarays_ros.world.transforms import pose_to_matrix
 
 

@@ -14,7 +14,8 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from radarays_ros.sensors.units import RadarUnit, resolve_radar_config
+from radarays_ros.radar.config import resolve_radar_config
+from radarays_ros.sensors.units import RadarUnit
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
@@ -239,7 +240,7 @@ def gazebo_demo_topics() -> set[str]:
 
 def scenario_topics() -> set[str]:
     """The sensor topics of the bags `radarays run scenarios/*.yaml` writes (sensor name / relative topic)."""
-    from radarays_ros.sensors.units import sensor_topic
+    from radarays_ros.sensors.topics import sensor_topic
 
     topics = set()
     for path in (REPO / "radarays_ros" / "data" / "scenarios").glob("*.yaml"):
@@ -256,7 +257,7 @@ def test_gazebo_demo_topics_are_the_ones_its_params_file_names():
 
 @pytest.mark.parametrize("path", RVIZ, ids=lambda p: p.name)
 def test_rviz_displays_receive_sensor_data(path):
-    from radarays_ros.sensors.units import sensor_topic
+    from radarays_ros.sensors.topics import sensor_topic
 
     data = yaml.safe_load(path.read_text())
     displays = data["Visualization Manager"]["Displays"]

@@ -67,7 +67,8 @@ def test_shipped_params_files_name_only_known_node_keys(path):
 
     from radarays_ros.ros.gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS
     from radarays_ros.ros.node_params import NODE_PARAMS, SENSOR_PARAMS
-    from radarays_ros.sensors.units import LidarUnit, RadarUnit, resolve_radar_config
+    from radarays_ros.radar.config import resolve_radar_config
+    from radarays_ros.sensors.units import LidarUnit, RadarUnit
 
     ((node, body),) = yaml.safe_load(path.read_text()).items()
     params = body["ros__parameters"]

@@ -1,0 +1,34 @@
+"""The one naming rule of sensor topics, and one frame's messages on those topics."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from .units import SensorUnit
+
+
+def sensor_topic(namespace: str, relative: str) -> str:
+    """The one naming rule of sensor topics (bags of `radarays run`, the rig node, the single nodes).
+
+    A sensor's outputs live under its name: `namespace/relative`. An output whose first part repeats
+    the namespace's last part is not doubled, so the radar named `radar` publishes /radar/image (as
+    radar_node does) and a radar named `front` publishes /front/radar/image; a lidar named `velodyne`
+    publishes /velodyne/points. An empty namespace leaves the relative name (the node's namespace).
+    """
+    namespace = namespace.rstrip("/")
+    if not namespace:
+        return relative
+    last = namespace.rsplit("/", 1)[-1]
+    head, _, rest = relative.partition("/")
+    if rest and head == last:
+        relative = rest
+    return f"{namespace}/{relative}"
+
+
+def topic_messages(unit: SensorUnit, result, stamp_ns: int, namespace: str = "",
+                   wanted: Iterable[str] | None = None) -> dict[str, Any]:
+    """{absolute topic: message} of one frame: `unit.messages` on the topics of `sensor_topic`, as a bag
+    (`radarays run`, `radarays radar|lidar --out X.mcap`) holds them; a node publishes the same messages
+    on the same names relative to its namespace."""
+    return {"/" + sensor_topic(namespace.strip("/"), relative): msg
+            for relative, msg in unit.messages(result, stamp_ns, wanted).items()}
