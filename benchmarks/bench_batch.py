@@ -9,7 +9,7 @@ folder; the figures are
 - runs/hour:  per setting, from the batch's wall time (planning, process start, runs, summary);
 - batch overhead (1 local worker): wall(1 worker) / wall(bare) - 1;
 - parallel efficiency 1 -> 2 workers, each run tracing with 1 thread (the same work per run, the batch
-  engine's own scaling; DESIGN.md's target >= 0.9): wall(1 worker) / (2 · wall(2 workers)); 1.0 is perfect;
+  engine's own scaling; the project's target >= 0.9): wall(1 worker) / (2 · wall(2 workers)); 1.0 is perfect;
 - the same with the default threads (cores / workers: 1 worker traces with every core, so this compares
   process parallelism with the tracer's thread parallelism on the same cores);
 - Ray per-run overhead: (wall(Ray, 2 workers) - Ray start-up - wall(local, 2 workers)) / runs, and the

@@ -54,7 +54,7 @@ def test_importing_everything_below_ros_loads_no_rclpy():
     assert done.stdout.strip() == "[]"
 
 
-# -- the rank table of DESIGN.md: imports only point down -------------------------------------------
+# -- the rank table of the layers (README, package map): imports only point down ------------------------
 BASE = ("radarays_ros", "radarays_ros.errors", "radarays_ros.config_file", "radarays_ros.validate",
         "radarays_ros.resources")
 RANKS = [  # (rank, layer, module prefixes); the longest matching prefix decides
@@ -94,7 +94,7 @@ def layer_of(module: str) -> tuple[int, str]:
         for prefix in prefixes:
             if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[0]):
                 best = (len(prefix), rank, name)
-    assert best is not None, f"{module} is in no layer of DESIGN.md: add it to the table"
+    assert best is not None, f"{module} is in no layer: add it to RANKS"
     return best[1], best[2]
 
 

@@ -1,4 +1,4 @@
-"""Range ambiguity of a time-of-flight sensor (BlenSor §3.4; realism.md "ToF").
+"""Range ambiguity of a time-of-flight sensor (BlenSor §3.4).
 
 A pulse-repetition (or modulation) frequency f gives the unambiguous range R_u = c/(2f): an echo of a
 target farther than R_u arrives after the next pulse left and is measured from that one, so the
@@ -10,11 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 SPEED_OF_LIGHT = 299_792_458.0
-
-
-def unambiguous_range(frequency_hz: float) -> float:
-    """R_u = c / (2 f) in metres."""
-    return SPEED_OF_LIGHT / (2.0 * frequency_hz)
 
 
 def fold(ranges: np.ndarray, unambiguous_m: float) -> np.ndarray:

@@ -3,7 +3,7 @@
 A retroreflector returns so much light that stray light inside the receiver (lens flare, crosstalk between
 neighbouring detector channels) reaches the pixels beside it, which then report a return at the
 retroreflector's range: real frames show a halo of points around road signs, wider than the sign
-(realism.md: "saturation and blooming (halo returns) around retroreflectors"). Model: a return of
+(saturation and blooming: halo returns around retroreflectors). Model: a return of
 reflectivity ρ ≥ threshold leaks into its neighbours in the same row up to `width` columns away, each
 seeing an apparent return at the same range with reflectivity
 

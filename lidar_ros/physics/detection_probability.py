@@ -1,8 +1,8 @@
 """Detection as a probability around the range–reflectivity limit, plus random single-pixel dropouts.
 
 A return is detected when its signal S passes the receiver's threshold T in noise of standard deviation
-σ: P_d = ½·erfc((T − S)/(√2·σ)) = Φ((S − T)/σ) (threshold detection in Gaussian noise; realism.md:
-"detection probability rises smoothly with SNR rather than at a hard range").
+σ: P_d = ½·erfc((T − S)/(√2·σ)) = Φ((S − T)/σ) (threshold detection in Gaussian noise:
+detection probability rises smoothly with SNR rather than at a hard range).
 The datasheet limit r_L(ρ) (detection.py) is where S = T (P_d = ½). An extended target's signal falls as
 ρ/r², so at range r the same surface gives S/T = (r_L(ρ)/r)², and with k = T/σ (`snr_at_limit`):
 

@@ -2,8 +2,8 @@
 
 The signal of an extended Lambertian target is K·ρ/r² photons (intensity.py). A datasheet states how far
 a target of reflectivity ρ is detected in 100 klx sunlight, with a false-positive rate and a detection
-probability. With photon counting (realism.md: "signal ~ Poisson; detection when signal over ambient
-noise passes a threshold"), a pixel fires when its count in the detection window reaches a threshold T
+probability. With photon counting (signal ~ Poisson; detection when the signal over ambient
+noise passes a threshold), a pixel fires when its count in the detection window reaches a threshold T
 over a background of B photons (sunlight and dark counts):
 
     T   = the smallest count with P(Poisson(B) ≥ T) ≤ false_positive_rate          (no target)
@@ -19,7 +19,7 @@ profile reports on misses), the same for every line, so the lines differ only by
 Sources of the figures (PRODUCT_LINES): Ouster OS1 datasheet (the 850 nm generation: 0.8–120 m @ 80 %,
 0.8–40 m @ 10 % Lambertian, 100 klx sunlight, false positive rate 1/10,000), OS0 (50 m @ 80 %) and OS2 (240 m @ 80 %) from
 the same datasheet family (the range limits of our presets); HDL-64E S2 datasheet 50 m @ 10 %, 120 m @ 80 %
-(lidar_models.md; no false-positive figure: Ouster's is used); Livox Mid-360 specs 40 m @ 10 %, 70 m @ 80 %
+(no false-positive figure: Ouster's is used); Livox Mid-360 specs 40 m @ 10 %, 70 m @ 80 %
 (100 klx, false alarm < 0.01 %); Livox HAP user manual table 1.2.1: 150 m @ 10 % (100 klx, false alarm
 0.01 %). Ouster Rev 6/7 datasheets quote their ranges at > 90 % detection probability; that figure is used
 for every line. Ambient (near_ir) counts have no public figure and are not calibrated here. (The OS1
@@ -52,7 +52,7 @@ PRODUCT_LINES = {
     "OS1": ProductLine(((0.10, 40.0), (0.80, 120.0)),
                        source="Ouster OS1 datasheet (850 nm generation): 40 m @ 10 %, 120 m @ 80 %"),
     "OS2": ProductLine(((0.80, 240.0),), source="Ouster OS2 datasheet: 240 m @ 80 %"),
-    "HDL-64E": ProductLine(((0.10, 50.0), (0.80, 120.0)), source="Velodyne HDL-64E S2 datasheet (lidar_models.md)"),
+    "HDL-64E": ProductLine(((0.10, 50.0), (0.80, 120.0)), source="Velodyne HDL-64E S2 datasheet: 50 m @ 10 %, 120 m @ 80 %"),
     "Mid-360": ProductLine(((0.10, 40.0), (0.80, 70.0)), source="Livox Mid-360 specs, 100 klx, false alarm < 0.01 %"),
     "HAP": ProductLine(((0.10, 150.0),), source="Livox HAP user manual table 1.2.1, 100 klx, false alarm 0.01 %"),
 }

@@ -2,7 +2,7 @@
 
 The mean photon count of a return is the extended-target lidar equation K·ρ(θ)/r² (intensity.py, Heiden
 et al. 2020 §III: received radiance ∝ 1/R²) with K the product line's count for a white target at 1 m.
-Photon arrivals are a Poisson process, so the count is Poisson(mean) (realism.md "Photon counting");
+Photon arrivals are a Poisson process, so the count is Poisson(mean) (photon counting);
 a pixel without a return still counts background/dark photons, Poisson(noise_floor); a detector
 saturates at `saturation` counts.
 """

@@ -7,7 +7,7 @@ Extinction coefficient α (1/m), the sum of
 * rain of rate R mm/h: α = 0.01·R^0.6 (Goodin et al. 2019, Electronics 8:89, after Lewandowski et al.);
 * snow, from its rate or the visibility in it (snow.py, Kaushal & Kaddoum 2017).
 
-A return from range r keeps exp(−2αr) of its power (two-way Beer–Lambert; realism.md, Rasshofer et al.
+A return from range r keeps exp(−2αr) of its power (two-way Beer–Lambert; Rasshofer et al.
 2011): the reflectivity a sensor infers falls by that factor, so far and dark surfaces drop out.
 
 Backscatter (Rasshofer et al. 2011; Hahner et al. 2021 model fog returns the same way): the droplets in a

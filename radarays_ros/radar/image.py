@@ -33,6 +33,3 @@ class RadarImage:
     @property
     def resolution(self) -> float:
         return float(self.range_m[1] - self.range_m[0]) if len(self.range_m) > 1 else float(self.config.range.resolution)
-
-    def range_centres(self) -> np.ndarray:
-        return self.range_m + 0.5 * self.config.range.resolution

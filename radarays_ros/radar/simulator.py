@@ -163,9 +163,4 @@ def _scrolled(array: np.ndarray, shift: int) -> np.ndarray:
     return np.roll(array, shift, axis=0) if shift else array
 
 
-def sweep_period_ns(config: RadarConfig) -> int:
-    """Duration of one sweep in nanoseconds."""
-    return int(round(1e9 / config.azimuth.rate_hz))
-
-
-__all__ = ["RadarSimulator", "sweep_period_ns"]
+__all__ = ["RadarSimulator"]

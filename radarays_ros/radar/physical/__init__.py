@@ -1,4 +1,4 @@
-"""The physical radar sensor stage (DESIGN.md "Radar in two stages: geometry then sensor").
+"""The physical radar sensor stage (the second of the radar's two stages: geometry, then sensor).
 
 Used when `sensor.model: physical` (realistic presets); the RadaRays-compatible stage is untouched.
 One formula per module, each with its source:

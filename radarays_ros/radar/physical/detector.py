@@ -1,7 +1,7 @@
 """Log detector in Navtech units: counts = (10 log10(P / 1 mW) - zero_dBm) / step, 8 bits, saturating.
 
 Navtech's radar SDK stores each FFT bin as an 8-bit fixed-point dB value with 0.5 dB per count
-(Navtech `FFT_types.h`; realism.md), so counts = 2 x dB above the instrument's zero, 255 = 127.5 dB.
+(Navtech SDK `FFT_types.h`), so counts = 2 x dB above the instrument's zero, 255 = 127.5 dB.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 A radial velocity v (positive = receding) adds the Doppler shift f_D = -2 v / lambda to the beat
 frequency f_b = 2 R S / c (S = B / T). Read as range, the target moves by
     dr = s v f_c T / B,    s = +1 on an up-chirp, -1 on a down-chirp
-(realism.md; Rennie et al., "A Doppler extension for radar odometry", and the Boreas-RT papers: the
+(Rennie et al., "A Doppler extension for radar odometry", and the Boreas-RT papers: the
 Navtech RAS6 alternates up and down chirps between azimuths, so a moving target zig-zags by 2 dr).
 """
 from __future__ import annotations

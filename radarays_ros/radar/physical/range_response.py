@@ -47,10 +47,6 @@ def amplitude_response(name: str, x: np.ndarray) -> np.ndarray:
     return (spectrum / w.sum()).reshape(x.shape)
 
 
-def power_response(name: str, x: np.ndarray) -> np.ndarray:
-    return amplitude_response(name, x) ** 2
-
-
 @lru_cache(maxsize=16)
 def range_kernel(window_name: str, bandwidth_hz: float, bin_m: float, half_width: float) -> "RangeKernel":
     """A RangeKernel, built once per parameter set (its table costs ~20 ms)."""
