@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from radarays_ros.compiled import kernel
+from radarays_ros.threads import pool
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
 
@@ -59,18 +59,6 @@ MIN_PIECES = 2  # from MIN_SPLIT_RAYS on: both threads get a piece
 # intensity fields a layout's point cloud reads besides the sensor's intensity field: computed in
 # the parallel pieces instead of on first access
 LAYOUT_FIELDS = {"ouster": ("ouster_reflectivity", "ouster_ambient")}
-
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def _pool(threads: int) -> ThreadPoolExecutor:
-    """A process-wide worker pool per thread count (shared by every simulator with that count)."""
-    with _POOLS_LOCK:
-        if threads not in _POOLS:
-            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="lidar-piece")
-        return _POOLS[threads]
-
 
 def frame_pieces(n: int) -> list[tuple[int, int]]:
     """[a, b) ray ranges of a frame of n rays: ceil(n / PIECE_RAYS) pieces, at least MIN_PIECES from
@@ -250,10 +238,11 @@ class LidarSimulator:
         return spread_directions(beam_dirs, beam.divergence_mrad * 1e-3, self._k, beam.profile)
 
     def _each_piece(self, jobs, fn) -> list:
-        """[fn(k, a, b) for every piece], the first on the calling thread, the others on the worker pool."""
+        """[fn(k, a, b) for every piece], the first on the calling thread, the others on the kept "frame"
+        pool of the backend's thread count (radarays_ros/threads.py)."""
         if len(jobs) == 1 or self._threads == 1:
             return [fn(*job) for job in jobs]
-        rest = [_pool(self._threads).submit(fn, *job) for job in jobs[1:]]
+        rest = [pool("frame", self._threads).submit(fn, *job) for job in jobs[1:]]
         try:
             first = fn(*jobs[0])
         finally:

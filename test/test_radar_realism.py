@@ -385,6 +385,7 @@ def test_stage_bytes_do_not_depend_on_the_thread_count(monkeypatch):
 def test_the_stage_uses_as_many_threads_as_the_tracing(monkeypatch):
     # `radarays batch --threads 1` runs many frames side by side: their stages must not each start a
     # pool the size of the machine. The stage's pool follows the backend's threads; same image either way.
+    from radarays_ros import threads
     from radarays_ros.radar.physical import stage
     from radarays_ros.tracing import make_backend
 
@@ -397,7 +398,7 @@ def test_the_stage_uses_as_many_threads_as_the_tracing(monkeypatch):
     assert set(sizes) == {1}
     sizes.clear()
     three = RadarSimulator(cfg, world, backend=make_backend("embree", world, threads=3)).simulate(EYE)
-    assert set(sizes) == {3} and 3 in stage._POOLS[1]
+    assert set(sizes) == {3} and threads.kept("frame", 3) is not None
     assert one.image.tobytes() == three.image.tobytes()
 
 
@@ -405,7 +406,7 @@ def test_sensors_with_other_thread_counts_run_side_by_side():
     # a rig runs its sensors on their own threads: one sensor's stage pool must not be replaced under another
     from concurrent.futures import ThreadPoolExecutor
 
-    from radarays_ros.radar.physical import stage
+    from radarays_ros import threads
     from radarays_ros.tracing import make_backend
 
     world = scene(ground(), plate(12.0, 1.0))
@@ -424,9 +425,10 @@ def test_sensors_with_other_thread_counts_run_side_by_side():
     assert got == want and want[0] == want[1] and len(set(want[0])) == 4
     two, three = sims()
     two.simulate(EYE)
-    in_use = stage._POOLS[1][2]
+    in_use = threads.kept("frame", 2)
     three.simulate(EYE)  # another size: a pool of its own, the first one still takes work
-    assert stage._POOLS[1][2] is in_use and in_use.submit(int).result(timeout=10) == 0
+    assert threads.kept("frame", 3) is not in_use
+    assert threads.kept("frame", 2) is in_use and in_use.submit(int).result(timeout=10) == 0
 
 
 def test_geometry_blocks_give_the_returns_of_one_block(monkeypatch):
@@ -522,11 +524,12 @@ def test_a_forked_process_gets_its_own_stage_pool():
     # batch workers fork after the parent may have run a frame: the child makes its own pool and draws the same bytes
     import multiprocessing
 
+    from radarays_ros import threads
     from radarays_ros.radar.physical import stage
 
     cfg = physical(azimuth={"count": 60}, range={"bins": 300})
     here = np.frombuffer(_physical_frame_bytes(cfg), np.uint8)  # the parent's pool exists now
-    assert stage._POOLS is not None and len(range(0, 60, stage.ROWS_PER_SEED)) > 1
+    assert threads.kept("frame", 2) is not None and len(range(0, 60, stage.ROWS_PER_SEED)) > 1
     with multiprocessing.get_context("fork").Pool(1) as pool:
         there = pool.apply_async(_physical_frame_bytes, (cfg,)).get(timeout=120)
     assert there == here.tobytes()

@@ -6,13 +6,10 @@ about [-1, 1] and is not remapped. Vectorised over arrays of x and y.
 """
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from ..compiled import kernel
+from ..threads import run_all, thread_count
 
 # Ken Perlin's reference permutation of 0..255 (published with "Improving Noise", 2002).
 _PERMUTATION = np.array([
@@ -131,19 +128,6 @@ def _along_rows(start, step, table, out):
             out[r, i] = (l1 - l0) * u + l0
 
 
-def _pool() -> ThreadPoolExecutor:
-    """Worker threads for the row blocks (numpy releases the GIL inside each block's array operations)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max(1, min(os.cpu_count() or 1, 4)), thread_name_prefix="perlin")
-        return _POOL
-
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
 def perlin_hilo_rows(x_offsets: np.ndarray, n: int, cols: np.ndarray, scale_low: float, scale_high: float,
                      p_low: float, block_rows: int = 32) -> np.ndarray:
     """perlin_hilo over an (A, n) grid: row r at x = offset[r] + i * scale, y = cols[r] * scale.
@@ -164,10 +148,9 @@ def perlin_hilo_rows(x_offsets: np.ndarray, n: int, cols: np.ndarray, scale_low:
         block += np.float32(1.0 - p_low) * perlin_rows(x_offsets[rows], scale_high, n, cols[rows] * scale_high)
 
     starts = range(0, len(cols), block_rows)
-    if len(starts) < 2 or len(cols) * n < 100_000:
-        for a in starts:
-            fill(a)
-    else:
-        for done in [_pool().submit(fill, a) for a in starts]:
-            done.result()
+    # on the kept "frame" pool of up to 4 threads (numpy releases the GIL inside each block's operations)
+    run_all("frame", fill, starts, 1 if len(cols) * n < 100_000 else thread_count(cap=PERLIN_THREADS))
     return out
+
+
+PERLIN_THREADS = 4  # at most: the row blocks of one image

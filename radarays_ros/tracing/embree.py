@@ -21,13 +21,11 @@ also does its chunk's post-processing.
 """
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from ..compiled import kernel
 from ..errors import TracingError
+from ..threads import run_all, thread_count
 from ..world.scene import Entity, Scene
 from .backend import ALL, Backend, Hits, Rays, check_span, register_backend, wanted
 
@@ -158,8 +156,7 @@ class EmbreeBackend(Backend):
         if _IMPORT_ERROR is not None:
             raise TracingError(f"the embree backend needs embreex (pip install embreex): {_IMPORT_ERROR}")
         super().__init__(scene)
-        self.threads = max(1, int(threads or os.cpu_count() or 1))
-        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+        self.threads = thread_count(threads or None)  # spans run on the kept "trace" pool (radarays_ros/threads.py)
         self._device = _rtcore.EmbreeDevice()
         self.static_rebuilds = 0  # stays 0: the static layer is built once (tests check this)
         self.dynamic_rebuilds = 0
@@ -244,11 +241,11 @@ class EmbreeBackend(Backend):
         far = np.float32(min(float(tmax) - tmin, 1e30))  # rays start at tmin: each span shifts its origins
         result = _Result(n, lazy_normals)
         job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result)
-        if self._pool is None or n < 2 * _MIN_CHUNK:
+        if self.threads == 1 or n < 2 * _MIN_CHUNK:
             self._trace_span(job, 0, n)
         else:  # each worker traces AND post-processes its span: numpy releases the GIL too
             bounds = chunk_bounds(n, self.threads)
-            list(self._pool.map(lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:])))
+            run_all("trace", lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:]), self.threads)
         layers = [self._static, dynamic] + [inst[0] for inst in instances]
         return Hits(result.distance, None if lazy_normals else result.normal, resolve=_IdLookup(result, layers))
 
@@ -306,12 +303,6 @@ class EmbreeBackend(Backend):
         dist[again] = far
         ng[again] = 0
         return dist, prim, ng
-
-    def close(self) -> None:
-        super().close()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-
 
 def chunk_bounds(n: int, threads: int) -> np.ndarray:
     """Span boundaries of a batch of n rays on `threads` workers (which take the spans in order as

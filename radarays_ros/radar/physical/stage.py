@@ -21,9 +21,7 @@ from its own generator, seeded from the frame's, so the bytes do not depend on t
 from __future__ import annotations
 
 import math
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,6 +29,7 @@ import numpy as np
 import scipy.fft as sp_fft
 from scipy.signal import oaconvolve
 
+from ...threads import run_all, thread_count
 from . import antenna, detector, doppler, speckle, stc, thermal_noise
 from .range_response import RangeKernel, range_kernel
 
@@ -38,8 +37,7 @@ from .range_response import RangeKernel, range_kernel
 ROWS_PER_SEED = 25  # azimuth rows per block: each block has its own seeded generator and is one thread task
 CLUTTER_FLOOR = 1e-4  # clutter 40 dB under the noise per bin changes nothing (< 0.0005 dB): not drawn past the last above
 NOISE_LOST = 1e-6  # noise power left out of the spectral draw (-60 dB)
-_POOLS: tuple[int, dict[int, ThreadPoolExecutor]] | None = None  # (pid, {workers: pool})
-_POOLS_LOCK = threading.Lock()
+STAGE_THREADS = 8  # at most, where the run names no thread count
 
 
 @dataclass
@@ -131,24 +129,9 @@ def _fft_length(n_bins: int, taps: np.ndarray) -> int:
 def _parallel(task, items, workers: int | None = None) -> list:
     """task(item) for every item, on a small thread pool of this process (inline for one item or one
     worker). `workers`: the pool's size, the tracing threads of the run (`radarays batch --threads`), else
-    the cores this process may use, at most 8. One pool per size, kept: sensors of one process with other
-    thread counts (a rig) may use theirs at the same time. A forked worker (batch runs) makes its own pools
-    rather than rely on the parent's copies, whose threads stayed behind."""
-    global _POOLS
-    items = list(items)
-    if workers is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        workers = min(cores, 8)
-    workers = max(1, int(workers))
-    if len(items) < 2 or workers == 1:
-        return [task(item) for item in items]
-    with _POOLS_LOCK:
-        if _POOLS is None or _POOLS[0] != os.getpid():
-            _POOLS = os.getpid(), {}
-        pool = _POOLS[1].get(workers)
-        if pool is None:
-            pool = _POOLS[1][workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="radar-stage")
-    return list(pool.map(task, items))
+    the cores this process may use, at most STAGE_THREADS. The pools are the kept "frame" pools of
+    radarays_ros/threads.py (one per size, a forked worker makes its own)."""
+    return run_all("frame", task, items, thread_count(workers, cap=STAGE_THREADS))
 
 
 def _rows_of(azimuth: np.ndarray, a: int, make):
