@@ -200,8 +200,8 @@ def bench_peer(n: int, rate: float, seconds: float = 5.0, max_rate_hz: float | N
     import uuid
 
     repo = Path(__file__).resolve().parents[1]
-    sys.path[:0] = [str(repo / "test" / "gazebo"), str(repo / "test")]  # gz_netns uses test/netns_common.py
-    import gz_netns  # the tests' private-namespace helper
+    sys.path.insert(0, str(repo / "test"))  # the tests' support package
+    from support import gz_netns  # the tests' private-namespace helper
 
     from radarays_ros.gazebo.transport import GzTransportClient
 

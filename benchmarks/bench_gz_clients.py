@@ -21,12 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-TEST_GAZEBO = Path(__file__).resolve().parents[1] / "test" / "gazebo"
-sys.path[:0] = [str(TEST_GAZEBO), str(TEST_GAZEBO.parent)]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))  # the tests' support package
 
-import gz_harmonic  # noqa: E402
-import gz_netns  # noqa: E402
-from gz_harness import Peer  # noqa: E402
+from support import gz_harmonic, gz_netns  # noqa: E402
+from support.gz_harness import Peer  # noqa: E402
 
 
 def measure(kind: str, peer: Peer, requests: int) -> dict:

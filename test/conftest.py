@@ -1,5 +1,6 @@
-"""Puts this folder on sys.path so every test folder can import the shared plumbing (netns_common, installs);
-marks process-starting tests `slow`."""
+"""Puts this folder on sys.path so every test folder imports the shared helpers from the `support` package
+(test/support/: test modules import helpers only from there, never from each other); marks process-starting
+tests `slow`."""
 import sys
 from pathlib import Path
 

@@ -22,7 +22,7 @@ from radarays_ros.errors import ConfigError
 from radarays_ros.scenario.batch import plan, run_batch
 from radarays_ros.scenario.batch_run import is_done
 from radarays_ros.scenario.manifest import load_manifest
-from test_scenario import scenario_file
+from support.scenario import scenario_file
 
 SMALL_LIDAR = {"type": "lidar", "config": "VLP-16", "set": {"columns": 360}, "mount": [0.0, 0, 1.5, 0, 0, 0]}
 SMALL_RADAR = {"type": "radar", "config": "radarays_default", "mount": [0.5, 0, 1.0, 0, 0, 0],

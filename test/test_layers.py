@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
 ROS_ONLY = {"rclpy", "rcl_interfaces", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "tf2_msgs",
             "tf2_ros", "rosgraph_msgs", "diagnostic_msgs", "builtin_interfaces", "launch", "launch_ros"}
@@ -69,8 +67,6 @@ RANKS = [  # (rank, layer, module prefixes); the longest matching prefix decides
     (7, "scenario", ("radarays_ros.scenario",)),
     (8, "ros/cli", ("radarays_ros.ros",)),
 ]
-# upward edges that another piece of work removes; each names who (a strict xfail below notices the fix)
-KNOWN_UPWARD: dict = {}  # (the lidar sink refactor removed lidar_ros.simulator -> radarays_ros.io.lidar_clouds)
 
 
 def all_modules() -> dict[str, Path]:
@@ -142,14 +138,9 @@ def test_every_module_is_in_a_layer():
         layer_of(module)
 
 
-def test_imports_only_point_down_the_layers_of_design_md():
-    offenders = [text for module, target, text in upward_imports() if (module, target) not in KNOWN_UPWARD]
-    assert offenders == []
-
-
-def test_known_upward_imports_are_gone():
-    remaining = [text for module, target, text in upward_imports() if (module, target) in KNOWN_UPWARD]
-    assert remaining == []
+def test_imports_only_point_down_the_layers():
+    # no exceptions: an upward import is fixed where it is made, not listed here
+    assert [text for _, _, text in upward_imports()] == []
 
 
 def test_the_layer_test_sees_an_upward_import(tmp_path):
@@ -160,3 +151,21 @@ def test_the_layer_test_sees_an_upward_import(tmp_path):
     targets = [t for _, t in imported_modules("radarays_ros.world.probe", fake, known)]
     assert targets == ["radarays_ros.scenario.runner", "radarays_ros.ros.node"]
     assert all(layer_of(t)[0] > layer_of("radarays_ros.world.probe")[0] for t in targets)
+
+
+# -- the tests' own layering: helpers live in test/support/, test modules never import each other ---------
+def test_test_modules_import_helpers_only_from_support():
+    tests = REPO / "test"
+    local = {p.stem for p in tests.rglob("*.py") if "support" not in p.relative_to(tests).parts}
+    offenders = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                roots = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                roots = [node.module.split(".")[0]]
+            else:
+                continue
+            offenders += [f"{path.relative_to(REPO)}:{node.lineno} imports {root} (move it to test/support/)"
+                          for root in roots if root in local]
+    assert offenders == []

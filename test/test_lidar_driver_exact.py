@@ -23,7 +23,7 @@ from radarays_ros.tracing import make_backend
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 
-from test_lidar_outputs import points_of, read_bag
+from support.lidar_bags import points_of, read_bag
 
 VELODYNE = Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "lidar" / "velodyne"
 T0 = 1_700_000_000_000_000_000

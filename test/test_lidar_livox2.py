@@ -9,7 +9,7 @@ import pytest
 
 from lidar_ros import LidarSimulator, load_sensor
 
-from test_lidar_outputs import T0, bag_cloud, points_of, room  # noqa: F401 (room is a fixture)
+from support.lidar_bags import T0, bag_cloud, points_of, room  # noqa: F401 (room is a fixture)
 
 # name -> (lines, point rate /s, azimuth range deg, elevation range deg, min range m): datasheet figures
 DATASHEET = {

@@ -15,15 +15,15 @@ from rosbags.typesys import Stores, get_typestore
 from lidar_ros import LidarSimulator, load_sensor
 from radarays_ros.cli import main as main_cli
 from radarays_ros.io.bag import BagWriter
-from radarays_ros.io.lidar_clouds import laserscan_msg, pointcloud_array, pointcloud_msg
+from radarays_ros.io.lidar_clouds import laserscan_msg, pointcloud_array
 from radarays_ros.io.lidar_files import write_pcd, write_ply
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
+from support.lidar_bags import T0, bag_cloud, points_of, read_bag, room  # noqa: F401 (room is a fixture)
 
 QUIET = {"noise": {}, "surface": {}}
-T0 = 1_500_000_000
 # field -> (offset, PointField datatype) of the real drivers, and their point_step
 DRIVER_FIELDS = {
     "velodyne": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "ring": (16, 4), "time": (18, 7)}, 22),
@@ -45,51 +45,11 @@ DRIVER_FIELDS = {
     "livox_xyzrtl": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7), "tag": (16, 2), "line": (17, 2)}, 18),
     "xyzi": ({"x": (0, 7), "y": (4, 7), "z": (8, 7), "intensity": (12, 7)}, 16),
 }
-NUMPY_OF_POINTFIELD = {1: "i1", 2: "u1", 3: "<i2", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}
-
-
-@pytest.fixture(scope="module")
-def room():
-    """A 6 m x 6 m room with 2 m walls (z -1..1) and no ceiling: rays above the walls miss."""
-    scene = Scene()
-    for name, size, xyz in (("front", [0.2, 6, 2], [3.1, 0, 0]), ("back", [0.2, 6, 2], [-3.1, 0, 0]),
-                            ("left", [6, 0.2, 2], [0, 3.1, 0]), ("right", [6, 0.2, 2], [0, -3.1, 0]),
-                            ("floor", [6, 6, 0.2], [0, 0, -1.1])):
-        box = trimesh.creation.box(size)
-        scene.add_entity(name, TriMesh(box.vertices, box.faces), pose_to_matrix(*xyz), material="concrete")
-    return scene, make_backend("embree", scene, threads=2)
 
 
 def scan_of(room, name, overrides=None):
     scene, backend = room
     return LidarSimulator(load_sensor(name, {**QUIET, **(overrides or {})}), scene, backend).simulate(np.eye(4), T0)
-
-
-def read_bag(path: Path) -> dict:
-    out: dict = {}
-    with AnyReader([path], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
-        for conn, t, raw in reader.messages():
-            out.setdefault(conn.topic, []).append((conn.msgtype, reader.deserialize(raw, conn.msgtype), t))
-    return out
-
-
-def points_of(msg) -> np.ndarray:
-    """The cloud's bytes viewed through a dtype built from its decoded PointFields, (height, width)."""
-    dtype = np.dtype({"names": [f.name for f in msg.fields],
-                      "formats": [NUMPY_OF_POINTFIELD[f.datatype] for f in msg.fields],
-                      "offsets": [f.offset for f in msg.fields], "itemsize": msg.point_step})
-    assert not msg.is_bigendian and msg.row_step == msg.point_step * msg.width
-    return np.frombuffer(bytes(msg.data), dtype).reshape(msg.height, msg.width)
-
-
-def bag_cloud(tmp_path, scan, **kw):
-    path = tmp_path / f"cloud_{len(list(tmp_path.glob('cloud_*.mcap')))}.mcap"  # a bag refuses an existing file
-    msg = pointcloud_msg(scan, **kw)
-    with BagWriter(path) as bag:
-        bag.write("/points", msg, T0)
-    (msgtype, decoded, _), = read_bag(path)["/points"]
-    assert msgtype == "sensor_msgs/msg/PointCloud2"
-    return decoded
 
 
 @pytest.mark.parametrize("layout", list(DRIVER_FIELDS))

@@ -44,13 +44,13 @@ def test_wheel_carries_every_subpackage_and_the_data(tmp_path):
 # -- the installed wheel, run from elsewhere (`pip install radarays_ros-*.whl` in a fresh venv) -----------
 @pytest.fixture(scope="module")
 def wheel_bin(tmp_path_factory):
-    from installs import wheel_venv
+    from support.installs import wheel_venv
 
     return wheel_venv(tmp_path_factory.mktemp("wheel"))
 
 
 def _run(bin_dir, cwd, *argv, timeout=300):
-    from installs import run_from
+    from support.installs import run_from
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AMENT_PREFIX_PATH", "RADARAYS_LIDAR_CONFIG")}
     return run_from(cwd, [str(bin_dir / argv[0]), *argv[1:]], env=env, timeout=timeout)

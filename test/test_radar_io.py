@@ -15,7 +15,7 @@ from radarays_ros.cli import main
 from radarays_ros.io import radar_image as rio
 from radarays_ros.io.bag import BagWriter
 from radarays_ros.radar import RadarSimulator
-from test_radar_scenes import config, scene_with, wall_x
+from support.radar_scenes import config, scene_with, wall_x
 
 ROOT = Path(__file__).resolve().parents[1]
 EYE = np.eye(4)
@@ -250,7 +250,7 @@ def test_cli_oxford_png(tmp_path, room_obj):
 
 def test_radar_points_keep_the_k_strongest_cfar_peaks_per_azimuth():
     from radarays_ros.radar.image import RadarImage
-    from test_radar_scenes import config as small_config
+    from support.radar_scenes import config as small_config
 
     cfg = small_config(azimuth={"count": 2, "step_deg": -90.0}, range={"resolution": 0.1, "bins": 100})
     values = np.full((2, 100), 2.0, np.float32)  # a flat noise floor of 2

@@ -17,7 +17,7 @@ from radarays_ros.radar.noise import ambient_noise
 from radarays_ros.radar.normalise import normalise, to_uint8
 from radarays_ros.radar.perlin import perlin2, perlin_hilo
 from radarays_ros.radar.sampling import gain_weights, inside_beam, radial_offsets, sample_cone
-from test_radar_scenes import config, library, scene_with, wall_x
+from support.radar_scenes import config, library, scene_with, wall_x
 
 
 # -- beam sampling -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from radarays_ros.radar import RadarSimulator
 from radarays_ros.radar.fresnel import fresnel_split
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import pose_to_matrix
-from test_radar_scenes import config, library, scene_with, wall_x
+from support.radar_scenes import config, library, scene_with, wall_x
 
 EYE = np.eye(4)
 

@@ -19,7 +19,7 @@ from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import pose_to_matrix
-from test_radar_scenes import box
+from support.radar_scenes import box
 
 EYE = np.eye(4)
 NAMES = ("asphalt", "concrete", "metal", "vegetation", "glass")

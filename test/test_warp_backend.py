@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from test_warp_support import assert_same_hits, disagreement, random_rays, require_warp
+from support.warp import assert_same_hits, disagreement, random_rays, require_warp
 
 require_warp()
 
@@ -389,3 +389,18 @@ def test_trace_on_device_leaves_the_hits_on_the_device(wall_scene):
     np.testing.assert_array_equal(out["entity"].numpy(), host.entity)
     with pytest.raises(TracingError, match="wp.vec3"):
         backend.trace_on_device(o, d)
+
+
+def test_disagreement_counts_grazers_and_far_apart_hits():
+    from radarays_ros.tracing.backend import Hits
+
+    def hits(distance):
+        n = len(distance)
+        distance = np.array(distance, np.float32)
+        hit = np.isfinite(distance)
+        ids = np.where(hit, 0, -1).astype(np.int32)
+        return Hits(distance, np.zeros((n, 3), np.float32), ids, ids, ids)
+
+    a = hits([1.0, np.inf, 2.0, 3.0])
+    b = hits([1.0005, 4.0, 2.01, np.inf])
+    np.testing.assert_array_equal(disagreement(a, b), [False, True, True, True])

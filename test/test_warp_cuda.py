@@ -6,7 +6,7 @@ RADARAYS_EXPECT_CUDA=1 a missing device fails instead). Run on a GPU machine wit
 import numpy as np
 import pytest
 
-from test_warp_support import assert_same_hits, random_rays, require_cuda, require_warp
+from support.warp import assert_same_hits, random_rays, require_cuda, require_warp
 
 require_warp()
 
@@ -78,7 +78,7 @@ def test_lidar_device_frames_on_cuda_reuse_their_buffers_without_changing_a_byte
     """CUDA keeps a device lidar frame's buffers from frame to frame (warp_frame._outputs): every output
     is the bytes of frames with their own buffers, for scans read at once and scans kept and read after
     later frames (ground truth copied off a reused buffer)."""
-    from test_warp_lidar_frames import every_output
+    from support.frames import every_output
 
     from lidar_ros import load_sensor
     from lidar_ros.warp_frame import WarpLidarSimulator
@@ -122,8 +122,8 @@ def test_top_level_on_cuda_with_hundreds_of_movers():
 
 def test_scenario_with_device_frames_on_cuda_matches_the_embree_bag(tmp_path):
     # what a user runs: `radarays run` with `frames: device` on the GPU, read back from the bag
-    from test_warp_scenario_frames import clouds, images, scenario
-    from test_warp_sensors import column_correlations
+    from support.warp_scenario import clouds, images, scenario
+    from support.frames import column_correlations
 
     from radarays_ros.cli import main
     from radarays_ros.scenario.runner import run_scenario

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import trimesh
 
-from test_warp_support import CrossChecked, require_warp
-from test_warp_sensors import assert_same_lidar_frames
+from support.warp import CrossChecked, require_warp
+from support.frames import assert_same_lidar_frames, every_output
 
 require_warp()
 
@@ -248,20 +248,6 @@ def test_lidar_command_with_device_frames(tmp_path, capsys):
     assert main(["lidar", "office", "--sensor", "VLP-16", "--realistic", "--frames", "device", "--backend", "warp",
                  "--device", "cpu", "--out", str(tmp_path / "r.npz")]) == 0
     assert "run on the host" in capsys.readouterr().err
-
-
-def every_output(scan) -> dict:
-    """Every output of a scan as bytes: ranges, hits, points, intensity fields, ground truth, the driver
-    cloud (with and without ground-truth fields) and the scan's own cloud buffer."""
-    names = ("range", "hit", "xyz", "intensity", "clean_range", "entity", "material", "normal_world", "normal",
-             "cos_incidence", "incidence_rad")
-    out = {name: np.ascontiguousarray(getattr(scan, name)).tobytes() for name in names}
-    out.update({f"field {name}": np.asarray(scan.fields[name]).tobytes() for name in scan.fields})
-    out["cloud"] = pointcloud_array(scan).tobytes()
-    out["cloud with truth"] = pointcloud_array(
-        scan, ground_truth=("clean_range", "entity", "material", "normal", "incidence_rad")).tobytes()
-    out["own cloud"] = None if scan.cloud is None else scan.cloud.tobytes()
-    return out
 
 
 @pytest.mark.parametrize("sensor, layout",

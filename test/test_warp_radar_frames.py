@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from test_warp_support import require_warp
+from support.warp import require_warp
 
 require_warp()
 
@@ -14,7 +14,7 @@ from radarays_ros.resources import shipped  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
 from radarays_ros.world.loader import load_world  # noqa: E402
 from radarays_ros.world.transforms import pose_to_matrix  # noqa: E402
-from test_warp_sensors import column_correlations  # noqa: E402
+from support.frames import column_correlations  # noqa: E402
 
 POSE = pose_to_matrix(4.0, 0.3, 1.0, 0, 0, 0.2)
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import trimesh
 
-from test_warp_support import GRAZER_FRACTION, CrossChecked, require_warp
+from support.frames import assert_same_lidar_frames, column_correlations
+from support.warp import CrossChecked, require_warp
 
 require_warp()
 
@@ -23,23 +24,6 @@ from radarays_ros.world.trajectory import Trajectory  # noqa: E402
 from radarays_ros.world.transforms import pose_to_matrix  # noqa: E402
 
 NOISY = {"noise": {"sigma": 0.02, "dust_probability": 0.01}}
-
-
-def assert_same_lidar_frames(a, b, diverging: int = 0):
-    """Hit masks identical and ranges within 1 mm, except at most `diverging` pixels (rays whose trace
-    met an edge or a tie of coincident faces, counted by CrossChecked) and the grazer allowance."""
-    both = a.hit & b.hit
-    off = np.zeros(a.hit.shape, bool)
-    off[both] = np.abs(a.clean_range[both] - b.clean_range[both]) > 1e-3
-    off |= a.hit != b.hit
-    off[both] |= a.material[both] != b.material[both]
-    allowed = diverging + int(GRAZER_FRACTION * a.hit.size)
-    assert off.sum() <= allowed, f"{int(off.sum())} pixels differ, {diverging} rays diverged"
-    same = both & ~off
-    assert same.sum() > 0.3 * a.hit.size
-    np.testing.assert_allclose(a.range[same], b.range[same], atol=1e-3)
-    np.testing.assert_allclose(a.xyz[same], b.xyz[same], atol=1e-3)
-    np.testing.assert_allclose(a.intensity[same], b.intensity[same], rtol=1e-3, atol=1.0)  # 1 count: drivers round
 
 
 def lidar_pair(cfg, scene, seed):
@@ -85,18 +69,6 @@ def test_lidar_frames_match_embree_with_moving_entities():
         a, b = warp.simulate(pose), embree.simulate(pose)
         assert_same_lidar_frames(a, b, checked.diverging)
         assert np.isin(movers, a.entity).all()
-
-
-def column_correlations(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pearson correlation of each azimuth column (rows of the package's [azimuth, range] arrays)
-    that has signal in either image."""
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    live = (a.std(axis=1) > 0) | (b.std(axis=1) > 0)
-    a, b = a[live], b[live]
-    a = a - a.mean(axis=1, keepdims=True)
-    b = b - b.mean(axis=1, keepdims=True)
-    denom = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
-    return np.where(denom > 0, (a * b).sum(axis=1) / np.where(denom > 0, denom, 1), 0.0)
 
 
 @pytest.mark.parametrize("world", ["office", "hall"])

@@ -7,7 +7,7 @@ import trimesh
 
 from radarays_ros.world.loader import load_world
 from radarays_ros.world.meshfiles import load_mesh, read_obj
-from tracing_support import cast
+from support.tracing import cast
 
 DATA = Path(__file__).parent / "data" / "world"
 

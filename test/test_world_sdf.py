@@ -10,7 +10,7 @@ from radarays_ros.errors import WorldError
 from radarays_ros.world.loader import load_world, model_entities, parse_sdf_string, add_entities
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.entities import material_library
-from tracing_support import cast
+from support.tracing import cast
 
 
 def write_world(tmp_path, body, name="w.sdf", version="1.9"):

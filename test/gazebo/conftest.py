@@ -8,17 +8,14 @@ reason when it cannot be had, and fail instead under CI=true.
 """
 from __future__ import annotations
 
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import gz_netns  # noqa: E402
-import gz_harmonic  # noqa: E402
-from gz_harness import Peer, peer_binary  # noqa: E402
-from netns_common import refuse  # noqa: E402
+from support import gz_netns  # noqa: E402
+from support import gz_harmonic  # noqa: E402
+from support.gz_harness import Peer, peer_binary  # noqa: E402
+from support.netns_common import refuse  # noqa: E402
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import uuid
 
 import numpy as np
 import pytest
-from gz_harness import Peer, peer_binary, wait_for
+from support.gz_harness import Peer, peer_binary, wait_for
 
-import gz_harmonic
-from netns_common import refuse
+from support import gz_harmonic
+from support.netns_common import refuse
 from radarays_ros.errors import ConfigError
 from radarays_ros.gazebo import protos
 from radarays_ros.gazebo.client import OfficialClient, make_client

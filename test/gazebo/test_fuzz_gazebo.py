@@ -62,9 +62,9 @@ datagrams = st.one_of(
 
 @pytest.fixture(scope="module")
 def fuzz_client():
-    import gz_netns
+    from support import gz_netns
 
-    from netns_common import refuse
+    from support.netns_common import refuse
     from radarays_ros.gazebo.transport import GzTransportClient
 
     try:

@@ -12,10 +12,10 @@ import uuid
 
 import numpy as np
 import pytest
-from gz_harness import wait_for
+from support.gz_harness import wait_for
 
-import gz_harmonic
-from netns_common import refuse
+from support import gz_harmonic
+from support.netns_common import refuse
 from radarays_ros.gazebo import protos
 from radarays_ros.gazebo.mirror import GazeboMirror, MirrorConfig
 from radarays_ros.gazebo.transport import GzTransportClient

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trimesh
-from gz_harness import FIXTURES, wait_for
+from support.gz_harness import FIXTURES, wait_for
 
 from radarays_ros.errors import ConfigError
 from radarays_ros.gazebo import protos

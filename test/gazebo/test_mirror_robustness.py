@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 import pytest
-from gz_harness import wait_for
+from support.gz_harness import wait_for
 
 from radarays_ros.gazebo import protos
 from radarays_ros.gazebo.mirror import GazeboMirror, MirrorConfig

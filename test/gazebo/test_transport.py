@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from gz_harness import Peer, wait_for
+from support.gz_harness import Peer, wait_for
 
 from radarays_ros.gazebo import protos
 from radarays_ros.gazebo.transport import GzTransportClient, split_topic

@@ -12,13 +12,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from gz_harness import wait_for
-from hostile import SRV_PORT, D, Forger, datagram, sniff_process
+from support.gz_harness import wait_for
+from support.hostile import SRV_PORT, D, Forger, datagram, sniff_process
 
 from radarays_ros.gazebo.transport import GzTransportClient
 
 pytestmark = pytest.mark.slow
-HOSTILE = Path(__file__).parent / "hostile.py"
+HOSTILE = Path(__file__).resolve().parents[1] / "support" / "hostile.py"
 
 
 def counting_client(peer, **options):

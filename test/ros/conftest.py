@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # netns_common (test/conftest.py does too)
-from netns_common import refuse  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the support package (test/conftest.py does too)
+from support.netns_common import refuse  # noqa: E402
 
 
 def _load_netns():

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ctypes
 
-import netns_common
-from netns_common import CLONE_NEWNET, CLONE_NEWNS, IFF_UP, NamespaceError, check, interfaces, libc
+from support import netns_common
+from support.netns_common import CLONE_NEWNET, CLONE_NEWNS, IFF_UP, NamespaceError, check, interfaces, libc
 
 MS_NOSUID = 0x2
 MS_NODEV = 0x4

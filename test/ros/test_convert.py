@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from radarays_ros.io import messages as M
-from ros_harness import decode
+from support.ros_harness import decode
 
 pytestmark = pytest.mark.ros
 

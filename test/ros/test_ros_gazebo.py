@@ -7,8 +7,6 @@ with its sim time (seconds since it started), moves on command.
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -16,86 +14,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from netns_common import refuse
-from ros_harness import NodeProcess, Probe, diagnostics_values, stamp_ns, write_params
+from support import gz_harness
+from support.ros_gazebo import cloud_xyz, gz_partition, refuse_gz_test, wait_message  # noqa: F401 (fixture)
+from support.ros_harness import NodeProcess, Probe, diagnostics_values, stamp_ns, write_params
 
 pytestmark = pytest.mark.ros
 
-GAZEBO_TESTS = Path(__file__).resolve().parents[1] / "gazebo"
 SENSOR_WORLD = Path(__file__).parent / "data" / "peer_world_sensors.sdf"
 
 
-def _load(name: str):
-    """A helper module of the Gazebo tests under a name of its own (no sys.path games)."""
-    spec = importlib.util.spec_from_file_location(f"radarays_test_{name}", GAZEBO_TESTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gz_harness = _load("gz_harness")
-gz_netns = _load("gz_netns")
-
-
-def _refuse(reason: str):
-    refuse("Gazebo node test", reason)
-
-
-@pytest.fixture
-def gz_partition(monkeypatch) -> str:
-    """Multicast on lo and a partition of our own, in the environment the node processes inherit."""
-    try:
-        gz_netns.ensure_isolated()  # the ROS namespace already holds only lo: this turns multicast on
-    except OSError as exc:
-        _refuse(f"no multicast on lo in the private network namespace: {exc}")
-    partition = f"radarays_ros_{uuid.uuid4().hex[:8]}"
-    for key in ("GZ_PARTITION", "IGN_PARTITION"):
-        monkeypatch.setenv(key, partition)
-    for key in ("GZ_IP", "IGN_IP"):
-        monkeypatch.setenv(key, "127.0.0.1")
-    return partition
 
 
 @pytest.fixture
 def peer(gz_partition):
     if not gz_harness.PEER.exists():
-        _refuse(f"{gz_harness.PEER} is not built (bash scripts/setup_gz_peer.sh builds it)")
+        refuse_gz_test(f"{gz_harness.PEER} is not built (bash scripts/setup_gz_peer.sh builds it)")
     p = gz_harness.Peer(world=f"w{uuid.uuid4().hex[:8]}", partition=gz_partition).start()
     yield p
     p.stop()
-
-
-def cloud_xyz(msg) -> np.ndarray:
-    """(N, 3) finite points of a PointCloud2, read through its own PointField list."""
-    offsets = {f.name: f.offset for f in msg.fields}
-    raw = np.asarray(msg.data, np.uint8).tobytes()
-    dtype = np.dtype({"names": ["x", "y", "z"], "formats": ["<f4"] * 3,
-                      "offsets": [offsets["x"], offsets["y"], offsets["z"]], "itemsize": msg.point_step})
-    pts = np.frombuffer(raw, dtype)
-    xyz = np.stack([pts["x"], pts["y"], pts["z"]], 1).astype(float)
-    return xyz[np.isfinite(xyz).all(axis=1)]
-
-
-def wait_message(inbox, predicate, timeout: float = 15.0, after_ns: int = 0):
-    """The first message (received after `after_ns`, monotonic) for which predicate(msg) holds."""
-    deadline = time.monotonic() + timeout
-    seen = 0
-    while time.monotonic() < deadline:
-        items = inbox.raw()
-        for raw, received in items[seen:]:
-            msg = gz_harness_decode(inbox, raw)
-            if received > after_ns and predicate(msg):
-                return msg, received
-        seen = len(items)
-        time.sleep(0.02)
-    raise AssertionError(f"no {inbox.type_name} message matching within {timeout} s ({seen} received)")
-
-
-def gz_harness_decode(inbox, raw):
-    from ros_harness import decode
-
-    return decode(raw, inbox.type_name)
 
 
 def box_face_points(xyz: np.ndarray, centre_xy, normal_axis: int) -> int:

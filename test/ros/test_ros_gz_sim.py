@@ -15,11 +15,10 @@ import uuid
 
 import numpy as np
 import pytest
-from test_ros_gazebo import _refuse, cloud_xyz, gz_harness, gz_partition, wait_message  # noqa: F401 (fixture)
+from support import gz_harmonic
+from support.ros_gazebo import cloud_xyz, gz_partition, refuse_gz_test, wait_message  # noqa: F401 (fixture)
 
-from ros_harness import NodeProcess, Probe, stamp_ns, write_params
-
-import gz_harmonic  # noqa: E402  (test/gazebo is on sys.path once gz_harness is loaded)
+from support.ros_harness import NodeProcess, Probe, stamp_ns, write_params
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -32,7 +31,7 @@ SENSOR_Z = 1.0  # both sensors at (0, 0, 1) in the world, axes as the world's
 @pytest.fixture
 def server(gz_partition, tmp_path):
     if not gz_harmonic.stage_complete("server"):
-        _refuse(gz_harmonic.missing("server"))
+        refuse_gz_test(gz_harmonic.missing("server"))
     world = tmp_path / "e2e.sdf"
     world.write_text(gz_harmonic.e2e_world("e2e"))
     s = gz_harmonic.GzServer(world, gz_partition).start()

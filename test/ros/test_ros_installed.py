@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from installs import colcon_build, installed_env, run_from
-from ros_harness import Probe, write_params
+from support.installs import colcon_build, installed_env, run_from
+from support.ros_harness import Probe, write_params
 
 REPO = Path(__file__).resolve().parents[2]
 # source folder -> folder under share/radarays_ros (worlds and scenarios are copies of the package data)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ros_harness import NodeProcess, Probe, stamp_ns, write_params
+from support.ros_harness import NodeProcess, Probe, stamp_ns, write_params
 
 pytestmark = pytest.mark.ros
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ros_harness import NodeProcess, Probe, write_params
+from support.ros_harness import NodeProcess, Probe, write_params
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 

@@ -35,7 +35,7 @@ def test_bad_params_file_names_the_key_and_the_range_and_the_node_stays_up(tmp_p
     and its sensor.* keys are not called unknown as well."""
     import time
 
-    from ros_harness import NodeProcess, write_params
+    from support.ros_harness import NodeProcess, write_params
 
     room = Path(__file__).parent / "data" / "room.sdf"
     params = write_params(tmp_path / "lidar.yaml", "lidar_node", {

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import radarays_test_netns as netns  # loaded by conftest.py
-from ros_harness import Probe
+from support.ros_harness import Probe
 
 pytestmark = pytest.mark.ros
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ros_harness import NodeProcess, Probe, write_params
+from support.ros_harness import NodeProcess, Probe, write_params
 
 pytestmark = pytest.mark.ros
 
@@ -49,7 +49,7 @@ def test_lidar_node_on_the_warp_backend(tmp_path):
 def test_radar_node_with_device_frames_sees_the_room(tmp_path):
     """`frames: device` runs whole radar frames in Warp kernels (CPU device here): the walls where they are."""
     _warp_or_skip()
-    from test_ros_radar_node import SMALL_RADAR, assert_sees_room, radar_params
+    from support.ros_radar import SMALL_RADAR, assert_sees_room, radar_params
 
     # Perlin ambient noise has no device kernel (the node would refuse the sensor and say so)
     sensor = {**SMALL_RADAR, "noise": {"ambient": "uniform"}}
@@ -63,7 +63,7 @@ def test_radar_node_with_device_frames_sees_the_room(tmp_path):
 
 def test_device_frames_need_the_warp_backend(tmp_path):
     """frames: device on embree: the sensor is not started and the node says why (one line), alive."""
-    from test_ros_radar_node import radar_params
+    from support.ros_radar import radar_params
 
     params = radar_params(tmp_path, frames="device")
     with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:

@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 
-from netns_common import CLONE_NEWNET, IFF_MULTICAST, IFF_UP, interfaces, set_loopback_flags, unshare
+from support.netns_common import CLONE_NEWNET, IFF_MULTICAST, IFF_UP, interfaces, set_loopback_flags, unshare
 
 
 def _loopback_multicast() -> None:

@@ -5,7 +5,7 @@
                          configured indexes and cache, as `pip install radarays_ros-*.whl` resolves them)
     installed_env(prefix) -> environment that runs the install space (what `source install/setup.bash` sets)
 
-Importable as `installs` from any test (test/conftest.py puts this folder on sys.path).
+Importable as `support.installs` from any test (test/conftest.py puts test/ on sys.path).
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from netns_common import refuse
+from support.netns_common import refuse
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOT_SOURCES = shutil.ignore_patterns(".git", ".venv", "build", "install", "log", "out", "__pycache__", "*.egg-info",
                                      ".pytest_cache")
 

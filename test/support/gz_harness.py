@@ -1,20 +1,18 @@
-"""Helpers of the Gazebo transport tests: the C++ peer process and polling (imported by the tests;
-a module name of its own so that it never collides with another folder's conftest)."""
+"""Helpers of the Gazebo transport tests: the C++ peer process and polling (support.gz_harness, imported
+by the Gazebo and the ROS tests)."""
 from __future__ import annotations
 
 import os
 import subprocess
 import time
-import sys
 from pathlib import Path
 
-sys.path[:0] = [p for p in (str(Path(__file__).parent), str(Path(__file__).parents[1])) if p not in sys.path]
-import gz_harmonic  # noqa: E402  (loaded by file from the ROS tests too: its folder is put on the path)
-from netns_common import refuse  # noqa: E402
+from support import gz_harmonic
+from support.netns_common import refuse
 
 REPO = Path(__file__).resolve().parents[2]
 PEER = Path(os.environ.get("RADARAYS_GZ_PEER", REPO / "build" / "gz_peer" / "gz_peer"))
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "gazebo" / "fixtures"
 
 class Peer:
     """The running gz_peer process: `send('move box 1 2 0.5 0 0 0')` waits for its 'ok'.

@@ -1,4 +1,4 @@
-"""Plumbing of the Warp tests (imported by test_warp_*.py): skip policy and Embree comparison.
+"""Plumbing of the Warp tests (support.warp, imported by the Warp tests): skip policy and Embree comparison.
 
 Warp is in the `test` extra, so CI has it: under CI=true a missing Warp fails instead of skipping.
 CUDA tests skip without a CUDA device, and fail only where one was expected (RADARAYS_EXPECT_CUDA=1).
@@ -150,16 +150,3 @@ def random_rays(scene, n, seed):
     return o, d
 
 
-def test_disagreement_counts_grazers_and_far_apart_hits():
-    from radarays_ros.tracing.backend import Hits
-
-    def hits(distance):
-        n = len(distance)
-        distance = np.array(distance, np.float32)
-        hit = np.isfinite(distance)
-        ids = np.where(hit, 0, -1).astype(np.int32)
-        return Hits(distance, np.zeros((n, 3), np.float32), ids, ids, ids)
-
-    a = hits([1.0, np.inf, 2.0, 3.0])
-    b = hits([1.0005, 4.0, 2.01, np.inf])
-    np.testing.assert_array_equal(disagreement(a, b), [False, True, True, True])
