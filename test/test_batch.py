@@ -371,6 +371,7 @@ def test_readme_batches_section_is_what_the_program_takes(tmp_path):
         assert args.func.__name__ == "batch"
 
 
+@pytest.mark.slow
 def test_fork_server_warm_up_loads_the_compiled_loops_and_leaves_no_thread():
     """The fork server imports scenario.kernel_warmup (engines.RUN_MODULES): afterwards the compiled loops
     of a lidar frame are loaded (a forked run inherits them) and the process still has one thread only (a

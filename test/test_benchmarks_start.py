@@ -1,7 +1,9 @@
 """Every benchmark starts the way the README runs it (a script from the checkout root, or `-m`):
-`--help` answers with exit status 0. The figures themselves are never asserted (wall-clock times)."""
+`--help` answers with exit status 0 (run in this process as `python` would run it; each also once as a
+real process, `slow`). The figures themselves are never asserted (wall-clock times)."""
 from __future__ import annotations
 
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +19,35 @@ def test_every_benchmark_is_listed_here():
     assert {p.stem for p in (REPO / "benchmarks").glob("bench_*.py")} == set(AS_SCRIPT) | set(AS_MODULE)
 
 
-@pytest.mark.parametrize("command", [[f"benchmarks/{name}.py"] for name in AS_SCRIPT]
-                         + [["-m", f"benchmarks.{name}"] for name in AS_MODULE], ids=lambda c: c[-1])
-def test_benchmark_answers_help(command):
+COMMANDS = [[f"benchmarks/{name}.py"] for name in AS_SCRIPT] + [["-m", f"benchmarks.{name}"] for name in AS_MODULE]
+
+
+def _python(command: list[str], argv: list[str]) -> None:
+    """`python COMMAND ARGV...` in this process: sys.argv and sys.path[0] as the interpreter sets them."""
+    if command[0] == "-m":
+        sys.path.insert(0, str(REPO))  # -m puts the working directory first
+        sys.argv = [command[1], *argv]
+        runpy.run_module(command[1], run_name="__main__", alter_sys=True)
+    else:
+        script = REPO / command[0]
+        sys.path.insert(0, str(script.parent))  # a script's own folder comes first
+        sys.argv = [str(script), *argv]
+        runpy.run_path(str(script), run_name="__main__")
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[-1])
+def test_benchmark_answers_help(command, monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    with pytest.raises(SystemExit) as done:
+        _python(command, ["--help"])
+    assert done.value.code in (0, None) and "usage:" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[-1])
+def test_benchmark_process_answers_help(command):
     done = subprocess.run([sys.executable, *command, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "usage:" in done.stdout, done.stderr[-2000:]
 

@@ -1,12 +1,10 @@
-"""`radarays cast` exactly as external checks run it: a process, files in, files out."""
-import subprocess
-import sys
-
+"""`radarays cast` as external checks run it: files in, files out, exit status and stderr (radarays_ros.cli.main
+in this process; the real process is test_cli_user_errors.py's closed-pipe test)."""
 import numpy as np
 import pytest
 import trimesh
 
-RADARAYS = [sys.executable, "-m", "radarays_ros.cli"]
+from support.cli import radarays
 
 
 @pytest.fixture
@@ -20,7 +18,7 @@ def wall_stl(tmp_path):
 
 
 def run(*args):
-    return subprocess.run([*RADARAYS, *map(str, args)], capture_output=True, text=True)
+    return radarays(*args)
 
 
 def test_cast_writes_the_documented_arrays(tmp_path, wall_stl):

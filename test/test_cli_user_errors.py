@@ -33,7 +33,9 @@ def test_an_angle_beyond_two_pi_without_degrees_warns(tmp_path, capsys):
     assert "warning" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_without_a_traceback():
+    """The one test of `radarays` as a real process (python -m radarays_ros.cli): the others call main here."""
     read, write = os.pipe()
     os.close(read)  # the reader (`head`) is already gone: the first write meets EPIPE
     try:

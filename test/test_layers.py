@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 ROS_ONLY = {"rclpy", "rcl_interfaces", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "tf2_msgs",
             "tf2_ros", "rosgraph_msgs", "diagnostic_msgs", "builtin_interfaces", "launch", "launch_ros"}
@@ -40,8 +42,9 @@ def test_no_module_below_ros_names_a_ros_package():
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_importing_everything_below_ros_loads_no_rclpy():
-    """Transitively too (a package __init__ or a helper pulling in the ROS layer would show here)."""
+    """A fresh interpreter (a process: marked slow) imports every module below ros/. Transitively too (a package __init__ or a helper pulling in the ROS layer would show here)."""
     script = ("import importlib, sys\n"
               f"for name in {modules_below_ros()!r}:\n"
               "    importlib.import_module(name)\n"

@@ -20,6 +20,7 @@ def test_package_xml_is_format_3_ament_python():
     assert {"rclpy", "sensor_msgs", "tf2_msgs", "launch_ros", "ros_gz_sim"} <= exec_depends
 
 
+@pytest.mark.slow
 def test_wheel_carries_every_subpackage_and_the_data(tmp_path):
     """`pip install .` (no ROS): the wheel holds all Python packages and the shared data files."""
     import zipfile

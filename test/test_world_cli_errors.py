@@ -1,13 +1,11 @@
-"""Bad worlds through the real `radarays` command, as a process: `world info`, `world panorama` and `cast`
-each print one line naming the file and element and exit 2 on an error in the world; documented
-warnings (degenerate triangles, an empty world) leave the exit status 0."""
-import subprocess
-import sys
-
+"""Bad worlds through the `radarays` command (radarays_ros.cli.main in this process, stdout, stderr and exit
+status as a process gives them): `world info`, `world panorama` and `cast` each print one line naming the
+file and element and exit 2 on an error in the world; documented warnings (degenerate triangles, an empty
+world) leave the exit status 0."""
 import numpy as np
 import pytest
 
-RADARAYS = [sys.executable, "-m", "radarays_ros.cli"]
+from support.cli import radarays
 
 
 def sdf(body: str) -> str:
@@ -41,14 +39,16 @@ COMMANDS = {
 def _args(command: str, world, tmp_path, extra=()):
     tail = {"info": [], "panorama": ["--out", tmp_path / f"{world.stem}.png", "--width", "16"],
             "cast": ["--rays", tmp_path / "rays.npz", "--out", tmp_path / f"{world.stem}_hits.npz"]}[command]
-    return [*RADARAYS, *COMMANDS[command], str(world), *map(str, tail), *extra]
+    return [*COMMANDS[command], str(world), *map(str, tail), *extra]
 
 
 def _run_all(jobs: dict, cwd):
-    """Start every command at once (they are independent processes), then collect them."""
-    procs = {key: subprocess.Popen(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for key, args in jobs.items()}
-    return {key: (p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for key, p in procs.items()}
+    """Every command, one after the other, in `cwd`: {key: (exit status, stdout, stderr)}."""
+    out = {}
+    for key, args in jobs.items():
+        done = radarays(*args, cwd=cwd)
+        out[key] = (done.returncode, done.stdout, done.stderr)
+    return out
 
 
 @pytest.fixture(scope="module")
