@@ -12,7 +12,7 @@ want_test=0
 need_apt=()
 python3 -c "import venv, ensurepip" 2>/dev/null || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need_apt[@]}"
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv

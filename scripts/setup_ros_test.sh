@@ -69,7 +69,7 @@ for tool in cmake gcc g++ make; do
   command -v $tool >/dev/null || NEED_APT=1
 done
 if [ "${NEED_APT:-0}" = 1 ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake gcc g++ make python3-dev
+  apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq cmake gcc g++ make python3-dev
 fi
 
 WS=$ROOT/.ros_ws
