@@ -95,3 +95,16 @@ def test_poses_over_samples_the_sweep():
     traj = poses_over(lambda t: np.stack([pose_to_matrix(x * 1e-9, 0, 0) for x in t]), 0, 100_000_000, 200.0)
     assert traj.t_ns[0] == 0 and traj.t_ns[-1] == 100_000_000 and len(traj.t_ns) == 21
     assert traj.at([50_000_000])[0][0, 3] == pytest.approx(0.05)
+
+
+def test_names_moved_out_of_units_still_import_from_there_with_a_warning():
+    import radarays_ros.sensors.units as units
+    from radarays_ros.io.messages import header_stamp
+    from radarays_ros.sensors.topics import sensor_topic
+
+    with pytest.warns(DeprecationWarning, match="moved to radarays_ros.sensors.topics.sensor_topic"):
+        assert units.sensor_topic is sensor_topic
+    with pytest.warns(DeprecationWarning):
+        assert units.header_stamp is header_stamp and units.resolve_radar_config is resolve_radar_config
+    with pytest.raises(AttributeError):
+        units.no_such_name  # noqa: B018

@@ -296,3 +296,21 @@ def _lidar_sink():
     from ..io.lidar_clouds import FrameCloud
 
     return FrameCloud.of
+
+
+# names that lived in this module before it was split by idea: where they live now (PEP 562, so code
+# written against the old layout keeps working; the package itself imports them from their homes)
+_MOVED = {"param_rule": "radarays_ros.sensors.params", "sensor_topic": "radarays_ros.sensors.topics",
+          "topic_messages": "radarays_ros.sensors.topics", "poses_over": "radarays_ros.sensors.poses",
+          "header_stamp": "radarays_ros.io.messages", "resolve_radar_config": "radarays_ros.radar.config"}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(f"radarays_ros.sensors.units.{name} moved to {_MOVED[name]}.{name}", DeprecationWarning,
+                      stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
