@@ -145,10 +145,6 @@ def run(args) -> int:
     # --pose places the frame the rays are cast from (Ouster: os_sensor), so its simulator is called directly
     unit = LidarUnit("", scene, backend, config=config, seed=args.seed, frames=args.frames,
                      output={"ground_truth": list(GROUND_TRUTH_FIELDS) if args.ground_truth else []})
-    host_reasons = getattr(unit.simulator, "host_reasons", None)
-    if host_reasons:
-        print(f"note: {config.name}: {'; '.join(host_reasons)} run on the host only: these frames run on "
-              "the host path (numpy over the warp backend)", file=sys.stderr)
     t0 = int(round(args.t0 * 1e9))
     period_ns = int(round(config.period * 1e9))
     scans = [unit.simulator.simulate(pose, t0 + k * period_ns) for k in _progress(range(args.scans), config.name)]
