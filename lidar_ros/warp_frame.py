@@ -31,7 +31,7 @@ import numpy as np
 
 from radarays_ros.device_support import DEVICE, HOST, Support, refuse, refusals
 from radarays_ros.errors import ConfigError
-from radarays_ros.tracing.warp import require_device_backend
+from radarays_ros.tracing.warp import WarpBackend, require_device_backend
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
 

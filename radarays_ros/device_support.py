@@ -3,11 +3,11 @@
 A model's device path (radar/warp_frame.py, lidar_ros/warp_frame.py) declares, for every field of its
 config dataclasses (nested sections included, walked by `config_fields`), one `Support`:
 
-    DEVICE                      the device path implements every value of the field
-    values("none", "uniform")   only these values; any other refuses device frames
-    HOST                        not on the device: any value but the field's default refuses device frames
-    ... .unless_read(when, why) the field is read by neither path unless `when(config)`: no refusal then
-    ... .because(why)           the reason, shown with a refusal
+    DEVICE                       the device path implements every value of the field
+    values("none", "uniform")    only these values; any other refuses device frames
+    HOST                         not on the device: any value but the field's default refuses device frames
+    ... .unless_read(when, note) the field is read by neither path unless `when(config)`: no refusal then
+    ... .because(why)            the reason, shown with a refusal
 
 `refusals(config, declared)` lists the fields whose value device frames do not implement, each as
 `key = value (device frames: what they support)`; a field the declaration does not name is refused
@@ -35,14 +35,11 @@ _NO_DEFAULT = object()
 class Support:
     """How device frames treat one config field (see the module docstring)."""
 
-    allowed: tuple | None = None  # None: every value; () with host=True: only the default
+    allowed: tuple | None = None  # None: every value (or, with host, none but the default)
     host: bool = False  # True: the device has no implementation (the default value means "off")
     read_when: Callable[[Any], bool] | None = None  # None: always read
     why: str = ""  # shown when refused
     read_note: str = ""  # when the field is read (documentation of read_when)
-
-    def values(self, *allowed) -> "Support":
-        return dataclasses.replace(self, allowed=tuple(allowed), host=False)
 
     def because(self, why: str) -> "Support":
         """The same support with its reason (shown when refused)."""

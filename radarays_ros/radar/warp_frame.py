@@ -26,7 +26,7 @@ import numpy as np
 
 from ..device_support import DEVICE, HOST, Support, refuse, values
 from ..errors import ConfigError
-from ..tracing.warp import require_device_backend
+from ..tracing.warp import WarpBackend, require_device_backend
 from .config import SECTIONS
 from .image import RadarImage
 from .kernels import kernel_weights
