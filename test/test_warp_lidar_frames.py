@@ -245,7 +245,7 @@ def test_lidar_command_with_device_frames(tmp_path, capsys):
     np.testing.assert_allclose(outs["device"]["range"][hit], outs["host"]["range"][hit], atol=1e-3)
     capsys.readouterr()
     assert main(["lidar", "office", "--sensor", "VLP-16", "--frames", "device", "--out", str(tmp_path / "x.npz")]) == 2
-    assert "--frames device: needs --backend warp" in capsys.readouterr().err
+    assert "--frames device: frames 'device' needs the warp backend (backend: warp), got backend 'embree'" in capsys.readouterr().err
     assert main(["lidar", "office", "--sensor", "VLP-16", "--realistic", "--frames", "device", "--backend", "warp",
                  "--device", "cpu", "--out", str(tmp_path / "r.npz")]) == 2
     assert "not available in device frames: beam.divergence_mrad" in capsys.readouterr().err

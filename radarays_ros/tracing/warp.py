@@ -121,12 +121,13 @@ def _static_tables(wp, device, entities: list[Entity]) -> _MeshTables | None:
     return tables
 
 
-def require_device_backend(backend, where: str) -> "WarpBackend":
+def require_device_backend(backend, where: str):
     """The one check that device frames (radar/warp_frame.py, lidar_ros/warp_frame.py) have the warp
-    backend: `backend` itself, or ConfigError naming `where` and the backend given."""
-    if isinstance(backend, WarpBackend):
+    backend: `backend` (a backend, or a backend name as a command line holds it before making one)
+    itself, or ConfigError naming `where` and the backend given."""
+    if isinstance(backend, WarpBackend) or backend == "warp":
         return backend
-    got = getattr(backend, "name", None) or type(backend).__name__
+    got = backend if isinstance(backend, str) else getattr(backend, "name", None) or type(backend).__name__
     raise ConfigError(f"{where}: frames 'device' needs the warp backend (backend: warp), got backend '{got}'")
 
 
