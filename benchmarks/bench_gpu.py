@@ -160,12 +160,12 @@ def lidar_figures(backend, scene, repeats: int, rows: dict, label: str) -> None:
         rows.setdefault(f"   ratio to its bare trace() ({sensor})", {})[label] = frame / bare
         rows.setdefault(f"ms {sensor} device frame", {})
         if backend.name == "warp":  # the surface model in the kernel too (lidar_ros/warp_frame.py)
-            from lidar_ros.warp_frame import WarpLidarSimulator
+            from lidar_ros.warp_frame import WarpLidarSimulator, device_refusals
 
-            on_device = WarpLidarSimulator(load_sensor(sensor), scene, backend, seed=0)
-            if on_device.host_reasons:
+            if device_refusals(load_sensor(sensor)):
                 rows[f"ms {sensor} device frame"][label] = "n/a (host-only effects)"
             else:
+                on_device = WarpLidarSimulator(load_sensor(sensor), scene, backend, seed=0)
                 rows[f"ms {sensor} device frame"][label] = best_of(lambda: on_device.simulate(pose), repeats) * 1e3
                 kernel_end, copies, cloud = device_frame_split(on_device, backend, pose, repeats)
                 rows.setdefault(f"   of which until its kernel's end ({sensor})", {})[label] = kernel_end * 1e3

@@ -93,6 +93,7 @@ def parse_overrides(items: list[str]) -> dict:
 def run(args) -> int:
     from radarays_ros.tracing import make_backend
     from radarays_ros.tracing.cli import backend_options
+    from radarays_ros.tracing.warp import require_device_backend
     from radarays_ros.world.loader import load_world
     from radarays_ros.world.trajectory import Trajectory
     from radarays_ros.world.transforms import parse_pose_string
@@ -138,17 +139,13 @@ def run(args) -> int:
     scene = load_world(args.world, materials=args.materials, geometry="collision" if args.collision else "visual")
     for warning in scene.warnings:  # e.g. --collision on a world without <collision> elements
         print(f"warning: {warning}", file=sys.stderr)
-    if args.frames == "device" and args.backend != "warp":
-        raise ConfigError(f"--frames device: needs --backend warp (got --backend {args.backend})")
+    if args.frames == "device":  # before the backend is built: the unit checks the same (tracing/warp.py)
+        require_device_backend(args.backend, "--frames device")
     backend = make_backend(args.backend, scene, **backend_options(args))
     # the sensor unit a node and `radarays run` use: the .mcap holds the messages a node publishes.
     # --pose places the frame the rays are cast from (Ouster: os_sensor), so its simulator is called directly
     unit = LidarUnit("", scene, backend, config=config, seed=args.seed, frames=args.frames,
                      output={"ground_truth": list(GROUND_TRUTH_FIELDS) if args.ground_truth else []})
-    host_reasons = getattr(unit.simulator, "host_reasons", None)
-    if host_reasons:
-        print(f"note: {config.name}: {'; '.join(host_reasons)} run on the host only: these frames run on "
-              "the host path (numpy over the warp backend)", file=sys.stderr)
     t0 = int(round(args.t0 * 1e9))
     period_ns = int(round(config.period * 1e9))
     scans = [unit.simulator.simulate(pose, t0 + k * period_ns) for k in _progress(range(args.scans), config.name)]

@@ -16,9 +16,11 @@ says why a reused device buffer never changes a scan).
 Random numbers come from Warp's RNG (one stream per beam, keyed by seed and frame), not numpy's: the same
 statistics as the host path, other values; the same seed gives the same bytes, on CPU and CUDA alike.
 
-The effects of the lidar toolbox II that act on several rays or sub-rays at once, or need draws Warp
-has no kernel function for, run on the host (`HOST_ONLY` below): a config using any of them makes
-`host_reasons` non-empty and every frame runs on the host path (LidarSimulator), as the command line says.
+What the kernel implements is declared per config field (`DEVICE_SUPPORT` below, read by
+radarays_ros/device_support.py): the effects of the lidar toolbox II that act on several rays or
+sub-rays at once, or on the whole frame (ToF multipath), or need draws Warp has no kernel function for,
+are not on the device, and a config setting any of them is refused with one ConfigError naming the keys
+(frames: host runs them). A field the declaration does not name is refused once set (fail closed).
 """
 from __future__ import annotations
 
@@ -27,8 +29,9 @@ import weakref
 
 import numpy as np
 
+from radarays_ros.device_support import DEVICE, HOST, Support, refuse, refusals
 from radarays_ros.errors import ConfigError
-from radarays_ros.tracing.warp import WarpBackend
+from radarays_ros.tracing.warp import WarpBackend, require_device_backend
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
 
@@ -36,39 +39,99 @@ from .physics.interaction import MAX_TRANSPARENT, SKIP_ABS, SKIP_REL
 from .physics.materials import CONSTANT, LAMBERTIAN, TABLE
 from .simulator import LidarSimulator
 
-LIMIT_CODES = {"none": 0, "linear": 1, "root2": 1, "root3": 1, "root4": 1, "log": 2, "blensor": 3}
-LIMIT_ROOTS = {"linear": 1, "root2": 2, "root3": 3, "root4": 4}
+
+def _footprint(c) -> bool:  # sub-rays are traced (simulator.py: k > 1)
+    return c.effects.beam.sub_rays > 1 and c.effects.beam.divergence_mrad > 0
 
 
-def host_only_effects(config) -> list[str]:
-    """The settings of `config` whose effects run only on the host path (empty: the whole frame runs
-    on the device)."""
-    e = config.effects
-    checks = [
-        (e.beam.footprint and e.beam.divergence_mrad > 0 and e.beam.sub_rays > 1,
-         "beam divergence with sub-rays (beam.sub_rays > 1)"),
-        (e.beam.dual, "dual returns (beam.return_mode: dual)"),
-        (e.glass.specular, "glass specular returns (glass.specular)"),
-        (e.weather.fog_visibility_km > 0 or e.weather.rain_rate_mm_h > 0, "weather (fog, rain)"),
-        (e.signal.bloom_threshold > 0, "blooming (signal.bloom_threshold)"),
-        (e.detection.model == "snr" and config.surface.model != "none", "the smooth detection curve (detection.model: snr)"),
-        (e.signal.poisson or e.signal.noise_floor > 0 or e.signal.saturation < 65535,
-         "photon counts (signal.poisson, noise_floor, saturation)"),
-        (e.signal.ambient_model == "sun", "sun ambient (signal.ambient_model: sun)"),
-        (e.tof.mode == "cw" or e.tof.unambiguous_range_m > 0, "time-of-flight ambiguity (tof)"),
-    ]
-    return [text for on, text in checks if on]
+def _echoes(c) -> bool:  # a beam's echoes are formed from several returns (simulator.py: _echoes)
+    return _footprint(c) or c.effects.beam.dual or c.effects.glass.specular
+
+
+def _weather(c) -> bool:
+    return c.effects.weather.enabled
+
+
+# Which sensor config fields device frames implement (radarays_ros/device_support.py): every field of
+# LidarConfig, its surface and noise and its effect sections. HOST fields refuse device frames once set
+# to anything but their default ("off"); a field read by neither path under the config's other settings
+# (`unless_read`) is not checked. A field missing here is refused once set (fail closed).
+_SHARED = ("the ray table, timing, range window and cloud layout: host code both paths share "
+           "(LidarSimulator.__init__, _write_returns)")
+DEVICE_SUPPORT = {
+    **{key: Support(why=_SHARED) for key in (
+        "name", "kind", "origin", "spec", "base_dir", "rows", "cols", "directions", "origins", "azimuth", "elevation",
+        "time", "column_times", "pixel_column", "ring", "laser_index", "range_offset", "pixel_shift", "rate_hz",
+        "period", "range_min", "range_max", "layout", "organized", "planar", "planar_info", "time_reference",
+        "intensity_field", "frame_id", "seed", "max_bounces", "point_transform", "ray_frame_id", "retime",
+        "point_directions", "point_origins", "driver", "derived")},
+    # the kernel's surface model (warp_frame_kernels.py: detection_limit, the intensity fields)
+    **{f"surface.{key}": DEVICE for key in (
+        "model", "limits", "signal_scale", "retro_full_scale", "ambient_level", "ambient_sky")},
+    # range noise in the kernel; the per-laser biases drawn on the host, as the host path
+    **{f"noise.{key}": DEVICE for key in (
+        "bias_distribution", "bias_sigma", "sigma", "relative_sigma", "relative_exponent", "dust_probability",
+        "dust_min_range", "resolution", "angular_sigma")},
+    "effects.beam.divergence_mrad": HOST.unless_read(_footprint, "sub-rays: read with beam.sub_rays > 1 only"),
+    "effects.beam.sub_rays": HOST.unless_read(_footprint, "sub-rays: read with beam.divergence_mrad > 0 only"),
+    "effects.beam.profile": HOST.unless_read(_footprint, "read with sub-rays only"),
+    "effects.beam.return_mode": HOST.unless_read(_echoes, "read where a beam has several returns (sub-rays, "
+                                                 "dual, glass.specular) only"),
+    "effects.beam.echo_separation_m": HOST.unless_read(lambda c: _echoes(c) or _weather(c),
+                                                       "read with echoes or weather only"),
+    "effects.detection.model": HOST.unless_read(lambda c: c.surface.model != "none",
+                                                "read with a detection limit (surface.model) only"),
+    "effects.detection.snr_at_limit": HOST.unless_read(
+        lambda c: c.effects.detection.model == "snr" and c.surface.model != "none", "read with detection.model snr"),
+    "effects.detection.dropout_probability": DEVICE,
+    "effects.signal.poisson": HOST,
+    "effects.signal.noise_floor": HOST,
+    "effects.signal.saturation": HOST,
+    "effects.signal.ambient_model": HOST,
+    **{f"effects.signal.{key}": HOST.unless_read(lambda c: c.effects.signal.ambient_model == "sun",
+                                                 "read with signal.ambient_model sun only")
+       for key in ("sun_elevation_deg", "sun_azimuth_deg", "row_gain_sigma")},
+    "effects.signal.bloom_threshold": HOST,
+    **{f"effects.signal.{key}": HOST.unless_read(lambda c: c.effects.signal.bloom_threshold > 0,
+                                                 "read with signal.bloom_threshold > 0 only")
+       for key in ("bloom_width_px", "bloom_leak")},
+    **{f"effects.weather.{key}": HOST for key in (
+        "fog_visibility_km", "rain_rate_mm_h", "snow_rate_mm_h", "snow_visibility_km")},
+    "effects.weather.snow_type": HOST.unless_read(lambda c: c.effects.weather.snow_rate_mm_h > 0,
+                                                  "read with weather.snow_rate_mm_h > 0 only"),
+    "effects.weather.backscatter": HOST.unless_read(_weather, "read with weather only"),
+    "effects.weather.wavelength_nm": HOST.unless_read(_weather, "read with weather only"),
+    "effects.tof.unambiguous_range_m": HOST,
+    "effects.tof.mode": HOST,
+    **{f"effects.tof.{key}": HOST.unless_read(lambda c: c.effects.tof.mode == "cw", "read with tof.mode cw only")
+       for key in ("frequencies_mhz", "periods", "bias")},
+    "effects.tof.multipath": HOST,
+    "effects.tof.multipath_patches": HOST.unless_read(lambda c: c.effects.tof.multipath,
+                                                      "read with tof.multipath only"),
+    "effects.glass.specular": HOST,
+    **{f"effects.glass.{key}": HOST.unless_read(lambda c: c.effects.glass.specular, "read with glass.specular only")
+       for key in ("refractive_index", "lobe_deg", "ghosts")},
+}
+
+
+def _file_key(key: str) -> str:
+    """A walked key as a sensor file names it (the effect sections are top-level sections there)."""
+    return key.removeprefix("effects.")
+
+
+def device_refusals(config) -> list[str]:
+    """The settings of `config` device frames do not implement (empty: the whole frame runs on the device)."""
+    return refusals(config, DEVICE_SUPPORT, _file_key)
 
 
 class WarpLidarSimulator(LidarSimulator):
-    """LidarSimulator whose frames run in a Warp kernel on the backend's device (host path for the
-    effects in `host_reasons`)."""
+    """LidarSimulator whose frames run in a Warp kernel on the backend's device (a config with a setting
+    DEVICE_SUPPORT does not implement is refused: ConfigError naming the keys)."""
 
     def __init__(self, config, scene, backend: WarpBackend, seed: int | None = None, sink=None):
-        if not isinstance(backend, WarpBackend):
-            raise ConfigError(f"WarpLidarSimulator needs the warp backend, got {type(backend).__name__}")
+        require_device_backend(backend, "WarpLidarSimulator")
+        refuse(config, DEVICE_SUPPORT, config.origin, _file_key)
         super().__init__(config, scene, backend, seed=seed, sink=sink)
-        self.host_reasons = host_only_effects(config)
         from . import warp_frame_kernels
 
         self._kernels = warp_frame_kernels
@@ -79,8 +142,7 @@ class WarpLidarSimulator(LidarSimulator):
         # without a copy (a copy would cost more than the allocation there).
         self.reuse_device_buffers = str(backend.device).startswith("cuda")
         self._truth_lock = threading.Lock()
-        if not self.host_reasons:
-            self._upload_tables()
+        self._upload_tables()
 
     def _upload_tables(self) -> None:
         """The run's per-beam constants on the device: local rays, measurement columns, offsets, biases."""
@@ -157,10 +219,10 @@ class WarpLidarSimulator(LidarSimulator):
         s.max_bounces, s.max_crossings = cfg.max_bounces, MAX_TRANSPARENT
         s.skip_abs, s.skip_rel = SKIP_ABS, SKIP_REL
         limit = model.limit
-        s.limit_model = LIMIT_CODES[limit.model]
-        s.limit_root = LIMIT_ROOTS.get(limit.model, 1)
-        s.limit_a, s.limit_b = getattr(limit, "_a", 0.0), getattr(limit, "_b", 0.0)
-        s.limit_rho1, s.limit_d1, s.limit_slope = limit.rho1, limit.d1, getattr(limit, "_slope", 0.0)
+        # the curve DetectionLimit fitted (physics/detection.py: its form code, root and coefficients)
+        code, a, b, _, d1, rho1, slope = limit.curve
+        s.limit_model, s.limit_root = code, limit.root
+        s.limit_a, s.limit_b, s.limit_rho1, s.limit_d1, s.limit_slope = a, b, rho1, d1, slope
         noise = model.noise
         s.dropout = cfg.effects.detection.dropout_probability
         s.angular_sigma, s.sigma = noise.angular_sigma, noise.sigma
@@ -177,8 +239,6 @@ class WarpLidarSimulator(LidarSimulator):
 
     # -- one frame ----------------------------------------------------------------------------------
     def _simulate(self, pose, t0_ns: int):
-        if self.host_reasons:
-            return super()._simulate(pose, t0_ns)
         cfg = self.config
         wp, dev, k = self.backend.wp, self.backend.device, self._kernels
         frame = self._new_frame()

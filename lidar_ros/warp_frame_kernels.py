@@ -23,6 +23,13 @@ except ImportError:  # warp_frame.py reports the missing package; this module st
 if wp is not None:
     from radarays_ros.tracing.warp_kernels import SceneArrays, first_hit
 
+    from .physics import detection
+
+    # the detection limit's form codes: physics/detection.py's (DetectionLimit.code)
+    CURVE_NONE = wp.constant(detection.CURVE_NONE)
+    CURVE_ROOT = wp.constant(detection.CURVE_ROOT)
+    CURVE_LOG = wp.constant(detection.CURVE_LOG)
+
     # material class codes of physics/materials.py
     GENERAL = wp.constant(0)
     TRANSPARENT = wp.constant(1)
@@ -53,8 +60,8 @@ if wp is not None:
         max_crossings: int
         skip_abs: float
         skip_rel: float
-        limit_model: int  # 0 none, 1 linear/rootN, 2 log, 3 blensor
-        limit_root: int  # N of rootN (1 = linear)
+        limit_model: int  # DetectionLimit.code: CURVE_NONE, CURVE_ROOT (linear, rootN), CURVE_LOG, blensor
+        limit_root: int  # DetectionLimit.root: N of rootN (1 = linear)
         limit_a: float
         limit_b: float
         limit_rho1: float
@@ -113,22 +120,23 @@ if wp is not None:
 
     @wp.func
     def detection_limit(s: SurfaceSettings, rho: float):
-        """physics/detection.py: r_L(rho) (model 'none' is decided by the caller)."""
+        """physics/detection.py DetectionLimit.limit32: r_L(rho) in float32 with the host's operations in
+        the host's order and the coefficients DetectionLimit fitted (model 'none' is decided by the caller)."""
         safe = wp.max(rho, 1.0e-30)
         limit = float(0.0)
-        if s.limit_model == 1:
+        if s.limit_model == CURVE_ROOT:
             root = safe
             if s.limit_root == 2:
                 root = wp.sqrt(safe)
             elif s.limit_root == 3:
-                root = wp.pow(safe, 1.0 / 3.0)
+                root = wp.cbrt(safe)
             elif s.limit_root == 4:
                 root = wp.sqrt(wp.sqrt(safe))
-            limit = s.limit_a + s.limit_b * root
-        elif s.limit_model == 2:
-            limit = s.limit_a + s.limit_b * wp.log(safe)
+            limit = root * s.limit_b + s.limit_a
+        elif s.limit_model == CURVE_LOG:
+            limit = wp.log(safe) * s.limit_b + s.limit_a
         else:
-            limit = s.limit_d1 + wp.max(rho - s.limit_rho1, 0.0) * s.limit_slope
+            limit = wp.max(rho - s.limit_rho1, 0.0) * s.limit_slope + s.limit_d1
         return limit
 
     @wp.kernel
@@ -217,7 +225,7 @@ if wp is not None:
         ranged = total_range + range_offset[i]  # Ouster ranges count from the lidar origin
         found = entity >= 0
         keep = found
-        if found and s.limit_model != 0:
+        if found and s.limit_model != CURVE_NONE:
             keep = rho > 0.0 and ranged <= detection_limit(s, rho)
         if s.dropout > 0.0:
             if wp.randf(state) < s.dropout:

@@ -23,6 +23,7 @@ from radarays_ros.tracing import make_backend
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 
+from support.frames_paths import frames, lidar_on  # noqa: F401  (frames: the host/device fixture)
 from support.lidar_bags import points_of, read_bag
 
 VELODYNE = Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "lidar" / "velodyne"
@@ -79,8 +80,8 @@ def wrapped(a: np.ndarray) -> np.ndarray:
     ("VLP-32C", "VeloView-VLP-32C.yaml", 18000.0, 1507.0, 55.296, 2.304),
 ])
 def test_32_laser_units_report_one_azimuth_per_block_and_the_drivers_timing_table(
-        tmp_path, sphere, name, calib, firing_rate, packet_rate, cycle_us, single_us):
-    scan = LidarSimulator(load_sensor(name, EXACT), *sphere).simulate(np.eye(4), T0)
+        tmp_path, sphere, name, calib, firing_rate, packet_rate, cycle_us, single_us, frames):
+    scan = lidar_on(frames, load_sensor(name, EXACT), *sphere).simulate(np.eye(4), T0)
     msg, pts = decoded_cloud(tmp_path, scan)
     packets = math.ceil(packet_rate / 10.0)  # velodyne_driver: npackets = ceil(packet_rate / frequency)
     assert (msg.height, msg.width) == (packets * 12, 32) and not msg.is_dense
@@ -104,14 +105,14 @@ def test_32_laser_units_report_one_azimuth_per_block_and_the_drivers_timing_tabl
     expected = (packet_start + blocks % 12 * cycle_us * 1e-6)[:, None] + (laser_of_slot // 2 * single_us * 1e-6)[None, :]
     np.testing.assert_allclose(pts["time"], expected - packet_start[-1], atol=2e-7)
     # the default mode interpolates inside a block: its points are not on one azimuth per row
-    default = LidarSimulator(load_sensor(name, {"noise": {}, "surface": {}}), *sphere).simulate(np.eye(4), T0)
+    default = lidar_on(frames, load_sensor(name, {"noise": {}, "surface": {}}), *sphere).simulate(np.eye(4), T0)
     _, pts2 = decoded_cloud(tmp_path, default)
     spread = driver_azimuth(pts2, cal["horiz_offset_correction"][laser_of_slot]) + cal["rot_correction"][laser_of_slot]
     assert np.abs(wrapped(spread - spread[:, :1])).max() > np.radians(0.05)
 
 
-def test_hdl64e_rows_are_banks_with_zero_bytes_time_zero_and_block_azimuths(tmp_path, sphere):
-    scan = LidarSimulator(load_sensor("HDL-64E-S2", EXACT), *sphere).simulate(np.eye(4), T0)
+def test_hdl64e_rows_are_banks_with_zero_bytes_time_zero_and_block_azimuths(tmp_path, sphere, frames):
+    scan = lidar_on(frames, load_sensor("HDL-64E-S2", EXACT), *sphere).simulate(np.eye(4), T0)
     msg, pts = decoded_cloud(tmp_path, scan)
     packets = math.ceil(3472.17 / 10.0)
     firings = packets * 6  # 12 blocks per packet: an upper and a lower block per firing

@@ -23,6 +23,8 @@ from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
 from support.lidar_bags import T0, bag_cloud, points_of, read_bag, room  # noqa: F401 (room is a fixture)
 
+from support.frames_paths import frames, lidar_on  # noqa: F401  (frames: the host/device fixture)
+
 QUIET = {"noise": {}, "surface": {}}
 # field -> (offset, PointField datatype) of the real drivers, and their point_step
 DRIVER_FIELDS = {
@@ -47,21 +49,22 @@ DRIVER_FIELDS = {
 }
 
 
-def scan_of(room, name, overrides=None):
+def scan_of(frames, room, name, overrides=None):
+    """A frame of `name` in the room on a frame path (frames_paths.py: host, or device on Warp's CPU device)."""
     scene, backend = room
-    return LidarSimulator(load_sensor(name, {**QUIET, **(overrides or {})}), scene, backend).simulate(np.eye(4), T0)
+    return lidar_on(frames, load_sensor(name, {**QUIET, **(overrides or {})}), scene, backend).simulate(np.eye(4), T0)
 
 
 @pytest.mark.parametrize("layout", list(DRIVER_FIELDS))
-def test_field_offsets_equal_the_drivers(tmp_path, room, layout):
-    msg = bag_cloud(tmp_path, scan_of(room, "VLP-16"), layout=layout)
+def test_field_offsets_equal_the_drivers(tmp_path, room, layout, frames):
+    msg = bag_cloud(tmp_path, scan_of(frames, room, "VLP-16"), layout=layout)
     fields, step = DRIVER_FIELDS[layout]
     assert {f.name: (f.offset, f.datatype) for f in msg.fields} == fields
     assert msg.point_step == step and all(f.count == 1 for f in msg.fields)
 
 
-def test_velodyne_cloud_read_back_field_by_field(tmp_path, room):
-    scan = scan_of(room, "VLP-16")
+def test_velodyne_cloud_read_back_field_by_field(tmp_path, room, frames):
+    scan = scan_of(frames, room, "VLP-16")
     msg = bag_cloud(tmp_path, scan)
     pts = points_of(msg)
     assert (msg.height, msg.width) == (scan.config.cols, 16)  # organized like the driver: firings x lasers
@@ -84,8 +87,8 @@ def test_velodyne_cloud_read_back_field_by_field(tmp_path, room):
     assert first["time"].min() == pytest.approx(0.0, abs=1e-7) and first["time"].max() > 0.099
 
 
-def test_ouster_cloud_read_back_field_by_field(tmp_path, room):
-    scan = scan_of(room, "OS1-64", {"columns": 512})
+def test_ouster_cloud_read_back_field_by_field(tmp_path, room, frames):
+    scan = scan_of(frames, room, "OS1-64", {"columns": 512})
     msg = bag_cloud(tmp_path, scan)
     pts = points_of(msg)
     assert (msg.height, msg.width) == (64, 512) and not msg.is_dense and not scan.hit.all()
@@ -106,8 +109,8 @@ def test_ouster_cloud_read_back_field_by_field(tmp_path, room):
     assert pts["t"].max() < 100_000_000
 
 
-def test_gazebo_and_ground_truth_fields(tmp_path, room):
-    scan = scan_of(room, str(Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml"))
+def test_gazebo_and_ground_truth_fields(tmp_path, room, frames):
+    scan = scan_of(frames, room, str(Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml"))
     msg = bag_cloud(tmp_path, scan, ground_truth=("clean_range", "entity", "material", "normal", "incidence_rad"))
     pts = points_of(msg)
     assert (msg.height, msg.width) == (16, 1800)
@@ -125,16 +128,16 @@ def test_gazebo_and_ground_truth_fields(tmp_path, room):
     assert (pts["entity_id"][~hit] == -1).all()
 
 
-def test_unorganized_clouds_hold_only_returns(tmp_path, room):
-    scan = scan_of(room, "VLP-16")
+def test_unorganized_clouds_hold_only_returns(tmp_path, room, frames):
+    scan = scan_of(frames, room, "VLP-16")
     msg = bag_cloud(tmp_path, scan, organized=False)
     pts = points_of(msg)
     assert msg.height == 1 and msg.width == scan.hit.sum() and msg.is_dense
     assert np.isfinite(pts["x"]).all()
 
 
-def test_laserscan_from_a_2d_scanner(tmp_path, room):
-    scan = scan_of(room, "URG-04LX")
+def test_laserscan_from_a_2d_scanner(tmp_path, room, frames):
+    scan = scan_of(frames, room, "URG-04LX")
     path = tmp_path / "scan.mcap"
     with BagWriter(path) as bag:
         bag.write("/scan", laserscan_msg(scan), T0)
@@ -185,8 +188,8 @@ def read_ply(path: Path) -> np.ndarray:
 
 
 @pytest.mark.parametrize("layout", ["ouster", "velodyne"])
-def test_pcd_and_ply_read_back(tmp_path, room, layout):
-    scan = scan_of(room, "OS1-32" if layout == "ouster" else "VLP-16")
+def test_pcd_and_ply_read_back(tmp_path, room, layout, frames):
+    scan = scan_of(frames, room, "OS1-32" if layout == "ouster" else "VLP-16")
     cloud = pointcloud_array(scan, layout)
     pcd = read_pcd(write_pcd(tmp_path / "c.pcd", cloud))
     assert pcd.shape == cloud.shape
@@ -201,8 +204,8 @@ def test_pcd_and_ply_read_back(tmp_path, room, layout):
     np.testing.assert_allclose(np.asarray(mesh.vertices), np.stack([returns["x"], returns["y"], returns["z"]], 1), atol=1e-6)
 
 
-def test_livox_cloud_read_back(tmp_path, room):
-    scan = scan_of(room, "Avia")
+def test_livox_cloud_read_back(tmp_path, room, frames):
+    scan = scan_of(frames, room, "Avia")
     msg = bag_cloud(tmp_path, scan)  # the preset: livox layout, returns only
     pts = points_of(msg)[0]
     assert msg.height == 1 and msg.width == scan.hit.sum() and msg.point_step == 26 and msg.is_dense
@@ -219,9 +222,9 @@ def test_livox_cloud_read_back(tmp_path, room):
     ("gazebo", [(12, 16), (20, 24), (26, 32)]),  # gz-msgs memory-aligned field groups
     ("livox", [(16, 17)]),  # LivoxPointXyzrtlt.tag: 0 (no tag information simulated)
 ])
-def test_padding_and_unset_bytes_are_zero(tmp_path, room, layout, padding):
+def test_padding_and_unset_bytes_are_zero(tmp_path, room, layout, padding, frames):
     """Byte for byte: bytes that no driver field covers (and the Livox tag) are 0 in the message data."""
-    scan = scan_of(room, "OS1-32" if layout == "ouster" else "Avia" if layout == "livox" else "VLP-16")
+    scan = scan_of(frames, room, "OS1-32" if layout == "ouster" else "Avia" if layout == "livox" else "VLP-16")
     msg = bag_cloud(tmp_path, scan, layout=layout)
     raw = np.frombuffer(bytes(msg.data), np.uint8).reshape(-1, msg.point_step)
     assert len(raw) == msg.width * msg.height > 100
@@ -252,9 +255,9 @@ def test_velodyne_organized_misses_have_nan_intensity_and_the_cloud_is_not_dense
     assert bag_cloud(tmp_path, full, organized=False).is_dense
 
 
-def test_gazebo_misses_are_infinite_points_along_the_ray(tmp_path, room):
+def test_gazebo_misses_are_infinite_points_along_the_ray(tmp_path, room, frames):
     """gz-sensors writes a miss as range +inf times the ray's direction cosines: ±inf per axis."""
-    scan = scan_of(room, str(Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml"))
+    scan = scan_of(frames, room, str(Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml"))
     for layout in ("gazebo", "gazebo_cpu"):
         pts = points_of(bag_cloud(tmp_path, scan, layout=layout))
         miss = ~scan.hit
@@ -336,8 +339,8 @@ def _export(path):
     trimesh.util.concatenate(meshes).export(path)
 
 
-def test_ouster_point_types_read_back(tmp_path, room):
-    scan = scan_of(room, "OS1-32", {"columns": 512})
+def test_ouster_point_types_read_back(tmp_path, room, frames):
+    scan = scan_of(frames, room, "OS1-32", {"columns": 512})
     hit = scan.hit
     native = points_of(bag_cloud(tmp_path, scan, layout="ouster_native"))
     assert native.shape == (32, 512)

@@ -17,6 +17,8 @@ from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
 
+from support.frames_paths import frames, lidar_on  # noqa: F401  (frames: the host/device fixture)
+
 
 def tilted_wall(distance: float, tilt_deg: float):
     """A large plane through (distance, 0, 0) whose normal is turned tilt_deg about z from −x."""
@@ -29,14 +31,14 @@ def tilted_wall(distance: float, tilt_deg: float):
 
 
 @pytest.mark.parametrize("tilt_deg", [0.0, 5.0, 20.0])
-def test_cone_reports_the_nearest_point_inside_the_cone(tilt_deg):
+def test_cone_reports_the_nearest_point_inside_the_cone(tilt_deg, frames):
     """Perpendicular distance d·cos β when the wall's normal lies inside the cone (β ≤ fov/2), else the
     cone's edge: d·cos β / cos(β − fov/2), in the direction of the edge nearest to the normal."""
     from radarays_ros.io.lidar_clouds import cone_reading
 
     d, fov = 2.0, np.radians(15.0)
     scene, backend = tilted_wall(d, tilt_deg)
-    scan = LidarSimulator(load_sensor("HC-SR04", {"per_ring": 360, "rings": 30}), scene, backend).simulate(np.eye(4))
+    scan = lidar_on(frames, load_sensor("HC-SR04", {"per_ring": 360, "rings": 30}), scene, backend).simulate(np.eye(4))
     reading, azimuth, elevation = cone_reading(scan)
     beta = np.radians(tilt_deg)
     if beta <= fov / 2:
@@ -66,14 +68,14 @@ def test_cone_with_nothing_inside_reads_infinity_and_writes_a_range_message(tmp_
     assert float(np.load(data_out)["cone_range"]) == pytest.approx(3.0, rel=1e-5)
 
 
-def test_depth_camera_sees_a_wall_at_constant_depth_through_a_pinhole(tmp_path):
+def test_depth_camera_sees_a_wall_at_constant_depth_through_a_pinhole(tmp_path, frames):
     """A wall square to the optical axis at 2 m: depth (optical z) = 2 m at every pixel; pixel (u, v) sees the
     point ((u − cx)/fx·2, (v − cy)/fy·2, 2) in the optical frame; CameraInfo carries K and P."""
     from radarays_ros.io.lidar_clouds import depth_image, depth_msgs
 
     scene, backend = tilted_wall(2.0, 0.0)
     cfg = load_sensor("ToF-camera-320x240", {"noise": {}})
-    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    scan = lidar_on(frames, cfg, scene, backend).simulate(np.eye(4))
     depth = depth_image(scan)
     assert depth.shape == (240, 320) and depth.dtype == np.float32
     np.testing.assert_allclose(depth, 2.0, rtol=1e-5)

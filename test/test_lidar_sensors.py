@@ -22,6 +22,8 @@ from radarays_ros.world.scene import Scene
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import pose_to_matrix
 
+from support.frames_paths import frames, lidar_on  # noqa: F401  (frames: the host/device fixture)
+
 ROOT = Path(__file__).resolve().parents[1]
 LIDAR = ROOT / "radarays_ros" / "data" / "lidar"
 PRESETS = LIDAR / "presets"
@@ -41,7 +43,7 @@ def preset_yaml(name: str) -> dict:
 
 
 # -- ranges to a known plane ------------------------------------------------------------------------
-def test_spherical_example_wall_ranges_are_d_over_cos():
+def test_spherical_example_wall_ranges_are_d_over_cos(frames):
     cfg = load_sensor(ROOT / "radarays_ros" / "data" / "examples" / "spherical_16x1800.yaml")
     assert (cfg.rows, cfg.cols) == (16, 1800)
     el_expected = np.radians(np.arange(-15, 16, 2))
@@ -52,23 +54,24 @@ def test_spherical_example_wall_ranges_are_d_over_cos():
 
     d = 10.0
     scene, backend = wall_scene(d, size=300.0)  # wider than anything within range.max
-    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    scan = lidar_on(frames, cfg, scene, backend).simulate(np.eye(4))
     el, az = np.meshgrid(el_expected, az_expected, indexing="ij")
     cos = np.cos(el) * np.cos(az)
     expect_hit = cos > d / 100.0  # in front and within range.max
     np.testing.assert_array_equal(scan.hit, expect_hit)
-    np.testing.assert_allclose(scan.range[scan.hit], (d / cos)[scan.hit], rtol=2e-6)
+    # Warp's float32 ray-triangle test on the 300 m wall: up to 2.2e-6 (measured), Embree's within 2e-6
+    np.testing.assert_allclose(scan.range[scan.hit], (d / cos)[scan.hit], rtol=2e-6 if frames == "host" else 4e-6)
     assert np.isnan(scan.range[~scan.hit]).all() and np.isnan(scan.xyz[~scan.hit]).all()
     np.testing.assert_allclose(scan.xyz[scan.hit][:, 0], d, atol=1e-4)
 
 
 @pytest.mark.parametrize("name", list_presets())
-def test_every_preset_measures_a_wall_where_geometry_says(name):
+def test_every_preset_measures_a_wall_where_geometry_says(name, frames):
     """Each ray from its own origin to the plane x = d: range = (d - o_x) / d_x (+ the Ouster range offset)."""
     d = 4.0
     cfg = load_sensor(name, QUIET)
     scene, backend = wall_scene(d, size=600.0)
-    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    scan = lidar_on(frames, cfg, scene, backend).simulate(np.eye(4))
     assert isinstance(scan, LidarScan) and scan.range.shape == (cfg.rows, cfg.cols)
     o, u = cfg.origins.astype(float), cfg.directions.astype(float)
     with np.errstate(divide="ignore"):
@@ -77,11 +80,15 @@ def test_every_preset_measures_a_wall_where_geometry_says(name):
     expect_hit = (t < np.inf) & (expected <= cfg.range_max) & (expected >= cfg.range_min)
     sure = expect_hit & (expected < cfg.range_max - 1e-3)  # leave float ties at the range limit alone
     assert scan.hit[sure].all() and not scan.hit[~expect_hit].any()
-    assert scan.hit.any()
-    np.testing.assert_allclose(scan.range[scan.hit], expected[scan.hit], rtol=5e-6, atol=2e-5)
+    # (HC-SR04 sees this wall only on its axis, exactly at range.max: a float tie the device may break the other way)
+    assert scan.hit.any() or (frames == "device" and not sure.any())
+    # device frames trace with Warp's float32 ray-triangle test, whose error grows with the triangle's
+    # extent (this wall: 600 m; measured up to 8.6e-5 m at 4 m): 1.5e-4 m there, Embree's 2e-5 m on the host
+    slack = 1.0 if frames == "host" else 7.5
+    np.testing.assert_allclose(scan.range[scan.hit], expected[scan.hit], rtol=5e-6, atol=2e-5 * slack)
     back = np.linalg.inv(cfg.point_transform)  # points are in the point frame (Ouster: os_lidar), the wall in the ray frame
     xyz = scan.xyz[scan.hit].astype(float) @ back[:3, :3].T + back[:3, 3]
-    np.testing.assert_allclose(xyz[:, 0], d, atol=1e-4)  # points lie on the wall
+    np.testing.assert_allclose(xyz[:, 0], d, atol=1e-4 * max(slack / 2, 1))  # points lie on the wall
 
 
 # -- ring order and angles of every preset against its table ----------------------------------------
@@ -215,9 +222,9 @@ def test_livox_parameters_fov_and_non_repetition(name, key, half_fov_deg):
     assert one < five < ten and ten > 1.5 * one
 
 
-def test_livox_scans_move_with_time():
+def test_livox_scans_move_with_time(frames):
     scene, backend = wall_scene(5.0)
-    sim = LidarSimulator(load_sensor("Mid-40", QUIET), scene, backend)
+    sim = lidar_on(frames, load_sensor("Mid-40", QUIET), scene, backend)
     a, b = sim.simulate(np.eye(4), 0), sim.simulate(np.eye(4), 100_000_000)
     assert a.hit.all() and b.hit.all()
     assert np.abs(a.azimuth_rad - b.azimuth_rad).max() > 0.01
@@ -260,7 +267,7 @@ def test_velodyne_firing_times():
     assert cfg.time.max() < 0.1
 
 
-def test_motion_distortion_of_a_wall_seen_while_driving():
+def test_motion_distortion_of_a_wall_seen_while_driving(frames):
     """Driving at v toward a wall at x = d: the column fired at t measures (d - v t) / cos(az)."""
     sensor = {"type": "spherical", "vertical": {"angles_deg": [0.0]},
               "horizontal": {"min_deg": -30, "max_deg": 30, "step_deg": 0.5}, "rate_hz": 10, "range": {"max": 100}}
@@ -271,7 +278,7 @@ def test_motion_distortion_of_a_wall_seen_while_driving():
     scene, backend = wall_scene(d)
     traj = Trajectory([0, 1_000_000_000], [pose_to_matrix(0, 0, 0), pose_to_matrix(v, 0, 0)])
     t0 = 200_000_000
-    scan = LidarSimulator(cfg, scene, backend).simulate(traj, t0_ns=t0)
+    scan = lidar_on(frames, cfg, scene, backend).simulate(traj, t0_ns=t0)
     t = t0 * 1e-9 + scan.time
     expected = (d - v * t) / np.cos(scan.azimuth_rad)
     assert scan.hit.all()
@@ -279,11 +286,11 @@ def test_motion_distortion_of_a_wall_seen_while_driving():
     np.testing.assert_allclose(scan.xyz[..., 0], d - v * t, atol=1e-4)  # sensor frame of each firing pose
     assert np.ptp(scan.range * np.cos(scan.azimuth_rad)) == pytest.approx(v * cfg.time.max(), rel=1e-3)
     # a standing sensor sees no distortion
-    still = LidarSimulator(cfg, scene, backend).simulate(Trajectory.static(pose_to_matrix(0, 0, 0)))
+    still = lidar_on(frames, cfg, scene, backend).simulate(Trajectory.static(pose_to_matrix(0, 0, 0)))
     np.testing.assert_allclose(still.range * np.cos(still.azimuth_rad), d, rtol=1e-6)
 
 
-def test_rotation_during_a_sweep_shifts_each_column():
+def test_rotation_during_a_sweep_shifts_each_column(frames):
     """Turning at w: the column fired at t looks along az + w t in the world; a wall at x = d shows it."""
     from lidar_ros.config import build_config
 
@@ -292,15 +299,15 @@ def test_rotation_during_a_sweep_shifts_each_column():
     w = 2.0  # rad/s
     traj = Trajectory([0, 1_000_000_000], [pose_to_matrix(0, 0, 0), pose_to_matrix(0, 0, 0, 0, 0, w)])
     scene, backend = wall_scene(10.0)
-    scan = LidarSimulator(cfg, scene, backend).simulate(traj)
+    scan = lidar_on(frames, cfg, scene, backend).simulate(traj)
     np.testing.assert_allclose(scan.range, 10.0 / np.cos(scan.azimuth_rad + w * scan.time), rtol=1e-5)
 
 
 # -- misses, noise, seeds ---------------------------------------------------------------------------------
-def test_misses_stay_nan_with_noise_on():
+def test_misses_stay_nan_with_noise_on(frames):
     cfg = load_sensor("VLP-16", {"noise": {"sigma": 0.5, "bias_sigma": 0.2, "dust_probability": 0.1}})
     scene, backend = wall_scene(10.0, size=4.0)
-    scan = LidarSimulator(cfg, scene, backend, seed=3).simulate(np.eye(4))
+    scan = lidar_on(frames, cfg, scene, backend, seed=3).simulate(np.eye(4))
     miss = ~scan.hit
     assert miss.sum() > 0.9 * miss.size
     assert np.isnan(scan.range[miss]).all() and np.isnan(scan.xyz[miss]).all()
@@ -308,32 +315,32 @@ def test_misses_stay_nan_with_noise_on():
     assert np.nanmax(scan.range) < 20  # no max-range points
 
 
-def test_same_seed_same_scan_and_constant_laser_bias():
+def test_same_seed_same_scan_and_constant_laser_bias(frames):
     cfg = load_sensor("VLP-16", {"noise": {"bias_sigma": 0.05}, "surface": {}})
     scene, backend = wall_scene(10.0)
-    clean = LidarSimulator(load_sensor("VLP-16", QUIET), scene, backend).simulate(np.eye(4)).range
-    a = LidarSimulator(cfg, scene, backend, seed=7)
+    clean = lidar_on(frames, load_sensor("VLP-16", QUIET), scene, backend).simulate(np.eye(4)).range
+    a = lidar_on(frames, cfg, scene, backend, seed=7)
     s1, s2 = a.simulate(np.eye(4)), a.simulate(np.eye(4), 100_000_000)
-    b = LidarSimulator(cfg, scene, backend, seed=7).simulate(np.eye(4))
+    b = lidar_on(frames, cfg, scene, backend, seed=7).simulate(np.eye(4))
     np.testing.assert_array_equal(s1.range, b.range)
     bias1 = np.nanmean(s1.range - clean, axis=1)
     assert s1.hit.sum() > 1000
     per_pixel = (s1.range - clean)[s1.hit]
     np.testing.assert_allclose(per_pixel, np.broadcast_to(bias1[:, None], s1.hit.shape)[s1.hit], atol=1e-4)  # one bias per laser
     np.testing.assert_allclose(np.nanmean(s2.range - clean, axis=1), bias1, atol=1e-5)  # fixed for the run
-    other = LidarSimulator(cfg, scene, backend, seed=8).simulate(np.eye(4))
+    other = lidar_on(frames, cfg, scene, backend, seed=8).simulate(np.eye(4))
     assert np.abs(np.nanmean(other.range - clean, axis=1) - bias1).max() > 1e-3
 
 
-def test_materials_and_intensity_reach_the_scan():
+def test_materials_and_intensity_reach_the_scan(frames):
     scene, backend = wall_scene(10.0, material="retroreflective_sheeting")
-    scan = LidarSimulator(load_sensor("VLP-16", QUIET), scene, backend).simulate(np.eye(4))
+    scan = lidar_on(frames, load_sensor("VLP-16", QUIET), scene, backend).simulate(np.eye(4))
     dark_scene, dark_backend = wall_scene(10.0, material="asphalt")
-    dark = LidarSimulator(load_sensor("VLP-16", QUIET), dark_scene, dark_backend).simulate(np.eye(4))
+    dark = lidar_on(frames, load_sensor("VLP-16", QUIET), dark_scene, dark_backend).simulate(np.eye(4))
     assert np.median(scan.intensity[scan.hit]) > np.median(dark.intensity[dark.hit])
     assert (scan.entity[scan.hit] == 0).all() and (scan.entity[~scan.hit] == -1).all()
     water, water_backend = wall_scene(10.0, material="water")  # absorbent: no points at all
-    assert not LidarSimulator(load_sensor("VLP-16", QUIET), water, water_backend).simulate(np.eye(4)).hit.any()
+    assert not lidar_on(frames, load_sensor("VLP-16", QUIET), water, water_backend).simulate(np.eye(4)).hit.any()
 
 
 # -- bad sensor files and values ---------------------------------------------------------------------------
@@ -456,13 +463,13 @@ def test_fov_and_resolution_form_of_a_generic_sensor(tmp_path):
                       "horizontal": {"fov_deg": 360, "resolution_deg": 1}}, "t", tmp_path)
 
 
-def test_staggered_ouster_pixels_use_the_pose_of_their_own_measurement_column():
+def test_staggered_ouster_pixels_use_the_pose_of_their_own_measurement_column(frames):
     """Destaggered pixels of one column were measured at different times; each is cast from its own pose."""
     cfg = load_sensor("OS1-16", {**QUIET, "columns": 512})
     d, v = 6.0, 30.0
     scene, backend = wall_scene(d, size=600.0)
     traj = Trajectory([0, 1_000_000_000], [pose_to_matrix(0, 0, 0), pose_to_matrix(v, 0, 0)])
-    scan = LidarSimulator(cfg, scene, backend).simulate(traj)
+    scan = lidar_on(frames, cfg, scene, backend).simulate(traj)
     assert np.ptp(scan.time[:, 300]) > 0  # one destaggered column spans several firing times
     o, u = cfg.origins.astype(float), cfg.directions.astype(float)
     sensor_x = v * scan.time  # where the sensor was when each pixel fired
@@ -500,7 +507,7 @@ def test_a_frame_is_the_same_whatever_the_thread_count():
 
 
 # -- generic forms, jitter and per-face materials against geometry ----------------------------------
-def test_rays_file_with_times_measures_a_wall(tmp_path):
+def test_rays_file_with_times_measures_a_wall(tmp_path, frames):
     """`type: rays` from a CSV (azimuth, elevation, time): each ray's range is d / (cos el cos az)."""
     (tmp_path / "pattern.csv").write_text("azimuth_deg,elevation_deg,time_s\n0,0,0\n30,0,0.01\n-30,10,0.02\n180,0,0.03\n")
     (tmp_path / "s.yaml").write_text("type: rays\nrays_file: pattern.csv\nrange: {min: 0.1, max: 50}\nrate_hz: 10\n")
@@ -508,14 +515,14 @@ def test_rays_file_with_times_measures_a_wall(tmp_path):
     assert (cfg.rows, cfg.cols) == (1, 4)
     np.testing.assert_allclose(cfg.time[0], [0, 0.01, 0.02, 0.03])
     scene, backend = wall_scene(5.0, size=100.0)
-    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    scan = lidar_on(frames, cfg, scene, backend).simulate(np.eye(4))
     az, el = np.radians([0, 30, -30]), np.radians([0, 0, 10])
     assert scan.hit[0].tolist() == [True, True, True, False]  # the last ray looks away from the wall
     np.testing.assert_allclose(scan.range[0, :3], 5.0 / (np.cos(el) * np.cos(az)), rtol=2e-6)
     assert np.isnan(scan.range[0, 3])
 
 
-def test_grid_of_explicit_vertical_and_horizontal_angles():
+def test_grid_of_explicit_vertical_and_horizontal_angles(frames):
     from lidar_ros.config import build_config
 
     cfg = build_config({"type": "spherical", "vertical": {"angles_deg": [5.0, 0.0, -7.5]},
@@ -527,15 +534,15 @@ def test_grid_of_explicit_vertical_and_horizontal_angles():
     np.testing.assert_allclose(cfg.elevation, np.repeat(el[:, None], 4, 1), atol=1e-6)
     np.testing.assert_allclose(cfg.azimuth, np.repeat(az[None], 3, 0), atol=1e-6)
     scene, backend = wall_scene(7.0)
-    scan = LidarSimulator(cfg, scene, backend).simulate(np.eye(4))
+    scan = lidar_on(frames, cfg, scene, backend).simulate(np.eye(4))
     np.testing.assert_allclose(scan.range, 7.0 / np.outer(np.cos(el), np.cos(az)), rtol=2e-6)
 
 
-def test_angular_jitter_moves_the_ray_but_reports_the_point_on_the_nominal_ray():
+def test_angular_jitter_moves_the_ray_but_reports_the_point_on_the_nominal_ray(frames):
     sigma = 0.01
     cfg = load_sensor("VLP-16", {**QUIET, "noise": {"angular_sigma": sigma}})
     scene, backend = wall_scene(10.0, size=400.0)
-    scan = LidarSimulator(cfg, scene, backend, seed=5).simulate(np.eye(4))
+    scan = lidar_on(frames, cfg, scene, backend, seed=5).simulate(np.eye(4))
     hit = scan.hit & (np.cos(scan.azimuth_rad) > 0.5)
     assert hit.sum() > 5000
     nominal = 10.0 / (np.cos(scan.elevation_rad) * np.cos(scan.azimuth_rad))
@@ -550,7 +557,7 @@ def test_angular_jitter_moves_the_ray_but_reports_the_point_on_the_nominal_ray()
     np.testing.assert_allclose(np.linalg.norm(scan.xyz[hit], axis=1), scan.range[hit], rtol=1e-6)
 
 
-def test_per_face_materials_set_the_intensity_of_each_face():
+def test_per_face_materials_set_the_intensity_of_each_face(frames):
     """One wall mesh, upper faces 'white_paint' (ρ 0.8), lower faces 'black_paint' (ρ 0.05), assigned per face
     from the mesh's own material names: Velodyne intensity = round(100·ρ·cos θ) on each half."""
     from radarays_ros.world.materials import MaterialLibrary
@@ -566,7 +573,7 @@ def test_per_face_materials_set_the_intensity_of_each_face():
     scene = Scene(lib)
     wall = scene.add_entity("wall", mesh)
     backend = make_backend("embree", scene, threads=2)
-    scan = LidarSimulator(load_sensor("VLP-16", QUIET), scene, backend).simulate(np.eye(4))
+    scan = lidar_on(frames, load_sensor("VLP-16", QUIET), scene, backend).simulate(np.eye(4))
     cos = np.cos(scan.elevation_rad) * np.cos(scan.azimuth_rad)
     upper = scan.hit & (scan.elevation_rad > 0.01)
     lower = scan.hit & (scan.elevation_rad < -0.01)
@@ -578,12 +585,12 @@ def test_per_face_materials_set_the_intensity_of_each_face():
     np.testing.assert_allclose(scan.fields["reflectivity"][upper], 0.8 * cos[upper], rtol=1e-5)
 
 
-def test_a_material_replaced_in_the_library_reaches_the_next_frame():
+def test_a_material_replaced_in_the_library_reaches_the_next_frame(frames):
     """Replacing a material (same name, new lidar part) changes the next frame's intensity: ρ 0.3 -> 0.9."""
     from radarays_ros.world.materials import Material
 
     scene, backend = wall_scene(10.0, material="concrete")
-    sim = LidarSimulator(load_sensor("VLP-16", QUIET), scene, backend)
+    sim = lidar_on(frames, load_sensor("VLP-16", QUIET), scene, backend)
     before = sim.simulate(np.eye(4))
     old = scene.materials[scene.materials.id_of("concrete")]
     scene.materials.add(Material(old.name, old.radar, {"class": "general", "reflectivity": 0.9}, old.origin))
@@ -619,12 +626,12 @@ def test_64_beam_units_take_their_column_shifts_from_the_128_beam_metadata_rows(
     np.testing.assert_array_equal(cfg.pixel_shift, np.asarray(flat["pixel_shift_by_row"])[::2])
 
 
-def test_ouster_points_in_os_lidar_by_default_and_os_sensor_on_request():
+def test_ouster_points_in_os_lidar_by_default_and_os_sensor_on_request(frames):
     lidar_cfg, sensor_cfg = load_sensor("OS1-32", QUIET), load_sensor("OS1-32", {**QUIET, "point_frame": "sensor"})
     assert (lidar_cfg.frame_id, sensor_cfg.frame_id) == ("os_lidar", "os_sensor")
     scene, backend = wall_scene(4.0, size=600.0)
-    a = LidarSimulator(lidar_cfg, scene, backend).simulate(np.eye(4))
-    b = LidarSimulator(sensor_cfg, scene, backend).simulate(np.eye(4))
+    a = lidar_on(frames, lidar_cfg, scene, backend).simulate(np.eye(4))
+    b = lidar_on(frames, sensor_cfg, scene, backend).simulate(np.eye(4))
     np.testing.assert_array_equal(a.range, b.range)
     to_sensor = np.linalg.inv(lidar_cfg.point_transform)  # os_sensor <- os_lidar: lidar_to_sensor_transform
     np.testing.assert_allclose(to_sensor[:3, 3], [0, 0, 0.03618])

@@ -12,7 +12,15 @@ from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import pose_to_matrix
 from support.radar_scenes import config, library, scene_with, wall_x
 
+from support.frames_paths import frames, radar_on  # noqa: F401  (frames: the host/device fixture)
+
 EYE = np.eye(4)
+
+
+def on_path(frames: str, cfg, scene):
+    """The simulator of a frame path (frames_paths.py) for the image-only tests: returns.keep off (device
+    frames keep no raw returns; the image is the same, test_skipping_waves_beyond_the_last_bin...)."""
+    return radar_on(frames, cfg.with_overrides({"returns.keep": False}), scene, "embree")
 
 
 def returns_of(img, column=0, bounce=None):
@@ -25,9 +33,9 @@ def returns_of(img, column=0, bounce=None):
 
 @pytest.mark.parametrize("distance", [1.26, 3.01, 7.53])
 @pytest.mark.parametrize("kernel", ["none", "triangular"])
-def test_wall_peaks_in_bin_floor_d_over_res(distance, kernel):
+def test_wall_peaks_in_bin_floor_d_over_res(distance, kernel, frames):
     cfg = config(kernel={"type": kernel, "width": 20, "mode": 0.35}, range={"resolution": 0.05, "bins": 400})
-    img = RadarSimulator(cfg, scene_with(wall_x(distance))).simulate(EYE)
+    img = on_path(frames, cfg, scene_with(wall_x(distance))).simulate(EYE)
     assert int(np.argmax(img.image_f32[0])) == math.floor(distance / 0.05)
     # the strongest return of the column maps to energy_max * signal_max (per-column normalisation)
     assert img.image_f32[0].max() == pytest.approx(cfg.output.energy_max * cfg.output.signal_max, rel=1e-5)
@@ -163,40 +171,40 @@ def test_seeded_runs_are_identical_and_seeds_differ():
     assert not np.array_equal(other.image_f32, a[0].image_f32)
 
 
-def test_motion_distortion_from_a_trajectory():
+def test_motion_distortion_from_a_trajectory(frames):
     scene = scene_with(wall_x(5.0), wall_x(-5.0, name="back"))
     cfg = config(azimuth={"count": 400, "step_deg": -0.9, "rate_hz": 4.0}, beam={"samples": 4})
     traj = Trajectory([0, 250_000_000], [pose_to_matrix(0, 0, 0), pose_to_matrix(2.5, 0, 0)])  # 10 m/s along +x
-    img = RadarSimulator(cfg, scene).simulate(traj)
+    img = on_path(frames, cfg, scene).simulate(traj)
     assert img.azimuth_time_ns[200] == 125_000_000
     assert int(np.argmax(img.image_f32[0])) == 100  # fired at t = 0 from x = 0
     assert int(np.argmax(img.image_f32[200])) == math.floor(6.25 / 0.05)  # facing -x from x = 1.25
-    static = RadarSimulator(cfg, scene).simulate(EYE)
+    static = on_path(frames, cfg, scene).simulate(EYE)
     assert int(np.argmax(static.image_f32[200])) == 100
 
 
-def test_scroll_single_azimuth_and_range_offset():
+def test_scroll_single_azimuth_and_range_offset(frames):
     # 3.02 m: mid-bin, so float32 rounding of the box's face (3.1 - 0.1) cannot move the peak across a bin edge
     scene = scene_with(wall_x(3.02, span=1.0))
-    img = RadarSimulator(config(azimuth={"count": 8, "step_deg": -45.0, "scroll": 3}), scene).simulate(EYE)
+    img = on_path(frames, config(azimuth={"count": 8, "step_deg": -45.0, "scroll": 3}), scene).simulate(EYE)
     assert int(np.argmax(img.image.max(axis=1))) == 3 and img.azimuth_rad[3] == 0.0
-    single = RadarSimulator(config(azimuth={"count": 1, "start_deg": 0.0}), scene).simulate(EYE)
+    single = on_path(frames, config(azimuth={"count": 1, "start_deg": 0.0}), scene).simulate(EYE)
     assert single.image.shape == (1, 200) and int(np.argmax(single.image_f32[0])) == 60
-    shifted = RadarSimulator(config(range={"resolution": 0.05, "bins": 200, "offset": 1.0}), scene).simulate(EYE)
+    shifted = on_path(frames, config(range={"resolution": 0.05, "bins": 200, "offset": 1.0}), scene).simulate(EYE)
     assert int(np.argmax(shifted.image_f32[0])) == 40 and shifted.range_m[0] == 1.0
 
 
-def test_radar_equation_and_db_scale():
+def test_radar_equation_and_db_scale(frames):
     scene = scene_with(("near", (0.1, 0.5, 0.5), (2.05, 0, 0), "flat_metal"), wall_x(4.0, material="flat_metal"))
     cfg = config(tracing={"passes": 1}, output={"normalisation": "global", "radar_equation": True})
-    cols = RadarSimulator(cfg.with_overrides({"azimuth.count": 1}), scene).simulate(EYE)
+    cols = on_path(frames, cfg.with_overrides({"azimuth.count": 1}), scene).simulate(EYE)
     assert cols.image_f32[0, 40] > 0  # only the near plate is in the beam of column 0
-    far = RadarSimulator(cfg.with_overrides({"azimuth.count": 1}), scene_with(wall_x(4.0, material="flat_metal"))).simulate(EYE)
+    far = on_path(frames, cfg.with_overrides({"azimuth.count": 1}), scene_with(wall_x(4.0, material="flat_metal"))).simulate(EYE)
     energy_near = cols.energy[0].max()
     energy_far = far.energy[0].max()
     assert energy_near / energy_far == pytest.approx(16.0, rel=0.02)  # (4/2)^4
     db = config(output={"normalisation": "db", "db_reference": 1.0, "db_range": 60.0})
-    img = RadarSimulator(db, scene_with(wall_x(3.0, material="flat_metal"))).simulate(EYE)
+    img = on_path(frames, db, scene_with(wall_x(3.0, material="flat_metal"))).simulate(EYE)
     assert img.image_f32[0].max() == pytest.approx(255.0, rel=1e-6)  # E = E0 = 1 maps to 255
 
 
@@ -278,15 +286,15 @@ def test_every_pass_is_one_trace_call_for_all_azimuths_and_samples():
     assert len(single.calls) == 1 and set(first_only.returns["bounce"]) == {0}  # passes = 1: first hit only
 
 
-def test_azimuth_start_and_step_direction():
+def test_azimuth_start_and_step_direction(frames):
     # a post on -y (right of the sensor seen from above): with steps of -90 deg (clockwise) it is column 1
     scene = scene_with(("post", (0.4, 0.4, 2.0), (0, -3.2, 0), "metal"))
-    img = RadarSimulator(config(azimuth={"count": 4, "step_deg": -90.0}), scene).simulate(EYE)
+    img = on_path(frames, config(azimuth={"count": 4, "step_deg": -90.0}), scene).simulate(EYE)
     np.testing.assert_allclose(img.azimuth_rad, np.radians([0.0, -90.0, -180.0, -270.0]))
     assert img.image.max(axis=1).tolist().index(img.image.max()) == 1 and int(np.argmax(img.image_f32[1])) == 60
-    ccw = RadarSimulator(config(azimuth={"count": 4, "step_deg": 90.0}), scene).simulate(EYE)
+    ccw = on_path(frames, config(azimuth={"count": 4, "step_deg": 90.0}), scene).simulate(EYE)
     assert int(np.argmax(ccw.image.max(axis=1))) == 3  # counter-clockwise: -y is the last column
-    started = RadarSimulator(config(azimuth={"count": 1, "start_deg": -90.0}), scene).simulate(EYE)
+    started = on_path(frames, config(azimuth={"count": 1, "start_deg": -90.0}), scene).simulate(EYE)
     assert started.image.shape == (1, 200) and int(np.argmax(started.image_f32[0])) == 60  # a single azimuth
 
 
@@ -362,9 +370,9 @@ def test_paper_brdf_in_the_simulator():
     np.testing.assert_allclose(np.sort(img.returns["energy"]), expected, rtol=1e-5)
 
 
-def test_system_noise_is_white_gaussian_in_output_units():
+def test_system_noise_is_white_gaussian_in_output_units(frames):
     cfg = config(noise={"system_std": 4.0}, range={"resolution": 0.05, "bins": 500})
-    img = RadarSimulator(cfg, scene_with(wall_x(3.0, span=1.0))).simulate(EYE)
+    img = on_path(frames, cfg, scene_with(wall_x(3.0, span=1.0))).simulate(EYE)
     empty = img.image_f32[1:].ravel()  # columns without returns: max(0, N(0, 4))
     assert np.mean(empty == 0) == pytest.approx(0.5, abs=0.03)
     assert empty[empty > 0].mean() == pytest.approx(4.0 * math.sqrt(2 / math.pi), rel=0.06)

@@ -15,7 +15,7 @@ from support.frames import assert_same_lidar_frames, every_output
 require_warp()
 
 from lidar_ros import LidarSimulator, load_sensor  # noqa: E402
-from lidar_ros.warp_frame import WarpLidarSimulator, host_only_effects  # noqa: E402
+from lidar_ros.warp_frame import WarpLidarSimulator, device_refusals  # noqa: E402
 from radarays_ros.errors import ConfigError  # noqa: E402
 from radarays_ros.io.lidar_clouds import FrameCloud, pointcloud_array  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
@@ -215,19 +215,20 @@ def test_moving_entities_in_device_frames():
         assert crate in a.entity
 
 
-def test_toolbox_ii_effects_fall_back_to_the_host_path():
+def test_toolbox_ii_effects_refuse_device_frames_naming_the_keys():
     scene = load_world("hall")
     backend = make_backend("warp", scene, device="cpu")
     cfg = load_sensor("VLP-16", {"weather": {"fog_visibility_km": 0.5}, "signal": {"poisson": True}})
-    assert host_only_effects(cfg) == ["weather (fog, rain)", "photon counts (signal.poisson, noise_floor, saturation)"]
-    device, host = device_and_host(cfg, scene, backend)
-    assert device.host_reasons
-    a, b = device.simulate(POSE), host.simulate(POSE)
-    assert a.range.tobytes() == b.range.tobytes()  # the host path itself, same seed
-    assert not host_only_effects(load_sensor("VLP-16"))
-    assert host_only_effects(load_sensor("VLP-16", realistic=True))  # --realistic turns toolbox II effects on
+    assert device_refusals(cfg) == ["signal.poisson = True (device frames: host frames only)",
+                                    "weather.fog_visibility_km = 0.5 (device frames: host frames only)"]
+    with pytest.raises(ConfigError, match=r"not available in device frames: signal.poisson = True .*"
+                                          r"weather.fog_visibility_km = 0.5"):
+        WarpLidarSimulator(cfg, scene, backend)
+    LidarSimulator(cfg, scene, backend).simulate(POSE)  # host frames run them
+    assert not device_refusals(load_sensor("VLP-16"))
+    assert device_refusals(load_sensor("VLP-16", realistic=True))  # --realistic turns toolbox II effects on
     with pytest.raises(ConfigError, match="needs the warp backend"):
-        WarpLidarSimulator(cfg, scene, make_backend("embree", scene))
+        WarpLidarSimulator(load_sensor("VLP-16"), scene, make_backend("embree", scene))
 
 
 def test_lidar_command_with_device_frames(tmp_path, capsys):
@@ -244,10 +245,10 @@ def test_lidar_command_with_device_frames(tmp_path, capsys):
     np.testing.assert_allclose(outs["device"]["range"][hit], outs["host"]["range"][hit], atol=1e-3)
     capsys.readouterr()
     assert main(["lidar", "office", "--sensor", "VLP-16", "--frames", "device", "--out", str(tmp_path / "x.npz")]) == 2
-    assert "--frames device: needs --backend warp" in capsys.readouterr().err
+    assert "--frames device: frames 'device' needs the warp backend (backend: warp), got backend 'embree'" in capsys.readouterr().err
     assert main(["lidar", "office", "--sensor", "VLP-16", "--realistic", "--frames", "device", "--backend", "warp",
-                 "--device", "cpu", "--out", str(tmp_path / "r.npz")]) == 0
-    assert "run on the host" in capsys.readouterr().err
+                 "--device", "cpu", "--out", str(tmp_path / "r.npz")]) == 2
+    assert "not available in device frames: beam.divergence_mrad" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("sensor, layout",

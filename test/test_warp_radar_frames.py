@@ -88,8 +88,8 @@ def test_moving_entities_in_device_frames():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"noise.ambient": "perlin"}, "noise.ambient 'perlin'"),
-    ({"returns.keep": True}, "returns.keep"),
+    ({"noise.ambient": "perlin"}, "noise.ambient = 'perlin'"),
+    ({"returns.keep": True}, "returns.keep = True"),
 ])
 def test_host_only_features_are_refused_with_one_clear_error(overrides, message):
     scene = load_world("hall")

@@ -45,7 +45,7 @@ def test_frames_key_is_checked(tmp_path):
     assert load_scenario(scenario(tmp_path, "device")).sensors[0].frames == "device"
     with pytest.raises(ConfigError, match=r"sensors.radar: frames 'device' needs the warp backend"):
         run_scenario(scenario(tmp_path, "device"), tmp_path / "x.mcap", quiet=True, backend="embree")
-    with pytest.raises(ConfigError, match="noise.ambient 'perlin'"):  # a host-only radar feature, named
+    with pytest.raises(ConfigError, match="noise.ambient = 'perlin'"):  # a host-only radar feature, named
         run_scenario(scenario(tmp_path, "device", radar={"config": "radarays_default"}), tmp_path / "y.mcap",
                      quiet=True, backend="warp", backend_options={"device": "cpu"})
 

@@ -30,7 +30,9 @@ from .config import SurfaceConfig
 _ROOTS = {"linear": 1.0, "root2": 2.0, "root3": 3.0, "root4": 4.0}
 
 
-_NONE, _ROOT, _LOG, _BLENSOR = range(4)
+# the curve's form codes, one source for the host loops below and the Warp kernel (warp_frame_kernels.py)
+CURVE_NONE, CURVE_ROOT, CURVE_LOG, CURVE_BLENSOR = range(4)
+_NONE, _ROOT, _LOG, _BLENSOR = CURVE_NONE, CURVE_ROOT, CURVE_LOG, CURVE_BLENSOR
 
 
 class DetectionLimit:
@@ -53,6 +55,8 @@ class DetectionLimit:
         else:
             code = _NONE
         self._a, self._b, self._power, self._slope = a, b, power, slope
+        self.code = code
+        self.root = int(_ROOTS.get(self.model, 1))  # N of the rootN forms (1: linear): float32 root by form
         # what the compiled loops need: (model code, a, b, exponent, d1, rho1, slope)
         self.curve = (code, float(a), float(b), float(power), float(self.d1), float(self.rho1), float(slope))
 
@@ -72,6 +76,17 @@ class DetectionLimit:
         if self.model == "none":
             return np.isfinite(r)
         rho = np.asarray(rho, np.float32)
+        keep = r <= self.limit32(rho)  # inf <= limit and NaN <= limit are False: misses stay out
+        keep &= rho > 0  # a black surface is never seen
+        return keep
+
+    def limit32(self, rho) -> np.ndarray:
+        """r_L(ρ) as `keep` decides with it: float32, the coefficients rounded to float32, one rounding
+        per operation (root or log, × b, + a); not clipped at 0 (`keep` also needs ρ > 0). The Warp
+        kernel evaluates the same operations (warp_frame_kernels.detection_limit)."""
+        rho = np.asarray(rho, np.float32)
+        if self.code == _NONE:
+            return np.full(rho.shape, np.inf, np.float32)
         if self.model in _ROOTS:
             n = _ROOTS[self.model]
             safe = np.maximum(rho, np.float32(1e-30))
@@ -87,9 +102,7 @@ class DetectionLimit:
             np.maximum(limit, np.float32(0.0), out=limit)
             limit *= np.float32(self._slope)
             limit += np.float32(self.d1)
-        keep = r <= limit  # inf <= limit and NaN <= limit are False: misses stay out
-        keep &= rho > 0  # a black surface is never seen
-        return keep
+        return limit
 
 
 @inlined

@@ -93,6 +93,7 @@ def run(args) -> int:
 def _run(args) -> int:
     from ..tracing import make_backend
     from ..tracing.cli import backend_options
+    from ..tracing.warp import require_device_backend
     from ..world.loader import load_world
     from ..sensors.units import RadarUnit
     from ..world.transforms import parse_pose_string
@@ -108,8 +109,8 @@ def _run(args) -> int:
     scene = load_world(args.world, materials=args.materials)
     if scene.triangle_count == 0:
         raise WorldError(f"world {args.world}: no triangles to trace (an empty or unsupported file?)")
-    if args.frames == "device" and args.backend != "warp":
-        raise ConfigError(f"--frames device: needs --backend warp (got --backend {args.backend})")
+    if args.frames == "device":  # before the backend is built: the unit checks the same (tracing/warp.py)
+        require_device_backend(args.backend, "--frames device")
     backend = make_backend(args.backend, scene, **backend_options(args))
     # the sensor unit a node and `radarays run` use: the .mcap holds the messages a node publishes
     unit = RadarUnit("", scene, backend, config=config, frame_id=args.frame_id, frames=args.frames,

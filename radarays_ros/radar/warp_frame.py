@@ -13,15 +13,21 @@ pixel: the same draws on CPU and CUDA). The image and the drawn energies come ba
 
 Differences to the host path, by design: energy and time are float32 (float64 there); float sums by
 atomics are in thread order, so on CUDA an image may differ from the CPU device's in the last bits;
-the ambient noise draws come from Warp's RNG, not numpy's (same statistics, other values). Not on the
-device (ConfigError, use RadarSimulator): Perlin ambient noise, BRDF plugins, returns.keep.
+the ambient noise draws come from Warp's RNG, not numpy's (same statistics, other values). What the
+device implements is declared per config field (DEVICE_SUPPORT below): a config with any other setting
+(the physical sensor stage, Perlin ambient noise, returns.keep) is refused with one ConfigError naming
+the keys, as are BRDF plugins (use RadarSimulator: frames host).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from ..device_support import DEVICE, HOST, Support, refuse, values
 from ..errors import ConfigError
-from ..tracing.warp import WarpBackend
+from ..tracing.warp import WarpBackend, require_device_backend
+from .config import SECTIONS
 from .image import RadarImage
 from .kernels import kernel_weights
 from .materials import AIR_VELOCITY
@@ -34,12 +40,44 @@ AMBIENT_CODES = {"none": 0, "uniform": 1}
 MAX_WAVES = 1 << 24  # per pass; children beyond it are counted and reported (lower tracing.passes)
 
 
+
+def _physical(c) -> bool:  # the physical sensor stage reads these sections (radar/physical/)
+    return c.sensor.model == "physical"
+
+
+# Which radar config fields device frames implement (radarays_ros/device_support.py), every key of every
+# section. The RadaRays stage runs on the device; the physical stage (sensor.model: physical) does not
+# (use host frames for it): its sections are read only under it. A field missing here is refused once set.
+_HOST_CODE = "host code both paths share (column_frames, cone, kernel_weights)"
+DEVICE_SUPPORT = {
+    **{f"azimuth.{k}": Support(why=_HOST_CODE) for k in ("count", "start_deg", "step_deg", "scroll", "rate_hz")},
+    **{f"range.{k}": DEVICE for k in ("resolution", "bins", "max_range", "offset", "write_bin_zero")},
+    **{f"beam.{k}": Support(why=_HOST_CODE) for k in (
+        "width_deg", "width_h_deg", "width_v_deg", "samples", "distribution", "p_in_cone", "gain_weighting", "redraw")},
+    **{f"tracing.{k}": DEVICE for k in ("passes", "energy_threshold", "skip_distance", "max_distance", "polarization")},
+    **{f"returns.{k}": DEVICE for k in ("multi_reflection", "multipath", "multipath_threshold", "occlusion_test")},
+    "returns.keep": values(False).because("the raw returns are a host-path feature"),
+    **{f"kernel.{k}": DEVICE for k in ("type", "width", "mode", "gaussian_sigma")},
+    "noise.ambient": values(*AMBIENT_CODES),
+    **{f"noise.{k}": DEVICE for k in ("at_signal_0", "at_signal_1", "energy_max", "energy_min", "energy_loss",
+                                      "system_std")},
+    **{f"noise.{k}": HOST.unless_read(lambda c: c.noise.ambient == "perlin", "read with noise.ambient perlin only")
+       for k in ("perlin_scale_low", "perlin_scale_high", "perlin_p_low", "perlin_coherent")},
+    **{f"output.{k}": DEVICE for k in ("normalisation", "energy_max", "signal_max", "db_reference", "db_range",
+                                       "radar_equation", "reference_range")},
+    "sensor.model": values("radarays").because("the physical stage runs in host frames only"),
+    **{f"{section}.{f.name}": HOST.unless_read(_physical, "read by the physical stage only")
+       for section in ("antenna", "fmcw", "receiver", "scatter") for f in dataclasses.fields(SECTIONS[section])},
+    "seed": DEVICE,
+    "origin": Support(why="the file's name"),
+}
+
+
 class WarpRadarSimulator(RadarSimulator):
     """RadarSimulator whose frames run in Warp kernels on the backend's device."""
 
     def __init__(self, config, scene, backend: WarpBackend, materials=None):
-        if not isinstance(backend, WarpBackend):
-            raise ConfigError(f"WarpRadarSimulator needs the warp backend, got {type(backend).__name__}")
+        require_device_backend(backend, "WarpRadarSimulator")
         super().__init__(config, scene, backend=backend, materials=materials)
         from . import warp_frame_kernels
 
@@ -47,14 +85,9 @@ class WarpRadarSimulator(RadarSimulator):
         self._materials_dev = None  # (RadarMaterials it was made from, device struct)
 
     def reconfigure(self, config) -> None:
-        reasons = []
-        if config.noise.ambient not in AMBIENT_CODES:
-            reasons.append(f"noise.ambient {config.noise.ambient!r} (allowed on the device: none, uniform)")
-        if config.returns.keep:
-            reasons.append("returns.keep (the raw returns are a host-path feature)")
-        if reasons:
-            raise ConfigError(f"{config.origin}: not available in device frames: {'; '.join(reasons)}; "
-                              "use host frames for these (RadarSimulator; radarays radar --frames host)")
+        """Refuses (ConfigError naming the keys) a config with a setting DEVICE_SUPPORT does not implement."""
+        if dataclasses.is_dataclass(config):  # anything else: RadarSimulator.reconfigure's error
+            refuse(config, DEVICE_SUPPORT, config.origin)
         super().reconfigure(config)
 
     # -- device tables ----------------------------------------------------------------------------

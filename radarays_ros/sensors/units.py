@@ -26,9 +26,10 @@ from .params import FRAMES_PARAM, ParamInfo, check_param, flatten, lidar_output_
 def checked_frames(name: str, frames: str, backend) -> str:
     """`frames` checked against FRAMES_PARAM and the backend (device frames need the warp backend)."""
     frames = check_param(f"{name}: frames", frames, FRAMES_PARAM)
-    if frames == "device" and getattr(backend, "name", None) != "warp":
-        raise ConfigError(f"{name}: frames 'device' needs the warp backend (backend: warp), "
-                          f"got backend '{getattr(backend, 'name', type(backend).__name__)}'")
+    if frames == "device":
+        from ..tracing.warp import require_device_backend
+
+        require_device_backend(backend, name)
     return frames
 
 
@@ -210,8 +211,8 @@ class LidarUnit(SensorUnit):
         self.config = config
 
     def _simulator(self, config, scene, backend):
-        """The host-path simulator, or the device-frame one (toolbox II effects then run on the host:
-        lidar_ros.warp_frame.host_only_effects)."""
+        """The host-path simulator, or the device-frame one (which refuses the settings it does not
+        implement: lidar_ros.warp_frame.DEVICE_SUPPORT)."""
         if self.frames == "device":
             from lidar_ros.warp_frame import WarpLidarSimulator
 

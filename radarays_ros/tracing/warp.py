@@ -26,7 +26,7 @@ import threading
 
 import numpy as np
 
-from ..errors import TracingError
+from ..errors import ConfigError, TracingError
 from ..world.scene import Entity, Scene
 from .backend import ALL, Backend, Hits, Rays, check_span, wanted
 
@@ -119,6 +119,16 @@ def _static_tables(wp, device, entities: list[Entity]) -> _MeshTables | None:
                          np.concatenate(mats), np.concatenate(ents))
     tables.vertex_spans = spans  # entity id -> its vertex rows in the static mesh
     return tables
+
+
+def require_device_backend(backend, where: str):
+    """The one check that device frames (radar/warp_frame.py, lidar_ros/warp_frame.py) have the warp
+    backend: `backend` (a backend, or a backend name as a command line holds it before making one)
+    itself, or ConfigError naming `where` and the backend given."""
+    if isinstance(backend, WarpBackend) or backend == "warp":
+        return backend
+    got = backend if isinstance(backend, str) else getattr(backend, "name", None) or type(backend).__name__
+    raise ConfigError(f"{where}: frames 'device' needs the warp backend (backend: warp), got backend '{got}'")
 
 
 class WarpBackend(Backend):
