@@ -10,9 +10,9 @@ Returns and holes
     isolated_fraction     misses whose 4 direct neighbours are all valid ("salt"), fraction of all pixels
                           (shared/realdata README: 0.39-0.84 % on the Ouster frames)
     hole_at_<where>       share of the holes next to: `edge` (the valid neighbours' ranges span more than
-                          EDGE_RATIO: a silhouette, mixed pixels), `far` (neighbours' median range in the
-                          frame's farthest decile), `dark` (neighbours' median reflectivity in the frame's
-                          darkest decile), `grazing` (neighbours' incidence over GRAZING_DEG, the incidence
+                          EDGE_RATIO: a silhouette, mixed pixels), `far` (neighbours' median range over
+                          FAR_FACTOR x the frame's median range), `dark` (neighbours' median reflectivity
+                          under DARK_FACTOR x the frame's median), `grazing` (neighbours' incidence over GRAZING_DEG, the incidence
                           from the normal of the range image's local surface); `unexplained`: none of these
     valid_at_<where>      the same shares among valid pixels; hole_at / valid_at > 1: holes gather there
 Channels (reflectivity, signal over returns; near_ir over every pixel)
@@ -51,8 +51,8 @@ HOLE_MIN_NEIGHBOURS = 3
 EDGE_RATIO = 1.15       # max/min range among a pixel's neighbours: a depth edge (15 %)
 SAME_SURFACE = 0.05     # relative range difference of two neighbours on one surface
 GRAZING_DEG = 70.0
-FAR_QUANTILE = 0.9
-DARK_QUANTILE = 0.1
+FAR_FACTOR = 2.0        # x the frame's median range
+DARK_FACTOR = 0.5       # x the frame's median reflectivity
 SIGNAL_BANDS_M = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 MIN_BAND_SAMPLES = 20
 WHERE = ("edge", "far", "dark", "grazing", "unexplained")
@@ -112,12 +112,14 @@ def place_flags(frame: LidarFrame) -> dict[str, np.ndarray]:
         lo, hi = np.nanmin(np.where(np.isnan(rng), np.inf, rng), 0), np.nanmax(np.where(np.isnan(rng), -np.inf, rng), 0)
         edge = (hi / lo) > EDGE_RATIO
     near_r = np.where(valid, r, _nanmedian_stack(nb_r))
-    far_cut = np.quantile(r[valid], FAR_QUANTILE) if valid.any() else np.inf
-    flags = {"edge": edge & np.isfinite(lo) & np.isfinite(hi), "far": near_r >= far_cut}
+    far_cut = FAR_FACTOR * np.median(r[valid]) if valid.any() else np.inf
+    with np.errstate(invalid="ignore"):
+        flags = {"edge": edge & np.isfinite(lo) & np.isfinite(hi), "far": near_r > far_cut}
     if frame.reflectivity is not None and valid.any():
         refl = np.where(valid, np.asarray(frame.reflectivity, np.float64), np.nan)
         near_refl = np.where(valid, refl, _nanmedian_stack(neighbours(refl, np.nan)))
-        flags["dark"] = near_refl <= np.quantile(refl[valid], DARK_QUANTILE)
+        with np.errstate(invalid="ignore"):
+            flags["dark"] = near_refl < DARK_FACTOR * np.median(refl[valid])
     else:
         flags["dark"] = np.zeros(r.shape, bool)
     inc = incidence_deg(frame)

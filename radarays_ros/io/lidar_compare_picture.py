@@ -45,8 +45,7 @@ def comparison_picture(frames, path: str | Path, dpi: int = 90) -> Path:
                                 or [np.array([1.0])])
         lo, hi = (np.percentile(pooled, 1), np.percentile(pooled, 99)) if pooled.size else (0.0, 1.0)
         norm = LogNorm(max(lo, 1e-3), max(hi, lo * 10, 1e-2)) if log else Normalize(lo, max(hi, lo + 1e-6))
-        cmap = plt.get_cmap("viridis").copy()
-        cmap.set_bad("black")
+        cmap = plt.get_cmap("viridis").with_extremes(bad="black")
         image = None
         for frame, values in zip(frames, arrays):
             ax = fig.add_subplot(grid[row, :len(channels)])
@@ -75,7 +74,8 @@ def comparison_picture(frames, path: str | Path, dpi: int = 90) -> Path:
             v = v[v > 0] if log else v
             if v.size == 0:
                 continue
-            bins = np.geomspace(max(v.min(), 1e-3), max(v.max(), 1e-2), 60) if log else 60
+            lo, hi = max(float(v.min()), 1e-3), max(float(v.max()), 1e-2)
+            bins = np.geomspace(lo, max(hi, 1.5 * lo), 60) if log else 60
             ax.hist(v, bins=bins, histtype="step", weights=np.full(v.size, 1.0 / v.size), label=frame.name[:28])
         if log:
             ax.set_xscale("log")
