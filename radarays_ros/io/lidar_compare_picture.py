@@ -15,16 +15,27 @@ CHANNELS = {
 }
 
 
+def _upward_rows(frame) -> bool:
+    """Whether the frame's rows go up in elevation (Velodyne ring order): drawn flipped, sky on top."""
+    xyz = np.asarray(frame.xyz_m, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        el = np.where(frame.valid, np.arctan2(xyz[..., 2], np.hypot(xyz[..., 0], xyz[..., 1])), np.nan)
+        rows = np.array([np.nanmedian(row) if np.isfinite(row).any() else np.nan for row in el])
+    known = rows[np.isfinite(rows)]  # the first and last rows with returns (a dead laser has none)
+    return bool(len(known) >= 2 and known[0] < known[-1])
+
+
 def _values(frame, attribute: str):
     a = getattr(frame, attribute)
     if a is None:
         return None
     a = np.asarray(a, np.float64)
-    return a if attribute == "near_ir" else np.where(frame.valid, a, np.nan)
+    a = a if attribute == "near_ir" else np.where(frame.valid, a, np.nan)
+    return a[::-1] if _upward_rows(frame) else a
 
 
 def comparison_picture(frames, path: str | Path, dpi: int = 90) -> Path:
-    """Panoramas (rows = beams, columns = azimuth) of every channel any frame has, then histograms."""
+    """Panoramas (rows = beams, top = highest; columns = azimuth) of every channel any frame has, then histograms."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -36,7 +47,7 @@ def comparison_picture(frames, path: str | Path, dpi: int = 90) -> Path:
     heights = [h for _ in channels for h in panel_h] + [2.4]
     fig = plt.figure(figsize=(14, sum(heights) + 0.5 * len(channels) + 1.0), dpi=dpi)
     grid = fig.add_gridspec(len(heights), 1 + len(channels), height_ratios=heights,
-                            width_ratios=[1] * len(channels) + [0.02 * len(channels)], hspace=0.55)
+                            width_ratios=[1] * len(channels) + [0.02 * len(channels)], hspace=0.8)
     row = 0
     for channel in channels:
         attribute, label, log = CHANNELS[channel]
@@ -57,7 +68,7 @@ def comparison_picture(frames, path: str | Path, dpi: int = 90) -> Path:
             shown = np.where(values > 0, values, np.nan) if log else values
             image = ax.imshow(shown, aspect="auto", interpolation="nearest", cmap=cmap, norm=norm)
             ax.set_title(f"{frame.name}: {label}", fontsize=9, loc="left")
-            ax.set_ylabel("beam", fontsize=8)
+            ax.set_ylabel("beam (top: up)", fontsize=8)
             ax.tick_params(labelsize=7)
         ax.set_xlabel("column (azimuth index)", fontsize=8)
         if image is not None:
