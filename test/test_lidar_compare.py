@@ -278,3 +278,23 @@ def test_real_frames_read_as_their_readme_states(name):
         assert s["second_fraction"] == pytest.approx(second, abs=6e-5)
     if name.startswith("ouster"):
         assert 97.3 <= s["column_step_us"] <= 98.4 and s["frame_span_ms"] == pytest.approx(99.8, abs=0.15)
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="shared real lidar frames not on this machine")
+@pytest.mark.parametrize("raw, npz, meta", [
+    ("OS-2-128-U1_v2.3.0_1024x10.pcap", "OS-2-128-U1_v2.3.0_1024x10.npz", None),
+    ("single_scan_016.osf", "single_scan_016.npz", None),
+    ("OS-1-64_1024x10_fw20.pcap", "OS-1-64_1024x10_fw20.npz", "OS-1-64_sensor_config_reduced.json"),
+])
+def test_ouster_pcap_and_osf_read_through_ouster_sdk_equal_the_npz(raw, npz, meta):
+    """The vendor's decoder (ouster-sdk) gives the frame the shared .npz holds (xyz to float32 rounding)."""
+    pytest.importorskip("ouster.sdk")
+    from radarays_ros.io.lidar_frames import read_lidar_frame
+
+    base = REALDATA / "ouster"
+    a = read_lidar_frame(base / raw, base / meta if meta else None)
+    b = read_lidar_frame(base / npz)
+    for key in ("range_m", "reflectivity", "signal", "near_ir", "range2_m", "time_s"):
+        if getattr(b, key) is not None:
+            np.testing.assert_array_equal(np.nan_to_num(getattr(a, key)), np.nan_to_num(getattr(b, key)), err_msg=key)
+    assert np.nanmax(np.abs(a.xyz_m - b.xyz_m)) < 2e-5 and a.dual == b.dual
