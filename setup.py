@@ -78,6 +78,10 @@ setup(
             "wheel>=0.40",
             # the warp backend's kernels run on Warp's CPU device in CI (tested with 1.0.2 and 1.19.0)
             "warp-lang>=1.0.2,<2",
+            # lidar odometry on simulated bags (test/test_slam_kiss_icp.py, benchmarks/slam_kiss_icp.py);
+            # tested with kiss-icp 1.3.0 and evo 1.38.1 (cp311 manylinux wheels)
+            "kiss-icp>=1.0,<2",
+            "evo>=1.28,<2",
         ],
         "ray": ["ray>=2.9,<3"],
         "ros": [

@@ -45,8 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     if hint:
         print(f"radarays: error: {hint}", file=sys.stderr)
         return 2
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    if argv[:2] == ["lidar", "compare"]:  # `radarays lidar WORLD ...` takes a world as its first word
+        from lidar_ros.compare.cli import parser as lidar_compare_parser
+
+        args = lidar_compare_parser().parse_args(argv[2:])
+    else:
+        args = build_parser().parse_args(argv)
     try:
         warn_about_pose_angles(args)
         return int(args.func(args) or 0)

@@ -18,6 +18,7 @@
         output: {image_layout: range_rows}
         max_frames: 10                   # optional cap
         frames: host                     # host (default) | device: the whole frame in Warp kernels (backend: warp)
+        realistic: false                 # lidar: the effects profile of `radarays lidar --realistic` (under set)
     trajectory:                          # exactly one of csv / waypoints / bag
       csv: path.csv                      #   t,x,y,z,roll,pitch,yaw (s, m, rad)
       waypoints: [[0, 0], [8, 0], [8, 1]]#   x y [z]; heading follows the path
@@ -56,7 +57,7 @@ from .odometry import OdometrySpec, odometry_spec
 
 TOP_KEYS = ("world", "materials", "ignore", "world_frame", "base_frame", "start", "duration", "tf_rate_hz",
             "sensors", "trajectory", "entities", "description", "backend", "odometry")
-SENSOR_KEYS = ("type", "config", "set", "mount", "frame_id", "output", "max_frames", "frames")
+SENSOR_KEYS = ("type", "config", "set", "mount", "frame_id", "output", "max_frames", "frames", "realistic")
 TRAJECTORY_KEYS = ("csv", "waypoints", "speed", "z", "bag", "topic", "frame")
 # a sensor name is a ROS name (its topics' namespace): tokens of letters, digits and '_', joined by '/'
 SENSOR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
@@ -73,6 +74,7 @@ class SensorSpec:
     output: dict
     max_frames: int | None
     frames: str = "host"  # host | device (the whole frame in Warp kernels; needs backend warp)
+    realistic: bool = False  # lidar: the realistic effects profile under `set` (`radarays lidar --realistic`)
 
 
 @dataclass(frozen=True)
@@ -192,8 +194,12 @@ def _sensor(name: str, spec: Any, where: str, base: Path) -> SensorSpec:
     if frames not in ("host", "device"):
         raise ConfigError(f"{where}.frames = {str(frames)[:40]!r}: allowed host (numpy over any backend) or device "
                           "(the whole frame in Warp kernels; needs backend: warp)")
+    realistic = spec.get("realistic", False)
+    if not isinstance(realistic, bool) or (realistic and kind != "lidar"):
+        raise ConfigError(f"{where}.realistic = {str(realistic)[:40]!r}: allowed true or false, and true only for "
+                          "type lidar (the effects profile of `radarays lidar --realistic`)")
     return SensorSpec(name, kind, config, dict(overrides), mount_m, str(spec.get("frame_id") or name), dict(output),
-                      max_frames, frames)
+                      max_frames, frames, realistic)
 
 
 def trajectory_from(spec: Any, base: Path, where: str, world_frame: str = "map") -> Trajectory:

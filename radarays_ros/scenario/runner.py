@@ -64,9 +64,10 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
     units = {}
     for spec in scenario.sensors:
         try:
+            extra = {"realistic": True} if spec.realistic else {}  # lidar only (scenario/config.py checks)
             units[spec.name] = make_unit(spec.kind, spec.name, scene, backend, config=spec.config,
                                          frame_id=spec.frame_id, overrides=spec.overrides, output=spec.output,
-                                         frames=spec.frames)
+                                         frames=spec.frames, **extra)
         except ConfigError as exc:
             reason = str(exc).removeprefix(f"{spec.name}: ")  # the unit names itself; the scenario key says it
             raise ConfigError(f"scenario {scenario.path}: sensors.{spec.name}: {reason}") from None

@@ -169,13 +169,15 @@ class LidarUnit(SensorUnit):
 
     def __init__(self, name: str, scene, backend, config="VLP-16", frame_id: str | None = None,
                  overrides: Mapping[str, Any] | None = None, output: Mapping[str, Any] | None = None,
-                 frames: str = "host", seed: int | None = None):
-        """seed: of the noise, instead of the config's (`radarays lidar --seed`)."""
+                 frames: str = "host", seed: int | None = None, realistic: bool = False):
+        """seed: of the noise, instead of the config's (`radarays lidar --seed`); realistic: the effects profile
+        of `radarays lidar --realistic` under the overrides (a config given by name or file)."""
         from lidar_ros import load_sensor
         from lidar_ros.config import LidarConfig
 
         self.frames = checked_frames(name, frames, backend)
-        cfg = config if isinstance(config, LidarConfig) else load_sensor(str(config), dict(overrides or {}))
+        cfg = config if isinstance(config, LidarConfig) else load_sensor(str(config), dict(overrides or {}),
+                                                                         realistic=realistic)
         if isinstance(config, LidarConfig) and overrides:
             cfg = cfg.with_overrides(overrides)
         self.config = cfg

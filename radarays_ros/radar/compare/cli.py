@@ -5,6 +5,7 @@ an .npz written by `radarays radar` (image, azimuth_rad, range_m), or a plain po
 bins, columns = azimuths, MulRan /Navtech/Polar style) with --layout range_rows. An Oxford PNG holds no
 range resolution: it comes from --*-resolution, else PATH.yaml beside it (written by radarays).
 Values are read as log-detector counts (--db-per-count, Navtech: 0.5 dB).
+Lidar frames (shared/realdata .npz, `radarays lidar` .npz, Ouster .pcap/.osf) go to `radarays lidar compare`.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from ...errors import ConfigError
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("compare", help="compare a real and a simulated polar radar image (statistics + picture)",
+    p = sub.add_parser("compare", help="compare a real and a simulated polar radar image or lidar frame "
+                       "(statistics + picture; lidar: `radarays lidar compare`)",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("real", help="real polar image: Oxford/Boreas PNG, .npz, or polar PNG (--layout range_rows)")
     p.add_argument("sim", help="simulated polar image, same formats")
@@ -71,6 +73,12 @@ def _azimuth_step_deg(azimuth: np.ndarray) -> float:
 
 def run(args) -> int:
     from . import format_table, image_stats
+    from lidar_ros.compare.cli import is_lidar_frame
+
+    if is_lidar_frame(args.real) and (args.sim is None or is_lidar_frame(args.sim)):
+        from lidar_ros.compare.cli import run as lidar_compare
+
+        return lidar_compare(args)
 
     real = load_polar(args.real, args.real_resolution, args.layout)
     sim = load_polar(args.sim, args.sim_resolution, args.layout)
