@@ -51,11 +51,11 @@ setup(
         "pycollada>=0.8,<1",
         "rosbags>=0.10,<1",
         "pillow>=10,<14",
-        "matplotlib>=3.8,<4",
+        "matplotlib>=3.6.3,<4",  # floors Ubuntu 24.04 meets (test/test_rosdep_keys.py)
         "pyyaml>=6,<7",
         "scipy>=1.11,<2",
-        "protobuf>=4.21,<7",
-        "pyzmq>=25,<28",
+        "protobuf>=3.21.12,<7",  # Noble's python3-protobuf 3.21.12 is the 4.21 (protobuf 21.x) line
+        "pyzmq>=24.0.1,<28",
         "tqdm>=4.66,<5",
         "numba>=0.59,<1",  # compiled per-ray loops without the GIL (radarays_ros/compiled.py)
     ],
@@ -82,6 +82,8 @@ setup(
             # tested with kiss-icp 1.3.0 and evo 1.38.1 (cp311 manylinux wheels)
             "kiss-icp>=1.0,<2",
             "evo>=1.28,<2",
+            # package.xml's rosdep keys resolved with rosdistro's key files (test/test_rosdep_keys.py)
+            "rosdep>=0.25,<1",
         ],
         "ray": ["ray>=2.9,<3"],
         "ros": [

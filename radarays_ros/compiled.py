@@ -18,7 +18,11 @@ from __future__ import annotations
 
 import warnings
 
-import numba
+try:
+    import numba
+except ModuleNotFoundError as exc:  # Ubuntu 24.04 has no python3-numba, so rosdep cannot install it
+    raise ModuleNotFoundError("radarays_ros needs numba for its per-ray loops: pip install numba "
+                              "(Ubuntu 24.04 has no python3-numba package)", name="numba") from exc
 
 _OPTIONS = {"nogil": True, "error_model": "numpy"}
 

@@ -56,11 +56,20 @@ if ! pins_satisfied "${RUNTIME[@]}"; then
   "$PY" -m pip install -q "${RUNTIME[@]}"
 fi
 
-# tf2_msgs: already built and importable with the upstream type hash -> done.
-if "$PY" -c "from tf2_msgs.msg import TFMessage; TFMessage()" 2>/dev/null; then
-  echo "setup_ros_test.sh: rclpy and tf2_msgs ready"
+# tf2_msgs, composition_interfaces, launch tools: each built once, skipped when importable.
+have_tf2_msgs() { "$PY" -c "from tf2_msgs.msg import TFMessage; TFMessage()" 2>/dev/null; }
+have_composition() { "$PY" -c "from composition_interfaces.srv import LoadNode; LoadNode.Request()" 2>/dev/null; }
+have_launch() { "$PY" -c "import launch, launch_ros.actions, ros2launch, ros2pkg" 2>/dev/null; }
+if have_tf2_msgs && have_composition && have_launch; then
+  echo "setup_ros_test.sh: rclpy, tf2_msgs and the launch tools ready"
   exit 0
 fi
+
+# The Jazzy sources of launch, launch_ros and composition_interfaces: ../shared/vendor/ros2-jazzy-python.
+VENDOR=""
+for candidate in ../shared/vendor/ros2-jazzy-python ../../shared/vendor/ros2-jazzy-python; do
+  if [ -f "$candidate/launch-jazzy.tar.gz" ]; then VENDOR="$(cd "$candidate" && pwd)"; break; fi
+done
 
 if ! pins_satisfied "${BUILD[@]}"; then
   "$PY" -m pip install -q "${BUILD[@]}"
@@ -73,6 +82,26 @@ if [ "${NEED_APT:-0}" = 1 ]; then
 fi
 
 WS=$ROOT/.ros_ws
+export PATH="$VENV/bin:$PATH"
+export AMENT_PREFIX_PATH="$VENV"
+export CMAKE_PREFIX_PATH="$VENV"
+export PYTHONPATH="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+JOBS=$(nproc 2>/dev/null || echo 2)
+NUMPY_INC=$("$PY" -c 'import numpy; print(numpy.get_include())')
+PY_INC=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+
+# build_interfaces NAME: configure, build and install the rosidl package in $WS/src/NAME into the venv.
+build_interfaces() {
+  local name="$1" src="$WS/src/$1" build="$WS/build/$1"
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$VENV" \
+    -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$PY" -DPython3_INCLUDE_DIR="$PY_INC" \
+    -DPython3_NumPy_INCLUDE_DIR="$NUMPY_INC" -DPYTHON_INSTALL_DIR="lib/python3.11/site-packages" \
+    > "$WS/${name}_cmake.log" 2>&1 || { tail -40 "$WS/${name}_cmake.log" >&2; exit 1; }
+  cmake --build "$build" -j "$JOBS" > "$WS/${name}_build.log" 2>&1 || { tail -40 "$WS/${name}_build.log" >&2; exit 1; }
+  cmake --install "$build" > "$WS/${name}_install.log" 2>&1 || { tail -20 "$WS/${name}_install.log" >&2; exit 1; }
+}
+
+if ! have_tf2_msgs; then
 SRC=$WS/src/tf2_msgs
 BUILD_DIR=$WS/build/tf2_msgs
 rm -rf "$SRC" "$BUILD_DIR"
@@ -121,20 +150,62 @@ ament_export_dependencies(rosidl_default_runtime)
 ament_package()
 EOF
 
-export PATH="$VENV/bin:$PATH"
-export AMENT_PREFIX_PATH="$VENV"
-export CMAKE_PREFIX_PATH="$VENV"
-export PYTHONPATH="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-JOBS=$(nproc 2>/dev/null || echo 2)
-NUMPY_INC=$("$PY" -c 'import numpy; print(numpy.get_include())')
-PY_INC=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-cmake -S "$SRC" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$VENV" \
-  -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$PY" -DPython3_INCLUDE_DIR="$PY_INC" \
-  -DPython3_NumPy_INCLUDE_DIR="$NUMPY_INC" -DPYTHON_INSTALL_DIR="lib/python3.11/site-packages" \
-  > "$WS/tf2_msgs_cmake.log" 2>&1 || { tail -40 "$WS/tf2_msgs_cmake.log" >&2; exit 1; }
-cmake --build "$BUILD_DIR" -j "$JOBS" > "$WS/tf2_msgs_build.log" 2>&1 || { tail -40 "$WS/tf2_msgs_build.log" >&2; exit 1; }
-cmake --install "$BUILD_DIR" > "$WS/tf2_msgs_install.log" 2>&1 || { tail -20 "$WS/tf2_msgs_install.log" >&2; exit 1; }
+build_interfaces tf2_msgs
 
-"$PY" -c "from tf2_msgs.msg import TFMessage; TFMessage()" \
-  || { echo "setup_ros_test.sh: tf2_msgs built but does not import (see $WS/*.log)" >&2; exit 1; }
-echo "setup_ros_test.sh: rclpy and tf2_msgs ready"
+have_tf2_msgs || { echo "setup_ros_test.sh: tf2_msgs built but does not import (see $WS/*.log)" >&2; exit 1; }
+fi
+
+if [ -z "$VENDOR" ]; then
+  echo "setup_ros_test.sh: rclpy and tf2_msgs ready; no ../shared/vendor/ros2-jazzy-python, so no launch tools"
+  exit 0
+fi
+
+# composition_interfaces (launch_ros imports it), generated like tf2_msgs from upstream's .srv files.
+if ! have_composition; then
+  SRC=$WS/src/composition_interfaces
+  rm -rf "$SRC" "$WS/build/composition_interfaces" "$WS/vendor"
+  mkdir -p "$SRC" "$WS/vendor"
+  tar -xzf "$VENDOR/rcl_interfaces-jazzy.tar.gz" -C "$WS/vendor"
+  cp -r "$WS/vendor/rcl_interfaces/composition_interfaces/srv" \
+    "$WS/vendor/rcl_interfaces/composition_interfaces/package.xml" "$SRC/"
+  cat > "$SRC/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.16)
+project(composition_interfaces)
+find_package(ament_cmake REQUIRED)
+find_package(rosidl_default_generators REQUIRED)
+find_package(rcl_interfaces REQUIRED)
+# as for tf2_msgs: drop the wheels' include directories of their build host
+foreach(pkg rcl_interfaces builtin_interfaces service_msgs)
+  set(target ${pkg}::${pkg}__rosidl_generator_py)
+  if(TARGET ${target})
+    get_target_property(dirs ${target} INTERFACE_INCLUDE_DIRECTORIES)
+    if(dirs)
+      list(FILTER dirs EXCLUDE REGEX "^/opt/python")
+      set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${dirs}")
+    endif()
+  endif()
+endforeach()
+rosidl_generate_interfaces(${PROJECT_NAME} "srv/LoadNode.srv" "srv/ListNodes.srv" "srv/UnloadNode.srv"
+  DEPENDENCIES rcl_interfaces)
+ament_export_dependencies(rosidl_default_runtime)
+ament_package()
+EOF
+  build_interfaces composition_interfaces
+  have_composition || { echo "setup_ros_test.sh: composition_interfaces built but does not import" >&2; exit 1; }
+fi
+
+# launch, launch_ros and ros2launch: pure Python, installed from the Jazzy sources (their ament and ROS
+# dependencies come from the wheels above, so pip resolves none of them: --no-deps, and lark by name).
+if ! have_launch; then
+  L=$WS/vendor_launch
+  rm -rf "$L" && mkdir -p "$L"
+  for archive in osrf_pycommon launch-jazzy launch_ros-jazzy ros2cli-jazzy; do
+    tar -xzf "$VENDOR/$archive.tar.gz" -C "$L"
+  done
+  "$PY" -m pip install -q "lark>=1.1,<2"
+  "$PY" -m pip install -q --no-deps --no-build-isolation "$L/osrf_pycommon" "$L/launch/launch" \
+    "$L/launch/launch_xml" "$L/launch/launch_yaml" "$L/launch_ros/launch_ros" "$L/ros2cli/ros2cli" "$L/ros2cli/ros2pkg" \
+    "$L/launch_ros/ros2launch"
+  have_launch || { echo "setup_ros_test.sh: launch tools installed but do not import" >&2; exit 1; }
+fi
+echo "setup_ros_test.sh: rclpy, tf2_msgs and the launch tools ready"

@@ -10,6 +10,13 @@ import sys
 
 NO_ROS = ("{node}: needs ROS 2 (Jazzy), but {reason} cannot be imported: pip install 'radarays_ros[ros]' "
           "(the ROS 2 wheels), or source a ROS 2 install (source /opt/ros/jazzy/setup.bash)")
+# The interface packages a node imports at run time, and where each comes from when it is missing. The
+# `[ros]` extra's wheels carry all but tf2_msgs, which PyPI does not have.
+NODE_INTERFACES = ("rcl_interfaces", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs",
+                   "rosgraph_msgs", "diagnostic_msgs", "tf2_msgs")
+NO_INTERFACE = ("{node}: needs the ROS 2 message package {package}, which cannot be imported: {remedy}")
+NOT_ON_PYPI = {"tf2_msgs": "it is not on PyPI; source a ROS 2 Jazzy install (apt install ros-jazzy-tf2-msgs), "
+                           "or build it from the wheels' generators as scripts/setup_ros_test.sh does"}
 
 
 def run_node(node_name: str, kind: str, args: list[str] | None = None) -> int:
@@ -23,19 +30,40 @@ def run_node(node_name: str, kind: str, args: list[str] | None = None) -> int:
     except ImportError as exc:
         print(NO_ROS.format(node=node_name, reason=exc.name or exc), file=sys.stderr)
         return 2
+    missing = missing_interface()
+    if missing:
+        remedy = NOT_ON_PYPI.get(missing, "pip install 'radarays_ros[ros]', or source a ROS 2 install")
+        print(NO_INTERFACE.format(node=node_name, package=missing, remedy=remedy), file=sys.stderr)
+        return 2
     use_large_message_profile()
     from .node import run
 
     return run(node_name, kind, args)
 
 
+def missing_interface() -> str | None:
+    """The first interface package a node needs that cannot be imported, or None."""
+    import importlib.util
+
+    for package in NODE_INTERFACES:
+        try:
+            found = importlib.util.find_spec(f"{package}.msg") is not None
+        except (ImportError, ValueError, AttributeError):  # AttributeError: a module set to None
+            found = False
+        if not found:
+            return package
+    return None
+
+
 def use_large_message_profile() -> None:
-    """Use our Fast DDS profile (32 MiB shared-memory segment) unless the user chose one."""
+    """Use our Fast DDS profile (32 MiB shared-memory segment) unless the user chose a profile or the
+    built-in transports (FASTDDS_BUILTIN_TRANSPORTS, e.g. Jazzy's LARGE_DATA): a user's choice wins."""
     from ..resources import data_path
 
     if os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp") != "rmw_fastrtps_cpp":
         return
-    if os.environ.get("FASTRTPS_DEFAULT_PROFILES_FILE") or os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE"):
+    if (os.environ.get("FASTRTPS_DEFAULT_PROFILES_FILE") or os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE")
+            or os.environ.get("FASTDDS_BUILTIN_TRANSPORTS")):
         return
     profile = data_path("ros", "fastdds_large_messages.xml", must_exist=False)
     if profile.is_file():

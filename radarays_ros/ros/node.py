@@ -25,6 +25,7 @@ model under `sensor.*` and the message options under `output.*`. Following a run
 from __future__ import annotations
 
 import math
+import signal
 import sys
 import time
 
@@ -199,6 +200,7 @@ class SensorNode(Node):
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True),
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                                             durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        self._publish_fixed_frames(TFMessage)
         sync_topic = self.params("sync_topic")
         if sync_topic:
             try:
@@ -218,6 +220,32 @@ class SensorNode(Node):
         self._diag_timer = self.create_timer(self.params("diagnostics_period"), self._publish_diagnostics, clock=steady)
         if self.gazebo is not None and self.gazebo.discovery is not None:
             self._adopt_timer = self.create_timer(0.5, self._adopt_discovered, clock=steady)
+
+    def _publish_fixed_frames(self, tf_message_class) -> None:
+        """With pose_source fixed, say where each sensor is: world_frame -> frame_id on /tf_static (latched),
+        so rviz places its clouds and images with no other tf publisher running."""
+        if self.params("pose_source") != "fixed":
+            return
+        from geometry_msgs.msg import TransformStamped
+        from scipy.spatial.transform import Rotation
+
+        transforms = []
+        for sensor in self.sensors:
+            if sensor.unit is None or sensor.sdf is not None or not frame_arg(sensor):
+                continue
+            t = TransformStamped()
+            t.header.stamp = self.get_clock().now().to_msg()
+            t.header.frame_id, t.child_frame_id = self.params("world_frame"), frame_arg(sensor)
+            x, y, z = (float(v) for v in sensor.fixed_pose[:3, 3])
+            t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = x, y, z
+            qx, qy, qz, qw = Rotation.from_matrix(sensor.fixed_pose[:3, :3]).as_quat()
+            t.transform.rotation.x, t.transform.rotation.y = float(qx), float(qy)
+            t.transform.rotation.z, t.transform.rotation.w = float(qz), float(qw)
+            transforms.append(t)
+        if transforms:
+            self._static_tf_pub = self.create_publisher(tf_message_class, "/tf_static", QoSProfile(
+                depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+            self._static_tf_pub.publish(tf_message_class(transforms=transforms))
 
     def _start_timer(self, sensor: Sensor) -> None:
         if sensor.unit is None:
@@ -299,7 +327,14 @@ class SensorNode(Node):
         if self._gazebo_paused(sensor):  # Gazebo went away during the frame: its world may be stale
             return
         for relative, msg in unit.messages(result, stamp_ns, wanted).items():
-            sensor.publishers[relative].publish(to_cdr(msg))  # the bag's bytes, see convert.py
+            if not self.context.ok():  # Ctrl-C during the frame: rclpy shut the context down, drop it quietly
+                return
+            try:
+                sensor.publishers[relative].publish(to_cdr(msg))  # the bag's bytes, see convert.py
+            except Exception:  # noqa: BLE001 - rclpy's RCLError when the context closed after the check
+                if self.context.ok():
+                    raise
+                return
         done = time.perf_counter()
         sensor.stats.add_time(done - start, done - simulated, unit.rays_per_frame)
         sensor.stats.last_error = ""
@@ -375,6 +410,9 @@ def run(node_name: str, kind: str, args: list[str] | None = None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        # A terminal's Ctrl-C reaches the node twice under `ros2 launch` (the terminal's SIGINT to the process
+        # group, then launch's own): the second must not interrupt the clean-up with a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if node is not None:
             for sensor in node.sensors:
                 sensor.worker.shutdown(wait=True, cancel_futures=True)

@@ -4,7 +4,9 @@ office` finds the shipped data, and radar_node publishes its first image of a sh
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import time
 from importlib.metadata import distribution
 from pathlib import Path
@@ -83,3 +85,46 @@ def test_installed_radar_node_publishes_a_shipped_world_by_name(colcon_install, 
     output = (tmp_path / "node.log").read_text()
     assert msg.width * msg.height > 0 and max(msg.data) > 0
     assert "world " + str(colcon_install) in output and "Traceback" not in output, output
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize("launch_file, topic, type_name", [
+    ("radar.launch.py", "/radar/image", "sensor_msgs/msg/Image"),
+    ("lidar.launch.py", "/points", "sensor_msgs/msg/PointCloud2")])
+def test_launch_file_shows_data_out_of_the_box(colcon_install, tmp_path, launch_file, topic, type_name):
+    """`ros2 launch radarays_ros <file> rviz:=false` with the real Jazzy launch tools and nothing else running:
+    the sensor stands in the default world, publishes data and its frame on /tf_static (what rviz needs)."""
+    pytest.importorskip("ros2launch", reason="the Jazzy launch tools (scripts/setup_ros_test.sh installs them)")
+    ros2 = Path(sys.executable).parent / "ros2"
+    log = open(tmp_path / "launch.log", "wb")
+    launch = subprocess.Popen([str(ros2), "launch", "radarays_ros", launch_file, "rviz:=false"], cwd=tmp_path,
+                              env=installed_env(colcon_install), stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        with Probe() as probe:
+            data = probe.subscribe(topic, type_name)
+            static = probe.subscribe("/tf_static", "tf2_msgs/msg/TFMessage", qos=static_qos())
+            msg = data.wait(1, timeout=120)[-1]
+            (tf,) = static.wait(1, timeout=30)[-1:]
+        assert launch.poll() is None, (tmp_path / "launch.log").read_text()
+    finally:
+        os.killpg(launch.pid, signal.SIGINT)  # Ctrl-C in the terminal reaches the whole group
+        try:
+            launch.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(launch.pid, signal.SIGKILL)
+            launch.wait(10)
+        log.close()
+    output = (tmp_path / "launch.log").read_text()
+    assert msg.width * msg.height > 0 and max(msg.data) > 0, output
+    (transform,) = tf.transforms
+    assert transform.header.frame_id == "map" and transform.child_frame_id == msg.header.frame_id
+    t = transform.transform.translation
+    assert (t.x, t.y, t.z) == (1.0, 0.0, 1.0)  # the launch file's default fixed_pose
+    assert "Traceback" not in output, output
+
+
+def static_qos():
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
