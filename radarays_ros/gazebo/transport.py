@@ -49,10 +49,10 @@ from typing import Callable
 import zmq
 
 from ..errors import ConfigError
+from ..throttled_log import ThrottledLog
 from . import protos
 from .netconf import NetConfig, read_config, shorten, tcp_endpoint
 from .netconf import split_topic as _decompose
-from .ratelog import RateLimitedLog
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class GzTransportClient:
         self.host_ip = self.config.host_ip
         self.group = group
         self.process_uuid = str(uuid.uuid4())
-        self.trouble = RateLimitedLog(log)  # .totals: what was refused, by kind
+        self.trouble = ThrottledLog(log, period_s=10.0)  # .totals: what was refused, by kind
         self._lock = threading.RLock()  # guards the zmq sockets and the tables below
         self._subs: dict[str, list[_Subscription]] = {}
         self._publishers: dict[str, dict[str, RemoteEndpoint]] = {}  # qualified topic -> node uuid -> pub
