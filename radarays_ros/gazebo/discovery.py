@@ -131,7 +131,7 @@ class PeerTable:
                  subscribed: Callable[[], Iterable[str]] = tuple):
         self.config, self.own_uuid, self._report, self._subscribed = config, own_uuid, report, subscribed
         self.partition = config.partition
-        self.processes: dict[str, Process] = {}
+        self.processes: dict[str, Process] = {}  # in order of last heard (the least recent first)
         self.publishers: dict[str, dict[str, RemoteEndpoint]] = {}  # qualified topic -> node uuid -> publisher
         self.services: dict[str, RemoteEndpoint] = {}  # qualified service name -> replier
         self.endpoints = 0  # publishers + repliers remembered (capped)
@@ -176,6 +176,7 @@ class PeerTable:
             self._doubt(lambda ep: ep.process_uuid == process_id, now)
             return
         process.last_heard = now  # only what a leaving process does not send keeps it alive
+        self.processes[process_id] = self.processes.pop(process_id)  # the table stays in order of last heard
         if msg.type == D.ADVERTISE and msg.HasField("pub"):
             self._on_advertise(kind, msg.pub, process_id, source, now)
 
@@ -185,12 +186,11 @@ class PeerTable:
             kept = {w.owner for w in self.worlds.values()}
             for topic in self._subscribed():
                 kept.update(ep.process_uuid for ep in self.publishers.get(topic, {}).values())
-            spare = [(p.last_heard, pid) for pid, p in self.processes.items() if pid not in kept]
-            if not spare:
+            evicted = next((pid for pid in self.processes if pid not in kept), None)  # in order of last heard
+            if evicted is None:
                 self._report("peers", f"gz-transport: more than {self.config.max_peers} peers "
                              f"(RADARAYS_GZ_MAX_PEERS), all relied on; {source} ignored")
                 return None
-            _, evicted = min(spare)
             self._report("peers", lambda: f"gz-transport: more than {self.config.max_peers} peers "
                          "(RADARAYS_GZ_MAX_PEERS); the least recently heard is forgotten")
             self.forget_process(evicted)
