@@ -304,7 +304,8 @@ class PeerTable:
             if world.owner in world.answered:
                 continue
             for process_id, endpoint in world.serving.items():
-                if process_id not in world.answered and now - world.probed.get(process_id, -PROBE_EVERY_S) >= PROBE_EVERY_S:
+                asked = world.probed.get(process_id)
+                if process_id not in world.answered and (asked is None or now - asked >= PROBE_EVERY_S):
                     world.probed[process_id] = now
                     out.append(endpoint)
         return out
