@@ -88,28 +88,35 @@ HOSTILE = [  # (key, value): each is refused and changes nothing
 ]
 
 
-def test_hostile_run_time_parameters_are_refused_and_the_last_good_state_kept(tmp_path):
+def _unset(probe, node_name: str, key: str):
+    """set_parameters with a PARAMETER_NOT_SET value (what `ros2 param delete` sends): its result."""
     from rcl_interfaces.msg import Parameter as ParameterMsg
     from rcl_interfaces.msg import ParameterType
     from rcl_interfaces.srv import SetParameters
 
+    client = probe.node.create_client(SetParameters, f"/{node_name}/set_parameters")
+    try:
+        assert client.wait_for_service(timeout_sec=20)
+        request = SetParameters.Request(parameters=[ParameterMsg(name=key)])
+        assert request.parameters[0].value.type == ParameterType.PARAMETER_NOT_SET
+        future = client.call_async(request)
+        deadline = time.monotonic() + 20
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (result,) = future.result().results
+        return result
+    finally:
+        probe.node.destroy_client(client)
+
+
+def test_hostile_run_time_parameters_are_refused_and_the_last_good_state_kept(tmp_path):
     keys = sorted({k for k, _ in HOSTILE} | {"sensor.beam.distribution"})
     with Probe() as probe, _radar_node(tmp_path) as node:
         images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
         images.wait(1, timeout=40)
         before = probe.get_parameters("radar_node", keys)
         answers = {(k, repr(v)): probe.set_parameters("radar_node", {k: v})[0] for k, v in HOSTILE}
-        # PARAMETER_NOT_SET on a dynamically typed key: rclpy undeclared it for good
-        client = probe.node.create_client(SetParameters, "/radar_node/set_parameters")
-        assert client.wait_for_service(timeout_sec=20)
-        request = SetParameters.Request(parameters=[ParameterMsg(name="sensor.azimuth.rate_hz")])
-        assert request.parameters[0].value.type == ParameterType.PARAMETER_NOT_SET
-        future = client.call_async(request)
-        deadline = time.monotonic() + 20
-        while not future.done() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        (unset,) = future.result().results
-        probe.node.destroy_client(client)
+        unset = _unset(probe, "radar_node", "sensor.azimuth.rate_hz")  # rclpy undeclared it for good
         after = probe.get_parameters("radar_node", keys)
         still_settable = probe.set_parameters("radar_node", {"sensor.azimuth.rate_hz": 10.0})[0]
         images.clear()
@@ -125,6 +132,35 @@ def test_hostile_run_time_parameters_are_refused_and_the_last_good_state_kept(tm
     assert not unset.successful and "cannot be unset" in unset.reason
     assert after == before and still_settable.successful
     assert len(later) >= 3 and "Traceback" not in log
+
+
+@pytest.mark.parametrize("node_name", ["lidar_node", "sensor_rig"])
+def test_lidar_rate_and_unset_keys_are_refused_on_lidar_nodes_and_the_rig(tmp_path, node_name):
+    lidar = {"config": "VLP-16", "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], "frame_id": "velodyne"}
+    if node_name == "lidar_node":
+        values, prefix, topic = {**lidar}, "", "/points"
+    else:
+        values, prefix, topic = {"sensors": ["top"], "top": {"type": "lidar", **lidar}}, "top.", "/top/points"
+    params = write_params(tmp_path / "node.yaml", node_name, {"world": str(ROOM), "pose_source": "fixed",
+                                                                "lazy": False, **values})
+    key = prefix + "sensor.rate_hz"
+    with Probe() as probe, NodeProcess(f"radarays_ros.ros.{node_name}", params_file=params) as node:
+        clouds = probe.subscribe(topic, "sensor_msgs/msg/PointCloud2")
+        clouds.wait(1, timeout=40)
+        before = probe.get_parameters(node_name, [key, prefix + "sensor.range.max"])
+        answers = [probe.set_parameters(node_name, {key: v})[0] for v in (5e-324, 2.2e-308, math.nan, -math.inf,
+                                                                           1e308, "fast", 2**62)]
+        answers.append(probe.set_parameters(node_name, {prefix + "sensor.range.max": 5e-324})[0])
+        unset = _unset(probe, node_name, key)
+        after = probe.get_parameters(node_name, [key, prefix + "sensor.range.max"])
+        clouds.clear()
+        later = clouds.wait(2, timeout=30)
+        assert node.alive(), node.output()
+        log = node.output()
+    assert [a.successful for a in answers] == [False] * len(answers), [a.reason for a in answers]
+    assert "subnormal" in answers[0].reason and "rate_hz" in answers[0].reason
+    assert not unset.successful and "cannot be unset" in unset.reason
+    assert after == before and len(later) == 2 and "Traceback" not in log
 
 
 def test_a_step_that_fails_while_applying_puts_the_sensor_back_exactly(tmp_path, monkeypatch):
