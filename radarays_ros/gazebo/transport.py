@@ -388,23 +388,6 @@ class GzTransportClient:
         for kind, qualified in dict.fromkeys(asks):
             self._send(kind, D.SUBSCRIBE, sub_topic=qualified)
 
-    # compatibility views of the peer table (tests, tools)
-    @property
-    def _processes(self):
-        return self.peers.processes
-
-    @property
-    def _publishers(self):
-        return self.peers.publishers
-
-    @property
-    def _services(self):
-        return self.peers.services
-
-    @property
-    def _endpoints(self):
-        return self.peers.endpoints
-
     # -- following publishers -------------------------------------------------------------------
     def _connect_new_subscriptions(self) -> None:
         subs, self._new_subs = self._new_subs, []

@@ -140,7 +140,7 @@ def test_outsiders_and_other_publishers_of_the_world_are_not_followed(gz_peer, m
             pub.send_multipart([topic.encode(), f"tcp://127.0.0.1:{port}".encode(), b"forged", b"gz.msgs.Pose_V"])
             time.sleep(0.01)
         assert "/other" not in client.topics()
-        assert len(client._publishers[topic]) == 1
+        assert len(client.peers.publishers[topic]) == 1
         assert client.trouble.totals["outside"] > 0 and client.trouble.totals["owner"] > 0
     finally:
         pub.close(linger=0)
@@ -162,7 +162,7 @@ def test_tables_are_capped_and_silent_advertisers_expire(gz_peer, monkeypatch):
             if i % 100 == 0:
                 time.sleep(0.01)
         time.sleep(0.3)
-        assert len(client._processes) <= 20 and client._endpoints <= 40
+        assert len(client.peers.processes) <= 20 and client.peers.endpoints <= 40
         assert client.trouble.totals["peers"] > 0
         assert wait_for(lambda: not [t for t in client.topics() if t.startswith("/fake/")], timeout=5)
         assert client.alive(f"/world/{gz_peer.world}/pose/info")

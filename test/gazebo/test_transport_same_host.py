@@ -68,7 +68,7 @@ def test_invented_peers_filling_the_table_do_not_lock_a_restarted_gazebo_out(gz_
         assert wait_for(lambda: len(got) > 10)
         beating.start()
         time.sleep(1.5)
-        assert len(client._processes) <= 256
+        assert len(client.peers.processes) <= 256
         gz_peer.kill()  # a crash: no BYE
         assert wait_for(lambda: not client.alive(f"/world/{gz_peer.world}/pose/info"), timeout=8)
         again = gz_peer.twin().start()
