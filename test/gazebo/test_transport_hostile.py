@@ -49,8 +49,9 @@ def test_forged_bye_from_another_address_is_ignored(gz_peer):
 
 def test_bye_while_messages_are_pending_never_aborts(gz_peer):
     # libzmq aborts (`!_more`, fq.cpp) when a connection holding a half-read message is dropped;
-    # a BYE from the peer's own address (same host) is honoured, at 1 kHz of poses: the victim
-    # runs in its own process so that an abort fails this test instead of killing pytest.
+    # a BYE storm from the peer's own address (same host) at 1 kHz of poses (it only doubts the peer's
+    # endpoints now, discovery.py; test_transport_same_host.py measures the rate): the victim runs in its
+    # own process so that an abort fails this test instead of killing pytest.
     gz_peer.send("rate 1000")
     victim = subprocess.Popen([sys.executable, str(HOSTILE), "victim", gz_peer.partition,
                                f"/world/{gz_peer.world}/pose/info", "6"],
