@@ -12,6 +12,7 @@ descriptors and `--help` texts are derived from the same rules (`Rule.allowed`, 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +120,8 @@ class Rule:
             value = int(value)
         else:
             value = float(value)
+            if value != 0.0 and abs(value) < sys.float_info.min:  # 1/x, log(x), erfinv(x)/x overflow or lose all digits
+                self.fail(where, value, f"a subnormal number (nonzero and below {sys.float_info.min:.4g})")
         lo, hi = self.lo, self.hi
         if (lo is not None and (value <= lo if self.lo_open else value < lo)) or \
                 (hi is not None and (value >= hi if self.hi_open else value > hi)):

@@ -71,18 +71,19 @@ def test_tf_and_mounted_sweeps_interpolate_across_the_sweep():
 
 
 def test_throttled_log_says_each_trouble_once_per_period(monkeypatch):
-    from radarays_ros.sensors import diagnostics
+    from radarays_ros import throttled_log
 
     clock = [100.0]
-    monkeypatch.setattr(diagnostics.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(throttled_log.time, "monotonic", lambda: clock[0])
     lines = []
     logger = type("L", (), {"warning": lambda self, t: lines.append(("W", t)), "error": lambda self, t: lines.append(("E", t))})()
-    log = diagnostics.ThrottledLog(logger, period_s=5.0)
+    log = throttled_log.ThrottledLog(logger, period_s=5.0)
     for _ in range(3):  # a missing tf at the sensor rate: one line
         log.warning("no tf at 1.0 s", key="frame:radar")
         log.warning("no tf at 1.1 s", key="frame:radar")
     log.error("world not loaded")  # keyed by its text
     log.error("world not loaded")
-    clock[0] += 5.0  # the period has passed: said again
+    clock[0] += 5.0  # the period has passed: said again, with the count since the last line
     log.warning("no tf at 6.0 s", key="frame:radar")
-    assert lines == [("W", "no tf at 1.0 s"), ("E", "world not loaded"), ("W", "no tf at 6.0 s")]
+    assert lines == [("W", "no tf at 1.0 s"), ("E", "world not loaded"),
+                     ("W", "no tf at 6.0 s (6 times in the last 5 s)")]

@@ -21,13 +21,16 @@ back to our bound ROUTER as [replier id, topic, node uuid, request uuid, payload
 Type names of either generation ("gz.msgs.X" or "ignition.msgs.X") are accepted; requests use the
 types the replier advertised.
 
-Hostile or broken peers (README, Security). Discovery has no authentication, so:
-- only datagrams from allowed networks, for our partition, are read; a datagram naming a process
-  is accepted only from the address that process first spoke from (a forged BYE from elsewhere is
-  ignored); advertised addresses outside the allowed networks are refused;
-- a world's topics and services ("/world/<w>/...") are taken from one process only, the world's
-  owner: the first that advertises under that world, replaced only once its connection drops or it
-  misses a heartbeat (a restarted Gazebo);
+Hostile or broken peers (README, Security). Discovery has no authentication; whom to believe is
+discovery.py's (socket-free: the peer table, datagram parsing, world ownership), in short:
+- only datagrams from allowed networks, for our partition, are read; a process may speak only from the
+  address it first spoke from; advertised addresses outside the allowed networks are refused;
+- a BYE/UNADVERTISE only doubts the endpoints it names: they go once their connection drops or they are
+  not advertised again within 1.5 s (a forged BYE beside a heartbeating Gazebo changes nothing);
+- a full peer table evicts the least recently heard process we do not rely on;
+- a world's topics and services ("/world/<w>/...") are taken from one process, its owner: one that
+  answered the world's services (this client asks candidates' scene/info) outranks one that serves them,
+  which outranks one that only publishes; an owner is also replaced once it is gone (a restarted Gazebo);
 - sockets are never disconnected: libzmq aborts the process (`!_more`, fq.cpp) when a pipe holding
   a half-read multipart message goes away, and the poller pre-reads the first part. A socket whose
   connections went stale is closed and made anew instead;
@@ -49,67 +52,27 @@ from typing import Callable
 import zmq
 
 from ..errors import ConfigError
+from ..throttled_log import ThrottledLog
 from . import protos
+from .discovery import HEARTBEAT_S, MAX_TYPE_LENGTH, SILENCE_S, WIRE_VERSION, PeerTable, RemoteEndpoint, split_topic
 from .netconf import NetConfig, read_config, shorten, tcp_endpoint
-from .netconf import split_topic as _decompose
-from .ratelog import RateLimitedLog
 
 log = logging.getLogger(__name__)
 
-WIRE_VERSION = 10
 MULTICAST_GROUP = "239.255.0.7"
 MSG_DISCOVERY_PORT = 10317
 SRV_DISCOVERY_PORT = 10318
-HEARTBEAT_S = 1.0
-SILENCE_S = 3.0
-TAKEOVER_S = 1.5  # a world's owner that missed a heartbeat may be replaced (a restarted Gazebo)
 IDLE_PERIOD_MS = 20  # idle callbacks run at least this often
 POLL_MS = 100  # without idle callbacks: heartbeats (1 s) and silence (3 s) need no finer clock
 NEW_CONNECTION = "6"
 DATAGRAMS_PER_WAKE = 256  # discovery cannot starve the data: both are bounded per wake-up
 MESSAGES_PER_WAKE = 1000
-MAX_ID_LENGTH = 64  # process and node uuids are 36 characters
-MAX_TYPE_LENGTH = 256
 STALE_CONNECTIONS = 4  # a socket with more connections to forgotten peers is made anew
 MAX_CONNECTIONS = 64  # distinct publisher addresses followed at once
 
 D = protos.Discovery
 
 MessageCallback = Callable[[bytes, str], None]  # (payload, wire type name)
-
-
-def split_topic(qualified: str) -> tuple[str, str]:
-    """'@/host:user@/world/w/pose/info' -> ('/host:user', '/world/w/pose/info'); plain names pass."""
-    parts = _decompose(qualified)
-    return parts if parts is not None else ("", qualified)
-
-
-def world_of(topic: str) -> str | None:
-    """'/world/w/pose/info' -> 'w'; None for topics outside a world."""
-    if not topic.startswith("/world/"):
-        return None
-    name = topic[7:].split("/", 1)[0]
-    return name or None
-
-
-@dataclass
-class RemoteEndpoint:
-    """A publisher or service replier learnt from discovery."""
-
-    topic: str  # qualified, as on the wire
-    address: str
-    process_uuid: str
-    node_uuid: str
-    type_name: str = ""  # message type, or request type for services
-    response_type: str = ""
-    ctrl: str = ""  # control address (messages)
-    socket_id: str = ""  # replier identity (services)
-
-
-@dataclass
-class _Process:
-    source: str  # the IP its first datagram came from: the only one it may speak from
-    last_heard: float
 
 
 @dataclass
@@ -146,16 +109,12 @@ class GzTransportClient:
         self.host_ip = self.config.host_ip
         self.group = group
         self.process_uuid = str(uuid.uuid4())
-        self.trouble = RateLimitedLog(log)  # .totals: what was refused, by kind
+        self.trouble = ThrottledLog(log, period_s=10.0)  # .totals: what was refused, by kind
         self._lock = threading.RLock()  # guards the zmq sockets and the tables below
         self._subs: dict[str, list[_Subscription]] = {}
-        self._publishers: dict[str, dict[str, RemoteEndpoint]] = {}  # qualified topic -> node uuid -> pub
-        self._services: dict[str, RemoteEndpoint] = {}  # qualified service name -> replier
-        self._endpoints = 0  # publishers + repliers remembered (capped)
-        self._processes: dict[str, _Process] = {}
-        self._owners: dict[str, str] = {}  # world name -> process uuid
-        self._claims: dict[str, float] = {}  # world name -> when another process last claimed it
-        self._since: dict[str, float] = {}  # world name -> when its owner took it
+        # who is out there and whom to believe (no sockets): discovery.py
+        self.peers = PeerTable(self.config, self.process_uuid, self.trouble.report,
+                               lambda: [f"@{self.partition}@{t}" for t in self._subs])
         self._following: dict[tuple[bytes, bytes], str] = {}  # (qualified topic, sender) -> topic
         self._sub_addresses: set[str] = set()
         self._sub_topics: set[bytes] = set()
@@ -181,7 +140,6 @@ class GzTransportClient:
                      "srv": _multicast_socket(group, srv_port, self.config.discovery_ips)}
         self._sender = _sender_socket()
         self._ports = {"msg": msg_port, "srv": srv_port}
-        self._down: dict[str, float] = {}  # publisher address -> when its connection dropped
         self._last_rebuild = 0.0
         self._poller = zmq.Poller()
         self._poller.register(self._sub, zmq.POLLIN)
@@ -218,23 +176,15 @@ class GzTransportClient:
                 return
             address = event.get("endpoint", b"").decode(errors="replace")
             if event["event"] == zmq.EVENT_DISCONNECTED:
-                self._down.setdefault(address, time.monotonic())
+                self.peers.down.setdefault(address, time.monotonic())
             else:
-                self._down.pop(address, None)
-
-    def _gone(self, process_id: str, now: float) -> bool:
-        """The process missed a heartbeat, or the connection to one of its publishers dropped."""
-        process = self._processes.get(process_id)
-        if process is None or now - process.last_heard > TAKEOVER_S:
-            return True
-        return any(ep.process_uuid == process_id and ep.address in self._down
-                   for pubs in self._publishers.values() for ep in pubs.values())
+                self.peers.down.pop(address, None)
 
     def _cut_off(self, live: set[str], now: float) -> bool:
         """A followed publisher that still heartbeats lost its connection for good: ZeroMQ ends a
         connection that brought a message over the size cap (a protocol error) without reconnecting.
         The socket is made anew, at most once a second."""
-        cut = [a for a, since in self._down.items() if a in live and now - since > 0.5]
+        cut = [a for a, since in self.peers.down.items() if a in live and now - since > 0.5]
         if not cut or now - self._last_rebuild < 1.0:
             return False
         self._bad("cut", lambda: f"gz-transport: connection to {cut[0]} dropped (a message over "
@@ -264,15 +214,15 @@ class GzTransportClient:
     def alive(self, topic: str) -> bool:
         """True while at least one publisher of `topic` is known and not silent. Lock-free (a sensor
         loop asks before every frame): the table is copied in one step under the GIL."""
-        return bool(self._publishers.get(f"@{self.partition}@{topic}"))
+        return bool(self.peers.publishers.get(f"@{self.partition}@{topic}"))
 
     def topics(self) -> list[str]:
         with self._lock:
-            return sorted(split_topic(q)[1] for q, pubs in self._publishers.items() if pubs)
+            return sorted(split_topic(q)[1] for q, pubs in self.peers.publishers.items() if pubs)
 
     def services(self) -> list[str]:
         with self._lock:
-            return sorted(split_topic(q)[1] for q in self._services)
+            return sorted(split_topic(q)[1] for q in self.peers.services)
 
     def request(self, service: str, payload: bytes = b"", timeout: float = 3.0) -> tuple[bytes, str]:
         """Call a service; returns (response bytes, response type). TimeoutError if nobody answers.
@@ -307,12 +257,14 @@ class GzTransportClient:
                 self._pending.pop(request_uuid, None)
         if not waiter["ok"]:
             raise RuntimeError(f"gz-transport service '{service}' reported failure")
+        with self._lock:  # an answer from a world's replier ranks its process first (discovery.py)
+            self.peers.answered(asked, time.monotonic())
         return waiter["reply"], asked.response_type
 
     def _replier(self, service: str) -> RemoteEndpoint | None:
         """The replier of `service` known now (the latest advertisement); asks for one when none."""
         with self._lock:
-            replier = self._services.get(f"@{self.partition}@{service}")
+            replier = self.peers.services.get(f"@{self.partition}@{service}")
             if replier is None:
                 self._send("srv", D.SUBSCRIBE, sub_topic=f"@{self.partition}@{service}")
             return replier
@@ -416,138 +368,31 @@ class GzTransportClient:
             self._on_datagram(kind, data, source, time.monotonic())
 
     def _on_datagram(self, kind: str, data: bytes, source: str, now: float) -> None:
-        """One discovery datagram: checks that cost microseconds first, then the protobuf."""
-        if not self.config.allows(source):
-            self._bad("outside", lambda: f"gz-transport: discovery datagram from {source}, outside the allowed "
-                      "networks (RADARAYS_GZ_ALLOW), ignored")
-            return
-        if len(data) < 2 or struct.unpack_from("<H", data)[0] + 2 != len(data):
-            self._bad("framing", f"gz-transport: discovery datagram from {source} with a bad length prefix, ignored")
-            return
-        msg = D()
-        try:
-            msg.ParseFromString(data[2:])
-        except Exception:  # noqa: BLE001 - protobuf's DecodeError and friends
-            self._bad("protobuf", f"gz-transport: discovery datagram from {source} is not a Discovery message, ignored")
-            return
-        if msg.version != WIRE_VERSION or msg.process_uuid == self.process_uuid:
-            return  # another wire generation, or our own datagram looped back
-        process_id = msg.process_uuid
-        if not process_id or len(process_id) > MAX_ID_LENGTH:
-            self._bad("process", f"gz-transport: discovery datagram from {source} with a bad process uuid, ignored")
-            return
-        process = self._processes.get(process_id)
-        if process is None:
-            if msg.type == D.BYE:
-                return
-            if len(self._processes) >= self.config.max_peers:
-                self._bad("peers", f"gz-transport: more than {self.config.max_peers} peers (RADARAYS_GZ_MAX_PEERS); "
-                          f"{source} ignored")
-                return
-            process = self._processes[process_id] = _Process(source, now)
-        elif process.source != source:
-            self._bad("spoof", lambda: f"gz-transport: datagram for process {shorten(process_id, 40)} from {source}, "
-                      f"but it speaks from {process.source}: ignored")
-            return
-        process.last_heard = now
-        if msg.type == D.ADVERTISE and msg.HasField("pub"):
-            self._on_advertise(kind, msg.pub, process_id, source, now)
-        elif msg.type == D.UNADVERTISE and msg.HasField("pub"):
-            topic, node = msg.pub.topic, msg.pub.node_uuid
-            self._forget(lambda ep: ep.process_uuid == process_id and ep.topic == topic and ep.node_uuid == node)
-        elif msg.type == D.BYE:
-            self._forget_process(process_id)
+        """One discovery datagram: the peer table reads it, the sockets follow what changed."""
+        self.peers.on_datagram(kind, data, source, now)
+        self._apply_discovery()
 
-    def _on_advertise(self, kind: str, pub, process_id: str, source: str, now: float) -> None:
-        parts = _decompose(pub.topic)
-        if parts is None or pub.process_uuid != process_id or not pub.node_uuid or len(pub.node_uuid) > MAX_ID_LENGTH:
-            self._bad("advertise", lambda: f"gz-transport: malformed ADVERTISE from {source} "
-                      f"(topic '{shorten(pub.topic)}'), ignored")
-            return
-        partition, name = parts
-        if partition != self.partition:
-            return  # another partition: not ours to follow (gz-transport's rule)
-        if pub.scope == D.Publisher.PROCESS or (pub.scope == D.Publisher.HOST and not _is_local(source, self.config)):
-            return
-        address = tcp_endpoint(pub.address, self.config)
-        if address is None:
-            self._bad("address", lambda: f"gz-transport: {name} advertised at '{shorten(pub.address)}' from {source}: "
-                      "not a tcp:// address in the allowed networks (RADARAYS_GZ_ALLOW), ignored")
-            return
-        pub_type = pub.WhichOneof("pub_type")
-        if kind == "srv" and pub_type == "srv_pub":
-            srv = pub.srv_pub
-            if max(len(srv.request_type), len(srv.response_type), len(srv.socket_id)) > MAX_TYPE_LENGTH:
-                self._bad("advertise", f"gz-transport: service {shorten(name)} advertised with over-long names, ignored")
-                return
-            endpoint = RemoteEndpoint(pub.topic, address, process_id, pub.node_uuid, srv.request_type,
-                                      srv.response_type, socket_id=srv.socket_id)
-            if not self._owned_by(name, process_id, now):
-                return
-            known = self._services.get(pub.topic)
-            if known is None and not self._room():
-                return
-            self._endpoints += known is None
-            self._services[pub.topic] = endpoint
-            return
-        if kind != "msg" or pub_type != "msg_pub":
-            return
-        msg_pub = pub.msg_pub
-        if max(len(msg_pub.msg_type), len(msg_pub.ctrl)) > MAX_TYPE_LENGTH:
-            self._bad("advertise", f"gz-transport: topic {shorten(name)} advertised with over-long names, ignored")
-            return
-        if not self._owned_by(name, process_id, now):
-            return
-        known = self._publishers.get(pub.topic, {})
-        old = known.get(pub.node_uuid)
-        if old is not None and old.address == address:
-            return  # the heartbeat's re-advertisement
-        if old is None and not self._room():
-            return
-        endpoint = RemoteEndpoint(pub.topic, address, process_id, pub.node_uuid, msg_pub.msg_type, ctrl=msg_pub.ctrl)
-        if old is not None:
-            self._forget(lambda ep: ep is old)
-        self._publishers.setdefault(pub.topic, {})[pub.node_uuid] = endpoint
-        self._endpoints += 1
-        for sub in self._subs.get(name, []):
-            self._connect_publisher(endpoint, sub)
-
-    def _room(self) -> bool:
-        if self._endpoints < self.config.max_endpoints:
-            return True
-        self._bad("endpoints", f"gz-transport: more than {self.config.max_endpoints} topics and services advertised "
-                  "(RADARAYS_GZ_MAX_ENDPOINTS); new ones ignored until some go silent")
-        return False
-
-    def _owned_by(self, topic: str, process_id: str, now: float) -> bool:
-        """A world's topics and services come from its owner only: the first process that advertised
-        under /world/<w>/, replaced once it missed a heartbeat (TAKEOVER_S)."""
-        world = world_of(topic)
-        if world is None:
-            return True
-        owner = self._owners.get(world)
-        if owner == process_id:
-            return True
-        current = self._processes.get(owner) if owner is not None else None
-        if current is not None and not self._gone(owner, now):
-            self._claims[world] = now
-            self._bad("owner", lambda: f"gz-transport: world '{shorten(world)}' belongs to {current.source} "
-                      f"({shorten(owner, 40)}); another process advertising in it is ignored")
-            return False
-        if owner is None and len(self._owners) >= self.config.max_endpoints:
-            return False
-        if owner is not None:  # its endpoints stay until the new owner's replace them (no gap)
-            log.info("gz-transport: world '%s' now follows process %s (the previous one is silent)",
-                     shorten(world), shorten(process_id, 40))
-        self._owners[world] = process_id
-        self._since[world] = now
-        return True
+    def _apply_discovery(self) -> None:
+        """Connect new publishers of subscribed topics, stop delivering forgotten ones, ask again for names."""
+        peers = self.peers
+        followed, peers.followed = peers.followed, []
+        dropped, peers.dropped = peers.dropped, []
+        asks, peers.asks = peers.asks, []
+        for ep in dropped:
+            if not any(e.address == ep.address for e in peers.publishers.get(ep.topic, {}).values()):
+                self._following.pop((ep.topic.encode(), ep.address.encode()), None)
+            log.info("gz-transport: publisher of %s at %s is gone", ep.topic, ep.address)
+        for ep in followed:
+            for sub in self._subs.get(split_topic(ep.topic)[1], []):
+                self._connect_publisher(ep, sub)
+        for kind, qualified in dict.fromkeys(asks):
+            self._send(kind, D.SUBSCRIBE, sub_topic=qualified)
 
     # -- following publishers -------------------------------------------------------------------
     def _connect_new_subscriptions(self) -> None:
         subs, self._new_subs = self._new_subs, []
         for sub in subs:
-            for pub in list(self._publishers.get(f"@{self.partition}@{sub.topic}", {}).values()):
+            for pub in list(self.peers.publishers.get(f"@{self.partition}@{sub.topic}", {}).values()):
                 self._connect_publisher(pub, sub)
 
     def _connect_publisher(self, pub: RemoteEndpoint, sub: _Subscription) -> None:
@@ -582,64 +427,6 @@ class GzTransportClient:
                                    NEW_CONNECTION.encode()], zmq.NOBLOCK)
             dealer.close()
 
-    def _forget(self, gone: Callable[[RemoteEndpoint], bool]) -> None:
-        """Drop endpoints from the tables. Sockets stay connected (see the module docstring); data from
-        a forgotten publisher is no longer delivered, and stale connections go with the socket."""
-        for topic in list(self._publishers):
-            pubs = self._publishers[topic]
-            for node in [n for n, ep in pubs.items() if gone(ep)]:
-                ep = pubs.pop(node)
-                self._endpoints -= 1
-                if not any(e.address == ep.address for e in pubs.values()):
-                    self._following.pop((ep.topic.encode(), ep.address.encode()), None)
-                log.info("gz-transport: publisher of %s at %s is gone", ep.topic, ep.address)
-            if not pubs:
-                del self._publishers[topic]
-        for name in [n for n, ep in self._services.items() if gone(ep)]:
-            del self._services[name]
-            self._endpoints -= 1
-
-    def _forget_process(self, process_id: str) -> None:
-        self._processes.pop(process_id, None)
-        self._forget(lambda ep: ep.process_uuid == process_id)
-        for world in [w for w, owner in self._owners.items() if owner == process_id]:
-            del self._owners[world]
-            self._since.pop(world, None)
-
-    def _hand_over(self, world: str, now: float) -> None:
-        """Another process claimed `world` while its owner was alive. Once the owner is gone (its
-        connection dropped or it missed a heartbeat: a crashed Gazebo says no BYE), release it and ask the world's topics and services to be
-        advertised again, so that the restarted Gazebo is followed without waiting for its heartbeat."""
-        owner = self._owners.get(world)
-        if now - self._claims[world] > SILENCE_S or owner is None:
-            del self._claims[world]
-            return
-        if not self._gone(owner, now):
-            return
-        del self._claims[world]
-        old = self._owners.pop(world)
-        self._since.pop(world, None)
-        names = {split_topic(ep.topic)[1]: kind for kind, eps in self._endpoints_by_kind()
-                 for ep in eps if ep.process_uuid == old and world_of(split_topic(ep.topic)[1]) == world}
-        for name, kind in names.items():
-            self._send(kind, D.SUBSCRIBE, sub_topic=f"@{self.partition}@{name}")
-
-    def _endpoints_by_kind(self):
-        yield "msg", [ep for pubs in self._publishers.values() for ep in pubs.values()]
-        yield "srv", list(self._services.values())
-
-    def _drop_former_owners(self, now: float) -> None:
-        """Endpoints in a world from a process that no longer owns it, once the new owner has owned it
-        for as long as a silent process is remembered (a restarted Gazebo may unadvertise and advertise
-        again while it starts: the old entries keep `alive` true meanwhile, as before the takeover)."""
-        def former(ep: RemoteEndpoint) -> bool:
-            world = world_of(split_topic(ep.topic)[1])
-            if world is None or self._owners.get(world, ep.process_uuid) == ep.process_uuid:
-                return False
-            return now - self._since.get(world, now) > SILENCE_S
-
-        self._forget(former)
-
     def _rebuild_sub(self) -> None:
         """A new SUB socket connected to the publishers followed now (the old one's connections to
         forgotten peers go with it; closing, unlike disconnecting, never trips libzmq's assertion)."""
@@ -651,7 +438,7 @@ class GzTransportClient:
         self._sub = self._new_socket(zmq.SUB)
         self._poller.register(self._sub, zmq.POLLIN)
         self._monitor = self._watch(self._sub)
-        self._down = {}
+        self.peers.down.clear()
         self._last_rebuild = time.monotonic()
         self._sub_addresses, self._sub_topics = set(), set()
         for topic, address in list(self._following):
@@ -708,22 +495,37 @@ class GzTransportClient:
             if waiter is not None:
                 waiter["reply"], waiter["ok"] = frames[4], frames[5] == b"1"
                 waiter["event"].set()
+                if "probe" in waiter:
+                    self._pending.pop(frames[3].decode(errors="replace"), None)
+                    if waiter["ok"]:
+                        self.peers.answered(waiter["probe"], time.monotonic())
 
     def _housekeeping(self, now: float) -> None:
         if now >= self._next_heartbeat:
             self._next_heartbeat = now + HEARTBEAT_S
             self._send("msg", D.HEARTBEAT)
-        for process_id in [p for p, proc in self._processes.items() if now - proc.last_heard > SILENCE_S]:
-            self._forget_process(process_id)
-        for world in list(self._claims):
-            self._hand_over(world, now)
-        self._drop_former_owners(now)
+        self.peers.expire(now)
+        for replier in self.peers.probes(now):  # does a candidate owner answer the world's services?
+            self._probe(replier, now)
+        for request_uuid in [u for u, w in self._pending.items() if w.get("until", now) < now]:
+            del self._pending[request_uuid]  # a probe nobody answered
+        self._apply_discovery()
         live = {address.decode() for _, address in self._following}
         if len(self._sub_addresses - live) > STALE_CONNECTIONS or self._cut_off(live, now):
             self._rebuild_sub()
-        services = {ep.address for ep in self._services.values()}
+        services = {ep.address for ep in self.peers.services.values()}
         if len(self._req_addresses - services) > STALE_CONNECTIONS and not self._pending:
             self._rebuild_requester()
+
+    def _probe(self, replier: RemoteEndpoint, now: float) -> None:
+        """An empty request to `replier` (discovery.PROBE_SERVICE of a world); its answer ranks its process."""
+        request_uuid = str(uuid.uuid4())
+        self._pending[request_uuid] = {"event": threading.Event(), "reply": b"", "ok": False, "probe": replier,
+                                       "until": now + SILENCE_S}
+        try:
+            self._try_send(replier, request_uuid, b"")
+        except TimeoutError:
+            self._pending.pop(request_uuid, None)
 
     def _send(self, kind: str, msg_type: int, sub_topic: str | None = None,
               pub: tuple[str, str, str, str] | None = None) -> None:
@@ -756,10 +558,6 @@ class GzTransportClient:
 
 def _same_replier(a: RemoteEndpoint | None, b: RemoteEndpoint | None) -> bool:
     return a is not None and b is not None and (a.address, a.socket_id) == (b.address, b.socket_id)
-
-
-def _is_local(ip: str, config: NetConfig) -> bool:
-    return ip.startswith("127.") or ip in config.discovery_ips or ip == config.host_ip
 
 
 def _env(*names: str) -> str | None:

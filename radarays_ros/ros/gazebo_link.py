@@ -58,6 +58,7 @@ from ..errors import ConfigError, RadaraysError
 from ..sensors.poses import mounted_sweep
 from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
 from ..sensors.params import ParamInfo, flatten
+from ..throttled_log import one_line
 
 GAZEBO_PARAMS = {
     "gazebo.enable": ParamInfo(False, "follow a running Gazebo world: the scene mirrors it (poses, spawned and "
@@ -240,7 +241,7 @@ class LogRelay(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            text = record.getMessage()
+            text = one_line(record.getMessage())  # names from the network: one printable line
             if record.levelno >= logging.ERROR:
                 self.ros_logger.error(text)
             elif record.levelno >= logging.WARNING:
@@ -342,7 +343,7 @@ class GazeboLink:
         if self.sdf:
             files.insert(0, self.sdf)
         else:  # the world comes from Gazebo: read its sensors from there too, when it answers
-            self.discovery = SensorDiscovery(self.mirror, self._on_found, self.log.warning)
+            self.discovery = SensorDiscovery(self.mirror, self._on_found, lambda text: self.log.warning(one_line(text)))
         specs = []
         for path in files:
             try:

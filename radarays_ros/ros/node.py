@@ -39,17 +39,18 @@ from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from ..errors import ConfigError, RadaraysError
-from ..sensors.diagnostics import ThrottledLog, sensor_status
+from ..sensors.diagnostics import sensor_status
 from ..sensors.poses import tf_sweep
 from ..sensors.schedule import next_sweep
 from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
 from ..sensors.params import check_param
 from ..sensors.units import make_unit
+from ..throttled_log import ThrottledLog, one_line
 from ..sensors.worlds import backend_options, empty_world, open_world
 from .convert import diagnostic_array, header_stamp_ns, rclpy_class, to_cdr
 from .gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, GazeboLink
 from .node_params import NODE_PARAMS, READ_ONLY, SENSOR_PARAMS
-from .node_sensor import Sensor, build_unit, declare_sensors, frame_arg
+from .node_sensor import Sensor, build_unit, checked_period, declare_sensors, frame_arg
 from .params import NodeParameters, from_ros
 
 __all__ = ["NODE_PARAMS", "SENSOR_PARAMS", "SensorNode", "run"]
@@ -357,7 +358,19 @@ class SensorNode(Node):
 
     # -- run-time parameter changes ------------------------------------------------------------------
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
-        """Validate the whole change first; apply it only if all of it is valid (else nothing changes)."""
+        """Validate the whole change first; apply it only if all of it is valid (else nothing changes). A step
+        that fails while applying puts every sensor back exactly as it was. Never raises (rclpy would end the
+        node with the exception)."""
+        try:
+            return self._set_parameters(params)
+        except Exception as exc:  # noqa: BLE001 - a bug here must refuse the change, not end the node
+            return SetParametersResult(successful=False, reason=one_line(f"refused: {type(exc).__name__}: {exc}"))
+
+    def _set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        unset = sorted(p.name for p in params if p.type_ == Parameter.Type.NOT_SET and self.has_parameter(p.name))
+        if unset:  # rclpy would undeclare them for good (dynamically typed keys): nothing could set them again
+            return SetParametersResult(successful=False, reason=f"{', '.join(unset)}: a parameter of this node "
+                                       "cannot be unset (PARAMETER_NOT_SET); give it a value")
         changes = {p.name: from_ros(p.value) for p in params}
         plan = []  # (apply callable) executed only when every check passed
         try:
@@ -365,7 +378,7 @@ class SensorNode(Node):
                 if name in NODE_PARAMS:
                     check_param(name, value, NODE_PARAMS[name])
             for sensor in self.sensors:
-                plan += sensor.plan_change(changes, self._start_timer, self.get_logger().info)
+                plan += sensor.plan_change(changes, self.get_logger().info)
             if "world" in changes and self.gazebo is not None:
                 raise ConfigError("world: the scene follows Gazebo (gazebo.enable is true); restart the node "
                                   "to change the world")
@@ -373,15 +386,26 @@ class SensorNode(Node):
                 world = self._open_world(changes["world"])
                 plan.append(lambda: self._install_world(*world))
         except RadaraysError as exc:
-            return SetParametersResult(successful=False, reason=str(exc))
+            return SetParametersResult(successful=False, reason=one_line(exc))
         except Exception as exc:  # anything a value can provoke (OverflowError, ...): refused, state kept
-            return SetParametersResult(successful=False, reason=f"{sorted(changes)} refused: {type(exc).__name__}: {exc}")
+            return SetParametersResult(successful=False,
+                                       reason=one_line(f"{sorted(changes)} refused: {type(exc).__name__}: {exc}"))
+        if not plan:
+            return SetParametersResult(successful=True)
+        periods = {id(s): s.unit.period_ns if s.unit is not None else None for s in self.sensors}
+        saved = [(sensor, sensor.snapshot()) for sensor in self.sensors]
         try:
             for apply in plan:
                 apply()
-        except Exception as exc:  # never let a parameter change take the node down
-            self._error(f"applying {sorted(changes)} failed: {exc}")
-            return SetParametersResult(successful=False, reason=f"applying the change failed: {exc}")
+            changed = [s for s in self.sensors if s.unit is not None and s.timer is not None
+                       and checked_period(s.unit, s.label) != periods.get(id(s))]
+        except Exception as exc:  # noqa: BLE001 - never let a parameter change take the node down
+            for sensor, snapshot in saved:
+                sensor.restore(snapshot)
+            self._error(f"applying {sorted(changes)} failed, nothing changed: {exc}", key="set_parameters")
+            return SetParametersResult(successful=False, reason=one_line(f"applying the change failed: {exc}"))
+        for sensor in changed:
+            self._start_timer(sensor)
         return SetParametersResult(successful=True)
 
     # -- diagnostics ---------------------------------------------------------------------------------

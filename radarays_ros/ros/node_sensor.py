@@ -15,6 +15,7 @@ from ..sensors.diagnostics import Stats
 from ..sensors.poses import fixed_pose
 from ..sensors.topics import sensor_topic
 from ..sensors.units import SensorUnit, make_unit
+from ..validate import plain
 from .gazebo_link import SdfSensorPlan, sdf_topic
 from .node_params import DEFAULT_CONFIG, RIG_PARAMS, RIG_SENSOR_PARAMS, SENSOR_PARAMS, config_param
 
@@ -97,10 +98,10 @@ class Sensor:
             return (set(self.unit.topics) - set(getattr(self.unit, "on_demand", ()))) | listened
         return listened or None
 
-    def plan_change(self, changes: dict[str, Any], restart_timer: Callable[["Sensor"], None],
-                    log: Callable[[str], None]) -> list[Callable[[], None]]:
+    def plan_change(self, changes: dict[str, Any], log: Callable[[str], None]) -> list[Callable[[], None]]:
         """The steps that apply this sensor's part of a parameter change; raises ConfigError (naming the key
-        and the allowed values) before anything changed when a value is bad."""
+        and the allowed values) before anything changed when a value is bad. The new model config is tried
+        whole first: its frame period must be one a timer can keep (`checked_period`)."""
         unit = self.unit
         if unit is None:
             return []
@@ -110,13 +111,15 @@ class Sensor:
         model = {k[len("sensor."):]: v for k, v in mine.items() if k.startswith("sensor.")}
         if model:
             config = unit.with_overrides(model)
+            probe = type(unit).__new__(type(unit))  # a shallow copy with the new config: its derived numbers
+            probe.__dict__.update(unit.__dict__)
+            probe.config = config
+            where = ", ".join(f"{prefix}sensor.{k} = {plain(v)}" for k, v in sorted(model.items()))
+            checked_period(probe, where)
 
             def apply_model():
-                old_period = self.unit.period_ns
                 with self.lock:
                     self.unit.reconfigure(config)
-                if self.unit.period_ns != old_period and self.timer is not None:
-                    restart_timer(self)
                 log(f"{self.label}: reconfigured {sorted(model)}")
             plan.append(apply_model)
         output = {k[len("output."):]: v for k, v in mine.items() if k.startswith("output.")}
@@ -137,6 +140,42 @@ class Sensor:
             plan.append(lambda: (setattr(self, "frame_id", frame), setattr(self.unit, "frame_id", frame)))
         return plan
 
+    def snapshot(self) -> tuple:
+        """What a parameter change may alter of this sensor (its unit's and simulator's attributes, frame_id,
+        poses): `restore(snapshot)` puts exactly that back when a change fails half-way."""
+        unit = self.unit
+        simulator = getattr(unit, "simulator", None)
+        return (unit, dict(unit.__dict__) if unit is not None else None, simulator,
+                dict(simulator.__dict__) if simulator is not None else None,
+                self.frame_id, self.fixed_pose, self.gazebo_parent)
+
+    def restore(self, snapshot: tuple) -> None:
+        unit, unit_state, simulator, simulator_state, self.frame_id, self.fixed_pose, self.gazebo_parent = snapshot
+        with self.lock:
+            self.unit = unit
+            if unit is not None:
+                unit.__dict__.clear()
+                unit.__dict__.update(unit_state)
+            if simulator is not None:
+                simulator.__dict__.clear()
+                simulator.__dict__.update(simulator_state)
+
+
+MAX_PERIOD_NS = 2**62  # a frame period a timer (int64 nanoseconds, half-period ticks) can keep: 146 years
+
+
+def checked_period(unit: SensorUnit, where: str) -> int:
+    """The unit's frame period in nanoseconds, 1 ns .. MAX_PERIOD_NS; ConfigError naming `where` otherwise
+    (a rate of 5e-324 Hz passes an open lower bound at 0 but its period 1e9 / rate is infinite)."""
+    try:
+        period = unit.period_ns
+        unit.rays_per_frame  # noqa: B018 - derived from the same config: must be computable too
+    except (OverflowError, ValueError, ZeroDivisionError, TypeError) as exc:
+        raise ConfigError(f"{where}: the frame period cannot be computed ({type(exc).__name__}: {exc}); "
+                          f"allowed a period of 1 ns to {MAX_PERIOD_NS} ns (rate 1e9 Hz to 2.2e-10 Hz)") from None
+    if not 1 <= period <= MAX_PERIOD_NS:
+        raise ConfigError(f"{where}: frame period {period} ns out of range, allowed 1 to {MAX_PERIOD_NS} ns")
+    return period
 
 def declare_sensors(kind: str, params, error: Callable[[str], None]) -> list[Sensor]:
     """The sensors of a node of `kind` (radar, lidar: one at the top level; rig: those `sensors` lists)."""
@@ -173,7 +212,9 @@ def build_unit(sensor: Sensor, params, scene, backend, error: Callable[[str], No
         sensor.unit = make_unit(sensor.kind, sensor.name, scene, backend, config=sensor.source,
                                 frame_id=frame_arg(sensor), overrides=overrides,
                                 frames=params(sensor.prefix + "frames"))
+        checked_period(sensor.unit, f"{sensor.prefix}sensor.* of {sensor.origin}")
     except (RadaraysError, OSError) as exc:
+        sensor.unit = None
         sensor.stats.last_error = str(exc)
         where = f"the SDF block at {sensor.origin}" if sensor.sdf else "the config"
         error(f"sensor {sensor.label} ({sensor.origin}) not started: {exc}. Fix {where} or the "

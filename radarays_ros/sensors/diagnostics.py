@@ -4,8 +4,6 @@ Pure data, no ROS: the node turns a `SensorStatus` into a diagnostic_msgs/Diagno
 """
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import dataclass, field
 
 OK, WARN, ERROR = "ok", "warn", "error"
@@ -67,26 +65,3 @@ def sensor_status(stats: Stats, *, started: bool, rate_hz: float | None, world_e
         return SensorStatus(WARN, stats.last_error or dropped, values)
     return SensorStatus(OK, "ok", values)
 
-
-class ThrottledLog:
-    """A running sensor's log: the same trouble (by `key`, else by its text) at most once per period, so a
-    missing tf or a bad frame at 20 Hz is one line, not a flood. `logger`: anything with warning() and error()
-    (a ROS logger, a logging.Logger)."""
-
-    def __init__(self, logger, period_s: float = 5.0):
-        self.logger, self.period_s = logger, period_s
-        self._last: dict[str, float] = {}
-
-    def warning(self, text: str, key: str | None = None) -> None:
-        self._log("warning", text, key)
-
-    def error(self, text: str, key: str | None = None) -> None:
-        self._log("error", text, key)
-
-    def _log(self, level: str, text: str, key: str | None) -> None:
-        now = time.monotonic()
-        key = key or text
-        if now - self._last.get(key, -math.inf) < self.period_s:
-            return
-        self._last[key] = now
-        getattr(self.logger, level)(text)

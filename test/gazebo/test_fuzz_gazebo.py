@@ -86,5 +86,5 @@ def test_discovery_datagrams(fuzz_client, batch, source):
     with fuzz_client._lock:
         for data in batch:
             fuzz_client._on_datagram("msg", data, source, time.monotonic())
-        assert len(fuzz_client._processes) <= fuzz_client.config.max_peers
-        assert fuzz_client._endpoints == sum(map(len, fuzz_client._publishers.values())) + len(fuzz_client._services)
+        assert len(fuzz_client.peers.processes) <= fuzz_client.config.max_peers
+        assert fuzz_client.peers.endpoints == sum(map(len, fuzz_client.peers.publishers.values())) + len(fuzz_client.peers.services)

@@ -50,6 +50,13 @@ class Forger:
 
 def sniff_process(topic_suffix: str, timeout: float = 5.0) -> tuple[str, str]:
     """(process uuid, qualified topic) of the first ADVERTISE whose topic ends with `topic_suffix`."""
+    pub = sniff_advertise(topic_suffix, timeout)
+    return pub.process_uuid, pub.topic
+
+
+def sniff_advertise(topic_suffix: str, timeout: float = 5.0):
+    """The `pub` (topic, address, process and node uuid) of the first ADVERTISE whose topic ends with
+    `topic_suffix`: what a same-host peer learns by listening, enough to forge that process's datagrams."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
@@ -66,7 +73,7 @@ def sniff_process(topic_suffix: str, timeout: float = 5.0) -> tuple[str, str]:
             msg = D()
             msg.ParseFromString(data[2:])
             if msg.type == D.ADVERTISE and msg.pub.topic.endswith(topic_suffix):
-                return msg.process_uuid, msg.pub.topic
+                return msg.pub
     finally:
         sock.close()
     raise TimeoutError(f"no ADVERTISE of *{topic_suffix} seen")
