@@ -90,10 +90,30 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 NUMPY_INC=$("$PY" -c 'import numpy; print(numpy.get_include())')
 PY_INC=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 
+# The wheels' exported python-generator targets name include directories of their build host
+# (/opt/python/...), which do not exist here and make CMake refuse the targets: each package's
+# CMakeLists drops them for the interface packages it depends on.
+mkdir -p "$WS"
+cat > "$WS/drop_build_host_includes.cmake" <<'EOF'
+macro(drop_build_host_includes)
+  foreach(pkg ${ARGN})
+    set(target ${pkg}::${pkg}__rosidl_generator_py)
+    if(TARGET ${target})
+      get_target_property(dirs ${target} INTERFACE_INCLUDE_DIRECTORIES)
+      if(dirs)
+        list(FILTER dirs EXCLUDE REGEX "^/opt/python")
+        set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${dirs}")
+      endif()
+    endif()
+  endforeach()
+endmacro()
+EOF
+
 # build_interfaces NAME: configure, build and install the rosidl package in $WS/src/NAME into the venv.
 build_interfaces() {
   local name="$1" src="$WS/src/$1" build="$WS/build/$1"
   cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$VENV" \
+    -DDROP_HOST_INCLUDES="$WS/drop_build_host_includes.cmake" \
     -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$PY" -DPython3_INCLUDE_DIR="$PY_INC" \
     -DPython3_NumPy_INCLUDE_DIR="$NUMPY_INC" -DPYTHON_INSTALL_DIR="lib/python3.11/site-packages" \
     > "$WS/${name}_cmake.log" 2>&1 || { tail -40 "$WS/${name}_cmake.log" >&2; exit 1; }
@@ -133,18 +153,8 @@ project(tf2_msgs)
 find_package(ament_cmake REQUIRED)
 find_package(rosidl_default_generators REQUIRED)
 find_package(geometry_msgs REQUIRED)
-# The wheels' exported python-generator targets name include directories of their build host
-# (/opt/python/...), which do not exist here and make CMake refuse the targets: drop them.
-foreach(pkg geometry_msgs std_msgs builtin_interfaces service_msgs)
-  set(target ${pkg}::${pkg}__rosidl_generator_py)
-  if(TARGET ${target})
-    get_target_property(dirs ${target} INTERFACE_INCLUDE_DIRECTORIES)
-    if(dirs)
-      list(FILTER dirs EXCLUDE REGEX "^/opt/python")
-      set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${dirs}")
-    endif()
-  endif()
-endforeach()
+include(${DROP_HOST_INCLUDES})
+drop_build_host_includes(geometry_msgs std_msgs builtin_interfaces service_msgs)
 rosidl_generate_interfaces(${PROJECT_NAME} "msg/TFMessage.msg" DEPENDENCIES geometry_msgs)
 ament_export_dependencies(rosidl_default_runtime)
 ament_package()
@@ -174,17 +184,8 @@ project(composition_interfaces)
 find_package(ament_cmake REQUIRED)
 find_package(rosidl_default_generators REQUIRED)
 find_package(rcl_interfaces REQUIRED)
-# as for tf2_msgs: drop the wheels' include directories of their build host
-foreach(pkg rcl_interfaces builtin_interfaces service_msgs)
-  set(target ${pkg}::${pkg}__rosidl_generator_py)
-  if(TARGET ${target})
-    get_target_property(dirs ${target} INTERFACE_INCLUDE_DIRECTORIES)
-    if(dirs)
-      list(FILTER dirs EXCLUDE REGEX "^/opt/python")
-      set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${dirs}")
-    endif()
-  endif()
-endforeach()
+include(${DROP_HOST_INCLUDES})
+drop_build_host_includes(rcl_interfaces builtin_interfaces service_msgs)
 rosidl_generate_interfaces(${PROJECT_NAME} "srv/LoadNode.srv" "srv/ListNodes.srv" "srv/UnloadNode.srv"
   DEPENDENCIES rcl_interfaces)
 ament_export_dependencies(rosidl_default_runtime)
