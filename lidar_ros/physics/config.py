@@ -9,6 +9,7 @@ Example (a sensor file's `surface:` and `noise:` parts)::
     surface:
       model: root2                          # none | linear | root2 | root3 | root4 | log | blensor
       limits: [[0.10, 50.0], [0.80, 120.0]] # [reflectivity, range m] pairs (HDL-64E S2 datasheet)
+      limits_probability: 0.5               # detection probability the pairs are quoted at (Ouster: 0.9)
     noise:
       bias_distribution: gaussian           # gaussian | laplace, one draw per laser for the run
       bias_sigma: 0.04                      # m (BlenSor: HDL-64E units 0.04-0.078)
@@ -38,6 +39,8 @@ class SurfaceConfig(CheckedConfig):
 
     model: detection limit form; 'none' keeps every hit.
     limits: two (reflectivity, range m) datasheet pairs the limit curve passes through.
+    limits_probability: the detection probability the datasheet quotes the pairs at; the limit curve is
+        the ½ curve (detection_probability.median_limits moves pairs quoted at 0.9 out to it).
     signal_scale: Ouster-like signal photons of a white (ρ = 1) target at 1 m; falls as 1/r².
     retro_full_scale: reflectivity (× white) that maps to 255 on the calibrated reflectivity scale.
     ambient_level: mean ambient photons from a white surface in daylight; ambient_sky: from open sky.
@@ -45,12 +48,13 @@ class SurfaceConfig(CheckedConfig):
 
     model: str = "none"
     limits: tuple[tuple[float, float], tuple[float, float]] = HDL64E_LIMITS
+    limits_probability: float = 0.5
     signal_scale: float = 2.0e5
     retro_full_scale: float = 100.0
     ambient_level: float = 300.0
     ambient_sky: float = 50.0
 
-    RULES = dict(model=choice(*DETECTION_MODELS), signal_scale=number(0.0, 1e12),
+    RULES = dict(model=choice(*DETECTION_MODELS), limits_probability=number(0.5, 0.999), signal_scale=number(0.0, 1e12),
                  retro_full_scale=number(1.0, 1e6, low_open=True), ambient_level=number(0.0, 65535.0),
                  ambient_sky=number(0.0, 65535.0))
 

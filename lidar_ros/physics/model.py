@@ -5,6 +5,7 @@ drawn once from `seed`); `apply` turns one scan's `LidarHits` into `Returns` wit
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
@@ -16,7 +17,7 @@ from .backfolding import fold
 from .config import NoiseConfig, SurfaceConfig
 from .cw_phase import cw_ranges
 from .detection import DetectionLimit
-from .detection_probability import detected, dropouts
+from .detection_probability import detected, dropouts, median_limits
 from .effects_config import EffectsConfig
 from .intensity import MIN_SIGNAL_RANGE, calibrated_reflectivity, ouster_ambient, ouster_signal
 from .photons import photon_counts
@@ -134,7 +135,9 @@ class SurfaceModel:
         if isinstance(n_lasers, bool) or not isinstance(n_lasers, (int, np.integer)) or n_lasers < 0:
             raise ConfigError(f"n_lasers: {n_lasers!r}; allowed: an integer >= 0")
         self.n_lasers = int(n_lasers)
-        self.limit = DetectionLimit(self.surface)
+        detection = self.effects.detection
+        pairs = median_limits(self.surface.limits, self.surface.limits_probability, detection.snr_at_limit)
+        self.limit = DetectionLimit(self.surface if pairs is self.surface.limits else replace(self.surface, limits=pairs))
         self.biases = draw_laser_biases(self.noise, self.n_lasers, seed)
         self.gains = row_gains(self.effects.signal.row_gain_sigma, self.n_lasers, int(seed or 0))
 

@@ -1,0 +1,58 @@
+"""Lidar realism II (issue 23): per-model detection limits, rain extinction, return profiles from metadata,
+signal and noise against datasheet figures and the shared real frames' distributions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import ndtr
+
+from lidar_ros import load_sensor
+from lidar_ros.physics import SurfaceModel
+from lidar_ros.physics.detection_probability import detection_probability, median_limits
+
+
+def surface_model(cfg) -> SurfaceModel:
+    return SurfaceModel(cfg.surface, cfg.noise, cfg.n_lasers, 0, cfg.effects)
+
+
+# (reflectivity, range at > 90 %, range at > 50 %): Ouster Rev 6 datasheets, 1024 @ 10 Hz, 100 klx sunlight
+DATASHEET = {
+    "OS0-128": ((0.10, 15.0, 20.0), (0.80, 45.0, 50.0)),
+    "OS1-64": ((0.10, 45.0, 55.0), (0.80, 100.0, 120.0)),
+    "OS2-128": ((0.80, 240.0, None),),
+}
+
+
+@pytest.mark.parametrize("preset", list(DATASHEET))
+def test_realistic_ouster_presets_detect_their_datasheet_targets_at_ninety_percent(preset):
+    """--realistic: each product line's own limits (not the HDL-64E fallback), quoted at > 90 % detection."""
+    cfg = load_sensor(preset, realistic=True)
+    model = surface_model(cfg)
+    k = cfg.effects.detection.snr_at_limit
+    for rho, r90, r50 in DATASHEET[preset]:
+        p = detection_probability(np.array([r90], np.float32), np.array([rho], np.float32), model.limit, k)[0]
+        assert p == pytest.approx(0.9, abs=2e-3)  # float32 range, float64 curve
+        if r50 is not None:  # the datasheet's own ½ figure, which the curve's steepness k predicts
+            half = float(model.limit.max_range(rho))
+            assert half == pytest.approx(r50, rel=0.15)
+    # a 10 % target beyond the line's reach is (nearly) never seen
+    far = 2.0 * DATASHEET[preset][0][1]
+    p = detection_probability(np.array([far], np.float32), np.array([DATASHEET[preset][0][0]], np.float32), model.limit, k)
+    assert p[0] < 0.01
+
+
+def test_median_limits_inverts_the_detection_curve():
+    """r_½ = r_P·√(1 + Φ⁻¹(P)/k): Φ(k·((r_½/r_P)² − 1)) = P, for several P and k."""
+    for p in (0.5, 0.7, 0.9, 0.99):
+        for k in (1.0, 4.0, 20.0):
+            (rho, half), = median_limits(((0.1, 40.0),), p, k)
+            assert ndtr(k * ((half / 40.0) ** 2 - 1.0)) == pytest.approx(p, abs=1e-12)
+    limits = ((0.1, 50.0), (0.8, 120.0))
+    assert median_limits(limits, 0.5, 4.0) is limits  # default: the pairs themselves (frames unchanged)
+
+
+def test_non_ouster_presets_keep_their_limits():
+    """Limits quoted at ½ (HDL-64E pairs): the model's curve passes through them unchanged."""
+    cfg = load_sensor("HDL-64E-S2", realistic=True)
+    model = surface_model(cfg)
+    assert model.limit.max_range(np.array([0.1, 0.8])) == pytest.approx([50.0, 120.0])
