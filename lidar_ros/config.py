@@ -243,6 +243,8 @@ def _spec_from_file(path: Path) -> dict:
                 "type": "ouster", "name": path.stem, "metadata": path.name}
         if meta["lidar_mode"] is not None:  # the mode the sensor ran in when the file was written
             spec["columns"], spec["rate_hz"] = meta["lidar_mode"][0], meta["lidar_mode"][1]
+        if meta["udp_profile_lidar"].upper().endswith("_DUAL"):  # a dual-return profile: RANGE2 is the second strongest
+            spec = set_dotted(spec, "beam.return_mode", "dual_strongest")
         return spec
     data = read_yaml(path)
     if isinstance(data, dict) and "lasers" in data and "type" not in data:

@@ -2,6 +2,8 @@
 signal and noise against datasheet figures and the shared real frames' distributions."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.special import ndtr
@@ -78,3 +80,36 @@ def test_rain_extinction_matches_the_visibility_of_rain_in_the_literature():
     for rate, visibility_km in ((25.0, 1.9), (12.5, 2.8), (2.5, 5.9)):
         ratio = extinction_per_m(0.0, rate) / (3.912 / (visibility_km * 1000.0))
         assert 1 / 1.5 < ratio < 1.5, (rate, ratio)
+
+
+# -- return profiles --------------------------------------------------------------------------------
+def test_dual_strongest_reports_the_second_strongest_echo_nearer_or_farther():
+    """Three echoes at 5 m (ρ 0.1), 10 m (ρ 0.9), 20 m (ρ 0.9), equal weights: strengths ρ/r² = 0.004,
+    0.009, 0.00225. Strongest 10 m; Ouster's second return is the second strongest, 5 m (nearer); the
+    Velodyne-style dual reports the last, 20 m."""
+    from lidar_ros.physics.echoes import form_echoes
+
+    ranges = np.array([[5.0, 10.0, 20.0], [20.0, 5.0, 10.0], [10.0, 10.1, np.inf]], np.float32)
+    rho = np.array([[0.1, 0.9, 0.9], [0.9, 0.1, 0.9], [0.9, 0.9, 0.0]], np.float32)
+    w = np.full(3, 1 / 3, np.float32)
+    first, second = form_echoes(ranges, rho, w, 0.5, "dual_strongest")
+    mixed = (10.0 / 100.0 + 10.1 / 10.1**2) / (1 / 100.0 + 1 / 10.1**2)  # one echo: the power-weighted centroid
+    np.testing.assert_allclose(first.range, [10.0, 10.0, mixed], rtol=1e-6)
+    np.testing.assert_allclose(second.range[:2], [5.0, 5.0])
+    assert not np.isfinite(second.range[2])  # one surface: no second return
+    np.testing.assert_allclose(second.reflectivity[:2], [0.1 / 3, 0.1 / 3], rtol=1e-6)
+    _, last = form_echoes(ranges, rho, w, 0.5, "dual")
+    np.testing.assert_allclose(last.range[:2], [20.0, 20.0])
+
+
+REAL = Path("/work/shared/realdata/ouster")
+SHIPPED = Path(__file__).resolve().parents[1] / "radarays_ros" / "data" / "lidar" / "ouster"
+
+
+def test_ouster_metadata_dual_profile_gives_dual_returns_without_overrides():
+    dual = SHIPPED / "raw_3_0_1_os-122246000293-128.json"  # udp_profile_lidar RNG19_RFL8_SIG16_NIR16_DUAL
+    single = SHIPPED / "raw_OS-2-128-U1_v2.3.0_1024x10.json"  # RNG19_RFL8_SIG16_NIR16
+    assert load_sensor(str(dual)).effects.beam.return_mode == "dual_strongest"
+    assert load_sensor(str(dual), realistic=True).effects.beam.return_mode == "dual_strongest"
+    assert load_sensor(str(single)).effects.beam.return_mode == "strongest"
+    assert load_sensor(str(dual), {"beam.return_mode": "strongest"}).effects.beam.return_mode == "strongest"

@@ -9,7 +9,8 @@ sections is exactly the geometric sensor of before. Example::
       divergence_mrad: 3.0       # full angle of the beam cone (datasheet); 0 = a thin ray
       sub_rays: 4                # rays traced per beam over its footprint (1 = the central ray only)
       profile: gaussian          # uniform | gaussian (1/e² diameter = the divergence cone)
-      return_mode: strongest     # strongest | last | first | dual (strongest + last) | mixed
+      return_mode: strongest     # strongest | last | first | dual (strongest + last) | mixed |
+                                 # dual_strongest (strongest + second strongest: Ouster's *_DUAL profiles)
       echo_separation_m: 0.5     # sub-returns nearer to each other than this form one echo
     detection:                   # detection_probability.py
       model: threshold           # threshold (hard range–reflectivity limit) | snr (smooth curve)
@@ -56,7 +57,7 @@ from typing import Any, Mapping
 from ._validate import FLAG, CheckedConfig, choice, fail, integer, number
 from .snow import SNOW_TYPES
 
-RETURN_MODES = ("strongest", "last", "first", "dual", "mixed")
+RETURN_MODES = ("strongest", "last", "first", "dual", "mixed", "dual_strongest")
 PROFILES = ("uniform", "gaussian")
 DETECTION_CURVES = ("threshold", "snr")
 TOF_MODES = ("pulsed", "cw")
@@ -82,7 +83,7 @@ class BeamConfig(CheckedConfig):
 
     @property
     def dual(self) -> bool:
-        return self.return_mode == "dual"
+        return self.return_mode in ("dual", "dual_strongest")
 
 
 @dataclass(frozen=True)
