@@ -170,6 +170,7 @@ class WarpLidarSimulator(LidarSimulator):
         surface = model.surface
         s.ln_retro_full_scale = float(np.log(surface.retro_full_scale))
         s.signal_scale = surface.signal_scale
+        s.overlap_range = surface.overlap_range_m
         s.ambient_level, s.ambient_sky = surface.ambient_level, surface.ambient_sky
         s.per_column = int(per_column)
         s.missing = float("nan")

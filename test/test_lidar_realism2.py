@@ -113,3 +113,50 @@ def test_ouster_metadata_dual_profile_gives_dual_returns_without_overrides():
     assert load_sensor(str(dual), realistic=True).effects.beam.return_mode == "dual_strongest"
     assert load_sensor(str(single)).effects.beam.return_mode == "strongest"
     assert load_sensor(str(dual), {"beam.return_mode": "strongest"}).effects.beam.return_mode == "strongest"
+
+
+# -- signal: near-range overlap ------------------------------------------------------------------------
+def real_overlap_trend(name: str, far_m: float):
+    """(bin centre ranges, median signal·r²/ρ per bin over its far-range plateau) of a shared real frame,
+    ρ from the calibrated reflectivity (Lambertian 1-100; Ouster corrects it for the overlap, not the signal)."""
+    d = np.load(REAL / name)
+    r = d["range_mm"].astype(float) / 1000
+    s = d["signal"].astype(float)
+    q = d["reflectivity"].astype(float)
+    v = (r > 0) & (q > 2) & (q <= 100) & (s > 0)
+    k, rv = s[v] * r[v] ** 2 / (q[v] / 100), r[v]
+    plateau = np.median(k[rv >= far_m])
+    edges = np.geomspace(1.0, 2 * far_m, 12)
+    centres, ratios = [], []
+    for a, b in zip(edges[:-1], edges[1:]):
+        m = (rv >= a) & (rv < b)
+        if m.sum() > 50:
+            centres.append(np.sqrt(a * b))
+            ratios.append(np.median(k[m]) / plateau)
+    return np.array(centres), np.array(ratios)
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared real frames not present")
+@pytest.mark.parametrize("name, preset, far_m", [("single_scan_016.npz", "OS0-128", 6.0),
+                                                 ("OS-2-128-U1_v2.3.0_1024x10.npz", "OS2-128", 32.0)])
+def test_signal_falls_below_inverse_square_at_near_range_as_the_real_frames_do(name, preset, far_m):
+    """signal·r²/ρ over its far plateau, per range bin from 1 m: the preset's overlap O(r) within a factor 2
+    of the real frame's in every bin (1/r² alone: 0.03 at 4 m for the OS2)."""
+    from lidar_ros.physics.overlap import overlap
+
+    centres, ratios = real_overlap_trend(name, far_m)
+    assert len(centres) >= 6 and ratios.min() < 0.2  # the frame does fall below 1/r² near the sensor
+    model = overlap(centres, load_sensor(preset).surface.overlap_range_m).astype(float)
+    assert np.all(np.abs(np.log(model / ratios)) < np.log(2.0)), np.c_[centres, ratios, model]
+
+
+def test_signal_carries_the_overlap_on_both_signal_paths():
+    """ouster_signal (mean, no shot noise) and the photon path's mean: K·ρ·(1 − exp(−(r/r₀)²))/r²."""
+    from lidar_ros.physics.intensity import ouster_signal
+
+    r = np.array([0.5, 2.0, 5.0, 10.0, 40.0], np.float32)
+    rho = np.full(5, 0.5, np.float32)
+    got = ouster_signal(rho, r, 1e5, 5.0)
+    want = np.rint(1e5 * 0.5 * (1 - np.exp(-(r.astype(float) / 5.0) ** 2)) / r.astype(float) ** 2)
+    np.testing.assert_allclose(got, want, atol=1)
+    np.testing.assert_array_equal(ouster_signal(rho, r, 1e5, 0.0), ouster_signal(rho, r, 1e5))

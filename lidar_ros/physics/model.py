@@ -20,6 +20,7 @@ from .detection import DetectionLimit
 from .detection_probability import detected, dropouts, median_limits
 from .effects_config import EffectsConfig
 from .intensity import MIN_SIGNAL_RANGE, calibrated_reflectivity, ouster_ambient, ouster_signal
+from .overlap import overlap
 from .photons import photon_counts
 from .interaction import LidarHits
 from .noise import draw_laser_biases, noisy_ranges
@@ -81,9 +82,12 @@ class Returns:
         # clean_range is NaN and reflectivity 0 where there is no return: the signal is 0 there
         signal = self._effects.signal
         if not signal.poisson and signal.noise_floor == 0 and signal.saturation >= 65535:
-            return ouster_signal(self.reflectivity, self.clean_range, self._surface.signal_scale)
+            return ouster_signal(self.reflectivity, self.clean_range, self._surface.signal_scale,
+                                 self._surface.overlap_range_m)
         r = np.fmax(self.clean_range.astype(np.float64), MIN_SIGNAL_RANGE)
         mean = self._surface.signal_scale * self.reflectivity / (r * r)
+        if self._surface.overlap_range_m > 0:  # the receiver's near-range overlap (overlap.py)
+            mean = mean * overlap(r, self._surface.overlap_range_m)
         if not signal.poisson:  # the mean itself, with the floor and saturation
             mean = np.where(self.hit, mean, signal.noise_floor)
             return np.rint(np.minimum(np.nan_to_num(mean), signal.saturation)).astype(np.uint16)
