@@ -160,3 +160,48 @@ def test_signal_carries_the_overlap_on_both_signal_paths():
     want = np.rint(1e5 * 0.5 * (1 - np.exp(-(r.astype(float) / 5.0) ** 2)) / r.astype(float) ** 2)
     np.testing.assert_allclose(got, want, atol=1)
     np.testing.assert_array_equal(ouster_signal(rho, r, 1e5, 0.0), ouster_signal(rho, r, 1e5))
+
+
+# -- range precision by SNR ---------------------------------------------------------------------------------
+def test_sigma_follows_the_datasheet_repeatability_by_snr():
+    """Ouster OS1 datasheet: ±10 cm at SNR 12, ±3 cm at SNR 100, ±1.5 cm above 250 (the floor)."""
+    from lidar_ros.physics.range_precision import sigma_at_snr
+
+    pairs = ((12.0, 0.10), (100.0, 0.03))
+    got = sigma_at_snr(np.array([12.0, 100.0, 250.0, 1e4, 6.0]), pairs, 0.015)
+    np.testing.assert_allclose(got[:2], [0.10, 0.03], rtol=1e-5)
+    assert 0.015 <= got[2] < 0.02 and got[3] == pytest.approx(0.015)
+    assert got[4] == pytest.approx(0.10 * 2 ** (np.log(0.10 / 0.03) / np.log(100 / 12)), rel=1e-5)
+
+
+def hits_at(r: float, rho: float, n: int):
+    from lidar_ros.physics import LidarHits
+
+    z = np.zeros(n, np.int32)
+    return LidarHits(np.full(n, r, np.float32), z, z, np.zeros((n, 3), np.float32), np.ones(n, np.float32),
+                     np.full(n, rho, np.float32), z.astype(np.int16), z.astype(np.int16), z, z, np.full(n, r, np.float32))
+
+
+def test_range_noise_is_larger_for_weak_far_returns_than_for_near_bright_ones():
+    """OS1-64 --realistic (B = 3 background photons): the spread of range − clean range over 40 000 rays
+    matches σ(S/√B), S = K·ρ·O(r)/r²; a near bright wall gets the datasheet's best 1.5 cm, a 10 % target
+    at 40 m about 12 cm. Without background (presets as before) every return gets 1.5 cm."""
+    from lidar_ros.physics.overlap import overlap
+    from lidar_ros.physics.range_precision import sigma_at_snr
+
+    cfg = load_sensor("OS1-64", realistic=True)
+    surface = cfg.surface.__class__(**{**cfg.surface.__dict__, "model": "none"})  # every ray returns
+    model = SurfaceModel(surface, cfg.noise.__class__(**{**cfg.noise.__dict__, "resolution": 0.0}), 1, 0, cfg.effects)
+    background = cfg.effects.signal.noise_floor
+    assert background > 0
+    for r, rho in ((5.0, 0.8), (40.0, 0.1)):
+        ret = model.apply(hits_at(r, rho, 40000), None, np.random.default_rng(3))
+        spread = np.std((ret.range - ret.clean_range)[ret.hit])  # --realistic drops a few pixels
+        signal = surface.signal_scale * rho * float(overlap(np.array([r]), surface.overlap_range_m)[0]) / r**2
+        want = float(sigma_at_snr(np.array([signal / np.sqrt(background)]), cfg.noise.snr_sigma, cfg.noise.sigma)[0])
+        assert spread == pytest.approx(want, rel=0.03)
+        assert (want < 0.016) if r == 5.0 else (want > 0.08)
+    plain = load_sensor("OS1-64")
+    model = SurfaceModel(surface, plain.noise.__class__(**{**plain.noise.__dict__, "resolution": 0.0}), 1, 0, plain.effects)
+    ret = model.apply(hits_at(40.0, 0.1, 40000), None, np.random.default_rng(3))
+    assert np.std(ret.range - ret.clean_range) == pytest.approx(0.015, rel=0.03)

@@ -20,6 +20,8 @@ Example (a sensor file's `surface:` and `noise:` parts)::
       dust_min_range: 0.0                   # m; dust lies uniformly in [dust_min_range, r]
       resolution: 0.0                       # m; range quantisation step, 0 = off
       angular_sigma: 0.0                    # rad; direction jitter per ray and axis
+      snr_sigma: []                         # [[SNR, sigma m], [SNR, sigma m]]: per-ray sigma from the return's
+                                            # SNR, floored at sigma (range_precision.py; Ouster [[12, 0.10], [100, 0.03]])
 """
 from __future__ import annotations
 
@@ -86,6 +88,7 @@ class NoiseConfig(CheckedConfig):
     dust_min_range: float = 0.0
     resolution: float = 0.0
     angular_sigma: float = 0.0
+    snr_sigma: tuple = ()
 
     RULES = dict(bias_distribution=choice(*BIAS_DISTRIBUTIONS), bias_sigma=number(0.0, 10.0), sigma=number(0.0, 10.0),
                  relative_sigma=number(0.0, 1.0), relative_exponent=number(0.0, 4.0), dust_probability=number(0.0, 1.0),
@@ -95,11 +98,34 @@ class NoiseConfig(CheckedConfig):
     def from_dict(cls, data, where: str = "noise") -> "NoiseConfig":
         return super().from_dict(data, where)
 
+    @classmethod
+    def _more(cls, values: dict[str, Any], where: str) -> dict[str, Any]:
+        return {**values, "snr_sigma": _snr_sigma(values["snr_sigma"], f"{where}.snr_sigma")}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "snr_sigma": [list(p) for p in self.snr_sigma]}
+
     @property
     def enabled(self) -> bool:
         """True when any noise term is on."""
         return any((self.bias_sigma, self.sigma, self.relative_sigma, self.dust_probability, self.resolution,
-                    self.angular_sigma))
+                    self.angular_sigma, self.snr_sigma))
+
+
+def _snr_sigma(value: Any, where: str) -> tuple:
+    """() or two (SNR, σ m) pairs where the higher SNR has the smaller σ."""
+    if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
+        return ()
+    shape_ok = isinstance(value, (list, tuple)) and len(value) == 2 and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in value)
+    if not shape_ok:
+        fail(where, value, "not two pairs", "[] or two [SNR, sigma_m] pairs, e.g. [[12, 0.10], [100, 0.03]]")
+    pairs = [(number(0.0, 1e6, low_open=True).check(p[0], f"{where}[{i}][0] (SNR)"),
+              number(0.0, 10.0, low_open=True).check(p[1], f"{where}[{i}][1] (sigma m)")) for i, p in enumerate(value)]
+    (s1, e1), (s2, e2) = sorted(pairs)
+    if not (s1 < s2 and e1 > e2):
+        fail(where, value, "sigma does not fall as the SNR rises", "two pairs, the higher SNR with the smaller sigma")
+    return (s1, e1), (s2, e2)
 
 
 def _limits(value: Any, where: str) -> tuple[tuple[float, float], tuple[float, float]]:

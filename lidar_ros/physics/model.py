@@ -22,6 +22,7 @@ from .effects_config import EffectsConfig
 from .intensity import MIN_SIGNAL_RANGE, calibrated_reflectivity, ouster_ambient, ouster_signal
 from .overlap import overlap
 from .photons import photon_counts
+from .range_precision import sigma_at_snr, signal_to_noise
 from .interaction import LidarHits
 from .noise import draw_laser_biases, noisy_ranges
 
@@ -163,6 +164,17 @@ class SurfaceModel:
             return None
         return self.gains[np.asarray(laser_index)]
 
+    def _ray_sigma(self, rho: np.ndarray, clean: np.ndarray) -> np.ndarray | None:
+        """Each return's range σ from its SNR (noise.snr_sigma, range_precision.py); None when not set."""
+        if not self.noise.snr_sigma:
+            return None
+        r = np.fmax(clean, np.float32(MIN_SIGNAL_RANGE))  # NaN (no return) -> 0.1 with ρ 0: no signal
+        signal = np.asarray(rho, np.float32) * np.float32(self.surface.signal_scale) / (r * r)
+        if self.surface.overlap_range_m > 0:
+            signal *= overlap(r, self.surface.overlap_range_m)
+        snr = signal_to_noise(np.where(np.isnan(clean), np.float32(0.0), signal), self.effects.signal.noise_floor)
+        return sigma_at_snr(snr, self.noise.snr_sigma, self.noise.sigma)
+
     def apply(self, hits: LidarHits, laser_index: np.ndarray | None, rng: np.random.Generator,
               ray_bias: np.ndarray | None = None, ray_gain: np.ndarray | None = None) -> Returns:
         """Detection limit per ray, then noise along the ray, then intensity fields.
@@ -183,7 +195,7 @@ class SurfaceModel:
             keep &= ~dropouts(n, detection.dropout_probability, rng)
         clean = np.where(keep, hits.range, np.float32(np.nan)).astype(np.float32, copy=False)
         if self.noise.enabled:
-            noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng)
+            noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng, self._ray_sigma(hits.reflectivity, clean))
         else:  # its own array: a caller may edit range in place, clean_range stays
             noisy, dust = clean.copy(), np.zeros(n, bool)
         tof = self.effects.tof
