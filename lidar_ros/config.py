@@ -286,7 +286,7 @@ def _product_line_defaults(prod_line: str, beams: int) -> dict:
 # preset's datasheet divergence, detection limit) and the caller's overrides.
 REALISTIC = {
     "beam.sub_rays": 4, "beam.return_mode": "strongest",
-    "detection.model": "snr", "detection.snr_at_limit": 4.0, "detection.dropout_probability": 0.003,
+    "detection.model": "snr", "detection.snr_at_limit": 4.0, "detection.edge_dropout": True,
     "signal.poisson": True, "signal.noise_floor": BACKGROUND_PHOTONS, "signal.ambient_model": "sun", "signal.row_gain_sigma": 0.05,
     "surface.ambient_level": 2000.0, "surface.ambient_sky": 600.0,
 }

@@ -31,6 +31,7 @@ from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
 from .physics.echoes import Echo, form_echoes
+from .physics.edge_dropout import echo_coverage, edge_dropped
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
 from .physics.interaction import first_trace
@@ -327,6 +328,10 @@ class LidarSimulator:
         if self._echoes:  # the beam's echoes from its sub-rays' returns
             beam = self.effects.beam
             echoes = form_echoes(ranges, rho, weights, beam.echo_separation_m, beam.return_mode)
+            if self.effects.detection.edge_dropout:  # split footprints: the echo kept with its power share
+                lost = edge_dropped(echo_coverage(ranges, weights, echoes[0].range, beam.echo_separation_m), rng)
+                lost &= echoes[0].present
+                echoes[0].range[lost], echoes[0].reflectivity[lost] = np.inf, 0.0
             if len(echoes) > 1:  # dual: only the few beams with a second echo go on (depth edges; a VLP-16
                 # frame has ~2 % of them): the surface model runs on those alone (_SparsePart)
                 second = np.flatnonzero(echoes[1].present)

@@ -205,3 +205,49 @@ def test_range_noise_is_larger_for_weak_far_returns_than_for_near_bright_ones():
     model = SurfaceModel(surface, plain.noise.__class__(**{**plain.noise.__dict__, "resolution": 0.0}), 1, 0, plain.effects)
     ret = model.apply(hits_at(40.0, 0.1, 40000), None, np.random.default_rng(3))
     assert np.std(ret.range - ret.clean_range) == pytest.approx(0.015, rel=0.03)
+
+
+# -- dropouts where the footprint splits ------------------------------------------------------------------------
+def test_echo_coverage_is_the_power_share_of_the_reported_echo():
+    from lidar_ros.physics.edge_dropout import echo_coverage, edge_dropped
+
+    w = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+    ranges = np.array([[5, 5, 5, 5], [5, 5.2, np.inf, np.inf], [5, 9, 9, 9], [np.inf] * 4], np.float32)
+    echo = np.array([5.1, 5.1, 9.0, np.inf], np.float32)
+    np.testing.assert_allclose(echo_coverage(ranges, w, echo, 0.5), [1.0, 0.3, 0.9, 0.0], rtol=1e-6)
+    lost = edge_dropped(np.full(200000, 0.3, np.float32), np.random.default_rng(0))
+    assert lost.mean() == pytest.approx(0.7, abs=0.005)
+    assert not edge_dropped(np.ones(1000, np.float32), np.random.default_rng(0)).any()
+
+
+def test_realistic_holes_fall_at_silhouettes_not_on_walls():
+    """A pole before the sky, a wall behind part of it; --realistic (edge dropouts, no flat dropouts): no
+    pixel of the wall's interior or the pole's interior is lost, a good share of the pole's silhouette
+    against the sky is."""
+    import trimesh
+
+    from lidar_ros import LidarSimulator
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.mesh import TriMesh
+    from radarays_ros.world.scene import Scene
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    scene = Scene()
+    for name, size, pose in (("wall", (0.2, 4.0, 3.0), (8.0, -2.5, 0.0)), ("pole", (0.3, 0.3, 3.0), (5.0, 0.0, 0.0))):
+        box = trimesh.creation.box(size)
+        scene.add_entity(name, TriMesh(box.vertices, box.faces), pose_to_matrix(*pose, 0, 0, 0), material="concrete")
+    backend = make_backend("embree", scene, threads=2)
+    cfg = load_sensor("OS1-64", {"columns": 2048, "beam.divergence_mrad": 6.0}, realistic=True)
+    scan = LidarSimulator(cfg, scene, backend, seed=4).simulate(np.eye(4))
+    truth = LidarSimulator(load_sensor("OS1-64", {"columns": 2048}), scene, backend).simulate(np.eye(4))
+    hit, ref = scan.hit, truth.hit
+    # interior: a pixel whose 8 neighbours (and itself) all hit in the clean frame
+    pad = np.pad(ref, 1)
+    interior = np.ones_like(ref)
+    for dr in (-1, 0, 1):
+        for dc in (-1, 0, 1):
+            interior &= pad[1 + dr:1 + dr + ref.shape[0], 1 + dc:1 + dc + ref.shape[1]]
+    edge = ref & ~interior
+    assert interior.sum() > 500 and edge.sum() > 50
+    assert hit[interior].mean() > 0.999  # walls do not drop (the flat 0.3 % is gone)
+    assert 1 - hit[edge].mean() > 0.05, (1 - hit[edge].mean())  # silhouettes do

@@ -16,6 +16,7 @@ sections is exactly the geometric sensor of before. Example::
       model: threshold           # threshold (hard range–reflectivity limit) | snr (smooth curve)
       snr_at_limit: 4.0          # threshold / noise σ at the limit curve: steepness of the curve
       dropout_probability: 0.0   # random single-pixel dropouts
+      edge_dropout: false        # edge_dropout.py: a split footprint's echo kept with its power share (sub_rays > 1)
     signal:                      # photons.py, ambient.py, blooming.py
       poisson: false             # shot noise on signal photons
       noise_floor: 0.0           # mean photons reported where there is no return
@@ -91,9 +92,10 @@ class DetectionConfig(CheckedConfig):
     model: str = "threshold"
     snr_at_limit: float = 4.0
     dropout_probability: float = 0.0
+    edge_dropout: bool = False
 
     RULES = dict(model=choice(*DETECTION_CURVES), snr_at_limit=number(0.0, 1000.0, low_open=True),
-                 dropout_probability=number(0.0, 1.0))
+                 dropout_probability=number(0.0, 1.0), edge_dropout=FLAG)
 
 
 @dataclass(frozen=True)
