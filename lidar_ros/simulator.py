@@ -158,6 +158,11 @@ class LidarSimulator:
         with self._lock:
             return self._simulate(pose, int(t0_ns))
 
+    def frame_key(self, index: int, t0_ns: int) -> list[int]:
+        """The entropy of a frame's random streams: the run's seed, the frame's count and its start time,
+        so two frames at different times differ even as the first of their runs (`--t0`)."""
+        return [self.seed, index, int(t0_ns) % 2**64]
+
     def _new_frame(self) -> "_Frame":
         """The next frame's arrays; the material table refreshed if the scene's library changed."""
         cfg = self.config
@@ -185,7 +190,7 @@ class LidarSimulator:
             frame.checked = self._table_ok and bool(np.isfinite(frame.dirs.sum()))
         self._place(frame, pose, t0_ns)
         jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]
-        rngs = [np.random.default_rng([self.seed, frame.index, k]) for k, _, _ in jobs]
+        rngs = [np.random.default_rng([*self.frame_key(frame.index, t0_ns), k]) for k, _, _ in jobs]
         # The first hits of the whole frame in one backend call (the backend splits it over its threads in
         # chunks, as many as the bare-Embree benchmark uses, taken dynamically, which balances cheap sky
         # rays against ground rays), then the material classes and the surface model piece by piece on

@@ -195,7 +195,7 @@ class WarpLidarSimulator(LidarSimulator):
             local_dirs = wp.array(frame.beam_dirs, dtype=wp.vec3, device=dev)
         rotations, shifts, per_column = self._poses(frame, pose, t0_ns)
         n = cfg.rows * cfg.cols
-        frame_seed = int(np.random.default_rng([self.seed, frame.index]).integers(0, 2**31 - 1))
+        frame_seed = int(np.random.default_rng(self.frame_key(frame.index, t0_ns)).integers(0, 2**31 - 1))
         out, truth_slot = self._outputs(n)
         wp.launch(k.lidar_frame, dim=n, device=dev,
                   inputs=[self.backend.synced_scene_arrays(), self._device_materials(),
