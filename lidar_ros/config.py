@@ -289,6 +289,9 @@ REALISTIC = {
     "detection.model": "snr", "detection.snr_at_limit": 4.0, "detection.edge_dropout": True,
     "signal.poisson": True, "signal.noise_floor": BACKGROUND_PHOTONS, "signal.ambient_model": "sun", "signal.row_gain_sigma": 0.05,
     "surface.ambient_level": 2000.0, "surface.ambient_sky": 600.0,
+    # surface texture (physics/texture.py): ±25 % albedo (ln spread 0.25) on a 10 cm grain, an assumption checked
+    # against the shared real frames' neighbour-to-neighbour reflectivity spread (test_lidar_realism2)
+    "surface.texture_sigma": 0.25, "surface.texture_length_m": 0.1,
 }
 DEFAULT_DIVERGENCE_MRAD = 3.0  # where a sensor file states none (typical of spinning lidars, lidar_models.md)
 

@@ -34,6 +34,7 @@ from .physics.echoes import Echo, form_echoes
 from .physics.edge_dropout import echo_coverage, edge_dropped
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
+from .physics.texture import albedo_factor
 from .physics.interaction import first_trace
 from .physics.multipath import multipath_bias, patch_stride
 from .physics.weather import two_way_transmission, weather_extinction_per_m
@@ -347,6 +348,15 @@ class LidarSimulator:
         signal = self.effects.signal
         if signal.bloom_threshold > 0:  # halo returns beside retroreflectors (pieces hold whole rows or more)
             add_bloom(beams[0], cfg.cols, signal.bloom_threshold, signal.bloom_width_px, signal.bloom_leak, a)
+        surface = cfg.surface
+        if surface.texture_sigma > 0:  # the surfaces' albedo texture at each beam's returning point (texture.py)
+            o, d = origins[::m], dirs[::m]
+            for k, beam_hits in enumerate(beams):
+                at = slice(None) if k == 0 else second
+                with np.errstate(invalid="ignore"):  # misses: inf·0 is NaN, and NaN points keep their albedo
+                    points = o[at] + d[at] * beam_hits.range[:, None]
+                beam_hits.reflectivity = beam_hits.reflectivity * albedo_factor(
+                    points, surface.texture_sigma, surface.texture_length_m, self.seed)
         bias = None if self._ray_bias is None else self._ray_bias[a:b]
         gain = None if self._ray_gain is None else self._ray_gain[a:b]
         ret = self.model.apply(beams[0], None, rng, ray_bias=bias, ray_gain=gain)

@@ -55,6 +55,7 @@ def host_only_effects(config) -> list[str]:
         (e.signal.poisson or e.signal.noise_floor > 0 or e.signal.saturation < 65535,
          "photon counts (signal.poisson, noise_floor, saturation)"),
         (e.signal.ambient_model == "sun", "sun ambient (signal.ambient_model: sun)"),
+        (config.surface.texture_sigma > 0, "surface texture (surface.texture_sigma)"),
         (e.tof.mode == "cw" or e.tof.unambiguous_range_m > 0, "time-of-flight ambiguity (tof)"),
     ]
     return [text for on, text in checks if on]

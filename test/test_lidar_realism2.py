@@ -272,3 +272,52 @@ def test_single_scans_at_different_start_times_have_different_noise():
     first = [LidarSimulator(cfg, scene, backend).simulate(np.eye(4), t0).range for t0 in (0, 10**9, 10**9)]
     assert not np.array_equal(first[0], first[1], equal_nan=True)
     np.testing.assert_array_equal(first[1], first[2])
+
+
+# -- reflectivity texture ---------------------------------------------------------------------------------------------
+def test_texture_field_has_unit_variance_and_its_lattice_correlation():
+    """Unit variance over space; points 2ℓ apart share no lattice corner (uncorrelated); points ℓ/20 apart
+    nearly the same; another seed, another field; the albedo factor keeps the mean."""
+    from lidar_ros.physics.texture import albedo_factor, field
+
+    p = np.random.default_rng(0).uniform(-40, 40, (200000, 3))
+    n = field(p, 0.3, 7)
+    assert n.mean() == pytest.approx(0.0, abs=0.01) and n.std() == pytest.approx(1.0, abs=0.01)
+    step = np.array([0.6, 0.0, 0.0])
+    assert abs(np.corrcoef(n, field(p + step, 0.3, 7))[0, 1]) < 0.01
+    assert np.corrcoef(n, field(p + step / 40, 0.3, 7))[0, 1] > 0.98
+    assert abs(np.corrcoef(n, field(p, 0.3, 8))[0, 1]) < 0.01
+    np.testing.assert_array_equal(n, field(p, 0.3, 7))
+    f = albedo_factor(p, 0.25, 0.3, 7)
+    assert f.mean() == pytest.approx(1.0, abs=0.01) and np.log(f).std() == pytest.approx(0.25, rel=0.02)
+    assert albedo_factor(np.full((3, 3), np.inf), 0.25, 0.3, 7).tolist() == [1.0, 1.0, 1.0]
+
+
+def neighbour_spread(r: np.ndarray, q: np.ndarray) -> tuple[int, float]:
+    """Horizontal neighbours on one surface (|Δr| < 1 %), both Lambertian 5..100: (count, std of ln q_b/q_a)."""
+    a, b = r[:, :-1], r[:, 1:]
+    qa, qb = q[:, :-1].astype(float), q[:, 1:].astype(float)
+    m = (a > 0) & (b > 0) & (np.abs(a - b) < 0.01 * a) & (qa >= 5) & (qb >= 5) & (qa <= 100) & (qb <= 100)
+    return int(m.sum()), float(np.std(np.log(qb[m] / qa[m])))
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared real frames not present")
+def test_realistic_reflectivity_has_texture_like_the_real_frames():
+    """Street world, OS2-128 --realistic: hundreds of distinct reflectivity values (real: 208-245, flat paint:
+    a few dozen) and a neighbour-to-neighbour ln spread within a factor 2 of the real OS0/OS2 frames'."""
+    from lidar_ros import LidarSimulator
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.loader import load_world
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    scene = load_world("street")
+    backend = make_backend("embree", scene, threads=2)
+    scan = LidarSimulator(load_sensor("OS2-128", realistic=True), scene, backend, seed=2).simulate(
+        pose_to_matrix(0, 0, 1.8, 0, 0, 0))
+    q = np.asarray(scan.fields["ouster_reflectivity"])
+    r = np.where(scan.hit, scan.range, 0.0)
+    assert len(np.unique(q[scan.hit])) > 100
+    count, spread = neighbour_spread(r, q)
+    real = [neighbour_spread(d["range_mm"].astype(float) / 1000, d["reflectivity"])[1]
+            for d in (np.load(REAL / n) for n in ("OS-2-128-U1_v2.3.0_1024x10.npz", "single_scan_016.npz"))]
+    assert count > 1000 and min(real) / 2 < spread < max(real) * 2, (spread, real)

@@ -44,6 +44,7 @@ class SurfaceConfig(CheckedConfig):
     limits_probability: the detection probability the datasheet quotes the pairs at; the limit curve is
         the ½ curve (detection_probability.median_limits moves pairs quoted at 0.9 out to it).
     signal_scale: Ouster-like signal photons of a white (ρ = 1) target at 1 m; falls as 1/r².
+    texture_sigma, texture_length_m: spread of ln albedo over surfaces and its correlation length (texture.py); 0 = off.
     overlap_range_m: r₀ of the receiver's near-range overlap O(r) = 1 − exp(−(r/r₀)²) on the signal (overlap.py); 0 = off.
     retro_full_scale: reflectivity (× white) that maps to 255 on the calibrated reflectivity scale.
     ambient_level: mean ambient photons from a white surface in daylight; ambient_sky: from open sky.
@@ -54,12 +55,15 @@ class SurfaceConfig(CheckedConfig):
     limits_probability: float = 0.5
     signal_scale: float = 2.0e5
     overlap_range_m: float = 0.0
+    texture_sigma: float = 0.0
+    texture_length_m: float = 0.3
     retro_full_scale: float = 100.0
     ambient_level: float = 300.0
     ambient_sky: float = 50.0
 
     RULES = dict(model=choice(*DETECTION_MODELS), limits_probability=number(0.5, 0.999), signal_scale=number(0.0, 1e12),
-                 overlap_range_m=number(0.0, 1e4),
+                 overlap_range_m=number(0.0, 1e4), texture_sigma=number(0.0, 3.0),
+                 texture_length_m=number(0.0, 1e4, low_open=True),
                  retro_full_scale=number(1.0, 1e6, low_open=True), ambient_level=number(0.0, 65535.0),
                  ambient_sky=number(0.0, 65535.0))
 
