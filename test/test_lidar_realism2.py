@@ -321,3 +321,22 @@ def test_realistic_reflectivity_has_texture_like_the_real_frames():
     real = [neighbour_spread(d["range_mm"].astype(float) / 1000, d["reflectivity"])[1]
             for d in (np.load(REAL / n) for n in ("OS-2-128-U1_v2.3.0_1024x10.npz", "single_scan_016.npz"))]
     assert count > 1000 and min(real) / 2 < spread < max(real) * 2, (spread, real)
+
+
+def test_reflectivity_is_inferred_from_the_counted_signal_with_its_shot_noise():
+    """signal.poisson on: REFLECTIVITY = round(100·N·r²/(K·O(r))) of Poisson counts N, so its mean is the
+    surface's 100·ρ and its spread √(mean N)/mean N relative; off: the exact 100·ρ."""
+    cfg = load_sensor("OS1-64", realistic=True)
+    surface = cfg.surface.__class__(**{**cfg.surface.__dict__, "model": "none"})
+    model = SurfaceModel(surface, None, 1, 0, cfg.effects)
+    from lidar_ros.physics.overlap import overlap
+
+    for r, rho in ((30.0, 0.2), (6.0, 0.5)):
+        ret = model.apply(hits_at(r, rho, 40000), None, np.random.default_rng(5))
+        q = np.asarray(ret.ouster_reflectivity, float)[ret.hit]
+        counts = surface.signal_scale * rho * float(overlap(np.array([r]), surface.overlap_range_m)[0]) / r**2
+        assert q.mean() == pytest.approx(100 * rho, rel=0.01)
+        assert q.std() == pytest.approx(100 * rho / np.sqrt(counts), rel=0.1)  # + rounding to integers
+    plain = SurfaceModel(surface, None, 1, 0, load_sensor("OS1-64").effects)
+    q = np.asarray(plain.apply(hits_at(30.0, 0.2, 1000), None, np.random.default_rng(5)).ouster_reflectivity)
+    assert np.all(q == 20)

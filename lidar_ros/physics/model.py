@@ -19,7 +19,8 @@ from .cw_phase import cw_ranges
 from .detection import DetectionLimit
 from .detection_probability import detected, dropouts, median_limits
 from .effects_config import EffectsConfig
-from .intensity import MIN_SIGNAL_RANGE, calibrated_reflectivity, ouster_ambient, ouster_signal
+from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_reflectivity, ouster_ambient,
+                        ouster_signal)
 from .overlap import overlap
 from .photons import photon_counts
 from .range_precision import sigma_at_snr, signal_to_noise
@@ -76,7 +77,13 @@ class Returns:
 
     @cached_property
     def ouster_reflectivity(self) -> np.ndarray:
-        return self.velodyne_intensity.astype(np.uint16)
+        if not self._effects.signal.poisson:
+            return self.velodyne_intensity.astype(np.uint16)
+        # photon counts on: the sensor infers reflectivity from the counted signal (intensity.py
+        # measured_reflectivity), so it carries the counts' shot noise and saturation
+        measured = measured_reflectivity(self.ouster_signal, self.clean_range, self.hit, self._surface.signal_scale,
+                                         self._surface.overlap_range_m)
+        return calibrated_reflectivity(measured, self._surface.retro_full_scale).astype(np.uint16)
 
     @cached_property
     def ouster_signal(self) -> np.ndarray:
