@@ -340,3 +340,22 @@ def test_reflectivity_is_inferred_from_the_counted_signal_with_its_shot_noise():
     plain = SurfaceModel(surface, None, 1, 0, load_sensor("OS1-64").effects)
     q = np.asarray(plain.apply(hits_at(30.0, 0.2, 1000), None, np.random.default_rng(5)).ouster_reflectivity)
     assert np.all(q == 20)
+
+
+def test_ray_sigma_is_the_formula_of_range_precision():
+    """The fast per-ray σ (power only above the floor) equals σ(S/√B) written out, and the floor without B."""
+    from lidar_ros.physics.overlap import overlap
+    from lidar_ros.physics.range_precision import ray_sigma, sigma_at_snr, signal_to_noise
+
+    rng = np.random.default_rng(1)
+    clean = rng.uniform(0.05, 150, 20000).astype(np.float32)
+    clean[::9] = np.nan
+    rho = rng.uniform(0, 1.2, 20000).astype(np.float32)
+    pairs = ((12.0, 0.10), (100.0, 0.03))
+    r = np.fmax(clean, np.float32(0.1))
+    signal = np.where(np.isnan(clean), 0, rho * 231000.0 * overlap(r, 10.1) / (r * r))
+    want = sigma_at_snr(signal_to_noise(signal, 3.0), pairs, 0.015)
+    got = ray_sigma(rho, clean, 231000.0, 10.1, 3.0, pairs, 0.015)
+    ok = np.isfinite(clean) & (rho > 0)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=2e-5)
+    assert np.all(ray_sigma(rho, clean, 231000.0, 10.1, 0.0, pairs, 0.015) == np.float32(0.015))

