@@ -338,6 +338,11 @@ class LidarSimulator:
                 lost = edge_dropped(echo_coverage(ranges, weights, echoes[0].range, beam.echo_separation_m), rng)
                 lost &= echoes[0].present
                 echoes[0].range[lost], echoes[0].reflectivity[lost] = np.inf, 0.0
+                if beam.return_mode == "dual_strongest":  # the second strongest is then the strongest reported
+                    up = lost & echoes[1].present
+                    for name in ("range", "reflectivity", "dominant"):
+                        getattr(echoes[0], name)[up] = getattr(echoes[1], name)[up]
+                    echoes[1].range[up], echoes[1].reflectivity[up] = np.inf, 0.0
             if len(echoes) > 1:  # dual: only the few beams with a second echo go on (depth edges; a VLP-16
                 # frame has ~2 % of them): the surface model runs on those alone (_SparsePart)
                 second = np.flatnonzero(echoes[1].present)
@@ -431,9 +436,14 @@ class LidarSimulator:
         n = cfg.rows * cfg.cols
         ranges = np.full(n, np.nan, np.float32)
         parts = []
+        # Ouster's RANGE is the strongest *detected* echo: a second return never stands alone (the real
+        # dual frame: 0 of 6447); one whose first was lost to detection or the window is dropped with it
+        alone_dropped = self.effects.beam.return_mode == "dual_strongest"
         for a, b, beams, ret in sorted(frame.second, key=lambda item: item[0]):
             r = ret.range
             keep = (r >= cfg.range_min) & (r <= cfg.range_max)
+            if alone_dropped:
+                keep &= frame.hit[a + beams]
             dropped = None if np.count_nonzero(keep) == np.count_nonzero(ret.hit) else np.flatnonzero(ret.hit & ~keep)
             if dropped is not None:
                 r[dropped] = np.nan

@@ -359,3 +359,22 @@ def test_ray_sigma_is_the_formula_of_range_precision():
     ok = np.isfinite(clean) & (rho > 0)
     np.testing.assert_allclose(got[ok], want[ok], rtol=2e-5)
     assert np.all(ray_sigma(rho, clean, 231000.0, 10.1, 0.0, pairs, 0.015) == np.float32(0.015))
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared real frames not present")
+def test_ouster_dual_never_has_a_second_return_without_a_first():
+    """Ouster reports the strongest detected echo in RANGE: a pixel never has RANGE2 alone (real
+    single_scan_016: 0 of 6447), also where --realistic's edge dropouts reject the strongest."""
+    from lidar_ros import LidarSimulator
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.loader import load_world
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    real = np.load(REAL / "single_scan_016.npz")
+    assert np.count_nonzero((real["range2_mm"] > 0) & (real["range_mm"] == 0)) == 0
+    scene = load_world("street")
+    backend = make_backend("embree", scene, threads=2)
+    cfg = load_sensor(str(REAL / "single_scan_016.json"), {"beam.divergence_mrad": 8.0}, realistic=True)
+    scan = LidarSimulator(cfg, scene, backend, seed=3).simulate(pose_to_matrix(0, 0, 1.8, 0, 0, 0))
+    assert scan.second.hit.sum() > 100
+    assert not np.any(scan.second.hit & ~scan.hit)
