@@ -243,6 +243,8 @@ def _spec_from_file(path: Path) -> dict:
                 "type": "ouster", "name": path.stem, "metadata": path.name}
         if meta["lidar_mode"] is not None:  # the mode the sensor ran in when the file was written
             spec["columns"], spec["rate_hz"] = meta["lidar_mode"][0], meta["lidar_mode"][1]
+        if meta["udp_profile_lidar"].upper().endswith("_DUAL"):  # a dual-return profile: RANGE2 is the second strongest
+            spec = set_dotted(spec, "beam.return_mode", "dual_strongest")
         return spec
     data = read_yaml(path)
     if isinstance(data, dict) and "lasers" in data and "type" not in data:
@@ -284,9 +286,12 @@ def _product_line_defaults(prod_line: str, beams: int) -> dict:
 # preset's datasheet divergence, detection limit) and the caller's overrides.
 REALISTIC = {
     "beam.sub_rays": 4, "beam.return_mode": "strongest",
-    "detection.model": "snr", "detection.snr_at_limit": 4.0, "detection.dropout_probability": 0.003,
+    "detection.model": "snr", "detection.snr_at_limit": 4.0, "detection.edge_dropout": True,
     "signal.poisson": True, "signal.noise_floor": BACKGROUND_PHOTONS, "signal.ambient_model": "sun", "signal.row_gain_sigma": 0.05,
     "surface.ambient_level": 2000.0, "surface.ambient_sky": 600.0,
+    # surface texture (physics/texture.py): ±25 % albedo (ln spread 0.25) on a 10 cm grain, an assumption checked
+    # against the shared real frames' neighbour-to-neighbour reflectivity spread (test_lidar_realism2)
+    "surface.texture_sigma": 0.25, "surface.texture_length_m": 0.1,
 }
 DEFAULT_DIVERGENCE_MRAD = 3.0  # where a sensor file states none (typical of spinning lidars: HELIOS++ uses 0.7-3.4 mrad, Chrono 3 mrad)
 

@@ -31,8 +31,10 @@ from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
 from .physics.echoes import Echo, form_echoes
+from .physics.edge_dropout import echo_coverage, edge_dropped
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
+from .physics.texture import albedo_factor
 from .physics.interaction import first_trace
 from .physics.multipath import multipath_bias, patch_stride
 from .physics.weather import two_way_transmission, weather_extinction_per_m
@@ -145,6 +147,11 @@ class LidarSimulator:
         with self._lock:
             return self._simulate(pose, int(t0_ns))
 
+    def frame_key(self, index: int, t0_ns: int) -> list[int]:
+        """The entropy of a frame's random streams: the run's seed, the frame's count and its start time,
+        so two frames at different times differ even as the first of their runs (`--t0`)."""
+        return [self.seed, index, int(t0_ns) % 2**64]
+
     def _new_frame(self) -> "_Frame":
         """The next frame's arrays; the material table refreshed if the scene's library changed."""
         cfg = self.config
@@ -172,7 +179,7 @@ class LidarSimulator:
             frame.checked = self._table_ok and bool(np.isfinite(frame.dirs.sum()))
         self._place(frame, pose, t0_ns)
         jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]
-        rngs = [np.random.default_rng([self.seed, frame.index, k]) for k, _, _ in jobs]
+        rngs = [np.random.default_rng([*self.frame_key(frame.index, t0_ns), k]) for k, _, _ in jobs]
         # The first hits of the whole frame in one backend call (the backend splits it over its threads in
         # chunks, as many as the bare-Embree benchmark uses, taken dynamically, which balances cheap sky
         # rays against ground rays), then the material classes and the surface model piece by piece on
@@ -316,6 +323,15 @@ class LidarSimulator:
         if self._echoes:  # the beam's echoes from its sub-rays' returns
             beam = self.effects.beam
             echoes = form_echoes(ranges, rho, weights, beam.echo_separation_m, beam.return_mode)
+            if self.effects.detection.edge_dropout:  # split footprints: the echo kept with its power share
+                lost = edge_dropped(echo_coverage(ranges, weights, echoes[0].range, beam.echo_separation_m), rng)
+                lost &= echoes[0].present
+                echoes[0].range[lost], echoes[0].reflectivity[lost] = np.inf, 0.0
+                if beam.return_mode == "dual_strongest":  # the second strongest is then the strongest reported
+                    up = lost & echoes[1].present
+                    for name in ("range", "reflectivity", "dominant"):
+                        getattr(echoes[0], name)[up] = getattr(echoes[1], name)[up]
+                    echoes[1].range[up], echoes[1].reflectivity[up] = np.inf, 0.0
             if len(echoes) > 1:  # dual: only the few beams with a second echo go on (depth edges; a VLP-16
                 # frame has ~2 % of them): the surface model runs on those alone (_SparsePart)
                 second = np.flatnonzero(echoes[1].present)
@@ -326,6 +342,15 @@ class LidarSimulator:
         signal = self.effects.signal
         if signal.bloom_threshold > 0:  # halo returns beside retroreflectors (pieces hold whole rows or more)
             add_bloom(beams[0], cfg.cols, signal.bloom_threshold, signal.bloom_width_px, signal.bloom_leak, a)
+        surface = cfg.surface
+        if surface.texture_sigma > 0:  # the surfaces' albedo texture at each beam's returning point (texture.py)
+            o, d = origins[::m], dirs[::m]
+            for k, beam_hits in enumerate(beams):
+                at = slice(None) if k == 0 else second
+                with np.errstate(invalid="ignore"):  # misses: inf·0 is NaN, and NaN points keep their albedo
+                    points = o[at] + d[at] * beam_hits.range[:, None]
+                beam_hits.reflectivity = beam_hits.reflectivity * albedo_factor(
+                    points, surface.texture_sigma, surface.texture_length_m, self.seed)
         bias = None if self._ray_bias is None else self._ray_bias[a:b]
         gain = None if self._ray_gain is None else self._ray_gain[a:b]
         ret = self.model.apply(beams[0], None, rng, ray_bias=bias, ray_gain=gain)
@@ -400,9 +425,14 @@ class LidarSimulator:
         n = cfg.rows * cfg.cols
         ranges = np.full(n, np.nan, np.float32)
         parts = []
+        # Ouster's RANGE is the strongest *detected* echo: a second return never stands alone (the real
+        # dual frame: 0 of 6447); one whose first was lost to detection or the window is dropped with it
+        alone_dropped = self.effects.beam.return_mode == "dual_strongest"
         for a, b, beams, ret in sorted(frame.second, key=lambda item: item[0]):
             r = ret.range
             keep = (r >= cfg.range_min) & (r <= cfg.range_max)
+            if alone_dropped:
+                keep &= frame.hit[a + beams]
             dropped = None if np.count_nonzero(keep) == np.count_nonzero(ret.hit) else np.flatnonzero(ret.hit & ~keep)
             if dropped is not None:
                 r[dropped] = np.nan

@@ -67,7 +67,11 @@ DEVICE_SUPPORT = {
         "point_directions", "point_origins", "driver", "derived")},
     # the kernel's surface model (warp_frame_kernels.py: detection_limit, the intensity fields)
     **{f"surface.{key}": DEVICE for key in (
-        "model", "limits", "signal_scale", "retro_full_scale", "ambient_level", "ambient_sky")},
+        "model", "limits", "signal_scale", "retro_full_scale", "ambient_level", "ambient_sky",
+        "limits_probability", "overlap_range_m")},  # limits_probability: folded into the limit pairs on load
+    "surface.texture_sigma": HOST,
+    "surface.texture_length_m": HOST.unless_read(lambda c: c.surface.texture_sigma > 0,
+                                                 "read with surface.texture_sigma > 0 only"),
     # range noise in the kernel; the per-laser biases drawn on the host, as the host path
     **{f"noise.{key}": DEVICE for key in (
         "bias_distribution", "bias_sigma", "sigma", "relative_sigma", "relative_exponent", "dust_probability",
@@ -84,6 +88,11 @@ DEVICE_SUPPORT = {
     "effects.detection.snr_at_limit": HOST.unless_read(
         lambda c: c.effects.detection.model == "snr" and c.surface.model != "none", "read with detection.model snr"),
     "effects.detection.dropout_probability": DEVICE,
+    "effects.detection.edge_dropout": HOST.unless_read(_footprint, "read with sub-rays only"),
+    # the SNR-dependent range sigma: without background photons (noise_floor, itself host only) every
+    # return's SNR is unbounded and the sigma is noise.sigma's floor, as the kernel draws it
+    "noise.snr_sigma": HOST.unless_read(lambda c: c.effects.signal.noise_floor > 0,
+                                        "read with signal.noise_floor > 0 only"),
     "effects.signal.poisson": HOST,
     "effects.signal.noise_floor": HOST,
     "effects.signal.saturation": HOST,
@@ -232,6 +241,7 @@ class WarpLidarSimulator(LidarSimulator):
         surface = model.surface
         s.ln_retro_full_scale = float(np.log(surface.retro_full_scale))
         s.signal_scale = surface.signal_scale
+        s.overlap_range = surface.overlap_range_m
         s.ambient_level, s.ambient_sky = surface.ambient_level, surface.ambient_sky
         s.per_column = int(per_column)
         s.missing = float("nan")
@@ -254,7 +264,7 @@ class WarpLidarSimulator(LidarSimulator):
             local_dirs = wp.array(frame.beam_dirs, dtype=wp.vec3, device=dev)
         rotations, shifts, per_column = self._poses(frame, pose, t0_ns)
         n = cfg.rows * cfg.cols
-        frame_seed = int(np.random.default_rng([self.seed, frame.index]).integers(0, 2**31 - 1))
+        frame_seed = int(np.random.default_rng(self.frame_key(frame.index, t0_ns)).integers(0, 2**31 - 1))
         out, truth_slot = self._outputs(n)
         wp.launch(k.lidar_frame, dim=n, device=dev,
                   inputs=[self.backend.synced_scene_arrays(), self._device_materials(),

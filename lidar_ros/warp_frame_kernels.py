@@ -78,6 +78,7 @@ if wp is not None:
         use_bias: int
         ln_retro_full_scale: float
         signal_scale: float
+        overlap_range: float  # r0 of physics/overlap.py; 0 = off
         ambient_level: float
         ambient_sky: float
         per_column: int  # 1: each beam's pose is its measurement column's (motion distortion)
@@ -262,7 +263,11 @@ if wp is not None:
         signal = float(0.0)
         if keep:
             rr = wp.max(clean, 0.1)
-            signal = wp.rint(wp.min(reported / (rr * rr) * s.signal_scale, 65535.0))
+            photons = reported / (rr * rr) * s.signal_scale
+            if s.overlap_range > 0.0:  # overlap.py: O(r) = 1 - exp(-(r/r0)^2)
+                x = rr / s.overlap_range
+                photons = photons * (1.0 - wp.exp(-(x * x)))
+            signal = wp.rint(wp.min(photons, 65535.0))
         ambient = float(0.0)
         if s.ambient_level > 0.0 or s.ambient_sky > 0.0:
             mean = s.ambient_sky

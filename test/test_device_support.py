@@ -197,11 +197,20 @@ LIDAR_REFUSED = {
     "glass.refractive_index": {"glass": {"specular": True, "refractive_index": 1.7}},
     "glass.lobe_deg": {"glass": {"specular": True, "lobe_deg": 1.0}},
     "glass.ghosts": {"glass": {"specular": True, "ghosts": False}},
+    "detection.edge_dropout": {"beam": {"divergence_mrad": 2.0, "sub_rays": 4}, "detection": {"edge_dropout": True}},
+    "surface.texture_sigma": {"surface": {"texture_sigma": 0.25}},
+    "surface.texture_length_m": {"surface": {"texture_sigma": 0.25, "texture_length_m": 0.1}},
+    "noise.snr_sigma": {"signal": {"noise_floor": 2.0}, "noise": {"snr_sigma": [[12, 0.1], [100, 0.03]]}},
 }
 
 
+def _walked(key: str) -> str:
+    """A refused table key as the config walk names it (the effect sections sit under `effects`)."""
+    return key if key.startswith(("surface.", "noise.")) else f"effects.{key}"
+
+
 def test_the_refused_lidar_table_names_every_key_the_device_lacks():
-    assert sorted(f"effects.{k}" for k in LIDAR_REFUSED) == not_on_device(LIDAR_SUPPORT)
+    assert sorted(_walked(k) for k in LIDAR_REFUSED) == not_on_device(LIDAR_SUPPORT)
 
 
 @pytest.mark.parametrize("key", sorted(LIDAR_REFUSED))
@@ -337,6 +346,9 @@ LIDAR_CASES = {
     "dropouts": ("VLP-16", {"detection": {"dropout_probability": 0.3}}, "dropouts",
                  {"effects.detection.dropout_probability"}),
     "jitter": ("VLP-16", {"noise": {"angular_sigma": 0.002}}, "jitter", {"noise.angular_sigma"}),
+    "overlap": ("OS1-64", {"columns": 512, "surface": {"overlap_range_m": 10.0}}, "exact", {"surface.overlap_range_m"}),
+    "limits probability": ("VLP-16", {"surface": {**LIMIT, "limits_probability": 0.9}}, "exact",
+                           {"surface.limits_probability"}),
 }
 
 

@@ -206,7 +206,7 @@ def test_fog_extinction_coefficient_follows_koschmieder_and_kim():
     assert [fog_exponent(v) for v in (0.3, 0.8, 3.0, 20.0, 80.0)] == pytest.approx([0.0, 0.3, 0.82, 1.3, 1.6])
     assert extinction_per_m(0.2, 0.0, 905) == pytest.approx(3.912 / 200)  # q = 0 below 0.5 km
     assert extinction_per_m(3.0, 0.0, 550) == pytest.approx(3.912 / 3000)
-    assert extinction_per_m(0.0, 25.0) == pytest.approx(0.01 * 25**0.6)
+    assert extinction_per_m(0.0, 25.0) == pytest.approx(0.365e-3 * 25**0.63, rel=1e-3)  # rain.py
 
 
 def test_fog_weakens_returns_by_two_way_beer_lambert(wall):
@@ -214,7 +214,7 @@ def test_fog_weakens_returns_by_two_way_beer_lambert(wall):
     clear = LidarSimulator(sensor(), scene, backend).simulate(np.eye(4))
     foggy_cfg = sensor(weather={"fog_visibility_km": 0.2, "rain_rate_mm_h": 4.0})
     foggy = LidarSimulator(foggy_cfg, scene, backend).simulate(np.eye(4))
-    alpha = 3.912 / 200 + 0.01 * 4.0**0.6
+    alpha = 3.912 / 200 + np.pi * 8000 / (4.1 * 4.0**-0.21) ** 3 * 1e-6  # Marshall-Palmer rain (rain.py)
     both = clear.hit & foggy.hit
     assert both.sum() > 1000 and np.array_equal(clear.hit, foggy.hit)  # no detection limit: all still seen
     ratio = foggy.fields["reflectivity"][both] / clear.fields["reflectivity"][both]

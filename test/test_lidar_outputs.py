@@ -290,12 +290,20 @@ def test_velodyne_dual_return_doubles_the_firings(tmp_path, plate_room):
     msg = bag_cloud(tmp_path, scan)
     pts = points_of(msg)
     assert (msg.height, msg.width) == (2 * scan.config.cols, 16) and not msg.is_dense
-    strongest, last = pts[0::2].T, pts[1::2].T  # (lasers, firings): firing k's strongest, then its last return
-    np.testing.assert_array_equal(strongest["x"][scan.hit], scan.xyz[..., 0][scan.hit])
+    even, odd = pts[0::2].T, pts[1::2].T  # (lasers, firings): firing k's even block, then its odd block
     two = scan.second.hit
-    np.testing.assert_array_equal(np.isfinite(last["x"]), two)
-    np.testing.assert_array_equal(last["x"][two], scan.second.xyz[..., 0][two])
-    np.testing.assert_array_equal(last["time"], strongest["time"])  # the same firing
+    farther = two & (scan.second.range > scan.range)  # the second echo is the last: the even block's
+    assert farther.any()
+    one = scan.hit & ~two
+    np.testing.assert_array_equal(even["x"][one], scan.xyz[..., 0][one])  # a single echo: the even block, the odd NaN
+    assert np.all(np.isnan(odd["x"][one]))
+    np.testing.assert_array_equal(even["x"][farther], scan.second.xyz[..., 0][farther])  # last return first
+    np.testing.assert_array_equal(odd["x"][farther], scan.xyz[..., 0][farther])  # then the strongest
+    near = two & ~farther  # the last is the strongest: the odd block holds the second strongest
+    np.testing.assert_array_equal(even["x"][near], scan.xyz[..., 0][near])
+    np.testing.assert_array_equal(odd["x"][near], scan.second.xyz[..., 0][near])
+    np.testing.assert_array_equal(np.isfinite(odd["x"]), two)
+    np.testing.assert_array_equal(odd["time"], even["time"])  # the same firing
     flat = points_of(bag_cloud(tmp_path, scan, organized=False))[0]
     assert len(flat) == scan.hit.sum() + two.sum()
     from radarays_ros.io.lidar_clouds import FrameCloud

@@ -81,6 +81,7 @@ def read_metadata(path: str | Path) -> dict:
         "columns_per_frame": int(flat.get("columns_per_frame", 1024)),
         "prod_line": prod_line,
         "lidar_mode": _lidar_mode(flat.get("lidar_mode"), where),
+        "udp_profile_lidar": str(flat.get("udp_profile_lidar") or ""),  # e.g. RNG19_RFL8_SIG16_NIR16_DUAL
     }
 
 

@@ -15,7 +15,8 @@ separation rule). An echo E has
 and reports the surface of its strongest sub-ray (entity, material, normal). Return modes, as the
 Velodyne and Ouster manuals describe them: strongest (largest P_E), last (farthest), first (nearest),
 dual = strongest + last (when the last is the strongest: the second strongest, as Velodyne's dual mode
-reports it). `mixed`: every sub-return forms one echo (a continuous-wave or long-pulse receiver, Heiden
+reports it), dual_strongest = strongest + second strongest (Ouster's dual-return profiles: RANGE2 is the
+second strongest echo, nearer or farther than the first; Ouster firmware user manual). `mixed`: every sub-return forms one echo (a continuous-wave or long-pulse receiver, Heiden
 et al. 2020: all returns of a beam sum before the range is measured), so any depth edge gives mixed pixels.
 """
 from __future__ import annotations
@@ -24,7 +25,8 @@ import numpy as np
 
 from radarays_ros.compiled import inlined, kernel
 
-MODES = ("strongest", "last", "first", "dual", "mixed")
+MODES = ("strongest", "last", "first", "dual", "mixed", "dual_strongest")
+DUAL_MODES = ("dual", "dual_strongest")
 MIN_RANGE = 0.1  # m, keeps 1/r² finite
 
 
@@ -41,13 +43,13 @@ class Echo:
 
 
 MODE_CODES = {mode: code for code, mode in enumerate(MODES)}
-_STRONGEST, _LAST, _FIRST, _DUAL, _MIXED = range(len(MODES))
+_STRONGEST, _LAST, _FIRST, _DUAL, _MIXED, _DUAL_STRONGEST = range(len(MODES))
 _ZERO, _ONE, _INF = np.float32(0.0), np.float32(1.0), np.float32(np.inf)
 _MIN_RANGE = np.float32(MIN_RANGE)
 
 
 def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separation: float, mode: str) -> list[Echo]:
-    """The echoes a beam reports: [echo] or, for 'dual', [strongest, second].
+    """The echoes a beam reports: [echo] or, for 'dual' and 'dual_strongest', [strongest, second].
 
     ranges, rho: (N, K) per sub-ray (range inf = no return); weights: (K,) summing to 1. All float32
     arithmetic, one beam at a time in a compiled loop (radarays_ros.compiled)."""
@@ -56,8 +58,8 @@ def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separa
     q = np.ascontiguousarray(rho, np.float32)
     w = np.ascontiguousarray(weights, np.float32)
     echoes = [Echo(np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.intp))
-              for _ in range(2 if mode == "dual" else 1)]
-    second = echoes[-1]  # written only for 'dual'
+              for _ in range(2 if mode in DUAL_MODES else 1)]
+    second = echoes[-1]  # written only for the dual modes
     _echo_kernel(r, q, w, np.float32(separation), MODE_CODES[mode], echoes[0].range, echoes[0].reflectivity,
                  echoes[0].dominant, second.range, second.reflectivity, second.dominant)
     return echoes
@@ -95,7 +97,7 @@ def _echo_kernel(r, rho, w, separation, mode, range1, rho1, dominant1, range2, r
             range1[j] = weighted / strength if strength > _ZERO and any_hit else _INF
             rho1[j] = reflectivity
             dominant1[j] = j * k + top
-            if mode == _DUAL:
+            if mode == _DUAL or mode == _DUAL_STRONGEST:
                 range2[j], rho2[j], dominant2[j] = _INF, _ZERO, j * k
         else:
             _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1, range2, rho2, dominant2)
@@ -163,6 +165,8 @@ def _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1
                  range2, rho2, dominant2)
             if count < 2:
                 range2[j], rho2[j] = _INF, _ZERO
+        elif mode == _DUAL_STRONGEST:  # strongest + the strongest of the others, nearer or farther
+            _put(j, count > 1 and runner_up_strength > -_INF, runner_up, range2, rho2, dominant2)
 
 
 @inlined

@@ -9,12 +9,14 @@ sections is exactly the geometric sensor of before. Example::
       divergence_mrad: 3.0       # full angle of the beam cone (datasheet); 0 = a thin ray
       sub_rays: 4                # rays traced per beam over its footprint (1 = the central ray only)
       profile: gaussian          # uniform | gaussian (1/e² diameter = the divergence cone)
-      return_mode: strongest     # strongest | last | first | dual (strongest + last) | mixed
+      return_mode: strongest     # strongest | last | first | dual (strongest + last) | mixed |
+                                 # dual_strongest (strongest + second strongest: Ouster's *_DUAL profiles)
       echo_separation_m: 0.5     # sub-returns nearer to each other than this form one echo
     detection:                   # detection_probability.py
       model: threshold           # threshold (hard range–reflectivity limit) | snr (smooth curve)
       snr_at_limit: 4.0          # threshold / noise σ at the limit curve: steepness of the curve
       dropout_probability: 0.0   # random single-pixel dropouts
+      edge_dropout: false        # edge_dropout.py: a split footprint's echo kept with its power share (sub_rays > 1)
     signal:                      # photons.py, ambient.py, blooming.py
       poisson: false             # shot noise on signal photons
       noise_floor: 0.0           # mean photons reported where there is no return
@@ -56,7 +58,7 @@ from typing import Any, Mapping
 from ._validate import FLAG, CheckedConfig, choice, fail, integer, number
 from .snow import SNOW_TYPES
 
-RETURN_MODES = ("strongest", "last", "first", "dual", "mixed")
+RETURN_MODES = ("strongest", "last", "first", "dual", "mixed", "dual_strongest")
 PROFILES = ("uniform", "gaussian")
 DETECTION_CURVES = ("threshold", "snr")
 TOF_MODES = ("pulsed", "cw")
@@ -82,7 +84,7 @@ class BeamConfig(CheckedConfig):
 
     @property
     def dual(self) -> bool:
-        return self.return_mode == "dual"
+        return self.return_mode in ("dual", "dual_strongest")
 
 
 @dataclass(frozen=True)
@@ -90,9 +92,10 @@ class DetectionConfig(CheckedConfig):
     model: str = "threshold"
     snr_at_limit: float = 4.0
     dropout_probability: float = 0.0
+    edge_dropout: bool = False
 
     RULES = dict(model=choice(*DETECTION_CURVES), snr_at_limit=number(0.0, 1000.0, low_open=True),
-                 dropout_probability=number(0.0, 1.0))
+                 dropout_probability=number(0.0, 1.0), edge_dropout=FLAG)
 
 
 @dataclass(frozen=True)

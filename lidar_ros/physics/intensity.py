@@ -11,7 +11,12 @@ cos θ and any glass/mirror losses on the way); ρ > 1 means brighter than white
   (ρ_full = SurfaceConfig.retro_full_scale, the reflectivity shown as 255). Rounded to integers.
 * Ouster signal (uint16 photons): the lidar equation of an extended target, received power ∝ ρ(θ)/r²
   (Heiden et al. 2020 §III: radiance falls as 1/R²): signal = round(K·ρ(θ)/r²) with
-  K = signal_scale (photons of a white target at 1 m), r ≥ 0.1 m, saturating at 65535.
+  K = signal_scale (photons of a white target at 1 m), r ≥ 0.1 m, saturating at 65535; times the receiver's
+  near-range overlap O(r) (overlap.py) where surface.overlap_range_m is set.
+* measured reflectivity: what a sensor infers from its counted signal N, ρ̂ = N·r²/(K·O(r)) (Ouster's
+  calibrated reflectivity "scales measured signal photons by range and sensor sensitivity", correcting the
+  near-range overlap too): with Poisson counts (signal.poisson) the REFLECTIVITY channel carries their shot
+  noise, relative spread 1/√N (a 10 % target at the limit, N ≈ 14: ±27 %).
 * Ouster ambient (uint16 photons): a simple daylight model, not radiometry: a returning surface
   shows ambient_level·min(ρ(θ), 1) photons, open sky (no return) ambient_sky, each with shot noise.
 """
@@ -22,6 +27,7 @@ import numpy as np
 from radarays_ros.compiled import kernel
 
 from .noise import standard_normal
+from .overlap import overlap
 
 UINT16_MAX = 65535
 MIN_SIGNAL_RANGE = 0.1  # m: keeps 1/r² finite for a target touching the window
@@ -38,15 +44,27 @@ def calibrated_reflectivity(rho: np.ndarray, retro_full_scale: float) -> np.ndar
     return value
 
 
-def ouster_signal(rho: np.ndarray, ranges: np.ndarray, signal_scale: float) -> np.ndarray:
-    """Photon count ∝ ρ(θ)/r² (uint16, saturating). No return (range NaN or inf, ρ 0) gives 0."""
+def ouster_signal(rho: np.ndarray, ranges: np.ndarray, signal_scale: float, overlap_range: float = 0.0) -> np.ndarray:
+    """Photon count ∝ O(r)·ρ(θ)/r² (uint16, saturating). No return (range NaN or inf, ρ 0) gives 0."""
     r2 = np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE))  # fmax: NaN -> 0.1
+    factor = overlap(r2, overlap_range) if overlap_range > 0 else None
     r2 *= r2
     photons = np.divide(np.asarray(rho, np.float32), r2)  # ρ ≥ 0 (validated materials); r = inf -> 0
     photons *= np.float32(signal_scale)
+    if factor is not None:
+        photons *= factor
     np.minimum(photons, np.float32(UINT16_MAX), out=photons)
     np.rint(photons, out=photons)
     return photons.astype(np.uint16)
+
+
+def measured_reflectivity(counts: np.ndarray, ranges: np.ndarray, returned: np.ndarray, signal_scale: float,
+                          overlap_range: float = 0.0) -> np.ndarray:
+    """ρ̂ = N·r²/(K·O(r)) (float32) from signal counts N of returns at `ranges`; 0 where there is no return."""
+    r = np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE))
+    scale = np.float32(signal_scale) * (overlap(r, overlap_range) if overlap_range > 0 else np.float32(1.0))
+    rho = np.asarray(counts, np.float32) * (r * r) / np.maximum(scale, np.float32(1e-30))
+    return np.where(returned, rho, np.float32(0.0)).astype(np.float32)
 
 
 def ouster_ambient(rho: np.ndarray, returned: np.ndarray, ambient_level: float, ambient_sky: float,

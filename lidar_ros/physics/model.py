@@ -5,6 +5,7 @@ drawn once from `seed`); `apply` turns one scan's `LidarHits` into `Returns` wit
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
@@ -16,10 +17,13 @@ from .backfolding import fold
 from .config import NoiseConfig, SurfaceConfig
 from .cw_phase import cw_ranges
 from .detection import DetectionLimit
-from .detection_probability import detected, dropouts
+from .detection_probability import detected, dropouts, median_limits
 from .effects_config import EffectsConfig
-from .intensity import MIN_SIGNAL_RANGE, calibrated_reflectivity, ouster_ambient, ouster_signal
+from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_reflectivity, ouster_ambient,
+                        ouster_signal)
+from .overlap import overlap
 from .photons import photon_counts
+from .range_precision import ray_sigma
 from .interaction import LidarHits
 from .noise import draw_laser_biases, noisy_ranges
 
@@ -73,16 +77,25 @@ class Returns:
 
     @cached_property
     def ouster_reflectivity(self) -> np.ndarray:
-        return self.velodyne_intensity.astype(np.uint16)
+        if not self._effects.signal.poisson:
+            return self.velodyne_intensity.astype(np.uint16)
+        # photon counts on: the sensor infers reflectivity from the counted signal (intensity.py
+        # measured_reflectivity), so it carries the counts' shot noise and saturation
+        measured = measured_reflectivity(self.ouster_signal, self.clean_range, self.hit, self._surface.signal_scale,
+                                         self._surface.overlap_range_m)
+        return calibrated_reflectivity(measured, self._surface.retro_full_scale).astype(np.uint16)
 
     @cached_property
     def ouster_signal(self) -> np.ndarray:
         # clean_range is NaN and reflectivity 0 where there is no return: the signal is 0 there
         signal = self._effects.signal
         if not signal.poisson and signal.noise_floor == 0 and signal.saturation >= 65535:
-            return ouster_signal(self.reflectivity, self.clean_range, self._surface.signal_scale)
+            return ouster_signal(self.reflectivity, self.clean_range, self._surface.signal_scale,
+                                 self._surface.overlap_range_m)
         r = np.fmax(self.clean_range.astype(np.float64), MIN_SIGNAL_RANGE)
         mean = self._surface.signal_scale * self.reflectivity / (r * r)
+        if self._surface.overlap_range_m > 0:  # the receiver's near-range overlap (overlap.py)
+            mean = mean * overlap(r, self._surface.overlap_range_m)
         if not signal.poisson:  # the mean itself, with the floor and saturation
             mean = np.where(self.hit, mean, signal.noise_floor)
             return np.rint(np.minimum(np.nan_to_num(mean), signal.saturation)).astype(np.uint16)
@@ -134,7 +147,9 @@ class SurfaceModel:
         if isinstance(n_lasers, bool) or not isinstance(n_lasers, (int, np.integer)) or n_lasers < 0:
             raise ConfigError(f"n_lasers: {n_lasers!r}; allowed: an integer >= 0")
         self.n_lasers = int(n_lasers)
-        self.limit = DetectionLimit(self.surface)
+        detection = self.effects.detection
+        pairs = median_limits(self.surface.limits, self.surface.limits_probability, detection.snr_at_limit)
+        self.limit = DetectionLimit(self.surface if pairs is self.surface.limits else replace(self.surface, limits=pairs))
         self.biases = draw_laser_biases(self.noise, self.n_lasers, seed)
         self.gains = row_gains(self.effects.signal.row_gain_sigma, self.n_lasers, int(seed or 0))
 
@@ -156,6 +171,13 @@ class SurfaceModel:
             return None
         return self.gains[np.asarray(laser_index)]
 
+    def _ray_sigma(self, rho: np.ndarray, clean: np.ndarray) -> np.ndarray | None:
+        """Each return's range σ from its SNR (noise.snr_sigma, range_precision.py); None when not set."""
+        if not self.noise.snr_sigma:
+            return None
+        return ray_sigma(rho, clean, self.surface.signal_scale, self.surface.overlap_range_m,
+                         self.effects.signal.noise_floor, self.noise.snr_sigma, self.noise.sigma)
+
     def apply(self, hits: LidarHits, laser_index: np.ndarray | None, rng: np.random.Generator,
               ray_bias: np.ndarray | None = None, ray_gain: np.ndarray | None = None) -> Returns:
         """Detection limit per ray, then noise along the ray, then intensity fields.
@@ -176,7 +198,7 @@ class SurfaceModel:
             keep &= ~dropouts(n, detection.dropout_probability, rng)
         clean = np.where(keep, hits.range, np.float32(np.nan)).astype(np.float32, copy=False)
         if self.noise.enabled:
-            noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng)
+            noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng, self._ray_sigma(hits.reflectivity, clean))
         else:  # its own array: a caller may edit range in place, clean_range stays
             noisy, dust = clean.copy(), np.zeros(n, bool)
         tof = self.effects.tof

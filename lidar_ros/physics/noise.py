@@ -7,7 +7,8 @@ Per returned ray, in this order:
    range drawn uniformly in [min(dust_min_range, r), r];
 2. r += ε_bias[laser] + ε_ray + ε_rel (BlenSor §3.2 eq. dist_noisy = dist + ε_bias,i + ε_ray):
    ε_bias[laser] drawn once per laser for the whole run, N(0, σ_bias) or Laplace with the same standard
-   deviation (scale σ_bias/√2); ε_ray ~ N(0, σ) per ray (BlenSor 0.01 m); ε_rel ~ N(0, σ_rel·r^k) per
+   deviation (scale σ_bias/√2); ε_ray ~ N(0, σ) per ray (BlenSor 0.01 m), or N(0, σ(SNR)) with the
+   return's own σ where noise.snr_sigma is set (range_precision.py); ε_rel ~ N(0, σ_rel·r^k) per
    ray (Rmagine's relative Gaussian);
 3. quantisation to the sensor's range resolution: r = round(r / res)·res;
 4. r = max(r, 0): noise never puts a point behind the sensor.
@@ -38,12 +39,13 @@ def draw_laser_biases(config: NoiseConfig, n_lasers: int, seed: int | None) -> n
 
 
 def noisy_ranges(ranges: np.ndarray, ray_bias: np.ndarray | None, config: NoiseConfig,
-                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+                 rng: np.random.Generator, ray_sigma: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Noisy ranges (new float32 array) of rays with clean `ranges` ((N,), NaN = no return), and the dust mask.
 
     Misses stay NaN through every step (NaN arithmetic), so the whole batch is processed without
     gathering the returns first. ray_bias: (N,) per-ray laser bias (SurfaceModel.ray_bias), needed
-    when bias_sigma > 0. Random draws are made for every ray in a fixed order, so a ray's noise
+    when bias_sigma > 0. ray_sigma: (N,) σ of each ray's ε_ray instead of config.sigma (SNR-dependent
+    precision). Random draws are made for every ray in a fixed order, so a ray's noise
     does not depend on which other rays returned.
     """
     r = np.array(ranges, np.float32)  # a copy: the caller keeps the clean ranges
@@ -60,13 +62,16 @@ def noisy_ranges(ranges: np.ndarray, ray_bias: np.ndarray | None, config: NoiseC
     if config.bias_sigma > 0 and n and ray_bias is None:
         raise ConfigError("noise.bias_sigma > 0 needs the laser index of every ray")
     bias = ray_bias if config.bias_sigma > 0 and n else _NONE
-    step = standard_normal(rng, n) if config.sigma > 0 and n else _NONE
+    per_ray = ray_sigma is not None and n
+    step = standard_normal(rng, n) if (config.sigma > 0 or per_ray) and n else _NONE
     relative = _NONE
     if config.relative_sigma > 0 and n:
         relative = np.power(np.asarray(ranges, np.float32), np.float32(config.relative_exponent))
         relative *= np.float32(config.relative_sigma)
         relative *= standard_normal(rng, n)
-    _add_noise(r, np.asarray(bias, np.float32), step, np.float32(config.sigma), relative, np.float32(config.resolution))
+    sigmas = np.asarray(ray_sigma, np.float32) if per_ray else _NONE
+    _add_noise(r, np.asarray(bias, np.float32), step, np.float32(config.sigma), sigmas, relative,
+               np.float32(config.resolution))
     return r, dust
 
 
@@ -74,15 +79,16 @@ _NONE = np.empty(0, np.float32)  # a term that is off
 
 
 @kernel
-def _add_noise(r, bias, step, sigma, relative, resolution):
-    """Per ray, in float32 and in this order: + bias, + σ·step, + relative term (each where given), then
+def _add_noise(r, bias, step, sigma, sigmas, relative, resolution):
+    """Per ray, in float32 and in this order: + bias, + σ·step (σ = sigmas[i] where given), + relative term
+    (each where given), then
     quantised to `resolution` (> 0) and kept ≥ 0. NaN (no return) stays NaN."""
     for i in range(r.shape[0]):
         value = r[i]
         if bias.shape[0]:
             value += bias[i]
         if step.shape[0]:
-            value += step[i] * sigma
+            value += step[i] * (sigmas[i] if sigmas.shape[0] else sigma)
         if relative.shape[0]:
             value += relative[i]
         if resolution > 0:

@@ -4,7 +4,7 @@ Extinction coefficient α (1/m), the sum of
 * fog, from the meteorological visibility V (Koschmieder: contrast 2 % at V, so α₅₅₀ = 3.912/V) carried
   to the laser wavelength λ with Kim et al. (2001, Proc. SPIE 4214) α(λ) = 3.912/V · (λ/550 nm)^(−q),
   q = 1.6 (V > 50 km), 1.3 (6–50 km), 0.16·V + 0.34 (1–6 km), V − 0.5 (0.5–1 km), 0 (< 0.5 km);
-* rain of rate R mm/h: α = 0.01·R^0.6 (Goodin et al. 2019, Electronics 8:89, after Lewandowski et al.);
+* rain of rate R mm/h: α = π·N₀/Λ³ ≈ 0.365·R^0.63 km⁻¹ (geometric extinction of Marshall–Palmer drops, rain.py);
 * snow, from its rate or the visibility in it (snow.py, Kaushal & Kaddoum 2017).
 
 A return from range r keeps exp(−2αr) of its power (two-way Beer–Lambert; Rasshofer et al.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .rain import rain_extinction_per_m
 from .snow import snow_extinction_per_m, snow_visibility_extinction_per_m
 
 KOSCHMIEDER = 3.912  # −ln(0.02)
@@ -48,7 +49,7 @@ def extinction_per_m(fog_visibility_km: float, rain_rate_mm_h: float, wavelength
     if fog_visibility_km > 0:
         alpha += KOSCHMIEDER / (fog_visibility_km * 1000.0) * (wavelength_nm / 550.0) ** (-fog_exponent(fog_visibility_km))
     if rain_rate_mm_h > 0:
-        alpha += 0.01 * rain_rate_mm_h ** 0.6
+        alpha += rain_extinction_per_m(rain_rate_mm_h)
     return alpha
 
 

@@ -1,0 +1,32 @@
+"""Dropouts where a beam's footprint splits: silhouettes and depth edges (mixed pixels).
+
+A beam whose footprint lies on one surface returns one clean pulse. Where it straddles an edge, part of
+the footprint's power w (footprint.py) returns from elsewhere — another surface beyond the receiver's echo
+separation, or nothing (sky) — and the pulse the receiver times is a distorted, partial one. Real units
+reject many such returns: their holes cluster at silhouettes, not on flat walls (issue 23, the shared real
+frames). Model: the reported echo is kept with probability equal to its coverage, the share of the
+footprint's power in it,
+
+    c = Σ_{i ∈ echo} w_i,     P_keep = c
+
+so a beam half on a pole and half on the sky is lost half of the time, a beam wholly on a wall never.
+Sub-ray i belongs to the echo when |r_i − r_echo| ≤ separation (echoes.py's grouping). The detection
+curve (detection_probability.py) then weighs what is kept by its SNR: far, dark and grazing returns.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def echo_coverage(ranges: np.ndarray, weights: np.ndarray, echo_range: np.ndarray, separation: float) -> np.ndarray:
+    """(N,) float32 c: the weight of the sub-rays of each beam ((N, K) ranges, inf = none) within `separation`
+    of its echo's range (inf: no echo, c = 0)."""
+    r = np.asarray(ranges, np.float32)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, not near
+        near = np.abs(r - np.asarray(echo_range, np.float32)[:, None]) <= np.float32(separation)
+    return (near * np.asarray(weights, np.float32)[None, :]).sum(axis=1, dtype=np.float32)
+
+
+def edge_dropped(coverage: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(N,) bool: beams whose echo is rejected, each with probability 1 − c (one uniform per beam)."""
+    return rng.random(len(coverage), dtype=np.float32) >= np.asarray(coverage, np.float32)

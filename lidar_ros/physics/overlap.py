@@ -1,0 +1,36 @@
+"""Near-range overlap (geometric form factor) of a lidar receiver: the fraction O(r) of a near target's
+return that reaches the detector pixel.
+
+A receiver focused at infinity images a target at range r with a defocus blur whose angular size grows
+as D/r (D the receiving aperture); the pixel collects the part of the blur inside its field of view θ.
+For a Gaussian blur spot and a round pixel that part is 1 − exp(−2a²/w²) with a/w ∝ r, so
+
+    O(r) = 1 − exp(−(r/r₀)²),      r₀ ∝ D/θ,  the range where O = 1 − 1/e = 63 %
+
+(the overlap function of lidar remote sensing: Measures, "Laser Remote Sensing", 1984, §7.4; Halldórsson
+& Langerholc, Appl. Opt. 17:240, 1978). Signal below r₀ falls under the 1/r² law; from ~2 r₀ on O ≈ 1.
+Ouster calibrates its REFLECTIVITY channel for it, not SIGNAL (firmware manual: reflectivity "scales
+measured signal photons by range and sensor sensitivity").
+
+r₀ per Ouster product line (presets' surface.overlap_range_m): no datasheet gives it; it is the one
+parameter of the form above read off the shared real frames' signal·r²/reflectivity trend (OS0-128
+fw 3.0.1: 3.6 m; OS2-128 fw 2.3.0: 28.5 m; test_lidar_realism2 checks the whole curve, not the one
+number). OS1: their geometric mean, 10.1 m: with one SPAD detector across the lines the pixel field
+θ ∝ the vertical field of view (OS0 90°, OS1 45°, OS2 22.5°), and any power law r₀ ∝ FOV^(−p) puts OS1
+at the geometric mean of OS0 and OS2.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def overlap(ranges: np.ndarray, overlap_range: float) -> np.ndarray:
+    """O(r) (float32) for ranges r (NaN stays NaN, inf gives 1); 1 everywhere for overlap_range 0 (off)."""
+    r = np.asarray(ranges, np.float32)
+    if overlap_range <= 0:
+        return np.ones(r.shape, np.float32)
+    x = r / np.float32(overlap_range)
+    x *= x
+    np.negative(x, out=x)
+    np.exp(x, out=x)
+    return np.float32(1.0) - x

@@ -1,0 +1,72 @@
+"""Range precision that depends on the return's signal-to-noise ratio, as lidar datasheets state it.
+
+A pulsed receiver times the centroid of the return's photons: N photons spread over the pulse give a
+timing error ∝ τ/√N, so the range's standard deviation falls with the SNR. Datasheets give σ at a few
+SNRs; Ouster OS1 (850 nm generation) "Range Repeatability (1 sigma / standard deviation): SNR > 250:
+±1.5 cm, SNR 100: ±3 cm, SNR 12: ±10 cm". Through two such pairs (SNR₁, σ₁), (SNR₂, σ₂) a power law,
+floored at the datasheet's best figure σ_min (noise.sigma):
+
+    σ(SNR) = max(σ_min, σ₁·(SNR₁/SNR)^p),   p = ln(σ₁/σ₂) / ln(SNR₂/SNR₁)
+
+Worked number, Ouster's pairs (12, 0.10 m), (100, 0.03 m): p = 0.567 (near the ½ of photon counting);
+SNR 250 gives 1.8 cm (the datasheet: 1.5 cm above 250).
+
+The SNR of a return of S mean signal photons over B background photons in its detection window, limited
+by the background's shot noise (daylight, as the datasheets' detection figures): SNR = S/√B, with
+S = K·ρ(θ)·O(r)/r² (intensity.py, overlap.py) and B = signal.noise_floor. Without background (B = 0, the
+presets without --realistic) the SNR is unbounded and every return gets σ_min: those frames are as
+before, and the device path (which runs only with B = 0) needs no term of its own.
+Worked numbers, OS1 preset --realistic (K = 231 000, B = 3, r₀ = 10.1 m): a 30 % wall at 10 m, S = 437,
+SNR 252, σ = 1.8 cm; a 10 % target at 40 m, S = 14.4, SNR 8.3, σ = 12 cm.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .overlap import overlap
+
+
+def exponent(pairs) -> float:
+    """p of the power law through the two (SNR, σ) pairs."""
+    (snr1, sigma1), (snr2, sigma2) = pairs
+    return float(np.log(sigma1 / sigma2) / np.log(snr2 / snr1))
+
+
+def signal_to_noise(signal: np.ndarray, background: float) -> np.ndarray:
+    """S/√B (float32); 0 where S is 0 or NaN (no return); inf for B = 0 and S > 0."""
+    s = np.nan_to_num(np.asarray(signal, np.float32), nan=0.0, posinf=0.0)
+    if background <= 0:
+        return np.where(s > 0, np.float32(np.inf), np.float32(0.0)).astype(np.float32)
+    return s / np.float32(np.sqrt(background))
+
+
+def sigma_at_snr(snr: np.ndarray, pairs, floor: float) -> np.ndarray:
+    """σ(SNR) (float32, metres) of the power law through `pairs`, at least `floor`; SNR ≤ 0 gives σ at 1e-3."""
+    (snr1, sigma1), _ = pairs
+    p = np.float32(exponent(pairs))
+    x = np.float32(snr1) / np.maximum(np.asarray(snr, np.float32), np.float32(1e-3))
+    sigma = np.power(x, p) * np.float32(sigma1)
+    return np.maximum(sigma, np.float32(floor)).astype(np.float32)
+
+
+def ray_sigma(rho: np.ndarray, clean: np.ndarray, signal_scale: float, overlap_range: float, background: float,
+              pairs, floor: float) -> np.ndarray:
+    """(N,) float32 σ of each return from its ρ and clean range (NaN: no return, σ unused): S = K·ρ·O(r)/r²
+    with r ≥ 0.1 m, SNR = S/√B, σ(SNR) as above; the power only where σ is above the floor (numpy's float32
+    SIMD exp and power: measured ~5x faster here than a compiled loop's scalar libm calls)."""
+    (snr1, sigma1), _ = pairs
+    p = exponent(pairs)
+    out = np.full(len(clean), np.float32(floor), np.float32)
+    if background <= 0:
+        return out
+    r = np.fmax(np.asarray(clean, np.float32), np.float32(0.1))
+    snr = np.asarray(rho, np.float32) * np.float32(signal_scale / np.sqrt(background))
+    snr /= r * r
+    if overlap_range > 0:
+        snr *= overlap(r, overlap_range)
+    floor_snr = snr1 * (sigma1 / floor) ** (1.0 / p) if floor > 0 else np.inf
+    low = np.flatnonzero((snr < np.float32(floor_snr)) & np.isfinite(np.asarray(clean, np.float32)))
+    if len(low):
+        x = np.float32(snr1) / np.maximum(snr[low], np.float32(1e-3))
+        out[low] = np.maximum(np.power(x, np.float32(p)) * np.float32(sigma1), np.float32(floor))
+    return out

@@ -1,0 +1,93 @@
+"""Surface texture: a seeded, spatially correlated variation of the albedo over every surface.
+
+Real surfaces are not one paint: asphalt, concrete, brick and foliage vary in near-infrared albedo from
+point to point, and a real frame's calibrated reflectivity shows it (hundreds of distinct values, a
+neighbour-to-neighbour spread; issue 23 and the shared real frames). Each returning point p (world
+coordinates, so the texture stays on the surface from frame to frame and from sensor to sensor) gets
+
+    ρ'(p) = ρ(θ)·exp(σ·n(p/ℓ) − σ²/2)
+
+with n a unit-variance value-noise field (Perlin's lattice noise without gradients: independent values
+at the corners of a cubic lattice of cell ℓ, blended by the smoothstep s(u) = 3u² − 2u³), so points
+nearer than ℓ share their texture and points more than 2ℓ apart along an axis share no lattice corner:
+independent. σ is the spread of ln albedo; the −σ²/2 keeps the mean albedo (exactly for a Gaussian n).
+
+Lattice values: uniform on [−√3, √3] (unit variance) from a SplitMix64 hash of the corner and the seed.
+Averaged over a cell, the blended field's variance is ((1 − 2·E[s(1−s)])³ = (26/35)³ of the corners'
+(E[s(1−s)] = 9/70 for uniform u), so the field is divided by (26/35)^(3/2) to have unit variance.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from radarays_ros.compiled import inlined, kernel
+
+FIELD_SCALE = (35.0 / 26.0) ** 1.5  # 1 / the blended field's standard deviation
+
+
+def albedo_factor(points: np.ndarray, sigma: float, length: float, seed: int) -> np.ndarray:
+    """(N,) float32 exp(σ·n(p/ℓ) − σ²/2) of world points (N, 3); NaN/inf points (misses) give 1."""
+    p = np.ascontiguousarray(points, np.float64)
+    out = np.empty(len(p), np.float32)
+    _texture_kernel(p, float(sigma), 1.0 / float(length), np.uint64(int(seed) % 2**64), out)
+    return out
+
+
+def field(points: np.ndarray, length: float, seed: int) -> np.ndarray:
+    """(N,) float64 n(p/ℓ), the unit-variance noise itself (for tests and pictures)."""
+    p = np.ascontiguousarray(points, np.float64)
+    out = np.empty(len(p), np.float64)
+    _field_kernel(p, 1.0 / float(length), np.uint64(int(seed) % 2**64), out)
+    return out
+
+
+@inlined
+def _lattice(i, j, k, seed):
+    """Unit-variance uniform value of lattice corner (i, j, k): SplitMix64 of the corner and the seed."""
+    z = seed
+    z ^= np.uint64(i & 0x1FFFFF) * np.uint64(0x9E3779B97F4A7C15)
+    z ^= np.uint64(j & 0x1FFFFF) * np.uint64(0xC2B2AE3D27D4EB4F)
+    z ^= np.uint64(k & 0x1FFFFF) * np.uint64(0x165667B19E3779F9)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    u = np.float64(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)  # [0, 1)
+    return (u - 0.5) * 3.4641016151377544  # √12
+
+
+@inlined
+def _smooth(u):
+    return u * u * (3.0 - 2.0 * u)
+
+
+@inlined
+def _noise(x, y, z, seed):
+    fx, fy, fz = np.floor(x), np.floor(y), np.floor(z)
+    i, j, k = np.int64(fx), np.int64(fy), np.int64(fz)
+    sx, sy, sz = _smooth(x - fx), _smooth(y - fy), _smooth(z - fz)
+    total = 0.0
+    for di in range(2):
+        wx = sx if di else 1.0 - sx
+        for dj in range(2):
+            wy = sy if dj else 1.0 - sy
+            for dk in range(2):
+                wz = sz if dk else 1.0 - sz
+                total += wx * wy * wz * _lattice(i + di, j + dj, k + dk, seed)
+    return total * FIELD_SCALE
+
+
+@kernel
+def _field_kernel(p, inv_length, seed, out):
+    for n in range(p.shape[0]):
+        out[n] = _noise(p[n, 0] * inv_length, p[n, 1] * inv_length, p[n, 2] * inv_length, seed)
+
+
+@kernel
+def _texture_kernel(p, sigma, inv_length, seed, out):
+    shift = 0.5 * sigma * sigma
+    for n in range(p.shape[0]):
+        x, y, z = p[n, 0], p[n, 1], p[n, 2]
+        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+            out[n] = np.float32(1.0)
+            continue
+        out[n] = np.float32(np.exp(sigma * _noise(x * inv_length, y * inv_length, z * inv_length, seed) - shift))
