@@ -157,3 +157,50 @@ def test_integer_fft_power_gives_a_comb_at_low_counts_and_exact_zeros():
     step = 10 ** ((-127.0 - 30) / 10)
     zeros = np.mean(out.counts == 0)
     assert zeros == pytest.approx(1 - math.exp(-2 * step / thermal), abs=0.01)  # P < 2 steps reads 0
+
+
+# -- CFAR on the simulator's own images ------------------------------------------------------------
+def test_effective_cells_of_independent_cells_are_the_cells():
+    from radarays_ros.radar import cfar
+
+    assert cfar.effective_cells(3, 16, [1.0], 1e-3) == pytest.approx(32.0, rel=1e-6)
+    # fully correlated pairs (taps [1, 1] at lag 1 give r_1 = 1/2): fewer effective cells
+    assert cfar.effective_cells(3, 16, [1.0, 1.0], 1e-3) < 32.0
+
+
+@pytest.mark.parametrize("train, pfa", [(16, 1e-3), (32, 1e-3), (32, 1e-4)])
+def test_ca_cfar_false_alarm_rate_on_the_simulators_own_noise_images(train, pfa):
+    from radarays_ros.radar import cfar
+    from radarays_ros.radar.physical.range_response import range_kernel
+    from radarays_ros.sensors.units import resolve_radar_config
+
+    cfg = resolve_radar_config("navtech_ras6")  # the chain's floor over range, 0.5 dB counts, the integer comb
+    clutter, glints = nothing()
+    counts = run_stage(clutter, glints, cfg, np.random.default_rng(7)).counts_f32
+    power = cfar.counts_to_power(counts[:, int(3.0 / BIN):])  # past the leakage plateau
+    fm = cfg.fmcw
+    taps = range_kernel(fm.window, fm.bandwidth_hz, BIN, fm.response_half_width).taps
+    guard = math.ceil(2 * (C / 2e9) / BIN)  # two resolutions, as radar/points
+    n_eff = cfar.effective_cells(guard, train, taps, pfa)
+    assert n_eff < 0.4 * 2 * train  # bins of 0.044 m under a 0.15 m resolution: strongly correlated cells
+    rate = cfar.cfar(power, "ca", guard, train, pfa, n_effective=n_eff).mean()
+    assert pfa / 1.5 < rate < 1.5 * pfa
+    naive = cfar.cfar(power, "ca", guard, train, pfa).mean()  # as if the cells were independent
+    assert naive > 2.5 * pfa
+
+
+def test_radar_points_of_navtech_cir204_in_the_office_are_no_disc_of_false_alarms():
+    from radarays_ros.io.radar_image import radar_points
+    from radarays_ros.sensors.units import RadarUnit, resolve_radar_config
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.loader import load_world
+    from radarays_ros.world.transforms import parse_pose_string
+
+    from pathlib import Path
+
+    world = load_world(Path(__file__).resolve().parents[1] / "radarays_ros/data/worlds/office.sdf")  # a corridor 20 m long
+    unit = RadarUnit("", world, make_backend("embree", world), config=resolve_radar_config("navtech_cir204"), frame_id="radar")
+    pts = radar_points(unit.simulate(parse_pose_string("0 0 0.8 0 0 0"), 0))  # the defaults radar/points uses
+    r = np.hypot(pts["x"], pts["y"])
+    assert len(pts) > 100  # the walls
+    assert r.max() < 80.0  # was ~1 400 points out to 199 m: the Perlin floor's bumps over a local mean
