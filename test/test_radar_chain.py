@@ -16,6 +16,7 @@ from radarays_ros.radar.physical.stage import run_stage
 K_B = 1.380649e-23
 C = 299_792_458.0
 BIN = 0.04381
+EYE4 = np.eye(4)
 BINS = 6848
 CHAIN = {"thermal_noise_at": "if", "phase_noise_dbc_hz": -93.0, "phase_noise_offset_hz": 1e6, "flicker_corner_hz": 1e7,
          "leakage_dbm": -25.0, "leakage_range_m": 0.5, "leakage_spread_m": 0.0, "stc_range_m": 0.0,
@@ -204,3 +205,30 @@ def test_radar_points_of_navtech_cir204_in_the_office_are_no_disc_of_false_alarm
     r = np.hypot(pts["x"], pts["y"])
     assert len(pts) > 100  # the walls
     assert r.max() < 80.0  # was ~1 400 points out to 199 m: the Perlin floor's bumps over a local mean
+
+
+# -- header: firing-time jitter ------------------------------------------------------------------
+def test_oxford_timestamps_carry_the_frame_time_and_a_seeded_firing_jitter(tmp_path):
+    from test_radar_realism import physical, scene, plate
+    from radarays_ros.io import radar_image as rio
+    from radarays_ros.radar import RadarSimulator
+
+    cfg = physical(azimuth={"count": 400, "time_jitter_s": 2e-5})
+    world = scene(plate(5.0, 1.0))
+    t0 = 1_632_182_400_000_000_000  # 2021-09-21 00:00 UTC, in ns
+    img = RadarSimulator(cfg, world).simulate(EYE4, t0)
+    again = RadarSimulator(cfg, world).simulate(EYE4, t0)
+    assert np.array_equal(img.azimuth_time_ns, again.azimuth_time_ns)  # seeded
+    rio.oxford_polar_png(img, tmp_path / "f.png")
+    counts, azimuth, stamps, _, _ = rio.read_oxford_polar(tmp_path / "f.png")
+    order = np.argsort(stamps)
+    steps = np.diff(stamps[order]).astype(np.float64)  # microseconds
+    assert abs(stamps.min() - t0 // 1000) < 200  # the frame's time, not 0
+    assert steps.mean() == pytest.approx(625.0, abs=0.2)
+    assert np.std(steps) == pytest.approx(math.sqrt(2) * 20.0, rel=0.15)  # differences of N(0, 20 us) jitters
+    # each azimuth fired where the antenna was at its own time: angle offset = -2 pi rate x (time offset)
+    nominal = np.radians(-0.9 * np.arange(400))
+    offset = (img.azimuth_time_ns - (t0 + np.round(np.arange(400) * 625_000))) * 1e-9
+    assert np.allclose(img.azimuth_rad - nominal, -2 * np.pi * 4.0 * offset, atol=1e-12)
+    plain = RadarSimulator(physical(azimuth={"count": 400}), world).simulate(EYE4, t0)
+    assert np.all(np.diff(plain.azimuth_time_ns) == 625_000)  # no jitter configured: exact steps as before

@@ -40,6 +40,8 @@ class AzimuthConfig:
     step_deg: float = _f(-0.9, float, -360.0, 360.0, doc="azimuth increment per column (RadaRays: -0.9, clockwise)")
     scroll: int = _f(0, int, 0, 100_000, doc="output column of azimuth k is (scroll + k) % count")
     rate_hz: float = _f(4.0, float, 0.0, 1000.0, lo_open=True, doc="sweeps per second; azimuth k fires at t0 + k/(count*rate)")
+    time_jitter_s: float = _f(0.0, float, 0.0, 1e-2, doc="physical: std of each azimuth's firing time about t0 + k/(count*rate) "
+                              "(motor speed wobble, seeded); the antenna's angle follows (encoder values jitter)")
 
 
 @dataclass(frozen=True)
