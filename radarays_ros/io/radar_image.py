@@ -397,8 +397,11 @@ def comparison_figure(items, names, path: str | Path, max_range: float | None = 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, len(items), figsize=(5.2 * len(items), 9.5), dpi=dpi, squeeze=False)
+    import textwrap
+
+    fig, axes = plt.subplots(2, len(items), figsize=(6.0 * len(items), 10.5), dpi=dpi, squeeze=False)
     for k, ((counts, azimuth, res), name) in enumerate(zip(items, names)):
+        name = "\n".join(textwrap.fill(line, 52) for line in str(name).splitlines())  # titles that fit their column
         reach = float(max_range or counts.shape[1] * res)
         n_bins = min(counts.shape[1], int(np.ceil(reach / res)))
         polar = axes[0, k].imshow(np.asarray(counts)[:, :n_bins].T, aspect="auto", origin="upper", cmap="gray",
@@ -407,7 +410,7 @@ def comparison_figure(items, names, path: str | Path, max_range: float | None = 
         axes[0, k].set_xlabel("azimuth index")
         axes[0, k].set_ylabel("range (m)")
         _cartesian_axes(axes[1, k], polar_to_cartesian(counts, azimuth, res, reach), reach, 255.0)
-        axes[1, k].set_title(f"{name.splitlines()[0]}\nCartesian (sensor at the centre, forward up)", fontsize=10)
+        axes[1, k].set_title("Cartesian (sensor at the centre, forward up)", fontsize=10)
     fig.colorbar(polar, ax=axes.ravel().tolist(), label="level (counts; Navtech: 0.5 dB per count)", shrink=0.6)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
