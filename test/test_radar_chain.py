@@ -232,3 +232,27 @@ def test_oxford_timestamps_carry_the_frame_time_and_a_seeded_firing_jitter(tmp_p
     assert np.allclose(img.azimuth_rad - nominal, -2 * np.pi * 4.0 * offset, atol=1e-12)
     plain = RadarSimulator(physical(azimuth={"count": 400}), world).simulate(EYE4, t0)
     assert np.all(np.diff(plain.azimuth_time_ns) == 625_000)  # no jitter configured: exact steps as before
+
+
+# -- every return's own phase-noise skirt --------------------------------------------------------
+def test_a_strong_return_carries_its_phase_noise_skirt_along_its_range_line():
+    cfg = chain_config(azimuths=100, leakage_dbm=None, highpass_range_m=0.0, lowpass_range_m=0.0,
+                       phase_noise_targets=True)
+    p_target = 1e-9  # -60 dBm at 20.5 m on every azimuth but the last
+    a = 100
+    glints = Glints(np.arange(a - 1), np.full(a - 1, 20.5), np.full(a - 1, math.sqrt(p_target) + 0j), np.zeros(a - 1))
+    clutter, _ = nothing()
+    p = run_stage(clutter, glints, cfg, np.random.default_rng(8)).power_w.astype(np.float64)
+    centres = (np.arange(BINS) + 0.5) * BIN
+    thermal = K_B * 290 * 10 ** 1.2 / 6e-4
+    slope, tau = 1e9 / 6e-4, 2 * 20.5 / C
+    for r in (30.0, 60.0, 150.0, 280.0):
+        band = np.abs(centres - r) < 1.0
+        f = 2 * (centres[band] - 20.5) * slope / C
+        # by hand: 4 sin^2(pi f tau) L(f) / T with Leeson's L(f) = L_ref (f_ref / f)^2 (1 + f_c / f) / (1 + f_c / f_ref)
+        skirt = 4 * np.sin(np.pi * f * tau) ** 2 * 10 ** -9.3 * (1e6 / f) ** 2 * (1 + 1e7 / f) / 11.0 / 6e-4
+        expected = np.mean(thermal + p_target * skirt)
+        assert p[:-1, band].mean() == pytest.approx(expected, rel=0.06), r
+        assert expected > 1.5 * thermal  # a skirt well over the noise all along the range line
+    # the azimuth without the target keeps the plain thermal floor
+    assert p[-1, centres > 30].mean() == pytest.approx(thermal, rel=0.03)

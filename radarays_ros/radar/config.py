@@ -201,6 +201,7 @@ class ReceiverConfig:
                                           doc="synthesiser SSB phase noise at phase_noise_offset_hz (dBc/Hz): the leakage's skirt (null = none)")
     phase_noise_offset_hz: float = _f(1.0e6, float, 1.0, 1e10, doc="offset of phase_noise_dbc_hz")
     flicker_corner_hz: float = _f(0.0, float, 0.0, 1e10, doc="phase noise flicker (1/f^3) corner: below it the skirt falls 10 dB/decade")
+    phase_noise_targets: bool = _f(False, bool, doc="every return carries its residual phase-noise skirt along its range line (needs phase_noise_dbc_hz)")
     highpass_range_m: float = _f(0.0, float, 0.0, 10_000.0, doc="IF high-pass (range compensation) corner, as the range of its beat frequency (0 = none)")
     highpass_order: int = _f(2, int, 1, 8, doc="Butterworth order of the high-pass (2: 40 dB/decade, the R^-4 law)")
     lowpass_range_m: float = _f(0.0, float, 0.0, 100_000.0, doc="IF anti-alias low-pass corner, as a range (0 = none)")

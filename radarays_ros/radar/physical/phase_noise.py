@@ -12,6 +12,9 @@ radar transceivers", IEEE JSTSP 2015, where it raises the IF noise floor near th
 For f << 1 / tau the sine is linear: S ~ P_L L_ref f_ref^2 (2 pi tau)^2 (1 + f_c / f) / ((1 + f_c / f_ref) T),
 flat above the flicker corner and falling 10 dB per decade below it. Offsets are taken at >= 1 / T
 (the FFT's own bin width: the skirt cannot be resolved closer to the tone).
+Every return carries the same synthesiser's phase noise, decorrelated by its own delay 2 R / c: far
+targets keep far more of it than the leakage (tau^2), so a strong return spreads a skirt along its range
+line, seen through the beam in the neighbouring azimuths as well (skirt_per_watt with the return's range).
 """
 from __future__ import annotations
 
@@ -32,11 +35,19 @@ def ssb_phase_noise(offset_hz, l_ref_dbc_hz: float, ref_offset_hz: float, flicke
             / (1.0 + flicker_corner_hz / ref_offset_hz))
 
 
+def skirt_per_watt(range_m, source_range_m, l_ref_dbc_hz: float, ref_offset_hz: float, flicker_corner_hz: float,
+                   bandwidth_hz: float, chirp_time_s: float) -> np.ndarray:
+    """S / P per range bin at ranges range_m of a return at source_range_m (broadcast against each
+    other): 4 sin^2(pi f tau) L(f) / T, tau = 2 R_source / c, f the beat offset (>= 1 / T)."""
+    f = np.abs(beat_frequency(range_m, bandwidth_hz, chirp_time_s) - beat_frequency(source_range_m, bandwidth_hz, chirp_time_s))
+    f = np.maximum(f, 1.0 / chirp_time_s)
+    tau = 2.0 * np.asarray(source_range_m, np.float64) / C
+    residual = 4.0 * np.sin(np.pi * f * tau) ** 2
+    return residual * ssb_phase_noise(f, l_ref_dbc_hz, ref_offset_hz, flicker_corner_hz) / chirp_time_s
+
+
 def leakage_skirt_w(range_m, leakage_w: float, leakage_range_m: float, l_ref_dbc_hz: float, ref_offset_hz: float,
                     flicker_corner_hz: float, bandwidth_hz: float, chirp_time_s: float) -> np.ndarray:
     """S per range bin (W) at ranges range_m: the residual phase noise of a leakage of leakage_w watts."""
-    f = np.abs(beat_frequency(range_m, bandwidth_hz, chirp_time_s) - beat_frequency(leakage_range_m, bandwidth_hz, chirp_time_s))
-    f = np.maximum(f, 1.0 / chirp_time_s)
-    tau = 2.0 * leakage_range_m / C
-    residual = 4.0 * np.sin(np.pi * f * tau) ** 2
-    return leakage_w * residual * ssb_phase_noise(f, l_ref_dbc_hz, ref_offset_hz, flicker_corner_hz) / chirp_time_s
+    return leakage_w * skirt_per_watt(range_m, leakage_range_m, l_ref_dbc_hz, ref_offset_hz, flicker_corner_hz,
+                                      bandwidth_hz, chirp_time_s)

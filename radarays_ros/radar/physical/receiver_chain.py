@@ -1,6 +1,7 @@
 """The receiver as the chain it is: what is shaped by which stage, in order.
 
     antenna -> mixer:   signals (clutter, glints, leakage) + leakage phase-noise skirt S(R) (phase_noise.py)
+                        [+ every return's own skirt along its azimuth when receiver.phase_noise_targets]
                         [+ thermal noise N here when receiver.thermal_noise_at = input]
     IF filters:         x G(R) = STC(R) |H_hp(R)|^2 |H_lp(R)|^2   (stc.py, if_filters.py)
     IF amplifier:       + thermal noise N = k T F / T_chirp (thermal_noise.py) when thermal_noise_at = if
@@ -9,7 +10,7 @@
     range FFT, |.|^2:   log detector, 0.5 dB per count (detector.py)
 
 So per range bin the expected power of a noise-only image is
-    E P(R) = G(R) (S(R) + [N]_input) + [N]_if + D_row
+    E P(R) = G(R) (S(R) + [S_returns,row(R)] + [N]_input) + [N]_if + D_row
 (each term independent, circular Gaussian), and a signal of received power P at range R reads
 g_row G(R) P at its peak. With thermal noise at the IF (after the filters) the near range keeps its
 ordinary noise: the high-pass attenuates targets and the skirt there, not the amplifier's own noise.
@@ -33,6 +34,7 @@ class Chain:
     thermal: float  # N, k T F / T per bin
     full_scale_w: float | None  # input power of a tone that reaches ADC full scale (None: no clipping)
     samples: int  # real ADC samples per chirp
+    skirts: "Skirts | None" = None  # the returns' own phase-noise skirts (None: the leakage's only)
 
     @property
     def floor(self) -> np.ndarray:
@@ -45,6 +47,54 @@ class Chain:
         if self.full_scale_w is None:
             return np.ones_like(tone_w), np.zeros_like(tone_w)
         return clipping.distortion_per_bin(tone_w, self.full_scale_w, self.samples)
+
+
+CELL_M = 1.0  # the returns' skirts are summed on cells of this size (the skirt is smooth beyond its source's cell)
+
+
+@dataclass(frozen=True)
+class Skirts:
+    """The phase-noise skirts of returns (phase_noise.skirt_per_watt), summed on coarse range cells:
+    S(row, cell j) = sum_i P(row, cell i) K[i, j], then interpolated linearly to the bins. K is 0 for
+    the source's own and neighbouring cells (there the return's own range response dominates) and for
+    sources nearer than `first_m` (the leakage, whose skirt the chain holds already)."""
+    kernel: np.ndarray  # (C, C) W per bin per W of source
+    cell_of_bin: np.ndarray  # (B,) coarse cell of each bin (for summing sources)
+    lo: np.ndarray  # (B,) interpolation: cell below each bin centre ...
+    weight: np.ndarray  # (B,) ... and the weight of the cell above
+
+    def of_sources(self, power_cells: np.ndarray) -> np.ndarray:
+        """(rows, B) skirt power per bin of (rows, C) source powers."""
+        s = power_cells @ self.kernel
+        hi = np.minimum(self.lo + 1, s.shape[1] - 1)
+        return s[:, self.lo] * (1.0 - self.weight) + s[:, hi] * self.weight
+
+    def cells(self, bin_power: np.ndarray) -> np.ndarray:
+        """(rows, C) sums over each cell of (rows, J <= B) powers per bin."""
+        j = bin_power.shape[1]
+        out = np.zeros((bin_power.shape[0], self.kernel.shape[0]))
+        if j:
+            starts = np.flatnonzero(np.diff(np.concatenate([[-1], self.cell_of_bin[:j]])))
+            out[:, self.cell_of_bin[starts]] = np.add.reduceat(bin_power, starts, axis=1)
+        return out
+
+
+def _skirts(cfg, centres: np.ndarray) -> Skirts:
+    rx, fm = cfg.receiver, cfg.fmcw
+    offset = cfg.range.offset
+    reach = float(centres[-1]) + 0.5 * cfg.range.resolution
+    n = max(1, int(math.ceil((reach - offset) / CELL_M)))
+    mid = offset + (np.arange(n) + 0.5) * CELL_M
+    kernel = phase_noise.skirt_per_watt(mid[None, :], mid[:, None], rx.phase_noise_dbc_hz, rx.phase_noise_offset_hz,
+                                        rx.flicker_corner_hz, fm.bandwidth_hz, fm.chirp_time_s)
+    near = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :]) <= 1
+    kernel[near] = 0.0
+    if rx.leakage_dbm is not None:
+        kernel[mid < rx.leakage_range_m + 0.5 * rx.leakage_spread_m + CELL_M] = 0.0
+    cell_of_bin = np.minimum(((centres - offset) / CELL_M).astype(np.int64), n - 1)
+    position = np.clip((centres - offset) / CELL_M - 0.5, 0.0, n - 1)
+    lo = np.minimum(position.astype(np.int64), n - 1)
+    return Skirts(kernel, cell_of_bin, lo, position - lo)
 
 
 def dbm_to_w(dbm: float) -> float:
@@ -91,4 +141,5 @@ def build(cfg, centres: np.ndarray) -> Chain:
     else:
         post = n
     full = None if rx.full_scale_dbm is None else dbm_to_w(rx.full_scale_dbm)
-    return Chain(gain, pre, post, n, full, adc_samples(cfg))
+    skirts = _skirts(cfg, centres) if rx.phase_noise_targets and rx.phase_noise_dbc_hz is not None else None
+    return Chain(gain, pre, post, n, full, adc_samples(cfg), skirts)

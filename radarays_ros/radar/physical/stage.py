@@ -393,6 +393,12 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
     visible = np.abs(g_amp) ** 2 > 1e-4 * float(chain.floor.min())  # 40 dB under the floor: nothing
     point_taps = glint_taps(g_az[visible], g_pos[visible], g_amp[visible], kernel, b)
     tone = np.bincount(g_az, np.abs(g_amp) ** 2, minlength=a)  # each azimuth's point power at the ADC
+    point_cells = None
+    if chain.skirts is not None:  # each azimuth's point power (at the antenna) per coarse cell: skirt sources
+        cells = chain.skirts.cell_of_bin[np.clip(((g_range - offset) / bin_m).astype(np.int64), 0, b - 1)]
+        n_cells = chain.skirts.kernel.shape[0]
+        point_cells = np.bincount(g_az * n_cells + cells, np.abs(g_amp) ** 2 / np.maximum(receiver_chain.gain_at(cfg, g_range), 1e-300),
+                                  minlength=a * n_cells).reshape(a, n_cells)
     floor = chain.floor
     counts, counts_u8 = np.empty((a, b), np.float32), np.empty((a, b), np.uint8)
     one = np.ones(1)
@@ -402,6 +408,12 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         j = clutter_rows.shape[1]
         rows_tone = tone[k0:k1] + (clutter_rows * chain.gain[:j]).sum(axis=1)
         g, distortion = chain.clip(rows_tone)
+        if chain.skirts is not None:  # the returns' skirts: row-dependent noise before the filters
+            sources = point_cells[k0:k1] + chain.skirts.cells(clutter_rows)
+            noise = floor[None, :] + chain.gain[None, :] * chain.skirts.of_sources(sources) + distortion[:, None]
+            post = np.sqrt(noise / reference)
+            sig = np.sqrt(chain.gain[None, :] * g[:, None]) / post
+            return sig.astype(np.float32), post.astype(np.float32), np.sqrt(g)
         if not distortion.any():
             post = np.sqrt(floor / reference)[None, :]
             return (np.sqrt(chain.gain)[None, :] / post).astype(np.float32), post.astype(np.float32), one
