@@ -47,9 +47,9 @@ def radar_points(img, k: int = 5, threshold: float = 3.0, min_value: float = 1.0
     Physical images (log-detector counts): the test runs on linear power (the intensity is that relative
     power), and with `pfa` the threshold is the CA factor of that false-alarm rate for the image's own
     correlated bins (effective training cells from its range response) instead of `threshold`.
-    RadaRays images: their ambient noise is a smooth floor model, not exponential noise, so a local mean
-    is no noise estimate between its bumps; a detection must also exceed `threshold` x the azimuth's
-    median (its floor).
+    RadaRays images: their ambient noise is a smooth floor model with Perlin bumps, not exponential noise,
+    so a local mean is no noise estimate between the bumps; a detection must also exceed the largest value
+    that noise can take at its range (radar/noise.ambient_bound x signal_max, + 4 system_std).
     """
     from ..radar import cfar
 
@@ -77,8 +77,12 @@ def radar_points(img, k: int = 5, threshold: float = 3.0, min_value: float = 1.0
         above = values > cfar.ca_threshold(noise, count, train, pfa, n_eff)
     else:
         above = values > threshold * noise
-        if not physical:
-            above &= values > threshold * np.median(values, axis=1, keepdims=True)
+        if not physical and img.config.output.normalisation in ("radarays", "global", "gazebo"):
+            from ..radar.noise import ambient_bound
+
+            centres = img.range_m + 0.5 * img.config.range.resolution
+            bound = img.config.output.signal_max * ambient_bound(img.config.noise, centres) + 4.0 * img.config.noise.system_std
+            above &= values > bound[None, :]
     left = np.concatenate([np.full((a, 1), -np.inf), values[:, :-1]], axis=1)
     right = np.concatenate([values[:, 1:], np.full((a, 1), -np.inf)], axis=1)
     peak = above & (values >= min_value) & (values >= left) & (values > right)
