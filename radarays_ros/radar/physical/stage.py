@@ -400,6 +400,8 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         point_cells = np.bincount(g_az * n_cells + cells, np.abs(g_amp) ** 2 / np.maximum(receiver_chain.gain_at(cfg, g_range), 1e-300),
                                   minlength=a * n_cells).reshape(a, n_cells)
     floor = chain.floor
+    floor32, gain32 = floor.astype(np.float32), chain.gain.astype(np.float32)
+    root_gain32 = np.sqrt(chain.gain).astype(np.float32)
     counts, counts_u8 = np.empty((a, b), np.float32), np.empty((a, b), np.uint8)
     one = np.ones(1)
 
@@ -408,12 +410,17 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         j = clutter_rows.shape[1]
         rows_tone = tone[k0:k1] + (clutter_rows * chain.gain[:j]).sum(axis=1)
         g, distortion = chain.clip(rows_tone)
-        if chain.skirts is not None:  # the returns' skirts: row-dependent noise before the filters
+        if chain.skirts is not None:  # the returns' skirts: row-dependent noise before the filters (float32)
             sources = point_cells[k0:k1] + chain.skirts.cells(clutter_rows)
-            noise = floor[None, :] + chain.gain[None, :] * chain.skirts.of_sources(sources) + distortion[:, None]
-            post = np.sqrt(noise / reference)
-            sig = np.sqrt(chain.gain[None, :] * g[:, None]) / post
-            return sig.astype(np.float32), post.astype(np.float32), np.sqrt(g)
+            post = chain.skirts.of_sources(sources)
+            post *= gain32
+            post += floor32
+            post += distortion.astype(np.float32)[:, None]
+            post *= np.float32(1.0 / reference)
+            np.sqrt(post, out=post)
+            sig = np.multiply(root_gain32[None, :], np.sqrt(g).astype(np.float32)[:, None])
+            sig /= post
+            return sig, post, np.sqrt(g)
         if not distortion.any():
             post = np.sqrt(floor / reference)[None, :]
             return (np.sqrt(chain.gain)[None, :] / post).astype(np.float32), post.astype(np.float32), one
