@@ -65,7 +65,8 @@ class Skirts:
     def of_sources(self, power_cells: np.ndarray) -> np.ndarray:
         """(rows, B) float32 skirt power per bin of (rows, C) source powers (a small product, then a sparse
         interpolation: no BLAS threads, no dense gathers)."""
-        s = np.einsum("ri,ij->rj", power_cells, self.kernel)
+        used = np.flatnonzero(power_cells.any(axis=0))  # cells that hold returns (a street: the first 100 m)
+        s = np.einsum("ri,ij->rj", power_cells[:, used], self.kernel[used])
         return np.ascontiguousarray((self.interpolation @ s.T).T, dtype=np.float32)
 
     def cells(self, bin_power: np.ndarray) -> np.ndarray:
