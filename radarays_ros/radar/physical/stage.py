@@ -3,6 +3,12 @@
     field = conv_range(sqrt(V) z + sqrt(N / enbw) n, K) + sum_glints a K(k - x) + leakage
     P = |field|^2 x 10^(-STC(R) / 10),  counts = log detector (0.5 dB per count, 8 bits)
 
+That is the plain receiver (thermal noise at the input, STC on everything). A receiver with any chain
+stage (receiver_chain.py: phase-noise skirts, IF filters, thermal noise after them, ADC clipping, leakage
+plateau) runs _chain_stage: the same draws, with the clutter scaled by the chain's signal gain over its
+noise before the range response, the field by the chain's noise over range (per azimuth: clipping and
+skirts) after it, and the points by the filters at their range.
+
 V: expected clutter power per bin (clutter footprints spread over their range extent); z: unit speckle
 field (speckle.py; 1 with scatter.speckle off, then the expected power is used instead of a draw);
 n: unit white noise, N the thermal noise per bin (thermal_noise.py); K: range response taps
