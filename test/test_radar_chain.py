@@ -294,3 +294,18 @@ def test_ground_level_over_range_is_sigma0_of_the_grazing_angle_through_the_elev
                     * w_az * math.sqrt(math.pi / (8 * math.log(2))) / ((4 * math.pi) ** 3 * centres[band] ** 4 * 10 ** 0.3))
         measured = p[band].mean()
         assert 10 * math.log10(measured / expected.mean()) == pytest.approx(0.0, abs=1.0), r
+
+
+def test_cli_oxford_png_named_by_its_time_carries_that_time(tmp_path):
+    from pathlib import Path
+
+    from radarays_ros.cli import main as cli_main
+    from radarays_ros.io import radar_image as rio
+
+    world = Path(__file__).resolve().parents[1] / "radarays_ros/data/worlds/office.sdf"
+    out = tmp_path / "1700000000000000.png"
+    assert cli_main(["radar", str(world), "--pose", "0 0 0.8 0 0 0", "--config", "navtech_cir204_realistic", "--set", "range.bins=200",
+                     "--png-style", "oxford", "--out", str(out)]) == 0
+    _, _, stamps, _, _ = rio.read_oxford_polar(out)
+    assert abs(int(stamps.min()) - 1_700_000_000_000_000) < 100  # the file's own time (jitter: 10 us)
+    assert np.ptp(stamps) == pytest.approx(399 * 625, abs=60)  # one sweep at 4 Hz (399 steps of 625 us, +- jitter)
