@@ -102,7 +102,7 @@ def test_cfar_false_alarm_rate_on_noise_matches_pfa(method, pfa):
     rng = np.random.default_rng(5)
     noise = rng.exponential(1.0, (400, 2000))  # square-law detected Gaussian noise
     hits = cfar(noise, method, guard=3, train=16, pfa=pfa)
-    tested = 400 * (2000 - 2 * 19)
+    tested = 400 * 2000  # windows cut at the ends keep their cells (one edge rule, radar/cfar.py)
     rate = hits.sum() / tested
     sigma = math.sqrt(pfa * (1 - pfa) / tested)
     assert abs(rate - pfa) < 4 * sigma + 0.05 * pfa
@@ -197,3 +197,89 @@ def test_radar_figure_has_title_rings_and_units(tmp_path):
     assert rgb.shape[0] > 400 and rgb.shape[1] > 400
     assert "Navtech counts" in rio.level_label(img)
     assert "RadaRays" in rio.level_label(synthetic_image(np.zeros((4, 8), np.uint8), -90, physical=False))
+
+
+# -- compare: floor profile, spokes, quiet correlations, comb, similarity, resolution inference -----
+def test_compare_floor_slope_trend_rings_and_spokes():
+    from radarays_ros.radar.compare import image_stats as stats_of
+
+    rng = np.random.default_rng(11)
+    res = 0.05
+    r = (np.arange(4000) + 0.5) * res
+    floor = 40.0 - 10.0 * np.log10(np.maximum(r, 5.0) / 5.0)  # falls 10 dB per decade from 5 m
+    levels = floor[None, :] + 10 * np.log10(rng.exponential(1.0, (400, 4000)))
+    counts = np.clip(np.round(2 * levels), 0, 255)
+    s = stats_of(counts, res, 0.9)
+    assert s.floor_slope_db_per_decade == pytest.approx(-10.0, abs=0.7)
+    assert s.trend_rings == 0 and s.spokes == 0
+    counts[:, 3000:3004] += 20  # a ring 10 dB over the (falling) floor where the global floor is higher
+    counts[17] += 20  # a spoke: one azimuth 10 dB up over all its range
+    s = stats_of(np.clip(counts, 0, 255), res, 0.9)
+    assert s.trend_rings == 1 and s.spokes == 1
+
+
+def test_compare_quiet_correlations_comb_and_zeros():
+    from radarays_ros.radar.compare import image_stats as stats_of
+
+    rng = np.random.default_rng(12)
+    levels = 30 + 3 * rng.standard_normal((400, 2000))
+    levels[1::2] = levels[0::2]  # azimuth pairs: half the neighbouring pairs identical, half independent
+    s = stats_of(2 * levels, 0.05, 0.9)
+    # quiet cells lie under the trend + 3 dB = 1 std: an identical pair is quiet with q = Phi(1), an
+    # independent one with q^2, so identical pairs make 1 / (1 + q) of the quiet pairs, their correlation
+    q = 0.5 * (1 + math.erf(1 / math.sqrt(2)))
+    assert s.quiet_azimuth_correlation == pytest.approx(1 / (1 + q), abs=0.02)
+    assert s.quiet_range_correlation_m == pytest.approx(0.05)  # white along range
+    # an integer FFT power's log: counts 20 log10(k) of integer k, k = 0 reading 0
+    power = np.floor(rng.exponential(3.0, (400, 2000)))
+    comb = np.rint(20 * np.log10(np.maximum(power, 1)))
+    s = stats_of(comb, 0.05, 0.9)
+    assert s.zero_fraction == pytest.approx(1 - math.exp(-2 / 3.0), abs=0.01)  # k <= 1
+    assert s.low_count_levels == len({round(20 * math.log10(k)) for k in range(1, 10)})  # 0, 6, 10, 12, ... 19 (k = 10 reads 20)
+    assert stats_of(np.clip(np.round(2 * levels) - 50, 0, 255), 0.05, 0.9).low_count_levels == 20  # a smooth detector
+
+
+def test_similarity_scores_known_answers():
+    from radarays_ros.radar.compare import co_register, mutual_information, ssim
+
+    rng = np.random.default_rng(13)
+    a = rng.integers(0, 4, (200, 300)).astype(float)
+    assert mutual_information(a, a) == pytest.approx(math.log(4), abs=0.01)  # = the entropy of 4 equal levels
+    assert mutual_information(a, rng.integers(0, 4, (200, 300))) < 0.001
+    img = rng.integers(0, 256, (200, 300)).astype(float)
+    assert ssim(img, img) == pytest.approx(1.0)
+    assert abs(ssim(img, rng.integers(0, 256, (200, 300)).astype(float))) < 0.02
+    # co-registration: a simulated image at twice the resolution and reversed azimuth order maps onto the real grid
+    az = -np.radians(0.9 * np.arange(400))
+    real = np.tile(np.arange(100, dtype=float), (400, 1))
+    sim = np.tile(np.repeat(np.arange(100, dtype=float), 2), (400, 1))[::-1]
+    got_real, got_sim = co_register((real, az, 0.1), (sim, az[::-1], 0.05))
+    assert np.array_equal(got_real, got_sim)
+
+
+@pytest.mark.parametrize("stem, expected", [("1632182400000001", 0.04381), ("1606417230036848", 0.0596),
+                                            ("1547131046353776", 0.0432)])
+def test_compare_infers_the_range_resolution_as_the_dataset_readers_do(tmp_path, stem, expected):
+    from radarays_ros.radar.compare.cli import infer_resolution
+
+    img = synthetic_image(np.full((400, 100), 30, np.uint8), -0.9)
+    path = rio.oxford_polar_png(img, tmp_path / f"{stem}.png")
+    (tmp_path / f"{stem}.png.yaml").unlink()
+    assert infer_resolution(path)[0] == expected
+    other = rio.oxford_polar_png(img, tmp_path / "frame.png")
+    (tmp_path / "frame.png.yaml").unlink()
+    with pytest.raises(ConfigError, match="--real-resolution.*0.0432.*0.04381"):
+        infer_resolution(other)
+
+
+def test_compare_cli_prints_profile_and_similarity(tmp_path, capsys):
+    rng = np.random.default_rng(14)
+    counts = speckle_counts(rng, (400, 500)).astype(np.uint8)
+    real = synthetic_image(counts, -0.9)
+    rio.oxford_polar_png(real, tmp_path / "real.png")
+    np.savez(tmp_path / "sim.npz", image=counts, azimuth_rad=real.azimuth_rad, range_m=real.range_m)
+    assert cli_main(["compare", str(tmp_path / "real.png"), str(tmp_path / "sim.npz"), "--json", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "floor vs range" in out and "SSIM" in out
+    similarity = json.loads((tmp_path / "c.json").read_text())["similarity"]
+    assert similarity["ssim"] == pytest.approx(1.0)  # the same frame on both sides

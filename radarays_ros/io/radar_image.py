@@ -36,49 +36,56 @@ def radar_image_msg(img, t_ns: int, frame_id: str, layout: str = "range_rows", e
 
 
 # -- radar point cloud -----------------------------------------------------------------------------
-def _cfar_noise(values: np.ndarray, guard: int, train: int) -> np.ndarray:
-    """Cell-averaging CFAR noise estimate along range: mean of `train` cells each side beyond `guard`."""
-    a, b = values.shape
-    csum = np.concatenate([np.zeros((a, 1)), np.cumsum(values, axis=1)], axis=1)
-    idx = np.arange(b)
-
-    def window_sum(lo, hi):  # sum over [lo, hi) clipped to the image
-        lo, hi = np.clip(lo, 0, b), np.clip(hi, 0, b)
-        return csum[:, hi] - csum[:, lo], (hi - lo)
-
-    s1, n1 = window_sum(idx - guard - train, idx - guard)
-    s2, n2 = window_sum(idx + guard + 1, idx + guard + 1 + train)
-    count = np.maximum(n1 + n2, 1)
-    return (s1 + s2) / count
-
-
 def radar_points(img, k: int = 5, threshold: float = 3.0, min_value: float = 1.0, guard: int | None = None,
-                 train: int = 16, z: float = 0.0) -> np.ndarray:
+                 train: int = 16, z: float = 0.0, pfa: float | None = None) -> np.ndarray:
     """Per azimuth the k strongest local range peaks above a CA-CFAR threshold, as x, y, z, intensity.
 
-    A bin is a detection when its value exceeds `threshold` times the mean of `train` bins on each side
+    A bin is a detection when its value exceeds the threshold over the mean of `train` bins on each side
     (skipping `guard` bins, by default the range kernel's width so that a return's own spread is not
-    taken for noise), exceeds `min_value`, and is a local maximum along range. Points are in the
-    sensor frame at the bin centre (intensity = image_f32 value; for the physical stage's log counts the
-    test runs on linear power, the intensity is that relative power).
+    taken for noise; radar/cfar.py's one CA estimator and edge rule), exceeds `min_value`, and is a local
+    maximum along range. Points are in the sensor frame at the bin centre.
+    Physical images (log-detector counts): the test runs on linear power (the intensity is that relative
+    power), and with `pfa` the threshold is the CA factor of that false-alarm rate for the image's own
+    correlated bins (effective training cells from its range response) instead of `threshold`.
+    RadaRays images: their ambient noise is a smooth floor model with Perlin bumps, not exponential noise,
+    so a local mean is no noise estimate between the bumps; a detection must also exceed the largest value
+    that noise can take at its range (radar/noise.ambient_bound x signal_max, + 4 system_std).
     """
+    from ..radar import cfar
+
     if k < 1:
         raise ConfigError(f"radar_points: k = {k}: must be >= 1")
+    if pfa is not None and not 0 < pfa < 1:
+        raise ConfigError(f"radar_points: pfa = {pfa}: must be in (0, 1)")
     values = np.asarray(img.image_f32, np.float64)
-    if _is_physical(img):  # log-detector counts: CFAR on linear power, guard = two range resolutions
-        from ..radar.cfar import counts_to_power
-
-        values = counts_to_power(values, img.config.receiver.db_per_count)
+    physical = _is_physical(img)
+    if physical:  # log-detector counts: CFAR on linear power, guard = two range resolutions
+        values = cfar.counts_to_power(values, img.config.receiver.db_per_count)
         if guard is None:
             guard = int(np.ceil(2 * 299_792_458.0 / (2 * img.config.fmcw.bandwidth_hz) / img.resolution))
     if guard is None:
         kernel = img.config.kernel
         guard = kernel.width if kernel.type != "none" else 2
     a, b = values.shape
-    noise = _cfar_noise(values, guard, train)
+    noise, count = cfar.ca_noise(values, guard, train)
+    if physical and pfa is not None:
+        from ..radar.physical.range_response import range_kernel
+
+        fm = img.config.fmcw
+        taps = range_kernel(fm.window, fm.bandwidth_hz, img.resolution, fm.response_half_width).taps
+        n_eff = cfar.effective_cells(guard, train, taps, pfa)
+        above = values > cfar.ca_threshold(noise, count, train, pfa, n_eff)
+    else:
+        above = values > threshold * noise
+        if not physical and img.config.output.normalisation in ("radarays", "global", "gazebo"):
+            from ..radar.noise import ambient_bound
+
+            centres = img.range_m + 0.5 * img.config.range.resolution
+            bound = img.config.output.signal_max * ambient_bound(img.config.noise, centres) + 4.0 * img.config.noise.system_std
+            above &= values > bound[None, :]
     left = np.concatenate([np.full((a, 1), -np.inf), values[:, :-1]], axis=1)
     right = np.concatenate([values[:, 1:], np.full((a, 1), -np.inf)], axis=1)
-    peak = (values > threshold * noise) & (values >= min_value) & (values >= left) & (values > right)
+    peak = above & (values >= min_value) & (values >= left) & (values > right)
     score = np.where(peak, values, -np.inf)
     kk = min(k, b)
     top = np.argpartition(-score, kk - 1, axis=1)[:, :kk]
@@ -394,18 +401,21 @@ def comparison_figure(items, names, path: str | Path, max_range: float | None = 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, len(items), figsize=(5.2 * len(items), 9.5), dpi=dpi, squeeze=False)
+    import textwrap
+
+    fig, axes = plt.subplots(2, len(items), figsize=(6.0 * len(items), 10.5), dpi=dpi, squeeze=False)
     for k, ((counts, azimuth, res), name) in enumerate(zip(items, names)):
+        name = "\n".join(textwrap.fill(line, 52) for line in str(name).splitlines())  # titles that fit their column
         reach = float(max_range or counts.shape[1] * res)
         n_bins = min(counts.shape[1], int(np.ceil(reach / res)))
         polar = axes[0, k].imshow(np.asarray(counts)[:, :n_bins].T, aspect="auto", origin="upper", cmap="gray",
                                   vmin=0, vmax=255, extent=(0, len(counts), n_bins * res, 0), interpolation="nearest")
-        axes[0, k].set_title(f"{name}: polar")
+        axes[0, k].set_title(f"{name}\npolar (rows: range)", fontsize=10)
         axes[0, k].set_xlabel("azimuth index")
         axes[0, k].set_ylabel("range (m)")
         _cartesian_axes(axes[1, k], polar_to_cartesian(counts, azimuth, res, reach), reach, 255.0)
-        axes[1, k].set_title(f"{name}: Cartesian")
-    fig.colorbar(polar, ax=axes.ravel().tolist(), label="level (counts)", shrink=0.6)
+        axes[1, k].set_title("Cartesian (sensor at the centre, forward up)", fontsize=10)
+    fig.colorbar(polar, ax=axes.ravel().tolist(), label="level (counts; Navtech: 0.5 dB per count)", shrink=0.6)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, bbox_inches="tight")

@@ -37,7 +37,9 @@ def add_parser(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set beam.width_deg=10 (repeatable)")
     p.add_argument("--seed", type=int, help="random seed (overrides the config's)")
-    p.add_argument("--t-ns", type=int, default=0, help="sweep start time in ns (stamps and azimuth times)")
+    p.add_argument("--t-ns", type=int, default=None,
+                   help="sweep start time in ns (stamps and azimuth times); default: the time an Oxford/Boreas "
+                        "file name holds (microseconds, e.g. --out 1700000000000000.png), else 0")
     p.add_argument("--frame-id", default="radar", help="sensor frame id in messages (default: radar)")
     p.add_argument("--layout", default="range_rows", choices=("range_rows", "azimuth_rows"), help="Image layout in .mcap")
     p.add_argument("--encoding", default="mono8", choices=("mono8", "32FC1"), help="Image encoding in .mcap")
@@ -103,6 +105,8 @@ def _run(args) -> int:
         raise ConfigError(f"--out {out}: the suffix must be one of {', '.join(OUTPUT_SUFFIXES)}")
     if args.png_style != "polar" and out.suffix.lower() != ".png":
         raise ConfigError(f"--png-style {args.png_style}: only for a .png output (got --out {out})")
+    if args.t_ns is None:  # Oxford/Boreas frames are named by their time in microseconds: the frame's time
+        args.t_ns = int(out.stem) * 1000 if out.stem.isdigit() and 15 <= len(out.stem) <= 16 else 0
     T_NS.check(args.t_ns, "--t-ns")
     config = load_config(args.config, parse_overrides(args.set), args.seed)
     pose = parse_pose_string(args.pose, degrees=args.degrees, what="--pose")

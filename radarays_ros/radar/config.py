@@ -41,6 +41,8 @@ class AzimuthConfig:
     step_deg: float = _f(-0.9, float, -360.0, 360.0, doc="azimuth increment per column (RadaRays: -0.9, clockwise)")
     scroll: int = _f(0, int, 0, 100_000, doc="output column of azimuth k is (scroll + k) % count")
     rate_hz: float = _f(4.0, float, 0.0, 1000.0, lo_open=True, doc="sweeps per second; azimuth k fires at t0 + k/(count*rate)")
+    time_jitter_s: float = _f(0.0, float, 0.0, 1e-2, doc="physical: std of each azimuth's firing time about t0 + k/(count*rate) "
+                              "(motor speed wobble, seeded); the antenna's angle follows (encoder values jitter)")
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,24 @@ class ReceiverConfig:
     leakage_range_m: float = _f(0.3, float, 0.0, 100.0, doc="apparent range of the leakage")
     zero_dbm: float = _f(-140.0, float, -300.0, 100.0, doc="power that reads 0 counts")
     db_per_count: float = _f(0.5, float, 0.0, 100.0, lo_open=True, doc="log detector step (Navtech: 0.5 dB per count)")
+    # the receiver chain (physical/receiver_chain.py); the defaults keep the plain model (STC on everything)
+    thermal_noise_at: str = _f("input", str, choices=("input", "if"),
+                               doc="thermal noise enters before the STC/IF filters (input) or after them (if)")
+    phase_noise_dbc_hz: float | None = _f(None, float, -200.0, 0.0, nullable=True,
+                                          doc="synthesiser SSB phase noise at phase_noise_offset_hz (dBc/Hz): the leakage's skirt (null = none)")
+    phase_noise_offset_hz: float = _f(1.0e6, float, 1.0, 1e10, doc="offset of phase_noise_dbc_hz")
+    flicker_corner_hz: float = _f(0.0, float, 0.0, 1e10, doc="phase noise flicker (1/f^3) corner: below it the skirt falls 10 dB/decade")
+    phase_noise_targets: bool = _f(False, bool, doc="every return carries its residual phase-noise skirt along its range line (needs phase_noise_dbc_hz)")
+    highpass_range_m: float = _f(0.0, float, 0.0, 10_000.0, doc="IF high-pass (range compensation) corner, as the range of its beat frequency (0 = none)")
+    highpass_order: int = _f(2, int, 1, 8, doc="Butterworth order of the high-pass (2: 40 dB/decade, the R^-4 law)")
+    lowpass_range_m: float = _f(0.0, float, 0.0, 100_000.0, doc="IF anti-alias low-pass corner, as a range (0 = none)")
+    lowpass_order: int = _f(4, int, 1, 16, doc="Butterworth order of the anti-alias low-pass")
+    full_scale_dbm: float | None = _f(None, float, -200.0, 60.0, nullable=True,
+                                      doc="input power of a tone at ADC full scale: stronger rows clip (spokes); null = no clipping")
+    adc_samples: int | None = _f(None, int, 2, 10_000_000, nullable=True,
+                                 doc="real ADC samples per chirp (null: Nyquist at the last bin, 2 R_max / (c / 2B))")
+    leakage_spread_m: float = _f(0.0, float, 0.0, 100.0, doc="leakage as a speckled plateau this wide around leakage_range_m (0 = a point)")
+    integer_power: bool = _f(False, bool, doc="FFT power in integer steps of the zero_dbm level before the log (a comb at low counts, exact zeros)")
 
 
 @dataclass(frozen=True)

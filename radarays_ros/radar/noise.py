@@ -46,6 +46,16 @@ def ambient_noise(cfg, signal: np.ndarray, colmax: np.ndarray, resolution: float
     return t
 
 
+def ambient_bound(cfg, range_m: np.ndarray) -> np.ndarray:
+    """The largest ambient noise N / M can reach at each range: |amp p + F(r)| <= max(at_signal_0,
+    at_signal_1) + F(r), since |p| <= 1 (uniform in [0, 1); improved Perlin noise in [-1, 1]); 0 for none."""
+    r = np.asarray(range_m, np.float64)
+    if cfg.ambient == "none":
+        return np.zeros_like(r)
+    floor = (cfg.energy_max - cfg.energy_min) * np.exp(-cfg.energy_loss * r) + cfg.energy_min
+    return max(cfg.at_signal_0, cfg.at_signal_1) + floor
+
+
 def system_noise(shape, std: float, rng: np.random.Generator) -> np.ndarray:
     """White Gaussian noise in output units (0 when std = 0; no draw is made then)."""
     if std <= 0:

@@ -107,8 +107,15 @@ class RadarSimulator:
     def column_frames(self, pose, t0_ns: int):
         """Each azimuth's firing time, sensor pose, angle and world <- column rotation (sensor pose · Rz(azimuth))."""
         times = self.firing_times(t0_ns)
-        poses = self._sensor_poses(pose, times)
         theta = self.azimuths()
+        az = self.config.azimuth
+        if az.time_jitter_s > 0 and self.config.sensor.model == "physical":
+            # firing times wobble about the nominal ones; the antenna keeps turning, so each azimuth fires
+            # where it is at its own time (the encoder reads that angle)
+            jitter = np.random.default_rng([self.config.seed, 0x717, self.frame]).normal(0.0, az.time_jitter_s, len(times))
+            times = times + np.round(jitter * 1e9).astype(np.int64)
+            theta = theta + np.sign(az.step_deg) * 2.0 * np.pi * az.rate_hz * (times - self.firing_times(t0_ns)) * 1e-9
+        poses = self._sensor_poses(pose, times)
         c, s = np.cos(theta), np.sin(theta)
         rz = np.zeros((len(theta), 3, 3))
         rz[:, 0, 0], rz[:, 0, 1], rz[:, 1, 0], rz[:, 1, 1], rz[:, 2, 2] = c, -s, s, c, 1.0

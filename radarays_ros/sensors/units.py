@@ -151,7 +151,8 @@ class RadarUnit(SensorUnit):
         if "radar/points" in wanted:
             out["radar/points"] = rio.radar_points_msg(
                 result, stamp_ns, self.frame_id, k=self.output["points_k"],
-                threshold=self.output["points_threshold"], min_value=self.output["points_min_value"])
+                threshold=self.output["points_threshold"], min_value=self.output["points_min_value"],
+                pfa=self.output["points_pfa"])
         if "radar/image_cartesian" in wanted:
             out["radar/image_cartesian"] = messages.rgb_image(self.cartesian(result), stamp_ns, self.frame_id)
         return out

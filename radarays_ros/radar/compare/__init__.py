@@ -18,13 +18,31 @@ Every statistic is defined here once, so real and simulated images are measured 
     rings, streaks         range bins (azimuths) where at least half the azimuths (range bins) lie
                            more than 6 dB over the floor, counted as connected runs: artefacts such as
                            fixed-range ground rings, or saturated spokes
+    trend_rings            range bins whose median over azimuth stands more than 3 dB over the smoothed
+                           range trend of that median (a running median over 201 bins), as runs: rings
+                           measured against the floor's own fall with range
+    spokes                 azimuths whose median level (over the outer 90 % of the range) stands more
+                           than 3 dB over the median azimuth's, as runs: clipping spokes
+    floor_slope_db_per_decade
+                           least-squares slope of the floor profile (median level per range band, bands
+                           equal in log range from 5 m) against log10(range): 0 for a flat floor
+    quiet_azimuth_correlation, quiet_range_correlation_m
+                           the two correlations above on quiet cells only (under the smoothed range
+                           trend + 3 dB, pairs of quiet cells): the "floor" between targets
+    zero_fraction          pixels reading exactly 0
+    low_count_levels       distinct values among the counts under 20: 20 for a smooth log detector, a
+                           handful for the comb of an integer FFT power (0, 6, 10, 12, 14, ...)
+Frame against frame (co-registered on one polar grid, similarity): mutual_information (nats of the joint
+histogram of the 8-bit levels, as sklearn's mutual_info_score, the paper's MIS) and ssim (Wang et al.,
+IEEE TIP 13(4), 2004: 7 x 7 uniform windows, K1 = 0.01, K2 = 0.03, data range 255).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.ndimage import maximum_filter, uniform_filter, uniform_filter1d
+from scipy.ndimage import maximum_filter, median_filter, uniform_filter, uniform_filter1d
 
 STRONG_DB = 20.0
 ARTEFACT_DB = 6.0
@@ -48,6 +66,14 @@ class ImageStats:
     azimuth_width_10db_deg: float
     rings: int
     streaks: int
+    trend_rings: int = 0
+    spokes: int = 0
+    floor_slope_db_per_decade: float = 0.0
+    quiet_azimuth_correlation: float = 0.0
+    quiet_range_correlation_m: float = 0.0
+    zero_fraction: float = 0.0
+    low_count_levels: int = 0
+    floor_profile: tuple = ()  # ((band start m, band end m, median dB), ...)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -133,13 +159,132 @@ def image_stats(image: np.ndarray, resolution_m: float, azimuth_step_deg: float,
         azimuth_width_10db_deg=w_a10 * abs(azimuth_step_deg),
         rings=_runs(above.mean(axis=0) >= 0.5),
         streaks=_runs(above.mean(axis=1) >= 0.5),
+        **extra_stats(image, resolution_m, db_per_count),
     )
+
+
+def range_trend(db: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(median over azimuth per range bin, its running median over 201 bins: the floor's range trend)."""
+    profile = np.median(db, axis=0)
+    return profile, median_filter(profile, size=min(201, max(1, len(profile) | 1)), mode="nearest")
+
+
+def floor_profile(db: np.ndarray, resolution_m: float, bands: int = 8) -> list[tuple[float, float, float]]:
+    """Median level per range band, bands equal in log range from 5 m (or the first tenth) to the end."""
+    reach = db.shape[1] * resolution_m
+    start = min(5.0, 0.1 * reach)
+    edges = np.geomspace(start, reach, bands + 1)
+    centres = (np.arange(db.shape[1]) + 0.5) * resolution_m
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        inside = (centres >= lo) & (centres < hi)
+        if inside.any():
+            out.append((float(lo), float(hi), float(np.median(db[:, inside]))))
+    return out
+
+
+def _masked_correlation(x: np.ndarray, ok: np.ndarray, axis: int, lag: int) -> float:
+    n = x.shape[axis]
+    a = np.take(x, np.arange(0, n - lag), axis=axis)
+    b = np.take(x, np.arange(lag, n), axis=axis)
+    both = np.take(ok, np.arange(0, n - lag), axis=axis) & np.take(ok, np.arange(lag, n), axis=axis)
+    a, b = a[both], b[both]
+    if len(a) < 10:
+        return 0.0
+    a, b = a - a.mean(), b - b.mean()
+    denom = math.sqrt(float(np.sum(a * a) * np.sum(b * b)))
+    return float(np.sum(a * b) / denom) if denom > 0 else 0.0
+
+
+def quiet_correlations(db: np.ndarray, resolution_m: float, max_lag: int = 200) -> tuple[float, float]:
+    """(azimuth correlation, range correlation length m) of the quiet cells (under the trend + 3 dB)."""
+    _, trend = range_trend(db)
+    x = db - trend[None, :]
+    quiet = x < ARTEFACT_DB / 2
+    az = _masked_correlation(x, quiet, 0, 1)
+    for lag in range(1, min(max_lag, db.shape[1] - 1)):
+        if _masked_correlation(x, quiet, 1, lag) < math.exp(-1.0):
+            return az, lag * resolution_m
+    return az, min(max_lag, db.shape[1] - 1) * resolution_m
+
+
+def extra_stats(image: np.ndarray, resolution_m: float, db_per_count: float) -> dict:
+    db = levels_db(image, db_per_count)
+    profile, trend = range_trend(db)
+    outer = db[:, db.shape[1] // 10:]
+    per_azimuth = np.median(outer, axis=1)
+    bands = floor_profile(db, resolution_m)
+    slope = 0.0
+    if len(bands) >= 2:
+        x = np.log10([math.sqrt(lo * hi) for lo, hi, _ in bands])
+        slope = float(np.polyfit(x, [v for _, _, v in bands], 1)[0])
+    quiet_az, quiet_r = quiet_correlations(db, resolution_m)
+    counts = np.asarray(image)
+    return dict(trend_rings=_runs(profile > trend + ARTEFACT_DB / 2),
+                spokes=_runs(per_azimuth > np.median(per_azimuth) + ARTEFACT_DB / 2),
+                floor_slope_db_per_decade=slope, quiet_azimuth_correlation=quiet_az, quiet_range_correlation_m=quiet_r,
+                zero_fraction=float(np.mean(counts == 0)),
+                low_count_levels=int(len(np.unique(np.rint(counts[counts < 20])))),
+                floor_profile=tuple(bands))
+
+
+def co_register(real, sim) -> tuple[np.ndarray, np.ndarray]:
+    """(real, sim) counts on the real image's polar grid: for each real azimuth the nearest simulated
+    one, for each real range bin the simulated bin at the same range; cut to the ranges both cover.
+    real, sim: (counts (A, B), azimuth_rad (A,), resolution m)."""
+    (rc, raz, rres), (sc, saz, sres) = real, sim
+    reach = min(rc.shape[1] * rres, sc.shape[1] * sres)
+    n = int(reach / rres)
+    diff = np.angle(np.exp(1j * (np.asarray(raz)[:, None] - np.asarray(saz)[None, :])))
+    rows = np.argmin(np.abs(diff), axis=1)
+    bins = np.minimum(((np.arange(n) + 0.5) * rres / sres).astype(np.int64), sc.shape[1] - 1)
+    return np.asarray(rc)[:, :n].astype(np.float64), np.asarray(sc)[rows][:, bins].astype(np.float64)
+
+
+def mutual_information(a: np.ndarray, b: np.ndarray) -> float:
+    """Mutual information (nats) of the joint histogram of two 8-bit images (as sklearn.metrics.mutual_info_score)."""
+    joint = np.histogram2d(np.rint(a).ravel(), np.rint(b).ravel(), bins=256, range=[[-0.5, 255.5], [-0.5, 255.5]])[0]
+    p = joint / joint.sum()
+    pa, pb = p.sum(axis=1, keepdims=True), p.sum(axis=0, keepdims=True)
+    nz = p > 0
+    return float(np.sum(p[nz] * np.log(p[nz] / (pa @ pb)[nz])))
+
+
+def ssim(a: np.ndarray, b: np.ndarray, data_range: float = 255.0, window: int = 7) -> float:
+    """Mean structural similarity (Wang et al. 2004) with uniform window x window windows."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
+    norm = window * window / (window * window - 1.0)  # sample covariances, as skimage
+    mu_a, mu_b = uniform_filter(a, window), uniform_filter(b, window)
+    var_a = norm * (uniform_filter(a * a, window) - mu_a ** 2)
+    var_b = norm * (uniform_filter(b * b, window) - mu_b ** 2)
+    cov = norm * (uniform_filter(a * b, window) - mu_a * mu_b)
+    s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a ** 2 + mu_b ** 2 + c1) * (var_a + var_b + c2))
+    half = window // 2
+    return float(s[half:-half, half:-half].mean())
 
 
 def format_table(real: ImageStats, sim: ImageStats, names=("REAL", "SIM")) -> str:
     lines = [f"{'statistic':26s} {names[0]:>12s} {names[1]:>12s}"]
     for key, value in real.as_dict().items():
+        if key == "floor_profile":
+            continue
         other = getattr(sim, key)
         fmt = "{:12d}" if isinstance(value, int) else "{:12.4g}"
         lines.append(f"{key:26s} {fmt.format(value)} {fmt.format(other)}")
+    return "\n".join(lines)
+
+
+def format_profiles(real: ImageStats, sim: ImageStats, names=("REAL", "SIM")) -> str:
+    """The floor-vs-range profiles side by side (each image's own bands)."""
+    lines = [f"{'floor vs range (median dB)':26s} {names[0]:>12s} {names[1]:>12s}"]
+    for k in range(max(len(real.floor_profile), len(sim.floor_profile))):
+        cells = []
+        for stats in (real, sim):
+            if k < len(stats.floor_profile):
+                lo, hi, v = stats.floor_profile[k]
+                cells.append(f"{v:5.1f} @{lo:5.0f}-{hi:<4.0f}m")
+            else:
+                cells.append("")
+        lines.append(f"{'  band ' + str(k):26s} {cells[0]:>12s} {cells[1]:>12s}")
     return "\n".join(lines)

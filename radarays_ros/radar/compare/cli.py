@@ -54,6 +54,9 @@ def load_polar(path: str, resolution: float | None, layout: str):
     if file.suffix.lower() != ".png":
         raise ConfigError(f"radar image {path}: the suffix must be .png or .npz")
     if layout == "oxford":
+        if resolution is None and not Path(str(file) + ".yaml").is_file():
+            resolution, rule = infer_resolution(file)
+            print(f"{file.name}: range resolution {resolution} m ({rule})")
         counts, azimuth, _, _, res = rio.read_oxford_polar(file, resolution)
         return counts, azimuth, res
     from PIL import Image as PILImage
@@ -67,12 +70,46 @@ def load_polar(path: str, resolution: float | None, layout: str):
     return counts, -np.arange(len(counts)) * 2 * np.pi / len(counts), float(resolution)
 
 
+BOREAS_SWITCH_S = 1632182400  # 2021-09-21 00:00 UTC: pyboreas reads 0.04381 m bins after it, 0.0596 m before
+OXFORD_END_S = 1577836800  # 2020-01-01: Oxford Radar RobotCar (2019) frames lie before Boreas (2020 on)
+RESOLUTION_HINT = ("give --real-resolution / --sim-resolution: 0.0432 (Oxford Radar RobotCar, CTS350-X), "
+                   "0.0596 (Boreas before 2021-09-21, MulRan CIR204-H: 0.0595238), 0.04381 (Boreas after)")
+
+
+def infer_resolution(path: Path) -> tuple[float, str]:
+    """(metres per bin, the rule) of an Oxford/Boreas polar PNG without a sidecar, as the dataset readers
+    decide: the file is named by its timestamp (microseconds); pyboreas (utils/radar.py) reads 0.04381 m
+    after 2021-09-21 and 0.0596 m before; the Oxford SDK (radar.py) always 0.0432 m, and Oxford's
+    recordings are from 2019, before Boreas began. Else the number of bins decides (3768: Oxford; 6848:
+    Boreas RAS6). ConfigError naming the options when neither does."""
+    from PIL import Image as PILImage
+
+    stem = path.stem
+    if stem.isdigit() and 15 <= len(stem) <= 19:
+        seconds = int(stem) / 10 ** (len(stem) - 10)
+        if seconds >= BOREAS_SWITCH_S:
+            return 0.04381, "pyboreas: a Boreas frame after 2021-09-21"
+        if seconds >= OXFORD_END_S:
+            return 0.0596, "pyboreas: a Boreas frame before 2021-09-21"
+        return 0.0432, "Oxford robotcar-dataset-sdk: a 2019 frame"
+    try:
+        width = PILImage.open(path).size[0] - 11
+    except OSError:
+        width = None
+    if width == 3768:
+        return 0.0432, "3768 bins: Oxford Radar RobotCar (CTS350-X)"
+    if width == 6848:
+        return 0.04381, "6848 bins: Boreas (RAS6)"
+    raise ConfigError(f"radar PNG {path}: the range resolution is not in the file, there is no {path.name}.yaml "
+                      f"beside it and its name is no timestamp to decide by; {RESOLUTION_HINT}")
+
+
 def _azimuth_step_deg(azimuth: np.ndarray) -> float:
     return 360.0 / max(len(azimuth), 1)
 
 
 def run(args) -> int:
-    from . import format_table, image_stats
+    from . import co_register, format_profiles, format_table, image_stats, mutual_information, ssim
     from lidar_ros.compare.cli import is_lidar_frame
 
     if is_lidar_frame(args.real) and (args.sim is None or is_lidar_frame(args.sim)):
@@ -86,11 +123,20 @@ def run(args) -> int:
         raise ConfigError(f"--db-per-count {args.db_per_count}: must be in (0, 100)")
     stats = [image_stats(c, res, _azimuth_step_deg(az), args.db_per_count) for c, az, res in (real, sim)]
     print(format_table(*stats))
+    print(format_profiles(*stats))
+    a, b = co_register(real, sim)
+    similarity = {"mutual_information": mutual_information(a, b), "ssim": ssim(a, b),
+                  "grid": f"{a.shape[0]} azimuths x {a.shape[1]} bins of {real[2]:g} m (REAL's)"}
+    print(f"similarity on REAL's polar grid: mutual information {similarity['mutual_information']:.4g} nats, "
+          f"SSIM {similarity['ssim']:.4g}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"real": stats[0].as_dict(), "sim": stats[1].as_dict()}, indent=2))
+        Path(args.json).write_text(json.dumps({"real": stats[0].as_dict(), "sim": stats[1].as_dict(),
+                                               "similarity": similarity}, indent=2))
     if args.picture:
         from ...io.radar_image import comparison_figure
 
-        comparison_figure([real, sim], [Path(args.real).name, Path(args.sim).name], args.picture, args.max_range)
+        names = [f"{label} {Path(path).name}\n{len(c)} az x {c.shape[1]} bins of {res:g} m"
+                 for label, path, (c, _, res) in (("REAL", args.real, real), ("SIM", args.sim, sim))]
+        comparison_figure([real, sim], names, args.picture, args.max_range)
         print(f"picture -> {args.picture}")
     return 0

@@ -14,7 +14,11 @@ One formula per module, each with its source:
     range_response.py  FMCW range FFT window response in metres
     thermal_noise.py   N = k T F / T_chirp per range bin
     stc.py             sensitivity-time control
-    detector.py        log detector in Navtech counts (0.5 dB per count, 8 bits)
+    phase_noise.py     the Tx-Rx leakage's residual phase-noise skirt (Leeson, range correlation)
+    if_filters.py      IF high-pass (range compensation) and anti-alias low-pass as gains over range
+    clipping.py        ADC clipping of a beat tone: compression and distortion over the range line (spokes)
+    receiver_chain.py  the order of the chain: skirt -> filters -> thermal noise -> ADC -> detector
+    detector.py        log detector in Navtech counts (0.5 dB per count, 8 bits; integer FFT power)
     doppler.py         range-Doppler coupling of FMCW chirps
     motion.py          rigid-body velocities (v_o + omega x (p - o)) of the sensor and moving entities
     stage.py           the sensor stage: fields -> range response -> receiver -> counts

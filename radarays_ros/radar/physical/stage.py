@@ -3,6 +3,12 @@
     field = conv_range(sqrt(V) z + sqrt(N / enbw) n, K) + sum_glints a K(k - x) + leakage
     P = |field|^2 x 10^(-STC(R) / 10),  counts = log detector (0.5 dB per count, 8 bits)
 
+That is the plain receiver (thermal noise at the input, STC on everything). A receiver with any chain
+stage (receiver_chain.py: phase-noise skirts, IF filters, thermal noise after them, ADC clipping, leakage
+plateau) runs _chain_stage: the same draws, with the clutter scaled by the chain's signal gain over its
+noise before the range response, the field by the chain's noise over range (per azimuth: clipping and
+skirts) after it, and the points by the filters at their range.
+
 V: expected clutter power per bin (clutter footprints spread over their range extent); z: unit speckle
 field (speckle.py; 1 with scatter.speckle off, then the expected power is used instead of a draw);
 n: unit white noise, N the thermal noise per bin (thermal_noise.py); K: range response taps
@@ -30,7 +36,7 @@ import scipy.fft as sp_fft
 from scipy.signal import oaconvolve
 
 from ...threads import run_all, thread_count
-from . import antenna, detector, doppler, speckle, stc, thermal_noise
+from . import antenna, detector, doppler, receiver_chain, speckle, stc, thermal_noise
 from .range_response import RangeKernel, range_kernel
 
 
@@ -172,7 +178,7 @@ def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support: sli
 
 
 def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, receive, shape, rng,
-                    workers: int | None = None) -> np.ndarray:
+                    workers: int | None = None, shaping=None) -> np.ndarray:
     """(A, B) float32 |conv_range(sqrt(V) z + sqrt(white) n, K) + points|^2, each block of rows then
     handed to receive(rows, power) (clutter_steps(k0, k1): power_steps of the clutter power V on rows k0..k1-1).
 
@@ -180,7 +186,11 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
     columns up to the block's last with clutter above CLUTTER_FLOOR x the noise, z correlated over
     azimuth (speckle.correlate_rows), then into the range spectrum. Noise: white, so drawn straight in
     the range spectrum, on the frequencies the window passes (a quarter of them for Navtech bins).
-    One inverse FFT per plane gives the field; points are added exactly; receive."""
+    One inverse FFT per plane gives the field; points are added exactly; receive.
+    shaping (the receiver chain, None: none): shaping(k0, k1, clutter) -> (s_sig, s_post, s_pts) of the
+    block's rows: the clutter amplitude is scaled by s_sig before the range response, the field after it
+    by s_post (the noise, drawn white, becomes the chain's noise over range), the points by s_pts per row
+    (their chain gain over range is in their amplitudes already)."""
     a, b = shape
     n = _fft_length(b, kernel.taps)
     spectrum, support = _taps_spectrum(tuple(kernel.taps), n)
@@ -196,11 +206,15 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
         k0, k1 = blocks[i]
         block_rng = np.random.default_rng(seeds[i])
         clutter = running_power(clutter_steps(k0, k1))
+        scales = None
+        if shaping is not None:
+            scales = shaping(k0, k1, clutter)
+            clutter = clutter * np.square(scales[0][:, :clutter.shape[1]])  # (s_sig: the chain over the noise's scale)
         above = np.flatnonzero((clutter > CLUTTER_FLOOR * white).any(axis=0))
         width = int(above[-1]) + 1 if len(above) else 0
         re, im = speckle.unit_parts(block_rng, (k1 - k0, width))
         amplitude = np.sqrt(clutter[:, :width], dtype=np.float32)
-        return re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support)
+        return re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support), scales
 
     def correlate(i, re, im):  # waits for the block before: the one link between the blocks
         if rho > 0:
@@ -213,7 +227,7 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
             _correlate_rows_after(re, im, rho, previous)
         last_rows[i] = re[-1].copy(), im[-1].copy()
 
-    def finish(i, re, im, amplitude, noise):
+    def finish(i, re, im, amplitude, noise, scales):
         k0, k1 = blocks[i]
         planes = []
         for clutter, field in zip((re, im), noise):
@@ -222,13 +236,19 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
                 spread = sp_fft.rfft(clutter, n, axis=1)
                 spread *= spectrum
                 field += spread
-            planes.append(sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b])
+            plane = sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b]
+            if scales is not None:
+                plane *= scales[1]
+            planes.append(plane)
         re, im = planes
         lo, hi = np.searchsorted(p_rows, [k0, k1])
         if hi > lo:
             at = (p_rows[lo:hi] - k0, p_cols[lo:hi])
-            np.add.at(re, at, p_values[lo:hi].real)
-            np.add.at(im, at, p_values[lo:hi].imag)
+            values = p_values[lo:hi]
+            if scales is not None:
+                values = values * scales[2][np.minimum(at[0], len(scales[2]) - 1)]
+            np.add.at(re, at, values.real)
+            np.add.at(im, at, values.imag)
         out = power[k0:k1]
         np.square(re, out=out)
         out += np.square(im, out=im)
@@ -236,11 +256,11 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
 
     def block(i):  # tasks start in order, so the block a task waits for is done or running
         try:
-            re, im, amplitude, noise = draw(i)
+            re, im, amplitude, noise, scales = draw(i)
             correlate(i, re, im)
         finally:  # set also on failure (last_rows[i] stays None): the next block must not wait for ever
             correlated[i].set()
-        finish(i, re, im, amplitude, noise)
+        finish(i, re, im, amplitude, noise, scales)
 
     _parallel(block, range(len(blocks)), workers)
     return power
@@ -277,6 +297,8 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator, workers: int | Non
     if fm.doppler:
         g_range = g_range + doppler.range_shift(glints.velocity, signs[glints.azimuth], fm.carrier_hz, fm.chirp_time_s, fm.bandwidth_hz)
     g_amp, g_pos, g_az = glints.amplitude, (g_range - offset) / bin_m, glints.azimuth
+    if not receiver_chain.is_plain(rx):
+        return _chain_stage(clutter, glints, cfg, rng, workers, kernel, signs, clutter_bins, g_range)
     if rx.leakage_dbm is not None:
         leak = math.sqrt(10.0 ** ((rx.leakage_dbm - 30.0) / 10.0))
         g_amp = np.concatenate([g_amp, np.full(a, leak, np.complex128)])
@@ -313,6 +335,12 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator, workers: int | Non
         power = (oaconvolve(full, kernel.taps[None, :] ** 2, mode="same", axes=1) + noise
                  + np.abs(points) ** 2).astype(np.float32)
         receive(slice(0, a), power)
+    return StageOutput(counts, counts_u8, power, _velocity(clutter, glints, cfg, clutter_bins, g_range), signs > 0)
+
+
+def _velocity(clutter, glints, cfg, clutter_bins, g_range):
+    a, b = cfg.azimuth.count, cfg.range.n_bins
+    bin_m, offset, fm = cfg.range.resolution, cfg.range.offset, cfg.fmcw
     velocity = None
     if fm.velocity_channel:
         start, end = clutter_bins(slice(None))
@@ -324,4 +352,107 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator, workers: int | Non
         total_w = full.reshape(-1) + np.bincount(flat, g_w, minlength=a * b)
         total_v = weight.reshape(-1) + np.bincount(flat, g_w * glints.velocity, minlength=a * b)
         velocity = np.where(total_w > 0, total_v / np.maximum(total_w, 1e-300), 0.0).reshape(a, b).astype(np.float32)
-    return StageOutput(counts, counts_u8, power, velocity, signs > 0)
+    return velocity
+
+
+def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs, clutter_bins, g_range) -> StageOutput:
+    """run_stage through the receiver chain (receiver_chain.py): signals and the phase-noise skirt through
+    STC and the IF filters, thermal noise where the config puts it, ADC clipping per azimuth, detector."""
+    a, b = cfg.azimuth.count, cfg.range.n_bins
+    bin_m, offset = cfg.range.resolution, cfg.range.offset
+    rx = cfg.receiver
+    centres = offset + (np.arange(b) + 0.5) * bin_m
+    chain = receiver_chain.build(cfg, centres)
+    reference = chain.thermal  # the drawn white noise's level; the chain scales it to its floor over range
+    g_amp, g_az = glints.amplitude, glints.azimuth
+    if rx.leakage_dbm is not None and rx.leakage_spread_m <= 0:  # a point
+        g_amp = np.concatenate([g_amp, np.full(a, math.sqrt(receiver_chain.dbm_to_w(rx.leakage_dbm)), np.complex128)])
+        g_range = np.concatenate([g_range, np.full(a, rx.leakage_range_m)])
+        g_az = np.concatenate([g_az, np.arange(a)])
+    if rx.leakage_dbm is not None and rx.leakage_spread_m > 0:  # a plateau: clutter of the leakage's power
+        half = 0.5 * rx.leakage_spread_m
+        near = np.full(a, max(rx.leakage_range_m - half, offset))
+        clutter = type(clutter)(np.concatenate([clutter.azimuth, np.arange(a)]),
+                                np.concatenate([clutter.near_m, near]),
+                                np.concatenate([clutter.far_m, np.full(a, rx.leakage_range_m + half)]),
+                                np.concatenate([clutter.power_w, np.full(a, receiver_chain.dbm_to_w(rx.leakage_dbm))]),
+                                np.concatenate([clutter.velocity, np.zeros(a)]))
+    g_amp = g_amp * np.sqrt(receiver_chain.gain_at(cfg, g_range))  # the IF filters at each point's exact range
+    g_pos = (g_range - offset) / bin_m
+    visible = np.abs(g_amp) ** 2 > 1e-4 * float(chain.floor.min())  # 40 dB under the floor: nothing
+    point_taps = glint_taps(g_az[visible], g_pos[visible], g_amp[visible], kernel, b)
+    tone = np.bincount(g_az, np.abs(g_amp) ** 2, minlength=a)  # each azimuth's point power at the ADC
+    point_cells = None
+    if chain.skirts is not None:  # each azimuth's point power (at the antenna) per coarse cell: skirt sources
+        cells = chain.skirts.cell_of_bin[np.clip(((g_range - offset) / bin_m).astype(np.int64), 0, b - 1)]
+        n_cells = chain.skirts.kernel.shape[0]
+        point_cells = np.bincount(g_az * n_cells + cells, np.abs(g_amp) ** 2 / np.maximum(receiver_chain.gain_at(cfg, g_range), 1e-300),
+                                  minlength=a * n_cells).reshape(a, n_cells)
+    floor = chain.floor
+    floor32, gain32 = floor.astype(np.float32), chain.gain.astype(np.float32)
+    root_gain32 = np.sqrt(chain.gain).astype(np.float32)
+    counts, counts_u8 = np.empty((a, b), np.float32), np.empty((a, b), np.uint8)
+    one = np.ones(1)
+
+    def scales(k0, k1, clutter_rows):
+        """(s_sig, s_post, s_pts) of rows k0..k1-1 (clutter_rows: their clutter power before the chain)."""
+        j = clutter_rows.shape[1]
+        rows_tone = tone[k0:k1] + (clutter_rows * chain.gain[:j]).sum(axis=1)
+        g, distortion = chain.clip(rows_tone)
+        if chain.skirts is not None:  # the returns' skirts: row-dependent noise before the filters (float32)
+            sources = point_cells[k0:k1] + chain.skirts.cells(clutter_rows)
+            post = chain.skirts.of_sources(sources)
+            post *= gain32
+            post += floor32
+            post += distortion.astype(np.float32)[:, None]
+            post *= np.float32(1.0 / reference)
+            np.sqrt(post, out=post)
+            sig = np.multiply(root_gain32[None, :], np.sqrt(g).astype(np.float32)[:, None])
+            sig /= post
+            return sig, post, np.sqrt(g)
+        if not distortion.any():
+            post = np.sqrt(floor / reference)[None, :]
+            return (np.sqrt(chain.gain)[None, :] / post).astype(np.float32), post.astype(np.float32), one
+        post = np.sqrt((floor[None, :] + distortion[:, None]) / reference)
+        sig = np.sqrt(chain.gain[None, :] * g[:, None]) / post
+        return sig.astype(np.float32), post.astype(np.float32), np.sqrt(g)
+
+    def receive(rows: slice, power_rows: np.ndarray) -> None:  # the log detector, in place
+        detector.counts_float(power_rows, rx.zero_dbm, rx.db_per_count, out=counts[rows], integer=rx.integer_power)
+        detector.quantise(counts[rows], out=counts_u8[rows])
+
+    clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(
+        clutter.azimuth[sel] - k0, *clutter_bins_of(clutter, sel, cfg, signs), clutter.power_w[sel], (k1 - k0, b)))
+    if cfg.scatter.speckle:
+        rho = 0.0
+        if cfg.scatter.azimuth_correlation and a > 1:
+            rho = antenna.field_correlation(math.radians(abs(cfg.azimuth.step_deg)),
+                                            math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
+        power = _speckled_frame(clutter_steps, reference / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps),
+                                receive, (a, b), rng, workers, shaping=scales)
+    else:  # expected power: E|points + clutter + noise|^2 through the chain
+        variance = running_power(power_steps(clutter.azimuth, *clutter_bins_of(clutter, slice(None), cfg, signs),
+                                             clutter.power_w, (a, b)))
+        full = np.zeros((a, b))
+        full[:, :variance.shape[1]] = variance
+        sig, post, pts = scales(0, a, variance)
+        sig = np.broadcast_to(sig, (a, b)).astype(np.float64) * np.broadcast_to(post, (a, b))
+        points = np.zeros((a, b), np.complex128)
+        np.add.at(points, point_taps[:2], point_taps[2])
+        pts = np.broadcast_to(pts, (a,))[:, None]
+        power = (oaconvolve(full, kernel.taps[None, :] ** 2, mode="same", axes=1) * sig ** 2
+                 + reference * np.broadcast_to(post, (a, b)) ** 2 + np.abs(points * pts) ** 2).astype(np.float32)
+        receive(slice(0, a), power)
+    return StageOutput(counts, counts_u8, power, _velocity(clutter, glints, cfg, lambda sel: clutter_bins_of(clutter, sel, cfg, signs),
+                                                               g_range[:len(glints.range_m)]), signs > 0)
+
+
+def clutter_bins_of(clutter, sel, cfg, signs):
+    """[start, end) in fractional bins of the clutter returns sel (with the chirp's range-Doppler shift)."""
+    fm, bin_m, offset = cfg.fmcw, cfg.range.resolution, cfg.range.offset
+    near, far = clutter.near_m[sel], clutter.far_m[sel]
+    if fm.doppler:
+        shift = doppler.range_shift(clutter.velocity[sel], signs[clutter.azimuth[sel]], fm.carrier_hz,
+                                    fm.chirp_time_s, fm.bandwidth_hz)
+        near, far = near + shift, far + shift
+    return (near - offset) / bin_m, (far - offset) / bin_m
