@@ -1,0 +1,234 @@
+"""Coherent glints of one frame, deterministic per scatterer: plates, curved surfaces, corners.
+
+Every scatterer of the scene (scatterers.py) is looked at from every azimuth whose beam holds it (its
+reference point within the sampled beam: +-azimuth_extent widths, the elevation fan): its RCS for that line
+of sight by its own formula (facet_po.py for plates, curved_rcs.py for curved surfaces, corner_rcs.py for
+dihedrals and trihedrals), the two-way pattern at its direction, the radar equation at its range and the
+coherent reflectivity of its faces (roughness.py, once per bounce), with the phase of its two-way path.
+One ray per visible return tests that the way to it is free (binary: a partly hidden plate is all there or
+not at all). No ray sampling is involved, so a small plate, a pole or a corner has the same strength in
+every frame and whatever the beam's sampling.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import antenna, corner_rcs, curved_rcs, facet_po, roughness
+
+STRAIGHT = 1e-3  # rad: a principal direction bending less than this across its plate is straight
+SKIP = 5e-3  # m: the occlusion ray stops this short of the scatterer
+
+
+def _unit(v):
+    n = np.linalg.norm(v, axis=-1)
+    return v / np.maximum(n, 1e-300)[..., None], n
+
+
+def _pairs(points: np.ndarray, origins: np.ndarray, column_rot: np.ndarray, beam) -> tuple:
+    """(item, azimuth, beta, e, distance) of every scatterer reference point inside an azimuth's beam."""
+    if not len(points):
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0), np.zeros(0), np.zeros(0)
+    centre = origins.mean(axis=0)
+    bearing = np.arctan2(points[:, 1] - centre[1], points[:, 0] - centre[0])
+    boresight = np.arctan2(column_rot[:, 1, 0], column_rot[:, 0, 0])
+    reach = beam["azimuth"] + math.radians(2.0)
+    order = np.argsort(bearing, kind="stable")
+    sorted_bearing = bearing[order]
+    items, azimuths = [], []
+    for k, b0 in enumerate(boresight):
+        for shift in (-2 * math.pi, 0.0, 2 * math.pi):  # the +-pi seam
+            lo, hi = np.searchsorted(sorted_bearing, [b0 + shift - reach, b0 + shift + reach])
+            if hi > lo:
+                items.append(order[lo:hi])
+                azimuths.append(np.full(hi - lo, k))
+    if not items:
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0), np.zeros(0), np.zeros(0)
+    item, az = np.concatenate(items), np.concatenate(azimuths)
+    rel = points[item] - origins[az]
+    col = np.einsum("nji,nj->ni", column_rot[az], rel)
+    dist = np.linalg.norm(col, axis=1)
+    beta = np.arctan2(col[:, 1], col[:, 0])
+    e = np.arcsin(np.clip(col[:, 2] / np.maximum(dist, 1e-12), -1.0, 1.0))
+    ok = (np.abs(beta) <= beam["azimuth"]) & (e >= beam["e_lo"]) & (e <= beam["e_hi"]) & (dist > 1e-3) & (dist < beam["max_range"])
+    return item[ok], az[ok], beta[ok], e[ok], dist[ok]
+
+
+def beam_limits(antenna_cfg, max_range: float) -> dict:
+    """The angular box the geometry samples (geometry.sample_beam) and the range it traces."""
+    w_az, w_el = math.radians(antenna_cfg.azimuth_width_deg), math.radians(antenna_cfg.elevation_width_deg)
+    tilt = math.radians(antenna_cfg.elevation_tilt_deg)
+    lo, hi = tilt - antenna_cfg.elevation_extent * w_el, tilt + antenna_cfg.elevation_extent * w_el
+    if antenna_cfg.cosec2:
+        lo = min(lo, math.radians(-60.0))
+    return {"azimuth": antenna_cfg.azimuth_extent * w_az, "e_lo": max(lo, math.radians(-89.0)),
+            "e_hi": min(hi, math.radians(89.0)), "max_range": max_range}
+
+
+def _rho(table, material, cos_t, lam):
+    cls = table.material_class[material]
+    visible = cls >= 0
+    c = np.where(visible, cls, 0)
+    return np.where(visible, roughness.coherent_reflectivity(table.gamma2[c], table.rms_height[c], np.clip(cos_t, 0, 1), lam), 0.0)
+
+
+def plate_returns(sc, origins, column_rot, beam, table, lam):
+    """(azimuth, sigma x rho, range, reference point, beta, e, entity) of the flat plates."""
+    flat = np.flatnonzero(~sc.plate_curved)
+    item, az, beta, e, dist = _pairs(sc.plate_centroid[flat], origins, column_rot, beam)
+    plate = flat[item]
+    s = origins[az]
+    n, c = sc.plate_normal[plate], sc.plate_centroid[plate]
+    u, r0 = _unit(s - c)
+    cos_t = np.einsum("ij,ij->i", n, u)
+    rho = _rho(table, sc.plate_material[plate], cos_t, lam)
+    front = np.flatnonzero((cos_t > 1e-6) & (rho > 1e-9))
+    plate, az, u, r0, cos_t, rho, s, n, c = plate[front], az[front], u[front], r0[front], cos_t[front], rho[front], s[front], n[front], c[front]
+    # the PO integral over each plate's triangles, about its centroid
+    starts = np.searchsorted(sc.tri_plate, np.arange(len(sc.plate_area) + 1))
+    counts = starts[plate + 1] - starts[plate]
+    pair_of_tri = np.repeat(np.arange(len(plate)), counts)
+    first = np.repeat(starts[plate] - np.cumsum(counts) + counts, counts)
+    tri_index = first + np.arange(int(counts.sum()))
+    k = 2.0 * np.pi / lam
+    u_t = u - n * cos_t[:, None]
+    tris = sc.tri[tri_index] - c[pair_of_tri][:, None, :]
+    parts = facet_po.triangle_integral(2.0 * k * u_t[pair_of_tri], tris)
+    integral = (np.bincount(pair_of_tri, parts.real, minlength=len(plate))
+                + 1j * np.bincount(pair_of_tri, parts.imag, minlength=len(plate)))
+    # the foot of the perpendicular from the radar: on the plate?
+    height = np.einsum("ij,ij->i", s - c, n)
+    foot = s - n * height[:, None]
+    inside = np.zeros(len(plate), bool)
+    if len(plate):
+        inside = np.bincount(pair_of_tri, _in_triangle(foot[pair_of_tri], sc.tri[tri_index]), minlength=len(plate)) > 0
+    aperture = facet_po.effective_aperture(np.abs(integral), cos_t, sc.plate_area[plate], inside, height, r0, lam)
+    image = inside & (aperture > cos_t * np.abs(integral) + 1e-300)
+    rng_m = np.where(image, height, r0)
+    phase = np.where(image, 1.0, integral / np.maximum(np.abs(integral), 1e-300))
+    point = np.where(inside[:, None], foot, c) + n * SKIP
+    return az, facet_po.sigma(aperture, lam) * rho, rng_m, phase, point, sc.plate_entity[plate]
+
+
+def _in_triangle(p, tri):
+    a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
+    v0, v1, v2 = c - a, b - a, p - a
+    d00, d01, d02 = (v0 * v0).sum(1), (v0 * v1).sum(1), (v0 * v2).sum(1)
+    d11, d12 = (v1 * v1).sum(1), (v1 * v2).sum(1)
+    inv = 1.0 / np.maximum(d00 * d11 - d01 * d01, 1e-300)
+    x = (d11 * d02 - d01 * d12) * inv
+    y = (d00 * d12 - d01 * d02) * inv
+    return ((x >= 0) & (y >= 0) & (x + y < 1)).astype(np.float64)
+
+
+def curved_returns(sc, origins, column_rot, beam, table, lam):
+    """The specular point of each curved surface, per azimuth: the plate whose normal is nearest the line of
+    sight, its principal radii (stationary phase across, PO along a straight direction)."""
+    curved = np.flatnonzero(sc.plate_curved)
+    item, az, beta, e, dist = _pairs(sc.plate_centroid[curved], origins, column_rot, beam)
+    plate = curved[item]
+    s = origins[az]
+    u, r0 = _unit(s - sc.plate_centroid[plate])
+    cos_t = np.einsum("ij,ij->i", sc.plate_normal[plate], u)
+    front = cos_t > 0
+    plate, az, u, r0, cos_t = plate[front], az[front], u[front], r0[front], cos_t[front]
+    # one plate per (surface, azimuth): the most nearly normal
+    surface = sc.plate_surface[plate]
+    order = np.lexsort((-cos_t, surface, az))
+    first = np.ones(len(order), bool)
+    first[1:] = (surface[order][1:] != surface[order][:-1]) | (az[order][1:] != az[order][:-1])
+    pick = order[first]
+    plate, az, u, r0 = plate[pick], az[pick], u[pick], r0[pick]
+    kappa, axes, ext = sc.curvature[plate], sc.principal[plate], sc.extent[plate]
+    m = np.einsum("nkj,nj->nk", axes, u)  # line of sight's tilt towards each principal direction
+    bend = np.abs(kappa) * ext
+    straight = bend < STRAIGHT
+    tilt = np.arcsin(np.clip(m, -1.0, 1.0))
+    # on the surface: in each curved direction the tilt is within the plate's share of the bend
+    on = np.all(straight | (np.abs(tilt) <= 0.5 * bend * 1.5 + 1e-9), axis=1)
+    radius = curved_rcs.effective_radius(1.0 / np.maximum(np.abs(kappa), 1e-12), r0[:, None])
+    both = ~straight[:, 0] & ~straight[:, 1]
+    one = straight[:, 0] ^ straight[:, 1]
+    s_i = np.where(straight[:, 0], 1, 0)  # the straight direction's index (one curved)
+    rows = np.arange(len(plate))
+    sigma = np.zeros(len(plate))
+    sigma[both] = curved_rcs.doubly_curved(radius[both, 0], radius[both, 1])
+    c_i = 1 - s_i
+    sigma[one] = curved_rcs.singly_curved(radius[rows, c_i][one], ext[rows, s_i][one], tilt[rows, s_i][one], lam)
+    sigma = np.where(on, sigma, 0.0) * _rho(table, sc.plate_material[plate], np.ones(len(plate)), lam)
+    point = sc.plate_centroid[plate] + sc.plate_normal[plate] * SKIP
+    return az, sigma, r0, np.ones(len(plate), np.complex128), point, sc.plate_entity[plate]
+
+
+def dihedral_returns(sc, origins, column_rot, beam, table, lam):
+    item, az, beta, e, dist = _pairs(sc.dih_point, origins, column_rot, beam)
+    s = origins[az]
+    axis, n = sc.dih_axis[item], sc.dih_normals[item]
+    v = s - sc.dih_point[item]
+    along = np.einsum("ij,ij->i", v, axis)
+    half = 0.5 * sc.dih_length[item]
+    foot_inside = np.abs(along) <= half
+    q = sc.dih_point[item] + axis * np.clip(along, -half, half)[:, None]  # the fold point nearest the radar
+    w, r = _unit(s - q)
+    perp, r_fold = _unit(w - axis * np.einsum("ij,ij->i", w, axis)[:, None])
+    psi = np.arcsin(np.clip(np.einsum("ij,ij->i", w, axis), -1.0, 1.0))
+    sin_phi, cos_phi = np.einsum("ij,ij->i", perp, n[:, 0]), np.einsum("ij,ij->i", perp, n[:, 1])
+    fresnel = np.sqrt(0.5 * lam * r)
+    aperture = corner_rcs.dihedral_aperture(sc.dih_width[item, 0], sc.dih_width[item, 1], sc.dih_length[item],
+                                            np.arctan2(sin_phi, cos_phi), np.where(foot_inside, 0.0, psi), lam, fresnel)
+    aperture = np.where((sin_phi > 0) & (cos_phi > 0), aperture, 0.0)
+    rho = (_rho(table, sc.dih_material[item, 0], np.einsum("ij,ij->i", w, n[:, 0]), lam)
+           * _rho(table, sc.dih_material[item, 1], np.einsum("ij,ij->i", w, n[:, 1]), lam))
+    point = q + (n[:, 0] + n[:, 1]) * SKIP
+    return az, 4.0 * np.pi * aperture ** 2 / lam ** 2 * rho, r, np.ones(len(item), np.complex128), point, sc.dih_entity[item]
+
+
+def trihedral_returns(sc, origins, column_rot, beam, table, lam):
+    item, az, beta, e, dist = _pairs(sc.tri_apex, origins, column_rot, beam)
+    s = origins[az]
+    u, r = _unit(s - sc.tri_apex[item])
+    n = sc.tri_normals[item]
+    cos_n = np.einsum("nkj,nj->nk", n, u)
+    inside = np.all(cos_n > 0, axis=1)
+    area = np.zeros(len(item))
+    for i in np.flatnonzero(inside):
+        e1 = np.cross(u[i], [1.0, 0, 0] if abs(u[i, 0]) < 0.9 else [0, 1.0, 0])
+        e1 /= np.linalg.norm(e1)
+        e2 = np.cross(u[i], e1)
+        rel = sc.tri_outline[item[i]] - sc.tri_apex[item[i]]
+        area[i] = corner_rcs.trihedral_aperture(np.stack([rel @ e1, rel @ e2], axis=1))
+    area = np.minimum(area, 0.5 * lam * r)
+    rho = np.ones(len(item))
+    for k in range(3):
+        rho *= _rho(table, sc.tri_material[item, k], cos_n[:, k], lam)
+    point = sc.tri_apex[item] + n.sum(axis=1) * SKIP
+    return az, 4.0 * np.pi * area ** 2 / lam ** 2 * rho, r, np.ones(len(item), np.complex128), point, sc.tri_entity[item]
+
+
+def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar: float, lam: float,
+                 max_range: float, floor_w: float, entities=None, occlusion: bool = True):
+    """(azimuth, range_m, complex amplitude sqrt(W), radial velocity) of every scatterer in every beam that
+    holds it, above floor_w (40 dB under the noise: invisible)."""
+    beam = beam_limits(cfg.antenna, max_range)
+    parts = [f(sc, origins, column_rot, beam, table, lam) for f in (plate_returns, curved_returns, dihedral_returns, trihedral_returns)]
+    az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
+    rel = point - origins[az]
+    col = np.einsum("nji,nj->ni", column_rot[az], rel)
+    d, dist = _unit(rel)
+    g = antenna.gain(np.arctan2(col[:, 1], col[:, 0]), np.arcsin(np.clip(col[:, 2] / np.maximum(dist, 1e-12), -1, 1)), cfg.antenna)
+    power = k_radar * g * g * sigma / np.maximum(rng_m, 1e-6) ** 4
+    keep = np.flatnonzero((power > floor_w) & (rng_m < max_range))
+    if occlusion and len(keep):
+        o32 = origins[az[keep]].astype(np.float32)
+        hits = backend.trace(o32, d[keep].astype(np.float32), 0.0, float(dist[keep].max()), want=())
+        keep = keep[~(np.asarray(hits.distance, np.float64) < dist[keep] - SKIP)]
+    order = keep[np.lexsort((rng_m[keep], az[keep]))]
+    az, rng_m, power, phase, d = az[order], rng_m[order], power[order], phase[order], d[order]
+    v_r = -np.einsum("ij,ij->i", sensor_velocity[az], d)
+    if entities is not None and len(order):
+        v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[order], point[order]), d)
+    amp = np.sqrt(power) * phase * np.exp(-2j * np.pi * np.mod(2.0 * rng_m, lam) / lam)
+    return az, rng_m, amp, v_r
