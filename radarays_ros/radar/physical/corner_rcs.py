@@ -33,61 +33,59 @@ def dihedral_aperture(a1, a2, b, phi, psi, wavelength: float, fresnel_length):
     return np.minimum(width, fresnel_length) * np.minimum(along, fresnel_length) * np.abs(np.cos(psi))
 
 
-def _clip(subject: np.ndarray, clip: np.ndarray) -> np.ndarray:
-    """Sutherland-Hodgman: the convex polygon subject (N, 2) cut by the convex polygon clip (M, 2), both
-    counter-clockwise."""
+def _clip(subject: list, clip: list) -> list:
+    """Sutherland-Hodgman: the convex polygon subject cut by the convex polygon clip, both lists of (x, y)
+    counter-clockwise (plain floats: these polygons have a handful of corners)."""
     out = subject
     for i in range(len(clip)):
-        if not len(out):
+        if not out:
             break
-        a, b = clip[i], clip[(i + 1) % len(clip)]
-        edge = b - a
-        side = edge[0] * (out[:, 1] - a[1]) - edge[1] * (out[:, 0] - a[0])  # >= 0: inside (left)
+        ax, ay = clip[i]
+        bx, by = clip[(i + 1) % len(clip)]
+        ex, ey = bx - ax, by - ay
+        side = [ex * (y - ay) - ey * (x - ax) for x, y in out]  # >= 0: inside (left of the edge)
         nxt = []
         for j in range(len(out)):
-            p, q = out[j], out[(j + 1) % len(out)]
-            sp, sq = side[j], side[(j + 1) % len(out)]
+            k = (j + 1) % len(out)
+            sp, sq = side[j], side[k]
             if sp >= 0:
-                nxt.append(p)
+                nxt.append(out[j])
             if (sp >= 0) != (sq >= 0):
-                nxt.append(p + (q - p) * (sp / (sp - sq)))
-        out = np.array(nxt).reshape(-1, 2)
+                t = sp / (sp - sq)
+                nxt.append((out[j][0] + (out[k][0] - out[j][0]) * t, out[j][1] + (out[k][1] - out[j][1]) * t))
+        out = nxt
     return out
 
 
-def _cross2(a, b) -> float:
-    return float(a[0] * b[1] - a[1] * b[0])
-
-
-def _hull(points: np.ndarray) -> np.ndarray:
-    """Convex hull (counter-clockwise) of 2-D points (monotone chain)."""
-    pts = np.unique(np.round(points, 12), axis=0)
+def _hull(points) -> list:
+    """Convex hull (counter-clockwise list of (x, y)) of 2-D points (monotone chain)."""
+    pts = sorted(set((round(float(x), 12), round(float(y), 12)) for x, y in points))
     if len(pts) < 3:
         return pts
 
     def half(seq):
         h = []
         for p in seq:
-            while len(h) >= 2 and _cross2(h[-1] - h[-2], p - h[-2]) <= 0:
+            while len(h) >= 2 and ((h[-1][0] - h[-2][0]) * (p[1] - h[-2][1]) - (h[-1][1] - h[-2][1]) * (p[0] - h[-2][0])) <= 0:
                 h.pop()
             h.append(p)
         return h
 
     lower, upper = half(pts), half(pts[::-1])
-    return np.array(lower[:-1] + upper[:-1])
+    return lower[:-1] + upper[:-1]
 
 
-def polygon_area(poly: np.ndarray) -> float:
+def polygon_area(poly) -> float:
     if len(poly) < 3:
         return 0.0
-    x, y = poly[:, 0], poly[:, 1]
-    return 0.5 * float(abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))))
+    return 0.5 * abs(sum(poly[i][0] * poly[(i + 1) % len(poly)][1] - poly[(i + 1) % len(poly)][0] * poly[i][1]
+                         for i in range(len(poly))))
 
 
 def trihedral_aperture(outline: np.ndarray) -> float:
     """A_eff (m^2) of a right trihedral: outline (N, 2) = its faces' vertices projected along the line of
     sight, apex at the origin."""
-    p = _hull(outline)
+    p = _hull(np.asarray(outline, np.float64).tolist())
     if len(p) < 3:
         return 0.0
-    return polygon_area(_clip(p, _hull(-outline)))
+    return polygon_area(_clip(p, [(-x, -y) for x, y in p]))

@@ -37,17 +37,18 @@ def _pairs(points: np.ndarray, origins: np.ndarray, column_rot: np.ndarray, beam
     reach = beam["azimuth"] + math.radians(2.0)
     order = np.argsort(bearing, kind="stable")
     sorted_bearing = bearing[order]
-    items, azimuths = [], []
-    for k, b0 in enumerate(boresight):
-        for shift in (-2 * math.pi, 0.0, 2 * math.pi):  # the +-pi seam
-            lo, hi = np.searchsorted(sorted_bearing, [b0 + shift - reach, b0 + shift + reach])
-            if hi > lo:
-                items.append(order[lo:hi])
-                azimuths.append(np.full(hi - lo, k))
-    if not items:
+    centres = (boresight[None, :] + np.array([-2 * math.pi, 0.0, 2 * math.pi])[:, None]).reshape(-1)  # the +-pi seam
+    lo = np.searchsorted(sorted_bearing, centres - reach)
+    hi = np.searchsorted(sorted_bearing, centres + reach)
+    counts = np.maximum(hi - lo, 0)
+    if not counts.sum():
         z = np.zeros(0, np.int64)
         return z, z, np.zeros(0), np.zeros(0), np.zeros(0)
-    item, az = np.concatenate(items), np.concatenate(azimuths)
+    total = int(counts.sum())
+    az = np.repeat(np.tile(np.arange(len(boresight)), 3), counts)
+    item = order[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)]
+    by_az = np.argsort(az, kind="stable")  # azimuth order, as before
+    item, az = item[by_az], az[by_az]
     rel = points[item] - origins[az]
     col = np.einsum("nji,nj->ni", column_rot[az], rel)
     dist = np.linalg.norm(col, axis=1)
@@ -186,24 +187,31 @@ def dihedral_returns(sc, origins, column_rot, beam, table, lam):
     return az, 4.0 * np.pi * aperture ** 2 / lam ** 2 * rho, r, np.ones(len(item), np.complex128), point, sc.dih_entity[item]
 
 
-def trihedral_returns(sc, origins, column_rot, beam, table, lam):
+def trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar=1.0, floor_w=0.0, cfg_antenna=None):
     item, az, beta, e, dist = _pairs(sc.tri_apex, origins, column_rot, beam)
     s = origins[az]
     u, r = _unit(s - sc.tri_apex[item])
     n = sc.tri_normals[item]
     cos_n = np.einsum("nkj,nj->nk", n, u)
-    inside = np.all(cos_n > 0, axis=1)
-    area = np.zeros(len(item))
-    for i in np.flatnonzero(inside):
-        e1 = np.cross(u[i], [1.0, 0, 0] if abs(u[i, 0]) < 0.9 else [0, 1.0, 0])
-        e1 /= np.linalg.norm(e1)
-        e2 = np.cross(u[i], e1)
-        rel = sc.tri_outline[item[i]] - sc.tri_apex[item[i]]
-        area[i] = corner_rcs.trihedral_aperture(np.stack([rel @ e1, rel @ e2], axis=1))
-    area = np.minimum(area, 0.5 * lam * r)
     rho = np.ones(len(item))
     for k in range(3):
         rho *= _rho(table, sc.tri_material[item, k], cos_n[:, k], lam)
+    # the aperture is at most the outline's projected area (half its vertices' spread squared): a bound
+    # to skip corners that could not reach floor_w before the polygon clipping (the costly part)
+    rel = sc.tri_outline[item] - sc.tri_apex[item][:, None, :]
+    spread = np.linalg.norm(rel, axis=2).max(axis=1) if len(item) else np.zeros(0)
+    bound = np.minimum(2.0 * spread ** 2, 0.5 * lam * r)
+    g_bound = antenna.gain(beta, e, cfg_antenna) if cfg_antenna is not None else np.ones(len(item))
+    strong = k_radar * g_bound ** 2 * 4.0 * np.pi * bound ** 2 / lam ** 2 * rho / np.maximum(r, 1e-6) ** 4 > floor_w
+    inside = np.all(cos_n > 0, axis=1) & strong
+    area = np.zeros(len(item))
+    helper = np.where(np.abs(u[:, [0]]) < 0.9, np.array([[1.0, 0, 0]]), np.array([[0, 1.0, 0]]))
+    e1, _ = _unit(np.cross(u, helper))
+    e2 = np.cross(u, e1)
+    flat = np.stack([np.einsum("nvj,nj->nv", rel, e1), np.einsum("nvj,nj->nv", rel, e2)], axis=2)
+    for i in np.flatnonzero(inside):
+        area[i] = corner_rcs.trihedral_aperture(flat[i])
+    area = np.minimum(area, 0.5 * lam * r)
     point = sc.tri_apex[item] + n.sum(axis=1) * SKIP
     return az, 4.0 * np.pi * area ** 2 / lam ** 2 * rho, r, np.ones(len(item), np.complex128), point, sc.tri_entity[item]
 
@@ -213,7 +221,8 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
     """(azimuth, range_m, complex amplitude sqrt(W), radial velocity) of every scatterer in every beam that
     holds it, above floor_w (40 dB under the noise: invisible)."""
     beam = beam_limits(cfg.antenna, max_range)
-    parts = [f(sc, origins, column_rot, beam, table, lam) for f in (plate_returns, curved_returns, dihedral_returns, trihedral_returns)]
+    parts = [f(sc, origins, column_rot, beam, table, lam) for f in (plate_returns, curved_returns, dihedral_returns)]
+    parts.append(trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna))
     az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
     rel = point - origins[az]
     col = np.einsum("nji,nj->ni", column_rot[az], rel)

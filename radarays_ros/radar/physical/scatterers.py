@@ -145,10 +145,11 @@ def from_mesh(vertices: np.ndarray, faces: np.ndarray, materials: np.ndarray, en
     flat = (np.einsum("ij,ij->i", normal[fa], normal[fb]) > math.cos(math.radians(COPLANAR_DEG))) & (materials[fa] == materials[fb])
     plate = _components(len(faces), fa[flat], fb[flat])
     n_plates = int(plate.max(initial=-1)) + 1
-    area = np.bincount(plate, 0.5 * double_area, minlength=n_plates)
-    centroid = np.stack([np.bincount(plate, 0.5 * double_area * tri[:, :, i].mean(axis=1), minlength=n_plates)
-                         for i in range(3)], axis=1) / np.maximum(area, 1e-300)[:, None]
-    pn = np.stack([np.bincount(plate, 0.5 * double_area * normal[:, i], minlength=n_plates) for i in range(3)], axis=1)
+    weighted = lambda w: np.bincount(plate, w, minlength=n_plates).astype(np.float64)  # noqa: E731 (float when empty)
+    area = weighted(0.5 * double_area)
+    centroid = np.stack([weighted(0.5 * double_area * tri[:, :, i].mean(axis=1)) for i in range(3)], axis=1).reshape(-1, 3)
+    centroid /= np.maximum(area, 1e-300)[:, None]
+    pn = np.stack([weighted(0.5 * double_area * normal[:, i]) for i in range(3)], axis=1).reshape(-1, 3)
     pn /= np.maximum(np.linalg.norm(pn, axis=1), 1e-300)[:, None]
     p_mat = np.zeros(n_plates, np.int64)
     p_mat[plate] = materials
