@@ -119,6 +119,17 @@ def test_near_plate_reads_the_fresnel_zone_whatever_the_ray_count(monkeypatch):
         assert 10 * math.log10(level / (math.pi * 20.0 ** 2)) == pytest.approx(0.0, abs=0.5)
 
 
+def test_near_pole_reads_its_fresnel_length(monkeypatch):
+    # a 6 m lamp pole (r = 8 cm) at 10 m, the radar at 1.2 m height: the wave adds in phase over the
+    # Fresnel length sqrt(lambda R / 2) of the pole around the radar's height, sigma = 2 pi a (lambda R / 2) / lambda
+    mesh, _, _ = cylinder(0.0, 0.08, 6.0)
+    world = scene((mesh, pose_to_matrix(10.0, 0, 3.0 - 1.2, 0, 0, 0), "metal"))
+    r = 10.0 - 0.08
+    expected = 2 * math.pi * 0.08 * (0.5 * LAM * r) / LAM
+    sigma = measured_sigma(preset("navtech_ras6", 0), world, r, monkeypatch=monkeypatch)
+    assert 10 * math.log10(sigma / expected) == pytest.approx(0.0, abs=1.0)
+
+
 def test_hidden_target_returns_nothing(monkeypatch):
     wall = (*square_plate(10.0, 2.0)[:2], "concrete")
     world = scene(square_plate(30.0, 0.15), wall)
@@ -165,3 +176,68 @@ def test_mesh_reading_finds_plates_surfaces_and_corners():
     b = trimesh.creation.box((1, 1, 1))  # convex edges only: no corners
     sc = scatterers.from_mesh(b.vertices, b.faces, np.zeros(12, np.int64), 0)
     assert len(sc.plate_area) == 6 and len(sc.dih_length) == 0 and not sc.plate_curved.any()
+
+
+# -- foliage as a volume (issue #22 item 6) -----------------------------------------------------------
+def _quiet_physical(**sections):
+    from test_radar_realism import physical
+    return physical(**sections)
+
+
+def clutter_power(cfg, world, lo: float, hi: float, monkeypatch) -> float:
+    """Expected clutter power (W) of azimuth 0 whose footprints' middles lie in [lo, hi) m (no glints)."""
+    seen = {}
+    run_stage = physical_simulate.run_stage
+
+    def capture(clutter, glints, *args, **kwargs):
+        seen["clutter"] = clutter
+        return run_stage(clutter, glints, *args, **kwargs)
+
+    monkeypatch.setattr(physical_simulate, "run_stage", capture)
+    RadarSimulator(cfg, world).simulate(np.eye(4))
+    c = seen["clutter"]
+    mid = 0.5 * (c.near_m + c.far_m)
+    return float(c.power_w[(c.azimuth == 0) & (mid >= lo) & (mid < hi)].sum())
+
+
+def test_foliage_returns_decay_with_depth_and_a_thick_crown_keeps_its_sigma0(monkeypatch, tmp_path):
+    from radarays_ros.radar.physical import foliage
+    from test_radar_scenes import box
+    kappa = foliage.extinction_np_per_m()
+    r = 10.0
+    cfg = _quiet_physical(azimuth={"count": 1}, scatter={"speckle": False}, antenna={"elevation_width_deg": 4.0})
+    crown = (*box((8.0, 20.0, 20.0), (r + 4.0, 0, 0)), "vegetation")
+    p = RadarSimulator(cfg, scene(crown)).simulate(np.eye(4)).energy[0].astype(np.float64)
+    bins = lambda a, b: slice(int(a / 0.02), int(b / 0.02))  # noqa: E731
+    # the volume's returns fall by 2 kappa_e per metre of depth (and by the range spreading)
+    span = foliage.SPAN / kappa / foliage.SLABS
+    first, second = p[bins(r + 0.2 * span, r + 0.8 * span)].mean(), p[bins(r + 1.2 * span, r + 1.8 * span)].mean()
+    expected = math.exp(-2 * kappa * span) * (r + 0.5 * span) ** 4 / (r + 1.5 * span) ** 4
+    assert 10 * math.log10(first / second) == pytest.approx(-10 * math.log10(expected), abs=0.5)
+    # all of it together: the same power as the class's sigma0(0) on the crown's face (less range spreading)
+    x = np.linspace(0, 20, 20001)
+    spread = np.trapezoid(2 * kappa * np.exp(-2 * kappa * x) * (r / (r + x)) ** 4, x)
+    # against a surface of the same sigma0 at every angle (a table of flat classes)
+    flat = tmp_path / "flat.yaml"
+    flat.write_text("theta_deg: [0, 90]\nclasses:\n"
+                    "  vegetation: {sigma0_db: [-3, -3], eps_r: 10.0, rms_height_m: 0.01}\n"
+                    "  concrete: {sigma0_db: [-3, -3], eps_r: 5.5, rms_height_m: 0.01}\n")
+    cfg = cfg.with_overrides({"scatter.table": str(flat)})
+    s0 = np.ones(2)
+    surface = (*box((8.0, 20.0, 20.0), (r + 4.0, 0, 0)), "concrete")
+    ratio = clutter_power(cfg, scene(crown), r - 1, r + 9, monkeypatch) / clutter_power(cfg, scene(surface), r - 1, r + 9, monkeypatch)
+    assert 10 * math.log10(ratio) == pytest.approx(10 * math.log10(spread * s0[0] / s0[1]), abs=0.5)
+
+
+def test_a_wall_behind_foliage_is_weaker_by_its_two_way_extinction(monkeypatch):
+    from radarays_ros.radar.physical import foliage
+    from test_radar_scenes import box
+    depth = 2.0
+    cfg = _quiet_physical(azimuth={"count": 1}, scatter={"speckle": False, "specular_bounces": 1, "multipath": True},
+                          antenna={"elevation_width_deg": 4.0})
+    wall = (*box((0.5, 20.0, 20.0), (16.25, 0, 0)), "concrete")
+    hedge = (*box((depth, 20.0, 20.0), (10.0 + depth / 2, 0, 0)), "vegetation")
+    bare = clutter_power(cfg, scene(wall), 15.5, 17.0, monkeypatch)
+    hidden = clutter_power(cfg, scene(wall, hedge), 15.5, 17.0, monkeypatch)
+    expected_db = -2 * foliage.EXTINCTION_DB_PER_M * depth
+    assert 10 * math.log10(hidden / bare) == pytest.approx(expected_db, abs=0.5)

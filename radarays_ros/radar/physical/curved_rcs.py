@@ -4,6 +4,9 @@
     singly curved (radius a, straight length b, tilt psi from broadside):
                                              sigma = 2 pi a b^2 / lambda cos(psi) sinc^2(k b sin psi)
 
+Near range (the foot of the perpendicular from the radar on the straight line lies on the surface) only
+the Fresnel length sqrt(lambda R / 2) of the line adds in phase: L = min(b, sqrt(lambda R / 2)), psi = 0.
+
 (Knott, Shaeffer & Tuley, "Radar Cross Section", 2nd ed., Table 5.1 / Sec. 5.2: geometrical optics
 pi r1 r2 and the finite cylinder's broadside PO pattern; Ruck et al., "Radar Cross Section Handbook",
 1970, Sec. 3.2 and 4.3.) Both are the PO integral over the surface by stationary phase: across a curved
@@ -32,8 +35,13 @@ def doubly_curved(r1: np.ndarray, r2: np.ndarray) -> np.ndarray:
     return np.pi * r1 * r2
 
 
-def singly_curved(a: np.ndarray, length: np.ndarray, psi: np.ndarray, wavelength: float) -> np.ndarray:
-    """sigma = 2 pi a b^2 / lambda cos(psi) sinc^2(k b sin psi) (m^2)."""
+def effective_length(length: np.ndarray, psi: np.ndarray, fresnel_length: np.ndarray, wavelength: float) -> np.ndarray:
+    """|L sinc(k L sin psi)| of a straight length L at tilt psi, at most the Fresnel length sqrt(lambda R / 2)
+    (near range only that much of it adds in phase)."""
     k = 2.0 * np.pi / wavelength
-    x = k * length * np.sin(psi)
-    return 2.0 * np.pi * a * length ** 2 / wavelength * np.abs(np.cos(psi)) * np.sinc(x / np.pi) ** 2
+    return np.minimum(length * np.abs(np.sinc(k * length * np.sin(psi) / np.pi)), fresnel_length)
+
+
+def singly_curved(a: np.ndarray, length_eff: np.ndarray, psi: np.ndarray, wavelength: float) -> np.ndarray:
+    """sigma = 2 pi a L^2 / lambda cos(psi), L = b sinc(k b sin psi) from effective_length (m^2)."""
+    return 2.0 * np.pi * a * length_eff ** 2 / wavelength * np.abs(np.cos(psi))

@@ -88,23 +88,31 @@ def plate_returns(sc, origins, column_rot, beam, table, lam):
     rho = _rho(table, sc.plate_material[plate], cos_t, lam)
     front = np.flatnonzero((cos_t > 1e-6) & (rho > 1e-9))
     plate, az, u, r0, cos_t, rho, s, n, c = plate[front], az[front], u[front], r0[front], cos_t[front], rho[front], s[front], n[front], c[front]
-    # the PO integral over each plate's triangles, about its centroid
-    starts = np.searchsorted(sc.tri_plate, np.arange(len(sc.plate_area) + 1))
-    counts = starts[plate + 1] - starts[plate]
-    pair_of_tri = np.repeat(np.arange(len(plate)), counts)
-    first = np.repeat(starts[plate] - np.cumsum(counts) + counts, counts)
-    tri_index = first + np.arange(int(counts.sum()))
+    # the PO integral over each plate, about its centroid: the sum over its outline's edges
     k = 2.0 * np.pi / lam
-    u_t = u - n * cos_t[:, None]
-    tris = sc.tri[tri_index] - c[pair_of_tri][:, None, :]
-    parts = facet_po.triangle_integral(2.0 * k * u_t[pair_of_tri], tris)
-    integral = (np.bincount(pair_of_tri, parts.real, minlength=len(plate))
-                + 1j * np.bincount(pair_of_tri, parts.imag, minlength=len(plate)))
-    # the foot of the perpendicular from the radar: on the plate?
+    p_vec = 2.0 * k * (u - n * cos_t[:, None])
+    size = np.sqrt(sc.plate_area[plate])
+    small = np.sqrt(np.einsum("ij,ij->i", p_vec, p_vec)) * size < facet_po.SMALL_PHASE
+    integral = sc.plate_area[plate].astype(np.complex128)  # |p| size << 1: I = A
+    e_starts = np.searchsorted(sc.edge_plate, np.arange(len(sc.plate_area) + 1))
+    big = np.flatnonzero(~small)
+    counts = e_starts[plate[big] + 1] - e_starts[plate[big]]
+    pair_of_edge = np.repeat(big, counts)
+    edge = np.repeat(e_starts[plate[big]] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    terms = facet_po.edge_terms(p_vec[pair_of_edge], sc.edge_from[edge] - c[pair_of_edge], sc.edge_to[edge] - c[pair_of_edge],
+                                n[pair_of_edge])
+    integral[big] = (np.bincount(pair_of_edge, terms.real, minlength=len(plate))
+                     + 1j * np.bincount(pair_of_edge, terms.imag, minlength=len(plate)))[big]
+    # the foot of the perpendicular from the radar: on the plate? (triangles tested only within reach)
     height = np.einsum("ij,ij->i", s - c, n)
     foot = s - n * height[:, None]
     inside = np.zeros(len(plate), bool)
-    if len(plate):
+    tri_starts = np.searchsorted(sc.tri_plate, np.arange(len(sc.plate_area) + 1))
+    near = np.flatnonzero(np.linalg.norm(foot - c, axis=1) <= sc.plate_radius[plate])
+    if len(near):
+        counts = tri_starts[plate[near] + 1] - tri_starts[plate[near]]
+        pair_of_tri = np.repeat(near, counts)
+        tri_index = np.repeat(tri_starts[plate[near]] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
         inside = np.bincount(pair_of_tri, _in_triangle(foot[pair_of_tri], sc.tri[tri_index]), minlength=len(plate)) > 0
     aperture = facet_po.effective_aperture(np.abs(integral), cos_t, sc.plate_area[plate], inside, height, r0, lam)
     image = inside & (aperture > cos_t * np.abs(integral) + 1e-300)
@@ -129,6 +137,19 @@ def curved_returns(sc, origins, column_rot, beam, table, lam):
     """The specular point of each curved surface, per azimuth: the plate whose normal is nearest the line of
     sight, its principal radii (stationary phase across, PO along a straight direction)."""
     curved = np.flatnonzero(sc.plate_curved)
+    # first the plates whose normal can point at the sensor at all this frame (a terrain's do not)
+    centre = origins.mean(axis=0)
+    u0, r_c = _unit(centre - sc.plate_centroid[curved])
+    wander = np.linalg.norm(origins - centre, axis=1).max() / np.maximum(r_c, 1e-6) + 0.05  # rad
+    bend_max = (np.abs(sc.curvature[curved]) * sc.extent[curved]).max(axis=1)
+    bend_min = (np.abs(sc.curvature[curved]) * sc.extent[curved]).min(axis=1)
+    facing = ((bend_min < STRAIGHT)  # (a straight direction: any tilt along it, decided below)
+              | (np.einsum("ij,ij->i", sc.plate_normal[curved], u0) >= np.cos(np.minimum(0.75 * bend_max + wander, np.pi / 2))))
+    curved, u0, wander = curved[facing], u0[facing], wander[facing]  # (a cheap first cut: the normal's cone)
+    m0 = np.einsum("nkj,nj->nk", sc.principal[curved], u0)
+    bend0 = np.abs(sc.curvature[curved]) * sc.extent[curved]
+    near = np.all((bend0 < STRAIGHT) | (np.abs(np.arcsin(np.clip(m0, -1, 1))) <= 0.75 * bend0 + wander[:, None]), axis=1)
+    curved = curved[near & (np.einsum("ij,ij->i", sc.plate_normal[curved], u0) > -0.1)]
     item, az, beta, e, dist = _pairs(sc.plate_centroid[curved], origins, column_rot, beam)
     plate = curved[item]
     s = origins[az]
@@ -153,14 +174,25 @@ def curved_returns(sc, origins, column_rot, beam, table, lam):
     radius = curved_rcs.effective_radius(1.0 / np.maximum(np.abs(kappa), 1e-12), r0[:, None])
     both = ~straight[:, 0] & ~straight[:, 1]
     one = straight[:, 0] ^ straight[:, 1]
-    s_i = np.where(straight[:, 0], 1, 0)  # the straight direction's index (one curved)
+    s_i = np.where(straight[:, 0], 0, 1)  # the straight direction's index (one curved)
     rows = np.arange(len(plate))
     sigma = np.zeros(len(plate))
     sigma[both] = curved_rcs.doubly_curved(radius[both, 0], radius[both, 1])
     c_i = 1 - s_i
-    sigma[one] = curved_rcs.singly_curved(radius[rows, c_i][one], ext[rows, s_i][one], tilt[rows, s_i][one], lam)
+    # along the straight direction: the foot of the perpendicular from the radar on the plate = near field
+    # (the radar sees the line's nearest point, sqrt(lambda R / 2) of it), else the far-field pattern
+    t_dir = axes[rows, s_i]
+    along = np.einsum("ij,ij->i", origins[az] - sc.plate_centroid[plate], t_dir)
+    foot = np.abs(along) <= 0.5 * ext[rows, s_i]
+    r_perp = np.sqrt(np.maximum(r0 ** 2 - along ** 2, 1e-12))
+    fresnel = np.sqrt(0.5 * lam * np.where(foot, r_perp, r0))
+    psi = np.where(foot, 0.0, tilt[rows, s_i])
+    length = curved_rcs.effective_length(ext[rows, s_i], psi, fresnel, lam)
+    sigma[one] = curved_rcs.singly_curved(radius[rows, c_i][one], length[one], psi[one], lam)
+    r0 = np.where(one & foot, r_perp, r0)
     sigma = np.where(on, sigma, 0.0) * _rho(table, sc.plate_material[plate], np.ones(len(plate)), lam)
-    point = sc.plate_centroid[plate] + sc.plate_normal[plate] * SKIP
+    shift = np.where(one, np.clip(along, -0.5 * ext[rows, s_i], 0.5 * ext[rows, s_i]), 0.0)  # to the line's nearest point
+    point = sc.plate_centroid[plate] + t_dir * shift[:, None] + sc.plate_normal[plate] * SKIP
     return az, sigma, r0, np.ones(len(plate), np.complex128), point, sc.plate_entity[plate]
 
 

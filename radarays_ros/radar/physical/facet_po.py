@@ -59,6 +59,21 @@ def triangle_integral(p: np.ndarray, tri: np.ndarray) -> np.ndarray:
     return out
 
 
+def edge_terms(p: np.ndarray, start: np.ndarray, end: np.ndarray, normal: np.ndarray) -> np.ndarray:
+    """The edge terms of I(p) (complex, m^2) for outline edges start -> end (N, 3), counter-clockwise about
+    the plate normal (N, 3), r from the plate's reference point; their sum over a plate's outline is I(p)
+    (|p| must not be near 0: use the area there)."""
+    edge = end - start
+    length = np.linalg.norm(edge, axis=1)
+    t = edge / np.maximum(length, 1e-300)[:, None]
+    nu = np.cross(t, normal)
+    p2 = np.einsum("ij,ij->i", p, p)
+    half = 0.5 * np.einsum("ij,ij->i", p, t) * length
+    mid = 0.5 * (start + end)
+    return (-1j * np.einsum("ij,ij->i", p, nu) / np.maximum(p2, 1e-300) * length
+            * np.exp(1j * np.einsum("ij,ij->i", p, mid)) * np.sinc(half / np.pi))
+
+
 def effective_aperture(integral_abs: np.ndarray, cos_theta: np.ndarray, area: np.ndarray, foot_inside: np.ndarray,
                        height: np.ndarray, distance: np.ndarray, wavelength: float) -> np.ndarray:
     """|cos(theta) I| limited by the Fresnel zone (m^2): sqrt(sigma) = sqrt(4 pi) / lambda x this."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import antenna, backscatter, beam_sampling, facet_glints, radar_equation, roughness, thermal_noise
+from . import antenna, backscatter, beam_sampling, facet_glints, foliage, radar_equation, roughness, thermal_noise
 
 SKIP = 1e-3  # metres a mirror child starts off its surface
 MIN_COS = 0.02  # footprint area 1/cos(theta) capped at grazing (sigma0 -> 0 there anyway)
@@ -227,9 +227,12 @@ def _trace_block(frame: _Frame, f: _Tubes):
     az, d_omega, sensor, v_r = f.az, f.d_omega, f.sensor, f.v_r
     o, d = sensor.copy(), f.d
     path = np.zeros(len(az))  # one-way path so far
-    rho = np.ones(len(az))  # product of mirror reflectivities so far
+    rho = np.ones(len(az))  # product of mirror reflectivities (and foliage transmissions) so far
+    straight = np.ones(len(az), bool)  # still on the straight line from the sensor (only through foliage)
     clutter, glints, rays = {}, {}, {}
     idx = np.arange(len(az))  # tube index of each live ray
+    volume_classes = np.array([table.classes.index(c) for c in foliage.VOLUME_CLASSES if c in table.classes], np.int64)
+    kappa = foliage.extinction_np_per_m()
     for bounce in range(cfg.scatter.specular_bounces + 1):
         if not len(idx):
             break
@@ -251,7 +254,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
             v_hit = frame.entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at)
             v_r[idx[keep]] += _dot(v_hit, d[keep])
         o, d, dist, cls = o[keep], d[keep], dist[keep], cls[keep]
-        idx, path, rho = idx[keep], path[keep], rho[keep]
+        idx, path, rho, straight = idx[keep], path[keep], rho[keep], straight[keep]
         n = np.asarray(hits.normal, np.float64)[keep]
         n /= np.maximum(_norm(n), 1e-12)[:, None]
         hit = o + d * dist[:, None]
@@ -260,6 +263,17 @@ def _trace_block(frame: _Frame, f: _Tubes):
         theta = np.arccos(cos_t)
         area = path ** 2 * d_omega[idx] / np.maximum(cos_t, MIN_COS)
         sigma = table.sigma0_at(cls, theta) * area
+        volume = np.flatnonzero(np.isin(cls, volume_classes))  # foliage: returns from its depth (foliage.py)
+        if len(volume):
+            sigma[volume] = 0.0
+            depth = _foliage_depth(backend, hit[volume], d[volume], rays if frame.log else None, bounce)
+            slab_near, slab_far, weight = foliage.slab_weights(depth, path[volume], kappa)
+            sigma_v = foliage.volume_coefficient(table.sigma0_at(cls[volume], np.zeros(len(volume))), kappa)
+            p_v = (k_radar * f.g_tx[idx[volume]] ** 2 * rho[volume] ** 2 * sigma_v * d_omega[idx[volume]]
+                   / path[volume] ** 2)[:, None] * weight
+            reps = lambda v: np.repeat(v, foliage.SLABS)  # noqa: E731
+            clutter[bounce, 2] = Clutter(reps(az[idx[volume]]), (path[volume][:, None] + slab_near).reshape(-1),
+                                         (path[volume][:, None] + slab_far).reshape(-1), p_v.reshape(-1), reps(v_r[idx[volume]]))
         tan_t = np.sqrt(1.0 - cos_t ** 2) / np.maximum(cos_t, MIN_COS)
         if bounce == 0:  # range at the stratum's corners, first order on the hit plane
             slope_e = path * _dot(f.dd_e[idx], n) / np.maximum(cos_t, MIN_COS)
@@ -284,7 +298,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
             clutter[bounce, 0] = Clutter(az[idx], near, far, k_radar * g_t * g_t * rho ** 2 * sigma / path ** 4, v_r[idx])
             if cfg.scatter.multipath:
                 n_u = _dot(n, u)
-                lit = n_u > 0
+                lit = (n_u > 0) & ~straight  # (a ray straight through foliage: its way back is the way out)
                 theta_b = 0.5 * (theta + np.arccos(np.clip(n_u, -1, 1)))
                 sigma_b = table.sigma0_at(cls, theta_b) * area
                 p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
@@ -300,11 +314,36 @@ def _trace_block(frame: _Frame, f: _Tubes):
         if bounce == cfg.scatter.specular_bounces:
             break
         child = np.flatnonzero(rho * rho_c > MIN_RHO)
-        o = hit[child] + mirror[child] * SKIP
-        d = mirror[child]
-        d /= _norm(d)[:, None]
-        idx, path, rho = idx[child], path[child] + SKIP, (rho * rho_c)[child]
+        o_next = hit[child] + mirror[child] * SKIP
+        d_next = mirror[child]
+        d_next /= _norm(d_next)[:, None]
+        idx_next, path_next, rho_next = idx[child], path[child] + SKIP, (rho * rho_c)[child]
+        straight_next = np.zeros(len(child), bool)
+        if len(volume):  # and rays on through the foliage, weakened by its extinction
+            through = np.flatnonzero(rho[volume] * foliage.transmission(depth, kappa) > MIN_RHO)
+            v_sel = volume[through]
+            o_next = np.concatenate([o_next, hit[v_sel] + d[v_sel] * (depth[through] + SKIP)[:, None]])
+            d_next = np.concatenate([d_next, d[v_sel]])
+            idx_next = np.concatenate([idx_next, idx[v_sel]])
+            path_next = np.concatenate([path_next, path[v_sel] + depth[through] + SKIP])
+            rho_next = np.concatenate([rho_next, rho[v_sel] * foliage.transmission(depth[through], kappa)])
+            straight_next = np.concatenate([straight_next, straight[v_sel]])
+            order = np.argsort(idx_next, kind="stable")  # azimuth order (_to_column)
+            o_next, d_next, idx_next, path_next, rho_next, straight_next = (
+                v[order] for v in (o_next, d_next, idx_next, path_next, rho_next, straight_next))
+        o, d, idx, path, rho, straight = o_next, d_next, idx_next, path_next, rho_next, straight_next
     return clutter, glints, rays
+
+
+def _foliage_depth(backend, hit, d, rays: dict | None, bounce: int) -> np.ndarray:
+    """Metres of foliage each ray crosses from its entry point hit along d: to the next surface (the crown's
+    far side), at most foliage.MAX_DEPTH_M."""
+    start = (hit + d * SKIP).astype(np.float32)
+    d32 = d.astype(np.float32)
+    if rays is not None:
+        rays[bounce, 2] = (start, d32)
+    out = np.asarray(backend.trace(start, d32, 0.0, foliage.MAX_DEPTH_M, want=()).distance, np.float64)
+    return np.where(np.isfinite(out), np.minimum(out + SKIP, foliage.MAX_DEPTH_M), foliage.MAX_DEPTH_M)
 
 
 def _unoccluded(backend, hit, u, back_len, power, rays: dict | None, bounce: int):

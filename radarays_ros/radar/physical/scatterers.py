@@ -41,9 +41,13 @@ class Scatterers:
     # plates (P) and their triangles (T)
     tri: np.ndarray  # (T, 3, 3) vertices
     tri_plate: np.ndarray  # (T,) plate index (triangles sorted by plate)
+    edge_from: np.ndarray  # (E, 3) the plates' outline edges, counter-clockwise about their normal
+    edge_to: np.ndarray  # (E, 3)
+    edge_plate: np.ndarray  # (E,) plate index (sorted)
     plate_normal: np.ndarray  # (P, 3) unit
     plate_centroid: np.ndarray  # (P, 3)
     plate_area: np.ndarray  # (P,)
+    plate_radius: np.ndarray  # (P,) largest distance of its vertices from its centroid
     plate_material: np.ndarray  # (P,) scene material id
     plate_entity: np.ndarray  # (P,)
     plate_curved: np.ndarray  # (P,) bool: part of a curved surface (evaluated by curvature, not as a plate)
@@ -71,7 +75,7 @@ class Scatterers:
         r, t = pose[:3, :3], pose[:3, 3]
         pt = lambda v: v @ r.T + t  # noqa: E731
         dr = lambda v: v @ r.T  # noqa: E731
-        return replace(self, tri=pt(self.tri), plate_normal=dr(self.plate_normal), plate_centroid=pt(self.plate_centroid),
+        return replace(self, tri=pt(self.tri), edge_from=pt(self.edge_from), edge_to=pt(self.edge_to), plate_normal=dr(self.plate_normal), plate_centroid=pt(self.plate_centroid),
                        principal=dr(self.principal), dih_point=pt(self.dih_point), dih_axis=dr(self.dih_axis),
                        dih_normals=dr(self.dih_normals), tri_apex=pt(self.tri_apex), tri_normals=dr(self.tri_normals),
                        tri_outline=pt(self.tri_outline))
@@ -93,7 +97,7 @@ def concatenate(parts: list[Scatterers]) -> Scatterers:
     surf_off = np.cumsum([0] + [int(p.plate_surface.max(initial=-1)) + 1 for p in parts])[:-1]
     for f in fields(Scatterers):
         items = [getattr(p, f.name) for p in parts]
-        if f.name == "tri_plate":
+        if f.name in ("tri_plate", "edge_plate"):
             items = [v + o for v, o in zip(items, plate_off)]
         elif f.name == "plate_surface":
             items = [np.where(v >= 0, v + o, -1) for v, o in zip(items, surf_off)]
@@ -170,8 +174,11 @@ def from_mesh(vertices: np.ndarray, faces: np.ndarray, materials: np.ndarray, en
     extent = _extent(tri, plate, principal, n_plates)
     surface_id = np.where(curved, surface, -1)
     order = np.argsort(plate, kind="stable")
+    e_from, e_to, e_plate = _outline(faces, plate, vertices)
+    radius = np.zeros(n_plates)
+    np.maximum.at(radius, plate, np.linalg.norm(tri - centroid[plate][:, None, :], axis=2).max(axis=1))
     out = Scatterers(
-        tri=tri[order], tri_plate=plate[order], plate_normal=pn, plate_centroid=centroid, plate_area=area,
+        tri=tri[order], tri_plate=plate[order], edge_from=e_from, edge_to=e_to, edge_plate=e_plate, plate_normal=pn, plate_centroid=centroid, plate_area=area, plate_radius=radius,
         plate_material=p_mat, plate_entity=np.full(n_plates, entity, np.int64), plate_curved=curved,
         plate_surface=surface_id, curvature=curvature, principal=principal, extent=extent, **_corners(None))
     return with_corners(out) if corners else out
@@ -180,6 +187,22 @@ def from_mesh(vertices: np.ndarray, faces: np.ndarray, materials: np.ndarray, en
 def with_corners(sc: Scatterers) -> Scatterers:
     """sc with the dihedral and trihedral corners among its flat plates (those it had are replaced)."""
     return replace(sc, **_corners(sc))
+
+
+def _outline(faces, plate, vertices):
+    """The directed edges (from, to, plate) of each plate's outline: its triangles' edges whose reverse is not
+    in the same plate (interior edges cancel in the PO edge sum, facet_po.py), sorted by plate."""
+    if not len(faces):
+        return np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, np.int64)
+    a = np.concatenate([faces[:, 0], faces[:, 1], faces[:, 2]])
+    b = np.concatenate([faces[:, 1], faces[:, 2], faces[:, 0]])
+    owner = np.tile(plate, 3)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    key = np.stack([owner, lo, hi], axis=1)
+    _, inverse, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    single = counts[inverse.reshape(-1)] == 1
+    order = np.flatnonzero(single)[np.argsort(owner[single], kind="stable")]
+    return vertices[a[order]], vertices[b[order]], owner[order]
 
 
 def _tangent_basis(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
