@@ -17,7 +17,7 @@ import numpy as np
 
 from . import antenna, corner_rcs, curved_rcs, facet_po, roughness
 
-STRAIGHT = 1e-3  # rad: a principal direction bending less than this across its plate is straight
+from .scatterers import STRAIGHT_BEND as STRAIGHT
 SKIP = 5e-3  # m: the occlusion ray stops this short of the scatterer
 
 
@@ -137,15 +137,18 @@ def curved_returns(sc, origins, column_rot, beam, table, lam):
     """The specular point of each curved surface, per azimuth: the plate whose normal is nearest the line of
     sight, its principal radii (stationary phase across, PO along a straight direction)."""
     curved = np.flatnonzero(sc.plate_curved)
-    # first the plates whose normal can point at the sensor at all this frame (a terrain's do not)
+    # first the plates whose normal can point at the sensor at all this frame (a terrain's do not): one
+    # dot product per plate against its normal's cone (3/4 of its bend, plus the sensor's wander), then
+    # the finer test per principal direction on the few that remain
     centre = origins.mean(axis=0)
-    u0, r_c = _unit(centre - sc.plate_centroid[curved])
-    wander = np.linalg.norm(origins - centre, axis=1).max() / np.maximum(r_c, 1e-6) + 0.05  # rad
-    bend_max = (np.abs(sc.curvature[curved]) * sc.extent[curved]).max(axis=1)
-    bend_min = (np.abs(sc.curvature[curved]) * sc.extent[curved]).min(axis=1)
-    facing = ((bend_min < STRAIGHT)  # (a straight direction: any tilt along it, decided below)
-              | (np.einsum("ij,ij->i", sc.plate_normal[curved], u0) >= np.cos(np.minimum(0.75 * bend_max + wander, np.pi / 2))))
-    curved, u0, wander = curved[facing], u0[facing], wander[facing]  # (a cheap first cut: the normal's cone)
+    to_sensor = centre - sc.plate_centroid[curved]
+    r_c = np.sqrt(np.einsum("ij,ij->i", to_sensor, to_sensor))
+    spread = float(np.linalg.norm(origins - centre, axis=1).max())
+    cone = np.cos(np.minimum(sc.plate_cone[curved] + spread / np.maximum(r_c, 1e-6) + 0.05, np.pi / 2))
+    facing = np.einsum("ij,ij->i", sc.plate_normal[curved], to_sensor) >= cone * r_c
+    curved = curved[facing]
+    u0, r_c = _unit(to_sensor[facing])
+    wander = spread / np.maximum(r_c, 1e-6) + 0.05  # rad
     m0 = np.einsum("nkj,nj->nk", sc.principal[curved], u0)
     bend0 = np.abs(sc.curvature[curved]) * sc.extent[curved]
     near = np.all((bend0 < STRAIGHT) | (np.abs(np.arcsin(np.clip(m0, -1, 1))) <= 0.75 * bend0 + wander[:, None]), axis=1)

@@ -32,6 +32,7 @@ CURVED_MIN_PLATES = 3  # a curved surface has at least this many plates (a bent 
 RIGHT_ANGLE_TOL_DEG = 2.0  # corner faces within this of perpendicular
 MIN_CORNER_AREA = 1e-4  # m^2: smaller faces are not searched for corners (sigma < 0.01 m^2 at 77 GHz)
 MAX_CORNER_PLATES = 4000  # corners are searched among at most this many plates (the largest)
+STRAIGHT_BEND = 1e-3  # rad: a principal direction bending less than this across its plate is straight
 MERGE_M = 1e-6  # vertices closer than this are one (meshes written with a vertex per face)
 
 
@@ -55,6 +56,8 @@ class Scatterers:
     curvature: np.ndarray  # (P, 2) principal curvatures (1/m; 0 = straight)
     principal: np.ndarray  # (P, 2, 3) their unit directions
     extent: np.ndarray  # (P, 2) the plate's length along them
+    plate_cone: np.ndarray  # (P,) rad: the line of sight within this of the normal can meet the curved surface
+                            # here (3/4 of the largest bend |kappa| extent; pi with a straight direction)
     # dihedrals (D)
     dih_point: np.ndarray  # (D, 3) mid point of the fold
     dih_axis: np.ndarray  # (D, 3) unit fold direction
@@ -173,6 +176,8 @@ def from_mesh(vertices: np.ndarray, faces: np.ndarray, materials: np.ndarray, en
     curvature, principal = _shape_operator(pn, centroid, pa[keep], pb[keep])
     extent = _extent(tri, plate, principal, n_plates)
     surface_id = np.where(curved, surface, -1)
+    bend = np.abs(curvature) * extent
+    cone = np.where(bend.min(axis=1, initial=np.inf) < STRAIGHT_BEND, np.pi, 0.75 * bend.max(axis=1, initial=0.0))
     order = np.argsort(plate, kind="stable")
     e_from, e_to, e_plate = _outline(faces, plate, vertices)
     radius = np.zeros(n_plates)
@@ -180,7 +185,7 @@ def from_mesh(vertices: np.ndarray, faces: np.ndarray, materials: np.ndarray, en
     out = Scatterers(
         tri=tri[order], tri_plate=plate[order], edge_from=e_from, edge_to=e_to, edge_plate=e_plate, plate_normal=pn, plate_centroid=centroid, plate_area=area, plate_radius=radius,
         plate_material=p_mat, plate_entity=np.full(n_plates, entity, np.int64), plate_curved=curved,
-        plate_surface=surface_id, curvature=curvature, principal=principal, extent=extent, **_corners(None))
+        plate_surface=surface_id, curvature=curvature, principal=principal, extent=extent, plate_cone=cone, **_corners(None))
     return with_corners(out) if corners else out
 
 
