@@ -59,7 +59,7 @@ def _clip(subject: list, clip: list) -> list:
 
 def _hull(points) -> list:
     """Convex hull (counter-clockwise list of (x, y)) of 2-D points (monotone chain)."""
-    pts = sorted(set((round(float(x), 12), round(float(y), 12)) for x, y in points))
+    pts = sorted(set(map(tuple, points)))
     if len(pts) < 3:
         return pts
 

@@ -231,11 +231,10 @@ def trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar=1.0, fl
     rho = np.ones(len(item))
     for k in range(3):
         rho *= _rho(table, sc.tri_material[item, k], cos_n[:, k], lam)
-    # the aperture is at most the outline's projected area (half its vertices' spread squared): a bound
-    # to skip corners that could not reach floor_w before the polygon clipping (the costly part)
+    # the aperture is at most its smallest face (scatterers.py): a bound to skip corners that could not
+    # reach floor_w before the polygon clipping (the costly part)
     rel = sc.tri_outline[item] - sc.tri_apex[item][:, None, :]
-    spread = np.linalg.norm(rel, axis=2).max(axis=1) if len(item) else np.zeros(0)
-    bound = np.minimum(2.0 * spread ** 2, 0.5 * lam * r)
+    bound = np.minimum(sc.tri_min_area[item], 0.5 * lam * r)
     g_bound = antenna.gain(beta, e, cfg_antenna) if cfg_antenna is not None else np.ones(len(item))
     strong = k_radar * g_bound ** 2 * 4.0 * np.pi * bound ** 2 / lam ** 2 * rho / np.maximum(r, 1e-6) ** 4 > floor_w
     inside = np.all(cos_n > 0, axis=1) & strong

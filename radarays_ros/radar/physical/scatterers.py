@@ -71,6 +71,8 @@ class Scatterers:
     tri_normals: np.ndarray  # (C, 3, 3)
     tri_outline: np.ndarray  # (C, V, 3) the faces' vertices (repeated to the longest)
     tri_material: np.ndarray  # (C, 3)
+    tri_min_area: np.ndarray  # (C,) area of its smallest face (every triple-bounce ray crosses each face once:
+                              # the aperture is no larger)
     tri_entity: np.ndarray  # (C,)
 
     def transformed(self, pose: np.ndarray) -> "Scatterers":
@@ -257,7 +259,7 @@ def _corners(sc: Scatterers | None) -> dict:
         return dict(dih_point=np.zeros((0, 3)), dih_axis=np.zeros((0, 3)), dih_normals=np.zeros((0, 2, 3)),
                     dih_width=np.zeros((0, 2)), dih_length=np.zeros(0), dih_material=np.zeros((0, 2), np.int64),
                     dih_entity=np.zeros(0, np.int64), tri_apex=np.zeros((0, 3)), tri_normals=np.zeros((0, 3, 3)),
-                    tri_outline=np.zeros((0, 1, 3)), tri_material=np.zeros((0, 3), np.int64), tri_entity=np.zeros(0, np.int64))
+                    tri_outline=np.zeros((0, 1, 3)), tri_material=np.zeros((0, 3), np.int64), tri_min_area=np.zeros(0), tri_entity=np.zeros(0, np.int64))
     tri, plate, normal, centroid, area, material, curved = (sc.tri, sc.tri_plate, sc.plate_normal, sc.plate_centroid,
                                                            sc.plate_area, sc.plate_material, sc.plate_curved)
     cand = np.flatnonzero(~curved & (area >= MIN_CORNER_AREA))
@@ -299,7 +301,8 @@ def _corners(sc: Scatterers | None) -> dict:
                     continue
                 found = _trihedral([verts[a], verts[b], verts[c]], normal[[a, b, c]])
                 if found is not None:
-                    tri3.append((*found, (material[a], material[b], material[c]), sc.plate_entity[a]))
+                    tri3.append((*found, (material[a], material[b], material[c]), sc.plate_entity[a],
+                                 float(min(area[a], area[b], area[c]))))
     width = max((len(t[2]) for t in tri3), default=1)
     return dict(
         dih_point=np.array([d[0] for d in dih]).reshape(-1, 3), dih_axis=np.array([d[1] for d in dih]).reshape(-1, 3),
@@ -309,6 +312,7 @@ def _corners(sc: Scatterers | None) -> dict:
         tri_apex=np.array([t[0] for t in tri3]).reshape(-1, 3), tri_normals=np.array([t[1] for t in tri3]).reshape(-1, 3, 3),
         tri_outline=np.array([np.concatenate([t[2], np.repeat(t[2][-1:], width - len(t[2]), axis=0)]) for t in tri3]).reshape(-1, width, 3),
         tri_material=np.array([t[3] for t in tri3], np.int64).reshape(-1, 3),
+        tri_min_area=np.array([t[5] for t in tri3], np.float64).reshape(-1),
         dih_entity=np.array([d[6] for d in dih], np.int64).reshape(-1), tri_entity=np.array([t[4] for t in tri3], np.int64).reshape(-1))
 
 
@@ -339,4 +343,4 @@ def _trihedral(verts, normals):
         size = np.linalg.norm(v - v.mean(axis=0), axis=1).max()
         if np.linalg.norm(v - apex, axis=1).min() > 0.02 * size + 1e-3:
             return None
-    return apex, normals, np.concatenate(verts)
+    return apex, normals, np.unique(np.concatenate(verts), axis=0)  # (each vertex once: the hull's input)
