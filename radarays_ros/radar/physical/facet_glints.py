@@ -133,10 +133,35 @@ def _in_triangle(p, tri):
     return ((x >= 0) & (y >= 0) & (x + y < 1)).astype(np.float64)
 
 
+LEVEL_MARGIN = math.radians(5.0)  # the sensor's tilt from level up to which the static cut below holds
+
+
+def _curved_candidates(sc, beam, column_rot, table, lam) -> np.ndarray:
+    """The curved plates whose normal can face a sensor within LEVEL_MARGIN of level, through the beam's
+    elevation fan: the line of sight from the plate to the sensor rises at -e for a beam elevation e, so
+    the normal's elevation must lie within [-e_hi, -e_lo] widened by the plate's cone. Cached per beam on
+    the scatterers (the static world's are read once; a terrain's 600k plates drop out here). Surfaces
+    without a mirror part (foliage, rough walls) never glint and are left out first."""
+    tilt = float(np.arccos(np.clip(column_rot[:, 2, 2], -1.0, 1.0)).max()) if len(column_rot) else 0.0
+    cache = sc.__dict__.setdefault("_candidates", {})
+    key = (beam["e_lo"], beam["e_hi"], id(table), lam, tilt > LEVEL_MARGIN)
+    if key in cache:
+        return cache[key]
+    curved = np.flatnonzero(sc.plate_curved)
+    curved = curved[_rho(table, sc.plate_material[curved], np.ones(len(curved)), lam) > 1e-9]
+    if tilt > LEVEL_MARGIN:
+        cache[key] = curved
+    else:
+        elevation = np.arcsin(np.clip(sc.plate_normal[curved, 2], -1.0, 1.0))
+        cone = sc.plate_cone[curved] + LEVEL_MARGIN  # (a tilt of t moves the fan by at most t)
+        cache[key] = curved[(elevation >= -beam["e_hi"] - cone) & (elevation <= -beam["e_lo"] + cone)]
+    return cache[key]
+
+
 def curved_returns(sc, origins, column_rot, beam, table, lam):
     """The specular point of each curved surface, per azimuth: the plate whose normal is nearest the line of
     sight, its principal radii (stationary phase across, PO along a straight direction)."""
-    curved = np.flatnonzero(sc.plate_curved)
+    curved = _curved_candidates(sc, beam, column_rot, table, lam)
     # first the plates whose normal can point at the sensor at all this frame (a terrain's do not): one
     # dot product per plate against its normal's cone (3/4 of its bend, plus the sensor's wander), then
     # the finer test per principal direction on the few that remain

@@ -180,10 +180,13 @@ def from_mesh(vertices: np.ndarray, faces: np.ndarray, materials: np.ndarray, en
     surface_id = np.where(curved, surface, -1)
     bend = np.abs(curvature) * extent
     cone = np.where(bend.min(axis=1, initial=np.inf) < STRAIGHT_BEND, np.pi, 0.75 * bend.max(axis=1, initial=0.0))
-    order = np.argsort(plate, kind="stable")
-    e_from, e_to, e_plate = _outline(faces, plate, vertices)
     radius = np.zeros(n_plates)
     np.maximum.at(radius, plate, np.linalg.norm(tri - centroid[plate][:, None, :], axis=2).max(axis=1))
+    # triangles and outlines are kept for the flat plates only (curved ones are evaluated by curvature):
+    # a 1M-triangle terrain keeps none of its own
+    flat_face = np.flatnonzero(~curved[plate]) if n_plates else np.zeros(0, np.int64)
+    order = flat_face[np.argsort(plate[flat_face], kind="stable")]
+    e_from, e_to, e_plate = _outline(faces[flat_face], plate[flat_face], vertices)
     out = Scatterers(
         tri=tri[order], tri_plate=plate[order], edge_from=e_from, edge_to=e_to, edge_plate=e_plate, plate_normal=pn, plate_centroid=centroid, plate_area=area, plate_radius=radius,
         plate_material=p_mat, plate_entity=np.full(n_plates, entity, np.int64), plate_curved=curved,
@@ -205,9 +208,12 @@ def _outline(faces, plate, vertices):
     b = np.concatenate([faces[:, 1], faces[:, 2], faces[:, 0]])
     owner = np.tile(plate, 3)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
-    key = np.stack([owner, lo, hi], axis=1)
-    _, inverse, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
-    single = counts[inverse.reshape(-1)] == 1
+    by_key = np.lexsort((hi, lo, owner))
+    same = (owner[by_key][1:] == owner[by_key][:-1]) & (lo[by_key][1:] == lo[by_key][:-1]) & (hi[by_key][1:] == hi[by_key][:-1])
+    shared = np.zeros(len(a), bool)  # an edge twice in one plate is inside it
+    shared[by_key[1:][same]] = True
+    shared[by_key[:-1][same]] = True
+    single = ~shared
     order = np.flatnonzero(single)[np.argsort(owner[single], kind="stable")]
     return vertices[a[order]], vertices[b[order]], owner[order]
 
