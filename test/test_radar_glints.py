@@ -130,6 +130,15 @@ def test_near_pole_reads_its_fresnel_length(monkeypatch):
     assert 10 * math.log10(sigma / expected) == pytest.approx(0.0, abs=1.0)
 
 
+def test_a_plate_behind_foliage_is_weaker_by_its_two_way_extinction(monkeypatch):
+    from radarays_ros.radar.physical import foliage
+    from test_radar_scenes import box
+    hedge = (*box((2.0, 6.0, 6.0), (21.0, 0, 0)), "vegetation")  # 2 m of foliage from x = 20 m
+    bare = measured_sigma(preset("navtech_ras6", 0), scene(square_plate(30.0, 0.15)), 30.0, monkeypatch=monkeypatch)
+    behind = measured_sigma(preset("navtech_ras6", 0), scene(square_plate(30.0, 0.15), hedge), 30.0, monkeypatch=monkeypatch)
+    assert 10 * math.log10(behind / bare) == pytest.approx(-2 * foliage.EXTINCTION_DB_PER_M * 2.0, abs=0.3)
+
+
 def test_hidden_target_returns_nothing(monkeypatch):
     wall = (*square_plate(10.0, 2.0)[:2], "concrete")
     world = scene(square_plate(30.0, 0.15), wall)

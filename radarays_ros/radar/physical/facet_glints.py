@@ -6,7 +6,7 @@ of sight by its own formula (facet_po.py for plates, curved_rcs.py for curved su
 dihedrals and trihedrals), the two-way pattern at its direction, the radar equation at its range and the
 coherent reflectivity of its faces (roughness.py, once per bounce), with the phase of its two-way path.
 One ray per visible return tests that the way to it is free (binary: a partly hidden plate is all there or
-not at all). No ray sampling is involved, so a small plate, a pole or a corner has the same strength in
+not at all; through foliage it is weakened by the crown's extinction, foliage.py). No ray sampling is involved, so a small plate, a pole or a corner has the same strength in
 every frame and whatever the beam's sampling.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from . import antenna, corner_rcs, curved_rcs, facet_po, roughness
+from . import antenna, corner_rcs, curved_rcs, facet_po, foliage, roughness
 
 from .scatterers import STRAIGHT_BEND as STRAIGHT
 SKIP = 5e-3  # m: the occlusion ray stops this short of the scatterer
@@ -275,6 +275,42 @@ def trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar=1.0, fl
     return az, 4.0 * np.pi * area ** 2 / lam ** 2 * rho, r, np.ones(len(item), np.complex128), point, sc.tri_entity[item]
 
 
+FOLIAGE_LAYERS = 3  # crowns a glint's way may cross before it counts as hidden
+
+
+def _transmission(backend, start, direction, length, table) -> np.ndarray:
+    """One-way power transmission of each straight way (start, direction, length): 1 when free, 0 when a
+    surface is in the way, exp(-kappa_e D) through D metres of foliage (foliage.py; up to FOLIAGE_LAYERS crowns)."""
+    volume = np.array([table.classes.index(c) for c in foliage.VOLUME_CLASSES if c in table.classes], np.int64)
+    kappa = foliage.extinction_np_per_m()
+    out = np.ones(len(start))
+    start, remaining = start.astype(np.float64).copy(), length.astype(np.float64).copy()
+    d32 = direction.astype(np.float32)
+    todo = np.flatnonzero(remaining > 0)
+    for layer in range(FOLIAGE_LAYERS + 1):
+        if not len(todo):
+            break
+        hits = backend.trace(start[todo].astype(np.float32), d32[todo], 0.0, float(remaining[todo].max()), want=("ids",))
+        t = np.asarray(hits.distance, np.float64)
+        blocked = t < remaining[todo]
+        cls = np.full(len(todo), -1, np.int64)
+        cls[blocked] = table.material_class[np.asarray(hits.material)[blocked]]
+        leafy = blocked & np.isin(cls, volume) & (layer < FOLIAGE_LAYERS)
+        out[todo[blocked & ~leafy]] = 0.0
+        crown = todo[leafy]
+        if not len(crown):
+            break
+        entry = start[crown] + direction[crown] * (t[leafy] + SKIP)[:, None]
+        through = backend.trace(entry.astype(np.float32), d32[crown], 0.0, foliage.MAX_DEPTH_M, want=())
+        depth = np.minimum(np.asarray(through.distance, np.float64), foliage.MAX_DEPTH_M)
+        depth = np.minimum(depth, remaining[crown] - t[leafy] - SKIP)  # (the target inside the crown)
+        out[crown] *= foliage.transmission(np.maximum(depth, 0.0), kappa)
+        start[crown] = entry + direction[crown] * (depth + SKIP)[:, None]
+        remaining[crown] -= t[leafy] + depth + 2 * SKIP
+        todo = crown[remaining[crown] > 0]
+    return out
+
+
 def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar: float, lam: float,
                  max_range: float, floor_w: float, entities=None, occlusion: bool = True):
     """(azimuth, range_m, complex amplitude sqrt(W), radial velocity) of every scatterer in every beam that
@@ -290,9 +326,9 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
     power = k_radar * g * g * sigma / np.maximum(rng_m, 1e-6) ** 4
     keep = np.flatnonzero((power > floor_w) & (rng_m < max_range))
     if occlusion and len(keep):
-        o32 = origins[az[keep]].astype(np.float32)
-        hits = backend.trace(o32, d[keep].astype(np.float32), 0.0, float(dist[keep].max()), want=())
-        keep = keep[~(np.asarray(hits.distance, np.float64) < dist[keep] - SKIP)]
+        passed = _transmission(backend, origins[az[keep]], d[keep], dist[keep] - SKIP, table)
+        power[keep] *= passed ** 2  # (two-way)
+        keep = keep[passed > 0]
     order = keep[np.lexsort((rng_m[keep], az[keep]))]
     az, rng_m, power, phase, d = az[order], rng_m[order], power[order], phase[order], d[order]
     v_r = -np.einsum("ij,ij->i", sensor_velocity[az], d)
