@@ -33,6 +33,7 @@ RIGHT_ANGLE_TOL_DEG = 2.0  # corner faces within this of perpendicular
 MIN_CORNER_AREA = 1e-4  # m^2: smaller faces are not searched for corners (sigma < 0.01 m^2 at 77 GHz)
 MAX_CORNER_PLATES = 4000  # corners are searched among at most this many plates (the largest)
 STRAIGHT_BEND = 1e-3  # rad: a principal direction bending less than this across its plate is straight
+SOLVE_CHUNK = 65536  # plates per batched curvature solve
 MERGE_M = 1e-6  # vertices closer than this are one (meshes written with a vertex per face)
 
 
@@ -229,20 +230,28 @@ def _shape_operator(n: np.ndarray, c: np.ndarray, pa: np.ndarray, pb: np.ndarray
     """(P, 2) principal curvatures and (P, 2, 3) directions from the neighbour pairs (pa, pb)."""
     p = len(n)
     e1, e2 = _tangent_basis(n) if p else (np.zeros((0, 3)), np.zeros((0, 3)))
-    m = np.zeros((p, 3, 3))
-    rhs = np.zeros((p, 3))
+    # normal equations of the rows [dx, dy, 0] . s = gx and [0, dx, dy] . s = gy, s = (s11, s12, s22),
+    # summed per plate entry by entry (no (pairs, 3, 3) temporaries: a 1M-triangle terrain has 1.3M pairs)
+    sums = {key: np.zeros(p) for key in ("xx", "xy", "yy", "xgx", "ygx_xgy", "ygy")}
     for i, j in ((pa, pb), (pb, pa)):
         dc, dn = c[j] - c[i], n[j] - n[i]
         dx, dy = np.einsum("ij,ij->i", dc, e1[i]), np.einsum("ij,ij->i", dc, e2[i])
         gx, gy = np.einsum("ij,ij->i", dn, e1[i]), np.einsum("ij,ij->i", dn, e2[i])
-        # rows [dx, dy, 0] . s = gx and [0, dx, dy] . s = gy for s = (s11, s12, s22)
-        rows = np.stack([np.stack([dx, dy, np.zeros_like(dx)], 1), np.stack([np.zeros_like(dx), dx, dy], 1)], 1)
-        np.add.at(m, i, np.einsum("nri,nrj->nij", rows, rows))
-        np.add.at(rhs, i, np.einsum("nri,nr->ni", rows, np.stack([gx, gy], 1)))
-    s = np.einsum("nij,nj->ni", np.linalg.pinv(m, rcond=1e-9, hermitian=True), rhs)
-    shape = np.stack([np.stack([s[:, 0], s[:, 1]], 1), np.stack([s[:, 1], s[:, 2]], 1)], 1)
-    kappa, vec = np.linalg.eigh(shape) if p else (np.zeros((0, 2)), np.zeros((0, 2, 2)))
-    directions = np.stack([vec[:, 0, k, None] * e1 + vec[:, 1, k, None] * e2 for k in range(2)], axis=1)
+        for key, value in (("xx", dx * dx), ("xy", dx * dy), ("yy", dy * dy), ("xgx", dx * gx),
+                           ("ygx_xgy", dy * gx + dx * gy), ("ygy", dy * gy)):
+            sums[key] += np.bincount(i, value, minlength=p)
+    m = np.zeros((p, 3, 3))
+    m[:, 0, 0], m[:, 0, 1], m[:, 1, 0] = sums["xx"], sums["xy"], sums["xy"]
+    m[:, 1, 1], m[:, 1, 2], m[:, 2, 1], m[:, 2, 2] = sums["xx"] + sums["yy"], sums["xy"], sums["xy"], sums["yy"]
+    rhs = np.stack([sums["xgx"], sums["ygx_xgy"], sums["ygy"]], axis=1)
+    kappa, directions = np.zeros((p, 2)), np.zeros((p, 2, 3))
+    for lo in range(0, p, SOLVE_CHUNK):  # in chunks: the batched pinv's temporaries stay small
+        hi = min(lo + SOLVE_CHUNK, p)
+        s = np.einsum("nij,nj->ni", np.linalg.pinv(m[lo:hi], rcond=1e-9, hermitian=True), rhs[lo:hi])
+        shape = np.stack([np.stack([s[:, 0], s[:, 1]], 1), np.stack([s[:, 1], s[:, 2]], 1)], 1)
+        kappa[lo:hi], vec = np.linalg.eigh(shape)
+        for k in range(2):
+            directions[lo:hi, k] = vec[:, 0, k, None] * e1[lo:hi] + vec[:, 1, k, None] * e2[lo:hi]
     return kappa, directions
 
 
