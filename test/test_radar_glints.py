@@ -139,6 +139,15 @@ def test_a_plate_behind_foliage_is_weaker_by_its_two_way_extinction(monkeypatch)
     assert 10 * math.log10(behind / bare) == pytest.approx(-2 * foliage.EXTINCTION_DB_PER_M * 2.0, abs=0.3)
 
 
+def test_a_long_wall_returns_its_mirror_image_abeam_not_at_its_middle(monkeypatch):
+    # a 40 m metal wall 5 m to the left, from 10 m behind to 30 m ahead: its middle is 27 deg off the
+    # beam that looks left, its foot straight in it; near field: the radar's image, pi h^2
+    wall = sheet([(-10, 5, -3), (30, 5, -3), (30, 5, 3), (-10, 5, 3)])
+    cfg = preset("navtech_ras6", 0).with_overrides({"azimuth.start_deg": 90.0})
+    sigma = measured_sigma(cfg, scene((wall, np.eye(4), "metal")), 5.0, monkeypatch=monkeypatch)
+    assert 10 * math.log10(sigma / (math.pi * 5.0 ** 2)) == pytest.approx(0.0, abs=1.0)
+
+
 def test_hidden_target_returns_nothing(monkeypatch):
     wall = (*square_plate(10.0, 2.0)[:2], "concrete")
     world = scene(square_plate(30.0, 0.15), wall)

@@ -79,7 +79,13 @@ def _rho(table, material, cos_t, lam):
 def plate_returns(sc, origins, column_rot, beam, table, lam):
     """(azimuth, sigma x rho, range, reference point, beta, e, entity) of the flat plates."""
     flat = np.flatnonzero(~sc.plate_curved)
-    item, az, beta, e, dist = _pairs(sc.plate_centroid[flat], origins, column_rot, beam)
+    # each plate is looked for where it returns most: the foot of the perpendicular from the radar (the
+    # frame's mean position) when that lies on it (a long wall beside the road: abeam, not at its middle)
+    c_all, n_all = sc.plate_centroid[flat], sc.plate_normal[flat]
+    centre = origins.mean(axis=0)
+    foot0 = centre - n_all * np.einsum("ij,ij->i", centre - c_all, n_all)[:, None]
+    on = np.linalg.norm(foot0 - c_all, axis=1) <= sc.plate_radius[flat]
+    item, az, beta, e, dist = _pairs(np.where(on[:, None], foot0, c_all), origins, column_rot, beam)
     plate = flat[item]
     s = origins[az]
     n, c = sc.plate_normal[plate], sc.plate_centroid[plate]
@@ -134,6 +140,7 @@ def _in_triangle(p, tri):
 
 
 LEVEL_MARGIN = math.radians(5.0)  # the sensor's tilt from level up to which the static cut below holds
+CONE_SLACK = 0.01  # rad added to a plate's normal cone in the first cut (the final test needs none: 1/2 the bend x 1.5)
 
 
 def _curved_candidates(sc, beam, column_rot, table, lam) -> np.ndarray:
@@ -169,11 +176,11 @@ def curved_returns(sc, origins, column_rot, beam, table, lam):
     to_sensor = centre - sc.plate_centroid[curved]
     r_c = np.sqrt(np.einsum("ij,ij->i", to_sensor, to_sensor))
     spread = float(np.linalg.norm(origins - centre, axis=1).max())
-    cone = np.cos(np.minimum(sc.plate_cone[curved] + spread / np.maximum(r_c, 1e-6) + 0.05, np.pi / 2))
+    cone = np.cos(np.minimum(sc.plate_cone[curved] + spread / np.maximum(r_c, 1e-6) + CONE_SLACK, np.pi / 2))
     facing = np.einsum("ij,ij->i", sc.plate_normal[curved], to_sensor) >= cone * r_c
     curved = curved[facing]
     u0, r_c = _unit(to_sensor[facing])
-    wander = spread / np.maximum(r_c, 1e-6) + 0.05  # rad
+    wander = spread / np.maximum(r_c, 1e-6) + CONE_SLACK  # rad
     m0 = np.einsum("nkj,nj->nk", sc.principal[curved], u0)
     bend0 = np.abs(sc.curvature[curved]) * sc.extent[curved]
     near = np.all((bend0 < STRAIGHT) | (np.abs(np.arcsin(np.clip(m0, -1, 1))) <= 0.75 * bend0 + wander[:, None]), axis=1)
@@ -225,7 +232,10 @@ def curved_returns(sc, origins, column_rot, beam, table, lam):
 
 
 def dihedral_returns(sc, origins, column_rot, beam, table, lam):
-    item, az, beta, e, dist = _pairs(sc.dih_point, origins, column_rot, beam)
+    centre = origins.mean(axis=0)  # looked for at the fold's point nearest the radar (a wall's foot: abeam)
+    along0 = np.einsum("ij,ij->i", centre - sc.dih_point, sc.dih_axis)
+    nearest = sc.dih_point + sc.dih_axis * np.clip(along0, -0.5 * sc.dih_length, 0.5 * sc.dih_length)[:, None]
+    item, az, beta, e, dist = _pairs(nearest, origins, column_rot, beam)
     s = origins[az]
     axis, n = sc.dih_axis[item], sc.dih_normals[item]
     v = s - sc.dih_point[item]

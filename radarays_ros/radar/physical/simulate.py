@@ -1,6 +1,8 @@
 """One frame of the physical model: geometry (geometry.py) then the sensor stage (stage.py)."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..image import RadarImage
@@ -49,11 +51,24 @@ def scatter_table(sim) -> backscatter.ScatterTable:
     return sim._scatter_cache[1]
 
 
+_SCATTERERS: dict[int, tuple] = {}  # id(scene) -> (weak reference to it, its cache)
+
+
+def _scene_cache(scene) -> dict:
+    """The scatterer cache of a scene, shared by every simulator of it, dropped with the scene."""
+    entry = _SCATTERERS.get(id(scene))
+    if entry is None or entry[0]() is not scene:
+        entry = (weakref.ref(scene), {})
+        _SCATTERERS[id(scene)] = entry
+        weakref.finalize(scene, _SCATTERERS.pop, id(scene), None)
+    return entry[1]
+
+
 def scene_scatterers(sim) -> scatterers.Scatterers:
     """The scene's coherent scatterers in world coordinates: the static entities read together (corners
     between a wall and the ground are found), cached while they stay as they are; each moving entity read
     once in its own frame and moved to its pose."""
-    cache = sim.__dict__.setdefault("_scatterer_cache", {})
+    cache = _scene_cache(sim.scene)  # per scene: simulators of one world share it
     static = [e for e in sim.scene.entities if e.static]
     key = tuple((e.id, id(e.mesh), id(e.face_materials), np.asarray(e.pose).tobytes()) for e in static)
     if cache.get("static_key") != key:
