@@ -14,9 +14,53 @@ from radarays_ros.radar.physical import corner_rcs, facet_po, radar_equation, sc
 from radarays_ros.radar.physical import simulate as physical_simulate
 from radarays_ros.radar.physical.backscatter import wavelength
 from radarays_ros.resources import shipped
+from radarays_ros.world.materials import MaterialLibrary
 from radarays_ros.world.mesh import TriMesh
+from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
-from test_radar_realism import scene, trihedral
+
+# helpers of our own (no imports from other test modules)
+NAMES = ("asphalt", "concrete", "metal", "vegetation", "glass", "brick")
+LIB = MaterialLibrary.from_dict({"materials": {n: {"radar": {"velocity": 0.001, "brdf": "radarays", "A": 1.0, "B": 0.0, "C": 1}}
+                                               for n in NAMES}, "default": "concrete"})
+
+
+def scene(*items) -> Scene:
+    """items: (mesh, pose, material)."""
+    s = Scene(LIB)
+    for i, (mesh, pose, material) in enumerate(items):
+        s.add_entity(f"e{i}", mesh, pose, material=material)
+    return s
+
+
+def box(size, centre=(0, 0, 0), yaw=0.0):
+    b = trimesh.creation.box(size)
+    return TriMesh(b.vertices, b.faces), pose_to_matrix(*centre, 0, 0, yaw)
+
+
+def physical(**sections) -> RadarConfig:
+    """A small physical config: 0.02 m x 1500 bins, a quiet receiver (-150 dBm noise, no STC, no leakage)."""
+    base = {"sensor": {"model": "physical"}, "azimuth": {"count": 16, "step_deg": -0.9},
+            "range": {"resolution": 0.02, "bins": 1500}, "antenna": {"samples_azimuth": 8, "samples_elevation": 16},
+            "fmcw": {"bandwidth_hz": 1.0e9}, "receiver": {"noise_dbm": -150.0, "stc_range_m": 0.0, "leakage_dbm": None},
+            "scatter": {"specular_bounces": 0}, "seed": 3}
+    for name, values in sections.items():
+        base[name] = {**base.get(name, {}), **values}
+    return RadarConfig.from_dict(base, origin="test")
+
+
+def trihedral(apex_distance: float, edge: float, material="metal"):
+    """A triangular trihedral whose symmetry axis points at the sensor (origin) from (apex_distance, 0, 0)."""
+    v = np.array([[0, 0, 0], [edge, 0, 0], [0, edge, 0], [0, 0, edge]], float)
+    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 1]])
+    axis, target = np.ones(3) / math.sqrt(3.0), np.array([-1.0, 0, 0])
+    k = np.cross(axis, target)
+    s, c = np.linalg.norm(k), float(axis @ target)
+    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]]) / s
+    pose = np.eye(4)
+    pose[:3, :3] = np.eye(3) + s * kx + (1 - c) * kx @ kx
+    pose[:3, 3] = (apex_distance, 0, 0)
+    return TriMesh(v, faces), pose, material
 
 PRESETS = ("navtech_ras6", "navtech_cts350x")
 
@@ -132,7 +176,6 @@ def test_near_pole_reads_its_fresnel_length(monkeypatch):
 
 def test_a_plate_behind_foliage_is_weaker_by_its_two_way_extinction(monkeypatch):
     from radarays_ros.radar.physical import foliage
-    from test_radar_scenes import box
     hedge = (*box((2.0, 6.0, 6.0), (21.0, 0, 0)), "vegetation")  # 2 m of foliage from x = 20 m
     bare = measured_sigma(preset("navtech_ras6", 0), scene(square_plate(30.0, 0.15)), 30.0, monkeypatch=monkeypatch)
     behind = measured_sigma(preset("navtech_ras6", 0), scene(square_plate(30.0, 0.15), hedge), 30.0, monkeypatch=monkeypatch)
@@ -197,11 +240,6 @@ def test_mesh_reading_finds_plates_surfaces_and_corners():
 
 
 # -- foliage as a volume (issue #22 item 6) -----------------------------------------------------------
-def _quiet_physical(**sections):
-    from test_radar_realism import physical
-    return physical(**sections)
-
-
 def clutter_power(cfg, world, lo: float, hi: float, monkeypatch) -> float:
     """Expected clutter power (W) of azimuth 0 whose footprints' middles lie in [lo, hi) m (no glints)."""
     seen = {}
@@ -220,10 +258,9 @@ def clutter_power(cfg, world, lo: float, hi: float, monkeypatch) -> float:
 
 def test_foliage_returns_decay_with_depth_and_a_thick_crown_keeps_its_sigma0(monkeypatch, tmp_path):
     from radarays_ros.radar.physical import foliage
-    from test_radar_scenes import box
     kappa = foliage.extinction_np_per_m()
     r = 10.0
-    cfg = _quiet_physical(azimuth={"count": 1}, scatter={"speckle": False}, antenna={"elevation_width_deg": 4.0})
+    cfg = physical(azimuth={"count": 1}, scatter={"speckle": False}, antenna={"elevation_width_deg": 4.0})
     crown = (*box((8.0, 20.0, 20.0), (r + 4.0, 0, 0)), "vegetation")
     p = RadarSimulator(cfg, scene(crown)).simulate(np.eye(4)).energy[0].astype(np.float64)
     bins = lambda a, b: slice(int(a / 0.02), int(b / 0.02))  # noqa: E731
@@ -249,9 +286,8 @@ def test_foliage_returns_decay_with_depth_and_a_thick_crown_keeps_its_sigma0(mon
 
 def test_a_wall_behind_foliage_is_weaker_by_its_two_way_extinction(monkeypatch):
     from radarays_ros.radar.physical import foliage
-    from test_radar_scenes import box
     depth = 2.0
-    cfg = _quiet_physical(azimuth={"count": 1}, scatter={"speckle": False, "specular_bounces": 1, "multipath": True},
+    cfg = physical(azimuth={"count": 1}, scatter={"speckle": False, "specular_bounces": 1, "multipath": True},
                           antenna={"elevation_width_deg": 4.0})
     wall = (*box((0.5, 20.0, 20.0), (16.25, 0, 0)), "concrete")
     hedge = (*box((depth, 20.0, 20.0), (10.0 + depth / 2, 0, 0)), "vegetation")
