@@ -137,10 +137,13 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     blocks = min(AZIMUTH_BLOCKS, a)
     edges = [a * k // blocks for k in range(blocks + 1)]
     spans = [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
-    parts = (parallel or _in_turn)(lambda span: _trace_block(frame, _tubes(frame, *span)), spans)
+    # the glints are one more task beside the blocks (they trace only their occlusion rays)
+    done = (parallel or _in_turn)(lambda span: _glints(frame, scatterers) if span is None
+                                  else _trace_block(frame, _tubes(frame, *span)), [None] + spans)
+    glints, parts = done[0], done[1:]
     if ray_log is not None:  # one entry per pass, as a single block would trace it
         ray_log.extend(tuple(np.concatenate(x) for x in zip(*pieces)) for pieces in _by_pass(parts, 2))
-    return _concat([c for pieces in _by_pass(parts, 0) for c in pieces], Clutter), _glints(frame, scatterers)
+    return _concat([c for pieces in _by_pass(parts, 0) for c in pieces], Clutter), glints
 
 
 def _glints(frame: "_Frame", scatterers) -> Glints:
