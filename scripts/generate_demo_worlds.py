@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the demo worlds: worlds/office.sdf, worlds/street.sdf, worlds/hall.sdf and their OBJ meshes.
+"""Generate the demo worlds: worlds/office.sdf, street.sdf, street_clutter.sdf, hall.sdf and their OBJ meshes.
 
     python scripts/generate_demo_worlds.py [--out radarays_ros/data/worlds]
 
@@ -231,6 +231,52 @@ def street() -> str:
     return world("street", "Street: buildings, parked cars, poles, trees, asphalt, a retroreflective sign.", m)
 
 
+def street_clutter() -> str:
+    """A 240 m street for long-range radar (x in [-120, 120]): asphalt road |y| < 4, kerbs (concrete
+    sidewalks 0.15 m high, 4 < |y| < 7), blocks of brick and concrete buildings with side streets between
+    them, rows of parked cars along both kerbs with gaps, lamp poles every 20 m, trees every 15 m, hedges,
+    traffic signs (retroreflective plates on poles), bollards and litter bins. Deterministic."""
+    m = []
+    m.append(model("road", visual("visual", box(240, 8, 0.1), (0, 0, -0.05), "asphalt")))
+    for side, y in (("north", 5.5), ("south", -5.5)):
+        m.append(model(f"sidewalk_{side}", visual("visual", box(240, 3, 0.15), (0, y, 0.075), "concrete")))
+    for side, sign in (("north", 1), ("south", -1)):  # blocks of buildings, side streets 10 m wide between
+        x, i = -118.0, 0
+        while x < 110:
+            length = 18.0 + 8.0 * ((i * 7 + (sign > 0) * 3) % 4)
+            length = min(length, 118.0 - x)
+            height = 8.0 + 3.0 * ((i * 5 + (sign > 0)) % 5)
+            mat = "brick" if (i + (sign > 0)) % 2 else "concrete"
+            depth = 12.0
+            vis = visual("walls", box(length, depth, height), (0, 0, height / 2), mat)
+            vis += visual("shop_window", box(length * 0.6, 0.05, 2.0), (0, -sign * (depth / 2 + 0.025), 1.6), "glass")
+            m.append(model(f"building_{side}_{i}", vis, (x + length / 2, sign * (7.0 + depth / 2), 0, 0, 0, 0)))
+            x += length + 10.0
+            i += 1
+    k = 0
+    for side, y, yaw in (("north", 3.0, 0.0), ("south", -3.0, math.pi)):  # parked cars, every 6 m with gaps
+        for j, x in enumerate(range(-110, 111, 6)):
+            if (j * 3 + (y > 0)) % 5 == 0:
+                continue  # a gap (a driveway, a free space)
+            m.append(model(f"car_{side}_{k}", visual("visual", mesh("meshes/car.obj")), (x + 0.3 * (j % 3), y, 0, 0, 0, yaw)))
+            k += 1
+    for i, x in enumerate(range(-110, 111, 20)):
+        m.append(model(f"lamp_pole_{i}", visual("visual", cylinder(0.08, 6), (0, 0, 3), "metal"), (x, 4.6, 0.15, 0, 0, 0)))
+    for i, x in enumerate(range(-112, 113, 15)):
+        m.append(model(f"tree_{i}", visual("visual", mesh("meshes/tree.obj")), (x, -5.8, 0.15, 0, 0, 0)))
+    for i, x in enumerate((-95, -40, 25, 70)):
+        m.append(model(f"hedge_{i}", visual("visual", box(8, 0.8, 1.2), (0, 0, 0.6), "vegetation"), (x, 6.4, 0.15, 0, 0, 0)))
+    for i, x in enumerate((-60, 0, 45, 100)):
+        sign = visual("pole", cylinder(0.04, 2.5), (0, 0, 1.25), "metal")
+        sign += visual("plate", box(0.02, 0.6, 0.6), (-0.03, 0, 2.2), "retroreflective_sheeting")
+        m.append(model(f"traffic_sign_{i}", sign, (x, 4.5, 0.15, 0, 0, 0)))
+    for i, x in enumerate((-30, -28, -26, 52, 54, 56)):
+        m.append(model(f"bollard_{i}", visual("visual", cylinder(0.1, 1.0), (0, 0, 0.5), "metal"), (x, -4.4, 0.15, 0, 0, 0)))
+    for i, x in enumerate((-80, -15, 35, 90)):
+        m.append(model(f"bin_{i}", visual("visual", box(0.5, 0.5, 1.0), (0, 0, 0.5), "metal"), (x, 6.6, 0.15, 0, 0, 0)))
+    return world("street_clutter", "Long street with clutter: kerbs, parked cars, poles, trees, hedges, signs, bollards, bins.", m)
+
+
 RADAR_TRANSPARENT = ("<radarays_material><velocity>0.27</velocity><ambient>0.1</ambient>"
                      "<diffuse>0.1</diffuse><specular>10</specular></radarays_material>")
 
@@ -269,6 +315,7 @@ def generate(out: Path) -> list[Path]:
         "office.sdf": office(),
         "street.sdf": street(),
         "hall.sdf": hall(),
+        "street_clutter.sdf": street_clutter(),
     }
     written = []
     for rel, text in files.items():

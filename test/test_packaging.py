@@ -70,7 +70,7 @@ def test_installed_wheel_runs_its_own_code_and_finds_its_data_by_name(wheel_bin,
     presets = _run(wheel_bin, tmp_path, "radarays", "lidar", "--list-presets")
     assert presets.returncode == 0 and {"VLP-16", "OS1-128"} <= set(presets.stdout.split()), presets.stderr
     unknown = _run(wheel_bin, tmp_path, "radarays", "world", "info", "ofice")
-    assert unknown.returncode == 2 and "shipped worlds: gz_radarays_demo, hall, office, street" in unknown.stderr
+    assert unknown.returncode == 2 and "shipped worlds: gz_radarays_demo, hall, office, street, street_clutter" in unknown.stderr
 
 
 @pytest.mark.slow

@@ -82,7 +82,7 @@ def test_detector_units_saturation_and_stc():
 
 
 def test_level_follows_radar_equation_and_not_the_ray_count():
-    world = scene(ground("vegetation"))
+    world = scene(ground("brick"))  # surface clutter (vegetation scatters from its volume: test_radar_glints)
     levels = []
     for n_az, n_el in [(8, 24), (32, 96)]:
         cfg = physical(azimuth={"count": 32, "step_deg": -11.25}, antenna={"samples_azimuth": n_az, "samples_elevation": n_el},
@@ -280,7 +280,7 @@ def test_platform_turn_moves_the_antenna_by_omega_cross_lever_arm(mount, azimuth
     heading = math.radians(azimuth_deg)  # at t0 = 0 the platform has not turned: the wall on that bearing
     centre = np.array(mount) + 15.0 * np.array([math.cos(heading), math.sin(heading), 0.0])
     wall = box((0.2, 4.0, 4.0), tuple(centre), heading)
-    img = RadarSimulator(cfg, scene((*wall, "vegetation"))).simulate(_turning_platform(omega, mount), t0_ns=0)
+    img = RadarSimulator(cfg, scene((*wall, "brick"))).simulate(_turning_platform(omega, mount), t0_ns=0)
     cell = np.unravel_index(np.argmax(img.energy), img.energy.shape)
     assert img.range_m[cell[1]] == pytest.approx(14.9, abs=0.1)
     assert img.velocity[cell] == pytest.approx(expected * omega, abs=0.05)
@@ -302,7 +302,7 @@ def test_turning_entity_radial_velocity_is_omega_cross_lever_arm():
     world = Scene(LIB)
     mesh, _ = box((0.2, 10.0, 4.0), (0.0, 0.0, 0.0))
     pivot = pose_to_matrix(20.1, 3.0, 0.0)
-    wall = world.add_entity("door", mesh, pivot, material="vegetation", static=False)
+    wall = world.add_entity("door", mesh, pivot, material="brick", static=False)
     cfg = physical(azimuth={"count": 1}, fmcw={"velocity_channel": True}, scatter={"speckle": False})
     sim = RadarSimulator(cfg, world)
     sim.simulate(EYE, t0_ns=0)

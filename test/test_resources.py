@@ -18,7 +18,7 @@ def test_data_lives_inside_the_package():
 
 
 @pytest.mark.parametrize("kind, expected", [
-    ("world", {"office", "street", "hall", "gz_radarays_demo"}),
+    ("world", {"office", "street", "street_clutter", "hall", "gz_radarays_demo"}),
     ("scenario", {"office_demo", "hall_demo", "street_demo", "office_slalom"}),
     ("radar", {"radarays_default", "navtech_cir204", "mulran"}),
     ("lidar", {"VLP-16", "OS1-128", "URG-04LX"}),
@@ -30,7 +30,7 @@ def test_every_kind_lists_its_shipped_names(kind, expected):
 
 
 def test_a_name_that_matches_nothing_lists_what_exists():
-    with pytest.raises(ConfigError, match=r"'ofice': not a shipped world; shipped worlds: gz_radarays_demo, hall, office, street$"):
+    with pytest.raises(ConfigError, match=r"'ofice': not a shipped world; shipped worlds: gz_radarays_demo, hall, office, street, street_clutter$"):
         resources.shipped("world", "ofice")
     with pytest.raises(ConfigError, match=r"nope.yaml: file not found: not a shipped scenario; shipped scenarios: hall_demo"):
         resources.file_or_shipped("scenario", "nope.yaml")

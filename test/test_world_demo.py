@@ -25,6 +25,7 @@ def test_committed_worlds_match_the_generator(tmp_path):
     ("office", {"concrete", "glass", "wood", "metal", "mirror"}),
     ("street", {"asphalt", "concrete", "brick", "glass", "metal", "vegetation", "wood", "retroreflective_sheeting"}),
     ("hall", {"concrete", "metal", "wood", "sdf:partition_west::link::visual"}),
+    ("street_clutter", {"asphalt", "concrete", "brick", "glass", "metal", "vegetation", "wood", "retroreflective_sheeting"}),
 ])
 def test_demo_world_loads_small_and_with_its_materials(name, materials):
     scene = load_world(WORLDS / f"{name}.sdf")

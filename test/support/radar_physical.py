@@ -12,7 +12,7 @@ from radarays_ros.world.scene import Scene
 from support.radar_scenes import box
 
 EYE = np.eye(4)
-NAMES = ("asphalt", "concrete", "metal", "vegetation", "glass")
+NAMES = ("asphalt", "concrete", "metal", "vegetation", "glass", "brick")  # brick: rough (1 mm), no mirror part, no volume
 LIB = MaterialLibrary.from_dict({"materials": {n: {"radar": {"velocity": 0.001, "brdf": "radarays", "A": 1.0, "B": 0.0, "C": 1}}
                                                for n in NAMES}, "default": "concrete"})
 QUIET = {"noise_dbm": -150.0, "stc_range_m": 0.0, "leakage_dbm": None}

@@ -8,7 +8,11 @@ One formula per module, each with its source:
     radar_equation.py  P_r = P_t G^2 lambda^2 sigma / ((4 pi)^3 R^4 L)
     backscatter.py     sigma0(theta) tables per material class (77 GHz)
     roughness.py       coherent (specular) reflectivity |Gamma|^2 exp(-(4 pi h cos(theta) / lambda)^2)
-    plate_rcs.py       coherent glints: sigma = 4 pi A^2 / lambda^2 of an aperture (plates, corners)
+    facet_po.py        PO RCS of a flat polygon: 4 pi |cos(theta) I(p)|^2 / lambda^2, Fresnel-zone limit
+    curved_rcs.py      curved surfaces at their specular point: pi r1 r2, 2 pi a b^2 / lambda
+    corner_rcs.py      dihedral and trihedral corners by their effective area
+    scatterers.py      a mesh read into plates, curved surfaces and corners (once per scene)
+    facet_glints.py    the coherent returns of one frame, per scatterer and azimuth (no ray sampling)
     geometry.py        rays, mirror bounces, clutter samples and glints of one frame
     speckle.py         circular complex Gaussian clutter, correlated between azimuths by beam overlap
     range_response.py  FMCW range FFT window response in metres

@@ -9,8 +9,8 @@ hit the tube makes:
   (first order on the hit plane: dR = L (n . dd) / cos(theta) for the angle steps from the sample to
   its stratum's bounds; strata tile the beam, so footprints tile a surface: a few rays fill every range
   bin, with no rings at fixed sample ranges);
-* a glint (coherent): when the mirror direction at the hit points back to the sensor within the lobe
-  (plate_rcs.py), a complex amplitude with the phase of its two-way path;
+* no glint: coherent returns (plates, curved surfaces, corners) come per scatterer of the scene, not per
+  ray (facet_glints.py, from scatterers.py), so they never depend on which rays hit a small target;
 * a mirror child (coherent reflectivity rho, roughness.py) traced in the next pass, up to
   scatter.specular_bounces: clutter it meets returns back along the path (a ghost at the total
   path length, rho twice) and, with scatter.multipath, straight to the sensor (bistatic, received
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import antenna, backscatter, beam_sampling, plate_rcs, radar_equation, roughness, thermal_noise
+from . import antenna, backscatter, beam_sampling, facet_glints, foliage, radar_equation, roughness, thermal_noise
 
 SKIP = 1e-3  # metres a mirror child starts off its surface
 MIN_COS = 0.02  # footprint area 1/cos(theta) capped at grazing (sigma0 -> 0 there anyway)
@@ -119,8 +119,9 @@ def _norm(v):
 
 
 def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rng, max_range: float,
-                   ray_log: list | None = None, entities=None, parallel=None):
+                   ray_log: list | None = None, entities=None, parallel=None, scatterers=None):
     """(Clutter, Glints) of one frame. origins (A, 3), column_rot (A, 3, 3) world <- column frame.
+    scatterers: the scene's scatterers.Scatterers in world coordinates (the frame's glints), None = none.
     ray_log: a list that receives (origins, directions) of every pass, as traced (benchmarks).
     entities: a motion.EntityMotion of the moving entities, None = a static world.
     parallel: parallel(task, items) -> [task(item)...] in item order (a thread pool), None = in turn.
@@ -136,11 +137,27 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     blocks = min(AZIMUTH_BLOCKS, a)
     edges = [a * k // blocks for k in range(blocks + 1)]
     spans = [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
-    parts = (parallel or _in_turn)(lambda span: _trace_block(frame, _tubes(frame, *span)), spans)
+    # the glints are one more task beside the blocks (they trace only their occlusion rays)
+    done = (parallel or _in_turn)(lambda span: _glints(frame, scatterers) if span is None
+                                  else _trace_block(frame, _tubes(frame, *span)), [None] + spans)
+    glints, parts = done[0], done[1:]
     if ray_log is not None:  # one entry per pass, as a single block would trace it
         ray_log.extend(tuple(np.concatenate(x) for x in zip(*pieces)) for pieces in _by_pass(parts, 2))
-    return (_concat([c for pieces in _by_pass(parts, 0) for c in pieces], Clutter),
-            _concat([g for pieces in _by_pass(parts, 1) for g in pieces], Glints))
+    return _concat([c for pieces in _by_pass(parts, 0) for c in pieces], Clutter), glints
+
+
+def _glints(frame: "_Frame", scatterers) -> Glints:
+    """The frame's coherent returns, one per scatterer and azimuth (facet_glints.py)."""
+    if scatterers is None or scatterers.empty:
+        return _concat([], Glints)
+    cfg = frame.cfg
+    lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
+    floor = INVISIBLE * thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
+    az, rng_m, amp, v_r = facet_glints.frame_glints(
+        scatterers, frame.backend, frame.origins, frame.column_rot, frame.sensor_velocity, cfg, frame.table,
+        radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, frame.max_range, floor, frame.entities,
+        cfg.scatter.occlusion_test)
+    return Glints(az.astype(np.int64), rng_m, amp, v_r)
 
 
 AZIMUTH_BLOCKS = 4  # geometry tasks per frame (a constant: the returns do not depend on the thread count)
@@ -205,18 +222,20 @@ def _tubes(frame: _Frame, k0: int, k1: int) -> _Tubes:
 
 
 def _trace_block(frame: _Frame, f: _Tubes):
-    """The passes of the tubes f: ({(pass, kind): Clutter}, {pass: Glints}, {(pass, kind): rays})."""
+    """The passes of the tubes f: ({(pass, kind): Clutter}, {}, {(pass, kind): rays})."""
     cfg, table, backend, max_range, column_rot = frame.cfg, frame.table, frame.backend, frame.max_range, frame.column_rot
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
     noise = thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
-    tolerance = math.radians(cfg.scatter.retro_tolerance_deg)
     az, d_omega, sensor, v_r = f.az, f.d_omega, f.sensor, f.v_r
     o, d = sensor.copy(), f.d
     path = np.zeros(len(az))  # one-way path so far
-    rho = np.ones(len(az))  # product of mirror reflectivities so far
+    rho = np.ones(len(az))  # product of mirror reflectivities (and foliage transmissions) so far
+    straight = np.ones(len(az), bool)  # still on the straight line from the sensor (only through foliage)
     clutter, glints, rays = {}, {}, {}
     idx = np.arange(len(az))  # tube index of each live ray
+    volume_classes = np.array([table.classes.index(c) for c in foliage.VOLUME_CLASSES if c in table.classes], np.int64)
+    kappa = foliage.extinction_np_per_m()
     for bounce in range(cfg.scatter.specular_bounces + 1):
         if not len(idx):
             break
@@ -238,7 +257,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
             v_hit = frame.entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at)
             v_r[idx[keep]] += _dot(v_hit, d[keep])
         o, d, dist, cls = o[keep], d[keep], dist[keep], cls[keep]
-        idx, path, rho = idx[keep], path[keep], rho[keep]
+        idx, path, rho, straight = idx[keep], path[keep], rho[keep], straight[keep]
         n = np.asarray(hits.normal, np.float64)[keep]
         n /= np.maximum(_norm(n), 1e-12)[:, None]
         hit = o + d * dist[:, None]
@@ -247,6 +266,17 @@ def _trace_block(frame: _Frame, f: _Tubes):
         theta = np.arccos(cos_t)
         area = path ** 2 * d_omega[idx] / np.maximum(cos_t, MIN_COS)
         sigma = table.sigma0_at(cls, theta) * area
+        volume = np.flatnonzero(np.isin(cls, volume_classes))  # foliage: returns from its depth (foliage.py)
+        if len(volume):
+            sigma[volume] = 0.0
+            depth = _foliage_depth(backend, hit[volume], d[volume], rays if frame.log else None, bounce)
+            slab_near, slab_far, weight = foliage.slab_weights(depth, path[volume], kappa)
+            sigma_v = foliage.volume_coefficient(table.sigma0_at(cls[volume], np.zeros(len(volume))), kappa)
+            p_v = (k_radar * f.g_tx[idx[volume]] ** 2 * rho[volume] ** 2 * sigma_v * d_omega[idx[volume]]
+                   / path[volume] ** 2)[:, None] * weight
+            reps = lambda v: np.repeat(v, foliage.SLABS)  # noqa: E731
+            clutter[bounce, 2] = Clutter(reps(az[idx[volume]]), (path[volume][:, None] + slab_near).reshape(-1),
+                                         (path[volume][:, None] + slab_far).reshape(-1), p_v.reshape(-1), reps(v_r[idx[volume]]))
         tan_t = np.sqrt(1.0 - cos_t ** 2) / np.maximum(cos_t, MIN_COS)
         if bounce == 0:  # range at the stratum's corners, first order on the hit plane
             slope_e = path * _dot(f.dd_e[idx], n) / np.maximum(cos_t, MIN_COS)
@@ -271,7 +301,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
             clutter[bounce, 0] = Clutter(az[idx], near, far, k_radar * g_t * g_t * rho ** 2 * sigma / path ** 4, v_r[idx])
             if cfg.scatter.multipath:
                 n_u = _dot(n, u)
-                lit = n_u > 0
+                lit = (n_u > 0) & ~straight  # (a ray straight through foliage: its way back is the way out)
                 theta_b = 0.5 * (theta + np.arccos(np.clip(n_u, -1, 1)))
                 sigma_b = table.sigma0_at(cls, theta_b) * area
                 p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
@@ -281,31 +311,42 @@ def _trace_block(frame: _Frame, f: _Tubes):
                 shift = 0.5 * (back_len - path)  # the footprint at the bistatic apparent range
                 clutter[bounce, 1] = Clutter(az[idx], 0.5 * (near + far) + shift - 0.5 * (far - near) / 2,
                                              0.5 * (near + far) + shift + 0.5 * (far - near) / 2, p, v_r[idx])
-        # coherent part: glints and mirror children
+        # coherent part: mirror children (their clutter: ghosts and multipath; glints: facet_glints.py)
         rho_c = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], cos_t, lam)
         mirror = d + 2.0 * cos_t[:, None] * n
-        if bounce == 0:
-            glints[bounce] = _specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, f.steps_b,
-                                                    f.steps_e, f.beta, f.e, rho_c, cls, table, k_radar, lam, v_r,
-                                                    cfg.antenna)
-        else:
-            err = np.arccos(np.clip(_dot(mirror, u), -1.0, 1.0))
-            w = plate_rcs.lobe_weight(err, tolerance)
-            glint = np.flatnonzero((w > 1e-6) & (rho_c > 1e-9))
-            if len(glint):
-                total = path[glint] + back_len[glint]
-                tube = path[glint] ** 2 * d_omega[idx[glint]]
-                root_sigma = plate_rcs.glint_amplitude(tube, rho[glint] * rho_c[glint], w[glint], lam)
-                amp = np.sqrt(k_radar * g_t[glint] * g_r[glint]) / (path[glint] * back_len[glint]) * root_sigma
-                glints[bounce] = Glints(az[idx[glint]], 0.5 * total, amp * _phase(total, lam), v_r[idx[glint]])
         if bounce == cfg.scatter.specular_bounces:
             break
         child = np.flatnonzero(rho * rho_c > MIN_RHO)
-        o = hit[child] + mirror[child] * SKIP
-        d = mirror[child]
-        d /= _norm(d)[:, None]
-        idx, path, rho = idx[child], path[child] + SKIP, (rho * rho_c)[child]
+        o_next = hit[child] + mirror[child] * SKIP
+        d_next = mirror[child]
+        d_next /= _norm(d_next)[:, None]
+        idx_next, path_next, rho_next = idx[child], path[child] + SKIP, (rho * rho_c)[child]
+        straight_next = np.zeros(len(child), bool)
+        if len(volume):  # and rays on through the foliage, weakened by its extinction
+            through = np.flatnonzero(rho[volume] * foliage.transmission(depth, kappa) > MIN_RHO)
+            v_sel = volume[through]
+            o_next = np.concatenate([o_next, hit[v_sel] + d[v_sel] * (depth[through] + SKIP)[:, None]])
+            d_next = np.concatenate([d_next, d[v_sel]])
+            idx_next = np.concatenate([idx_next, idx[v_sel]])
+            path_next = np.concatenate([path_next, path[v_sel] + depth[through] + SKIP])
+            rho_next = np.concatenate([rho_next, rho[v_sel] * foliage.transmission(depth[through], kappa)])
+            straight_next = np.concatenate([straight_next, straight[v_sel]])
+            order = np.argsort(idx_next, kind="stable")  # azimuth order (_to_column)
+            o_next, d_next, idx_next, path_next, rho_next, straight_next = (
+                v[order] for v in (o_next, d_next, idx_next, path_next, rho_next, straight_next))
+        o, d, idx, path, rho, straight = o_next, d_next, idx_next, path_next, rho_next, straight_next
     return clutter, glints, rays
+
+
+def _foliage_depth(backend, hit, d, rays: dict | None, bounce: int) -> np.ndarray:
+    """Metres of foliage each ray crosses from its entry point hit along d: to the next surface (the crown's
+    far side), at most foliage.MAX_DEPTH_M."""
+    start = (hit + d * SKIP).astype(np.float32)
+    d32 = d.astype(np.float32)
+    if rays is not None:
+        rays[bounce, 2] = (start, d32)
+    out = np.asarray(backend.trace(start, d32, 0.0, foliage.MAX_DEPTH_M, want=()).distance, np.float64)
+    return np.where(np.isfinite(out), np.minimum(out + SKIP, foliage.MAX_DEPTH_M), foliage.MAX_DEPTH_M)
 
 
 def _unoccluded(backend, hit, u, back_len, power, rays: dict | None, bounce: int):
@@ -321,32 +362,3 @@ def _unoccluded(backend, hit, u, back_len, power, rays: dict | None, bounce: int
     power = power.copy()
     power[test[np.asarray(blocked.distance) < reach]] = 0.0
     return power
-
-
-def _phase(two_way_path: np.ndarray, lam: float) -> np.ndarray:
-    return np.exp(-2j * np.pi * np.mod(two_way_path, lam) / lam)
-
-
-def _specular_point_glints(idx, az, sensor, hit, n, column_rot, d_omega, steps_b, steps_e, beta, e, rho_c, cls,
-                           table, k_radar, lam, v_r, antenna_cfg) -> Glints:
-    """First-hit glints: the tube whose angular stratum holds the specular point of the surface it hit
-    (the foot of the perpendicular from the sensor, seen in direction -n) makes one glint at the
-    plane's distance R, sigma = min(4 pi A^2 / lambda^2, pi R^2) |Gamma|^2 roughness: a plate smaller
-    than the tube (A = R^2 dOmega) or the image of the sensor in a large plane (pi R^2). Exactly one
-    tube per surface and azimuth holds the point, whatever the sampling: a plate does not flicker."""
-    arrival = _to_column(column_rot, az[idx], -n)  # direction of the specular point, column frame
-    b_star = np.arctan2(arrival[:, 1], arrival[:, 0])
-    e_star = np.arcsin(np.clip(arrival[:, 2], -1.0, 1.0))
-    flat_beta, flat_e = beta.reshape(-1)[idx], e.reshape(-1)[idx]
-    inside = ((b_star >= flat_beta + steps_b[idx, 0]) & (b_star < flat_beta + steps_b[idx, 1])
-              & (e_star >= flat_e + steps_e[idx, 0]) & (e_star < flat_e + steps_e[idx, 1]))
-    rho0 = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], np.ones(len(cls)), lam)
-    pick = np.flatnonzero(inside & (rho0 > 1e-9))
-    if not len(pick):
-        return Glints(np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.complex128), np.zeros(0))
-    r_star = _dot(sensor[idx[pick]] - hit[pick], n[pick])
-    tube = r_star ** 2 * d_omega[idx[pick]]
-    sigma = np.minimum(4.0 * np.pi * tube ** 2 / lam ** 2, np.pi * r_star ** 2) * rho0[pick]
-    g = antenna.gain(b_star[pick], e_star[pick], antenna_cfg)
-    amp = np.sqrt(k_radar * g * g * sigma) / r_star ** 2
-    return Glints(az[idx[pick]], r_star, amp * _phase(2.0 * r_star, lam), v_r[idx[pick]])

@@ -1,10 +1,12 @@
 """One frame of the physical model: geometry (geometry.py) then the sensor stage (stage.py)."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..image import RadarImage
-from . import backscatter, motion, stage
+from . import backscatter, motion, scatterers, stage
 from .geometry import trace_physical
 from .stage import run_stage
 
@@ -49,6 +51,43 @@ def scatter_table(sim) -> backscatter.ScatterTable:
     return sim._scatter_cache[1]
 
 
+_SCATTERERS: dict[int, tuple] = {}  # id(scene) -> (weak reference to it, its cache)
+
+
+def _scene_cache(scene) -> dict:
+    """The scatterer cache of a scene, shared by every simulator of it, dropped with the scene."""
+    entry = _SCATTERERS.get(id(scene))
+    if entry is None or entry[0]() is not scene:
+        entry = (weakref.ref(scene), {})
+        _SCATTERERS[id(scene)] = entry
+        weakref.finalize(scene, _SCATTERERS.pop, id(scene), None)
+    return entry[1]
+
+
+def scene_scatterers(sim) -> scatterers.Scatterers:
+    """The scene's coherent scatterers in world coordinates: the static entities read together (corners
+    between a wall and the ground are found), cached while they stay as they are; each moving entity read
+    once in its own frame and moved to its pose."""
+    cache = _scene_cache(sim.scene)  # per scene: simulators of one world share it
+    static = [e for e in sim.scene.entities if e.static]
+    key = tuple((e.id, id(e.mesh), id(e.face_materials), np.asarray(e.pose).tobytes()) for e in static)
+    if cache.get("static_key") != key:
+        parts = [scatterers.from_mesh(np.asarray(e.mesh.vertices) @ np.asarray(e.pose)[:3, :3].T + np.asarray(e.pose)[:3, 3],
+                                      e.mesh.faces, e.face_materials, e.id, corners=False) for e in static]
+        cache["static"] = scatterers.with_corners(scatterers.concatenate(parts))
+        cache["static_key"] = key
+    moving = []
+    for e in sim.scene.entities:
+        if e.static:
+            continue
+        own = cache.get(("moving", e.id))
+        if own is None or own[0] is not e.mesh:
+            own = (e.mesh, scatterers.from_mesh(e.mesh.vertices, e.mesh.faces, e.face_materials, e.id))
+            cache[("moving", e.id)] = own
+        moving.append(own[1].transformed(np.asarray(e.pose, np.float64)))
+    return scatterers.concatenate([cache["static"]] + moving)
+
+
 def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np.ndarray, column_rot: np.ndarray,
                       rng: np.random.Generator, t0_ns: int, scrolled) -> RadarImage:
     cfg = sim.config
@@ -57,7 +96,8 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     workers = getattr(sim.backend, "threads", None)  # the run's tracing threads size the stage's pool too
     clutter, glints = trace_physical(sim.backend, origins, column_rot, sensor_velocities(pose, times), cfg,
                                      scatter_table(sim), rng, max_range, sim.ray_log, entity_motion(sim, t0_ns),
-                                     parallel=lambda task, items: stage._parallel(task, items, workers))
+                                     parallel=lambda task, items: stage._parallel(task, items, workers),
+                                     scatterers=scene_scatterers(sim))
     out = run_stage(clutter, glints, cfg, rng, workers)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
     return RadarImage(

@@ -1,0 +1,348 @@
+"""Coherent glints of one frame, deterministic per scatterer: plates, curved surfaces, corners.
+
+Every scatterer of the scene (scatterers.py) is looked at from every azimuth whose beam holds it (its
+reference point within the sampled beam: +-azimuth_extent widths, the elevation fan): its RCS for that line
+of sight by its own formula (facet_po.py for plates, curved_rcs.py for curved surfaces, corner_rcs.py for
+dihedrals and trihedrals), the two-way pattern at its direction, the radar equation at its range and the
+coherent reflectivity of its faces (roughness.py, once per bounce), with the phase of its two-way path.
+One ray per visible return tests that the way to it is free (binary: a partly hidden plate is all there or
+not at all; through foliage it is weakened by the crown's extinction, foliage.py). No ray sampling is involved, so a small plate, a pole or a corner has the same strength in
+every frame and whatever the beam's sampling.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import antenna, corner_rcs, curved_rcs, facet_po, foliage, roughness
+
+from .scatterers import STRAIGHT_BEND as STRAIGHT
+SKIP = 5e-3  # m: the occlusion ray stops this short of the scatterer
+
+
+def _unit(v):
+    n = np.linalg.norm(v, axis=-1)
+    return v / np.maximum(n, 1e-300)[..., None], n
+
+
+def _pairs(points: np.ndarray, origins: np.ndarray, column_rot: np.ndarray, beam) -> tuple:
+    """(item, azimuth, beta, e, distance) of every scatterer reference point inside an azimuth's beam."""
+    if not len(points):
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0), np.zeros(0), np.zeros(0)
+    centre = origins.mean(axis=0)
+    bearing = np.arctan2(points[:, 1] - centre[1], points[:, 0] - centre[0])
+    boresight = np.arctan2(column_rot[:, 1, 0], column_rot[:, 0, 0])
+    reach = beam["azimuth"] + math.radians(2.0)
+    order = np.argsort(bearing, kind="stable")
+    sorted_bearing = bearing[order]
+    centres = (boresight[None, :] + np.array([-2 * math.pi, 0.0, 2 * math.pi])[:, None]).reshape(-1)  # the +-pi seam
+    lo = np.searchsorted(sorted_bearing, centres - reach)
+    hi = np.searchsorted(sorted_bearing, centres + reach)
+    counts = np.maximum(hi - lo, 0)
+    if not counts.sum():
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0), np.zeros(0), np.zeros(0)
+    total = int(counts.sum())
+    az = np.repeat(np.tile(np.arange(len(boresight)), 3), counts)
+    item = order[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)]
+    by_az = np.argsort(az, kind="stable")  # azimuth order, as before
+    item, az = item[by_az], az[by_az]
+    rel = points[item] - origins[az]
+    col = np.einsum("nji,nj->ni", column_rot[az], rel)
+    dist = np.linalg.norm(col, axis=1)
+    beta = np.arctan2(col[:, 1], col[:, 0])
+    e = np.arcsin(np.clip(col[:, 2] / np.maximum(dist, 1e-12), -1.0, 1.0))
+    ok = (np.abs(beta) <= beam["azimuth"]) & (e >= beam["e_lo"]) & (e <= beam["e_hi"]) & (dist > 1e-3) & (dist < beam["max_range"])
+    return item[ok], az[ok], beta[ok], e[ok], dist[ok]
+
+
+def beam_limits(antenna_cfg, max_range: float) -> dict:
+    """The angular box the geometry samples (geometry.sample_beam) and the range it traces."""
+    w_az, w_el = math.radians(antenna_cfg.azimuth_width_deg), math.radians(antenna_cfg.elevation_width_deg)
+    tilt = math.radians(antenna_cfg.elevation_tilt_deg)
+    lo, hi = tilt - antenna_cfg.elevation_extent * w_el, tilt + antenna_cfg.elevation_extent * w_el
+    if antenna_cfg.cosec2:
+        lo = min(lo, math.radians(-60.0))
+    return {"azimuth": antenna_cfg.azimuth_extent * w_az, "e_lo": max(lo, math.radians(-89.0)),
+            "e_hi": min(hi, math.radians(89.0)), "max_range": max_range}
+
+
+def _rho(table, material, cos_t, lam):
+    cls = table.material_class[material]
+    visible = cls >= 0
+    c = np.where(visible, cls, 0)
+    return np.where(visible, roughness.coherent_reflectivity(table.gamma2[c], table.rms_height[c], np.clip(cos_t, 0, 1), lam), 0.0)
+
+
+def plate_returns(sc, origins, column_rot, beam, table, lam):
+    """(azimuth, sigma x rho, range, reference point, beta, e, entity) of the flat plates."""
+    flat = np.flatnonzero(~sc.plate_curved)
+    # each plate is looked for where it returns most: the foot of the perpendicular from the radar (the
+    # frame's mean position) when that lies on it (a long wall beside the road: abeam, not at its middle)
+    c_all, n_all = sc.plate_centroid[flat], sc.plate_normal[flat]
+    centre = origins.mean(axis=0)
+    foot0 = centre - n_all * np.einsum("ij,ij->i", centre - c_all, n_all)[:, None]
+    on = np.linalg.norm(foot0 - c_all, axis=1) <= sc.plate_radius[flat]
+    item, az, beta, e, dist = _pairs(np.where(on[:, None], foot0, c_all), origins, column_rot, beam)
+    plate = flat[item]
+    s = origins[az]
+    n, c = sc.plate_normal[plate], sc.plate_centroid[plate]
+    u, r0 = _unit(s - c)
+    cos_t = np.einsum("ij,ij->i", n, u)
+    rho = _rho(table, sc.plate_material[plate], cos_t, lam)
+    front = np.flatnonzero((cos_t > 1e-6) & (rho > 1e-9))
+    plate, az, u, r0, cos_t, rho, s, n, c = plate[front], az[front], u[front], r0[front], cos_t[front], rho[front], s[front], n[front], c[front]
+    # the PO integral over each plate, about its centroid: the sum over its outline's edges
+    k = 2.0 * np.pi / lam
+    p_vec = 2.0 * k * (u - n * cos_t[:, None])
+    size = np.sqrt(sc.plate_area[plate])
+    small = np.sqrt(np.einsum("ij,ij->i", p_vec, p_vec)) * size < facet_po.SMALL_PHASE
+    integral = sc.plate_area[plate].astype(np.complex128)  # |p| size << 1: I = A
+    e_starts = np.searchsorted(sc.edge_plate, np.arange(len(sc.plate_area) + 1))
+    big = np.flatnonzero(~small)
+    counts = e_starts[plate[big] + 1] - e_starts[plate[big]]
+    pair_of_edge = np.repeat(big, counts)
+    edge = np.repeat(e_starts[plate[big]] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    terms = facet_po.edge_terms(p_vec[pair_of_edge], sc.edge_from[edge] - c[pair_of_edge], sc.edge_to[edge] - c[pair_of_edge],
+                                n[pair_of_edge])
+    integral[big] = (np.bincount(pair_of_edge, terms.real, minlength=len(plate))
+                     + 1j * np.bincount(pair_of_edge, terms.imag, minlength=len(plate)))[big]
+    # the foot of the perpendicular from the radar: on the plate? (triangles tested only within reach)
+    height = np.einsum("ij,ij->i", s - c, n)
+    foot = s - n * height[:, None]
+    inside = np.zeros(len(plate), bool)
+    tri_starts = np.searchsorted(sc.tri_plate, np.arange(len(sc.plate_area) + 1))
+    near = np.flatnonzero(np.linalg.norm(foot - c, axis=1) <= sc.plate_radius[plate])
+    if len(near):
+        counts = tri_starts[plate[near] + 1] - tri_starts[plate[near]]
+        pair_of_tri = np.repeat(near, counts)
+        tri_index = np.repeat(tri_starts[plate[near]] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        inside = np.bincount(pair_of_tri, _in_triangle(foot[pair_of_tri], sc.tri[tri_index]), minlength=len(plate)) > 0
+    aperture = facet_po.effective_aperture(np.abs(integral), cos_t, sc.plate_area[plate], inside, height, r0, lam)
+    image = inside & (aperture > cos_t * np.abs(integral) + 1e-300)
+    rng_m = np.where(image, height, r0)
+    phase = np.where(image, 1.0, integral / np.maximum(np.abs(integral), 1e-300))
+    point = np.where(inside[:, None], foot, c) + n * SKIP
+    return az, facet_po.sigma(aperture, lam) * rho, rng_m, phase, point, sc.plate_entity[plate]
+
+
+def _in_triangle(p, tri):
+    a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
+    v0, v1, v2 = c - a, b - a, p - a
+    d00, d01, d02 = (v0 * v0).sum(1), (v0 * v1).sum(1), (v0 * v2).sum(1)
+    d11, d12 = (v1 * v1).sum(1), (v1 * v2).sum(1)
+    inv = 1.0 / np.maximum(d00 * d11 - d01 * d01, 1e-300)
+    x = (d11 * d02 - d01 * d12) * inv
+    y = (d00 * d12 - d01 * d02) * inv
+    return ((x >= 0) & (y >= 0) & (x + y < 1)).astype(np.float64)
+
+
+LEVEL_MARGIN = math.radians(5.0)  # the sensor's tilt from level up to which the static cut below holds
+CONE_SLACK = 0.01  # rad added to a plate's normal cone in the first cut (the final test needs none: 1/2 the bend x 1.5)
+
+
+def _curved_candidates(sc, beam, column_rot, table, lam) -> np.ndarray:
+    """The curved plates whose normal can face a sensor within LEVEL_MARGIN of level, through the beam's
+    elevation fan: the line of sight from the plate to the sensor rises at -e for a beam elevation e, so
+    the normal's elevation must lie within [-e_hi, -e_lo] widened by the plate's cone. Cached per beam on
+    the scatterers (the static world's are read once; a terrain's 600k plates drop out here). Surfaces
+    without a mirror part (foliage, rough walls) never glint and are left out first."""
+    tilt = float(np.arccos(np.clip(column_rot[:, 2, 2], -1.0, 1.0)).max()) if len(column_rot) else 0.0
+    cache = sc.__dict__.setdefault("_candidates", {})
+    key = (beam["e_lo"], beam["e_hi"], id(table), lam, tilt > LEVEL_MARGIN)
+    if key in cache:
+        return cache[key]
+    curved = np.flatnonzero(sc.plate_curved)
+    curved = curved[_rho(table, sc.plate_material[curved], np.ones(len(curved)), lam) > 1e-9]
+    if tilt > LEVEL_MARGIN:
+        cache[key] = curved
+    else:
+        elevation = np.arcsin(np.clip(sc.plate_normal[curved, 2], -1.0, 1.0))
+        cone = sc.plate_cone[curved] + LEVEL_MARGIN  # (a tilt of t moves the fan by at most t)
+        cache[key] = curved[(elevation >= -beam["e_hi"] - cone) & (elevation <= -beam["e_lo"] + cone)]
+    return cache[key]
+
+
+def curved_returns(sc, origins, column_rot, beam, table, lam):
+    """The specular point of each curved surface, per azimuth: the plate whose normal is nearest the line of
+    sight, its principal radii (stationary phase across, PO along a straight direction)."""
+    curved = _curved_candidates(sc, beam, column_rot, table, lam)
+    # first the plates whose normal can point at the sensor at all this frame (a terrain's do not): one
+    # dot product per plate against its normal's cone (3/4 of its bend, plus the sensor's wander), then
+    # the finer test per principal direction on the few that remain
+    centre = origins.mean(axis=0)
+    to_sensor = centre - sc.plate_centroid[curved]
+    r_c = np.sqrt(np.einsum("ij,ij->i", to_sensor, to_sensor))
+    spread = float(np.linalg.norm(origins - centre, axis=1).max())
+    cone = np.cos(np.minimum(sc.plate_cone[curved] + spread / np.maximum(r_c, 1e-6) + CONE_SLACK, np.pi / 2))
+    facing = np.einsum("ij,ij->i", sc.plate_normal[curved], to_sensor) >= cone * r_c
+    curved = curved[facing]
+    u0, r_c = _unit(to_sensor[facing])
+    wander = spread / np.maximum(r_c, 1e-6) + CONE_SLACK  # rad
+    m0 = np.einsum("nkj,nj->nk", sc.principal[curved], u0)
+    bend0 = np.abs(sc.curvature[curved]) * sc.extent[curved]
+    near = np.all((bend0 < STRAIGHT) | (np.abs(np.arcsin(np.clip(m0, -1, 1))) <= 0.75 * bend0 + wander[:, None]), axis=1)
+    curved = curved[near & (np.einsum("ij,ij->i", sc.plate_normal[curved], u0) > -0.1)]
+    item, az, beta, e, dist = _pairs(sc.plate_centroid[curved], origins, column_rot, beam)
+    plate = curved[item]
+    s = origins[az]
+    u, r0 = _unit(s - sc.plate_centroid[plate])
+    cos_t = np.einsum("ij,ij->i", sc.plate_normal[plate], u)
+    front = cos_t > 0
+    plate, az, u, r0, cos_t = plate[front], az[front], u[front], r0[front], cos_t[front]
+    # one plate per (surface, azimuth): the most nearly normal
+    surface = sc.plate_surface[plate]
+    order = np.lexsort((-cos_t, surface, az))
+    first = np.ones(len(order), bool)
+    first[1:] = (surface[order][1:] != surface[order][:-1]) | (az[order][1:] != az[order][:-1])
+    pick = order[first]
+    plate, az, u, r0 = plate[pick], az[pick], u[pick], r0[pick]
+    kappa, axes, ext = sc.curvature[plate], sc.principal[plate], sc.extent[plate]
+    m = np.einsum("nkj,nj->nk", axes, u)  # line of sight's tilt towards each principal direction
+    bend = np.abs(kappa) * ext
+    straight = bend < STRAIGHT
+    tilt = np.arcsin(np.clip(m, -1.0, 1.0))
+    # on the surface: in each curved direction the tilt is within the plate's share of the bend
+    on = np.all(straight | (np.abs(tilt) <= 0.5 * bend * 1.5 + 1e-9), axis=1)
+    radius = curved_rcs.effective_radius(1.0 / np.maximum(np.abs(kappa), 1e-12), r0[:, None])
+    both = ~straight[:, 0] & ~straight[:, 1]
+    one = straight[:, 0] ^ straight[:, 1]
+    s_i = np.where(straight[:, 0], 0, 1)  # the straight direction's index (one curved)
+    rows = np.arange(len(plate))
+    sigma = np.zeros(len(plate))
+    sigma[both] = curved_rcs.doubly_curved(radius[both, 0], radius[both, 1])
+    c_i = 1 - s_i
+    # along the straight direction: the foot of the perpendicular from the radar on the plate = near field
+    # (the radar sees the line's nearest point, sqrt(lambda R / 2) of it), else the far-field pattern
+    t_dir = axes[rows, s_i]
+    along = np.einsum("ij,ij->i", origins[az] - sc.plate_centroid[plate], t_dir)
+    foot = np.abs(along) <= 0.5 * ext[rows, s_i]
+    r_perp = np.sqrt(np.maximum(r0 ** 2 - along ** 2, 1e-12))
+    fresnel = np.sqrt(0.5 * lam * np.where(foot, r_perp, r0))
+    psi = np.where(foot, 0.0, tilt[rows, s_i])
+    length = curved_rcs.effective_length(ext[rows, s_i], psi, fresnel, lam)
+    sigma[one] = curved_rcs.singly_curved(radius[rows, c_i][one], length[one], psi[one], lam)
+    r0 = np.where(one & foot, r_perp, r0)
+    sigma = np.where(on, sigma, 0.0) * _rho(table, sc.plate_material[plate], np.ones(len(plate)), lam)
+    shift = np.where(one, np.clip(along, -0.5 * ext[rows, s_i], 0.5 * ext[rows, s_i]), 0.0)  # to the line's nearest point
+    point = sc.plate_centroid[plate] + t_dir * shift[:, None] + sc.plate_normal[plate] * SKIP
+    return az, sigma, r0, np.ones(len(plate), np.complex128), point, sc.plate_entity[plate]
+
+
+def dihedral_returns(sc, origins, column_rot, beam, table, lam):
+    centre = origins.mean(axis=0)  # looked for at the fold's point nearest the radar (a wall's foot: abeam)
+    along0 = np.einsum("ij,ij->i", centre - sc.dih_point, sc.dih_axis)
+    nearest = sc.dih_point + sc.dih_axis * np.clip(along0, -0.5 * sc.dih_length, 0.5 * sc.dih_length)[:, None]
+    item, az, beta, e, dist = _pairs(nearest, origins, column_rot, beam)
+    s = origins[az]
+    axis, n = sc.dih_axis[item], sc.dih_normals[item]
+    v = s - sc.dih_point[item]
+    along = np.einsum("ij,ij->i", v, axis)
+    half = 0.5 * sc.dih_length[item]
+    foot_inside = np.abs(along) <= half
+    q = sc.dih_point[item] + axis * np.clip(along, -half, half)[:, None]  # the fold point nearest the radar
+    w, r = _unit(s - q)
+    perp, r_fold = _unit(w - axis * np.einsum("ij,ij->i", w, axis)[:, None])
+    psi = np.arcsin(np.clip(np.einsum("ij,ij->i", w, axis), -1.0, 1.0))
+    sin_phi, cos_phi = np.einsum("ij,ij->i", perp, n[:, 0]), np.einsum("ij,ij->i", perp, n[:, 1])
+    fresnel = np.sqrt(0.5 * lam * r)
+    aperture = corner_rcs.dihedral_aperture(sc.dih_width[item, 0], sc.dih_width[item, 1], sc.dih_length[item],
+                                            np.arctan2(sin_phi, cos_phi), np.where(foot_inside, 0.0, psi), lam, fresnel)
+    aperture = np.where((sin_phi > 0) & (cos_phi > 0), aperture, 0.0)
+    rho = (_rho(table, sc.dih_material[item, 0], np.einsum("ij,ij->i", w, n[:, 0]), lam)
+           * _rho(table, sc.dih_material[item, 1], np.einsum("ij,ij->i", w, n[:, 1]), lam))
+    point = q + (n[:, 0] + n[:, 1]) * SKIP
+    return az, 4.0 * np.pi * aperture ** 2 / lam ** 2 * rho, r, np.ones(len(item), np.complex128), point, sc.dih_entity[item]
+
+
+def trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar=1.0, floor_w=0.0, cfg_antenna=None):
+    item, az, beta, e, dist = _pairs(sc.tri_apex, origins, column_rot, beam)
+    s = origins[az]
+    u, r = _unit(s - sc.tri_apex[item])
+    n = sc.tri_normals[item]
+    cos_n = np.einsum("nkj,nj->nk", n, u)
+    rho = np.ones(len(item))
+    for k in range(3):
+        rho *= _rho(table, sc.tri_material[item, k], cos_n[:, k], lam)
+    # the aperture is at most its smallest face (scatterers.py): a bound to skip corners that could not
+    # reach floor_w before the polygon clipping (the costly part)
+    rel = sc.tri_outline[item] - sc.tri_apex[item][:, None, :]
+    bound = np.minimum(sc.tri_min_area[item], 0.5 * lam * r)
+    g_bound = antenna.gain(beta, e, cfg_antenna) if cfg_antenna is not None else np.ones(len(item))
+    strong = k_radar * g_bound ** 2 * 4.0 * np.pi * bound ** 2 / lam ** 2 * rho / np.maximum(r, 1e-6) ** 4 > floor_w
+    inside = np.all(cos_n > 0, axis=1) & strong
+    area = np.zeros(len(item))
+    helper = np.where(np.abs(u[:, [0]]) < 0.9, np.array([[1.0, 0, 0]]), np.array([[0, 1.0, 0]]))
+    e1, _ = _unit(np.cross(u, helper))
+    e2 = np.cross(u, e1)
+    flat = np.stack([np.einsum("nvj,nj->nv", rel, e1), np.einsum("nvj,nj->nv", rel, e2)], axis=2)
+    for i in np.flatnonzero(inside):
+        area[i] = corner_rcs.trihedral_aperture(flat[i])
+    area = np.minimum(area, 0.5 * lam * r)
+    point = sc.tri_apex[item] + n.sum(axis=1) * SKIP
+    return az, 4.0 * np.pi * area ** 2 / lam ** 2 * rho, r, np.ones(len(item), np.complex128), point, sc.tri_entity[item]
+
+
+FOLIAGE_LAYERS = 3  # crowns a glint's way may cross before it counts as hidden
+
+
+def _transmission(backend, start, direction, length, table) -> np.ndarray:
+    """One-way power transmission of each straight way (start, direction, length): 1 when free, 0 when a
+    surface is in the way, exp(-kappa_e D) through D metres of foliage (foliage.py; up to FOLIAGE_LAYERS crowns)."""
+    volume = np.array([table.classes.index(c) for c in foliage.VOLUME_CLASSES if c in table.classes], np.int64)
+    kappa = foliage.extinction_np_per_m()
+    out = np.ones(len(start))
+    start, remaining = start.astype(np.float64).copy(), length.astype(np.float64).copy()
+    d32 = direction.astype(np.float32)
+    todo = np.flatnonzero(remaining > 0)
+    for layer in range(FOLIAGE_LAYERS + 1):
+        if not len(todo):
+            break
+        hits = backend.trace(start[todo].astype(np.float32), d32[todo], 0.0, float(remaining[todo].max()), want=("ids",))
+        t = np.asarray(hits.distance, np.float64)
+        blocked = t < remaining[todo]
+        cls = np.full(len(todo), -1, np.int64)
+        cls[blocked] = table.material_class[np.asarray(hits.material)[blocked]]
+        leafy = blocked & np.isin(cls, volume) & (layer < FOLIAGE_LAYERS)
+        out[todo[blocked & ~leafy]] = 0.0
+        crown = todo[leafy]
+        if not len(crown):
+            break
+        entry = start[crown] + direction[crown] * (t[leafy] + SKIP)[:, None]
+        through = backend.trace(entry.astype(np.float32), d32[crown], 0.0, foliage.MAX_DEPTH_M, want=())
+        depth = np.minimum(np.asarray(through.distance, np.float64), foliage.MAX_DEPTH_M)
+        depth = np.minimum(depth, remaining[crown] - t[leafy] - SKIP)  # (the target inside the crown)
+        out[crown] *= foliage.transmission(np.maximum(depth, 0.0), kappa)
+        start[crown] = entry + direction[crown] * (depth + SKIP)[:, None]
+        remaining[crown] -= t[leafy] + depth + 2 * SKIP
+        todo = crown[remaining[crown] > 0]
+    return out
+
+
+def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar: float, lam: float,
+                 max_range: float, floor_w: float, entities=None, occlusion: bool = True):
+    """(azimuth, range_m, complex amplitude sqrt(W), radial velocity) of every scatterer in every beam that
+    holds it, above floor_w (40 dB under the noise: invisible)."""
+    beam = beam_limits(cfg.antenna, max_range)
+    parts = [f(sc, origins, column_rot, beam, table, lam) for f in (plate_returns, curved_returns, dihedral_returns)]
+    parts.append(trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna))
+    az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
+    rel = point - origins[az]
+    col = np.einsum("nji,nj->ni", column_rot[az], rel)
+    d, dist = _unit(rel)
+    g = antenna.gain(np.arctan2(col[:, 1], col[:, 0]), np.arcsin(np.clip(col[:, 2] / np.maximum(dist, 1e-12), -1, 1)), cfg.antenna)
+    power = k_radar * g * g * sigma / np.maximum(rng_m, 1e-6) ** 4
+    keep = np.flatnonzero((power > floor_w) & (rng_m < max_range))
+    if occlusion and len(keep):
+        passed = _transmission(backend, origins[az[keep]], d[keep], dist[keep] - SKIP, table)
+        power[keep] *= passed ** 2  # (two-way)
+        keep = keep[passed > 0]
+    order = keep[np.lexsort((rng_m[keep], az[keep]))]
+    az, rng_m, power, phase, d = az[order], rng_m[order], power[order], phase[order], d[order]
+    v_r = -np.einsum("ij,ij->i", sensor_velocity[az], d)
+    if entities is not None and len(order):
+        v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[order], point[order]), d)
+    amp = np.sqrt(power) * phase * np.exp(-2j * np.pi * np.mod(2.0 * rng_m, lam) / lam)
+    return az, rng_m, amp, v_r
