@@ -173,7 +173,7 @@ def test_effective_cells_of_independent_cells_are_the_cells():
 def test_ca_cfar_false_alarm_rate_on_the_simulators_own_noise_images(train, pfa):
     from radarays_ros.radar import cfar
     from radarays_ros.radar.physical.range_response import range_kernel
-    from radarays_ros.sensors.units import resolve_radar_config
+    from radarays_ros.radar.config import resolve_radar_config
 
     cfg = resolve_radar_config("navtech_ras6")  # the chain's floor over range, 0.5 dB counts, the integer comb
     clutter, glints = nothing()
@@ -192,7 +192,8 @@ def test_ca_cfar_false_alarm_rate_on_the_simulators_own_noise_images(train, pfa)
 
 def test_radar_points_of_navtech_cir204_in_the_office_are_no_disc_of_false_alarms():
     from radarays_ros.io.radar_image import radar_points
-    from radarays_ros.sensors.units import RadarUnit, resolve_radar_config
+    from radarays_ros.radar.config import resolve_radar_config
+    from radarays_ros.sensors.units import RadarUnit
     from radarays_ros.tracing import make_backend
     from radarays_ros.world.loader import load_world
     from radarays_ros.world.transforms import parse_pose_string
