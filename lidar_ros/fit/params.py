@@ -41,6 +41,7 @@ class Param:
     unit: str = ""
     off_start: float | None = None  # where a fit starts when the file leaves the effect off (0 has no log)
     fd_step: float | None = None    # finite-difference step in transformed space (default: optimise.FD_STEP)
+    group: str = ""                 # parameters fitted together (optimise.fit_blocks); "" = its own name
 
     def __post_init__(self):
         lo, hi = self.bounds
@@ -123,11 +124,14 @@ N = NoiseConfig.RULES
 # The sensor stage of a spinning lidar, fitted from frames alone (held-fixed geometry; lidar_ros/fit/scene.py)
 SENSOR_STAGE = (
     Param("signal scale K", "surface.signal_scale", R["signal_scale"], (1e2, 1e8), unit="photons at 1 m"),
-    Param("ambient on surfaces", "surface.ambient_level", R["ambient_level"], (1.0, 65535.0), unit="photons"),
-    Param("ambient of open sky", "surface.ambient_sky", R["ambient_sky"], (0.1, 65535.0), unit="photons"),
-    Param("range noise sigma", "noise.sigma", N["sigma"], (1e-4, 0.5), unit="m"),
+    Param("ambient on surfaces", "surface.ambient_level", R["ambient_level"], (1.0, 65535.0), unit="photons",
+          group="ambient"),
+    Param("ambient of open sky", "surface.ambient_sky", R["ambient_sky"], (0.1, 65535.0), unit="photons",
+          group="ambient"),
+    # the noise statistic is a median (MAD) of 1 mm-quantised differences: piecewise constant, so a wide step
+    Param("range noise sigma", "noise.sigma", N["sigma"], (1e-4, 0.5), unit="m", group="noise", fd_step=0.3),
     Param("range noise per metre", "noise.relative_sigma", N["relative_sigma"], (1e-5, 0.05), unit="m/m",
-          off_start=1e-3),
+          off_start=1e-3, group="noise", fd_step=0.3),
     Param("dropout probability", "detection.dropout_probability", DetectionConfig.RULES["dropout_probability"],
           (1e-5, 0.3), off_start=1e-3, fd_step=0.3),  # Bernoulli draws: a step that changes whole pixels
     Param("ambient row gain spread", "signal.row_gain_sigma", SignalConfig.RULES["row_gain_sigma"], (1e-3, 0.5),

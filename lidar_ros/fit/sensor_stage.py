@@ -1,6 +1,6 @@
 """The sensor-stage fit of a spinning lidar from one or more frames (no mesh world): held-fixed scenes
 (scene.py), shaded by the simulator's physics (shade.py), compared on the statistics of objective.py, over
-the parameters of params.SENSOR_STAGE.
+the parameters of params.SENSOR_STAGE, one group at a time (optimise.fit_blocks).
 
 With several frames the residuals of every frame are stacked (each frame is its own scene). The start is
 the sensor file's values (keys it leaves out: the physics defaults, moved inside the search window).
@@ -13,7 +13,7 @@ import numpy as np
 
 from ..compare.frame import LidarFrame
 from . import objective
-from .optimise import FitResult, fit
+from .optimise import FitResult, fit_blocks
 from .params import SENSOR_STAGE, Param, apply_values, initial_values
 from .scene import HeldScene, scene_from_frame
 from .shade import shade
@@ -34,7 +34,7 @@ def fit_sensor_stage(frames: Sequence[LidarFrame], spec: Mapping[str, Any], para
         return np.concatenate([objective.residuals(objective.ingredients(shade(s, trial, seed)), t, keys)
                                for s, t in zip(scenes, targets)])
 
-    result = fit(residual_of, params, start, max_evaluations=max_evaluations, progress=progress)
+    result = fit_blocks(residual_of, params, start, max_evaluations=max_evaluations, progress=progress)
     fitted = apply_values(spec, [p for p, ok in zip(params, result.identifiable) if ok],
                           [v for v, ok in zip(result.values, result.identifiable) if ok])
     return result, fitted, scenes
