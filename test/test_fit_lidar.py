@@ -136,3 +136,29 @@ def test_cli_writes_a_sensor_yaml_that_loads(tmp_path):
     assert config.rows == 64
     assert config.surface.signal_scale != load_sensor("OS1-64").surface.signal_scale
     assert out.with_suffix(".md").is_file() and out.with_suffix(".png").is_file()
+
+
+def test_fit_from_a_rosbag2_pointcloud2_in_the_ouster_layout(tmp_path):
+    """A simulated OS1-16 frame written as an MCAP bag (ouster-ros layout) is read back through its PointFields and
+    fitted; its signal scale is recovered (the scene: a wall and a floor)."""
+    import trimesh
+
+    from radarays_ros.cli import main
+    from radarays_ros.io.lidar_bag_frames import read_bag_frame
+
+    mesh = trimesh.util.concatenate([trimesh.creation.box([0.2, 60, 20]).apply_translation([6.1, 0, 0]),
+                                     trimesh.creation.box([60, 60, 0.2]).apply_translation([0, 0, -1.6])])
+    world = tmp_path / "room.stl"
+    mesh.export(world)
+    bag = tmp_path / "os1.mcap"
+    assert main(["lidar", str(world), "--sensor", "OS1-16", "--set", "columns=512", "--set", "surface.signal_scale=30000",
+                 "--out", str(bag)]) == 0
+    frame = read_bag_frame(bag)
+    assert frame.range_m.shape == (16, 512) and frame.signal is not None and frame.reflectivity is not None
+    assert 0.3 < frame.valid.mean() < 1.0
+    params = tuple(p for p in SENSOR_STAGE if p.key == "surface.signal_scale")
+    result, _, _ = fit_sensor_stage([frame], START, params, seed=0, max_evaluations=20)
+    # the reported reflectivity is rounded to whole percent: K within 5 %
+    assert result.values[0] == pytest.approx(30000, rel=0.05)
+    with pytest.raises(ConfigError, match="no PointCloud2 topic /nope"):
+        read_bag_frame(bag, "/nope")

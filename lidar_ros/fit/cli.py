@@ -1,7 +1,8 @@
 """`radarays fit lidar REAL... --sensor NAME|FILE --out my_lidar.yaml`: fit a lidar's sensor stage to real frames.
 
 REAL: one or more frames of one sensor: an `.npz` in shared/realdata's layout (Ouster, nebula VLP-16/XT32),
-`radarays lidar --out X.npz`, or an Ouster `.pcap` + metadata `.json` / `.osf` (needs ouster-sdk).
+`radarays lidar --out X.npz`, an Ouster `.pcap` + metadata `.json` / `.osf` (needs ouster-sdk), or a rosbag2
+(.mcap, .db3 or its folder) with an organized PointCloud2 in a driver layout (--topic, --message).
 The frame itself is the scene (geometry held fixed, lidar_ros/fit/scene.py); the simulator's physics shades
 it again and scipy's bounded least squares matches the statistics of `radarays lidar compare` (lidar_ros/fit/
 objective.py) over the parameters of lidar_ros/fit/params.py: signal scale, ambient gains, range noise
@@ -26,6 +27,7 @@ from radarays_ros.validate import Rule
 
 SEED = Rule(int, 0, 2**63 - 1)
 EVALUATIONS = Rule(int, 2, 10_000)
+MESSAGE = Rule(int, 0, 10**9)
 FILE_KEYS = ("metadata", "calibration", "steps_file", "pattern_file", "rays_file", "table")
 
 
@@ -34,6 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sensor", required=True, help="preset name (OS1-64, ...) or sensor file the fit starts from")
     p.add_argument("--out", required=True, help="fitted sensor YAML to write (report: OUT.md, OUT.json, OUT.png)")
     p.add_argument("--real-meta", help="Ouster metadata JSON of a REAL .pcap (default: REAL with .json)")
+    p.add_argument("--topic", help="PointCloud2 topic of a REAL rosbag2 (default: its only PointCloud2 topic)")
+    p.add_argument("--message", type=int, default=0, help="which message of --topic is the frame (default 0)")
     p.add_argument("--check", nargs="*", default=[], metavar="FRAME",
                    help="frames of the same sensor not fitted on: statistics before/after on them too")
     p.add_argument("--world", help="mesh world for per-material reflectivity (needs --poses)")
@@ -97,8 +101,15 @@ def run(args) -> int:
     if out.suffix.lower() not in (".yaml", ".yml"):
         raise ConfigError(f"--out {args.out}: a sensor YAML (.yaml or .yml)")
     config = load_sensor(args.sensor)
-    frames = [read_lidar_frame(path, args.real_meta) for path in args.real]
-    checks = [read_lidar_frame(path) for path in args.check]
+    from radarays_ros.io.lidar_bag_frames import is_bag, read_bag_frame
+
+    message = MESSAGE.check(args.message, "--message")
+
+    def read(path, meta=None):
+        return read_bag_frame(path, args.topic, message) if is_bag(path) else read_lidar_frame(path, meta)
+
+    frames = [read(path, args.real_meta) for path in args.real]
+    checks = [read(path) for path in args.check]
     for frame in frames + checks:
         check_sensor(frame, config)
     start_spec = portable_spec(config)
