@@ -9,7 +9,9 @@ objective.py) over the parameters of lidar_ros/fit/params.py: signal scale, ambi
 (constant and per metre), dropout probability, ambient row gains. Parameters the frames cannot tell are
 reported as unidentifiable and keep the sensor file's value.
 
-Writes OUT (a sensor YAML that `--sensor`, nodes and scenarios take unchanged), OUT.md (report: fitted
+Writes OUT (a sensor YAML that `--sensor`, nodes and scenarios take unchanged); with --world and --poses also
+OUT.materials.yaml (per-material reflectivity, lidar_ros/fit/materials_fit.py: the --materials library with
+the fitted materials replaced, for `--materials`); OUT.md (report: fitted
 values, verdicts, before/after statistics on every REAL frame and on --check frames, the objective per
 evaluation), OUT.json and OUT.png (the picture). Progress goes to stderr.
 """
@@ -41,7 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", nargs="*", default=[], metavar="FRAME",
                    help="frames of the same sensor not fitted on: statistics before/after on them too")
     p.add_argument("--world", help="mesh world for per-material reflectivity (needs --poses)")
-    p.add_argument("--poses", help="the recording's sensor poses (CSV t,x,y,z,roll,pitch,yaw) for --world")
+    p.add_argument("--poses", help="the sensor pose of each REAL frame in --world: CSV rows x,y,z,roll,pitch,yaw (m, rad; "
+                   "a leading t column allowed), one per frame; writes OUT with .materials.yaml")
+    p.add_argument("--materials", help="material library YAML merged over the shipped one (for --world)")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated draws (common random numbers)")
     p.add_argument("--max-evaluations", type=int, default=60, help="objective evaluations at most (default 60)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -94,9 +98,6 @@ def run(args) -> int:
         raise ConfigError(f"--world {args.world}: a per-material fit needs the recording's poses (--poses FILE)")
     if args.poses and not args.world:
         raise ConfigError(f"--poses {args.poses}: poses need the mesh world they are in (--world W)")
-    if args.world:
-        raise ConfigError("--world/--poses: the per-material reflectivity fit is not built yet; fit the sensor "
-                          "stage from frames alone (leave out --world and --poses)")
     out = Path(args.out)
     if out.suffix.lower() not in (".yaml", ".yml"):
         raise ConfigError(f"--out {args.out}: a sensor YAML (.yaml or .yml)")
@@ -113,6 +114,7 @@ def run(args) -> int:
     for frame in frames + checks:
         check_sensor(frame, config)
     start_spec = portable_spec(config)
+    poses = read_poses(args.poses, len(frames)) if args.poses else None
 
     t0 = time.perf_counter()
 
@@ -152,6 +154,9 @@ def run(args) -> int:
     except ImportError as exc:  # matplotlib missing: the report stands without its picture
         print(f"fit lidar: no picture ({exc})", file=sys.stderr)
     print(objective_text(result))
+    if poses is not None:
+        materials_out = fit_materials(args, config, frames, poses, out)
+        print(f"fitted materials -> {materials_out}")
     print(f"fitted sensor -> {out}; report -> {report} ({seconds:.1f} s)")
     return 0
 
@@ -181,4 +186,80 @@ def write_report(out: Path, args, result, tables, seconds, awaiting, summary) ->
         parts += [f"## {title}", "", stats_table(stats), ""]
     parts += ["## Objective per evaluation", "", " ".join(f"{c:.4g}" for c in result.history), "", "```", summary, "```"]
     path.write_text("\n".join(parts) + "\n")
+    return path
+
+
+def read_poses(path: str, count: int):
+    """4x4 poses, one per frame, from a CSV of x,y,z,roll,pitch,yaw rows (a leading t column allowed)."""
+    import numpy as np
+
+    from radarays_ros.world.transforms import parse_pose_string
+
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"--poses {path}: no such file")
+    rows = [line.split("#")[0].strip() for line in file.read_text().splitlines()]
+    rows = [r for r in rows if r and not r[0].isalpha()]  # comments and a header row are skipped
+    values = []
+    for i, row in enumerate(rows):
+        numbers = row.replace(",", " ").split()
+        if len(numbers) not in (6, 7):
+            raise ConfigError(f"--poses {path}: row {i + 1} has {len(numbers)} numbers, allowed 6 (x y z roll pitch yaw) "
+                              "or 7 (t first)")
+        values.append(parse_pose_string(" ".join(numbers[-6:]), what=f"--poses {path} row {i + 1}"))
+    if len(values) != count:
+        raise ConfigError(f"--poses {path}: {len(values)} poses for {count} REAL frame(s); allowed one pose per frame")
+    return values
+
+
+def fit_materials(args, config, frames, poses, out: Path) -> Path:
+    """Per-material reflectivity (lidar_ros/fit/materials_fit.py) from frames simulated at the poses in --world."""
+    import numpy as np
+    import yaml
+
+    from lidar_ros.fit.materials_fit import fit_material_reflectivity
+    from lidar_ros.physics.materials import DEFAULT_REFLECTIVITY
+    from lidar_ros.simulator import LidarSimulator
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.loader import load_world
+
+    scene = load_world(args.world, materials=args.materials)
+    backend = make_backend("embree", scene)
+    sim = LidarSimulator(config, scene, backend, seed=args.seed)
+    library = scene.materials
+    starts = [float(m.lidar.get("reflectivity", DEFAULT_REFLECTIVITY)) for m in library.materials]
+    pieces = {k: [] for k in ("rr", "qr", "rs", "qs", "mat")}
+    for frame, pose in zip(frames, poses):
+        if frame.reflectivity is None:
+            raise ConfigError(f"frame {frame.name}: no reflectivity channel, per-material reflectivity cannot be fitted")
+        scan = sim.simulate(pose)
+        arrays = scan.arrays()
+        if "reflectivity" not in arrays:
+            raise ConfigError(f"sensor {config.name}: reports no calibrated reflectivity (an Ouster layout does)")
+        if np.shape(arrays["reflectivity"]) != frame.range_m.shape:
+            raise ConfigError(f"frame {frame.name} is {frame.range_m.shape}, the simulated frame "
+                              f"{np.shape(arrays['reflectivity'])}: not co-registered")
+        pieces["rr"].append(frame.range_m)
+        pieces["qr"].append(frame.reflectivity)
+        pieces["rs"].append(np.asarray(scan.clean_range, float))
+        pieces["qs"].append(np.asarray(arrays["reflectivity"], float))
+        pieces["mat"].append(np.asarray(scan.material))
+    joined = {k: np.concatenate(v, axis=1) for k, v in pieces.items()}
+    fits = fit_material_reflectivity(joined["rr"], joined["qr"], joined["rs"], joined["qs"], joined["mat"],
+                                     library.names, starts)
+    entries = {}
+    for f in fits:
+        print(f"  material {f.name:<20} reflectivity {f.start:.4g} -> {f.value:.4g}  {f.verdict}")
+        if f.identifiable:
+            m = library.materials[library.names.index(f.name)]
+            entries[f.name] = {**({"radar": dict(m.radar)} if m.radar else {}),
+                               "lidar": {**dict(m.lidar), "reflectivity": round(f.value, 6)},
+                               "source": f"radarays fit lidar from {', '.join(fr.name for fr in frames)} ({f.verdict})"}
+    # the user's library with the fitted materials replaced (its assignments and default kept)
+    base = yaml.safe_load(Path(args.materials).read_text()) if args.materials else None
+    base = base if isinstance(base, dict) else {}
+    base["materials"] = {**(base.get("materials") or {}), **entries}
+    path = out.with_suffix(".materials.yaml")
+    path.write_text("# per-material lidar reflectivity fitted by `radarays fit lidar`; use with --materials\n"
+                    + yaml.safe_dump(base, sort_keys=False))
     return path
