@@ -101,6 +101,19 @@ def test_cw_room_recovers_phase_bias_and_noise():
         assert sigma == pytest.approx(0.005, rel=0.1)
 
 
+def test_cw_room_surface_reflectivity_identifiable_against_a_reference_only():
+    from lidar_ros.config import load_sensor
+    from lidar_ros.fit.cw_room import Room, fit_cw_room, scan
+
+    az = np.asarray(load_sensor("URG-04LX").azimuth, float).ravel()
+    measured = scan(Room(dark=0.15), az, (0.02, 0.3, 0.1), 0.003, 1)
+    one = fit_cw_room(measured, Room(dark=0.3), az, surface=("dark",))  # bright (0.85) is the known reference
+    assert one.identifiable[3] and one.values[3] == pytest.approx(0.15, abs=0.03)
+    both = fit_cw_room(measured, Room(dark=0.3), az, surface=("dark", "bright"))
+    assert not any(both.identifiable[:2] + both.identifiable[3:5])  # a, b and both tiles: one scale left free
+    assert all("confounded" in v for v in both.verdicts[3:5])
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "radarays_ros.cli", "fit", "lidar", *args], capture_output=True,
                           text=True, cwd=REPO, timeout=300)
