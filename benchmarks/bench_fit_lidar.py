@@ -1,6 +1,6 @@
 """How long `radarays fit lidar` takes to fit one real frame (issue 24: under a minute on 2 cores).
 
-    PYTHONPATH=$PWD python benchmarks/bench_fit_lidar.py [--frame F.npz] [--sensor NAME] [--repeats 3]
+    python benchmarks/bench_fit_lidar.py [--frame F.npz] [--sensor NAME] [--repeats 3]
 
 Prints the wall time of each fit (the whole sensor-stage fit: scene, every objective evaluation and the
 Jacobians) and its evaluations; the first run also compiles the numba kernels, so the median is reported.
@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
-from lidar_ros.config import load_sensor
-from lidar_ros.fit import fit_sensor_stage
-from radarays_ros.io.lidar_frames import read_lidar_frame
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script or with -m
+from lidar_ros.config import load_sensor  # noqa: E402
+from lidar_ros.fit import fit_sensor_stage  # noqa: E402
+from radarays_ros.io.lidar_frames import read_lidar_frame  # noqa: E402
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "ouster" / "single_scan_016.npz"
 
