@@ -125,6 +125,9 @@ def test_bad_inputs_give_one_line_and_exit_2(tmp_path):
     cases = [
         ([os1, "--sensor", "OS0-128", "--out", str(tmp_path / "a.yaml")], "not a frame of this sensor"),
         ([os1, "--sensor", "OS1-64", "--out", str(tmp_path / "a.yaml"), "--world", "w.sdf"], "needs the recording's poses"),
+        ([str(REAL / "OS-2-128-U1_v2.3.0_1024x10.npz"), "--sensor", "OS0-128", "--out", str(tmp_path / "a.yaml")],
+         "not the same sensor model"),
+        ([os1, "--sensor", "OS1-64", "--out", str(tmp_path / "a.txt")], "a sensor YAML"),
     ]
     bad = tmp_path / "bad.npz"
     np.savez(bad, range_mm=np.zeros(10), xyz_m=np.zeros((10, 3)))
