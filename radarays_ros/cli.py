@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES = (
     "radarays_ros.radar.compare.cli",
     "lidar_ros.cli",
     "radarays_ros.scenario.cli",
+    "radarays_ros.fit_cli",
 )
 
 

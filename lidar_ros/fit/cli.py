@@ -1,0 +1,265 @@
+"""`radarays fit lidar REAL... --sensor NAME|FILE --out my_lidar.yaml`: fit a lidar's sensor stage to real frames.
+
+REAL: one or more frames of one sensor: an `.npz` in shared/realdata's layout (Ouster, nebula VLP-16/XT32),
+`radarays lidar --out X.npz`, an Ouster `.pcap` + metadata `.json` / `.osf` (needs ouster-sdk), or a rosbag2
+(.mcap, .db3 or its folder) with an organized PointCloud2 in a driver layout (--topic, --message).
+The frame itself is the scene (geometry held fixed, lidar_ros/fit/scene.py); the simulator's physics shades
+it again and scipy's bounded least squares matches the statistics of `radarays lidar compare` (lidar_ros/fit/
+objective.py) over the parameters of lidar_ros/fit/params.py: signal scale, ambient gains, range noise
+(constant and per metre), dropout probability, ambient row gains. Parameters the frames cannot tell are
+reported as unidentifiable and keep the sensor file's value.
+
+Writes OUT (a sensor YAML that `--sensor`, nodes and scenarios take unchanged); with --world and --poses also
+OUT.materials.yaml (per-material reflectivity, lidar_ros/fit/materials_fit.py: the --materials library with
+the fitted materials replaced, for `--materials`); OUT.md (report: fitted
+values, verdicts, before/after statistics on every REAL frame and on --check frames, the objective per
+evaluation), OUT.json and OUT.png (the picture). Progress goes to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from radarays_ros.errors import ConfigError
+from radarays_ros.validate import Rule
+
+SEED = Rule(int, 0, 2**63 - 1)
+EVALUATIONS = Rule(int, 2, 10_000)
+MESSAGE = Rule(int, 0, 10**9)
+FILE_KEYS = ("metadata", "calibration", "steps_file", "pattern_file", "rays_file", "table")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("real", nargs="+", metavar="REAL", help="real frames of one sensor (.npz, .pcap + --real-meta, .osf)")
+    p.add_argument("--sensor", required=True, help="preset name (OS1-64, ...) or sensor file the fit starts from")
+    p.add_argument("--out", required=True, help="fitted sensor YAML to write (report: OUT.md, OUT.json, OUT.png)")
+    p.add_argument("--real-meta", help="Ouster metadata JSON of a REAL .pcap (default: REAL with .json)")
+    p.add_argument("--topic", help="PointCloud2 topic of a REAL rosbag2 (default: its only PointCloud2 topic)")
+    p.add_argument("--message", type=int, default=0, help="which message of --topic is the frame (default 0)")
+    p.add_argument("--check", nargs="*", default=[], metavar="FRAME",
+                   help="frames of the same sensor not fitted on: statistics before/after on them too")
+    p.add_argument("--world", help="mesh world for per-material reflectivity (needs --poses)")
+    p.add_argument("--poses", help="the sensor pose of each REAL frame in --world: CSV rows x,y,z,roll,pitch,yaw (m, rad; "
+                   "a leading t column allowed), one per frame; writes OUT with .materials.yaml")
+    p.add_argument("--materials", help="material library YAML merged over the shipped one (for --world)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the simulated draws (common random numbers)")
+    p.add_argument("--max-evaluations", type=int, default=60, help="objective evaluations at most (default 60)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=run)
+
+
+def parser(prog: str = "radarays fit lidar") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    add_arguments(p)
+    return p
+
+
+def check_sensor(frame, config) -> None:
+    """One line when a frame cannot be of the sensor (beam count, columns, model family)."""
+    from lidar_ros.compare.frame import _family
+
+    rows, cols = frame.range_m.shape
+    what = f"frame {frame.name} is {rows} x {cols}" + (f" ({frame.sensor})" if frame.sensor else "")
+    sensor = f"sensor {config.name} is {config.rows} x {config.cols}"
+    if rows != config.rows or abs(cols - config.cols) > 0.02 * max(cols, config.cols):
+        raise ConfigError(f"{what}, {sensor}: not a frame of this sensor (give --sensor the frame's model, or its "
+                          "metadata JSON)")
+    a, b = _family(frame.sensor), _family(config.name)
+    if a and b and a != b and a.split("-")[0] != b.split("-")[0]:
+        raise ConfigError(f"{what}, {sensor}: not the same sensor model")
+
+
+def portable_spec(config) -> dict:
+    """The fitted mapping with file keys made absolute (the YAML may be written anywhere)."""
+    spec = config.to_dict()
+    for key in FILE_KEYS:
+        value = spec.get(key)
+        if isinstance(value, str) and not Path(value).is_absolute() and (Path(config.base_dir) / value).is_file():
+            spec[key] = str((Path(config.base_dir) / value).resolve())
+    return spec
+
+
+def run(args) -> int:
+    import numpy as np
+    import yaml
+
+    from lidar_ros.compare.stats import frame_stats
+    from lidar_ros.config import load_sensor
+    from lidar_ros.fit import AWAITING, fit_sensor_stage, objective_text, scene_from_frame, shade
+    from radarays_ros.io.lidar_frames import read_lidar_frame
+
+    seed = SEED.check(args.seed, "--seed")
+    evaluations = EVALUATIONS.check(args.max_evaluations, "--max-evaluations")
+    if args.world and not args.poses:
+        raise ConfigError(f"--world {args.world}: a per-material fit needs the recording's poses (--poses FILE)")
+    if args.poses and not args.world:
+        raise ConfigError(f"--poses {args.poses}: poses need the mesh world they are in (--world W)")
+    out = Path(args.out)
+    if out.suffix.lower() not in (".yaml", ".yml"):
+        raise ConfigError(f"--out {args.out}: a sensor YAML (.yaml or .yml)")
+    config = load_sensor(args.sensor)
+    from radarays_ros.io.lidar_bag_frames import is_bag, read_bag_frame
+
+    message = MESSAGE.check(args.message, "--message")
+
+    def read(path, meta=None):
+        return read_bag_frame(path, args.topic, message) if is_bag(path) else read_lidar_frame(path, meta)
+
+    frames = [read(path, args.real_meta) for path in args.real]
+    checks = [read(path) for path in args.check]
+    for frame in frames + checks:
+        check_sensor(frame, config)
+    start_spec = portable_spec(config)
+    poses = read_poses(args.poses, len(frames)) if args.poses else None
+
+    t0 = time.perf_counter()
+
+    def progress(i, cost):
+        if not args.quiet:
+            print(f"fit lidar: evaluation {i:3d}  objective {cost:.5g}  ({time.perf_counter() - t0:.1f} s)",
+                  file=sys.stderr, flush=True)
+
+    result, fitted_spec, scenes = fit_sensor_stage(frames, start_spec, seed=seed, max_evaluations=evaluations,
+                                                   progress=progress)
+    seconds = time.perf_counter() - t0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    header = (f"# fitted by `radarays fit lidar` from {', '.join(f.name for f in frames)} starting at {args.sensor}\n"
+              f"# (report: {out.with_suffix('.md').name}); unidentifiable parameters keep the starting value\n")
+    out.write_text(header + yaml.safe_dump(fitted_spec, sort_keys=False))
+    load_sensor(str(out))  # the output validates as any sensor file
+
+    tables, stats_json = [], {}
+    for label, group in (("fitted on", frames), ("check", checks)):
+        for frame in group:
+            scene = scenes[frames.index(frame)] if group is frames else scene_from_frame(frame)
+            before, after = shade(scene, start_spec, seed, "before"), shade(scene, fitted_spec, seed, "after")
+            stats = [frame_stats(frame), frame_stats(before), frame_stats(after)]
+            tables.append((f"{label}: {frame.name}", stats))
+            stats_json[f"{label}: {frame.name}"] = [{k: (None if isinstance(v, float) and math.isnan(v) else v)
+                                                      for k, v in s.items()} for s in stats]
+    report = write_report(out, args, result, tables, seconds, AWAITING, objective_text(result))
+    out.with_suffix(".json").write_text(json.dumps({
+        "sensor": args.sensor, "frames": [f.name for f in frames], "seed": seed, "seconds": seconds,
+        "parameters": [{"name": n, "key": k, "start": s, "value": v, "verdict": w} for n, k, s, v, w in result.rows()],
+        "objective": result.history, "statistics [real, before, after]": stats_json,
+        "awaiting_keys": AWAITING}, indent=1))
+    try:
+        from radarays_ros.io.lidar_fit_picture import fit_picture
+
+        fit_picture(out.with_suffix(".png"), result.history, tables)
+    except ImportError as exc:  # matplotlib missing: the report stands without its picture
+        print(f"fit lidar: no picture ({exc})", file=sys.stderr)
+    print(objective_text(result))
+    if poses is not None:
+        materials_out = fit_materials(args, config, frames, poses, out)
+        print(f"fitted materials -> {materials_out}")
+    print(f"fitted sensor -> {out}; report -> {report} ({seconds:.1f} s)")
+    return 0
+
+
+TABLE_KEYS = ("valid_fraction", "isolated_fraction", "signal_r2_rho_1_2m", "signal_r2_rho_4_8m", "signal_r2_rho_8_16m",
+              "signal_near_rolloff", "signal_p50", "near_ir_p50", "near_ir_return_to_miss", "near_ir_row_banding",
+              "reflectivity_p50", "reflectivity_texture", "range_noise_near_m", "range_noise_mid_m")
+
+
+def stats_table(stats) -> str:
+    lines = ["| statistic | real | sim before | sim after |", "|---|---:|---:|---:|"]
+    for key in TABLE_KEYS:
+        cells = ["–" if s.get(key) is None or math.isnan(s[key]) else f"{s[key]:.4g}" for s in stats]
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_report(out: Path, args, result, tables, seconds, awaiting, summary) -> Path:
+    path = out.with_suffix(".md")
+    rows = "\n".join(f"| {n} | `{k}` | {s:.4g} | {v:.4g} | {w} |" for n, k, s, v, w in result.rows())
+    parts = [f"# Lidar fit: {', '.join(args.real)} with {args.sensor}", "",
+             f"{result.evaluations} evaluations, {seconds:.1f} s, seed {args.seed}; objective ½Σ log(sim/real)² "
+             f"{result.cost_start:.4g} -> {result.cost:.4g}.", "",
+             "| parameter | key | start | fitted | verdict |", "|---|---|---:|---:|---|", rows, "",
+             "Not fitted (their keys are not on main yet): " + "; ".join(f"**{k}** ({v})" for k, v in awaiting.items()), ""]
+    for title, stats in tables:
+        parts += [f"## {title}", "", stats_table(stats), ""]
+    parts += ["## Objective per evaluation", "", " ".join(f"{c:.4g}" for c in result.history), "", "```", summary, "```"]
+    path.write_text("\n".join(parts) + "\n")
+    return path
+
+
+def read_poses(path: str, count: int):
+    """4x4 poses, one per frame, from a CSV of x,y,z,roll,pitch,yaw rows (a leading t column allowed)."""
+    import numpy as np
+
+    from radarays_ros.world.transforms import parse_pose_string
+
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"--poses {path}: no such file")
+    rows = [line.split("#")[0].strip() for line in file.read_text().splitlines()]
+    rows = [r for r in rows if r and not r[0].isalpha()]  # comments and a header row are skipped
+    values = []
+    for i, row in enumerate(rows):
+        numbers = row.replace(",", " ").split()
+        if len(numbers) not in (6, 7):
+            raise ConfigError(f"--poses {path}: row {i + 1} has {len(numbers)} numbers, allowed 6 (x y z roll pitch yaw) "
+                              "or 7 (t first)")
+        values.append(parse_pose_string(" ".join(numbers[-6:]), what=f"--poses {path} row {i + 1}"))
+    if len(values) != count:
+        raise ConfigError(f"--poses {path}: {len(values)} poses for {count} REAL frame(s); allowed one pose per frame")
+    return values
+
+
+def fit_materials(args, config, frames, poses, out: Path) -> Path:
+    """Per-material reflectivity (lidar_ros/fit/materials_fit.py) from frames simulated at the poses in --world."""
+    import numpy as np
+    import yaml
+
+    from lidar_ros.fit.materials_fit import fit_material_reflectivity
+    from lidar_ros.physics.materials import DEFAULT_REFLECTIVITY
+    from lidar_ros.simulator import LidarSimulator
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.loader import load_world
+
+    scene = load_world(args.world, materials=args.materials)
+    backend = make_backend("embree", scene)
+    sim = LidarSimulator(config, scene, backend, seed=args.seed)
+    library = scene.materials
+    starts = [float(m.lidar.get("reflectivity", DEFAULT_REFLECTIVITY)) for m in library.materials]
+    pieces = {k: [] for k in ("rr", "qr", "rs", "qs", "mat")}
+    for frame, pose in zip(frames, poses):
+        if frame.reflectivity is None:
+            raise ConfigError(f"frame {frame.name}: no reflectivity channel, per-material reflectivity cannot be fitted")
+        scan = sim.simulate(pose)
+        arrays = scan.arrays()
+        if "reflectivity" not in arrays:
+            raise ConfigError(f"sensor {config.name}: reports no calibrated reflectivity (an Ouster layout does)")
+        if np.shape(arrays["reflectivity"]) != frame.range_m.shape:
+            raise ConfigError(f"frame {frame.name} is {frame.range_m.shape}, the simulated frame "
+                              f"{np.shape(arrays['reflectivity'])}: not co-registered")
+        pieces["rr"].append(frame.range_m)
+        pieces["qr"].append(frame.reflectivity)
+        pieces["rs"].append(np.asarray(scan.clean_range, float))
+        pieces["qs"].append(np.asarray(arrays["reflectivity"], float))
+        pieces["mat"].append(np.asarray(scan.material))
+    joined = {k: np.concatenate(v, axis=1) for k, v in pieces.items()}
+    fits = fit_material_reflectivity(joined["rr"], joined["qr"], joined["rs"], joined["qs"], joined["mat"],
+                                     library.names, starts)
+    entries = {}
+    for f in fits:
+        print(f"  material {f.name:<20} reflectivity {f.start:.4g} -> {f.value:.4g}  {f.verdict}")
+        if f.identifiable:
+            m = library.materials[library.names.index(f.name)]
+            entries[f.name] = {**({"radar": dict(m.radar)} if m.radar else {}),
+                               "lidar": {**dict(m.lidar), "reflectivity": round(f.value, 6)},
+                               "source": f"radarays fit lidar from {', '.join(fr.name for fr in frames)} ({f.verdict})"}
+    # the user's library with the fitted materials replaced (its assignments and default kept)
+    base = yaml.safe_load(Path(args.materials).read_text()) if args.materials else None
+    base = base if isinstance(base, dict) else {}
+    base["materials"] = {**(base.get("materials") or {}), **entries}
+    path = out.with_suffix(".materials.yaml")
+    path.write_text("# per-material lidar reflectivity fitted by `radarays fit lidar`; use with --materials\n"
+                    + yaml.safe_dump(base, sort_keys=False))
+    return path
