@@ -11,7 +11,7 @@ import math
 import os
 import sys
 
-from .errors import RadaraysError
+from .errors import RadaraysError, one_line, os_problem
 
 # module paths of the subcommand groups, in the order `radarays --help` lists them
 SUBCOMMAND_MODULES = (
@@ -51,13 +51,25 @@ def main(argv: list[str] | None = None) -> int:
         warn_about_pose_angles(args)
         return int(args.func(args) or 0)
     except RadaraysError as exc:
-        print(f"radarays: error: {exc}", file=sys.stderr)
+        print(f"radarays: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a read-only or full folder, a parent that is a file: every command, one line
+        if isinstance(exc, BrokenPipeError):
+            return _reader_left()
+        print(f"radarays: error: {os_problem(exc)}", file=sys.stderr)
+        return 2
+    except MemoryError as exc:  # a backstop: sizes are bounded before allocation (limits.py); name it
+        print(f"radarays: error: out of memory ({one_line(str(exc) or 'MemoryError', 200)}); "
+              "lower the sizes of the configuration", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `radarays ... | head`: the reader left; end quietly (Python's documented recipe)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
-        return 1
+
+
+def _reader_left() -> int:
+    """`radarays ... | head`: the reader left; end quietly (Python's documented recipe)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+    return 1
 
 
 def _is_number(text: str) -> bool:

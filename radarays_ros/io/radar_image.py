@@ -213,10 +213,10 @@ def oxford_polar_array(img, encoder_offset: int = 0) -> np.ndarray:
     return np.concatenate([header, img.image[order]], axis=1)
 
 
-def oxford_polar_png(img, path: str | Path, encoder_offset: int = 0) -> Path:
+def oxford_polar_png(img, path: str | Path, encoder_offset: int = 0, sidecar_path: str | Path | None = None) -> Path:
     """Write the Oxford/Boreas polar PNG (see oxford_polar_array) that radar odometry tools read, and
-    PATH.yaml beside it with what the format does not hold: the range resolution (m per bin), the
-    encoder size and offset and what column 10 means."""
+    PATH.yaml beside it (or `sidecar_path`) with what the format does not hold: the range resolution
+    (m per bin), the encoder size and offset and what column 10 means."""
     path = save_png(path, oxford_polar_array(img, encoder_offset))
     chirp = getattr(img, "chirp_up", None) is not None and not bool(np.all(img.chirp_up))
     sidecar = {
@@ -230,7 +230,7 @@ def oxford_polar_png(img, path: str | Path, encoder_offset: int = 0) -> Path:
     }
     import yaml
 
-    Path(str(path) + ".yaml").write_text(yaml.safe_dump(sidecar, sort_keys=False))
+    Path(sidecar_path or str(path) + ".yaml").write_text(yaml.safe_dump(sidecar, sort_keys=False))
     return path
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import limits
 from ..errors import ConfigError
 from ..tracing import Backend, make_backend
 from ..world.trajectory import Trajectory
@@ -165,7 +166,7 @@ def _scrolled(array: np.ndarray, shift: int) -> np.ndarray:
 
 def sweep_period_ns(config: RadarConfig) -> int:
     """Duration of one sweep in nanoseconds."""
-    return int(round(1e9 / config.azimuth.rate_hz))
+    return limits.period_ns(config.azimuth.rate_hz, "azimuth.rate_hz")
 
 
 __all__ = ["RadarSimulator", "sweep_period_ns"]

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from .. import limits
 from ..errors import ConfigError
 from ..resources import find_shipped, shipped_names
 from ..validate import Rule
@@ -241,7 +242,7 @@ class RadarUnit(SensorUnit):
 
     @property
     def period_ns(self) -> int:
-        return int(round(1e9 / self.config.azimuth.rate_hz))
+        return limits.period_ns(self.config.azimuth.rate_hz, "azimuth.rate_hz")
 
     @property
     def rays_per_frame(self) -> int:
@@ -334,7 +335,7 @@ class LidarUnit(SensorUnit):
 
     @property
     def period_ns(self) -> int:
-        return int(round(1e9 / self.config.rate_hz))
+        return limits.period_ns(self.config.rate_hz, "rate_hz")
 
     @property
     def rays_per_frame(self) -> int:
