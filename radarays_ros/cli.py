@@ -24,8 +24,16 @@ SUBCOMMAND_MODULES = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line, as every other error (`--help` shows the usage)."""
+
+    def error(self, message: str):
+        print(f"radarays: error: {self.prog}: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="radarays", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="radarays", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         try:
@@ -57,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, BrokenPipeError):
             return _reader_left()
         print(f"radarays: error: {os_problem(exc)}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a path with a NUL byte reaching a system call (paths from files are checked first)
+        if "null byte" not in str(exc) and "null character" not in str(exc):
+            raise
+        print(f"radarays: error: a path holds a NUL byte ({one_line(str(exc), 200)})", file=sys.stderr)
         return 2
     except MemoryError as exc:  # a backstop: sizes are bounded before allocation (limits.py); name it
         print(f"radarays: error: out of memory ({one_line(str(exc) or 'MemoryError', 200)}); "

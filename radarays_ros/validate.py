@@ -139,3 +139,22 @@ def check_pose6(values, where: str) -> list[float]:
     if len(values) != 6:
         raise ConfigError(f"{where} = {plain(values)}: expected six numbers x y z roll pitch yaw, got {len(values)}")
     return [(COORDINATE if i < 3 else ANGLE).check(v, f"{where}.{POSE_KEYS[i]}") for i, v in enumerate(values)]
+
+
+# -- paths from files (scenarios, manifests, sensor files) -----------------------------------------
+MAX_PATH = 4096  # PATH_MAX on Linux
+MAX_NAME = 255  # NAME_MAX: one path component
+
+
+def check_path(value: Any, where: str) -> str:
+    """A path written in a file, as text; ConfigError when no file can have it: not text, a NUL byte
+    (the system calls refuse it), longer than PATH_MAX or with a component longer than NAME_MAX."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where} = {plain(value)}: not a path, allowed a file path (text)")
+    if "\x00" in value:
+        raise ConfigError(f"{where} = {plain(value)}: a NUL byte cannot be in a path")
+    if len(value.encode("utf8", "surrogatepass")) > MAX_PATH or \
+            any(len(part.encode("utf8", "surrogatepass")) > MAX_NAME for part in value.split("/")):
+        raise ConfigError(f"{where} = {plain(value)}: longer than the file system allows "
+                          f"({MAX_PATH} bytes a path, {MAX_NAME} a name)")
+    return value

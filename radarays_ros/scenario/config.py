@@ -47,7 +47,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..config_file import read_yaml
-from ..validate import plain
+from ..validate import check_path, plain
 from ..errors import ConfigError
 from ..resources import file_or_shipped, find_shipped
 from ..world.trajectory import Trajectory
@@ -114,13 +114,15 @@ def scenario_from_data(data: Any, path: Path) -> Scenario:
     where = f"scenario {path}"
     _check_keys(data, TOP_KEYS, where)
     base = path.parent
-    world = _required(data, "world", where)
+    world = check_path(_required(data, "world", where), f"{where}: world")
     world_path = (base / str(world)).resolve()
     if not world_path.exists() and find_shipped("world", str(world)) is not None:
         world_path = find_shipped("world", str(world))  # `world: office`: a shipped world by name
     if not world_path.exists():
         raise ConfigError(f"{where}: world = {world!r}: {world_path} not found (paths are relative to the scenario file)")
     materials = data.get("materials")
+    if materials:
+        check_path(materials, f"{where}: materials")
     if materials and not (base / str(materials)).is_file():
         raise ConfigError(f"{where}: materials = {materials!r}: {(base / str(materials)).resolve()} not found "
                           "(paths are relative to the scenario file)")
@@ -169,7 +171,7 @@ def _sensor(name: str, spec: Any, where: str, base: Path) -> SensorSpec:
     kind = _required(spec, "type", where)
     if kind not in ("radar", "lidar"):
         raise ConfigError(f"{where}.type = {kind!r}: must be radar or lidar")
-    config = str(spec.get("config") or ("radarays_default" if kind == "radar" else "VLP-16"))
+    config = check_path(spec.get("config") or ("radarays_default" if kind == "radar" else "VLP-16"), f"{where}.config")
     if config.endswith((".yaml", ".yml", ".json")) and not Path(config).is_absolute():
         config = str((base / config).resolve())
     overrides = spec.get("set") or {}
@@ -206,7 +208,7 @@ def trajectory_from(spec: Any, base: Path, where: str, world_frame: str = "map")
         raise ConfigError(f"{where}: give exactly one of csv, waypoints, bag (got {sources or 'none'})")
     if "csv" in spec:
         try:
-            return Trajectory.from_csv(base / str(spec["csv"]))
+            return Trajectory.from_csv(base / check_path(spec["csv"], f"{where}.csv"))
         except ConfigError as exc:
             raise ConfigError(f"{where}.csv: {exc}") from None
     if "waypoints" in spec:
@@ -216,7 +218,7 @@ def trajectory_from(spec: Any, base: Path, where: str, world_frame: str = "map")
     topic = spec.get("topic")
     if not topic:
         raise ConfigError(f"{where}: bag needs topic (nav_msgs/Odometry, or /tf with frame)")
-    return bag_trajectory(base / str(spec["bag"]), str(topic), spec.get("frame"), world_frame, where)
+    return bag_trajectory(base / check_path(spec["bag"], f"{where}.bag"), str(topic), spec.get("frame"), world_frame, where)
 
 
 def waypoint_trajectory(points: Any, speed: float, z: float, where: str) -> Trajectory:
