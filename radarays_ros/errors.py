@@ -64,5 +64,16 @@ def os_problem(exc: OSError) -> str:
     names = [n for n in (getattr(exc, "filename", None), getattr(exc, "filename2", None)) if n is not None]
     names = [n.decode("utf8", "backslashreplace") if isinstance(n, bytes) else str(n) for n in names]
     reason = exc.strerror or str(exc) or type(exc).__name__
+    if isinstance(exc, FileExistsError) and names and not _is_dir(names[0]):  # mkdir(parents=True) under a file
+        reason = "is a file, not a folder"
     where = " -> ".join(repr(n) if any(c in n for c in "\n\r\x00") else n for n in names)
     return one_line(f"{where}: {reason}" if where else reason)
+
+
+def _is_dir(name: str) -> bool:
+    import os
+
+    try:
+        return os.path.isdir(name)
+    except (OSError, ValueError):
+        return False
