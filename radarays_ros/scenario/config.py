@@ -47,6 +47,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..config_file import read_yaml
+from .. import limits
 from ..validate import check_path, plain
 from ..errors import ConfigError
 from ..resources import file_or_shipped, find_shipped
@@ -99,6 +100,7 @@ class Scenario:
     odometry: OdometrySpec = field(default_factory=OdometrySpec)
 
 
+MAX_TF_STAMPS = 4_000_000  # 512 MB of ground-truth poses: a 22-hour run at 50 Hz
 MAX_NUMBER = 1e6  # seconds (11 days), m/s, Hz, m: beyond, a run never ends or its stamps overflow int64 ns
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -158,6 +160,9 @@ def scenario_from_data(data: Any, path: Path) -> Scenario:
         motions.append(EntityMotion(str(_required(item, "name", w)),
                                     trajectory_from(_required(item, "trajectory", w), base, f"{w}.trajectory")))
     tf_rate = _number(data, "tf_rate_hz", where, 50.0, lo=0.1)
+    # the ground truth is sampled at every /tf stamp up front (a 4 x 4 pose each): bounded before allocation
+    limits.check_product(where, {"run seconds": (end_ns - start_ns) / 1e9, "tf_rate_hz": tf_rate},
+                         MAX_TF_STAMPS, "/tf stamps")
     odometry = odometry_spec(data.get("odometry"), f"{where}: odometry")
     return Scenario(path, world_path, (base / str(materials)).resolve() if materials else None, tuple(ignore),
                     str(data.get("world_frame", "map")), str(data.get("base_frame", "base_link")), start_ns, end_ns,
@@ -236,7 +241,8 @@ def waypoint_trajectory(points: Any, speed: float, z: float, where: str) -> Traj
     step = np.linalg.norm(np.diff(p, axis=0), axis=1)
     if np.any(step <= 0):
         raise ConfigError(f"{where}.waypoints: consecutive waypoints must differ")
-    t = np.concatenate([[0.0], np.cumsum(step)]) / speed
+    with np.errstate(over="ignore"):  # a tiny speed: infinite times, refused just below
+        t = np.concatenate([[0.0], np.cumsum(step)]) / speed
     if t[-1] > MAX_NUMBER:
         raise ConfigError(f"{where}: the waypoints take {t[-1]:.3g} s at speed {speed:g}; at most {MAX_NUMBER:g} s")
     d = np.diff(p, axis=0)

@@ -179,5 +179,5 @@ def _positive(values, n: int, what: str) -> tuple[float, ...]:
     if arr.shape != (n,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise WorldError(f"{what} {list(np.atleast_1d(values))}: expected {n} finite positive number(s)")
     if np.any(arr > MAX_SIZE_M) or np.any(arr < MIN_SIZE_M):  # float32 vertices and the BVH need sane extents
-        raise WorldError(f"{what} {arr.tolist()}: sizes must be in [{MIN_SIZE_M:g}, {MAX_SIZE_M:g}] m")
+        raise WorldError(f"{what} {arr.tolist()}: beyond the sizes a world may hold, allowed [{MIN_SIZE_M:g}, {MAX_SIZE_M:g}] m")
     return tuple(float(x) for x in arr)
