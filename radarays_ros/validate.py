@@ -17,6 +17,7 @@ from typing import Any
 
 from .errors import ConfigError
 
+MIN_MAGNITUDE = 1e-100  # nonzero floats smaller than this are refused: denormals, and values whose inverse overflows
 _MAX_SHOWN = 60  # characters of a bad value shown in a message (a file may hold a huge value)
 
 
@@ -119,6 +120,8 @@ class Rule:
             value = int(value)
         else:
             value = float(value)
+            if value != 0.0 and abs(value) < MIN_MAGNITUDE:  # 5e-324, 2.2e-308: 1 / value overflows
+                self.fail(where, value, f"a nonzero value below {MIN_MAGNITUDE:g} in magnitude (no setting is that small)")
         lo, hi = self.lo, self.hi
         if (lo is not None and (value <= lo if self.lo_open else value < lo)) or \
                 (hi is not None and (value >= hi if self.hi_open else value > hi)):

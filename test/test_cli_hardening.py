@@ -65,8 +65,17 @@ def test_radar_bins_from_max_range_and_resolution_are_bounded(capsys):
 
 def test_a_denormal_radar_rate_is_refused_not_written_as_int64_min(tmp_path, capsys):
     assert main(["radar", OFFICE, "--set", "azimuth.rate_hz=2.2e-308", "--out", str(tmp_path / "o.npz")]) == 2
-    assert "azimuth.rate_hz = 2.2e-308: out of range" in one_error(capsys)
+    assert "azimuth.rate_hz = 2.2e-308: " in one_error(capsys)
     assert not (tmp_path / "o.npz").exists()
+
+
+@pytest.mark.parametrize("value", [5e-324, 2.2e-308, -1e-300])
+def test_the_rule_vocabulary_refuses_denormal_and_near_denormal_floats(value):
+    from radarays_ros.validate import Rule
+
+    with pytest.raises(ConfigError, match="a nonzero value below 1e-100"):
+        Rule(float, None, 100.0).check(value, "receiver.db_per_count")
+    assert Rule(float, 0.0, 1.0).check(0.0, "x") == 0.0 and Rule(float, 0.0, 1.0).check(1e-18, "x") == 1e-18
 
 
 # -- one line --------------------------------------------------------------------------------------

@@ -194,7 +194,7 @@ class ReceiverConfig:
     leakage_dbm: float | None = _f(None, float, -250.0, 50.0, nullable=True, doc="Tx-Rx leakage power at leakage_range_m (null = none)")
     leakage_range_m: float = _f(0.3, float, 0.0, 100.0, doc="apparent range of the leakage")
     zero_dbm: float = _f(-140.0, float, -300.0, 100.0, doc="power that reads 0 counts")
-    db_per_count: float = _f(0.5, float, 0.0, 100.0, lo_open=True, doc="log detector step (Navtech: 0.5 dB per count)")
+    db_per_count: float = _f(0.5, float, 0.01, 100.0, doc="log detector step (Navtech: 0.5 dB per count)")
 
 
 @dataclass(frozen=True)
