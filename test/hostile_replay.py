@@ -438,9 +438,24 @@ def problems(case: dict, result: dict) -> list[str]:
     return out
 
 
-def replay(cases: list[dict], limit_s: float = 60.0, worker_timeout_s: float | None = None) -> list[dict]:
-    """Run the cases in worker processes (RLIMIT_AS 3 GiB); a worker that dies or hangs is replaced and
-    the case it was in is recorded as crashed."""
+def replay(cases: list[dict], limit_s: float = 60.0, worker_timeout_s: float | None = None,
+           chunk: int = 150) -> list[dict]:
+    """Run the cases in worker processes (RLIMIT_AS 3 GiB, a fresh worker every `chunk` cases); a worker
+    that dies or hangs is replaced and the case it was in is recorded as crashed. A case that runs out of
+    memory in a long-lived worker (whose heap has grown over earlier cases) is run again alone in a
+    fresh one, as the command would run: only that result counts."""
+    results: dict[str, dict] = {}
+    for first in range(0, len(cases), chunk):
+        results.update(_replay_chunk(cases[first:first + chunk], limit_s, worker_timeout_s))
+    if chunk > 1:
+        for case in cases:
+            result = results[case["id"]]
+            if "out of memory" in result.get("stderr", "") or "MemoryError" in (result.get("exception") or ""):
+                results[case["id"]] = replay([case], limit_s, worker_timeout_s, chunk=1)[0]
+    return [results[c["id"]] for c in cases]
+
+
+def _replay_chunk(cases: list[dict], limit_s: float, worker_timeout_s: float | None) -> dict[str, dict]:
     results: dict[str, dict] = {}
     pending = list(cases)
     with tempfile.TemporaryDirectory(prefix="radarays-replay-") as tmp:
@@ -468,7 +483,7 @@ def replay(cases: list[dict], limit_s: float = 60.0, worker_timeout_s: float | N
                 results[rest[0]["id"]] = {"id": rest[0]["id"], "crashed": tail or "no output", "stderr": ""}
                 rest = rest[1:]
             pending = rest
-    return [results[c["id"]] for c in cases]
+    return results
 
 
 def _child_limits() -> None:
