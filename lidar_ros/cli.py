@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from radarays_ros import limits
+from radarays_ros.output_files import add_overwrite_argument, check_new, replacing
 from radarays_ros.validate import Rule
 from radarays_ros.errors import ConfigError
 from radarays_ros.tracing.cli import add_backend_arguments
@@ -73,6 +75,7 @@ def add_parser(sub) -> None:
                    "(a fixed scale for every frame; default: the farthest return)")
     p.add_argument("--view-grid", type=float, metavar="M", help=".png: grid spacing in metres (default: 1/2/5 x 10^k)")
     p.add_argument("--out", help="output file: .npz, .pcd, .ply, .png or .mcap (required unless --list-presets)")
+    add_overwrite_argument(p)
     p.add_argument("--list-presets", action="store_true", help="print the preset names and exit")
     p.set_defaults(func=run)
 
@@ -120,6 +123,8 @@ def run(args) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in OUTPUT_SUFFIXES:
         raise ConfigError(f"--out {out}: unknown output type '{out.suffix}'; allowed: {', '.join(OUTPUT_SUFFIXES)}")
+    if out.suffix.lower() != ".mcap":  # before the work (a bag is checked by its writer: io/bag.py)
+        check_new([out], args.overwrite)
     SCANS.check(args.scans, "--scans")
     T0.check(args.t0, "--t0")
     if args.seed is not None:
@@ -147,7 +152,7 @@ def run(args) -> int:
     unit = LidarUnit("", scene, backend, config=config, seed=args.seed, frames=args.frames,
                      output={"ground_truth": list(GROUND_TRUTH_FIELDS) if args.ground_truth else []})
     t0 = int(round(args.t0 * 1e9))
-    period_ns = int(round(config.period * 1e9))
+    period_ns = limits.period_ns(1.0 / config.period, f"{config.origin}: rate_hz")
     scans = [unit.simulator.simulate(pose, t0 + k * period_ns) for k in _progress(range(args.scans), config.name)]
     write_output(out, scans, pose, args, unit)
     hits = sum(int(s.hit.sum()) for s in scans)
@@ -171,23 +176,24 @@ def write_output(out: Path, scans, pose, args, unit) -> None:
 
     ground_truth = tuple(GROUND_TRUTH_FIELDS) if args.ground_truth else ()
     suffix = out.suffix.lower()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".npz":
-        arrays = [dict(s.arrays(), **({k: getattr(s, k) for k in ground_truth}), **_sensor_arrays(s)) for s in scans]
-        if len(arrays) == 1:
-            data = arrays[0]
-        else:
-            data = {k: (np.stack([a[k] for a in arrays]) if k != "ring" else arrays[0][k]) for k in arrays[0]}
-        np.savez_compressed(out, **data)
-    elif suffix == ".png":
-        from radarays_ros.io.lidar_files import write_top_view
-
-        write_top_view(out, scans[-1], reach_m=args.view_reach, grid_m=args.view_grid)
-    elif suffix in (".pcd", ".ply"):
-        points = pointcloud_array(scans[-1], args.layout, organized=not args.unorganized, ground_truth=ground_truth)
-        (write_pcd if suffix == ".pcd" else write_ply)(out, points)
-    else:
+    if suffix == ".mcap":
         write_bag(out, scans, pose, args, unit)
+        return
+    with replacing(out, args.overwrite) as tmp:  # a temporary name, renamed when complete (output_files.py)
+        if suffix == ".npz":
+            arrays = [dict(s.arrays(), **({k: getattr(s, k) for k in ground_truth}), **_sensor_arrays(s)) for s in scans]
+            if len(arrays) == 1:
+                data = arrays[0]
+            else:
+                data = {k: (np.stack([a[k] for a in arrays]) if k != "ring" else arrays[0][k]) for k in arrays[0]}
+            np.savez_compressed(tmp, **data)
+        elif suffix == ".png":
+            from radarays_ros.io.lidar_files import write_top_view
+
+            write_top_view(tmp, scans[-1], reach_m=args.view_reach, grid_m=args.view_grid)
+        else:
+            points = pointcloud_array(scans[-1], args.layout, organized=not args.unorganized, ground_truth=ground_truth)
+            (write_pcd if suffix == ".pcd" else write_ply)(tmp, points)
 
 
 def _sensor_arrays(scan) -> dict:
@@ -215,7 +221,7 @@ def write_bag(out: Path, scans, pose, args, unit) -> None:
     # the pose places the ray frame; where points are reported in another frame (Ouster: os_sensor ->
     # os_lidar, as ouster-ros publishes), that frame hangs below it by a static transform
     posed = cfg.ray_frame_id if cfg.ray_frame_id and cfg.ray_frame_id != frame else frame
-    with BagWriter(out) as bag:
+    with BagWriter(out, overwrite=args.overwrite) as bag:
         static = []
         if not isinstance(pose, Trajectory):
             static.append(messages.transform_stamped(pose, scans[0].t0_ns, args.world_frame, posed))

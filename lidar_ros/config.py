@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from radarays_ros import limits
 from radarays_ros.errors import ConfigError
 from radarays_ros.resources import find_shipped, shipped_names
 
@@ -62,6 +63,7 @@ DEFAULT_LAYOUT = {"velodyne": "velodyne", "ouster": "ouster", "spherical": "gaze
 INTENSITY_FIELDS = ("reflectivity", "velodyne_intensity", "ouster_signal", "ouster_reflectivity")
 DEFAULT_INTENSITY = {"velodyne": "velodyne_intensity", "ouster": "ouster_signal"}
 TIME_REFERENCES = ("last", "first")
+MIN_RATE_HZ = 1e-6  # one scan in 11.6 days; a denormal rate would make an infinite period
 COMMON_KEYS = ("type", "name", "description", "source", "model", "rate_hz", "range", "layout", "organized",
                "time_reference", "intensity", "frame_id", "seed", "max_bounces", "surface", "noise",
                *EffectsConfig.SECTIONS)
@@ -151,7 +153,7 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
     kind = reader.choice("type", sorted(BUILDERS))
     for key in ("name", "description", "source", "model"):
         reader.raw(key, None)
-    rate_hz = reader.number("rate_hz", 10.0, 0.0, 1000.0, lo_open=True)
+    rate_hz = reader.number("rate_hz", 10.0, MIN_RATE_HZ, 1000.0)  # periods in int64 ns stay exact
     rng = reader.sub("range")
     range_min = rng.number("min", 0.0, 0.0, 1e5)
     range_max = rng.number("max", 100.0, 0.0, 1e6, lo_open=True)
@@ -171,6 +173,9 @@ def build_config(spec: Mapping[str, Any], origin: str, base_dir: Path) -> LidarC
 
     pattern = BUILDERS[kind](reader, base_dir, rate_hz)
     reader.finish(COMMON_KEYS)
+    rows, cols = pattern.shape  # each setting in range, their product too (before the per-ray arrays of a scan)
+    limits.check_product(origin, {"rows": rows, "columns": cols, "beam.sub_rays": effects.beam.sub_rays,
+                                  "echoes": 2 if effects.beam.dual else 1}, limits.MAX_LIDAR_RAYS, "rays per scan")
     if effects.tof.multipath and kind != "depth_camera":
         fail(f"{origin}: tof.multipath", True, f"needs a flood-lit camera, this sensor is type {kind}",
              "true for type depth_camera only")

@@ -11,7 +11,7 @@ import math
 import os
 import sys
 
-from .errors import RadaraysError
+from .errors import RadaraysError, one_line, os_problem
 
 # module paths of the subcommand groups, in the order `radarays --help` lists them
 SUBCOMMAND_MODULES = (
@@ -25,8 +25,16 @@ SUBCOMMAND_MODULES = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line, as every other error (`--help` shows the usage)."""
+
+    def error(self, message: str):
+        print(f"radarays: error: {self.prog}: {one_line(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="radarays", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="radarays", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         try:
@@ -56,13 +64,30 @@ def main(argv: list[str] | None = None) -> int:
         warn_about_pose_angles(args)
         return int(args.func(args) or 0)
     except RadaraysError as exc:
-        print(f"radarays: error: {exc}", file=sys.stderr)
+        print(f"radarays: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a read-only or full folder, a parent that is a file: every command, one line
+        if isinstance(exc, BrokenPipeError):
+            return _reader_left()
+        print(f"radarays: error: {os_problem(exc)}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a path with a NUL byte reaching a system call (paths from files are checked first)
+        if "null byte" not in str(exc) and "null character" not in str(exc):
+            raise
+        print(f"radarays: error: a path holds a NUL byte ({one_line(str(exc), 200)})", file=sys.stderr)
+        return 2
+    except MemoryError as exc:  # a backstop: sizes are bounded before allocation (limits.py); name it
+        print(f"radarays: error: out of memory ({one_line(str(exc) or 'MemoryError', 200)}); "
+              "lower the sizes of the configuration", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `radarays ... | head`: the reader left; end quietly (Python's documented recipe)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
-        return 1
+
+
+def _reader_left() -> int:
+    """`radarays ... | head`: the reader left; end quietly (Python's documented recipe)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+    return 1
 
 
 def _is_number(text: str) -> bool:

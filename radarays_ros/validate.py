@@ -12,12 +12,12 @@ descriptors and `--help` texts are derived from the same rules (`Rule.allowed`, 
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
 
+MIN_MAGNITUDE = 1e-100  # nonzero floats smaller than this are refused: denormals, and values whose inverse overflows
 _MAX_SHOWN = 60  # characters of a bad value shown in a message (a file may hold a huge value)
 
 
@@ -120,8 +120,8 @@ class Rule:
             value = int(value)
         else:
             value = float(value)
-            if value != 0.0 and abs(value) < sys.float_info.min:  # 1/x, log(x), erfinv(x)/x overflow or lose all digits
-                self.fail(where, value, f"a subnormal number (nonzero and below {sys.float_info.min:.4g})")
+            if value != 0.0 and abs(value) < MIN_MAGNITUDE:  # 5e-324, 2.2e-308: 1 / value overflows
+                self.fail(where, value, f"a nonzero value below {MIN_MAGNITUDE:g} in magnitude (no setting is that small)")
         lo, hi = self.lo, self.hi
         if (lo is not None and (value <= lo if self.lo_open else value < lo)) or \
                 (hi is not None and (value >= hi if self.hi_open else value > hi)):
@@ -142,3 +142,22 @@ def check_pose6(values, where: str) -> list[float]:
     if len(values) != 6:
         raise ConfigError(f"{where} = {plain(values)}: expected six numbers x y z roll pitch yaw, got {len(values)}")
     return [(COORDINATE if i < 3 else ANGLE).check(v, f"{where}.{POSE_KEYS[i]}") for i, v in enumerate(values)]
+
+
+# -- paths from files (scenarios, manifests, sensor files) -----------------------------------------
+MAX_PATH = 4096  # PATH_MAX on Linux
+MAX_NAME = 255  # NAME_MAX: one path component
+
+
+def check_path(value: Any, where: str) -> str:
+    """A path written in a file, as text; ConfigError when no file can have it: not text, a NUL byte
+    (the system calls refuse it), longer than PATH_MAX or with a component longer than NAME_MAX."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where} = {plain(value)}: not a path, allowed a file path (text)")
+    if "\x00" in value:
+        raise ConfigError(f"{where} = {plain(value)}: a NUL byte cannot be in a path")
+    if len(value.encode("utf8", "surrogatepass")) > MAX_PATH or \
+            any(len(part.encode("utf8", "surrogatepass")) > MAX_NAME for part in value.split("/")):
+        raise ConfigError(f"{where} = {plain(value)}: longer than the file system allows "
+                          f"({MAX_PATH} bytes a path, {MAX_NAME} a name)")
+    return value

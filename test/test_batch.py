@@ -290,18 +290,31 @@ def test_retries_are_bounded(tmp_path):
     assert not (out / runs[0].spec.id / "bag.mcap").exists()
 
 
+def _inherit(disposition):
+    """preexec_fn of a child started with SIGINT ignored (a background job, nohup) or default (a terminal)."""
+    def set_up():
+        signal.signal(signal.SIGINT, disposition)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return set_up
+
+
 @pytest.mark.slow
-def test_ctrl_c_keeps_finished_runs_and_leaves_no_half_bag(tmp_path):
+@pytest.mark.parametrize("inherited, sent", [(signal.SIG_DFL, signal.SIGINT), (signal.SIG_IGN, signal.SIGINT),
+                                             (signal.SIG_IGN, signal.SIGTERM)], ids=["sigint", "sigint-ignored", "sigterm"])
+def test_ctrl_c_keeps_finished_runs_and_leaves_no_half_bag(tmp_path, inherited, sent):
+    """Whatever SIGINT disposition the batch inherits (the test sets it in the child: a suite started in the
+    background would pass SIG_IGN on), Ctrl-C or SIGTERM cancels the batch: exit 130, not a retried worker."""
     # runs long enough (seconds each) that run 1 is still under way 0.5 s after it started
     small_scenario(tmp_path, duration=6.0)
     path = manifest(tmp_path, [{"scenario": "room.yaml", "seeds": [1, 2, 3]}])
     runs = plan(path)[1]
     out = tmp_path / "out"
     process = subprocess.Popen([sys.executable, "-m", "radarays_ros.cli", "batch", str(path), "--out", str(out),
-                                "--workers", "1", "--quiet"], start_new_session=True, stderr=subprocess.PIPE)
+                                "--workers", "1", "--quiet"], start_new_session=True, stderr=subprocess.PIPE,
+                               preexec_fn=_inherit(inherited))
     wait_for_pid(out / runs[1].spec.id / "run.log", 1, timeout=300)  # run 0 done, run 1 under way
     time.sleep(0.5)
-    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+    os.killpg(process.pid, sent)  # what Ctrl-C in a terminal does: the whole foreground group
     assert process.wait(timeout=120) == 130
     # run 0 is done; run 1 may have finished in the 0.5 s (a fast machine) or not; run 2 never started
     done = [bool(is_done(run, out)) for run in runs]

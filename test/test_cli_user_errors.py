@@ -29,7 +29,7 @@ def test_an_angle_beyond_two_pi_without_degrees_warns(tmp_path, capsys):
     assert main(["world", "panorama", "office", "--pose", "2 0 1 0 0 90", "--width", "16", "--out", str(out)]) == 0
     assert "warning: --pose angle(s) 90 exceed 2 pi radians; add --degrees" in capsys.readouterr().err
     assert main(["world", "panorama", "office", "--pose", "2 0 1 0 0 90", "--degrees", "--width", "16",
-                 "--out", str(out)]) == 0
+                 "--out", str(out), "--overwrite"]) == 0
     assert "warning" not in capsys.readouterr().err
 
 

@@ -57,6 +57,7 @@ def test_importing_everything_below_ros_loads_no_rclpy():
 
 # -- the rank table of the layers (README, package map): imports only point down ------------------------
 BASE = ("radarays_ros", "radarays_ros.errors", "radarays_ros.config_file", "radarays_ros.validate",
+        "radarays_ros.limits", "radarays_ros.output_files",
         "radarays_ros.resources", "radarays_ros.threads")
 RANKS = [  # (rank, layer, module prefixes); the longest matching prefix decides
     (0, "base", BASE),

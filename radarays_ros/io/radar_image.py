@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import limits
 from ..errors import ConfigError
+from ..validate import plain
 from . import messages
 
 LAYOUTS = ("range_rows", "azimuth_rows")
@@ -220,10 +222,10 @@ def oxford_polar_array(img, encoder_offset: int = 0) -> np.ndarray:
     return np.concatenate([header, img.image[order]], axis=1)
 
 
-def oxford_polar_png(img, path: str | Path, encoder_offset: int = 0) -> Path:
+def oxford_polar_png(img, path: str | Path, encoder_offset: int = 0, sidecar_path: str | Path | None = None) -> Path:
     """Write the Oxford/Boreas polar PNG (see oxford_polar_array) that radar odometry tools read, and
-    PATH.yaml beside it with what the format does not hold: the range resolution (m per bin), the
-    encoder size and offset and what column 10 means."""
+    PATH.yaml beside it (or `sidecar_path`) with what the format does not hold: the range resolution
+    (m per bin), the encoder size and offset and what column 10 means."""
     path = save_png(path, oxford_polar_array(img, encoder_offset))
     chirp = getattr(img, "chirp_up", None) is not None and not bool(np.all(img.chirp_up))
     sidecar = {
@@ -237,7 +239,7 @@ def oxford_polar_png(img, path: str | Path, encoder_offset: int = 0) -> Path:
     }
     import yaml
 
-    Path(str(path) + ".yaml").write_text(yaml.safe_dump(sidecar, sort_keys=False))
+    Path(sidecar_path or str(path) + ".yaml").write_text(yaml.safe_dump(sidecar, sort_keys=False))
     return path
 
 
@@ -246,17 +248,31 @@ def _is_physical(img) -> bool:
     return getattr(sensor, "model", "radarays") == "physical"
 
 
-def read_oxford_polar(path: str | Path, resolution: float | None = None):
-    """(counts (A, B) uint8, azimuth_rad (A,) counter-clockwise from +x, timestamps_us (A,), flags (A,),
-    resolution) of an Oxford/Boreas polar PNG. The resolution comes from the argument, else PATH.yaml
-    written beside it, else the file cannot say (ConfigError)."""
+def read_picture(path: str | Path, what: str) -> np.ndarray:
+    """The pixels of a picture file as an array; ConfigError (one line) for an unreadable file or one whose
+    header claims more than limits.MAX_PICTURE_PIXELS pixels (checked before any pixel is decoded)."""
     from PIL import Image as PILImage
 
     path = Path(path)
     try:
-        raw = np.array(PILImage.open(path))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"radar PNG {path}: cannot be read ({exc})") from None
+        with PILImage.open(path) as picture:
+            limits.check_product(f"{what} {path}", {"width": picture.width, "height": picture.height},
+                                 limits.MAX_PICTURE_PIXELS, "pixels")
+            return np.array(picture)
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path}: no such file") from None
+    except (OSError, ValueError, SyntaxError, EOFError, PILImage.DecompressionBombError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(f"{what} {path}: not a readable picture ({type(exc).__name__}: {exc})") from None
+
+
+def read_oxford_polar(path: str | Path, resolution: float | None = None):
+    """(counts (A, B) uint8, azimuth_rad (A,) counter-clockwise from +x, timestamps_us (A,), flags (A,),
+    resolution) of an Oxford/Boreas polar PNG. The resolution comes from the argument, else PATH.yaml
+    written beside it, else the file cannot say (ConfigError)."""
+    path = Path(path)
+    raw = read_picture(path, "radar PNG")
     if raw.dtype != np.uint8 or raw.ndim != 2 or raw.shape[1] < 12:
         raise ConfigError(f"radar PNG {path}: expected an 8-bit grey Oxford/Boreas polar image (11 header columns "
                           f"and the range bins), got {raw.dtype} {raw.shape}")
@@ -267,9 +283,13 @@ def read_oxford_polar(path: str | Path, resolution: float | None = None):
                               f"{sidecar.name} beside it: give it (e.g. --resolution 0.0438)")
         from ..config_file import read_yaml
 
-        resolution = read_yaml(sidecar, "radar PNG sidecar").get("range_resolution_m")
-    if not isinstance(resolution, (int, float)) or not 0 < float(resolution) < 100:
-        raise ConfigError(f"radar PNG {path}: range resolution {resolution!r}: must be a number in (0, 100) m")
+        meta = read_yaml(sidecar, "radar PNG sidecar")
+        if not isinstance(meta, dict):
+            raise ConfigError(f"radar PNG sidecar {sidecar}: expected a mapping with range_resolution_m, "
+                              f"got {type(meta).__name__}")
+        resolution = meta.get("range_resolution_m")
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, float)) or not 0 < float(resolution) < 100:
+        raise ConfigError(f"radar PNG {path}: range resolution {plain(resolution)}: must be a number in (0, 100) m")
     stamps = raw[:, :8].copy().view("<i8").ravel()
     encoder = raw[:, 8:10].copy().view("<u2").ravel().astype(np.float64)
     azimuth = -encoder / OXFORD_ENCODER_SIZE * 2 * np.pi

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..output_files import add_overwrite_argument, check_new, replacing_all
 from ..validate import Rule
 from ..errors import ConfigError, RadaraysError, WorldError
 from ..tracing.cli import add_backend_arguments
@@ -53,6 +54,7 @@ def add_parser(sub) -> None:
                    help="device: the whole frame in Warp kernels (needs --backend warp; radar/warp_frame.py); "
                         "host (default): the radar model in numpy over any backend")
     p.add_argument("--out", required=True, help="output file: .npz, .png or .mcap")
+    add_overwrite_argument(p)
     p.set_defaults(func=run)
 
 
@@ -108,6 +110,8 @@ def _run(args) -> int:
     if args.t_ns is None:  # Oxford/Boreas frames are named by their time in microseconds: the frame's time
         args.t_ns = int(out.stem) * 1000 if out.stem.isdigit() and 15 <= len(out.stem) <= 16 else 0
     T_NS.check(args.t_ns, "--t-ns")
+    if out.suffix.lower() != ".mcap":  # before the work (a bag is checked by its writer: io/bag.py)
+        check_new(output_paths(out, args.png_style), args.overwrite)
     config = load_config(args.config, parse_overrides(args.set), args.seed)
     pose = parse_pose_string(args.pose, degrees=args.degrees, what="--pose")
     scene = load_world(args.world, materials=args.materials)
@@ -121,7 +125,7 @@ def _run(args) -> int:
                      output={"image_layout": args.layout, "image_encoding": args.encoding})
     img = unit.simulate(pose, args.t_ns)
     try:
-        write_output(img, out, pose, args.t_ns, unit, args.png_style, args.encoder_offset)
+        write_output(img, out, pose, args.t_ns, unit, args.png_style, args.encoder_offset, args.overwrite)
     except OSError as exc:
         raise ConfigError(f"--out {out}: cannot be written ({exc.strerror or exc})") from None
     peak = int(img.image.max()) if img.image.size else 0
@@ -129,34 +133,47 @@ def _run(args) -> int:
     return 0
 
 
+def output_paths(out: Path, png_style: str = "polar") -> list[Path]:
+    """Every file a radar output writes: OUT, and for a .png its companions."""
+    if out.suffix.lower() != ".png":
+        return [out]
+    if png_style == "oxford":
+        return [out, Path(str(out) + ".yaml")]
+    return [out, out.with_name(out.stem + "_cartesian.png"), out.with_name(out.stem + "_figure.png")]
+
+
 def write_output(img, out: Path, pose: np.ndarray, t_ns: int, unit, png_style: str = "polar",
-                 encoder_offset: int = 0) -> None:
-    """Write the frame `img` of the sensor unit `unit` (radarays_ros.sensors.units.RadarUnit) as `out` says."""
+                 encoder_offset: int = 0, overwrite: bool = False) -> None:
+    """Write the frame `img` of the sensor unit `unit` (radarays_ros.sensors.units.RadarUnit) as `out` says.
+
+    Files are written under temporary names and renamed when complete (output_files.py); an existing
+    output is replaced only with `overwrite`."""
     from ..io import radar_image as rio
 
-    out.parent.mkdir(parents=True, exist_ok=True)
     suffix = out.suffix.lower()
-    if suffix == ".npz":
-        arrays = dict(image_f32=img.image_f32.astype(np.float32), image=img.image,
-                      azimuth_rad=img.azimuth_rad, range_m=img.range_m, azimuth_time_ns=img.azimuth_time_ns)
-        if img.returns is not None:
-            arrays["returns"] = img.returns
-        np.savez(out, **arrays)
-    elif suffix == ".png" and png_style == "oxford":
-        if not 0 <= encoder_offset < rio.OXFORD_ENCODER_SIZE:
-            raise ConfigError(f"--encoder-offset {encoder_offset}: must be in [0, {rio.OXFORD_ENCODER_SIZE - 1}]")
-        rio.oxford_polar_png(img, out, encoder_offset)
-    elif suffix == ".png":
-        rio.polar_png(img, out)
-        rio.save_png(out.with_name(out.stem + "_cartesian.png"), rio.cartesian_image(img))
-        rio.radar_figure(img, out.with_name(out.stem + "_figure.png"))
-    else:
+    if suffix == ".png" and png_style == "oxford" and not 0 <= encoder_offset < rio.OXFORD_ENCODER_SIZE:
+        raise ConfigError(f"--encoder-offset {encoder_offset}: must be in [0, {rio.OXFORD_ENCODER_SIZE - 1}]")
+    if suffix == ".mcap":
         from ..io import messages
         from ..io.bag import BagWriter
         from ..sensors.topics import topic_messages
 
-        with BagWriter(out) as bag:
+        with BagWriter(out, overwrite=overwrite) as bag:
             tf = messages.tf_message([messages.transform_stamped(pose, t_ns, "map", unit.frame_id)])
             bag.write("/tf_static", tf, t_ns)
             for topic, msg in topic_messages(unit, img, t_ns).items():  # /radar/image, /radar/points
                 bag.write(topic, msg, t_ns)
+        return
+    with replacing_all(output_paths(out, png_style), overwrite) as tmp:
+        if suffix == ".npz":
+            arrays = dict(image_f32=img.image_f32.astype(np.float32), image=img.image,
+                          azimuth_rad=img.azimuth_rad, range_m=img.range_m, azimuth_time_ns=img.azimuth_time_ns)
+            if img.returns is not None:
+                arrays["returns"] = img.returns
+            np.savez(tmp[0], **arrays)
+        elif png_style == "oxford":
+            rio.oxford_polar_png(img, tmp[0], encoder_offset, sidecar_path=tmp[1])
+        else:
+            rio.polar_png(img, tmp[0])
+            rio.save_png(tmp[1], rio.cartesian_image(img))
+            rio.radar_figure(img, tmp[2])

@@ -18,15 +18,17 @@ from typing import Any, Mapping
 from ..config_file import parse_scalar, read_yaml
 from ..errors import ConfigError
 from ..resources import find_shipped, shipped_names
+from .. import limits
 from ..validate import Rule
 
 INF = math.inf
 
 
 # Memory bounds of one frame (each key alone may be at its maximum, not all together): a Navtech-like
-# 400 x 6848 image is 2.7 M cells, RadaRays' 400 x 10 beam 4000 rays.
-MAX_IMAGE_CELLS = 16_000_000  # float64 images of 128 MB each
-MAX_FRAME_RAYS = 2_000_000  # x tracing.passes bounces, ~100 B of arrays per ray and bounce
+# 400 x 6848 image is 2.7 M cells, RadaRays' 400 x 10 beam 4000 rays. The bounds live in limits.py.
+MAX_IMAGE_CELLS = limits.MAX_IMAGE_CELLS
+MAX_FRAME_RAYS = limits.MAX_FRAME_RAYS
+MIN_RATE_HZ = 1e-6  # one sweep in 11.6 days: the period in int64 nanoseconds stays exact
 
 def _f(default, kind, lo=None, hi=None, *, choices=None, nullable=False, lo_open=False, hi_open=False, doc=""):
     """A dataclass field with its validation rule in the metadata."""
@@ -40,7 +42,7 @@ class AzimuthConfig:
     start_deg: float = _f(0.0, float, -360.0, 360.0, doc="azimuth of column 0, from sensor +x, counter-clockwise")
     step_deg: float = _f(-0.9, float, -360.0, 360.0, doc="azimuth increment per column (RadaRays: -0.9, clockwise)")
     scroll: int = _f(0, int, 0, 100_000, doc="output column of azimuth k is (scroll + k) % count")
-    rate_hz: float = _f(4.0, float, 0.0, 1000.0, lo_open=True, doc="sweeps per second; azimuth k fires at t0 + k/(count*rate)")
+    rate_hz: float = _f(4.0, float, MIN_RATE_HZ, 1000.0, doc="sweeps per second; azimuth k fires at t0 + k/(count*rate)")
     time_jitter_s: float = _f(0.0, float, 0.0, 1e-2, doc="physical: std of each azimuth's firing time about t0 + k/(count*rate) "
                               "(motor speed wobble, seeded); the antenna's angle follows (encoder values jitter)")
 
@@ -56,8 +58,9 @@ class RangeConfig:
 
     @property
     def n_bins(self) -> int:
-        if self.max_range is not None:
-            return max(1, int(math.ceil(self.max_range / self.resolution - 1e-9)))
+        if self.max_range is not None:  # a tiny resolution makes a huge (even infinite) ratio: capped
+            ratio = min(self.max_range / self.resolution - 1e-9, 2.0**62)  # here, refused by the config check
+            return max(1, int(math.ceil(ratio)))
         return self.bins
 
 
@@ -194,7 +197,7 @@ class ReceiverConfig:
     leakage_dbm: float | None = _f(None, float, -250.0, 50.0, nullable=True, doc="Tx-Rx leakage power at leakage_range_m (null = none)")
     leakage_range_m: float = _f(0.3, float, 0.0, 100.0, doc="apparent range of the leakage")
     zero_dbm: float = _f(-140.0, float, -300.0, 100.0, doc="power that reads 0 counts")
-    db_per_count: float = _f(0.5, float, 0.0, 100.0, lo_open=True, doc="log detector step (Navtech: 0.5 dB per count)")
+    db_per_count: float = _f(0.5, float, 0.01, 100.0, doc="log detector step (Navtech: 0.5 dB per count)")
     # the receiver chain (physical/receiver_chain.py); the defaults keep the plain model (STC on everything)
     thermal_noise_at: str = _f("input", str, choices=("input", "if"),
                                doc="thermal noise enters before the STC/IF filters (input) or after them (if)")
@@ -336,12 +339,16 @@ class RadarConfig:
 
     def _check_consistency(self) -> None:
         a = self.azimuth
-        if a.count * self.range.bins > MAX_IMAGE_CELLS:  # each frame holds several images of this size
-            raise ConfigError(f"radar config {self.origin}: azimuth.count x range.bins = {a.count} x {self.range.bins} "
-                              f"exceeds {MAX_IMAGE_CELLS} cells (memory); lower one of them")
-        if a.count * self.beam.samples > MAX_FRAME_RAYS:
-            raise ConfigError(f"radar config {self.origin}: azimuth.count x beam.samples = {a.count} x "
-                              f"{self.beam.samples} exceeds {MAX_FRAME_RAYS} rays per frame (memory); lower one of them")
+        where = f"radar config {self.origin}"
+        limits.check_product(where, {"azimuth.count": a.count, "range bins": self.n_bins}, MAX_IMAGE_CELLS, "cells")
+        rays = limits.check_product(where, {"azimuth.count": a.count, "beam.samples": self.beam.samples},
+                                    MAX_FRAME_RAYS, "rays per frame")
+        limits.check_product(where, {"rays": rays, "tracing.passes": self.tracing.passes},
+                             MAX_FRAME_RAYS * 8, "ray bounces per frame")
+        if self.sensor.model == "physical":
+            limits.check_product(where, {"azimuth.count": a.count, "antenna.samples_azimuth": self.antenna.samples_azimuth,
+                                         "antenna.samples_elevation": self.antenna.samples_elevation},
+                                 MAX_FRAME_RAYS, "rays per frame")
         n = self.noise
         if n.energy_min > n.energy_max:
             raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")

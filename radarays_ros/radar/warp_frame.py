@@ -51,6 +51,7 @@ def _physical(c) -> bool:  # the physical sensor stage reads these sections (rad
 _HOST_CODE = "host code both paths share (column_frames, cone, kernel_weights)"
 DEVICE_SUPPORT = {
     **{f"azimuth.{k}": Support(why=_HOST_CODE) for k in ("count", "start_deg", "step_deg", "scroll", "rate_hz")},
+    "azimuth.time_jitter_s": HOST.unless_read(_physical, "read by the physical stage only"),
     **{f"range.{k}": DEVICE for k in ("resolution", "bins", "max_range", "offset", "write_bin_zero")},
     **{f"beam.{k}": Support(why=_HOST_CODE) for k in (
         "width_deg", "width_h_deg", "width_v_deg", "samples", "distribution", "p_in_cone", "gain_weighting", "redraw")},

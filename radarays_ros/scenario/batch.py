@@ -17,9 +17,12 @@ seed (variation.py), and tracing is deterministic whatever its thread count.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import signal
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -39,7 +42,9 @@ MARKER = "batch.json"  # marks DIR as a batch folder this program may write into
 def resolve_scenario(text: str, base: Path, where: str) -> Path:
     """A scenario file: a path (relative to the manifest's folder, or as given), else a shipped name."""
     from ..resources import find_shipped, not_shipped
+    from ..validate import check_path
 
+    check_path(text, where)
     for candidate in (base / text, Path(text).expanduser()):
         if candidate.is_file():
             return candidate.resolve()
@@ -80,6 +85,22 @@ def plan(manifest_path: str | Path, pictures: bool = False) -> tuple[Manifest, l
                                             "inputs": checked[key]}).encode()).hexdigest()
         planned.append(PlannedRun(spec, content))
     return manifest, planned
+
+
+def check_rows(manifest_path: str | Path, pictures: bool = False) -> Manifest:
+    """The manifest's runs with each row's first run validated as plan() validates every run: what
+    `batch --list` prints. Listing a million runs takes minutes (~0.2 ms a run: the draws and ids),
+    where validating each (plan: ~6-16 ms a varied run, measured under load) would take hours."""
+    from .variation import check_sensor_configs, varied_scenario
+
+    manifest = load_manifest(manifest_path, resolve_scenario, pictures=pictures)
+    seen = set()
+    for spec in manifest.runs:
+        if spec.row not in seen:
+            seen.add(spec.row)
+            where = f"manifest {manifest.path}: runs[{spec.row}] ({spec.scenario}, seed {spec.seed})"
+            check_sensor_configs(varied_scenario(spec.scenario_path, spec.overrides, spec.seed, where), where)
+    return manifest
 
 
 def _file_hash(path: str, cache: dict) -> str:
@@ -123,6 +144,33 @@ def run_batch(manifest_path: str | Path, out: str | Path, engine: str = "local",
     `threads`: tracing threads per run; None shares the local cores among the workers (Ray: 1 per task)."""
     if threads is not None and not (isinstance(threads, int) and 1 <= threads <= MAX_THREADS):
         raise ConfigError(f"--threads {threads}: tracing threads per run, allowed 1 .. {MAX_THREADS}")
+    with interrupts_raise():
+        return _run_batch(manifest_path, out, engine, workers, address, index, pictures, progress, stream, threads)
+
+
+@contextlib.contextmanager
+def interrupts_raise():
+    """SIGINT and SIGTERM raise KeyboardInterrupt here, whatever the process inherited: a batch started
+    in the background or under nohup has SIGINT ignored, and Python then installs no handler of its own
+    (Ctrl-C would kill only the workers, which the batch would retry). Restored afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, interrupt)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def _run_batch(manifest_path, out, engine, workers, address, index, pictures, progress, stream, threads) -> BatchResult:
     started = time.time()
     manifest, planned = plan(manifest_path, pictures)
     if index is not None:
@@ -244,12 +292,13 @@ def summary_table(result: BatchResult) -> str:
     return "\n".join(lines)
 
 
-def list_table(planned: list[PlannedRun]) -> str:
+def list_table(planned) -> str:
+    """The runs (PlannedRun or RunSpec), one line each."""
     lines = [f"{'#':>4}  {'run':<36} {'seed':>6}  scenario / drawn values"]
     for run in planned:
-        drawn = ", ".join(f"{k}={_fmt(v)}" for k, v in run.spec.drawn.items())
-        lines.append(f"{run.spec.index:>4}  {run.spec.id:<36} {run.spec.seed:>6}  {run.spec.scenario}"
-                     + (f"  {drawn}" if drawn else ""))
+        spec = getattr(run, "spec", run)
+        drawn = ", ".join(f"{k}={_fmt(v)}" for k, v in spec.drawn.items())
+        lines.append(f"{spec.index:>4}  {spec.id:<36} {spec.seed:>6}  {spec.scenario}" + (f"  {drawn}" if drawn else ""))
     return "\n".join(lines)
 
 

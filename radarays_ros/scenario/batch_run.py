@@ -90,6 +90,8 @@ def is_done(run, out: Path) -> dict | None:
         return None
     if not isinstance(record, dict) or record.get("status") != "done" or record.get("content") != run.content:
         return None
+    if not _well_formed(record):  # a run.json edited by hand: run again rather than trust (or crash on) it
+        return None
     bag = run_dir / BAG_NAME
     try:
         if bag.stat().st_size != record.get("bag_bytes") or _sha256(bag) != record.get("bag_sha256"):
@@ -97,6 +99,16 @@ def is_done(run, out: Path) -> dict | None:
     except OSError:
         return None
     return record
+
+
+def _well_formed(record: dict) -> bool:
+    """The fields a resumed batch reads have the types this module writes."""
+    frames, attempts, wall = record.get("frames", {}), record.get("attempts", 1), record.get("wall_s", 0.0)
+    return (isinstance(frames, dict) and len(frames) < 1000
+            and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**53 for n in frames.values())
+            and isinstance(attempts, int) and not isinstance(attempts, bool) and 0 < attempts < 1000
+            and isinstance(wall, (int, float)) and not isinstance(wall, bool) and 0 <= wall < 1e12
+            and isinstance(record.get("bag_bytes"), int) and isinstance(record.get("bag_sha256"), str))
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -43,7 +43,8 @@ def add_batch_parser(sub) -> None:
                    "(e.g. ray://head:10001 or auto); none starts a local one")
     p.add_argument("--index", type=int, metavar="K", help="run only run K of the manifest (0-based; a Kubernetes "
                    "Indexed Job's JOB_COMPLETION_INDEX, a Slurm array's SLURM_ARRAY_TASK_ID); no summary.json")
-    p.add_argument("--list", action="store_true", help="print the runs (index, id, seed, drawn values) and exit")
+    p.add_argument("--list", action="store_true", help="print the runs (index, id, seed, drawn values) and exit; "
+                   "checks each row's first run (a batch checks every run before it starts)")
     p.add_argument("--pictures", action="store_true", help="PNG per frame for every run (a row's pictures: wins)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=batch)
@@ -51,11 +52,10 @@ def add_batch_parser(sub) -> None:
 
 def batch(args) -> int:
     from ..errors import ConfigError
-    from .batch import list_table, plan, run_batch, summary_table
+    from .batch import check_rows, list_table, run_batch, summary_table
 
-    if args.list:
-        _, planned = plan(args.manifest, args.pictures)
-        print(list_table(planned))
+    if args.list:  # each row's first run validated; every run is validated before a batch starts
+        print(list_table(check_rows(args.manifest, args.pictures).runs))
         return 0
     if not args.out:
         raise ConfigError("batch: --out DIR is required (or --list to print the runs)")

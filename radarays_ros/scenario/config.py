@@ -48,7 +48,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..config_file import read_yaml
-from ..validate import plain
+from .. import limits
+from ..validate import check_path, plain
 from ..errors import ConfigError
 from ..resources import file_or_shipped, find_shipped
 from ..world.trajectory import Trajectory
@@ -101,6 +102,7 @@ class Scenario:
     odometry: OdometrySpec = field(default_factory=OdometrySpec)
 
 
+MAX_TF_STAMPS = 4_000_000  # 512 MB of ground-truth poses: a 22-hour run at 50 Hz
 MAX_NUMBER = 1e6  # seconds (11 days), m/s, Hz, m: beyond, a run never ends or its stamps overflow int64 ns
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -116,13 +118,15 @@ def scenario_from_data(data: Any, path: Path) -> Scenario:
     where = f"scenario {path}"
     _check_keys(data, TOP_KEYS, where)
     base = path.parent
-    world = _required(data, "world", where)
+    world = check_path(_required(data, "world", where), f"{where}: world")
     world_path = (base / str(world)).resolve()
     if not world_path.exists() and find_shipped("world", str(world)) is not None:
         world_path = find_shipped("world", str(world))  # `world: office`: a shipped world by name
     if not world_path.exists():
         raise ConfigError(f"{where}: world = {world!r}: {world_path} not found (paths are relative to the scenario file)")
     materials = data.get("materials")
+    if materials:
+        check_path(materials, f"{where}: materials")
     if materials and not (base / str(materials)).is_file():
         raise ConfigError(f"{where}: materials = {materials!r}: {(base / str(materials)).resolve()} not found "
                           "(paths are relative to the scenario file)")
@@ -158,6 +162,9 @@ def scenario_from_data(data: Any, path: Path) -> Scenario:
         motions.append(EntityMotion(str(_required(item, "name", w)),
                                     trajectory_from(_required(item, "trajectory", w), base, f"{w}.trajectory")))
     tf_rate = _number(data, "tf_rate_hz", where, 50.0, lo=0.1)
+    # the ground truth is sampled at every /tf stamp up front (a 4 x 4 pose each): bounded before allocation
+    limits.check_product(where, {"run seconds": (end_ns - start_ns) / 1e9, "tf_rate_hz": tf_rate},
+                         MAX_TF_STAMPS, "/tf stamps")
     odometry = odometry_spec(data.get("odometry"), f"{where}: odometry")
     return Scenario(path, world_path, (base / str(materials)).resolve() if materials else None, tuple(ignore),
                     str(data.get("world_frame", "map")), str(data.get("base_frame", "base_link")), start_ns, end_ns,
@@ -171,7 +178,7 @@ def _sensor(name: str, spec: Any, where: str, base: Path) -> SensorSpec:
     kind = _required(spec, "type", where)
     if kind not in ("radar", "lidar"):
         raise ConfigError(f"{where}.type = {kind!r}: must be radar or lidar")
-    config = str(spec.get("config") or ("radarays_default" if kind == "radar" else "VLP-16"))
+    config = check_path(spec.get("config") or ("radarays_default" if kind == "radar" else "VLP-16"), f"{where}.config")
     if config.endswith((".yaml", ".yml", ".json")) and not Path(config).is_absolute():
         config = str((base / config).resolve())
     overrides = spec.get("set") or {}
@@ -212,7 +219,7 @@ def trajectory_from(spec: Any, base: Path, where: str, world_frame: str = "map")
         raise ConfigError(f"{where}: give exactly one of csv, waypoints, bag (got {sources or 'none'})")
     if "csv" in spec:
         try:
-            return Trajectory.from_csv(base / str(spec["csv"]))
+            return Trajectory.from_csv(base / check_path(spec["csv"], f"{where}.csv"))
         except ConfigError as exc:
             raise ConfigError(f"{where}.csv: {exc}") from None
     if "waypoints" in spec:
@@ -222,7 +229,7 @@ def trajectory_from(spec: Any, base: Path, where: str, world_frame: str = "map")
     topic = spec.get("topic")
     if not topic:
         raise ConfigError(f"{where}: bag needs topic (nav_msgs/Odometry, or /tf with frame)")
-    return bag_trajectory(base / str(spec["bag"]), str(topic), spec.get("frame"), world_frame, where)
+    return bag_trajectory(base / check_path(spec["bag"], f"{where}.bag"), str(topic), spec.get("frame"), world_frame, where)
 
 
 def waypoint_trajectory(points: Any, speed: float, z: float, where: str) -> Trajectory:
@@ -240,7 +247,8 @@ def waypoint_trajectory(points: Any, speed: float, z: float, where: str) -> Traj
     step = np.linalg.norm(np.diff(p, axis=0), axis=1)
     if np.any(step <= 0):
         raise ConfigError(f"{where}.waypoints: consecutive waypoints must differ")
-    t = np.concatenate([[0.0], np.cumsum(step)]) / speed
+    with np.errstate(over="ignore"):  # a tiny speed: infinite times, refused just below
+        t = np.concatenate([[0.0], np.cumsum(step)]) / speed
     if t[-1] > MAX_NUMBER:
         raise ConfigError(f"{where}: the waypoints take {t[-1]:.3g} s at speed {speed:g}; at most {MAX_NUMBER:g} s")
     d = np.diff(p, axis=0)

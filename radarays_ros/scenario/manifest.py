@@ -88,14 +88,29 @@ def check_distribution(spec: Any, where: str) -> tuple[str, list]:
         raise ConfigError(f"{where}: {name}: {_short(args)}: expected {what}")
     if name == "choice" and not all(v is None or isinstance(v, (bool, int, float, str)) for v in args):
         raise ConfigError(f"{where}: choice: values must be numbers, strings or booleans")
+    if name == "choice" and not all(_finite([v]) for v in args if isinstance(v, float)):
+        raise ConfigError(f"{where}: choice: {_short(args)}: numbers must be finite")
     return name, args
 
 
-def draw(vary: Mapping[str, tuple[str, list]], row_key: str, seed: int) -> dict[str, Any]:
-    """One value per key (sorted), from a Generator seeded by the row's content and the run's seed."""
+def draw(vary: Mapping[str, tuple[str, list]], row_key: str, seed: int, where: str = "vary") -> dict[str, Any]:
+    """One value per key (sorted), from a Generator seeded by the row's content and the run's seed.
+
+    A draw that is not a finite number (a normal of std 1e308, a uniform over [-1e308, 1e308], a
+    loguniform beyond e^709) is a ConfigError naming the key: it could be neither used nor hashed."""
     entropy = int.from_bytes(hashlib.sha256(row_key.encode()).digest()[:16], "little")
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(seed,)))
-    return {key: DISTRIBUTIONS[name][0](rng, *args) for key, (name, args) in sorted(vary.items())}
+    out = {}
+    for key, (name, args) in sorted(vary.items()):
+        try:
+            value = DISTRIBUTIONS[name][0](rng, *args)
+        except OverflowError:  # math.exp of a loguniform beyond e^709
+            value = math.inf
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{where}.{key}: {name}: {_short(args)} drew {value} for seed {seed}: the distribution "
+                              "reaches beyond finite numbers; narrow it")
+        out[key] = value
+    return out
 
 
 # -- runs ---------------------------------------------------------------------------------------
@@ -140,10 +155,14 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def run_id(scenario: str, seed: int, overrides: Mapping[str, Any]) -> str:
+def run_id(scenario: str, seed: int, overrides: Mapping[str, Any], stem: str | None = None) -> str:
+    """`<scenario>-s<seed>-<hash>`; `stem` (run_stem(scenario)) may be given when naming many runs of a row."""
     digest = hashlib.sha256(canonical({"scenario": scenario, "seed": seed, "overrides": overrides}).encode())
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "_", Path(scenario).stem).strip("_")[:40] or "scenario"
-    return f"{stem}-s{seed}-{digest.hexdigest()[:10]}"
+    return f"{stem or run_stem(scenario)}-s{seed}-{digest.hexdigest()[:10]}"
+
+
+def run_stem(scenario: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", Path(scenario).stem).strip("_")[:40] or "scenario"
 
 
 def load_manifest(path: str | Path, resolve_scenario=None, pictures: bool = False) -> Manifest:
@@ -195,9 +214,10 @@ def load_manifest(path: str | Path, resolve_scenario=None, pictures: bool = Fals
         row_pictures = _flag(row, "pictures", w, default_pictures)
         row_key = canonical({"scenario": scenario, "set": dict(overrides),
                              "vary": {k: {n: a} for k, (n, a) in vary.items()}})
+        stem = run_stem(scenario)
         for seed in _seeds(row, w):
-            drawn = draw(vary, row_key, seed)
-            spec = RunSpec(run_id(scenario, seed, {**overrides, **drawn}), len(planned), i, scenario,
+            drawn = draw(vary, row_key, seed, f"{w}.vary")
+            spec = RunSpec(run_id(scenario, seed, {**overrides, **drawn}, stem), len(planned), i, scenario,
                            str(scenario_path), seed, dict(overrides), drawn, row_pictures)
             if spec.id in seen:
                 raise ConfigError(f"{w}: seed {seed} repeats the run {spec.id} of {seen[spec.id]} (same scenario, "

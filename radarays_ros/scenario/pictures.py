@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..output_files import replacing
+
 FAST_PNG = {"compress_level": 1}  # zlib level 1: a third of the encoding time of the default 6, files ~1.5x
 
 class RunPictures:
@@ -14,7 +16,13 @@ class RunPictures:
         self._figures: dict[str, object] = {}
 
     def write(self, name: str, unit, result, path: Path) -> Path:
-        """The picture of sensor `name`'s frame `result` (unit: its SensorUnit)."""
+        """The picture of sensor `name`'s frame `result` (unit: its SensorUnit), written under a temporary
+        name and renamed when complete (output_files.py; a picture of an earlier run is replaced)."""
+        with replacing(path, overwrite=True) as tmp:
+            self._draw(name, unit, result, tmp)
+        return Path(path)
+
+    def _draw(self, name: str, unit, result, path: Path) -> None:
         figure = self._figures.get(name)
         if unit.kind == "radar":
             from ..io.radar_image import RadarFigure
@@ -22,12 +30,13 @@ class RunPictures:
             reach = unit.output.get("cartesian_max_range") or None
             if figure is None:
                 figure = self._figures[name] = RadarFigure(result, reach)
-            return figure.save(result, path, sensor=name, tight=False, png=FAST_PNG)
+            figure.save(result, path, sensor=name, tight=False, png=FAST_PNG)
+            return
         from ..io.lidar_files import TopViewFigure
 
         if figure is None:
             figure = self._figures[name] = TopViewFigure()
-        return figure.save(path, result, png=FAST_PNG)
+        figure.save(path, result, png=FAST_PNG)
 
     def __enter__(self) -> "RunPictures":
         return self

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import limits
 from ..errors import ConfigError
 from ..io import messages
 from ..io.bag import BagWriter, check_output_path
@@ -35,12 +36,16 @@ class RunSummary:
     topics: dict  # topic -> message count
 
 
+MAX_FRAMES = 10_000_000  # frame start times listed up front (a 1e6 s run of a 10 Hz sensor)
+
+
 def sweep_starts(scenario: Scenario, unit: SensorUnit, max_frames: int | None) -> list[int]:
     """Start times of the whole sweeps that fit in [start, end]."""
     period = unit.period_ns
     count = (scenario.end_ns - scenario.start_ns) // period
     if max_frames is not None:
         count = min(count, max_frames)
+    limits.check_product(f"scenario {scenario.path}", {"frames of a sensor": count}, MAX_FRAMES, "frames")
     return [scenario.start_ns + k * period for k in range(int(count))]
 
 

@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from .. import limits
 from ..errors import ConfigError
 from .params import FRAMES_PARAM, ParamInfo, check_param, flatten, lidar_output_params, radar_output_params, radar_params
 
@@ -130,7 +131,7 @@ class RadarUnit(SensorUnit):
 
     @property
     def period_ns(self) -> int:
-        return int(round(1e9 / self.config.azimuth.rate_hz))
+        return limits.period_ns(self.config.azimuth.rate_hz, "azimuth.rate_hz")
 
     @property
     def rays_per_frame(self) -> int:
@@ -226,7 +227,7 @@ class LidarUnit(SensorUnit):
 
     @property
     def period_ns(self) -> int:
-        return int(round(1e9 / self.config.rate_hz))
+        return limits.period_ns(self.config.rate_hz, "rate_hz")
 
     @property
     def rays_per_frame(self) -> int:

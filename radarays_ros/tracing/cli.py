@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, RadaraysError
+from ..output_files import add_overwrite_argument, check_new, replacing
 
 
 def add_parser(sub) -> None:
@@ -23,6 +24,7 @@ def add_parser(sub) -> None:
     p.add_argument("--tmin", type=float, default=0.0, help="ignore hits closer than this (m)")
     p.add_argument("--tmax", type=float, default=np.inf, help="ignore hits farther than this (m)")
     add_backend_arguments(p)
+    add_overwrite_argument(p)
     p.set_defaults(func=run)
     info = sub.add_parser("info", help="list the ray-tracing backends usable here and why others are not")
     info.set_defaults(func=run_info)
@@ -144,6 +146,10 @@ def run(args) -> int:
     from ..world.loader import load_world
     from .backend import make_backend
 
+    out = Path(args.out)
+    if not out.name.endswith(".npz"):  # numpy's savez adds .npz to a name without it: the file written
+        out = out.with_name(out.name + ".npz")
+    check_new([out], args.overwrite)  # before the work
     origins, directions = read_rays(args.rays)
     if not (0 <= args.tmin < args.tmax):
         raise ConfigError(f"--tmin {args.tmin} / --tmax {args.tmax}: need 0 <= tmin < tmax")
@@ -152,10 +158,15 @@ def run(args) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     backend = make_backend(args.backend, scene, **backend_options(args))
     hits = backend.trace(origins, directions, tmin=args.tmin, tmax=args.tmax)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    with replacing(out, args.overwrite) as tmp:  # a temporary name, renamed when complete (output_files.py)
+        _save_hits(tmp, hits, scene)
+    print(f"{len(hits)} rays, {int(hits.hit.sum())} hits -> {out}")
+    return 0
+
+
+def _save_hits(path: Path, hits, scene) -> None:
     np.savez(
-        out,
+        path,
         distance=hits.distance.astype(np.float32),
         hit=hits.hit,
         normal=hits.normal.astype(np.float32),
@@ -165,5 +176,3 @@ def run(args) -> int:
         entity_names=np.array(scene.entity_names(), dtype=str),
         material_names=np.array(scene.materials.names, dtype=str),
     )
-    print(f"{len(hits)} rays, {int(hits.hit.sum())} hits -> {out}")
-    return 0

@@ -20,10 +20,12 @@ import json
 import math
 import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
 from ..errors import ConfigError
+from ..output_files import add_overwrite_argument, check_new, replacing_all
 from .loader import load_world
 from .transforms import parse_pose_string
 
@@ -50,6 +52,7 @@ def add_parser(subparsers) -> None:
     pano.add_argument("--max-range", type=float, default=None, help="range of the last colour (default: farthest hit)")
     pano.add_argument("--ranges-out", default=None, help="also save the ranges (H, W) float32 .npy, inf = miss")
     pano.add_argument("--lenient", action="store_true", help="skip entities with unresolvable URIs")
+    add_overwrite_argument(pano)
     pano.set_defaults(func=run_panorama)
 
 
@@ -127,6 +130,7 @@ def _fmt(v) -> str:
 
 
 # -- panorama ---------------------------------------------------------------------------------------
+PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 MAX_PANORAMA_WIDTH = 4096  # 8.4 M rays: ~0.5 GB of rays and hits; 20000 would need ~12 GB
 
 
@@ -201,14 +205,20 @@ def run_panorama(args) -> int:
     if args.max_range is not None and not (math.isfinite(args.max_range) and args.max_range > 0):
         raise ConfigError(f"--max-range {args.max_range}: expected a positive number of metres")
     pose = parse_pose_string(args.pose, degrees=args.degrees, what="--pose")
+    if Path(args.out).suffix.lower() not in PICTURE_SUFFIXES:
+        raise ConfigError(f"--out {args.out}: a picture file name ending in one of {', '.join(PICTURE_SUFFIXES)}")
+    outputs = [Path(args.out)] + ([Path(args.ranges_out)] if args.ranges_out else [])
+    check_new(outputs, args.overwrite)  # before the work
     scene = _load(args, strict=not args.lenient)
     ranges = panorama_ranges(scene, pose, args.width)
     hit = np.isfinite(ranges)
     farthest = float(ranges[hit].max()) if hit.any() else 0.0
     max_range = args.max_range or (farthest if farthest > 0 else 1.0)  # all hits at 0 m: no division by 0
-    Image.fromarray(with_colour_bar(colorize(ranges, max_range), max_range)).save(args.out)
-    if args.ranges_out:
-        np.save(args.ranges_out, ranges)
+    with replacing_all(outputs, args.overwrite) as tmp:  # temporary names, renamed when complete
+        Image.fromarray(with_colour_bar(colorize(ranges, max_range), max_range)).save(tmp[0])
+        if args.ranges_out:
+            with open(tmp[1], "wb") as fh:  # the file handle: numpy adds no .npy to the name given
+                np.save(fh, ranges)
     print(f"wrote {args.out}: {args.width}x{args.width // 2}, {int(hit.sum())} of {hit.size} rays hit, "
           f"colour scale 0..{max_range:.2f} m (turbo), misses black", file=sys.stdout)
     for w in scene.warnings:

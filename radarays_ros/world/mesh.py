@@ -60,7 +60,8 @@ class TriMesh:
         faces = self.faces
         if np.prod(s) < 0:  # mirroring flips the winding; keep outward normals outward
             faces = faces[:, ::-1]
-        return self._with(vertices=self.vertices * s, faces=faces)
+        with np.errstate(over="ignore", invalid="ignore"):  # inf from a huge scale: refused by the vertex check
+            return self._with(vertices=self.vertices * s, faces=faces)
 
     def transformed(self, matrix: np.ndarray) -> "TriMesh":
         """A copy with a 4x4 transform applied to the vertices."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,10 @@ def read_number_table(path: str | Path, widths: tuple[int, ...], columns: str, w
     path = Path(path)
     rows: list[list[float]] = []
     try:
-        if path.stat().st_size > MAX_TABLE_BYTES:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # /dev/zero, a FIFO: no size to check, and no end
+            raise ConfigError(f"{what} {path}: not a regular file")
+        if info.st_size > MAX_TABLE_BYTES:
             raise ConfigError(f"{what} {path}: larger than {MAX_TABLE_BYTES} bytes")
         with path.open(encoding="utf-8") as fh:
             for line_no, row in enumerate(csv.reader(fh), 1):

@@ -13,6 +13,9 @@ import numpy as np
 from ..errors import WorldError
 from .mesh import TriMesh
 
+MAX_SIZE_M = 2e7  # twice the largest coordinate a world may have (transforms.MAX_COORDINATE_M)
+MIN_SIZE_M = 1e-9  # a nanometre: smaller is a typo, and squared areas would underflow float32
+
 SECTIONS = 40  # around-axis segments of cylinders and capsules
 SPHERE_SUBDIVISIONS = 3  # icosphere: 1280 faces, worst radial error 0.3 %
 
@@ -175,4 +178,6 @@ def _positive(values, n: int, what: str) -> tuple[float, ...]:
         raise WorldError(f"{what} {values}: expected {n} positive numbers") from None
     if arr.shape != (n,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise WorldError(f"{what} {list(np.atleast_1d(values))}: expected {n} finite positive number(s)")
+    if np.any(arr > MAX_SIZE_M) or np.any(arr < MIN_SIZE_M):  # float32 vertices and the BVH need sane extents
+        raise WorldError(f"{what} {arr.tolist()}: beyond the sizes a world may hold, allowed [{MIN_SIZE_M:g}, {MAX_SIZE_M:g}] m")
     return tuple(float(x) for x in arr)

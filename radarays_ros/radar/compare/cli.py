@@ -14,7 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import limits
 from ...errors import ConfigError
+from ...output_files import add_overwrite_argument, check_new, replacing
+from ...validate import Rule
 
 
 def add_parser(sub) -> None:
@@ -31,6 +34,7 @@ def add_parser(sub) -> None:
     p.add_argument("--picture", help="write a side-by-side picture (polar and Cartesian) to this PNG")
     p.add_argument("--max-range", type=float, help="metres shown in the Cartesian pictures (default: all)")
     p.add_argument("--json", help="write both statistics as JSON")
+    add_overwrite_argument(p)
     p.set_defaults(func=run)
 
 
@@ -41,16 +45,24 @@ def load_polar(path: str, resolution: float | None, layout: str):
     file = Path(path)
     if not file.is_file():
         raise ConfigError(f"radar image {path}: no such file")
+    if resolution is not None:
+        RESOLUTION.check(resolution, f"radar image {path}: resolution")
     if file.suffix.lower() == ".npz":
+        _check_npz_sizes(file)
         try:
             with np.load(file) as data:
                 image, azimuth, range_m = data["image"], data["azimuth_rad"], data["range_m"]
         except (OSError, ValueError, KeyError) as exc:
             raise ConfigError(f"radar image {path}: not an npz of `radarays radar` (image, azimuth_rad, range_m): {exc}") from None
-        res = resolution or (float(range_m[1] - range_m[0]) if len(range_m) > 1 else None)
-        if not res or res <= 0:
+        res = resolution or (float(range_m[1] - range_m[0]) if np.ndim(range_m) == 1 and len(range_m) > 1 else None)
+        if not isinstance(res, float) or not 0 < res < 100:  # nan fails too
             raise ConfigError(f"radar image {path}: cannot tell the range resolution; give it")
-        return np.asarray(image), np.asarray(azimuth, np.float64), float(res)
+        image, azimuth = np.asarray(image), np.asarray(azimuth)
+        if image.ndim != 2 or image.dtype.kind not in "uif" or azimuth.shape != image.shape[:1] \
+                or azimuth.dtype.kind not in "uif" or not np.all(np.isfinite(azimuth)) or not np.all(np.isfinite(image)):
+            raise ConfigError(f"radar image {path}: expected a finite 2-D image [azimuths, bins] and one finite "
+                              f"azimuth per row, got image {image.dtype} {image.shape}, azimuth_rad {azimuth.shape}")
+        return image, azimuth.astype(np.float64), float(res)
     if file.suffix.lower() != ".png":
         raise ConfigError(f"radar image {path}: the suffix must be .png or .npz")
     if layout == "oxford":
@@ -59,9 +71,7 @@ def load_polar(path: str, resolution: float | None, layout: str):
             print(f"{file.name}: range resolution {resolution} m ({rule})")
         counts, azimuth, _, _, res = rio.read_oxford_polar(file, resolution)
         return counts, azimuth, res
-    from PIL import Image as PILImage
-
-    polar = np.array(PILImage.open(file))
+    polar = rio.read_picture(file, "radar image")
     if polar.ndim != 2 or polar.dtype != np.uint8:
         raise ConfigError(f"radar image {path}: expected an 8-bit grey polar PNG, got {polar.dtype} {polar.shape}")
     if resolution is None:
@@ -104,6 +114,32 @@ def infer_resolution(path: Path) -> tuple[float, str]:
                       f"beside it and its name is no timestamp to decide by; {RESOLUTION_HINT}")
 
 
+RESOLUTION = Rule(float, 0.0, 100.0, lo_open=True, hi_open=True, doc="metres per range bin")
+MAX_RANGE = Rule(float, 0.1, 1e6, doc="metres (a Cartesian picture of less than 0.1 m shows no bin)")
+DB_PER_COUNT = Rule(float, 0.0, 100.0, lo_open=True, hi_open=True, doc="dB per count")
+
+
+def _check_npz_sizes(file: Path) -> None:
+    """Every array of an .npz within limits.MAX_PICTURE_PIXELS values, read from the headers before any data."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(file) as archive:
+            for info in archive.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                    shape, _, dtype = read(member)
+                limits.check_product(f"radar image {file}: {info.filename}", dict(zip(
+                    [f"axis {i}" for i in range(len(shape))], shape)), limits.MAX_PICTURE_PIXELS)
+    except ConfigError:
+        raise
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise ConfigError(f"radar image {file}: not a readable .npz ({type(exc).__name__}: {exc})") from None
+
+
 def _azimuth_step_deg(azimuth: np.ndarray) -> float:
     return 360.0 / max(len(azimuth), 1)
 
@@ -117,10 +153,19 @@ def run(args) -> int:
 
         return lidar_compare(args)
 
+    DB_PER_COUNT.check(args.db_per_count, "--db-per-count")
+    if args.max_range is not None:
+        MAX_RANGE.check(args.max_range, "--max-range")
+    for name in ("real_resolution", "sim_resolution"):
+        if getattr(args, name) is not None:
+            RESOLUTION.check(getattr(args, name), "--" + name.replace("_", "-"))
+    outputs = [Path(p) for p in (args.json, args.picture) if p]
+    check_new(outputs, args.overwrite)  # before the work
     real = load_polar(args.real, args.real_resolution, args.layout)
     sim = load_polar(args.sim, args.sim_resolution, args.layout)
-    if not 0 < args.db_per_count < 100:
-        raise ConfigError(f"--db-per-count {args.db_per_count}: must be in (0, 100)")
+    for (counts, _, _), path in ((real, args.real), (sim, args.sim)):
+        if counts.ndim != 2 or min(counts.shape) < 2:  # statistics of an empty image would be NaN
+            raise ConfigError(f"radar image {path}: at least 2 azimuths x 2 range bins, got {counts.shape}")
     stats = [image_stats(c, res, _azimuth_step_deg(az), args.db_per_count) for c, az, res in (real, sim)]
     print(format_table(*stats))
     print(format_profiles(*stats))
@@ -130,13 +175,15 @@ def run(args) -> int:
     print(f"similarity on REAL's polar grid: mutual information {similarity['mutual_information']:.4g} nats, "
           f"SSIM {similarity['ssim']:.4g}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"real": stats[0].as_dict(), "sim": stats[1].as_dict(),
-                                               "similarity": similarity}, indent=2))
+        with replacing(args.json, args.overwrite) as tmp:  # a temporary name, renamed when complete
+            tmp.write_text(json.dumps({"real": stats[0].as_dict(), "sim": stats[1].as_dict(),
+                                       "similarity": similarity}, indent=2))
     if args.picture:
         from ...io.radar_image import comparison_figure
 
         names = [f"{label} {Path(path).name}\n{len(c)} az x {c.shape[1]} bins of {res:g} m"
                  for label, path, (c, _, res) in (("REAL", args.real, real), ("SIM", args.sim, sim))]
-        comparison_figure([real, sim], names, args.picture, args.max_range)
+        with replacing(args.picture, args.overwrite) as tmp:
+            comparison_figure([real, sim], names, tmp, args.max_range)
         print(f"picture -> {args.picture}")
     return 0
