@@ -37,6 +37,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos_overriding_options import QoSOverridingOptions
 
 from ..errors import ConfigError, RadaraysError
 from ..sensors.diagnostics import sensor_status
@@ -185,10 +186,14 @@ class SensorNode(Node):
                           durability=DurabilityPolicy.VOLATILE)
 
     def _make_publishers(self, sensor: Sensor, qos: QoSProfile) -> None:
+        """One publisher per topic of the unit; rclpy's standard `qos_overrides.<topic>.publisher.*` parameters
+        (reliability, history, depth) change a topic's QoS from a params file or `-p`, as in any ROS 2 driver."""
         if sensor.unit is None:
             return
         for relative, msgtype in sensor.unit.topics.items():
-            sensor.publishers[relative] = self.create_publisher(rclpy_class(msgtype), sensor.topic(relative), qos)
+            sensor.publishers[relative] = self.create_publisher(
+                rclpy_class(msgtype), sensor.topic(relative), qos,
+                qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def _make_io(self) -> None:
         from tf2_msgs.msg import TFMessage

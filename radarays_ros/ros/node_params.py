@@ -30,8 +30,12 @@ NODE_PARAMS = {
     "sync_topic": ParamInfo("", "when set, each message on this topic triggers one frame stamped with its stamp "
                             "(instead of the timer); any message type whose first field is a std_msgs/Header"),
     "sync_type": ParamInfo("sensor_msgs/msg/Image", "message type of sync_topic"),
-    "reliable": ParamInfo(False, "publish RELIABLE (rviz defaults) instead of the sensor-data BEST_EFFORT QoS", kind=bool),
-    "qos_depth": ParamInfo(5, "publisher queue depth", 1, 1000, kind=int),
+    "reliable": ParamInfo(True, "publish RELIABLE, as velodyne_pointcloud and livox_ros_driver2 do: reaches "
+                          "default-QoS subscribers (rclpy, rclcpp, rviz) and BEST_EFFORT ones alike; false = the "
+                          "sensor-data BEST_EFFORT QoS. Per topic: qos_overrides.<topic>.publisher.reliability|"
+                          "depth|history", kind=bool),
+    "qos_depth": ParamInfo(10, "publisher queue depth (KEEP_LAST; 10 as velodyne_pointcloud and rclcpp's default)",
+                           1, 1000, kind=int),
     "lazy": ParamInfo(True, "skip the simulation while nobody subscribes to the sensor's topics", kind=bool),
     "diagnostics_period": ParamInfo(1.0, "seconds between /diagnostics messages", 0.05, 3600.0, kind=float),
 }

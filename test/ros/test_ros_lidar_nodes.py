@@ -29,7 +29,9 @@ def test_vlp16_velodyne_layout(tmp_path):
     with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
         clouds = probe.subscribe("/points", "sensor_msgs/msg/PointCloud2")
         typed = probe.subscribe_typed("/points", "sensor_msgs/msg/PointCloud2")
+        default_qos = probe.subscribe("/points", "sensor_msgs/msg/PointCloud2", qos=10)  # as velodyne_pointcloud
         msgs = clouds.wait(2, timeout=40)
+        default_qos.wait(1, timeout=20)
         deadline = time.monotonic() + 10
         while not typed and time.monotonic() < deadline:
             time.sleep(0.05)

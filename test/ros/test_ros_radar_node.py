@@ -70,18 +70,54 @@ def test_layout_encoding_and_qos_by_parameter(tmp_path):
     assert picture.header.frame_id == "radar"
 
 
-def test_default_qos_is_sensor_data_and_reliable_subscriber_gets_nothing(tmp_path):
+def test_default_qos_reaches_a_default_qos_subscriber(tmp_path):
+    """RELIABLE depth 10 as velodyne_pointcloud and livox_ros_driver2 publish: a subscriber with rclpy's default
+    QoS (an int depth: RELIABLE, KEEP_LAST) and a sensor-data (BEST_EFFORT) one both receive every topic."""
+    from rclpy.qos import ReliabilityPolicy
+
     params = radar_params(tmp_path, lazy=False)
     with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        default = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos=10)
+        points = probe.subscribe("/radar/points", "sensor_msgs/msg/PointCloud2", qos=10)
         best_effort = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos="sensor")
-        reliable = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos="reliable")
+        default.wait(2, timeout=40)
+        points.wait(1, timeout=20)
+        best_effort.wait(1, timeout=20)
+        info = probe.node.get_publishers_info_by_topic("/radar/image")
+        # discovery does not carry the history depth: the node's own qos_overrides parameters state it
+        qos = probe.get_parameters("radar_node", [f"qos_overrides./radar/image.publisher.{k}"
+                                                  for k in ("reliability", "history", "depth")])
+        assert node.alive(), node.output()
+    assert info[0].qos_profile.reliability == ReliabilityPolicy.RELIABLE
+    assert qos == ["reliable", "keep_last", 10]
+
+
+def test_qos_by_parameter_and_standard_qos_overrides(tmp_path):
+    """`reliable: false` gives BEST_EFFORT (a default-QoS subscriber then gets nothing); rclpy's standard
+    qos_overrides.<topic>.publisher.* parameters change one topic and leave the others."""
+    from rclpy.qos import ReliabilityPolicy
+
+    overrides = {"/radar/points": {"publisher": {"reliability": "best_effort", "depth": 3}}}
+    params = radar_params(tmp_path, lazy=False, qos_overrides=overrides)
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos=10)
+        images.wait(1, timeout=40)
+        points = probe.node.get_publishers_info_by_topic("/radar/points")
+        image = probe.node.get_publishers_info_by_topic("/radar/image")
+        depth = probe.get_parameters("radar_node", ["qos_overrides./radar/points.publisher.depth"])
+        assert node.alive(), node.output()
+        assert "unknown parameter" not in node.output()
+    assert points[0].qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT and depth == [3]
+    assert image[0].qos_profile.reliability == ReliabilityPolicy.RELIABLE
+    params = radar_params(tmp_path, lazy=False, reliable=False)
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        best_effort = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos="sensor")
+        default = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos=10)
         best_effort.wait(3, timeout=40)
         info = probe.node.get_publishers_info_by_topic("/radar/image")
         assert node.alive(), node.output()
-    from rclpy.qos import ReliabilityPolicy
-
     assert info[0].qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
-    assert len(reliable) == 0  # incompatible QoS: why the rviz configs say Best Effort
+    assert len(default) == 0  # incompatible QoS: a RELIABLE subscriber is not served by a BEST_EFFORT publisher
 
 
 def test_parameter_changes_accepted_and_rejected(tmp_path):
@@ -109,7 +145,7 @@ def test_parameter_changes_accepted_and_rejected(tmp_path):
     assert kept == ["D3", AZIMUTHS, 200]
     # descriptors: what a key means and what it may be
     assert "rays per azimuth" in samples.description and samples.integer_range[0].from_value == 1
-    assert reliable.read_only and "BEST_EFFORT" in reliable.description
+    assert reliable.read_only and "RELIABLE" in reliable.description and "qos_overrides" in reliable.description
     # the accepted change is live, the rejected ones changed nothing
     assert (msg.encoding, msg.height, msg.width) == ("32FC1", 200, AZIMUTHS)
 
