@@ -5,7 +5,9 @@ ones the nodes publish, on the topics of `sensor_topic`), /tf (REP-105: world_fr
 base_frame), nav_msgs/Odometry on /odom (drifting as the scenario's `odometry.drift` says, exact by
 default), /tf_static (base_frame -> each sensor) and /clock, all at their simulated times, so
 `ros2 bag play` drives nodes running with use_sim_time. Sweeps are stamped with their start; they
-are logged when they end (when a driver would publish).
+are logged when they end (when a driver would publish). The bag's clock is the scenario's times shifted
+to start at its `bag_time` (config.bag_start_ns: never 0 by default); the simulation itself (poses,
+moving entities, noise) runs on the scenario's own times, so only stamps differ between bag times.
 """
 from __future__ import annotations
 
@@ -106,18 +108,20 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
     odom = odometry_poses(truth, scenario.odometry)
     driven = travelled(truth)
 
+    shift = scenario.stamp_offset_ns()  # simulated time -> bag time (stamps and log times)
+
     with BagWriter(out, overwrite=overwrite) as bag, RunPictures() as pictures_writer:
         def write(topic, msg, t_ns):
             bag.write(topic, msg, t_ns)
             counts[topic] = counts.get(topic, 0) + 1
 
-        statics = [messages.transform_stamped(spec.mount, scenario.start_ns, scenario.base_frame, spec.frame_id)
-                   for spec in scenario.sensors]
-        write("/tf_static", messages.tf_message(statics), scenario.start_ns)
+        statics = [messages.transform_stamped(spec.mount, scenario.start_ns + shift, scenario.base_frame,
+                                              spec.frame_id) for spec in scenario.sensors]
+        write("/tf_static", messages.tf_message(statics), scenario.start_ns + shift)
         next_tf = 0
         for log_ns, t0, name, k in events:
             while next_tf < len(tf_times) and tf_times[next_tf] <= log_ns:
-                _write_pose(write, scenario, tf_times, truth, odom, driven, next_tf)
+                _write_pose(write, scenario, tf_times + shift, truth, odom, driven, next_tf)
                 next_tf += 1
             for trajectory, ids, offsets in movers:
                 pose = trajectory.at([t0])[0]
@@ -126,8 +130,8 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
             mount = mounts[name]
             sensor_poses = poses_over(lambda times: scenario.trajectory.at(times) @ mount, t0, unit.period_ns)
             result = unit.simulate(sensor_poses, t0)
-            for topic, msg in topic_messages(unit, result, t0, topics[name]).items():
-                write(topic, msg, log_ns)
+            for topic, msg in topic_messages(unit, result, t0 + shift, topics[name]).items():
+                write(topic, msg, log_ns + shift)
             frames[name] += 1
             if picture_dir is not None:
                 written_pictures.append(pictures_writer.write(name, unit, result, picture_dir / f"{picture_names[name]}_{k:04d}.png"))

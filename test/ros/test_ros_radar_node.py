@@ -90,6 +90,10 @@ def test_default_qos_reaches_a_default_qos_subscriber(tmp_path):
         assert node.alive(), node.output()
     assert info[0].qos_profile.reliability == ReliabilityPolicy.RELIABLE
     assert qos == ["reliable", "keep_last", 10]
+    # the type hash rmw announces is the one our bags write as topic_type_hash (io/bag.py, via rosbags)
+    from radarays_ros.io.messages import TYPESTORE
+
+    assert str(info[0].topic_type_hash) == TYPESTORE.hash_rihs01("sensor_msgs/msg/Image")
 
 
 def test_qos_by_parameter_and_standard_qos_overrides(tmp_path):
