@@ -118,6 +118,8 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
         statics = [messages.transform_stamped(spec.mount, scenario.start_ns + shift, scenario.base_frame,
                                               spec.frame_id) for spec in scenario.sensors]
         write("/tf_static", messages.tf_message(statics), scenario.start_ns + shift)
+        for spec in scenario.sensors:  # the IMU of an Ouster or Livox lidar, as its driver publishes it
+            _write_imu(write, scenario, spec, units[spec.name], topics[spec.name], shift)
         next_tf = 0
         for log_ns, t0, name, k in events:
             while next_tf < len(tf_times) and tf_times[next_tf] <= log_ns:
@@ -156,6 +158,27 @@ def _write_pose(write, scenario: Scenario, times, truth, odom, driven, i: int) -
     dt = (t - int(times[i - 1])) * 1e-9 if i else 0.0
     write(scenario.odometry.topic, odometry_msg(odom[i], odom[i - 1] if i else odom[i], dt, float(driven[i]), t,
                                                 scenario.odometry, scenario.base_frame), t)
+
+
+def _write_imu(write, scenario: Scenario, spec, unit: SensorUnit, namespace: str, shift: int) -> None:
+    """`/<name>/imu` (sensor_msgs/Imu) over the whole run for a lidar whose driver publishes an IMU (ouster-ros,
+    livox_ros_driver2; sensors/imu.py), at the sensor's pose, seeded by the sensor's seed (its own stream)."""
+    from ..sensors.imu import G0, imu_for_layout, imu_samples
+    from ..sensors.topics import sensor_topic
+
+    imu = imu_for_layout(getattr(unit.config, "layout", "")) if spec.kind == "lidar" else None
+    if imu is None:
+        return
+    times = np.arange(scenario.start_ns, scenario.end_ns + 1, imu.period_ns, dtype=np.int64)
+    rng = np.random.default_rng([int(unit.config.seed), 0x1A0])  # apart from the lidar's own draws
+    gyro, accel = imu_samples(lambda t: scenario.trajectory.at(t) @ spec.mount, times, imu, rng,
+                              span_ns=(scenario.trajectory.start_ns, scenario.trajectory.end_ns))
+    g2, a2 = ((density ** 2) * imu.rate_hz for density in (imu.gyro_noise_density, imu.accel_noise_density))
+    if imu.accel_in_g:
+        a2 /= G0 ** 2
+    topic = "/" + sensor_topic(namespace.strip("/"), "imu")
+    for t, w, f in zip(times, gyro, accel):  # in the lidar's frame: the IMU sits at its pose (sensors/imu.py)
+        write(topic, messages.imu(w, f, int(t) + shift, spec.frame_id, g2, a2), int(t) + shift)
 
 
 def _progress_bar(total: int, stream):
