@@ -50,6 +50,7 @@ from ..throttled_log import ThrottledLog, one_line
 from ..sensors.worlds import backend_options, empty_world, open_world
 from .convert import diagnostic_array, header_stamp_ns, rclpy_class, to_cdr
 from .gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, GazeboLink
+from .node_imu import ImuCompanion
 from .node_params import NODE_PARAMS, READ_ONLY, SENSOR_PARAMS
 from .node_sensor import Sensor, build_unit, checked_period, declare_sensors, frame_arg
 from .params import NodeParameters, from_ros
@@ -201,6 +202,8 @@ class SensorNode(Node):
         qos = self._qos()
         for sensor in self.sensors:
             self._make_publishers(sensor, qos)
+        self._imus = [imu for sensor in self.sensors if self.params("imu") for imu in
+                      [ImuCompanion.maybe(self, sensor, qos, QoSOverridingOptions.with_default_policies())] if imu]
         self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False),
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True),

@@ -36,10 +36,13 @@ NODE_PARAMS = {
                           "depth|history", kind=bool),
     "qos_depth": ParamInfo(10, "publisher queue depth (KEEP_LAST; 10 as velodyne_pointcloud and rclcpp's default)",
                            1, 1000, kind=int),
+    "imu": ParamInfo(True, "lidars whose driver publishes an IMU (Ouster: ouster-ros 100 Hz; Livox Mid-360/HAP: "
+                     "livox_ros_driver2 200 Hz, in g) publish <sensor>/imu from their pose source, with datasheet noise",
+                     kind=bool),
     "lazy": ParamInfo(True, "skip the simulation while nobody subscribes to the sensor's topics", kind=bool),
     "diagnostics_period": ParamInfo(1.0, "seconds between /diagnostics messages", 0.05, 3600.0, kind=float),
 }
-READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period",
+READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period", "imu",
              *GAZEBO_PARAMS, *RIG_GAZEBO_PARAMS}
 SENSOR_PARAMS = {
     "frame_id": ParamInfo("", "frame of the sensor's messages and of its tf lookup ('' = the sensor's default)"),
