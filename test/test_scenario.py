@@ -431,3 +431,13 @@ def test_bag_time_keeps_absolute_trajectory_times_and_refuses_bad_values(tmp_pat
                          (5e9, "bag_time = 5000000000.0: expected a finite number of at most 4e")):
         with pytest.raises(ConfigError, match=message):
             load_scenario(scenario_file(tmp_path, bag_time=bad))
+
+
+def test_driver_names_table_follows_the_drivers():
+    """The default names of velodyne_pointcloud, livox_ros_driver2 and ouster-ros (sensors/topics.py)."""
+    from radarays_ros.sensors.topics import driver_names
+
+    assert driver_names("velodyne") == ({"points": "velodyne_points"}, "velodyne")
+    assert driver_names("livox")[0] == {"points": "livox/lidar", "imu": "livox/imu"}
+    assert driver_names("ouster")[0]["imu"] == "ouster/imu" and driver_names("ouster")[1] == "os_lidar"
+    assert driver_names("gazebo") is None

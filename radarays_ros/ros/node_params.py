@@ -39,10 +39,14 @@ NODE_PARAMS = {
     "imu": ParamInfo(True, "lidars whose driver publishes an IMU (Ouster: ouster-ros 100 Hz; Livox Mid-360/HAP: "
                      "livox_ros_driver2 200 Hz, in g) publish <sensor>/imu from their pose source, with datasheet noise",
                      kind=bool),
+    "driver_names": ParamInfo(False, "a lidar's topics and frame as its driver names them: velodyne_points in "
+                              "velodyne (velodyne_pointcloud); livox/lidar, livox/imu in livox_frame "
+                              "(livox_ros_driver2); ouster/points, ouster/imu in os_lidar (ouster-ros); an explicit "
+                              "frame_id wins", kind=bool),
     "lazy": ParamInfo(True, "skip the simulation while nobody subscribes to the sensor's topics", kind=bool),
     "diagnostics_period": ParamInfo(1.0, "seconds between /diagnostics messages", 0.05, 3600.0, kind=float),
 }
-READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period", "imu",
+READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period", "imu", "driver_names",
              *GAZEBO_PARAMS, *RIG_GAZEBO_PARAMS}
 SENSOR_PARAMS = {
     "frame_id": ParamInfo("", "frame of the sensor's messages and of its tf lookup ('' = the sensor's default)"),

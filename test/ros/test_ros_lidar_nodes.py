@@ -127,3 +127,19 @@ def test_livox_lidar_node_publishes_its_imu_as_livox_ros_driver2(tmp_path):
     # R^T (0, 0, 1 g) for a roll about x: (0, sin(roll), cos(roll)); per-sample noise 100 ug x sqrt(200) = 1.4 mg
     np.testing.assert_allclose(accel, np.tile([0.0, np.sin(roll), np.cos(roll)], (len(msgs), 1)), atol=0.01)
     assert np.abs(gyro).max() < 0.01 and gyro.std() > 0  # 4.5 mdeg/s/sqrt(Hz): noisy, never exact
+
+
+def test_driver_names_give_the_livox_driver2_topics_and_frame(tmp_path):
+    """driver_names: true -> /livox/lidar and /livox/imu in livox_frame, as livox_ros_driver2 names them,
+    received by default-QoS subscribers; nothing on the radarays names."""
+    params = write_params(tmp_path / "livox.yaml", "lidar_node", {
+        "world": str(ROOM), "config": "Mid-360", "pose_source": "fixed", "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+        "driver_names": True, "lazy": False})
+    with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
+        clouds = probe.subscribe("/livox/lidar", "sensor_msgs/msg/PointCloud2", qos=10)
+        imu = probe.subscribe("/livox/imu", "sensor_msgs/msg/Imu", qos=10)
+        cloud = clouds.wait(1, timeout=40)[-1]
+        sample = imu.wait(1, timeout=20)[-1]
+        assert not probe.node.get_publishers_info_by_topic("/points")
+        assert node.alive(), node.output()
+    assert cloud.header.frame_id == sample.header.frame_id == "livox_frame" and cloud.height == 1
