@@ -228,3 +228,18 @@ def test_mid360_bag_is_the_livox_driver2_layout_unless_told(tmp_path, wall_world
     assert np.all(np.isfinite(x)) and np.allclose(x, 8.0, atol=0.02)  # every point is a return on the wall
     organized = clouds[("--organized",)]
     assert organized.height > 1 and not organized.is_dense and organized.width * organized.height > cloud.width
+
+
+def test_planar_scanner_top_view_is_visible(tmp_path, wall_world):
+    """A 2-D scanner's returns all lie at one height: they must still show (not the colour map's darkest end
+    on the black background)."""
+    from PIL import Image
+
+    out = tmp_path / "scan.png"
+    assert main(["lidar", str(wall_world), "--sensor", "UTM-30LX", "--pose", "0 0 1 0 0 0", "--set", "noise.sigma=0",
+                 "--view-reach", "10", "--out", str(out)]) == 0
+    img = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    plot = img[40:-40, 40:img.shape[1] * 3 // 4]  # the axes, without the colour bar
+    # viridis above its darkest end has green > 80 (the red sensor mark has none), and is not grey
+    shown = (plot[..., 1] > 80) & (np.abs(plot - plot[..., :1]).sum(axis=2) > 60)
+    assert shown.sum() > 20  # the wall's returns
