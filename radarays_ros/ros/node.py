@@ -192,8 +192,16 @@ class SensorNode(Node):
         if sensor.unit is None:
             return
         for relative, msgtype in sensor.unit.topics.items():
+            try:
+                msg_class = rclpy_class(msgtype)
+            except (ImportError, AttributeError, ValueError) as exc:  # radar_msgs: not on PyPI, apt only
+                package = msgtype.split("/")[0]
+                self._error(f"{sensor.label}: {sensor.topic(relative)} not published: {msgtype} cannot be imported "
+                            f"({exc}); install it (apt install ros-jazzy-{package.replace('_', '-')}) and source "
+                            "/opt/ros/jazzy, or turn the output off", key=f"import:{msgtype}")
+                continue
             sensor.publishers[relative] = self.create_publisher(
-                rclpy_class(msgtype), sensor.topic(relative), qos,
+                msg_class, sensor.topic(relative), qos,
                 qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def _make_io(self) -> None:
@@ -338,6 +346,8 @@ class SensorNode(Node):
         for relative, msg in unit.messages(result, stamp_ns, wanted).items():
             if not self.context.ok():  # Ctrl-C during the frame: rclpy shut the context down, drop it quietly
                 return
+            if relative not in sensor.publishers:  # its message package is missing (logged at startup)
+                continue
             try:
                 sensor.publishers[relative].publish(to_cdr(msg))  # the bag's bytes, see convert.py
             except Exception:  # noqa: BLE001 - rclpy's RCLError when the context closed after the check

@@ -39,6 +39,8 @@ def radar_output_params() -> dict[str, ParamInfo]:
         "points_k": ParamInfo(5, "radar/points: strongest range peaks kept per azimuth", 1, 1000, kind=int),
         "points_threshold": ParamInfo(3.0, "radar/points: CA-CFAR factor over the local noise mean", 0.0, 1e6, kind=float),
         "points_min_value": ParamInfo(1.0, "radar/points: smallest image value that can be a point", 0.0, 1e9, kind=float),
+        "radar_scan": ParamInfo(False, "also radar/scan: radar/points' detections as radar_msgs/RadarScan (a node "
+                                "needs ros-jazzy-radar-msgs; bags carry its definition)", kind=bool),
         "cartesian_pixels": ParamInfo(800, "radar/image_cartesian: width = height in pixels (about)", 16, 8192, kind=int),
         "cartesian_max_range": ParamInfo(0.0, "radar/image_cartesian: metres shown (0 = the whole range)",
                                          0.0, 1e5, kind=float),

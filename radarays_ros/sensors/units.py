@@ -154,7 +154,19 @@ class RadarUnit(SensorUnit):
                 threshold=self.output["points_threshold"], min_value=self.output["points_min_value"])
         if "radar/image_cartesian" in wanted:
             out["radar/image_cartesian"] = messages.rgb_image(self.cartesian(result), stamp_ns, self.frame_id)
+        if "radar/scan" in wanted and self.output.get("radar_scan"):
+            from ..io.radar_scan import radar_scan_msg
+
+            out["radar/scan"] = radar_scan_msg(
+                result, stamp_ns, self.frame_id, k=self.output["points_k"],
+                threshold=self.output["points_threshold"], min_value=self.output["points_min_value"])
         return out
+
+    def set_output(self, values: Mapping[str, Any]) -> None:
+        """As SensorUnit's; output.radar_scan adds radar/scan (radar_msgs/RadarScan) to this unit's topics."""
+        super().set_output(values)
+        self.topics = {**RadarUnit.topics, **({"radar/scan": "radar_msgs/msg/RadarScan"}
+                                             if self.output.get("radar_scan") else {})}
 
     def cartesian(self, result) -> np.ndarray:
         """Bird's-eye RGB picture of a frame (sensor at the centre, forward up)."""

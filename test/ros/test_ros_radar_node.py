@@ -340,3 +340,17 @@ def test_bad_preset_and_typos_reported_at_startup(tmp_path):
     assert "unknown radar config 'navtech_cts999'" in log and "navtech_cir204" in log  # the presets it could be
     assert "pose_sorce" in log and "unknown parameter" in log
     assert status["_level"] == 2 and "navtech_cts999" in status["_message"]
+
+
+def test_radar_scan_without_radar_msgs_says_what_to_install_and_publishes_the_rest(tmp_path):
+    """output.radar_scan needs radar_msgs (no PyPI wheel): without it the node names the apt package and goes on."""
+    import importlib.util
+
+    if importlib.util.find_spec("radar_msgs") is not None:
+        pytest.skip("radar_msgs is installed here: the node publishes radar/scan")
+    params = radar_params(tmp_path, lazy=False, output={"radar_scan": True})
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos=10)
+        images.wait(2, timeout=40)
+        assert node.alive(), node.output()
+        assert "radar/scan not published" in node.output() and "ros-jazzy-radar-msgs" in node.output()
