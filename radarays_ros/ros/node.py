@@ -29,6 +29,7 @@ import signal
 import sys
 import time
 
+import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
@@ -218,6 +219,7 @@ class SensorNode(Node):
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                                             durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._publish_fixed_frames(TFMessage)
+        self._tf_pub = self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         sync_topic = self.params("sync_topic")
         if sync_topic:
             try:
@@ -334,7 +336,8 @@ class SensorNode(Node):
         if self.gazebo is not None and self.gazebo.mirror is not None:
             self.gazebo.mirror.refresh()  # the newest Gazebo poses, even when gazebo.max_rate_hz holds one back
         try:
-            result = unit.simulate(self._pose(sensor, t0_ns, unit.period_ns, sync), t0_ns)
+            pose = self._pose(sensor, t0_ns, unit.period_ns, sync)
+            result = unit.simulate(pose, t0_ns)
         except (TransformLookupError, RadaraysError, ValueError, FloatingPointError) as exc:
             sensor.stats.failed += 1
             sensor.stats.last_error = str(exc)
@@ -354,9 +357,26 @@ class SensorNode(Node):
                 if self.context.ok():
                     raise
                 return
+        if sensor.sdf is not None and self.params("sensor_tf"):
+            self._publish_sensor_tf(sensor, pose, t0_ns)
         done = time.perf_counter()
         sensor.stats.add_time(done - start, done - simulated, unit.rays_per_frame)
         sensor.stats.last_error = ""
+
+    def _publish_sensor_tf(self, sensor: Sensor, pose, t0_ns: int) -> None:
+        """world_frame -> the frame of a sensor declared in SDF, where its frame was taken, on /tf: nothing else
+        knows where Gazebo's sensor frames are (rviz could not place their clouds and images)."""
+        from ..io import messages
+
+        at = pose if isinstance(pose, np.ndarray) else pose.at([t0_ns])[0]
+        msg = messages.tf_message([messages.transform_stamped(at, t0_ns, self.params("world_frame"),
+                                                              sensor.unit.frame_id)])
+        if self.context.ok():
+            try:
+                self._tf_pub.publish(to_cdr(msg))
+            except Exception:  # noqa: BLE001 - the context closed after the check (Ctrl-C)
+                if self.context.ok():
+                    raise
 
     def _pose(self, sensor: Sensor, t0_ns: int, period_ns: int, sync: bool):
         """The sensor's pose over the sweep from the source its parameters choose (sensors/poses.py)."""

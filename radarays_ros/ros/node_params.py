@@ -43,10 +43,13 @@ NODE_PARAMS = {
                               "velodyne (velodyne_pointcloud); livox/lidar, livox/imu in livox_frame "
                               "(livox_ros_driver2); ouster/points, ouster/imu in os_lidar (ouster-ros); an explicit "
                               "frame_id wins", kind=bool),
+    "sensor_tf": ParamInfo(True, "sensors declared in SDF (Gazebo) publish world_frame -> their frame on /tf at "
+                           "each frame, so rviz can place them (off when another node publishes those frames)",
+                           kind=bool),
     "lazy": ParamInfo(True, "skip the simulation while nobody subscribes to the sensor's topics", kind=bool),
     "diagnostics_period": ParamInfo(1.0, "seconds between /diagnostics messages", 0.05, 3600.0, kind=float),
 }
-READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period", "imu", "driver_names",
+READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period", "imu", "driver_names", "sensor_tf",
              *GAZEBO_PARAMS, *RIG_GAZEBO_PARAMS}
 SENSOR_PARAMS = {
     "frame_id": ParamInfo("", "frame of the sensor's messages and of its tf lookup ('' = the sensor's default)"),
