@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from radarays_ros.errors import ConfigError
-from radarays_ros.resources import find_shipped, shipped_names
+from radarays_ros.resources import find_shipped, shipped_example, shipped_names
 
 from .patterns import (Pattern, angles_of, cone, depth_camera, grid, mirror, ouster, planar, rays, risley, sweep,
                        velodyne)
@@ -313,6 +313,9 @@ def load_sensor(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | 
     text = str(name_or_path)
     looks_like_file = os.sep in text or text.lower().endswith((".yaml", ".yml", ".json"))
     preset = None if looks_like_file else _preset_path(text)
+    if preset is None:
+        preset = shipped_example(text)  # `spherical_16x1800`: the shipped example sensor of that name
+        looks_like_file = looks_like_file and preset is None
     path = preset or Path(text)
     if looks_like_file and not path.is_file():
         raise ConfigError(f"sensor file {text} not found (a sensor YAML, Ouster metadata JSON or velodyne "
