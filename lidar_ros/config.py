@@ -121,6 +121,7 @@ class LidarConfig:
     point_directions: np.ndarray | None = field(default=None, repr=False)
     point_origins: np.ndarray | None = field(default=None, repr=False)
     driver: object | None = field(default=None, repr=False)
+    driver_metadata: str | None = field(default=None, repr=False)  # ouster-ros /ouster/metadata JSON (Ouster)
     derived: dict = field(default_factory=dict, repr=False)  # outputs' per-pixel tables computed from `time` once
 
     @property
@@ -221,6 +222,7 @@ def _from_pattern(p: Pattern, fields: dict) -> LidarConfig:
         point_directions=None if p.point_directions is None else _readonly(p.point_directions, np.float32),
         point_origins=None if p.point_origins is None else _readonly(p.point_origins, np.float32),
         driver=p.driver,
+        driver_metadata=p.driver_metadata,
         **fields,
     )
 

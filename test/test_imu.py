@@ -72,3 +72,35 @@ def test_scenario_bag_has_the_ouster_imu_and_no_velodyne_one(tmp_path):
     gyro = np.array([[m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z] for _, m in msgs])
     assert np.abs(accel - [0, 0, G0]).max() < 5 * 230e-6 * G0 * 10 and 0 < np.abs(gyro).max() < math.radians(0.15) * 5
     assert msgs[0][1].linear_acceleration_covariance[0] == pytest.approx((230e-6 * G0) ** 2 * 100)
+
+
+
+def test_ouster_metadata_in_the_bag_is_the_sensor_as_simulated(tmp_path):
+    """/<name>/metadata (std_msgs/String, latched) holds the JSON ouster-ros publishes on /ouster/metadata, made
+    to say what the simulated unit is: OS0-64 is every second beam of a 128-beam table at 1024x10."""
+    import json
+
+    import yaml
+    from mcap.reader import make_reader
+
+    from lidar_ros.config import load_sensor
+    from lidar_ros.patterns.ouster import read_metadata
+    from radarays_ros.scenario.runner import run_scenario
+    from support.scenario import scenario_file
+
+    sensors = {"ouster": {"type": "lidar", "config": "OS0-64", "max_frames": 1}}
+    run_scenario(scenario_file(tmp_path, sensors=sensors, duration=0.2), tmp_path / "run.mcap", quiet=True)
+    from rosbags.highlevel import AnyReader
+
+    with AnyReader([tmp_path / "run.mcap"]) as reader:
+        (conn,) = [c for c in reader.connections if c.topic == "/ouster/metadata"]
+        (text,) = [reader.deserialize(raw, conn.msgtype).data for _, _, raw in reader.messages(connections=[conn])]
+    with (tmp_path / "run.mcap").open("rb") as f:
+        channels = {c.topic: c for c in make_reader(f).get_summary().channels.values()}
+    assert yaml.safe_load(channels["/ouster/metadata"].metadata["offered_qos_profiles"])[0]["durability"] == "transient_local"
+    (tmp_path / "meta.json").write_text(text)
+    meta = read_metadata(tmp_path / "meta.json")  # our own reader of the real units' files reads it back
+    config = load_sensor("OS0-64")
+    assert len(meta["altitude_deg"]) == config.rows == 64 and meta["columns_per_frame"] == config.cols == 1024
+    np.testing.assert_allclose(np.radians(meta["altitude_deg"]), config.elevation[:, 0], atol=1e-3)
+    assert '"1024x10"' in text and json.loads(text)

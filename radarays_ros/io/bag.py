@@ -45,6 +45,7 @@ def _qos(reliability: QosReliability, durability: QosDurability, depth: int) -> 
 # `ros2 bag play` re-offers it the same way and late subscribers still get the static transforms
 LATCHED_QOS = [_qos(QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL, 1)]
 LATCHED_TOPICS = ("/tf_static",)
+LATCHED_MSGTYPES = ("std_msgs/msg/String",)  # ouster-ros /ouster/metadata: latched as the driver publishes it
 # sensor streams as the nodes (and velodyne_pointcloud, livox_ros_driver2) publish them: reliable, volatile,
 # depth 10, so `ros2 bag play` reaches default-QoS subscribers and best-effort ones alike
 SENSOR_QOS = [_qos(QosReliability.RELIABLE, QosDurability.VOLATILE, 10)]
@@ -55,7 +56,7 @@ RELIABLE_QOS = [_qos(QosReliability.RELIABLE, QosDurability.VOLATILE, 100)]
 
 def topic_qos(topic: str, msgtype: str) -> list[Qos]:
     """The QoS profile a live publisher of this topic offers."""
-    if topic in LATCHED_TOPICS:
+    if topic in LATCHED_TOPICS or msgtype in LATCHED_MSGTYPES:
         return LATCHED_QOS
     if msgtype in SENSOR_MSGTYPES:
         return SENSOR_QOS

@@ -179,3 +179,11 @@ def imu(gyro, accel, t_ns: int, frame_id: str, gyro_variance: float = 0.0, accel
                orientation_covariance=no_orientation, angular_velocity=Vector3(x=gx, y=gy, z=gz),
                angular_velocity_covariance=diagonal(gyro_variance),
                linear_acceleration=Vector3(x=ax, y=ay, z=az), linear_acceleration_covariance=diagonal(accel_variance))
+
+
+String = _T["std_msgs/msg/String"]
+
+
+def string(text: str) -> String:
+    """std_msgs/String (e.g. ouster-ros /ouster/metadata: the sensor's metadata JSON)."""
+    return String(data=str(text))

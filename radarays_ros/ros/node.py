@@ -211,6 +211,7 @@ class SensorNode(Node):
         qos = self._qos()
         for sensor in self.sensors:
             self._make_publishers(sensor, qos)
+        self._publish_driver_metadata()
         self._imus = [imu for sensor in self.sensors if self.params("imu") for imu in
                       [ImuCompanion.maybe(self, sensor, qos, QoSOverridingOptions.with_default_policies())] if imu]
         self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False),
@@ -239,6 +240,21 @@ class SensorNode(Node):
         self._diag_timer = self.create_timer(self.params("diagnostics_period"), self._publish_diagnostics, clock=steady)
         if self.gazebo is not None and self.gazebo.discovery is not None:
             self._adopt_timer = self.create_timer(0.5, self._adopt_discovered, clock=steady)
+
+    def _publish_driver_metadata(self) -> None:
+        """ouster-ros publishes the sensor's metadata JSON once, latched, on /ouster/metadata (its cloud and image
+        nodes wait for it): an Ouster sensor publishes `metadata` (std_msgs/String, reliable, transient local)."""
+        from std_msgs.msg import String
+
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._metadata_pubs = []
+        for sensor in self.sensors:
+            text = getattr(getattr(sensor.unit, "config", None), "driver_metadata", None)
+            if sensor.kind != "lidar" or not text:
+                continue
+            publisher = self.create_publisher(String, sensor.topic("metadata"), latched)
+            publisher.publish(String(data=text))
+            self._metadata_pubs.append(publisher)
 
     def _publish_fixed_frames(self, tf_message_class) -> None:
         """With pose_source fixed, say where each sensor is: world_frame -> frame_id on /tf_static (latched),

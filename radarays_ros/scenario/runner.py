@@ -22,7 +22,7 @@ from ..io import messages
 from ..io.bag import BagWriter, check_output_path
 from .config import Scenario, load_scenario, matching_entities
 from ..sensors.poses import poses_over
-from ..sensors.topics import topic_messages
+from ..sensors.topics import sensor_topic, topic_messages
 from ..sensors.units import SensorUnit, make_unit
 from .odometry import odometry_msg, odometry_poses, travelled
 from .pictures import RunPictures, safe_file_name
@@ -120,6 +120,10 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
         write("/tf_static", messages.tf_message(statics), scenario.start_ns + shift)
         for spec in scenario.sensors:  # the IMU of an Ouster or Livox lidar, as its driver publishes it
             _write_imu(write, scenario, spec, units[spec.name], topics[spec.name], shift)
+            metadata = getattr(units[spec.name].config, "driver_metadata", None)
+            if spec.kind == "lidar" and metadata:  # ouster-ros: /ouster/metadata, the sensor's JSON (latched)
+                write("/" + sensor_topic(topics[spec.name].strip("/"), "metadata"), messages.string(metadata),
+                      scenario.start_ns + shift)
         next_tf = 0
         for log_ns, t0, name, k in events:
             while next_tf < len(tf_times) and tf_times[next_tf] <= log_ns:
@@ -164,7 +168,6 @@ def _write_imu(write, scenario: Scenario, spec, unit: SensorUnit, namespace: str
     """`/<name>/imu` (sensor_msgs/Imu) over the whole run for a lidar whose driver publishes an IMU (ouster-ros,
     livox_ros_driver2; sensors/imu.py), at the sensor's pose, seeded by the sensor's seed (its own stream)."""
     from ..sensors.imu import G0, imu_for_layout, imu_samples
-    from ..sensors.topics import sensor_topic
 
     imu = imu_for_layout(getattr(unit.config, "layout", "")) if spec.kind == "lidar" else None
     if imu is None:

@@ -143,3 +143,27 @@ def test_driver_names_give_the_livox_driver2_topics_and_frame(tmp_path):
         assert not probe.node.get_publishers_info_by_topic("/points")
         assert node.alive(), node.output()
     assert cloud.header.frame_id == sample.header.frame_id == "livox_frame" and cloud.height == 1
+
+
+def test_ouster_node_latches_its_metadata_and_publishes_its_imu(tmp_path):
+    """As ouster-ros: /ouster/metadata latched (a subscriber that comes late still gets it), /ouster/imu at
+    100 Hz in m/s^2, /ouster/points in os_lidar (driver_names)."""
+    import json
+
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    params = write_params(tmp_path / "ouster.yaml", "lidar_node", {
+        "world": str(ROOM), "config": "OS1-16", "pose_source": "fixed", "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+        "driver_names": True})
+    with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
+        probe.wait_for_publisher("/ouster/imu")
+        imu = probe.subscribe("/ouster/imu", "sensor_msgs/msg/Imu", qos=10)
+        samples = imu.wait(5, timeout=40)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        metadata = probe.subscribe("/ouster/metadata", "std_msgs/msg/String", qos=latched)  # late, after startup
+        text = metadata.wait(1, timeout=20)[-1].data
+        assert node.alive(), node.output()
+    meta = json.loads(text)
+    assert "1024x10" in text and meta  # the sensor's JSON, made to say what is simulated
+    assert samples[-1].header.frame_id == "os_lidar"
+    assert samples[-1].linear_acceleration.z == pytest.approx(9.80665, abs=0.05)  # m/s^2, as ouster-ros
