@@ -73,6 +73,7 @@ setup(
             "colcon-ros>=0.4,<1",
             "colcon-python-setup-py>=0.2,<1",
             "colcon-package-selection>=0.2,<1",
+            "colcon-bash>=0.4,<1",  # writes install/setup.bash (`source install/setup.bash` in a venv)
             "catkin_pkg>=0.5,<2",
             "setuptools>=64",
             "wheel>=0.40",

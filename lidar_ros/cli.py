@@ -63,7 +63,9 @@ def add_parser(sub) -> None:
     p.add_argument("--livox-custom", nargs="?", const="livox_ros_driver", choices=("livox_ros_driver", "livox_ros_driver2"),
                    help=".mcap: also write the Livox CustomMsg (per-point offset time, as FAST-LIO reads it) on "
                    "/livox/lidar; livox_ros_driver (Mid-40/70, Avia; the default) or livox_ros_driver2 (HAP, Mid-360)")
-    p.add_argument("--unorganized", action="store_true", help="clouds hold only the returns (default: organized, NaN misses)")
+    p.add_argument("--unorganized", action="store_true", help="clouds hold only the returns (default: as the sensor's "
+                   "driver: organized with NaN misses, returns only for the livox presets as livox_ros_driver2)")
+    p.add_argument("--organized", action="store_true", help="organized clouds (NaN misses) whatever the sensor's driver")
     p.add_argument("--ground-truth", action="store_true", help="add clean range, entity, material, normal, incidence")
     p.add_argument("--world-frame", default="map", help="parent frame of the sensor pose in .mcap /tf (default map, as radar and scenarios)")
     p.add_argument("--collision", action="store_true", help="use <collision> instead of <visual> geometry")
@@ -132,7 +134,10 @@ def run(args) -> int:
     overrides = parse_overrides(args.overrides)
     if args.layout:  # the cloud layout and organisation are the sensor's settings, as in a node's config
         overrides["layout"] = args.layout
-    overrides["organized"] = not args.unorganized  # this command's clouds: organized unless --unorganized
+    if args.organized or args.unorganized:  # else the preset's, as its driver publishes (livox: returns only)
+        if args.organized and args.unorganized:
+            raise ConfigError("--organized and --unorganized: give one of them")
+        overrides["organized"] = bool(args.organized)
     config = load_sensor(args.sensor, overrides, realistic=args.realistic)
     if args.scans * config.rows * config.cols > MAX_POINTS:  # every scan is held until written
         raise ConfigError(f"--scans {args.scans}: {args.scans} scans of {config.rows} x {config.cols} exceed "
@@ -192,7 +197,7 @@ def write_output(out: Path, scans, pose, args, unit) -> None:
 
             write_top_view(tmp, scans[-1], reach_m=args.view_reach, grid_m=args.view_grid)
         else:
-            points = pointcloud_array(scans[-1], args.layout, organized=not args.unorganized, ground_truth=ground_truth)
+            points = pointcloud_array(scans[-1], args.layout, ground_truth=ground_truth)  # organized as the config says
             (write_pcd if suffix == ".pcd" else write_ply)(tmp, points)
 
 

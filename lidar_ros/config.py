@@ -34,7 +34,7 @@ import numpy as np
 
 from radarays_ros import limits
 from radarays_ros.errors import ConfigError
-from radarays_ros.resources import find_shipped, shipped_names
+from radarays_ros.resources import find_shipped, shipped_example, shipped_names
 
 from .patterns import (Pattern, angles_of, cone, depth_camera, grid, mirror, ouster, planar, rays, risley, sweep,
                        velodyne)
@@ -123,6 +123,7 @@ class LidarConfig:
     point_directions: np.ndarray | None = field(default=None, repr=False)
     point_origins: np.ndarray | None = field(default=None, repr=False)
     driver: object | None = field(default=None, repr=False)
+    driver_metadata: str | None = field(default=None, repr=False)  # ouster-ros /ouster/metadata JSON (Ouster)
     derived: dict = field(default_factory=dict, repr=False)  # outputs' per-pixel tables computed from `time` once
 
     @property
@@ -226,6 +227,7 @@ def _from_pattern(p: Pattern, fields: dict) -> LidarConfig:
         point_directions=None if p.point_directions is None else _readonly(p.point_directions, np.float32),
         point_origins=None if p.point_origins is None else _readonly(p.point_origins, np.float32),
         driver=p.driver,
+        driver_metadata=p.driver_metadata,
         **fields,
     )
 
@@ -323,6 +325,9 @@ def load_sensor(name_or_path: str | os.PathLike, overrides: Mapping[str, Any] | 
     text = str(name_or_path)
     looks_like_file = os.sep in text or text.lower().endswith((".yaml", ".yml", ".json"))
     preset = None if looks_like_file else _preset_path(text)
+    if preset is None:
+        preset = shipped_example(text)  # `spherical_16x1800`: the shipped example sensor of that name
+        looks_like_file = looks_like_file and preset is None
     path = preset or Path(text)
     if looks_like_file and not path.is_file():
         raise ConfigError(f"sensor file {text} not found (a sensor YAML, Ouster metadata JSON or velodyne "

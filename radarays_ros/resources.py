@@ -81,6 +81,16 @@ def find_shipped(kind: str, name: str) -> Path | None:
     return None
 
 
+def shipped_example(text: str | os.PathLike) -> Path | None:
+    """A shipped example (data/examples: a lidar sensor, a radar config, a material library) named by a bare
+    name such as `spherical_16x1800` or `materials_room.yaml`, when no file of that name exists here: the
+    README's examples then work from any folder and any install, not only from a checkout."""
+    text = str(text)
+    if not text or Path(text).expanduser().exists():
+        return None
+    return find_shipped("example", text)
+
+
 def not_shipped(kind: str, name: str, problem: str = "") -> str:
     """The one message for a name that matches nothing: what was asked and every name that exists."""
     _, _, label = _folder(kind)

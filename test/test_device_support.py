@@ -321,7 +321,7 @@ LIDAR_CASES = {
     "velodyne driver exact": ("HDL-32E", {"driver": {"model": "32E", "exact": True}}, "exact",
                               {"driver", "point_directions", "point_origins"}),
     "ouster": ("OS1-64", {"columns": 512}, "exact",
-               {"range_offset", "pixel_shift", "point_transform", "ray_frame_id", "surface.signal_scale"}),
+               {"range_offset", "pixel_shift", "point_transform", "ray_frame_id", "surface.signal_scale", "driver_metadata"}),
     "risley": ("Mid-40", {}, "exact", {"retime"}),
     "planar": ("LMS1xx", {}, "exact", {"planar", "planar_info"}),
     "depth camera": ("ToF-camera-320x240", {}, "exact", {"kind"}),

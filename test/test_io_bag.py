@@ -1,11 +1,16 @@
 """The MCAP bag writer, read back with rosbags' reader; point data decoded with a dtype built here from the offsets."""
+import re
+
 import numpy as np
 from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_typestore
 from rosbags.interfaces import QosDurability, QosReliability
 
 from radarays_ros.io import messages
 from radarays_ros.io.bag import BagWriter
 from radarays_ros.world.transforms import pose_to_matrix
+
+TYPESTORE = get_typestore(Stores.ROS2_JAZZY)
 
 
 def read_all(path):
@@ -40,8 +45,8 @@ def test_single_file_bag_round_trip(tmp_path):
     np.testing.assert_allclose([transform.rotation.z, transform.rotation.w], [np.sqrt(0.5)] * 2)
     latched = connections["/tf_static"].ext.offered_qos_profiles
     assert latched and latched[0].durability == QosDurability.TRANSIENT_LOCAL
-    best_effort = connections["/points"].ext.offered_qos_profiles
-    assert best_effort and best_effort[0].reliability == QosReliability.BEST_EFFORT
+    sensor = connections["/points"].ext.offered_qos_profiles  # as the nodes publish: reliable, depth 10
+    assert sensor and (sensor[0].reliability, sensor[0].depth) == (QosReliability.RELIABLE, 10)
 
 
 def write_small_bag(path, **kwargs):
@@ -64,7 +69,13 @@ def test_mcap_reference_reader_sees_zstd_chunks_qos_and_jazzy(tmp_path):
         summary = reader.get_summary()
         assert {c.compression for c in summary.chunk_indexes} == {"zstd"}
         qos = {c.topic: yaml.safe_load(c.metadata["offered_qos_profiles"])[0] for c in summary.channels.values()}
-        assert qos["/image"]["reliability"] == "best_effort"
+        assert (qos["/image"]["reliability"], qos["/image"]["depth"]) == ("reliable", 10)
+        # the channel's type hash under rosbag2_storage_mcap's key, as `ros2 bag record` writes it on Jazzy
+        hashes = {c.topic: c.metadata.get("topic_type_hash") for c in summary.channels.values()}
+        types = {c.topic: summary.schemas[c.schema_id].name for c in summary.channels.values()}
+        assert set(hashes) == {"/image", "/tf_static", "/clock"}
+        for topic, value in hashes.items():
+            assert value == TYPESTORE.hash_rihs01(types[topic]) and re.fullmatch(r"RIHS01_[0-9a-f]{64}", value)
         assert (qos["/tf_static"]["reliability"], qos["/tf_static"]["durability"]) == ("reliable", "transient_local")
         assert (qos["/clock"]["reliability"], qos["/clock"]["durability"]) == ("reliable", "volatile")
         (record,) = [m for m in reader.iter_metadata() if m.name == "rosbag2"]
@@ -84,7 +95,13 @@ def test_rosbag2_directory_metadata(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["metadata.yaml", "run.mcap"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     qos = {t["topic_metadata"]["name"]: t["topic_metadata"]["offered_qos_profiles"] for t in meta["topics_with_message_count"]}
-    assert qos["/tf_static"][0]["durability"] == "transient_local" and qos["/image"][0]["reliability"] == "best_effort"
+    assert qos["/tf_static"][0]["durability"] == "transient_local" and qos["/image"][0]["reliability"] == "reliable"
+    hashes = {t["topic_metadata"]["name"]: t["topic_metadata"]["type_description_hash"] for t in meta["topics_with_message_count"]}
+    from mcap.reader import make_reader
+
+    with (out / "run.mcap").open("rb") as f:  # the same hash in the MCAP channel as in metadata.yaml
+        channels = make_reader(f).get_summary().channels.values()
+        assert {c.topic: c.metadata["topic_type_hash"] for c in channels} == hashes
 
 
 def test_existing_output_is_refused_and_only_a_bag_is_ever_replaced(tmp_path):

@@ -207,3 +207,39 @@ def test_png_top_view_on_a_fixed_scale(tmp_path, wall_world):
     wall_rows = lambda im: set(np.flatnonzero((np.abs(im - im[..., :1]).sum(axis=2) > 60)[: img.shape[0] // 3].any(axis=1)))
     assert wall_rows(outs[0]) == wall_rows(outs[1])  # same scale: the wall on the same rows
     assert [nice_grid_step(r) for r in (10, 47, 120, 3)] == [2.0, 10.0, 20.0, 0.5]
+
+
+def test_mid360_bag_is_the_livox_driver2_layout_unless_told(tmp_path, wall_world):
+    """livox_ros_driver2 publishes only the returns (height 1, packed LivoxPointXyzrtlt): the command's bag
+    follows the preset's driver; --organized asks for the grid of the pattern anyway."""
+    clouds = {}
+    for flag in ((), ("--organized",)):
+        out = tmp_path / f"mid360{len(flag)}.mcap"
+        assert main(["lidar", str(wall_world), "--sensor", "Mid-360", "--pose", "0 0 1 0 0 0", "--set", "noise.sigma=0",
+                     "--out", str(out), *flag]) == 0
+        with AnyReader([out]) as reader:
+            (conn,) = [c for c in reader.connections if c.topic == "/points"]
+            clouds[flag] = [reader.deserialize(raw, conn.msgtype) for _, _, raw in reader.messages(connections=[conn])][-1]
+    cloud = clouds[()]
+    assert cloud.height == 1 and cloud.is_dense and cloud.point_step == 26
+    assert [(f.name, f.offset) for f in cloud.fields] == [("x", 0), ("y", 4), ("z", 8), ("intensity", 12), ("tag", 16),
+                                                          ("line", 17), ("timestamp", 18)]
+    x = np.frombuffer(bytes(cloud.data), np.dtype({"names": ["x"], "formats": ["<f4"], "offsets": [0], "itemsize": 26}))["x"]
+    assert np.all(np.isfinite(x)) and np.allclose(x, 8.0, atol=0.02)  # every point is a return on the wall
+    organized = clouds[("--organized",)]
+    assert organized.height > 1 and not organized.is_dense and organized.width * organized.height > cloud.width
+
+
+def test_planar_scanner_top_view_is_visible(tmp_path, wall_world):
+    """A 2-D scanner's returns all lie at one height: they must still show (not the colour map's darkest end
+    on the black background)."""
+    from PIL import Image
+
+    out = tmp_path / "scan.png"
+    assert main(["lidar", str(wall_world), "--sensor", "UTM-30LX", "--pose", "0 0 1 0 0 0", "--set", "noise.sigma=0",
+                 "--view-reach", "10", "--out", str(out)]) == 0
+    img = np.asarray(Image.open(out).convert("RGB")).astype(int)
+    plot = img[40:-40, 40:img.shape[1] * 3 // 4]  # the axes, without the colour bar
+    # viridis above its darkest end has green > 80 (the red sensor mark has none), and is not grey
+    shown = (plot[..., 1] > 80) & (np.abs(plot - plot[..., :1]).sum(axis=2) > 60)
+    assert shown.sum() > 20  # the wall's returns

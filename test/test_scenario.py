@@ -11,10 +11,10 @@ from rosbags.typesys import Stores, get_typestore
 
 from radarays_ros.cli import main as radarays_main
 from radarays_ros.errors import ConfigError
-from radarays_ros.scenario.config import load_scenario
+from radarays_ros.scenario.config import DEFAULT_BAG_START_NS, load_scenario
 from radarays_ros.scenario.runner import run_scenario
 from radarays_ros.world.transforms import quaternion_to_matrix
-from support.scenario import scenario_file
+from support.scenario import RADAR_SET, scenario_file
 
 TYPESTORE = get_typestore(Stores.ROS2_JAZZY)
 REPO = Path(__file__).resolve().parents[1]
@@ -249,7 +249,8 @@ def test_readme_main_job_runs(tmp_path):
                           "--pictures", str(tmp_path / "pictures")]) == 0
     bag = read_bag(tmp_path / "demo.mcap")
     radar, velodyne = bag["/radar/image"], bag["/velodyne/points"]
-    assert [stamp(m.header) for _, _, m in radar] == [k * 250_000_000 for k in range(10)]
+    start = DEFAULT_BAG_START_NS  # the trajectory starts at 0; the bag at 2024-01-01 (never stamp 0)
+    assert [stamp(m.header) for _, _, m in radar] == [start + k * 250_000_000 for k in range(10)]
     assert len(velodyne) == 25 and all(m.header.frame_id == "velodyne" and (m.width, m.height) == (16, 1800) for _, _, m in velodyne)
     assert len(list((tmp_path / "pictures").glob("*.png"))) == 35
 
@@ -374,3 +375,69 @@ def test_run_pictures_are_the_labelled_figures(tmp_path, monkeypatch):
     lidar_labels = [entry for entry in labels if entry[0] == "lidar"]
     assert len(lidar_labels) == 5 and all(entry[1].startswith("VLP-16  stamp ") and "grid" in entry[2]
                                           and entry[3] == "height z (m)" for entry in lidar_labels)
+
+
+def test_bag_time_moves_every_stamp_and_no_data(tmp_path):
+    """bag_time shifts stamps and log times of every message (header stamps, /clock, /tf, livox's absolute
+    per-point timestamps) by one offset and changes no other byte; the default never stamps 0 (tf2 reads it
+    as "latest", a /clock at 0 as "not started"); a trajectory with absolute times keeps them."""
+    sensors = {"radar": {"type": "radar", "config": "radarays_default", "set": RADAR_SET, "max_frames": 2},
+               "lidar": {"type": "lidar", "config": "VLP-16", "set": {"noise.sigma": 0.0}, "max_frames": 2},
+               "livox": {"type": "lidar", "config": "Mid-360", "set": {"noise.sigma": 0.0}, "max_frames": 1}}
+    bags = {}
+    for name, bag_time in (("trajectory", "trajectory"), ("auto", "auto"), ("given", 1.7e9 + 0.25)):
+        run_scenario(scenario_file(tmp_path, sensors=sensors, duration=0.3, bag_time=bag_time),
+                     tmp_path / f"{name}.mcap", quiet=True)
+        bags[name] = read_bag(tmp_path / f"{name}.mcap")
+    shifts = {"auto": DEFAULT_BAG_START_NS, "given": 1_700_000_000_250_000_000}
+    base = bags["trajectory"]
+    assert stamp(base["/radar/image"][0][2].header) == 0  # what the bag_time default avoids
+    for name, shift in shifts.items():
+        bag = bags[name]
+        assert set(bag) == set(base)
+        for topic, messages_ in base.items():
+            assert [t + shift for t, _, _ in messages_] == [t for t, _, _ in bag[topic]], topic
+        for (_, _, a), (_, _, b) in zip(base["/clock"], bag["/clock"]):
+            assert b.clock.sec * 10**9 + b.clock.nanosec == a.clock.sec * 10**9 + a.clock.nanosec + shift
+        for (_, _, a), (_, _, b) in zip(base["/tf"], bag["/tf"]):
+            assert [stamp(t.header) - shift for t in b.transforms] == [stamp(t.header) for t in a.transforms]
+        assert stamp(bag["/tf_static"][0][2].transforms[0].header) == shift
+        for topic in ("/radar/image", "/radar/points", "/lidar/points", "/odom"):
+            for (_, _, a), (_, _, b) in zip(base[topic], bag[topic]):
+                assert stamp(b.header) == stamp(a.header) + shift, topic
+                if hasattr(a, "data"):  # velodyne `time` is relative to the stamp: the same bytes
+                    assert bytes(a.data) == bytes(b.data), topic
+        (_, _, a), = base["/livox/points"]
+        (_, _, b), = bag["/livox/points"]
+        assert stamp(b.header) == stamp(a.header) + shift
+        offsets = {f.name: f.offset for f in a.fields}
+        dtype = np.dtype({"names": ["x", "timestamp"], "formats": ["<f4", "<f8"],
+                          "offsets": [offsets["x"], offsets["timestamp"]], "itemsize": a.point_step})
+        pa, pb = (np.frombuffer(bytes(m.data), dtype) for m in (a, b))
+        assert np.array_equal(pa["x"], pb["x"], equal_nan=True)
+        # float64 ns as the driver writes them: exact to a few hundred ns at 1.7e18
+        np.testing.assert_allclose(pb["timestamp"] - shift, pa["timestamp"], atol=512)
+        assert pa["timestamp"].min() >= 0 and pb["timestamp"].min() >= shift
+
+
+def test_bag_time_keeps_absolute_trajectory_times_and_refuses_bad_values(tmp_path):
+    from radarays_ros.scenario.config import bag_start_ns
+
+    (tmp_path / "path.csv").write_text("t,x,y,z,roll,pitch,yaw\n1700000000,0,0,0,0,0,0\n1700000010,1,0,0,0,0,0\n")
+    scenario = load_scenario(scenario_file(tmp_path, trajectory={"csv": "path.csv"}, bag_time="auto"))
+    assert scenario.stamp_offset_ns() == 0  # already absolute (a recorded trajectory): kept
+    assert bag_start_ns("now", 0, now_ns=123) == 123 and bag_start_ns("auto", 0) == DEFAULT_BAG_START_NS
+    for bad, message in ((0, "bag_time = 0: must be > 0"), ("later", "bag_time = 'later': expected auto, now, trajectory"),
+                         (5e9, "bag_time = 5000000000.0: expected a finite number of at most 4e")):
+        with pytest.raises(ConfigError, match=message):
+            load_scenario(scenario_file(tmp_path, bag_time=bad))
+
+
+def test_driver_names_table_follows_the_drivers():
+    """The default names of velodyne_pointcloud, livox_ros_driver2 and ouster-ros (sensors/topics.py)."""
+    from radarays_ros.sensors.topics import driver_names
+
+    assert driver_names("velodyne") == ({"points": "velodyne_points"}, "velodyne")
+    assert driver_names("livox")[0] == {"points": "livox/lidar", "imu": "livox/imu"}
+    assert driver_names("ouster")[0]["imu"] == "ouster/imu" and driver_names("ouster")[1] == "os_lidar"
+    assert driver_names("gazebo") is None

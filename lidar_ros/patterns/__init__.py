@@ -44,6 +44,7 @@ class Pattern:
     point_directions: np.ndarray | None = None
     point_origins: np.ndarray | None = None
     driver: object | None = None  # a driver's own reporting conventions (velodyne.DriverTable) or None
+    driver_metadata: str | None = None  # what the driver publishes about the sensor (ouster-ros /ouster/metadata)
 
     def __post_init__(self):
         rows, cols = self.directions.shape[:2]

@@ -150,4 +150,39 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
         period=1.0 / rate_hz,
         range_offset=np.full(rows, n),
         pixel_shift=shift,
+        driver_metadata=published_metadata(base_dir / spec.text("metadata"), stride, cols, rate_hz, shift),
     )
+
+
+def published_metadata(path: Path, stride: int, cols: int, rate_hz: float, shift: np.ndarray) -> str:
+    """The sensor metadata JSON as ouster-ros publishes it on /ouster/metadata (latched std_msgs/String: the
+    sensor's own metadata text), made to say what this simulated sensor is: its lidar_mode (COLSxRATE),
+    columns_per_frame and column_window, pixels_per_column and the beam tables of the rows it has (every
+    `stride`-th of the file's), and its pixel_shift_by_row. The rest of the file (serial, firmware,
+    transforms, IMU intrinsics) stays as the real unit reported it."""
+    raw = json.loads(Path(path).read_text())
+    rows = len(shift)
+
+    def fix(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "lidar_mode":
+                    node[key] = f"{cols}x{int(rate_hz)}"
+                elif key == "columns_per_frame":
+                    node[key] = cols
+                elif key == "column_window":
+                    node[key] = [0, cols - 1]
+                elif key == "pixels_per_column":
+                    node[key] = rows
+                elif key in ("beam_altitude_angles", "beam_azimuth_angles") and isinstance(value, list):
+                    node[key] = value[::stride]
+                elif key == "pixel_shift_by_row":
+                    node[key] = [int(s) for s in shift]
+                else:
+                    fix(value)
+        elif isinstance(node, list):
+            for value in node:
+                fix(value)
+
+    fix(raw)
+    return json.dumps(raw, indent=2)

@@ -13,9 +13,9 @@ Safety of the output path (nothing the program did not write is ever deleted):
   the MCAP magic bytes, or a rosbag2 directory (metadata.yaml and exactly the files it lists), is
   replaced.
 
-Each topic records the QoS a live publisher offers, so `ros2 bag play` re-offers it: sensor data best
-effort (rclcpp's SensorDataQoS), /tf_static reliable + transient local (tf2's static broadcaster),
-everything else reliable.
+Each topic records the QoS a live publisher offers, so `ros2 bag play` re-offers it: sensor data reliable
+depth 10 (as the nodes and velodyne_pointcloud publish), /tf_static reliable + transient local (tf2's static
+broadcaster), everything else reliable; and its type hash (`topic_type_hash`), as rosbag2 Jazzy writes.
 """
 from __future__ import annotations
 
@@ -45,8 +45,10 @@ def _qos(reliability: QosReliability, durability: QosDurability, depth: int) -> 
 # `ros2 bag play` re-offers it the same way and late subscribers still get the static transforms
 LATCHED_QOS = [_qos(QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL, 1)]
 LATCHED_TOPICS = ("/tf_static",)
-# sensor streams as drivers publish them (rclcpp SensorDataQoS: best effort, volatile, depth 5)
-SENSOR_QOS = [_qos(QosReliability.BEST_EFFORT, QosDurability.VOLATILE, 5)]
+LATCHED_MSGTYPES = ("std_msgs/msg/String",)  # ouster-ros /ouster/metadata: latched as the driver publishes it
+# sensor streams as the nodes (and velodyne_pointcloud, livox_ros_driver2) publish them: reliable, volatile,
+# depth 10, so `ros2 bag play` reaches default-QoS subscribers and best-effort ones alike
+SENSOR_QOS = [_qos(QosReliability.RELIABLE, QosDurability.VOLATILE, 10)]
 SENSOR_MSGTYPES = ("sensor_msgs/msg/Image", "sensor_msgs/msg/PointCloud2", "sensor_msgs/msg/LaserScan")
 # /tf, /clock, /odom and the rest: reliable, volatile (tf2's broadcaster uses depth 100)
 RELIABLE_QOS = [_qos(QosReliability.RELIABLE, QosDurability.VOLATILE, 100)]
@@ -54,7 +56,7 @@ RELIABLE_QOS = [_qos(QosReliability.RELIABLE, QosDurability.VOLATILE, 100)]
 
 def topic_qos(topic: str, msgtype: str) -> list[Qos]:
     """The QoS profile a live publisher of this topic offers."""
-    if topic in LATCHED_TOPICS:
+    if topic in LATCHED_TOPICS or msgtype in LATCHED_MSGTYPES:
         return LATCHED_QOS
     if msgtype in SENSOR_MSGTYPES:
         return SENSOR_QOS
@@ -95,11 +97,34 @@ def check_output_path(path: str | Path, overwrite: bool) -> Path:
     return path
 
 
+def _channel_with_type_hash(storage):
+    """The MCAP storage's add_connection writing the channel metadata rosbag2 Jazzy writes: the offered QoS
+    profiles and `topic_type_hash` (the type's RIHS01 hash, rosbag2_storage_mcap's key; rosbags 0.11 puts the
+    hash in metadata.yaml only). Tools that replay or bridge a bag take the DDS type hash from this key."""
+    from io import BytesIO
+
+    from rosbags.rosbag2.storage_mcap import Channel, write_channel, write_string
+
+    def add_connection(connection, offered_qos_profiles: str) -> None:
+        metadata = BytesIO()
+        for key, value in (("offered_qos_profiles", offered_qos_profiles), ("topic_type_hash", connection.digest)):
+            write_string(metadata, key)
+            write_string(metadata, value)
+        storage.channels.append(Channel(connection.id, connection.msgtype, connection.topic,
+                                        connection.ext.serialization_format, metadata.getvalue()))
+        storage.channel_stats[connection.id] = 0
+        write_channel(storage.chunk.bio, storage.channels[-1], storage.schemas)
+
+    return add_connection
+
+
 class _Writer(Writer):
-    """rosbags' Writer, recording the ROS distribution whose message definitions the bag holds."""
+    """rosbags' Writer, recording the ROS distribution whose message definitions the bag holds and each
+    channel's type hash as rosbag2 Jazzy does."""
 
     def open(self) -> None:
         super().open()
+        self.storage.add_connection = _channel_with_type_hash(self.storage)
         storage_close = self.storage.close
 
         def close(version: int, metadata: str) -> None:

@@ -410,15 +410,24 @@ def _derived(scan, key: tuple, compute):
 
 
 def pointcloud_msg(scan, t_ns: int | None = None, frame_id: str | None = None, layout: str | None = None,
-                   organized: bool | None = None, ground_truth=(), time_reference: str | None = None):
+                   organized: bool | None = None, ground_truth=(), time_reference: str | None = None,
+                   clock_shift_ns: int = 0):
     """sensor_msgs/PointCloud2 (rosbags object) of a scan in a driver layout.
 
-    t_ns: header stamp; default the layout's own (velodyne: last/first firing, others: scan start)."""
+    t_ns: header stamp; default the layout's own (velodyne: last/first firing, others: scan start).
+    clock_shift_ns: the message clock minus the scan's (a bag that starts at another time than the
+    simulation): added to the header stamp and to livox's absolute per-point `timestamp`; the relative
+    per-point times (velodyne `time`, ouster `t`) stay as they are."""
     cfg = scan.config
     layout = _check_layout(layout or cfg.layout)
     if t_ns is None:
         t_ns = scan.stamp_ns(time_reference) if layout == "velodyne" else scan.t0_ns
     points = pointcloud_array(scan, layout, organized, ground_truth, stamp_ns=t_ns, time_reference=time_reference)
+    if clock_shift_ns:
+        t_ns = int(t_ns) + int(clock_shift_ns)
+        if points.dtype.names and "timestamp" in points.dtype.names:  # livox: absolute ns (float64 as the driver)
+            points = points.copy()
+            points["timestamp"] += float(clock_shift_ns)
     height = points.shape[0] if points.ndim == 2 else 1
     # organized: a point is NaN exactly where the scan has no return; velodyne_pointcloud marks every
     # organized cloud not dense, gz-sensors' ±inf misses are not dense either

@@ -131,7 +131,7 @@ class TopViewFigure:
         ax = self._axes
         self._heights.set_data(self._raster(xyz, reach_m))
         self._heights.set_extent((-reach_m, reach_m, -reach_m, reach_m))
-        self._heights.set_clim(*((xyz[:, 2].min(), max(xyz[:, 2].max(), xyz[:, 2].min() + 1e-6)) if len(xyz) else (0.0, 1.0)))
+        self._heights.set_clim(*self._height_limits(xyz[:, 2]))
         ticks = np.arange(-np.floor(reach_m / step) * step, reach_m + 1e-9, step)
         ax.set_xticks(ticks, [f"{0.0 - t:g}" for t in ticks])
         ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
@@ -143,6 +143,19 @@ class TopViewFigure:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.figure.savefig(path, dpi=100, pil_kwargs=png)
         return path
+
+    @staticmethod
+    def _height_limits(z: np.ndarray) -> tuple[float, float]:
+        """Colour limits of the heights. A 2-D scanner's returns all lie at one height: a range of zero spread
+        put them at the colour map's darkest end, invisible on the black background; a metre around them
+        shows them mid-scale instead."""
+        if not len(z):
+            return 0.0, 1.0
+        low, high = float(z.min()), float(z.max())
+        if high - low < 0.01:
+            middle = 0.5 * (low + high)
+            return middle - 0.5, middle + 0.5
+        return low, high
 
     def _raster(self, xyz: np.ndarray, reach_m: float) -> np.ndarray:
         """(cells, cells) highest z per cell of the top view (NaN: no return); row 0 = +x at reach_m."""

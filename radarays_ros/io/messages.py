@@ -160,3 +160,30 @@ def rgb_image(array: np.ndarray, t_ns: int, frame_id: str) -> Image:
         raise ConfigError(f"rgb_image: expected an (H, W, 3) uint8 array, got {a.dtype} {a.shape}")
     return Image(header=header(t_ns, frame_id), height=a.shape[0], width=a.shape[1], encoding="rgb8",
                  is_bigendian=0, step=3 * a.shape[1], data=np.frombuffer(a.tobytes(), np.uint8))
+
+
+Imu = _T["sensor_msgs/msg/Imu"]
+
+
+def imu(gyro, accel, t_ns: int, frame_id: str, gyro_variance: float = 0.0, accel_variance: float = 0.0) -> Imu:
+    """sensor_msgs/Imu without an orientation estimate (orientation_covariance[0] = -1, REP-145), as the
+    lidar drivers publish their IMU; the variances on the diagonals of the rate and acceleration covariances."""
+    def diagonal(v: float) -> np.ndarray:
+        return np.diag([float(v)] * 3).ravel()
+
+    no_orientation = np.zeros(9)
+    no_orientation[0] = -1.0
+    gx, gy, gz = (float(v) for v in gyro)
+    ax, ay, az = (float(v) for v in accel)
+    return Imu(header=header(t_ns, frame_id), orientation=Quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
+               orientation_covariance=no_orientation, angular_velocity=Vector3(x=gx, y=gy, z=gz),
+               angular_velocity_covariance=diagonal(gyro_variance),
+               linear_acceleration=Vector3(x=ax, y=ay, z=az), linear_acceleration_covariance=diagonal(accel_variance))
+
+
+String = _T["std_msgs/msg/String"]
+
+
+def string(text: str) -> String:
+    """std_msgs/String (e.g. ouster-ros /ouster/metadata: the sensor's metadata JSON)."""
+    return String(data=str(text))

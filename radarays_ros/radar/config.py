@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from ..config_file import parse_scalar, read_yaml
 from ..errors import ConfigError
-from ..resources import find_shipped, shipped_names
+from ..resources import find_shipped, shipped_example, shipped_names
 from .. import limits
 from ..validate import Rule
 
@@ -385,7 +385,9 @@ def resolve_radar_config(source: str | Path, overrides: Mapping[str, Any] | None
     (as lidar_ros.config.load_sensor is for lidar presets)."""
     text = str(source or "radarays_default")
     path = Path(text)
-    if not path.suffix and not path.is_file():
+    if not path.is_file() and find_shipped("radar", text) is None and shipped_example(text) is not None:
+        path = shipped_example(text)  # `radarays_compat`: the shipped example config of that name
+    elif not path.suffix and not path.is_file():
         path = find_shipped("radar", text)
         if path is None:
             presets = shipped_names("radar")

@@ -29,6 +29,7 @@ import signal
 import sys
 import time
 
+import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
@@ -37,6 +38,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos_overriding_options import QoSOverridingOptions
 
 from ..errors import ConfigError, RadaraysError
 from ..sensors.diagnostics import sensor_status
@@ -49,6 +51,7 @@ from ..throttled_log import ThrottledLog, one_line
 from ..sensors.worlds import backend_options, empty_world, open_world
 from .convert import diagnostic_array, header_stamp_ns, rclpy_class, to_cdr
 from .gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, GazeboLink
+from .node_imu import ImuCompanion
 from .node_params import NODE_PARAMS, READ_ONLY, SENSOR_PARAMS
 from .node_sensor import Sensor, build_unit, checked_period, declare_sensors, frame_arg
 from .params import NodeParameters, from_ros
@@ -185,10 +188,22 @@ class SensorNode(Node):
                           durability=DurabilityPolicy.VOLATILE)
 
     def _make_publishers(self, sensor: Sensor, qos: QoSProfile) -> None:
+        """One publisher per topic of the unit; rclpy's standard `qos_overrides.<topic>.publisher.*` parameters
+        (reliability, history, depth) change a topic's QoS from a params file or `-p`, as in any ROS 2 driver."""
         if sensor.unit is None:
             return
         for relative, msgtype in sensor.unit.topics.items():
-            sensor.publishers[relative] = self.create_publisher(rclpy_class(msgtype), sensor.topic(relative), qos)
+            try:
+                msg_class = rclpy_class(msgtype)
+            except (ImportError, AttributeError, ValueError) as exc:  # radar_msgs: not on PyPI, apt only
+                package = msgtype.split("/")[0]
+                self._error(f"{sensor.label}: {sensor.topic(relative)} not published: {msgtype} cannot be imported "
+                            f"({exc}); install it (apt install ros-jazzy-{package.replace('_', '-')}) and source "
+                            "/opt/ros/jazzy, or turn the output off", key=f"import:{msgtype}")
+                continue
+            sensor.publishers[relative] = self.create_publisher(
+                msg_class, sensor.topic(relative), qos,
+                qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def _make_io(self) -> None:
         from tf2_msgs.msg import TFMessage
@@ -196,12 +211,16 @@ class SensorNode(Node):
         qos = self._qos()
         for sensor in self.sensors:
             self._make_publishers(sensor, qos)
+        self._publish_driver_metadata()
+        self._imus = [imu for sensor in self.sensors if self.params("imu") for imu in
+                      [ImuCompanion.maybe(self, sensor, qos, QoSOverridingOptions.with_default_policies())] if imu]
         self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False),
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True),
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                                             durability=DurabilityPolicy.TRANSIENT_LOCAL))
         self._publish_fixed_frames(TFMessage)
+        self._tf_pub = self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         sync_topic = self.params("sync_topic")
         if sync_topic:
             try:
@@ -221,6 +240,21 @@ class SensorNode(Node):
         self._diag_timer = self.create_timer(self.params("diagnostics_period"), self._publish_diagnostics, clock=steady)
         if self.gazebo is not None and self.gazebo.discovery is not None:
             self._adopt_timer = self.create_timer(0.5, self._adopt_discovered, clock=steady)
+
+    def _publish_driver_metadata(self) -> None:
+        """ouster-ros publishes the sensor's metadata JSON once, latched, on /ouster/metadata (its cloud and image
+        nodes wait for it): an Ouster sensor publishes `metadata` (std_msgs/String, reliable, transient local)."""
+        from std_msgs.msg import String
+
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self._metadata_pubs = []
+        for sensor in self.sensors:
+            text = getattr(getattr(sensor.unit, "config", None), "driver_metadata", None)
+            if sensor.kind != "lidar" or not text:
+                continue
+            publisher = self.create_publisher(String, sensor.topic("metadata"), latched)
+            publisher.publish(String(data=text))
+            self._metadata_pubs.append(publisher)
 
     def _publish_fixed_frames(self, tf_message_class) -> None:
         """With pose_source fixed, say where each sensor is: world_frame -> frame_id on /tf_static (latched),
@@ -318,7 +352,8 @@ class SensorNode(Node):
         if self.gazebo is not None and self.gazebo.mirror is not None:
             self.gazebo.mirror.refresh()  # the newest Gazebo poses, even when gazebo.max_rate_hz holds one back
         try:
-            result = unit.simulate(self._pose(sensor, t0_ns, unit.period_ns, sync), t0_ns)
+            pose = self._pose(sensor, t0_ns, unit.period_ns, sync)
+            result = unit.simulate(pose, t0_ns)
         except (TransformLookupError, RadaraysError, ValueError, FloatingPointError) as exc:
             sensor.stats.failed += 1
             sensor.stats.last_error = str(exc)
@@ -330,15 +365,34 @@ class SensorNode(Node):
         for relative, msg in unit.messages(result, stamp_ns, wanted).items():
             if not self.context.ok():  # Ctrl-C during the frame: rclpy shut the context down, drop it quietly
                 return
+            if relative not in sensor.publishers:  # its message package is missing (logged at startup)
+                continue
             try:
                 sensor.publishers[relative].publish(to_cdr(msg))  # the bag's bytes, see convert.py
             except Exception:  # noqa: BLE001 - rclpy's RCLError when the context closed after the check
                 if self.context.ok():
                     raise
                 return
+        if sensor.sdf is not None and self.params("sensor_tf"):
+            self._publish_sensor_tf(sensor, pose, t0_ns)
         done = time.perf_counter()
         sensor.stats.add_time(done - start, done - simulated, unit.rays_per_frame)
         sensor.stats.last_error = ""
+
+    def _publish_sensor_tf(self, sensor: Sensor, pose, t0_ns: int) -> None:
+        """world_frame -> the frame of a sensor declared in SDF, where its frame was taken, on /tf: nothing else
+        knows where Gazebo's sensor frames are (rviz could not place their clouds and images)."""
+        from ..io import messages
+
+        at = pose if isinstance(pose, np.ndarray) else pose.at([t0_ns])[0]
+        msg = messages.tf_message([messages.transform_stamped(at, t0_ns, self.params("world_frame"),
+                                                              sensor.unit.frame_id)])
+        if self.context.ok():
+            try:
+                self._tf_pub.publish(to_cdr(msg))
+            except Exception:  # noqa: BLE001 - the context closed after the check (Ctrl-C)
+                if self.context.ok():
+                    raise
 
     def _pose(self, sensor: Sensor, t0_ns: int, period_ns: int, sync: bool):
         """The sensor's pose over the sweep from the source its parameters choose (sensors/poses.py)."""

@@ -30,12 +30,26 @@ NODE_PARAMS = {
     "sync_topic": ParamInfo("", "when set, each message on this topic triggers one frame stamped with its stamp "
                             "(instead of the timer); any message type whose first field is a std_msgs/Header"),
     "sync_type": ParamInfo("sensor_msgs/msg/Image", "message type of sync_topic"),
-    "reliable": ParamInfo(False, "publish RELIABLE (rviz defaults) instead of the sensor-data BEST_EFFORT QoS", kind=bool),
-    "qos_depth": ParamInfo(5, "publisher queue depth", 1, 1000, kind=int),
+    "reliable": ParamInfo(True, "publish RELIABLE, as velodyne_pointcloud and livox_ros_driver2 do: reaches "
+                          "default-QoS subscribers (rclpy, rclcpp, rviz) and BEST_EFFORT ones alike; false = the "
+                          "sensor-data BEST_EFFORT QoS. Per topic: qos_overrides.<topic>.publisher.reliability|"
+                          "depth|history", kind=bool),
+    "qos_depth": ParamInfo(10, "publisher queue depth (KEEP_LAST; 10 as velodyne_pointcloud and rclcpp's default)",
+                           1, 1000, kind=int),
+    "imu": ParamInfo(True, "lidars whose driver publishes an IMU (Ouster: ouster-ros 100 Hz; Livox Mid-360/HAP: "
+                     "livox_ros_driver2 200 Hz, in g) publish <sensor>/imu from their pose source, with datasheet noise",
+                     kind=bool),
+    "driver_names": ParamInfo(False, "a lidar's topics and frame as its driver names them: velodyne_points in "
+                              "velodyne (velodyne_pointcloud); livox/lidar, livox/imu in livox_frame "
+                              "(livox_ros_driver2); ouster/points, ouster/imu in os_lidar (ouster-ros); an explicit "
+                              "frame_id wins", kind=bool),
+    "sensor_tf": ParamInfo(True, "sensors declared in SDF (Gazebo) publish world_frame -> their frame on /tf at "
+                           "each frame, so rviz can place them (off when another node publishes those frames)",
+                           kind=bool),
     "lazy": ParamInfo(True, "skip the simulation while nobody subscribes to the sensor's topics", kind=bool),
     "diagnostics_period": ParamInfo(1.0, "seconds between /diagnostics messages", 0.05, 3600.0, kind=float),
 }
-READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period",
+READ_ONLY = {"backend", "threads", "sync_topic", "sync_type", "reliable", "qos_depth", "diagnostics_period", "imu", "driver_names", "sensor_tf",
              *GAZEBO_PARAMS, *RIG_GAZEBO_PARAMS}
 SENSOR_PARAMS = {
     "frame_id": ParamInfo("", "frame of the sensor's messages and of its tf lookup ('' = the sensor's default)"),

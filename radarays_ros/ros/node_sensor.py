@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import ConfigError, RadaraysError
 from ..sensors.diagnostics import Stats
 from ..sensors.poses import fixed_pose
-from ..sensors.topics import sensor_topic
+from ..sensors.topics import driver_names, sensor_topic
 from ..sensors.units import SensorUnit, make_unit
 from ..validate import plain
 from .gazebo_link import SdfSensorPlan, sdf_topic
@@ -39,6 +39,7 @@ class Sensor:
         self.last_tick_ns: int | None = None  # grid slot of the last simulated sweep
         self.sdf: SdfSensorPlan | None = None  # a sensor declared in SDF
         self.gazebo_parent = ""  # pose_source gazebo: the link carrying it
+        self.driver_topics: dict[str, str] = {}  # driver_names: relative output -> the driver's topic
 
     @classmethod
     def declared_in_sdf(cls, plan: SdfSensorPlan) -> "Sensor":
@@ -63,6 +64,8 @@ class Sensor:
     def topic(self, relative: str) -> str:
         if self.sdf is not None:
             return sdf_topic(self.sdf.topic, self.kind, relative)
+        if relative in self.driver_topics:  # driver_names: the imitated driver's own topic
+            return self.driver_topics[relative]
         return sensor_topic(self.name, relative)  # the one rule of bags, rig and nodes
 
     def submit(self, frame: Callable[[], None], crashed: Callable[[str], None]) -> None:
@@ -221,6 +224,11 @@ def build_unit(sensor: Sensor, params, scene, backend, error: Callable[[str], No
               f"{sensor.prefix}sensor.* values in the params file and restart the node.")
         return
     sensor.frame_id = sensor.unit.frame_id
+    names = driver_names(getattr(sensor.unit.config, "layout", "")) if params("driver_names") else None
+    if names is not None and sensor.sdf is None:  # the imitated driver's topics, and its frame unless frame_id is set
+        sensor.driver_topics = names[0]
+        if not params(sensor.prefix + "frame_id"):
+            sensor.frame_id = sensor.unit.frame_id = names[1]
     params.declare(sensor.unit.params(), sensor.prefix + "sensor.", dynamic=True)
     outputs = params.declare(sensor.unit.output_params(), sensor.prefix + "output.")
     try:

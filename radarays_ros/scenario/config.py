@@ -8,6 +8,8 @@
     start: 0.0                           # s, first sweep (default: the trajectory's start)
     duration: 2.5                        # s (default: to the trajectory's end)
     tf_rate_hz: 50                       # /tf and /clock messages per second
+    bag_time: auto                       # the bag's clock at `start` (see bag_start_ns): auto | now | trajectory
+                                         #   | seconds since 1970 (never 0: tf2 reads stamp 0 as "latest")
     sensors:
       radar:                             # the topic namespace: /radar/image (see sensor_topic)
         type: radar                      # radar | lidar
@@ -57,7 +59,12 @@ from ..world.transforms import MAX_COORDINATE_M, pose_to_matrix, quaternion_to_m
 from .odometry import OdometrySpec, odometry_spec
 
 TOP_KEYS = ("world", "materials", "ignore", "world_frame", "base_frame", "start", "duration", "tf_rate_hz",
-            "sensors", "trajectory", "entities", "description", "backend", "odometry")
+            "sensors", "trajectory", "entities", "description", "backend", "odometry", "bag_time")
+# bag_time auto: a trajectory whose times are already absolute (after 2001-09-09, as one from a recorded bag)
+# keeps them; any other starts the bag at this fixed instant (2024-01-01T00:00:00Z), so a run is reproducible
+ABSOLUTE_AFTER_NS = 1_000_000_000 * 1_000_000_000
+DEFAULT_BAG_START_NS = 1_704_067_200 * 1_000_000_000
+BAG_TIME_WORDS = ("auto", "now", "trajectory")
 SENSOR_KEYS = ("type", "config", "set", "mount", "frame_id", "output", "max_frames", "frames", "realistic")
 TRAJECTORY_KEYS = ("csv", "waypoints", "speed", "z", "bag", "topic", "frame")
 # a sensor name is a ROS name (its topics' namespace): tokens of letters, digits and '_', joined by '/'
@@ -100,6 +107,31 @@ class Scenario:
     entities: tuple = field(default=())
     backend: str = "embree"
     odometry: OdometrySpec = field(default_factory=OdometrySpec)
+    bag_time: object = "auto"  # a BAG_TIME_WORDS word, or seconds since 1970 (float)
+
+    def stamp_offset_ns(self, now_ns: int | None = None) -> int:
+        """What the bag adds to simulated times (the trajectory's): its stamps start at bag_start_ns."""
+        return bag_start_ns(self.bag_time, self.start_ns, now_ns) - self.start_ns
+
+
+def bag_start_ns(bag_time, start_ns: int, now_ns: int | None = None) -> int:
+    """The bag time of the run's first instant. Stamp 0 is avoided: tf2 reads it as "the latest transform"
+    and a simulated /clock at 0 means "not started" to nodes under use_sim_time.
+
+    auto: `start_ns` itself when the trajectory's times are absolute (>= ABSOLUTE_AFTER_NS), else the fixed
+    DEFAULT_BAG_START_NS (reproducible bags); now: `now_ns` (the wall clock when the run starts);
+    trajectory: the trajectory's own times, whatever they are; a number: that many seconds since 1970."""
+    if bag_time == "trajectory" or (bag_time == "auto" and start_ns >= ABSOLUTE_AFTER_NS):
+        return start_ns
+    if bag_time == "auto":
+        return DEFAULT_BAG_START_NS
+    if bag_time == "now":
+        import time
+
+        return time.time_ns() if now_ns is None else int(now_ns)
+    from decimal import Decimal
+
+    return int(Decimal(repr(float(bag_time))) * 1_000_000_000)  # 1.7e9 + 0.25 s to the ns (float * 1e9 is not)
 
 
 MAX_TF_STAMPS = 4_000_000  # 512 MB of ground-truth poses: a 22-hour run at 50 Hz
@@ -166,9 +198,15 @@ def scenario_from_data(data: Any, path: Path) -> Scenario:
     limits.check_product(where, {"run seconds": (end_ns - start_ns) / 1e9, "tf_rate_hz": tf_rate},
                          MAX_TF_STAMPS, "/tf stamps")
     odometry = odometry_spec(data.get("odometry"), f"{where}: odometry")
+    bag_time = data.get("bag_time", "auto")
+    if not (isinstance(bag_time, str) and bag_time in BAG_TIME_WORDS):
+        if isinstance(bag_time, str):
+            raise ConfigError(f"{where}: bag_time = {plain(bag_time)}: expected {', '.join(BAG_TIME_WORDS)} or "
+                              "seconds since 1970 (> 0)")
+        bag_time = _number(data, "bag_time", where, None, lo=0.0, lo_open=True, hi=4e9)
     return Scenario(path, world_path, (base / str(materials)).resolve() if materials else None, tuple(ignore),
                     str(data.get("world_frame", "map")), str(data.get("base_frame", "base_link")), start_ns, end_ns,
-                    tf_rate, specs, trajectory, tuple(motions), str(data.get("backend", "embree")), odometry)
+                    tf_rate, specs, trajectory, tuple(motions), str(data.get("backend", "embree")), odometry, bag_time)
 
 
 def _sensor(name: str, spec: Any, where: str, base: Path) -> SensorSpec:

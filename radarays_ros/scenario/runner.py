@@ -5,7 +5,9 @@ ones the nodes publish, on the topics of `sensor_topic`), /tf (REP-105: world_fr
 base_frame), nav_msgs/Odometry on /odom (drifting as the scenario's `odometry.drift` says, exact by
 default), /tf_static (base_frame -> each sensor) and /clock, all at their simulated times, so
 `ros2 bag play` drives nodes running with use_sim_time. Sweeps are stamped with their start; they
-are logged when they end (when a driver would publish).
+are logged when they end (when a driver would publish). The bag's clock is the scenario's times shifted
+to start at its `bag_time` (config.bag_start_ns: never 0 by default); the simulation itself (poses,
+moving entities, noise) runs on the scenario's own times, so only stamps differ between bag times.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from ..io import messages
 from ..io.bag import BagWriter, check_output_path
 from .config import Scenario, load_scenario, matching_entities
 from ..sensors.poses import poses_over
-from ..sensors.topics import topic_messages
+from ..sensors.topics import sensor_topic, topic_messages
 from ..sensors.units import SensorUnit, make_unit
 from .odometry import odometry_msg, odometry_poses, travelled
 from .pictures import RunPictures, safe_file_name
@@ -111,18 +113,26 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
     odom = odometry_poses(truth, scenario.odometry)
     driven = travelled(truth)
 
+    shift = scenario.stamp_offset_ns()  # simulated time -> bag time (stamps and log times)
+
     with BagWriter(out, overwrite=overwrite) as bag, RunPictures() as pictures_writer:
         def write(topic, msg, t_ns):
             bag.write(topic, msg, t_ns)
             counts[topic] = counts.get(topic, 0) + 1
 
-        statics = [messages.transform_stamped(spec.mount, scenario.start_ns, scenario.base_frame, spec.frame_id)
-                   for spec in scenario.sensors]
-        write("/tf_static", messages.tf_message(statics), scenario.start_ns)
+        statics = [messages.transform_stamped(spec.mount, scenario.start_ns + shift, scenario.base_frame,
+                                              spec.frame_id) for spec in scenario.sensors]
+        write("/tf_static", messages.tf_message(statics), scenario.start_ns + shift)
+        for spec in scenario.sensors:  # the IMU of an Ouster or Livox lidar, as its driver publishes it
+            _write_imu(write, scenario, spec, units[spec.name], topics[spec.name], shift)
+            metadata = getattr(units[spec.name].config, "driver_metadata", None)
+            if spec.kind == "lidar" and metadata:  # ouster-ros: /ouster/metadata, the sensor's JSON (latched)
+                write("/" + sensor_topic(topics[spec.name].strip("/"), "metadata"), messages.string(metadata),
+                      scenario.start_ns + shift)
         next_tf = 0
         for log_ns, t0, name, k in events:
             while next_tf < len(tf_times) and tf_times[next_tf] <= log_ns:
-                _write_pose(write, scenario, tf_times, truth, odom, driven, next_tf)
+                _write_pose(write, scenario, tf_times + shift, truth, odom, driven, next_tf)
                 next_tf += 1
             for trajectory, ids, offsets in movers:
                 pose = trajectory.at([t0])[0]
@@ -131,8 +141,8 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
             mount = mounts[name]
             sensor_poses = poses_over(lambda times: scenario.trajectory.at(times) @ mount, t0, unit.period_ns)
             result = unit.simulate(sensor_poses, t0)
-            for topic, msg in topic_messages(unit, result, t0, topics[name]).items():
-                write(topic, msg, log_ns)
+            for topic, msg in topic_messages(unit, result, t0 + shift, topics[name]).items():
+                write(topic, msg, log_ns + shift)
             frames[name] += 1
             if picture_dir is not None:
                 written_pictures.append(pictures_writer.write(name, unit, result, picture_dir / f"{picture_names[name]}_{k:04d}.png"))
@@ -157,6 +167,26 @@ def _write_pose(write, scenario: Scenario, times, truth, odom, driven, i: int) -
     dt = (t - int(times[i - 1])) * 1e-9 if i else 0.0
     write(scenario.odometry.topic, odometry_msg(odom[i], odom[i - 1] if i else odom[i], dt, float(driven[i]), t,
                                                 scenario.odometry, scenario.base_frame), t)
+
+
+def _write_imu(write, scenario: Scenario, spec, unit: SensorUnit, namespace: str, shift: int) -> None:
+    """`/<name>/imu` (sensor_msgs/Imu) over the whole run for a lidar whose driver publishes an IMU (ouster-ros,
+    livox_ros_driver2; sensors/imu.py), at the sensor's pose, seeded by the sensor's seed (its own stream)."""
+    from ..sensors.imu import G0, imu_for_layout, imu_samples
+
+    imu = imu_for_layout(getattr(unit.config, "layout", "")) if spec.kind == "lidar" else None
+    if imu is None:
+        return
+    times = np.arange(scenario.start_ns, scenario.end_ns + 1, imu.period_ns, dtype=np.int64)
+    rng = np.random.default_rng([int(unit.config.seed), 0x1A0])  # apart from the lidar's own draws
+    gyro, accel = imu_samples(lambda t: scenario.trajectory.at(t) @ spec.mount, times, imu, rng,
+                              span_ns=(scenario.trajectory.start_ns, scenario.trajectory.end_ns))
+    g2, a2 = ((density ** 2) * imu.rate_hz for density in (imu.gyro_noise_density, imu.accel_noise_density))
+    if imu.accel_in_g:
+        a2 /= G0 ** 2
+    topic = "/" + sensor_topic(namespace.strip("/"), "imu")
+    for t, w, f in zip(times, gyro, accel):  # in the lidar's frame: the IMU sits at its pose (sensors/imu.py)
+        write(topic, messages.imu(w, f, int(t) + shift, spec.frame_id, g2, a2), int(t) + shift)
 
 
 def _progress_bar(total: int, stream):

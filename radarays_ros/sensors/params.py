@@ -41,6 +41,8 @@ def radar_output_params() -> dict[str, ParamInfo]:
         "points_min_value": ParamInfo(1.0, "radar/points: smallest image value that can be a point", 0.0, 1e9, kind=float),
         "points_pfa": ParamInfo(1e-5, "radar/points of physical images: CA-CFAR false-alarm rate per bin (the image's "
                                 "correlated bins counted as effective cells; replaces points_threshold)", 1e-12, 0.5, kind=float),
+        "radar_scan": ParamInfo(False, "also radar/scan: radar/points' detections as radar_msgs/RadarScan (a node "
+                                "needs ros-jazzy-radar-msgs; bags carry its definition)", kind=bool),
         "cartesian_pixels": ParamInfo(800, "radar/image_cartesian: width = height in pixels (about)", 16, 8192, kind=int),
         "cartesian_max_range": ParamInfo(0.0, "radar/image_cartesian: metres shown (0 = the whole range)",
                                          0.0, 1e5, kind=float),

@@ -7,6 +7,27 @@ if TYPE_CHECKING:
     from .units import SensorUnit
 
 
+# Topic and frame names of the drivers a lidar layout imitates (their defaults, from their sources):
+# velodyne_pointcloud publishes `velodyne_points` in frame `velodyne`; livox_ros_driver2 `livox/lidar` and
+# `livox/imu` in `livox_frame`; ouster-ros `/ouster/points`, `/ouster/points2`, `/ouster/imu`, `/ouster/metadata`
+# in `os_lidar`.
+# Relative names stay relative (under the node's namespace), as the drivers' own.
+DRIVER_NAMES = {
+    "velodyne": ({"points": "velodyne_points"}, "velodyne"),
+    "livox": ({"points": "livox/lidar", "imu": "livox/imu"}, "livox_frame"),
+    "livox_xyzrtl": ({"points": "livox/lidar"}, "livox_frame"),
+    "ouster": ({"points": "ouster/points", "points2": "ouster/points2", "imu": "ouster/imu",
+                "metadata": "ouster/metadata"}, "os_lidar"),
+    "ouster_native": ({"points": "ouster/points", "points2": "ouster/points2", "imu": "ouster/imu",
+                       "metadata": "ouster/metadata"}, "os_lidar"),
+}
+
+
+def driver_names(layout: str) -> tuple[dict[str, str], str] | None:
+    """({relative output: the driver's topic}, the driver's frame) of a cloud layout, or None."""
+    return DRIVER_NAMES.get(layout)
+
+
 def sensor_topic(namespace: str, relative: str) -> str:
     """The one naming rule of sensor topics (bags of `radarays run`, the rig node, the single nodes).
 

@@ -156,7 +156,19 @@ class RadarUnit(SensorUnit):
                 pfa=self.output["points_pfa"])
         if "radar/image_cartesian" in wanted:
             out["radar/image_cartesian"] = messages.rgb_image(self.cartesian(result), stamp_ns, self.frame_id)
+        if "radar/scan" in wanted and self.output.get("radar_scan"):
+            from ..io.radar_scan import radar_scan_msg
+
+            out["radar/scan"] = radar_scan_msg(
+                result, stamp_ns, self.frame_id, k=self.output["points_k"],
+                threshold=self.output["points_threshold"], min_value=self.output["points_min_value"])
         return out
+
+    def set_output(self, values: Mapping[str, Any]) -> None:
+        """As SensorUnit's; output.radar_scan adds radar/scan (radar_msgs/RadarScan) to this unit's topics."""
+        super().set_output(values)
+        self.topics = {**RadarUnit.topics, **({"radar/scan": "radar_msgs/msg/RadarScan"}
+                                             if self.output.get("radar_scan") else {})}
 
     def cartesian(self, result) -> np.ndarray:
         """Bird's-eye RGB picture of a frame (sensor at the centre, forward up)."""
@@ -242,12 +254,15 @@ class LidarUnit(SensorUnit):
         from ..io import lidar_clouds as lio
 
         wanted = set(self.topics) if wanted is None else set(wanted)
-        # a sweep stamped at its start gets its layout's own stamp (velodyne: the last firing)
-        stamp = None if stamp_ns == result.t0_ns else stamp_ns
+        # stamp_ns is the sweep start on the caller's clock, which may run shifted from the simulation's (a
+        # scenario's bag_time): each message gets its layout's own stamp (velodyne: the last firing) on that clock
+        shift = int(stamp_ns) - int(result.t0_ns)
+        stamp = None if shift == 0 else int(stamp_ns)
+        ground_truth = tuple(self.output["ground_truth"] or ())
         out = {}
         if "points" in wanted:
-            out["points"] = lio.pointcloud_msg(result, stamp, self.frame_id, self.config.layout,
-                                              ground_truth=tuple(self.output["ground_truth"] or ()))
+            out["points"] = lio.pointcloud_msg(result, None, self.frame_id, self.config.layout,
+                                              ground_truth=ground_truth, clock_shift_ns=shift)
         if "scan" in wanted and self.config.planar:
             out["scan"] = lio.laserscan_msg(result, stamp, self.frame_id)
         if "range" in wanted and self.config.kind == "cone":
@@ -255,9 +270,8 @@ class LidarUnit(SensorUnit):
         if wanted & {"depth/image", "depth/camera_info"} and self.config.kind == "depth_camera":
             out["depth/image"], out["depth/camera_info"] = lio.depth_msgs(result, stamp, self.frame_id)
         if "points2" in wanted and result.second is not None:  # ouster-ros: the second return, stamped as points
-            out["points2"] = lio.pointcloud_msg(result.second, stamp if stamp is not None else result.t0_ns,
-                                               self.frame_id, self.config.layout,
-                                               ground_truth=tuple(self.output["ground_truth"] or ()))
+            out["points2"] = lio.pointcloud_msg(result.second, result.t0_ns, self.frame_id, self.config.layout,
+                                               ground_truth=ground_truth, clock_shift_ns=shift)
         return out
 
     def livox_custom(self, result, package: str = "livox_ros_driver"):

@@ -101,7 +101,9 @@ class MaterialLibrary:
         shipped = cls.load()
         if path is None:
             return shipped
-        path = Path(path)
+        from ..resources import shipped_example
+
+        path = shipped_example(path) or Path(path)  # `materials_room`: the shipped example of that name
         return shipped.merged(cls.from_dict(read_yaml(path, "material library"), origin=str(path)))
 
     @classmethod

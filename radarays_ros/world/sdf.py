@@ -30,7 +30,11 @@ What is read:
   "sdf:<scoped visual name>" with radar {velocity, brdf: radarays, A: ambient, B: diffuse, C: specular}
   and the library default's lidar part. `<radarays><material>NAME</material></radarays>` names a library
   material (and wins over `<radarays_material>`). Everything else: the library's assign rules.
-* Ignored: a model/link/visual holding `<rmagine_ignore/>` or `<radarays_ignore/>`, and every scoped
+  Namespaced forms, which sdformat (Gazebo) copies without its "not defined in SDF" warning:
+  `<radarays:material>NAME</radarays:material>`, `<radarays:radarays_material>` (or `gz:` as the prefix),
+  with `xmlns:radarays="https://github.com/uos/radarays_ros"` on `<sdf>`; an undeclared prefix of ours is
+  declared for the reader (a world handed back by Gazebo may lack it). The shipped worlds use these.
+* Ignored: a model/link/visual holding `<rmagine_ignore/>`, `<radarays_ignore/>` or `<radarays:ignore/>`, and every scoped
   name (`model`, `model::link`, `model::link::visual`) matching one of the `ignore` globs.
 
 Entity names are scoped: `model::link::visual`, nested `outer::inner::link::visual`.
@@ -50,6 +54,7 @@ import copy
 import fnmatch
 import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -247,6 +252,7 @@ def parse_xml(text, source: str) -> etree._Element:
     """Parse XML; malformed input -> WorldError with file and line."""
     if isinstance(text, str):
         text = text.encode()
+    text = _declare_our_prefixes(text)
     parser = etree.XMLParser(remove_comments=True, resolve_entities=False, no_network=True)
     try:
         root = etree.fromstring(text, parser)
@@ -256,6 +262,20 @@ def parse_xml(text, source: str) -> etree._Element:
     if root is None:
         raise WorldError(f"{source}: empty document")
     return root
+
+
+OUR_NAMESPACES = {"radarays": b"https://github.com/uos/radarays_ros", "gz": b"http://gazebosim.org/schema"}
+
+
+def _declare_our_prefixes(text: bytes) -> bytes:
+    """Declare `xmlns:radarays` / `xmlns:gz` on the root element when the document uses the prefix without
+    declaring it: a world Gazebo hands back (generate_world_sdf) or a hand-written one still parses."""
+    for prefix, uri in OUR_NAMESPACES.items():
+        if b"<" + prefix.encode() + b":" in text and b"xmlns:" + prefix.encode() not in text:
+            start = re.search(rb"<(?![?!])[A-Za-z_][\w.-]*", text)
+            if start is not None:
+                text = text[:start.end()] + b' xmlns:' + prefix.encode() + b'="' + uri + b'"' + text[start.end():]
+    return text
 
 
 # -- includes ---------------------------------------------------------------------------------------
@@ -274,7 +294,8 @@ def _origin(element) -> tuple[Path, str]:
 
 def _where(element) -> str:
     _, source = _origin(element)
-    label = f"<{element.tag}"
+    qname = etree.QName(element)
+    label = f"<{element.prefix}:{qname.localname}" if element.prefix else f"<{qname.localname}"
     if element.get("name"):
         label += f" name='{element.get('name')}'"
     return f"{source}:{element.sourceline} {label}>"
@@ -324,9 +345,8 @@ def _load_include(inc, opts: _Options):
         # the include's pose is written in the including file: keep its source for error messages
     if inc.find("static") is not None:
         _set_child_text(model, "static", inc.findtext("static"))
-    for tag in IGNORE_TAGS:
-        if inc.find(tag) is not None and model.find(tag) is None:
-            model.append(etree.Element(tag))
+    if _has_ignore_tag(inc) and not _has_ignore_tag(model):
+        model.append(etree.Element(IGNORE_TAGS[0]))
     if inc.find("placement_frame") is not None:
         opts.report.warn(f"{_where(inc)}: <placement_frame> is not supported; the model's own frame is placed")
     return model
@@ -471,8 +491,13 @@ def _flag(element, tag: str) -> bool:
     return (element.findtext(tag) or "").strip().lower() in ("true", "1")
 
 
+def _has_ignore_tag(element) -> bool:
+    """`<rmagine_ignore/>`, `<radarays_ignore/>` or the namespaced `<radarays:ignore/>` among the children."""
+    return _ours(element, *IGNORE_TAGS, "ns:ignore") is not None
+
+
 def _ignored(element, scoped: str, opts: _Options) -> bool:
-    if any(element.find(tag) is not None for tag in IGNORE_TAGS):
+    if _has_ignore_tag(element):
         return True
     return any(fnmatch.fnmatchcase(scoped, pattern) for pattern in opts.ignore)
 
@@ -641,19 +666,46 @@ def _vec(child, n: int, what: str) -> tuple[float, ...]:
 RADARAYS_MATERIAL_KEYS = ("velocity", "ambient", "diffuse", "specular")
 
 
+OUR_PREFIXES = ("radarays", "gz")  # namespace prefixes of our tags (declared on <sdf> with xmlns:PREFIX="...")
+
+
+def _ours(element, *names: str):
+    """The first child of `element` named one of `names`, plain (`<radarays_material>`) or in one of our
+    namespaces (`<radarays:radarays_material>`, `<gz:radarays>`): sdformat copies namespaced elements without
+    its "not defined in SDF" warning, plain ones with it. `<radarays:material>` is asked for as 'ns:material'."""
+    for child in element:
+        if not isinstance(child.tag, str):
+            continue
+        qname = etree.QName(child)
+        if qname.namespace is None:
+            if qname.localname in names:
+                return child
+        elif child.prefix in OUR_PREFIXES and (qname.localname in names or f"ns:{qname.localname}" in names):
+            return child
+    return None
+
+
+def _text_of(element, key: str) -> str:
+    found = _ours(element, key, f"ns:{key}")
+    return (found.text or "").strip() if found is not None else ""
+
+
 def _material_tags(shape, scoped: str, opts: _Options) -> tuple[str | None, Material | None]:
-    ours = shape.find("radarays")
-    if ours is not None and (ours.findtext("material") or "").strip():
-        name = ours.findtext("material").strip()
+    ours = _ours(shape, "radarays")  # <radarays><material>NAME</material></radarays>
+    named = _ours(shape, "ns:material")  # <radarays:material>NAME</radarays:material>
+    for where, name in ((ours, _text_of(ours, "material") if ours is not None else ""),
+                        (named, (named.text or "").strip() if named is not None else "")):
+        if not name:
+            continue
         if name not in opts.library.names:
-            raise WorldError(f"{_where(ours)} of '{scoped}': unknown material '{name}'; known: {', '.join(opts.library.names)}")
+            raise WorldError(f"{_where(where)} of '{scoped}': unknown material '{name}'; known: {', '.join(opts.library.names)}")
         return name, None
-    tag = shape.find("radarays_material")
+    tag = _ours(shape, "radarays_material")
     if tag is None:
         return None, None
     values = {}
     for key in RADARAYS_MATERIAL_KEYS:
-        text = (tag.findtext(key) or "").strip()
+        text = _text_of(tag, key)
         if not text:
             values[key] = 0.0  # the plugin's sdf Get<float> of a missing child is 0
             opts.report.warn(f"{_where(tag)} of '{scoped}': no <{key}>; 0.0 used, as RadaRays' Gazebo plugin does")

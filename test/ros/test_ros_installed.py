@@ -40,6 +40,19 @@ def test_ros2_run_finds_every_executable(colcon_install):
         assert os.access(lib / name, os.X_OK), f"{name} not installed in lib/radarays_ros (setup.cfg script_dir)"
 
 
+def test_source_install_setup_bash_works_in_a_venv(colcon_install):
+    """`source install/setup.bash` as the README says: colcon-bash (test extra) writes it; it puts the package's
+    prefix on AMENT_PREFIX_PATH and its site-packages on the path."""
+    setup = colcon_install.parents[0] / "setup.bash"
+    assert setup.is_file(), "install/setup.bash missing: colcon-bash not installed (pip install radarays_ros[test])"
+    script = (f"source {setup} && {sys.executable} -c 'import os, radarays_ros; "
+              "print(os.environ[\"AMENT_PREFIX_PATH\"]); print(radarays_ros.__file__)'")
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=colcon_install.parents[1])
+    assert result.returncode == 0, result.stdout + result.stderr
+    prefixes, module = result.stdout.strip().splitlines()[-2:]
+    assert str(colcon_install) in prefixes.split(os.pathsep) and module.startswith(str(colcon_install))
+
+
 def test_package_is_registered_and_data_is_installed(colcon_install):
     assert (colcon_install / "share" / "ament_index" / "resource_index" / "packages" / "radarays_ros").is_file()
     share = colcon_install / "share" / "radarays_ros"

@@ -29,7 +29,10 @@ def test_vlp16_velodyne_layout(tmp_path):
     with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
         clouds = probe.subscribe("/points", "sensor_msgs/msg/PointCloud2")
         typed = probe.subscribe_typed("/points", "sensor_msgs/msg/PointCloud2")
+        default_qos = probe.subscribe("/points", "sensor_msgs/msg/PointCloud2", qos=10)  # as velodyne_pointcloud
         msgs = clouds.wait(2, timeout=40)
+        default_qos.wait(1, timeout=20)
+        assert not probe.node.get_publishers_info_by_topic("/imu")  # velodyne_driver has no IMU
         deadline = time.monotonic() + 10
         while not typed and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -103,3 +106,64 @@ def test_rig_runs_radar_and_two_lidars_on_one_world(tmp_path):
     pts = cloud_array(t)
     ok = np.isfinite(pts["x"])
     assert np.isclose(np.abs(np.stack([pts["x"][ok], pts["y"][ok]], 1)).max(axis=1), 9.9, atol=0.1).mean() > 0.95
+
+
+def test_livox_lidar_node_publishes_its_imu_as_livox_ros_driver2(tmp_path):
+    """Mid-360 (ICM-40609-D): /imu at 200 Hz of node time, in the lidar's frame, the acceleration in g; a
+    sensor at rest tilted by roll reads gravity in its own frame, no rate, within the datasheet noise."""
+    roll = 0.2
+    params = write_params(tmp_path / "livox.yaml", "lidar_node", {
+        "world": str(ROOM), "config": "Mid-360", "pose_source": "fixed", "fixed_pose": [0.0, 0.0, 1.0, roll, 0.0, 0.0]})
+    with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
+        imu = probe.subscribe("/imu", "sensor_msgs/msg/Imu", qos=10)  # rclpy's default QoS
+        msgs = imu.wait(40, timeout=40)
+        assert node.alive(), node.output()
+    msg = msgs[-1]
+    assert msg.header.frame_id == "lidar" and msg.orientation_covariance[0] == -1  # the cloud's frame, as the driver
+    stamps = np.array([stamp_ns(m.header) for m in msgs])
+    assert np.all(stamps % 5_000_000 == 0) and np.all(np.diff(stamps) > 0)  # on the 200 Hz grid, in order
+    accel = np.array([[m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z] for m in msgs])
+    gyro = np.array([[m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z] for m in msgs])
+    # R^T (0, 0, 1 g) for a roll about x: (0, sin(roll), cos(roll)); per-sample noise 100 ug x sqrt(200) = 1.4 mg
+    np.testing.assert_allclose(accel, np.tile([0.0, np.sin(roll), np.cos(roll)], (len(msgs), 1)), atol=0.01)
+    assert np.abs(gyro).max() < 0.01 and gyro.std() > 0  # 4.5 mdeg/s/sqrt(Hz): noisy, never exact
+
+
+def test_driver_names_give_the_livox_driver2_topics_and_frame(tmp_path):
+    """driver_names: true -> /livox/lidar and /livox/imu in livox_frame, as livox_ros_driver2 names them,
+    received by default-QoS subscribers; nothing on the radarays names."""
+    params = write_params(tmp_path / "livox.yaml", "lidar_node", {
+        "world": str(ROOM), "config": "Mid-360", "pose_source": "fixed", "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+        "driver_names": True, "lazy": False})
+    with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
+        clouds = probe.subscribe("/livox/lidar", "sensor_msgs/msg/PointCloud2", qos=10)
+        imu = probe.subscribe("/livox/imu", "sensor_msgs/msg/Imu", qos=10)
+        cloud = clouds.wait(1, timeout=40)[-1]
+        sample = imu.wait(1, timeout=20)[-1]
+        assert not probe.node.get_publishers_info_by_topic("/points")
+        assert node.alive(), node.output()
+    assert cloud.header.frame_id == sample.header.frame_id == "livox_frame" and cloud.height == 1
+
+
+def test_ouster_node_latches_its_metadata_and_publishes_its_imu(tmp_path):
+    """As ouster-ros: /ouster/metadata latched (a subscriber that comes late still gets it), /ouster/imu at
+    100 Hz in m/s^2, /ouster/points in os_lidar (driver_names)."""
+    import json
+
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+    params = write_params(tmp_path / "ouster.yaml", "lidar_node", {
+        "world": str(ROOM), "config": "OS1-16", "pose_source": "fixed", "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+        "driver_names": True})
+    with Probe() as probe, NodeProcess("radarays_ros.ros.lidar_node", params_file=params) as node:
+        probe.wait_for_publisher("/ouster/imu")
+        imu = probe.subscribe("/ouster/imu", "sensor_msgs/msg/Imu", qos=10)
+        samples = imu.wait(5, timeout=40)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        metadata = probe.subscribe("/ouster/metadata", "std_msgs/msg/String", qos=latched)  # late, after startup
+        text = metadata.wait(1, timeout=20)[-1].data
+        assert node.alive(), node.output()
+    meta = json.loads(text)
+    assert "1024x10" in text and meta  # the sensor's JSON, made to say what is simulated
+    assert samples[-1].header.frame_id == "os_lidar"
+    assert samples[-1].linear_acceleration.z == pytest.approx(9.80665, abs=0.05)  # m/s^2, as ouster-ros

@@ -70,18 +70,58 @@ def test_layout_encoding_and_qos_by_parameter(tmp_path):
     assert picture.header.frame_id == "radar"
 
 
-def test_default_qos_is_sensor_data_and_reliable_subscriber_gets_nothing(tmp_path):
+def test_default_qos_reaches_a_default_qos_subscriber(tmp_path):
+    """RELIABLE depth 10 as velodyne_pointcloud and livox_ros_driver2 publish: a subscriber with rclpy's default
+    QoS (an int depth: RELIABLE, KEEP_LAST) and a sensor-data (BEST_EFFORT) one both receive every topic."""
+    from rclpy.qos import ReliabilityPolicy
+
     params = radar_params(tmp_path, lazy=False)
     with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        default = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos=10)
+        points = probe.subscribe("/radar/points", "sensor_msgs/msg/PointCloud2", qos=10)
         best_effort = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos="sensor")
-        reliable = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos="reliable")
+        default.wait(2, timeout=40)
+        points.wait(1, timeout=20)
+        best_effort.wait(1, timeout=20)
+        info = probe.node.get_publishers_info_by_topic("/radar/image")
+        # discovery does not carry the history depth: the node's own qos_overrides parameters state it
+        qos = probe.get_parameters("radar_node", [f"qos_overrides./radar/image.publisher.{k}"
+                                                  for k in ("reliability", "history", "depth")])
+        assert node.alive(), node.output()
+    assert info[0].qos_profile.reliability == ReliabilityPolicy.RELIABLE
+    assert qos == ["reliable", "keep_last", 10]
+    # the type hash rmw announces is the one our bags write as topic_type_hash (io/bag.py, via rosbags)
+    from radarays_ros.io.messages import TYPESTORE
+
+    assert str(info[0].topic_type_hash) == TYPESTORE.hash_rihs01("sensor_msgs/msg/Image")
+
+
+def test_qos_by_parameter_and_standard_qos_overrides(tmp_path):
+    """`reliable: false` gives BEST_EFFORT (a default-QoS subscriber then gets nothing); rclpy's standard
+    qos_overrides.<topic>.publisher.* parameters change one topic and leave the others."""
+    from rclpy.qos import ReliabilityPolicy
+
+    overrides = {"/radar/points": {"publisher": {"reliability": "best_effort", "depth": 3}}}
+    params = radar_params(tmp_path, lazy=False, qos_overrides=overrides)
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos=10)
+        images.wait(1, timeout=40)
+        points = probe.node.get_publishers_info_by_topic("/radar/points")
+        image = probe.node.get_publishers_info_by_topic("/radar/image")
+        depth = probe.get_parameters("radar_node", ["qos_overrides./radar/points.publisher.depth"])
+        assert node.alive(), node.output()
+        assert "unknown parameter" not in node.output()
+    assert points[0].qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT and depth == [3]
+    assert image[0].qos_profile.reliability == ReliabilityPolicy.RELIABLE
+    params = radar_params(tmp_path, lazy=False, reliable=False)
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        best_effort = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos="sensor")
+        default = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos=10)
         best_effort.wait(3, timeout=40)
         info = probe.node.get_publishers_info_by_topic("/radar/image")
         assert node.alive(), node.output()
-    from rclpy.qos import ReliabilityPolicy
-
     assert info[0].qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
-    assert len(reliable) == 0  # incompatible QoS: why the rviz configs say Best Effort
+    assert len(default) == 0  # incompatible QoS: a RELIABLE subscriber is not served by a BEST_EFFORT publisher
 
 
 def test_parameter_changes_accepted_and_rejected(tmp_path):
@@ -109,7 +149,7 @@ def test_parameter_changes_accepted_and_rejected(tmp_path):
     assert kept == ["D3", AZIMUTHS, 200]
     # descriptors: what a key means and what it may be
     assert "rays per azimuth" in samples.description and samples.integer_range[0].from_value == 1
-    assert reliable.read_only and "BEST_EFFORT" in reliable.description
+    assert reliable.read_only and "RELIABLE" in reliable.description and "qos_overrides" in reliable.description
     # the accepted change is live, the rejected ones changed nothing
     assert (msg.encoding, msg.height, msg.width) == ("32FC1", 200, AZIMUTHS)
 
@@ -300,3 +340,17 @@ def test_bad_preset_and_typos_reported_at_startup(tmp_path):
     assert "unknown radar config 'navtech_cts999'" in log and "navtech_cir204" in log  # the presets it could be
     assert "pose_sorce" in log and "unknown parameter" in log
     assert status["_level"] == 2 and "navtech_cts999" in status["_message"]
+
+
+def test_radar_scan_without_radar_msgs_says_what_to_install_and_publishes_the_rest(tmp_path):
+    """output.radar_scan needs radar_msgs (no PyPI wheel): without it the node names the apt package and goes on."""
+    import importlib.util
+
+    if importlib.util.find_spec("radar_msgs") is not None:
+        pytest.skip("radar_msgs is installed here: the node publishes radar/scan")
+    params = radar_params(tmp_path, lazy=False, output={"radar_scan": True})
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos=10)
+        images.wait(2, timeout=40)
+        assert node.alive(), node.output()
+        assert "radar/scan not published" in node.output() and "ros-jazzy-radar-msgs" in node.output()

@@ -156,7 +156,7 @@ class Probe:
 
     def subscribe(self, topic: str, type_name: str, qos="sensor", depth: int = 10) -> Inbox:
         inbox = Inbox(type_name)
-        profile = self.qos(qos, depth) if isinstance(qos, str) else qos
+        profile = self.qos(qos, depth) if isinstance(qos, str) else qos  # an int: rclpy's default QoS, that depth
         self.node.create_subscription(rclpy_type(type_name), topic, inbox._add, profile, raw=True)
         return inbox
 

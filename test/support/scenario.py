@@ -31,6 +31,7 @@ def scenario_file(tmp_path: Path, **changes) -> Path:
         "world": "room.sdf",
         "duration": 0.5,
         "tf_rate_hz": 20,
+        "bag_time": "trajectory",  # stamps = the trajectory's times (from 0), which the tests' physics reads
         "trajectory": {"waypoints": [[-2.0, 0.0], [8.0, 0.0]], "speed": 2.0, "z": 0.0},
         "sensors": {
             "radar": {"type": "radar", "config": "radarays_default", "set": RADAR_SET, "mount": [0.5, 0, 1.0, 0, 0, 0]},

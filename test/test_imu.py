@@ -1,0 +1,106 @@
+"""The lidar IMU (sensors/imu.py) against analytic motion, its datasheet noise, and in a scenario's bag."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from radarays_ros.sensors.imu import G0, IMU_SPECS, imu_for_layout, imu_samples
+from radarays_ros.world.transforms import pose_to_matrix
+
+OUSTER, LIVOX = IMU_SPECS["ouster"], IMU_SPECS["livox"]
+
+
+def circle(radius: float, speed: float, z: float = 1.0):
+    """Poses (N, 4, 4) of a vehicle driving a counter-clockwise circle, heading along the path."""
+    def poses_at(t_ns):
+        phi = speed / radius * np.asarray(t_ns, np.float64) * 1e-9
+        return np.stack([pose_to_matrix(radius * math.sin(p), radius * (1 - math.cos(p)), z, 0.0, 0.0, p) for p in phi])
+    return poses_at
+
+
+def test_circle_gives_yaw_rate_and_centripetal_force_plus_gravity():
+    times = np.arange(0, 2_000_000_000, OUSTER.period_ns)
+    gyro, accel = imu_samples(circle(5.0, 2.0), times, OUSTER)
+    np.testing.assert_allclose(gyro, np.tile([0.0, 0.0, 0.4], (len(times), 1)), atol=1e-9)
+    # v^2 / r = 0.8 m/s^2 towards the centre (body +y, the left), the ground pushing up with g
+    np.testing.assert_allclose(accel, np.tile([0.0, 0.8, G0], (len(times), 1)), atol=1e-5)
+
+
+def test_tilted_at_rest_reads_gravity_in_its_frame_and_livox_in_g():
+    roll, pitch = 0.3, -0.2
+    pose = pose_to_matrix(1.0, 2.0, 3.0, roll, pitch, 0.7)
+    times = np.arange(0, 100_000_000, LIVOX.period_ns)
+    gyro, accel = imu_samples(lambda t: np.repeat(pose[None], len(np.atleast_1d(t)), 0), times, LIVOX)
+    expect = pose[:3, :3].T @ np.array([0.0, 0.0, 1.0])  # in g: livox_ros_driver2's unit
+    np.testing.assert_allclose(accel, np.tile(expect, (len(times), 1)), atol=1e-12)
+    assert np.all(gyro == 0.0) and np.linalg.norm(accel[0]) == pytest.approx(1.0)
+
+
+def test_noise_is_the_datasheet_density_seeded():
+    times = np.arange(0, 200 * 1_000_000_000, OUSTER.period_ns)  # 20 000 samples
+    still = lambda t: np.repeat(np.eye(4)[None], len(np.atleast_1d(t)), 0)  # noqa: E731
+    gyro, accel = imu_samples(still, times, OUSTER, np.random.default_rng(3))
+    again, _ = imu_samples(still, times, OUSTER, np.random.default_rng(3))
+    assert np.array_equal(gyro, again)
+    # ICM-20948: 0.015 deg/s/sqrt(Hz) and 230 ug/sqrt(Hz) at 100 Hz -> 0.15 deg/s and 2.3 mg per sample
+    assert gyro.std(axis=0) == pytest.approx([math.radians(0.15)] * 3, rel=0.03)
+    assert (accel - [0, 0, G0]).std(axis=0) == pytest.approx([230e-6 * G0 * 10] * 3, rel=0.03)
+    assert imu_for_layout("velodyne") is None and imu_for_layout("livox") is LIVOX
+
+
+def test_scenario_bag_has_the_ouster_imu_and_no_velodyne_one(tmp_path):
+    from rosbags.highlevel import AnyReader
+
+    from radarays_ros.scenario.runner import run_scenario
+    from support.scenario import scenario_file
+
+    sensors = {"ouster": {"type": "lidar", "config": "OS1-16", "max_frames": 1, "mount": [0, 0, 1.5, 0, 0, 0]},
+               "velodyne": {"type": "lidar", "config": "VLP-16", "max_frames": 1}}
+    run_scenario(scenario_file(tmp_path, sensors=sensors, duration=0.5), tmp_path / "run.mcap", quiet=True)
+    with AnyReader([tmp_path / "run.mcap"]) as reader:
+        topics = {c.topic: c.msgtype for c in reader.connections}
+        (conn,) = [c for c in reader.connections if c.topic == "/ouster/imu"]
+        msgs = [(t, reader.deserialize(raw, conn.msgtype)) for _, t, raw in reader.messages(connections=[conn])]
+    assert topics["/ouster/imu"] == "sensor_msgs/msg/Imu" and not any(t.startswith("/velodyne/imu") for t in topics)
+    stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for _, m in msgs]
+    assert stamps == [t for t, _ in msgs] and stamps == list(range(0, 500_000_001, 10_000_000))  # 100 Hz
+    assert {m.header.frame_id for _, m in msgs} == {"ouster"} and msgs[0][1].orientation_covariance[0] == -1
+    # a straight drive at constant speed: no rate, specific force = gravity, up to the ICM-20948 noise
+    accel = np.array([[m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z] for _, m in msgs])
+    gyro = np.array([[m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z] for _, m in msgs])
+    assert np.abs(accel - [0, 0, G0]).max() < 5 * 230e-6 * G0 * 10 and 0 < np.abs(gyro).max() < math.radians(0.15) * 5
+    assert msgs[0][1].linear_acceleration_covariance[0] == pytest.approx((230e-6 * G0) ** 2 * 100)
+
+
+
+def test_ouster_metadata_in_the_bag_is_the_sensor_as_simulated(tmp_path):
+    """/<name>/metadata (std_msgs/String, latched) holds the JSON ouster-ros publishes on /ouster/metadata, made
+    to say what the simulated unit is: OS0-64 is every second beam of a 128-beam table at 1024x10."""
+    import json
+
+    import yaml
+    from mcap.reader import make_reader
+
+    from lidar_ros.config import load_sensor
+    from lidar_ros.patterns.ouster import read_metadata
+    from radarays_ros.scenario.runner import run_scenario
+    from support.scenario import scenario_file
+
+    sensors = {"ouster": {"type": "lidar", "config": "OS0-64", "max_frames": 1}}
+    run_scenario(scenario_file(tmp_path, sensors=sensors, duration=0.2), tmp_path / "run.mcap", quiet=True)
+    from rosbags.highlevel import AnyReader
+
+    with AnyReader([tmp_path / "run.mcap"]) as reader:
+        (conn,) = [c for c in reader.connections if c.topic == "/ouster/metadata"]
+        (text,) = [reader.deserialize(raw, conn.msgtype).data for _, _, raw in reader.messages(connections=[conn])]
+    with (tmp_path / "run.mcap").open("rb") as f:
+        channels = {c.topic: c for c in make_reader(f).get_summary().channels.values()}
+    assert yaml.safe_load(channels["/ouster/metadata"].metadata["offered_qos_profiles"])[0]["durability"] == "transient_local"
+    (tmp_path / "meta.json").write_text(text)
+    meta = read_metadata(tmp_path / "meta.json")  # our own reader of the real units' files reads it back
+    config = load_sensor("OS0-64")
+    assert len(meta["altitude_deg"]) == config.rows == 64 and meta["columns_per_frame"] == config.cols == 1024
+    np.testing.assert_allclose(np.radians(meta["altitude_deg"]), config.elevation[:, 0], atol=1e-3)
+    assert '"1024x10"' in text and json.loads(text)
