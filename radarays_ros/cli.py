@@ -1,4 +1,4 @@
-"""The `radarays` command: world, cast, radar, lidar, run, batch and fit subcommands.
+"""The `radarays` command: world, cast, radar, lidar, run and batch subcommands.
 
 Each subcommand lives next to the code it drives and exposes `add_parser(subparsers)`, which sets
 `func(args) -> int`. Errors of this package become one line on stderr and exit status 2.
@@ -21,7 +21,7 @@ SUBCOMMAND_MODULES = (
     "radarays_ros.radar.compare.cli",
     "lidar_ros.cli",
     "radarays_ros.scenario.cli",
-    "radarays_ros.fit.cli",
+    "radarays_ros.fit_cli",
 )
 
 

@@ -85,8 +85,8 @@ def all_modules() -> dict[str, Path]:
 
 
 def layer_of(module: str) -> tuple[int, str]:
-    """(rank, layer name) of a module; every command-line module (`cli`) is in the top layer."""
-    if module.split(".")[-1] == "cli":
+    """(rank, layer name) of a module; every command-line module (`cli`, `*_cli`) is in the top layer."""
+    if module.split(".")[-1] == "cli" or module.endswith("_cli"):
         return 8, "ros/cli"
     best = None
     for rank, name, prefixes in RANKS:

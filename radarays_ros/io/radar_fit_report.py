@@ -1,6 +1,6 @@
 """The report of `radarays fit radar`: a Markdown table and a picture (real / before / after, objective).
 
-Pictures: polar images as range (m) x azimuth (deg), one grey scale in detector counts; the floor over
+Pictures: polar images (the first POLAR_M metres) as range (m) x azimuth (deg), one grey scale in detector counts; the floor over
 range of each (quiet 10-50 % rank mean, counts); the objective per evaluation (log scale).
 """
 from __future__ import annotations
@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
+POLAR_M = 40.0  # metres of each polar panel (the floor plot shows the whole range)
 
 
 def _polar_axes(ax, counts, resolution, title, max_range=None):
@@ -22,7 +24,7 @@ def _polar_axes(ax, counts, resolution, title, max_range=None):
     return im, extent_r
 
 
-def _figure(panels, profiles, objective, best, resolution, path, title, ylabel="objective"):
+def _figure(panels, profiles, objective, best, resolution, path, title, ylabel="objective", unit="counts"):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,15 +32,15 @@ def _figure(panels, profiles, objective, best, resolution, path, title, ylabel="
 
     fig, axes = plt.subplots(1, len(panels) + 2, figsize=(5 * (len(panels) + 2), 4.6))
     im = None
-    for ax, (counts, name) in zip(axes, panels):
-        im, _ = _polar_axes(ax, counts, resolution, name)
-    fig.colorbar(im, ax=axes[len(panels) - 1], label="counts (0.5 dB each for Navtech)")
+    for ax, (counts, name) in zip(axes, panels):  # the first POLAR_M metres: leakage, STC and the floor's start
+        im, _ = _polar_axes(ax, counts, resolution, name, POLAR_M)
+    fig.colorbar(im, ax=axes[len(panels) - 1], label=unit)
     ax = axes[len(panels)]
     for (centres, level), name in profiles:
         ax.plot(centres, level, label=name)
     ax.set_xscale("log")
     ax.set_xlabel("range (m)")
-    ax.set_ylabel("quiet floor (counts)")
+    ax.set_ylabel(f"quiet floor ({unit.split(' (')[0]})")
     ax.set_title("floor over range (10-50 % rank mean)", fontsize=9)
     ax.legend(fontsize=8)
     ax = axes[-1]
@@ -87,7 +89,7 @@ def sensor_report(fit, frames, preset: str, out: Path) -> dict:
              ((_centres(fit.stats_before, res), fit.stats_before.level), "before"),
              ((_centres(fit.stats_after, res), fit.stats_after.level), "after")],
             fit.objective, fit.best, res, png, f"radarays fit radar ({preset}): receiver chain from statistics",
-            "sum of squared residuals")
+            "sum of squared residuals", f"counts ({fit.config.receiver.db_per_count:g} dB each)")
     summary = "\n".join([f"fitted {k} = {v:.6g} (start {fit.start_values[k]:.6g})" for k, v in fit.values.items()]
                         + [f"not fitted {k}: {why}" for k, why in fit.dropped.items()])
     return {"markdown": md, "picture": png, "summary": summary}
@@ -111,7 +113,8 @@ def material_report(fit, frames, preset: str, out: Path) -> dict:
                                                          (fit.images_after[0], "after"))]
     _figure([(frames[0][0], f"real: {frames[0][2]}"), (fit.images_before[0], "before"), (fit.images_after[0], "after")],
             [((_centres(s, res), s.level), n) for s, n in stats], fit.objective, fit.best, res, png,
-            f"radarays fit radar --world ({preset}): materials by MIS", "-(MIS + w SSIM)")
+            f"radarays fit radar --world ({preset}): materials by MIS", "-(MIS + w SSIM)",
+            "image value (0-255, RadaRays normalisation)")
     summary = "\n".join([f"fitted {k} = {v:.6g} (start {fit.start_values[k]:.6g})" for k, v in fit.values.items()]
                         + [f"not fitted {k}: {why}" for k, why in fit.dropped.items()]
                         + [f"score {fit.score_before:.4g} -> {fit.score_after:.4g}"])

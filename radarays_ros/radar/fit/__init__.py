@@ -5,5 +5,5 @@
     sensor.py      the receiver chain of the physical stage fitted to those statistics (no scene)
     similarity.py  MIS and SSIM of two polar images
     materials.py   RadaRays' per-material (v, A, B, C) fitted by MIS (+ SSIM) with a scene and poses
-    cli.py         the command (top layer)
+    cli.py         the command (top layer; `radarays fit` is radarays_ros/fit_cli.py)
 """

@@ -23,8 +23,8 @@ from ...errors import ConfigError
 MAX_FRAMES = 32
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("radar", help="fit a radar preset to real polar frames", description=__doc__.split("\n\n")[0])
+def add_arguments(p) -> None:
+    """The arguments of `radarays fit radar` on the parser radarays_ros/fit_cli.py made for it."""
     p.add_argument("real", nargs="+", help="real frames: Oxford/Boreas PNG, .npz, or a rosbag2 with an Image topic")
     p.add_argument("--preset", required=True, help="radar preset name or YAML to start from (e.g. navtech_ras6)")
     p.add_argument("--out", required=True, help="fitted preset YAML to write")
@@ -43,7 +43,7 @@ def add_parser(sub) -> None:
     p.add_argument("--material-keys", default="velocity,A,B,C", help="which of velocity,A,B,C to fit (default all four)")
     p.add_argument("--ssim-weight", type=float, default=0.0, help="objective = MIS + this x SSIM (default 0: MIS only)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search and of the simulated frames")
-    p.add_argument("--max-evaluations", type=int, default=300, help="budget of simulated frames (default 300)")
+    p.add_argument("--max-evaluations", type=int, default=360, help="budget of simulated frames (default 360)")
     p.add_argument("--starts", type=int, default=None, help="seeded extra starts of the search")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(func=run)

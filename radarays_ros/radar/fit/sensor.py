@@ -10,7 +10,8 @@ measured by statistics.quiet_stats,
 as the real frames are. Search: the start and `starts` seeded Latin-hypercube points in the optimiser's
 [0, 1] coordinates, then derivative-free search from the best (scipy's bounded
 Nelder-Mead, restarted from its best point with a fresh simplex until a restart gains nothing at the
-smallest simplex). Seeded throughout: the same call gives the same fit.
+smallest simplex), then a few Levenberg-Marquardt steps on the central-difference Jacobian. Seeded
+throughout: the same call gives the same fit.
 
 Identifiability first: at the start values the residual Jacobian is taken (central differences); a parameter whose column
 is negligible ("no effect on these statistics") or lies (almost) in the span of the columns of the
@@ -36,6 +37,7 @@ SIM_AZIMUTHS = 64  # rows of a simulated quiet frame: 64 x 6848 cells give every
 FD_STEP = 0.01  # finite-difference step in unit coordinates (1 % of a parameter's search range)
 NO_EFFECT = 0.5  # a Jacobian column shorter than this (residual units per whole search range) has no effect
 CONFOUNDED = 0.15
+POLISH_STEPS = 3  # Levenberg-Marquardt steps after the simplex search
 RUN_EVALUATIONS = 20  # frames per Nelder-Mead run and parameter before a restart
 SIMPLEX_STEP = 0.1  # initial simplex edge in unit coordinates (a tenth of each search range)  # part of a column outside the span of the earlier ones, below which it is confounded
 
@@ -109,7 +111,7 @@ class SensorFit:
 
 
 def fit_sensor(real_frames: list[np.ndarray], config: RadarConfig, params: list[Param], seed: int = 0,
-               azimuths: int = SIM_AZIMUTHS, max_evaluations: int = 300, starts: int = 0, progress=None,
+               azimuths: int = SIM_AZIMUTHS, max_evaluations: int = 360, starts: int = 0, progress=None,
                workers: int | None = 1) -> SensorFit:
     """Fit `params` of `config` to the real frames' quiet statistics. progress(evaluation, objective, best)."""
     if not real_frames:
@@ -164,7 +166,8 @@ def fit_sensor(real_frames: list[np.ndarray], config: RadarConfig, params: list[
         # Nelder-Mead, restarted from its best point with a fresh, smaller simplex while that still gains
         # (a collapsed simplex on a ridge, e.g. STC depth against leakage, is the usual stall)
         f = lambda u: float(np.sum(residuals(fitted, u) ** 2))  # noqa: E731
-        stop_at = max(max_evaluations - 2 * k, len(objective) + 4 * k)  # leave the final Jacobian its frames
+        polish_cost = POLISH_STEPS * (2 * k + 3) + 2 * k  # Levenberg-Marquardt steps and the final Jacobian
+        stop_at = max(max_evaluations - polish_cost, len(objective) + 4 * k)
         step, f_best, message = SIMPLEX_STEP, math.inf, ""
         while len(objective) < stop_at and step >= SIMPLEX_STEP / 8:
             simplex = np.vstack([u0] + [np.clip(u0 + step * np.eye(k)[i] * (1 if u0[i] + step <= 1 else -1), 0, 1)
@@ -177,7 +180,23 @@ def fit_sensor(real_frames: list[np.ndarray], config: RadarConfig, params: list[
                 u0, f_best, message = found.x, found.fun, found.message
             if gained < 1e-3 * max(f_best, 1e-9):
                 step /= 2
-        u_best = u0
+        # Levenberg-Marquardt polish with the central-difference Jacobian (it averages over the counts'
+        # rounding, which stalls the simplex along ridges such as STC depth against leakage level)
+        u_best, r_best, lam = u0, residuals(fitted, u0), 1e-2
+        for _ in range(POLISH_STEPS):
+            jac = jacobian(fitted, u_best)
+            normal, grad = jac.T @ jac, jac.T @ r_best
+            for _ in range(3):
+                try:
+                    delta = np.linalg.solve(normal + lam * np.diag(np.diag(normal) + 1e-9), -grad)
+                except np.linalg.LinAlgError:
+                    break
+                u_try = np.clip(u_best + delta, 0.0, 1.0)
+                r_try = residuals(fitted, u_try)
+                if r_try @ r_try < r_best @ r_best:
+                    u_best, r_best, lam = u_try, r_try, lam / 3
+                    break
+                lam *= 10
         jac = jacobian(fitted, u_best)
         # the check again at the solution: a parameter that lost its own effect there is reported
         after = identifiability(jac, fitted)
