@@ -251,3 +251,71 @@ def test_cli_bad_inputs_give_one_line_and_exit_2(real_npz, tmp_path, case, ras6)
         assert main(["fit", "radar", *args]) == 2
     lines = err.getvalue().strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("radarays: error:") and expect in lines[0], lines
+
+
+def test_frames_are_read_from_a_rosbag2_image_topic(tmp_path, ras6):
+    """A mono8 radar/image (rows = range bins, as `radarays radar` writes it) comes back as [azimuth, bin]."""
+    from radarays_ros.io import messages
+    from radarays_ros.io.bag import BagWriter
+    from radarays_ros.radar.fit.cli import check_frames, read_frames
+
+    frame = np.random.default_rng(8).integers(0, 256, size=(400, 6848), dtype=np.uint8)
+    with BagWriter(tmp_path / "rec.mcap") as bag:
+        for t in (1, 2):
+            bag.write("/radar/image", messages.image(np.ascontiguousarray(frame.T), t, "radar"), t)
+    frames = read_frames([str(tmp_path / "rec.mcap")], 0.04381, "/radar/image", "range_rows")
+    assert len(frames) == 2 and np.array_equal(frames[0][0], frame)
+    check_frames(frames, ras6, "navtech_ras6")
+    with pytest.raises(ConfigError, match="no topic /nope; topics: /radar/image"):
+        read_frames([str(tmp_path / "rec.mcap")], None, "/nope", "range_rows")
+
+
+def test_poses_one_per_frame(tmp_path):
+    from radarays_ros.radar.fit.cli import read_poses
+
+    text = tmp_path / "poses.txt"
+    text.write_text("# x y z roll pitch yaw\n1 2 0.8 0 0 0.5\n")
+    assert read_poses(str(text), 1, "radar", "map")[0][:3, 3].tolist() == [1.0, 2.0, 0.8]
+    with pytest.raises(ConfigError, match="1 pose\\(s\\) for 2 real frame\\(s\\)"):
+        read_poses(str(text), 2, "radar", "map")
+    with pytest.raises(ConfigError, match="no such file"):
+        read_poses(str(tmp_path / "none.txt"), 1, "radar", "map")
+
+
+def test_a_material_the_frames_do_not_see_is_reported_not_fitted():
+    """Glass is in the library but not in the hall: its parameters cannot change the image."""
+    from radarays_ros.radar.materials import RadarMaterials
+    from radarays_ros.radar.simulator import RadarSimulator
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.loader import load_world
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    scene = load_world(str(REPO / "radarays_ros/data/worlds/hall.sdf"))
+    backend = make_backend("embree", scene)
+    config = RadarConfig().with_overrides({"azimuth.count": 50, "azimuth.step_deg": -7.2, "range.bins": 300,
+                                           "range.resolution": 0.1})
+    materials = RadarMaterials.from_library(scene.materials)
+    pose = pose_to_matrix(2.0, 1.0, 0.8)
+
+    def render(candidate):
+        return [RadarSimulator(config, scene, backend, materials=candidate).simulate(pose).image]
+
+    fit = fit_materials(render, render(materials), materials, material_params(materials, ["glass"], ["A", "C"]),
+                        max_evaluations=10)
+    assert fit.values == {} and set(fit.dropped) == {"glass.A", "glass.C"}
+    assert all("no effect" in why for why in fit.dropped.values())
+
+
+def test_poses_from_a_bags_tf(tmp_path):
+    from radarays_ros.io import messages
+    from radarays_ros.io.bag import BagWriter
+    from radarays_ros.radar.fit.cli import read_poses
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    with BagWriter(tmp_path / "rec.mcap") as bag:
+        for t, x in ((1_000, 1.0), (2_000, 2.0)):
+            bag.write("/tf", messages.tf_message([messages.transform_stamped(pose_to_matrix(x, 0, 0.8), t, "map", "radar")]), t)
+    poses = read_poses(str(tmp_path / "rec.mcap"), 2, "radar", "map")
+    assert [p[0, 3] for p in poses] == [1.0, 2.0]
+    with pytest.raises(ConfigError, match="no poses of|not in|radar_link"):
+        read_poses(str(tmp_path / "rec.mcap"), 1, "radar_link", "map")
