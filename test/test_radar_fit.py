@@ -43,7 +43,7 @@ def _within(key, value, truth):
 
 # -- registry ---------------------------------------------------------------------------------------
 def test_registry_bounds_lie_inside_the_validators_rules(ras6):
-    for p in registry.SENSOR_PARAMS:
+    for p in registry.available(registry.SENSOR_PARAMS, ras6):
         lo, hi = p.bounds()
         rule = p.rule()
         assert lo < hi
@@ -58,8 +58,12 @@ def test_registry_bounds_lie_inside_the_validators_rules(ras6):
 def test_registry_drops_keys_the_config_lacks_and_names_unknown_ones(ras6):
     future = registry.Param("receiver.noise_figure_db")
     missing = registry.Param.__new__(registry.Param)
-    object.__setattr__(missing, "key", "receiver.full_scale_dbm")
+    object.__setattr__(missing, "key", "receiver.a_key_of_a_future_chain")
     assert registry.available([future, missing], ras6) == [future]
+    unset = registry.Param("receiver.noise_dbm")  # null in the preset: nothing to start from
+    assert registry.available([unset], ras6) == []
+    off = registry.Param("receiver.stc_range_m", search=(0.5, 200.0))  # 0 = STC off (the IF high-pass shapes the floor)
+    assert registry.available([off], ras6.with_overrides({"receiver.stc_range_m": 0.0})) == []
     with pytest.raises(ConfigError, match="unknown; known: receiver.noise_figure_db"):
         registry.select(["no_such_key"])
     assert registry.select(["noise_figure_db"])[0].key == "receiver.noise_figure_db"
@@ -105,15 +109,15 @@ def test_identifiability_reports_collinear_and_empty_columns():
 
 
 def test_gain_and_noise_figure_cannot_be_told_apart_from_the_floor(ras6):
-    """zero_dbm (receiver gain) moves the noise floor as the noise figure does and the leakage as its level
-    does: reported, not returned; the azimuth beam width does not act on noise at all."""
-    real = quiet_frame(ras6.with_overrides({"receiver.noise_figure_db": 15.0}), seed=9, azimuths=128)
-    fit = fit_sensor([real], ras6, registry.select(["noise_figure_db", "leakage_dbm", "zero_dbm", "azimuth_width_deg"]),
-                     max_evaluations=80)
-    assert fit.dropped["receiver.zero_dbm"].startswith("confounded with ")
-    assert "receiver.noise_figure_db" in fit.dropped["receiver.zero_dbm"]
+    """Without leakage the frame is thermal noise only: zero_dbm (receiver gain) moves it exactly as the noise
+    figure does, so it is reported, not returned; the azimuth beam width does not act on noise at all."""
+    quiet = ras6.with_overrides({"receiver.leakage_dbm": "null"})
+    real = quiet_frame(quiet.with_overrides({"receiver.noise_figure_db": 15.0}), seed=9, azimuths=128)
+    fit = fit_sensor([real], quiet, registry.select(["noise_figure_db", "zero_dbm", "azimuth_width_deg"]),
+                     max_evaluations=60)
+    assert fit.dropped["receiver.zero_dbm"].startswith("confounded with receiver.noise_figure_db")
     assert "no effect" in fit.dropped["antenna.azimuth_width_deg"]
-    assert set(fit.values) == {"receiver.noise_figure_db", "receiver.leakage_dbm"}
+    assert set(fit.values) == {"receiver.noise_figure_db"}
     assert fit.config.receiver.zero_dbm == ras6.receiver.zero_dbm
     assert _within("receiver.noise_figure_db", fit.values["receiver.noise_figure_db"], 15.0)
 
@@ -131,21 +135,30 @@ def test_floor_level_and_range_resolution_are_recovered_across_seeds(ras6, seed)
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [21, 22])
 def test_the_whole_receiver_chain_is_recovered_across_seeds(ras6, seed):
-    """The default registry set (floor, STC corner and depth, leakage level and range, bandwidth) from one
-    400-azimuth frame. Floor level, STC corner and bandwidth within TOLERANCE; the leakage level and the STC
-    depth are weakly separated (the leakage plateau reads their difference): the difference within 1.5 dB,
-    each within 2.5 x its reported 1 sigma; every fitted key within 2.5 sigma of its true value."""
-    truth_cfg = ras6.with_overrides(TRUTH)
+    """The default registry set from one 400-azimuth frame. The floor's shape over range is the STC where the
+    preset uses it, else the IF high-pass (issue #22's chain). Floor level, shape corner and bandwidth within
+    TOLERANCE; the leakage level within 3 dB, or where the STC depth is fitted too (the leakage plateau reads
+    their difference: weakly separated) the difference within 1.5 dB; every fitted key within 3 x its
+    reported 1 sigma; the gain (zero_dbm) reported as confounded, not returned."""
+    names = {p.key for p in registry.available(registry.defaults(), ras6)}
+    shape = "receiver.stc_range_m" if "receiver.stc_range_m" in names else "receiver.highpass_range_m"
+    truth = {**TRUTH, shape: 6.0, "receiver.leakage_dbm": ras6.receiver.leakage_dbm - 10.0}
+    truth.pop("receiver.stc_range_m" if shape != "receiver.stc_range_m" else "receiver.highpass_range_m", None)
+    truth_cfg = ras6.with_overrides(truth)
     real = quiet_frame(truth_cfg, seed=seed, azimuths=400)
     fit = fit_sensor([real], ras6, registry.available(registry.defaults(), ras6), seed=seed, max_evaluations=360)
-    for key in ("receiver.noise_figure_db", "receiver.stc_range_m", "fmcw.bandwidth_hz"):
-        assert _within(key, fit.values[key], TRUTH[key]), (key, fit.values[key], TRUTH[key])
-    plateau = fit.values["receiver.leakage_dbm"] - fit.values["receiver.stc_max_db"]
-    assert abs(plateau - (TRUTH["receiver.leakage_dbm"] - truth_cfg.receiver.stc_max_db)) < 1.5
+    for key in ("receiver.noise_figure_db", "fmcw.bandwidth_hz"):
+        assert _within(key, fit.values[key], truth[key]), (key, fit.values[key], truth[key])
+    assert abs(fit.values[shape] - 6.0) <= 0.6, fit.values
+    if "receiver.stc_max_db" in fit.values:
+        plateau = fit.values["receiver.leakage_dbm"] - fit.values["receiver.stc_max_db"]
+        assert abs(plateau - (truth["receiver.leakage_dbm"] - truth_cfg.receiver.stc_max_db)) < 1.5
+    else:
+        assert abs(fit.values["receiver.leakage_dbm"] - truth["receiver.leakage_dbm"]) < 3.0
     for key, value in fit.values.items():
         true = registry.select([key])[0].get(truth_cfg)
-        assert abs(value - true) <= 2.5 * fit.uncertainty[key] + 1e-9, (key, value, true, fit.uncertainty[key])
-    assert set(fit.dropped) == {"receiver.zero_dbm", "antenna.azimuth_width_deg"}
+        assert abs(value - true) <= 3.0 * fit.uncertainty[key] + 1e-9, (key, value, true, fit.uncertainty[key])
+    assert fit.dropped["receiver.zero_dbm"].startswith("confounded with")
 
 
 def test_the_fit_is_reproducible(ras6):

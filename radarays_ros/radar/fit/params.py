@@ -87,6 +87,16 @@ SENSOR_PARAMS = (
     Param("receiver.db_per_count", transform="log", search=(0.1, 2.0), what="detector step: spread of speckle in counts (Navtech SDK: 0.5)",
           default=False),
     Param("receiver.zero_dbm", search=(-220.0, -80.0), what="detector zero = receiver gain (level of everything)"),
+    # the receiver chain of issue #22 (radarchain): named here, used where the config has them; on request
+    # (--params) until their recovery is tested like the keys above
+    Param("receiver.highpass_range_m", search=(0.5, 200.0), what="floor shape: IF high-pass corner as a range"),
+    Param("receiver.lowpass_range_m", search=(1.0, 100_000.0), transform="log", what="far floor roll-off: anti-alias low-pass",
+          default=False),
+    Param("receiver.leakage_spread_m", search=(0.0, 5.0), what="width of the near-range leakage plateau", default=False),
+    Param("receiver.full_scale_dbm", search=(-100.0, 20.0), what="ADC full scale: compression / saturation spokes",
+          default=False),
+    Param("receiver.phase_noise_dbc_hz", search=(-160.0, -40.0), what="phase-noise skirt level around strong returns",
+          default=False),
     Param("antenna.azimuth_width_deg", transform="log", search=(0.3, 10.0), what="azimuth correlation of clutter (none in noise)"),
 )
 
@@ -100,11 +110,14 @@ def defaults(params=SENSOR_PARAMS) -> list[Param]:
 
 
 def available(params, config: RadarConfig) -> list[Param]:
-    """The registry entries whose key exists in this config (keys of a newer chain may be named early)."""
+    """The registry entries whose key exists in this config and is set inside its search range (keys of a
+    newer chain may be named early; a key left null or off, e.g. no phase noise or stc_range_m 0 where the
+    IF high-pass shapes the floor, has no value to start from: set it to fit it)."""
     out = []
     for p in params:
         section, _, key = p.key.partition(".")
-        if section in SECTIONS and key in {f.name for f in dataclasses.fields(SECTIONS[section])}:
+        if section in SECTIONS and key in {f.name for f in dataclasses.fields(SECTIONS[section])} \
+                and p.get(config) is not None and p.bounds()[0] <= p.get(config) <= p.bounds()[1]:
             out.append(p)
     return out
 
