@@ -4,7 +4,7 @@ under a minute on 2 cores).
 The "real" frame is the preset's physical stage with known receiver values (no openly licensed real
 frame is at hand); the fit starts from the preset with the default registry keys. Prints wall and CPU
 seconds per fit (this process, all threads), the evaluations and the recovered values.
-Run: PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_fit_radar.py [--repeats 3] [--preset navtech_ras6]
+Run: PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_fit_radar.py [--repeats 3] [--preset navtech_ras6] [--workers 2]
 """
 from __future__ import annotations
 
@@ -28,13 +28,14 @@ def main(argv=None) -> int:
     parser.add_argument("--preset", default="navtech_ras6")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--max-evaluations", type=int, default=360)
+    parser.add_argument("--workers", type=int, default=1, help="threads of the simulated stage (default 1)")
     args = parser.parse_args(argv)
     base = resolve_radar_config(args.preset)
     real = quiet_frame(base.with_overrides(TRUTH), seed=7, azimuths=base.azimuth.count)
     params = registry.available(registry.defaults(), base)
     for i in range(args.repeats):
         cpu, wall = time.process_time(), time.perf_counter()
-        fit = fit_sensor([real], base, params, seed=i, max_evaluations=args.max_evaluations)
+        fit = fit_sensor([real], base, params, seed=i, max_evaluations=args.max_evaluations, workers=args.workers)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         print(f"fit {i}: wall {wall:.1f} s, cpu {cpu:.1f} s, {fit.evaluations} evaluations, "
               f"objective {fit.objective[0]:.3g} -> {fit.best[-1]:.3g}")
