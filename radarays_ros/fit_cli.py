@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib
 
-FIT_MODULES = {"lidar": ("lidar_ros.fit.cli", "fit a lidar's sensor stage to real frames (signal, ambient, "
+FIT_MODULES = {"radar": ("radarays_ros.radar.fit.cli", "fit a radar preset to real polar frames (receiver chain from "
+                                                       "statistics; RadaRays materials by MIS with a world and poses)"),
+               "lidar": ("lidar_ros.fit.cli", "fit a lidar's sensor stage to real frames (signal, ambient, "
                                               "noise, dropouts) and write a sensor YAML")}
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-AS_SCRIPT = ["bench_radar", "bench_nodes", "bench_gpu", "bench_batch", "bench_fit_lidar"]
+AS_SCRIPT = ["bench_radar", "bench_nodes", "bench_gpu", "bench_batch", "bench_fit_lidar", "bench_fit_radar"]
 AS_MODULE = ["bench_tracing", "bench_lidar", "bench_gazebo", "bench_gz_clients"]
 
 

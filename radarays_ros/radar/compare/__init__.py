@@ -44,6 +44,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy.ndimage import maximum_filter, median_filter, uniform_filter, uniform_filter1d
 
+from ..similarity import mutual_information, ssim  # noqa: F401  (compare/cli.py reads them here)
+
 STRONG_DB = 20.0
 ARTEFACT_DB = 6.0
 MAX_PEAKS = 200
@@ -239,29 +241,6 @@ def co_register(real, sim) -> tuple[np.ndarray, np.ndarray]:
     rows = np.argmin(np.abs(diff), axis=1)
     bins = np.minimum(((np.arange(n) + 0.5) * rres / sres).astype(np.int64), sc.shape[1] - 1)
     return np.asarray(rc)[:, :n].astype(np.float64), np.asarray(sc)[rows][:, bins].astype(np.float64)
-
-
-def mutual_information(a: np.ndarray, b: np.ndarray) -> float:
-    """Mutual information (nats) of the joint histogram of two 8-bit images (as sklearn.metrics.mutual_info_score)."""
-    joint = np.histogram2d(np.rint(a).ravel(), np.rint(b).ravel(), bins=256, range=[[-0.5, 255.5], [-0.5, 255.5]])[0]
-    p = joint / joint.sum()
-    pa, pb = p.sum(axis=1, keepdims=True), p.sum(axis=0, keepdims=True)
-    nz = p > 0
-    return float(np.sum(p[nz] * np.log(p[nz] / (pa @ pb)[nz])))
-
-
-def ssim(a: np.ndarray, b: np.ndarray, data_range: float = 255.0, window: int = 7) -> float:
-    """Mean structural similarity (Wang et al. 2004) with uniform window x window windows."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
-    norm = window * window / (window * window - 1.0)  # sample covariances, as skimage
-    mu_a, mu_b = uniform_filter(a, window), uniform_filter(b, window)
-    var_a = norm * (uniform_filter(a * a, window) - mu_a ** 2)
-    var_b = norm * (uniform_filter(b * b, window) - mu_b ** 2)
-    cov = norm * (uniform_filter(a * b, window) - mu_a * mu_b)
-    s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a ** 2 + mu_b ** 2 + c1) * (var_a + var_b + c2))
-    half = window // 2
-    return float(s[half:-half, half:-half].mean())
 
 
 def format_table(real: ImageStats, sim: ImageStats, names=("REAL", "SIM")) -> str:
