@@ -288,8 +288,9 @@ def read_oxford_polar(path: str | Path, resolution: float | None = None):
             raise ConfigError(f"radar PNG sidecar {sidecar}: expected a mapping with range_resolution_m, "
                               f"got {type(meta).__name__}")
         resolution = meta.get("range_resolution_m")
-    if isinstance(resolution, bool) or not isinstance(resolution, (int, float)) or not 0 < float(resolution) < 100:
-        raise ConfigError(f"radar PNG {path}: range resolution {plain(resolution)}: must be a number in (0, 100) m")
+    # below a micrometre per bin no radar exists, and 1e-300 m made the range axis overflow downstream
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, float)) or not 1e-6 <= float(resolution) < 100:
+        raise ConfigError(f"radar PNG {path}: range resolution {plain(resolution)}: must be a number in [1e-06, 100) m")
     stamps = raw[:, :8].copy().view("<i8").ravel()
     encoder = raw[:, 8:10].copy().view("<u2").ravel().astype(np.float64)
     azimuth = -encoder / OXFORD_ENCODER_SIZE * 2 * np.pi
