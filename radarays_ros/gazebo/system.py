@@ -43,6 +43,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ConfigError
+from .scene_sdf import world_sdf_request
 from .sensors import SensorSpec, find_sensors, plan_config
 
 log = logging.getLogger(__name__)
@@ -253,18 +254,6 @@ def _pose_matrix(pose) -> np.ndarray:
 def _ns(duration) -> int:
     """A pybind11 chrono duration (datetime.timedelta, microsecond resolution) in ns."""
     return (duration.days * 86400 + duration.seconds) * 1_000_000_000 + duration.microseconds * 1000
-
-
-def world_sdf_request(expand_include_tags: bool = True) -> bytes:
-    """A serialized gz.msgs.SdfGeneratorConfig for generate_world_sdf: with expand_include_tags the answer is
-    the whole world as plain SDF (an `<include>` kept as such loses a spawned URDF robot's content)."""
-    if not expand_include_tags:
-        return b""
-    # Protobuf wire format, hand-written (our protos do not carry SdfGeneratorConfig): field 2
-    # global_entity_gen_config { field 1 expand_include_tags: gz.msgs.Boolean { field 2 data: true } }.
-    boolean = b"\x10\x01"
-    entity_config = b"\x0a" + bytes([len(boolean)]) + boolean
-    return b"\x12" + bytes([len(entity_config)]) + entity_config
 
 
 class RadaraysSystem:
