@@ -47,6 +47,11 @@ def test_schedule_starts_at_the_first_step_it_sees():
     assert s.due(5_000 * MS) and not s.due(5_050 * MS) and s.due(5_100 * MS)
 
 
+def test_a_step_longer_than_the_period_gives_one_frame_not_a_burst():
+    s = RateSchedule(100 * MS)
+    assert [t for t in (0, 250, 260, 300, 350) if s.due(t * MS)] == [0, 250, 350]
+
+
 def test_schedule_rejects_a_zero_period():
     with pytest.raises(ConfigError, match="period"):
         RateSchedule(0)
