@@ -6,6 +6,7 @@ slow the host), with Gazebo's frame ids, and show the world the server runs (the
 frames per sim second, and the server's real-time factor with and without the system (short runs)."""
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 import uuid
@@ -158,6 +159,14 @@ def test_radar_and_lidar_on_gz_topics_in_lockstep(start_server):
         image = radar_msgs[-1]
         assert image.width * image.height > 0 and len(image.data) == image.step * image.height
         assert image.pixel_format_type in (1, 13)  # L_INT8 (mono8) or R_FLOAT32 (32FC1)
+
+        # Gazebo's own tools see them: `gz topic -i` names the publisher's message type
+        env = gz_harmonic.environment()
+        env.update(GZ_PARTITION=server.partition, GZ_IP="127.0.0.1")
+        for topic, gz_type in (("/rig/lidar", "gz.msgs.PointCloudPacked"), ("/rig/radar", "gz.msgs.Image")):
+            info = subprocess.run(["gz", "topic", "-i", "-t", topic], env=env, capture_output=True, text=True,
+                                  timeout=30)
+            assert gz_type in info.stdout, info.stdout + info.stderr
 
         sim_s = (stamp_ns(lidar_msgs[-1]) - stamp_ns(lidar_msgs[0])) / 1e9
         with_system = rtf(stats)
