@@ -42,7 +42,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, RadaraysError
 from .scene_sdf import world_sdf_request
 from .sensors import SensorSpec, find_sensors, plan_config
 
@@ -174,11 +174,17 @@ class SensorRuntime:
         self.scene, self.link_pose, self.publish, self.lockstep = scene, link_pose, publish, lockstep
         self.moving = list(moving or [])  # (entity name, scoped link, link_offset) of non-static entities
         self.sensors: list[_Sensor] = []
+        self.rejected: list[str] = []  # "<source>: <error>" of sensors whose configuration is refused
         for spec in specs:
-            config, overrides = plan_config(spec)
             frame_id = gazebo_frame_id(spec)
-            unit = make_unit(spec.kind, spec.name, scene, backend, config=config, frame_id=frame_id,
-                             overrides=overrides)
+            try:
+                config, overrides = plan_config(spec)
+                unit = make_unit(spec.kind, spec.name, scene, backend, config=config, frame_id=frame_id,
+                                 overrides=overrides)
+            except RadaraysError as exc:  # one bad sensor block: that sensor stays off, the others run
+                self.rejected.append(f"{spec.source}: {exc}")
+                log.error("radarays system: sensor %s not started: %s", spec.source, exc)
+                continue
             self.sensors.append(_Sensor(spec, unit, RateSchedule(unit.period_ns), frame_id, gz_topic(spec)))
         self._busy = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -256,6 +262,16 @@ def _ns(duration) -> int:
     return (duration.days * 86400 + duration.seconds) * 1_000_000_000 + duration.microseconds * 1000
 
 
+def _console_logging() -> None:
+    """Our log lines on the server's console (the embedded interpreter has no logging set up)."""
+    ours = logging.getLogger("radarays_ros")
+    if not ours.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[radarays] %(levelname)s %(message)s"))
+        ours.addHandler(handler)
+        ours.setLevel(logging.INFO)
+
+
 class RadaraysSystem:
     """The object gz-sim's python_system_loader gets from `get_system()`."""
 
@@ -264,32 +280,45 @@ class RadaraysSystem:
         self.world_entity = None
         self.world_name = ""
         self.runtime: SensorRuntime | None = None
-        self._models: tuple = ()
+        self._models: tuple | None = None
+        self._retry_at_ns = 0
+        self._last_error = ""
         self._node = None
         self._publishers: dict = {}
         self._failed = False
 
     def configure(self, entity, sdf, ecm, event_mgr) -> None:
+        _console_logging()
         try:
             self.options = SystemOptions.from_xml(sdf.to_string(""))
         except Exception as exc:  # noqa: BLE001 - a bad option: say so once, keep the defaults
             log.error("radarays system: %s; using the defaults", exc)
         self.world_entity = entity
-        log.info("radarays system configured (lockstep=%s)", self.options.lockstep)
+        log.info("radarays system configured (lockstep=%s, backend=%s)", self.options.lockstep, self.options.backend)
 
     def post_update(self, info, ecm) -> None:
         if info.paused or self._failed:
             return
+        t_ns = _ns(info.sim_time)
         try:
             from gz.sim8 import World
 
             world = World(self.world_entity)
             models = tuple(sorted(world.models(ecm)))
-            if self.runtime is None or models != self._models:
-                self.world_name = world.name(ecm)
-                self._models = models
-                self._load(ecm)
-            self.runtime.step(_ns(info.sim_time))
+            if models != self._models or (self.runtime is None and t_ns >= self._retry_at_ns):
+                self.world_name, self._models = world.name(ecm) or "", models
+                try:
+                    self._load(ecm)
+                except Exception as exc:  # noqa: BLE001 - a world that does not load now may later: retry in 1 s
+                    self.runtime, self._retry_at_ns = None, t_ns + 1_000_000_000
+                    text = f"{type(exc).__name__}: {exc}"
+                    if text != self._last_error:
+                        log.error("radarays system: the world cannot be loaded (%s); trying again each sim second",
+                                  text)
+                        self._last_error = text
+                    return
+            if self.runtime is not None:
+                self.runtime.step(t_ns)
         except Exception as exc:  # noqa: BLE001 - never take the server down: log once, stop the sensors
             log.exception("radarays system stopped: %s", exc)
             self._failed = True

@@ -189,3 +189,146 @@ def test_gz_messages_carry_the_ros_layout():
     assert [(f.name, f.offset, f.datatype + 1) for f in gz.field] == [(f.name, f.offset, f.datatype) for f in ros.fields]
     assert gz.field[0].datatype == PointCloudPacked.Field.FLOAT32  # x: ROS FLOAT32 = 7, gz FLOAT32 = 6
     assert gz.data == np.asarray(ros.data, np.uint8).tobytes()
+
+
+# -- the system's hooks with a stand-in for gz.sim8 (the real one: test_gz_system.py) -----------------
+class _Vec:
+    def __init__(self, *v):
+        self.v = v
+
+    def x(self):
+        return self.v[0]
+
+    def y(self):
+        return self.v[1]
+
+    def z(self):
+        return self.v[2]
+
+    def w(self):
+        return self.v[3]
+
+
+class _Pose:
+    def __init__(self, xyz, xyzw=(0.0, 0.0, 0.0, 1.0)):
+        self._p, self._q = _Vec(*xyz), _Vec(*xyzw)
+
+    def pos(self):
+        return self._p
+
+    def rot(self):
+        return self._q
+
+
+def _fake_gz_sim(monkeypatch, tree: dict, poses: dict):
+    """gz.sim8 with World / Model / Link over `tree` {entity: (name, kind, parent)} and link `poses`."""
+    import sys
+    import types
+
+    def children(entity, kind):
+        return [e for e, (_, k, parent) in tree.items() if parent == entity and k == kind]
+
+    class World:
+        def __init__(self, e):
+            self.e = e
+
+        def models(self, ecm):
+            return children(self.e, "model")
+
+        def name(self, ecm):
+            return tree[self.e][0]
+
+        def model_by_name(self, ecm, name):
+            return next((e for e in children(self.e, "model") if tree[e][0] == name), 0)
+
+    class Model:
+        def __init__(self, e):
+            self.e = e
+
+        def name(self, ecm):
+            return tree[self.e][0]
+
+        def models(self, ecm):
+            return children(self.e, "model")
+
+        def link_by_name(self, ecm, name):
+            return next((e for e in children(self.e, "link") if tree[e][0] == name), 0)
+
+    class Link:
+        def __init__(self, e):
+            self.e = e
+
+        def world_pose(self, ecm):
+            return poses.get(self.e)
+
+    gz = types.ModuleType("gz")
+    sim8 = types.ModuleType("gz.sim8")
+    sim8.World, sim8.Model, sim8.Link = World, Model, Link
+    gz.sim8 = sim8
+    monkeypatch.setitem(sys.modules, "gz.sim8", sim8)
+    if "gz" not in sys.modules:
+        monkeypatch.setitem(sys.modules, "gz", gz)
+
+
+class _Info:
+    def __init__(self, ms, paused=False):
+        import datetime
+
+        self.sim_time, self.paused = datetime.timedelta(milliseconds=ms), paused
+
+
+class _Sdf:
+    def __init__(self, text):
+        self.text = text
+
+    def to_string(self, prefix):
+        return self.text
+
+
+def test_system_hooks_load_the_world_once_and_place_sensors_on_nested_links(monkeypatch):
+    from radarays_ros.gazebo.system import RadaraysSystem, get_system
+
+    world = WORLD.replace('<model name="rig"><static>true</static><pose>0 0 1 0 0 0</pose><link name="base">',
+                          '<model name="robot"><static>true</static><model name="rig"><pose>0 0 1 0 0 0</pose>'
+                          '<link name="base">').replace("</link></model>\n</world>", "</link></model></model>\n</world>")
+    tree = {1: ("w", "world", None), 2: ("wall", "model", 1), 3: ("mover", "model", 1), 4: ("robot", "model", 1),
+            5: ("rig", "model", 4), 6: ("base", "link", 5), 7: ("link", "link", 3)}
+    poses = {6: _Pose((0.0, 0.0, 1.0)), 7: _Pose((3.0, 0.0, 1.0))}
+    _fake_gz_sim(monkeypatch, tree, poses)
+    system = get_system()
+    assert isinstance(system, RadaraysSystem)
+    system.configure(1, _Sdf(PLUGIN_LINE), None, None)
+    asked, published = [], []
+    monkeypatch.setattr(system, "_world_sdf", lambda: asked.append(system.world_name) or world)
+    monkeypatch.setattr(system, "_publish", lambda kind, topic, msg: published.append((topic, msg.header.frame_id)))
+    for ms in range(0, 301):
+        system.post_update(_Info(ms), None)
+    system.post_update(_Info(301, paused=True), None)
+    assert asked == ["w"]  # once: the models did not change
+    assert published.count(("/rig/lidar", "robot::rig::base::lidar")) == 4  # 0, 100, 200, 300 ms
+    assert not any(topic == "/rig/named" for topic, _ in published)  # VLP-16 runs at 5-20 Hz: 4 is refused,
+    assert len(system.runtime.rejected) == 1 and "rate_hz" in system.runtime.rejected[0]  # that sensor only
+    assert "<sensor name='named'>" in system.runtime.rejected[0] or "named" in system.runtime.rejected[0]
+    assert not system._failed
+
+    tree[8] = ("visitor", "model", 1)  # a spawned model: the world is read again
+    system.post_update(_Info(302), None)
+    assert asked == ["w", "w"]
+
+
+def test_a_world_that_does_not_load_is_tried_again_each_sim_second(monkeypatch):
+    from radarays_ros.gazebo.system import get_system
+
+    _fake_gz_sim(monkeypatch, {1: ("w", "world", None)}, {})
+    system = get_system()
+    system.configure(1, _Sdf(PLUGIN_LINE), None, None)
+    calls = []
+
+    def fail():
+        calls.append(1)
+        raise RuntimeError("/world/w/generate_world_sdf gave no answer")
+
+    monkeypatch.setattr(system, "_world_sdf", fail)
+    for ms in range(0, 2500, 10):
+        system.post_update(_Info(ms), None)
+    assert len(calls) == 3 and not system._failed  # at 0, 1 and 2 s; the server keeps running
