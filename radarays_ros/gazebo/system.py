@@ -365,6 +365,7 @@ class RadaraysSystem:
                  ", ".join(f"{s.spec.name} ({s.spec.kind}, {s.topic}, {s.frame_id})" for s in self.runtime.sensors))
 
     def _link_pose(self, ecm, scoped: str):
+        import gz.math7  # noqa: F401 - registers Pose3d, which Link.world_pose returns (sdformat14 imports it too)
         from gz.sim8 import Link, Model, World
 
         *models, link_name = scoped.split("::")

@@ -266,6 +266,7 @@ def _fake_gz_sim(monkeypatch, tree: dict, poses: dict):
     sim8.World, sim8.Model, sim8.Link = World, Model, Link
     gz.sim8 = sim8
     monkeypatch.setitem(sys.modules, "gz.sim8", sim8)
+    monkeypatch.setitem(sys.modules, "gz.math7", types.ModuleType("gz.math7"))
     if "gz" not in sys.modules:
         monkeypatch.setitem(sys.modules, "gz", gz)
 
