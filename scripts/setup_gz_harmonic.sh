@@ -98,9 +98,10 @@ package_flags() {
     gz-math7 | gz-utils2 | gz-common5 | gz-plugin2 | gz-physics7 | gz-rendering8 | gz-sensors8 | gz-gui8 | \
       gz-fuel-tools9) echo "-DSKIP_PYBIND11=ON" ;;
     gz-msgs10 | gz-transport13 | gz-sim8) echo "-DPython3_EXECUTABLE=/usr/bin/python3" ;;
-    # Bindings only, at -O0 without LTO (build type None; Release would add -O3 and pybind11 -flto): pybind11
+    # Bindings only, at -O0 without LTO (Release would add -O3; pybind11 adds -flto unless IPO is set): pybind11
     # code compiles several times faster so, and a system makes a few calls per step.
-    gz-math7-python | sdformat14-python) echo "-DPython3_EXECUTABLE=/usr/bin/python3 -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O0" ;;
+    gz-math7-python | sdformat14-python)
+      echo "-DPython3_EXECUTABLE=/usr/bin/python3 -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O0 -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=OFF" ;;
     sdformat14) echo "-DUSE_INTERNAL_URDF=ON -DSKIP_PYBIND11=ON" ;;
     *) echo "" ;;
   esac
