@@ -333,3 +333,25 @@ def test_a_world_that_does_not_load_is_tried_again_each_sim_second(monkeypatch):
     for ms in range(0, 2500, 10):
         system.post_update(_Info(ms), None)
     assert len(calls) == 3 and not system._failed  # at 0, 1 and 2 s; the server keeps running
+
+
+def test_pose_of_a_gz_math7_pose3d():
+    """Link.world_pose's Pose3d (the official gz.math7 bindings, when the cache has them) as a 4x4."""
+    from support import gz_harmonic
+
+    why = gz_harmonic.python_systems_missing()
+    p = gz_harmonic.prefix()
+    if p is None or not any(p.glob("lib/python/gz/math7*.so")):
+        pytest.skip(why or "no gz.math7 bindings in the cache")
+    gz_harmonic.import_bindings()
+    import gz.math7 as gm
+
+    from radarays_ros.gazebo.system import _pose_matrix
+
+    m = _pose_matrix(gm.Pose3d(1, 2, 3, 0.1, -0.2, 0.5))  # x y z roll pitch yaw
+    cr, sr, cp, sp, cy, sy = np.cos(0.1), np.sin(0.1), np.cos(-0.2), np.sin(-0.2), np.cos(0.5), np.sin(0.5)
+    rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+    ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+    rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    np.testing.assert_allclose(m[:3, :3], rz @ ry @ rx, atol=1e-12)  # SDF / gz-math: extrinsic roll, pitch, yaw
+    np.testing.assert_allclose(m[:3, 3], [1, 2, 3])
