@@ -8,12 +8,17 @@
 # Stage 1 "transport": gz-cmake3 -> gz-utils2 -> gz-math7 -> gz-msgs10 -> gz-transport13, with the official
 #   Python bindings (gz.transport13, gz.msgs10) under <prefix>/lib/python.
 # Stage 2 "server": sdformat14 -> gz-common5 -> gz-plugin2 -> gz-fuel-tools9 -> gz-physics7 ->
-#   gz-rendering8 -> gz-sensors8 -> gz-gui8 -> gz-sim8, and gz-tools2 (the `gz` command): a headless
-#   `gz sim -s` with TPE physics, no render engine, and only the systems RADARAYS_GZ_SIM_SYSTEMS names.
+#   gz-rendering8 -> gz-sensors8 -> gz-gui8 -> gz-math7-python -> sdformat14-python -> gz-sim8, and gz-tools2
+#   (the `gz` command): a headless `gz sim -s` with TPE physics, no render engine, and only the systems
+#   RADARAYS_GZ_SIM_SYSTEMS names, plus Python systems: gz-sim8's bindings (gz.sim8) and its
+#   python_system_loader, which imports gz.sim8 and sdformat14 (whose bindings import gz.math7); those two
+#   are built standalone against the installed libraries (their archives' python folders), not again whole.
 # Environment: RADARAYS_GZ_CACHE (default /var/cache/radarays, or ~/.cache/radarays when not writable),
 #   RADARAYS_GZ_JOBS (default 2), RADARAYS_GZ_VENDOR (default ../shared/vendor/gz-harmonic,
 #   else ../../shared/vendor/gz-harmonic).
-# Each package gets a stamp when installed (an interrupted build resumes); each stage's stamp is written last.
+# Each package gets a stamp when installed (an interrupted build resumes) that records its configuration
+# (flags, gz-sim8's systems): a package whose configuration changed is built again, and only it; each stage's
+# stamp is written when all of its packages are current.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage="all"
@@ -61,7 +66,7 @@ fi
 
 stage1_packages=(gz-cmake3 gz-utils2 gz-math7 gz-msgs10 gz-transport13)
 stage2_packages=(sdformat14 gz-common5 gz-plugin2 gz-fuel-tools9 gz-physics7 gz-rendering8 gz-sensors8
-  gz-gui8 gz-sim8 gz-tools2)
+  gz-gui8 gz-math7-python sdformat14-python gz-sim8 gz-tools2)
 # libeigen3-dev in stage 1: gz-math7 builds its eigen3 component only when Eigen is there, and gz-physics7
 # (stage 2) needs that component.
 stage1_apt=(build-essential cmake pkg-config libprotobuf-dev protobuf-compiler libprotoc-dev libzmq3-dev
@@ -91,8 +96,12 @@ install_apt() {
 package_flags() {
   case "$1" in
     gz-math7 | gz-utils2 | gz-common5 | gz-plugin2 | gz-physics7 | gz-rendering8 | gz-sensors8 | gz-gui8 | \
-      gz-fuel-tools9 | gz-sim8) echo "-DSKIP_PYBIND11=ON" ;;
-    gz-msgs10 | gz-transport13) echo "-DPython3_EXECUTABLE=/usr/bin/python3" ;;
+      gz-fuel-tools9) echo "-DSKIP_PYBIND11=ON" ;;
+    gz-msgs10 | gz-transport13 | gz-sim8) echo "-DPython3_EXECUTABLE=/usr/bin/python3" ;;
+    # Bindings only, at -O0 without LTO (Release would add -O3; pybind11 adds -flto unless IPO is set): pybind11
+    # code compiles several times faster so, and a system makes a few calls per step.
+    gz-math7-python | sdformat14-python)
+      echo "-DPython3_EXECUTABLE=/usr/bin/python3 -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O0 -DCMAKE_INTERPROCEDURAL_OPTIMIZATION=OFF" ;;
     sdformat14) echo "-DUSE_INTERNAL_URDF=ON -DSKIP_PYBIND11=ON" ;;
     *) echo "" ;;
   esac
@@ -100,7 +109,36 @@ package_flags() {
 
 # gz-sim8 trimmed to a headless server with the systems the tests and the demo worlds list (most of its build
 # time is the ~70 systems and ~30 GUI plugins): RADARAYS_GZ_SIM_SYSTEMS names the src/systems folders kept.
-sim_systems="${RADARAYS_GZ_SIM_SYSTEMS:-physics user_commands scene_broadcaster velocity_control}"
+sim_systems="${RADARAYS_GZ_SIM_SYSTEMS:-physics user_commands scene_broadcaster velocity_control python_system_loader}"
+
+# What a package's stamp records: its flags, and for gz-sim8 the systems built.
+package_config() {
+  local config
+  config="$(package_flags "$1")"
+  [ "$1" = "gz-sim8" ] && config="$config systems=$sim_systems"
+  echo "$config"
+}
+# The configuration a stamp without one (written by an earlier version of this script) stands for.
+legacy_config() {
+  case "$1" in
+    gz-sim8) echo "-DSKIP_PYBIND11=ON systems=physics user_commands scene_broadcaster velocity_control" ;;
+    *) package_config "$1" ;;
+  esac
+}
+# Archive and folder in it that a package builds from (the -python packages: the bindings alone).
+package_archive() {
+  case "$1" in
+    *-python) echo "${1%-python}" ;;
+    *) echo "$1" ;;
+  esac
+}
+package_subdir() {
+  case "$1" in
+    gz-math7-python) echo "src/python_pybind11" ;;
+    sdformat14-python) echo "python" ;;
+    *) echo "" ;;
+  esac
+}
 trim_sources() {
   local name="$1" src="$2"
   [ "$name" = "gz-sim8" ] || return 0
@@ -114,14 +152,24 @@ trim_sources() {
 build_package() {
   local name="$1"
   local stamp="$cache/stamps/$name.done"
-  [ -f "$stamp" ] && return
+  local config recorded
+  config="$(package_config "$name")"
+  if [ -f "$stamp" ]; then
+    recorded="$(sed -n 2p "$stamp")"
+    [ -n "$recorded" ] || recorded="$(legacy_config "$name")"
+    [ "$recorded" = "$config" ] && return
+    echo "setup_gz_harmonic.sh: $name was built as '$recorded'; building it again as '$config'"
+  fi
   local archive
-  archive="$(ls "$vendor"/"${name}"_*.tar.xz | head -n1)"
+  archive="$(ls "$vendor"/"$(package_archive "$name")"_*.tar.xz | head -n1)"
   local src="$cache/src/$name"
   rm -rf "$src" "$cache/build/$name"
   mkdir -p "$src" "$cache/build/$name"
   tar -xf "$archive" -C "$src" --strip-components=1
   trim_sources "$name" "$src"
+  local subdir
+  subdir="$(package_subdir "$name")"
+  [ -z "$subdir" ] || src="$src/$subdir"
   local started=$SECONDS
   local log="$cache/build/$name.log"
   # shellcheck disable=SC2046
@@ -135,9 +183,9 @@ build_package() {
     tail -n 30 "$log" >&2
     exit 1
   fi
-  rm -rf "$src" "$cache/build/$name"
+  rm -rf "$cache/src/$name" "$cache/build/$name"
   echo "setup_gz_harmonic.sh: $name built in $((SECONDS - started)) s"
-  echo "$((SECONDS - started))" > "$stamp"
+  printf '%s\n%s\n' "$((SECONDS - started))" "$config" > "$stamp"
 }
 
 export CMAKE_PREFIX_PATH="$prefix"
@@ -149,11 +197,12 @@ run_stage() {
   local stage_name="$1"
   shift
   local stamp="$prefix/.stage-$stage_name-complete"
+  # Each package's stamp is checked (one whose configuration changed is built again, and only it).
+  for p in "$@"; do build_package "$p"; done
   if [ -f "$stamp" ]; then
     echo "setup_gz_harmonic.sh: stage $stage_name present in $prefix"
     return
   fi
-  for p in "$@"; do build_package "$p"; done
   date -u +%FT%TZ > "$stamp"
   echo "setup_gz_harmonic.sh: stage $stage_name complete in $prefix"
 }

@@ -15,9 +15,13 @@ timed out with a 50 Hz pose subscription (0 without), and `topic_list()` blocks 
 about 1.8 s. The built-in client never holds the GIL while it waits. Both are tested against the same
 gz-transport13 peer (test/gazebo/test_clients.py).
 
-What OfficialClient does about it: requests are sent in short slices (`REQUEST_SLICE_S`): a slice that
-stalls behind a callback ends, the GIL passes to the waiting callback, and the request is sent again, so
-a stall costs a slice instead of the whole timeout. It subscribes with `subscribe_raw` (bytes and the
+What OfficialClient does about it: requests are sent in slices that start short (`REQUEST_SLICE_S`; a
+slow service such as gz-sim 8's generate_world_sdf, 150-1300 ms on the server, starts at
+`FIRST_SLICE_S[service]`) and double after each one that ends unanswered, up to the request's timeout: a
+slice that stalls behind a callback ends, the GIL passes to the waiting callback, and the request is sent
+again, so a stall costs a slice instead of the whole timeout, while a service slower than a slice is still
+answered (fixed slices of 0.1 s abandoned generate_world_sdf every time and sent it again until the timeout,
+so the mirror never started and the server kept generating worlds). It subscribes with `subscribe_raw` (bytes and the
 publisher's type name, any topic, no message classes needed) and calls services with `request_raw`, with
 the request / response type names of the services the mirror and the node call.
 """
@@ -34,7 +38,8 @@ from .transport import GzTransportClient
 log = logging.getLogger(__name__)
 
 CLIENTS = ("builtin", "official")
-REQUEST_SLICE_S = 0.1  # one blocking request_raw of the official bindings (they hold the GIL meanwhile)
+REQUEST_SLICE_S = 0.1  # first blocking request_raw of the official bindings (they hold the GIL meanwhile)
+FIRST_SLICE_S = {"generate_world_sdf": 1.0}  # services that take longer than a slice on a real server
 ANY_TYPE = "google.protobuf.Message"  # gz-transport's generic type: a raw subscription of any publisher
 
 
@@ -98,14 +103,16 @@ class OfficialClient:
                              f"(known: {', '.join(self.SERVICE_TYPES)})")
         req_type, rep_type = self.SERVICE_TYPES[suffix]
         end = time.monotonic() + timeout
+        slice_s = FIRST_SLICE_S.get(suffix, REQUEST_SLICE_S)
         while True:
             left = end - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"gz-transport service '{service}' did not answer within {timeout:.1f} s")
-            slice_ms = max(1, int(1000 * min(REQUEST_SLICE_S, left)))
+            slice_ms = max(1, int(1000 * min(slice_s, left)))
             ok, response = self._node.request_raw(service, payload, req_type, rep_type, slice_ms)
             if ok:
                 return bytes(response), rep_type
+            slice_s *= 2  # backoff: a service slower than the slice gets its time on the next attempt
             time.sleep(0.001)  # let a callback that waited for the GIL run before the next slice
 
     def alive(self, topic: str) -> bool:

@@ -62,7 +62,7 @@ from . import pose_decode, protos
 from .entity_tree import EntityTree, TreeArrays, moved_beyond, poses_to_matrices, visual_ids
 from .liveness import Liveness
 from .material_tags import GeneratedTags, tags_from_model_file
-from .scene_sdf import declare_prefixes, model_sdf
+from .scene_sdf import declare_prefixes, model_sdf, world_sdf_request
 
 __all__ = ["GazeboMirror", "MirrorConfig", "model_sdf", "moved_beyond", "poses_to_matrices"]
 
@@ -70,6 +70,9 @@ log = logging.getLogger(__name__)
 
 POSE_TOPICS = ("pose/info", "dynamic_pose/info")
 SERVICE_RESPONSES = {"scene/info": "Scene", "generate_world_sdf": "StringMsg"}  # when a client gives no type
+# Request payloads: generate_world_sdf with expand_include_tags (a model spawned from a URDF the ROS way, kept as
+# an <include>, otherwise comes back as malformed XML and every material tag and SDF sensor is lost).
+SERVICE_REQUESTS = {"generate_world_sdf": world_sdf_request()}
 # Topics the mirror can do without, and what is lost when a client refuses one.
 OPTIONAL_TOPICS = {
     "scene/info": "models spawned from now on are mirrored only when Gazebo is next re-read",
@@ -285,7 +288,8 @@ class GazeboMirror:
     def _request(self, suffix: str):
         """The decoded answer of a world service, or None when it does not answer usably."""
         try:
-            payload, type_name = self.client.request(self._topic(suffix), b"", timeout=self.config.service_timeout_s)
+            payload, type_name = self.client.request(self._topic(suffix), SERVICE_REQUESTS.get(suffix, b""),
+                                                     timeout=self.config.service_timeout_s)
         except (TimeoutError, RuntimeError, OSError, ValueError):
             return None
         try:

@@ -107,3 +107,15 @@ def _geometry_sdf(g) -> str | None:
                        f"<center>{'true' if mesh.center_submesh else 'false'}</center></submesh>")
         return f"<mesh><uri>{_xml(mesh.filename)}</uri><scale>{scale}</scale>{submesh}</mesh>"
     return None  # image, heightmap, lines...: nothing a ray tracer can use from the message
+
+
+def world_sdf_request(expand_include_tags: bool = True) -> bytes:
+    """A serialized gz.msgs.SdfGeneratorConfig for generate_world_sdf: with expand_include_tags the answer is
+    the whole world as plain SDF (an `<include>` kept as such loses a spawned URDF robot's content)."""
+    if not expand_include_tags:
+        return b""
+    # Protobuf wire format, hand-written (our protos do not carry SdfGeneratorConfig): field 2
+    # global_entity_gen_config { field 1 expand_include_tags: gz.msgs.Boolean { field 2 data: true } }.
+    boolean = b"\x10\x01"
+    entity_config = b"\x0a" + bytes([len(boolean)]) + boolean
+    return b"\x12" + bytes([len(entity_config)]) + entity_config

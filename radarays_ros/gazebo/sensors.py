@@ -73,6 +73,28 @@ class SensorSpec:
     params: dict[str, Any]
     gz_type: str
     source: str
+    declared_frame: str = ""  # <gz_frame_id> (or <ignition_frame_id>, <frame_id>) as written; "" = none
+
+
+DEFAULT_CONFIG = {"radar": "radarays_default", "lidar": "VLP-16"}
+RATE_KEY = {"radar": "azimuth.rate_hz", "lidar": "rate_hz"}
+
+
+def plan_config(spec: SensorSpec) -> tuple[str, dict[str, Any]]:
+    """(config, overrides) of a sensor declared in SDF: `preset` is the config, `overrides` and every other
+    parameter (nested elements flattened to dotted keys) override it, `<update_rate>` (> 0) sets the rate."""
+    from ..sensors.params import flatten
+
+    params = dict(spec.params)
+    config = str(params.pop("preset", "") or DEFAULT_CONFIG[spec.kind])
+    explicit = params.pop("overrides", {}) or {}
+    params.pop("gpu_lidar", None)  # the Gazebo description the preset was chosen from
+    if not isinstance(explicit, dict):
+        raise ConfigError(f"{spec.source}: <overrides> must hold elements like <range.max>80</range.max>")
+    overrides = {**flatten(params), **flatten(explicit)}
+    if spec.update_rate > 0:
+        overrides[RATE_KEY[spec.kind]] = float(spec.update_rate)
+    return config, overrides
 
 
 def find_sensors(sdf_path_or_text, resource_paths=()) -> list[SensorSpec]:
@@ -226,7 +248,8 @@ def _sensor(sensor, parent: str, link_name: str, source: str) -> SensorSpec | No
     name = sensor.get("name") or ""
     if not name:
         raise WorldError(f"{where}: a sensor needs a name attribute")
-    frame = _text(sensor, "gz_frame_id") or _text(sensor, "ignition_frame_id") or _text(sensor, "frame_id") or link_name
+    declared_frame = _text(sensor, "gz_frame_id") or _text(sensor, "ignition_frame_id") or _text(sensor, "frame_id")
+    frame = declared_frame or link_name
     return SensorSpec(
         kind=kind,
         name=name,
@@ -238,6 +261,7 @@ def _sensor(sensor, parent: str, link_name: str, source: str) -> SensorSpec | No
         params=params,
         gz_type=declared,
         source=where,
+        declared_frame=declared_frame,
     )
 
 

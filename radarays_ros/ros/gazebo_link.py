@@ -202,7 +202,7 @@ class SensorDiscovery:
 
     def _run(self) -> None:
         from ..gazebo import protos
-        from ..gazebo.scene_sdf import declare_prefixes
+        from ..gazebo.scene_sdf import declare_prefixes, world_sdf_request
         from ..gazebo.sensors import find_sensors
 
         models, last, last_error = None, -float("inf"), ""
@@ -214,7 +214,7 @@ class SensorDiscovery:
             if now_models == models and time.monotonic() - last < self.every_s:
                 continue
             try:
-                payload, type_name = mirror.client.request(f"/world/{mirror.world}/generate_world_sdf", b"",
+                payload, type_name = mirror.client.request(f"/world/{mirror.world}/generate_world_sdf", world_sdf_request(),
                                                            timeout=mirror.config.service_timeout_s)
                 text = protos.decode(type_name or "StringMsg", payload).data
                 specs = find_sensors(declare_prefixes(text))

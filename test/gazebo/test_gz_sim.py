@@ -139,3 +139,77 @@ def test_mirror_follows_a_real_gz_sim_server(server, caplog):
     finally:
         mirror.close()
         client.close()
+
+
+ROBOT_URDF = """<?xml version="1.0"?>
+<robot name="urdfbot" xmlns:gz="http://gazebosim.org/schema">
+  <link name="base_link">
+    <inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial>
+    <visual><geometry><box size="0.5 0.5 0.2"/></geometry></visual>
+    <collision><geometry><box size="0.5 0.5 0.2"/></geometry></collision>
+  </link>
+  <gazebo reference="base_link">
+    <sensor name="roof_lidar" type="custom" gz:type="radarays_lidar">
+      <update_rate>10</update_rate><topic>urdfbot/points</topic>
+    </sensor>
+  </gazebo>
+</robot>"""
+
+
+@pytest.mark.xfail(strict=True, reason="open: against gz-sim 8.14 the official client answers scene/info (0.1 s) and "
+                   "generate_world_sdf (0.31 s) on their own, but inside the mirror (subscriptions streaming) its "
+                   "scene/info requests do not answer within 30 s (2 of 2 runs)")
+def test_official_client_follows_a_real_server_by_default(server, monkeypatch):
+    """gz.transport13 (OfficialClient) with the mirror's defaults: the world from generate_world_sdf, which
+    takes 150-1300 ms on gz-sim 8 (fixed 0.1 s request slices never got it), then live poses."""
+    from radarays_ros.gazebo.client import OfficialClient
+
+    for key in ("GZ_PARTITION", "IGN_PARTITION"):  # the bindings read them when their Node is made
+        monkeypatch.setenv(key, server.partition)
+    for key in ("GZ_IP", "IGN_IP"):
+        monkeypatch.setenv(key, "127.0.0.1")
+    try:
+        gz_harmonic.import_bindings()
+    except (ImportError, OSError) as exc:
+        refuse("official client against gz sim", f"the bindings do not import: {exc}")
+    client = OfficialClient()
+    assert wait_for(lambda: "/world/e2e/pose/info" in client.topics(), timeout=60), server.log()
+    started = time.monotonic()
+    mirror = GazeboMirror(MirrorConfig(world="e2e"), client=client).start()
+    try:
+        assert mirror.wait_ready(30) and wait_for(lambda: mirror.alive, timeout=10), server.log()
+        print(f"\nofficial client: mirror alive {time.monotonic() - started:.2f} s after start")
+        scene = mirror.scene
+        wall = scene.entity("wall::link::visual")
+        assert scene.materials[int(wall.face_materials[0])].name == "metal"  # the generate_world_sdf tags
+        first = scene.entity("mover::link::visual").pose[:3, 3].copy()
+        time.sleep(2.0)
+        with mirror._lock:
+            mirror.refresh()
+            moved = np.linalg.norm(scene.entity("mover::link::visual").pose[:3, 3] - first)
+        assert moved > 0.3  # 0.4 m/s: the poses kept coming
+    finally:
+        mirror.close()
+        client.close()
+
+
+def test_generate_world_sdf_with_a_urdf_robot_spawned_the_ros_way(server):
+    """ros_gz_sim create hands the URDF text to /world/<w>/create; gz-sim keeps it as an <include>, and
+    generate_world_sdf then needs expand_include_tags to give SDF that parses, with the robot and its sensor."""
+    from radarays_ros.gazebo.scene_sdf import declare_prefixes, world_sdf_request
+    from radarays_ros.gazebo.sensors import find_sensors
+    from radarays_ros.world.sdf import parse_xml
+
+    client = GzTransportClient(partition=server.partition, host_ip="127.0.0.1")
+    try:
+        assert wait_for(lambda: "/world/e2e/pose/info" in client.topics(), timeout=60), server.log()
+        payload, _ = client.request("/world/e2e/create", entity_factory(ROBOT_URDF), timeout=5)
+        assert protos.decode("Boolean", payload).data
+        time.sleep(1.0)
+        payload, type_name = client.request("/world/e2e/generate_world_sdf", world_sdf_request(), timeout=10)
+        text = declare_prefixes(protos.decode(type_name or "StringMsg", payload).data)
+        parse_xml(text, "generate_world_sdf")  # raises WorldError on malformed XML
+        assert "name='urdfbot'" in text or 'name="urdfbot"' in text  # gz-sim writes single quotes
+        assert [s.name for s in find_sensors(text)] == ["roof_lidar"]
+    finally:
+        client.close()

@@ -107,12 +107,13 @@ def e2e_world(name: str = "e2e") -> str:
 class GzServer:
     """`gz sim -s -r` (TPE physics, headless) of a world file, in its own process group."""
 
-    def __init__(self, world_file: Path, partition: str):
+    def __init__(self, world_file: Path, partition: str, env: dict | None = None):
         self.world_file, self.partition = Path(world_file), partition
         self.proc: subprocess.Popen | None = None
+        self.env = env  # None: environment()
 
     def start(self) -> "GzServer":
-        env = environment()
+        env = dict(self.env) if self.env is not None else environment()
         env.update(GZ_PARTITION=self.partition, GZ_IP="127.0.0.1", IGN_PARTITION=self.partition, IGN_IP="127.0.0.1")
         log = open(self.world_file.with_suffix(".server.log"), "ab")
         self.proc = subprocess.Popen(
@@ -142,3 +143,36 @@ class GzServer:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+# -- Python systems in the server (gz-sim 8's python_system_loader, gazebo/system.py) -----------------
+def python_systems_missing() -> str | None:
+    """Why the cache cannot run Python systems (None when it can): the loader system and the bindings it
+    imports (gz.sim8, sdformat14, and gz.math7 for poses), built by setup_gz_harmonic.sh since gz-sim8's
+    stamp records them."""
+    if not stage_complete("server"):
+        return missing("server")
+    p = prefix()
+    wanted = {"python_system_loader system": "lib/**/libgz-sim*-python-system-loader-system.so*",
+              "gz.sim8 bindings": "lib/python/gz/sim8*.so", "gz.math7 bindings": "lib/python/gz/math7*.so",
+              "sdformat14 bindings": "lib/python/sdformat14*.so"}
+    lacking = [what for what, pattern in wanted.items() if not any(p.glob(pattern))]
+    if lacking:
+        return (f"the Gazebo Harmonic cache {p} lacks {', '.join(lacking)} (built before gz-sim8 got its Python "
+                f"bindings; bash scripts/setup_gz_harmonic.sh builds them)")
+    return None
+
+
+def python_system_environment(base: dict | None = None) -> dict:
+    """`environment()` for a server that loads radarays_ros.gazebo.system: this checkout and this
+    interpreter's packages (numpy, embree, ...) on the embedded interpreter's path, after the bindings."""
+    import sysconfig
+
+    env = environment(base)
+    paths = [str(p / "lib" / "python") for p in [prefix()]] + [str(REPO)]
+    for key in ("purelib", "platlib"):
+        if sysconfig.get_paths()[key] not in paths:
+            paths.append(sysconfig.get_paths()[key])
+    rest = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = ":".join(paths) + (":" + rest if rest else "")
+    return env
