@@ -57,7 +57,8 @@ import numpy as np
 from ..errors import ConfigError, RadaraysError
 from ..sensors.poses import mounted_sweep
 from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
-from ..sensors.params import ParamInfo, flatten
+from ..gazebo.sensors import plan_config
+from ..sensors.params import ParamInfo
 from ..throttled_log import one_line
 
 GAZEBO_PARAMS = {
@@ -89,8 +90,6 @@ RIG_GAZEBO_PARAMS = {
     "gazebo.urdf_model": ParamInfo("", "Gazebo model name of the robot of URDF sensor_files (link L -> MODEL::L)"),
 }
 OUTPUT_TOPICS = {"radar": ("radar/image", "radar/points", "radar/image_cartesian"), "lidar": ("points", "scan")}
-RATE_KEY = {"radar": "azimuth.rate_hz", "lidar": "rate_hz"}
-DEFAULT_CONFIG = {"radar": "radarays_default", "lidar": "VLP-16"}
 GAZEBO_FRAME = "__gazebo_world__"  # root of the recorded Gazebo link poses (a buffer of its own)
 
 
@@ -113,15 +112,7 @@ class SdfSensorPlan:
 def sdf_sensor_plan(spec, taken: set[str], urdf_model: str = "") -> SdfSensorPlan:
     """A SensorSpec as a node sensor: `preset` is the config, `overrides` and every other parameter
     (nested elements flattened to dotted keys) override it, `<update_rate>` sets the rate."""
-    params = dict(spec.params)
-    config = str(params.pop("preset", "") or DEFAULT_CONFIG[spec.kind])
-    explicit = params.pop("overrides", {}) or {}
-    params.pop("gpu_lidar", None)  # the Gazebo description the preset was chosen from
-    if not isinstance(explicit, dict):
-        raise ConfigError(f"{spec.source}: <overrides> must hold elements like <range.max>80</range.max>")
-    overrides = {**flatten(params), **flatten(explicit)}
-    if spec.update_rate > 0:
-        overrides[RATE_KEY[spec.kind]] = float(spec.update_rate)
+    config, overrides = plan_config(spec)  # the one rule, shared with the Gazebo system (gazebo/sensors.py)
     parent = spec.parent
     if "::" not in parent and urdf_model:
         parent = f"{urdf_model}::{parent}"
