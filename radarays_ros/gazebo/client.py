@@ -112,7 +112,8 @@ class OfficialClient:
             ok, response = self._node.request_raw(service, payload, req_type, rep_type, slice_ms)
             if ok:
                 return bytes(response), rep_type
-            slice_s *= 2  # backoff: a service slower than the slice gets its time on the next attempt
+            if suffix in FIRST_SLICE_S:  # backoff for the slow services only: a service slower than the slice
+                slice_s *= 2  # gets its time next; a long slice elsewhere stalls behind streaming callbacks
             time.sleep(0.001)  # let a callback that waited for the GIL run before the next slice
 
     def alive(self, topic: str) -> bool:
