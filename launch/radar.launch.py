@@ -1,8 +1,9 @@
 """One simulated radar beside your robot: radar_node (+ rviz).
 
-    ros2 launch radarays_ros radar.launch.py world:=/path/world.sdf [params:=...yaml] [rviz:=false] [use_sim_time:=true]
+    ros2 launch radarays_ros radar.launch.py [world:=/path/world.sdf] [params:=config/ros/radar_*.yaml]
+        [pose_source:=fixed|tf|gazebo] [fixed_pose:='[x, y, z, roll, pitch, yaw]'] [rviz:=false] [use_sim_time:=true]
 
-The radar's pose comes from tf (map -> radar); set pose_source:=fixed in the params file for a static radar.
+Out of the box the radar stands still in the office world (pose_source:=fixed) and shows data in rviz.
 """
 from typing import List
 

@@ -26,19 +26,22 @@ def modules_below_ros() -> list[str]:
     return names
 
 
+def absolute_import_roots(path: Path) -> list[tuple[int, str]]:
+    """(line, top-level package) of each absolute import in a Python file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return found
+
 def test_no_module_below_ros_names_a_ros_package():
     offenders = []
     for name in modules_below_ros():
         path = REPO / Path(*name.split("."))
         path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                roots = [alias.name.split(".")[0] for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                roots = [node.module.split(".")[0]]
-            else:
-                continue
-            offenders += [f"{name}:{node.lineno} imports {root}" for root in roots if root in ROS_ONLY]
+        offenders += [f"{name}:{line} imports {root}" for line, root in absolute_import_roots(path) if root in ROS_ONLY]
     assert offenders == []
 
 
@@ -163,13 +166,6 @@ def test_test_modules_import_helpers_only_from_support():
     local = {p.stem for p in tests.rglob("*.py") if "support" not in p.relative_to(tests).parts}
     offenders = []
     for path in sorted(tests.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                roots = [alias.name.split(".")[0] for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                roots = [node.module.split(".")[0]]
-            else:
-                continue
-            offenders += [f"{path.relative_to(REPO)}:{node.lineno} imports {root} (move it to test/support/)"
-                          for root in roots if root in local]
+        offenders += [f"{path.relative_to(REPO)}:{line} imports {root} (move it to test/support/)"
+                      for line, root in absolute_import_roots(path) if root in local]
     assert offenders == []

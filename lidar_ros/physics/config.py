@@ -116,17 +116,23 @@ class NoiseConfig(CheckedConfig):
                     self.angular_sigma, self.snr_sigma))
 
 
+def _two_pairs(value: Any, where: str, names: tuple[str, str], highs: tuple[float, float],
+               example: str) -> list[tuple[float, float]]:
+    """Two (a, b) pairs, each number positive and at most its high, sorted by a."""
+    shape_ok = isinstance(value, (list, tuple)) and len(value) == 2 and all(
+        isinstance(p, (list, tuple)) and len(p) == 2 for p in value)
+    if not shape_ok:
+        fail(where, value, "not two pairs", f"two [{names[0]}, {names[1]}] pairs, e.g. {example}")
+    return sorted((number(0.0, highs[0], low_open=True).check(p[0], f"{where}[{i}][0] ({names[0]})"),
+                   number(0.0, highs[1], low_open=True).check(p[1], f"{where}[{i}][1] ({names[1]})"))
+                  for i, p in enumerate(value))
+
+
 def _snr_sigma(value: Any, where: str) -> tuple:
     """() or two (SNR, σ m) pairs where the higher SNR has the smaller σ."""
     if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
         return ()
-    shape_ok = isinstance(value, (list, tuple)) and len(value) == 2 and all(
-        isinstance(p, (list, tuple)) and len(p) == 2 for p in value)
-    if not shape_ok:
-        fail(where, value, "not two pairs", "[] or two [SNR, sigma_m] pairs, e.g. [[12, 0.10], [100, 0.03]]")
-    pairs = [(number(0.0, 1e6, low_open=True).check(p[0], f"{where}[{i}][0] (SNR)"),
-              number(0.0, 10.0, low_open=True).check(p[1], f"{where}[{i}][1] (sigma m)")) for i, p in enumerate(value)]
-    (s1, e1), (s2, e2) = sorted(pairs)
+    (s1, e1), (s2, e2) = _two_pairs(value, where, ("SNR", "sigma_m"), (1e6, 10.0), "[[12, 0.10], [100, 0.03]] (or [])")
     if not (s1 < s2 and e1 > e2):
         fail(where, value, "sigma does not fall as the SNR rises", "two pairs, the higher SNR with the smaller sigma")
     return (s1, e1), (s2, e2)
@@ -134,13 +140,8 @@ def _snr_sigma(value: Any, where: str) -> tuple:
 
 def _limits(value: Any, where: str) -> tuple[tuple[float, float], tuple[float, float]]:
     """Two (reflectivity, range m) pairs where the brighter target is seen farther."""
-    shape_ok = isinstance(value, (list, tuple)) and len(value) == 2 and all(
-        isinstance(p, (list, tuple)) and len(p) == 2 for p in value)
-    if not shape_ok:
-        fail(where, value, "not two pairs", "two [reflectivity, range_m] pairs, e.g. [[0.10, 50.0], [0.80, 120.0]]")
-    pairs = [(number(0.0, 1e4, low_open=True).check(p[0], f"{where}[{i}][0] (reflectivity)"),
-              number(0.0, 1e5, low_open=True).check(p[1], f"{where}[{i}][1] (range m)")) for i, p in enumerate(value)]
-    (r1, d1), (r2, d2) = sorted(pairs)
+    (r1, d1), (r2, d2) = _two_pairs(value, where, ("reflectivity", "range_m"), (1e4, 1e5),
+                                    "[[0.10, 50.0], [0.80, 120.0]]")
     if not (r1 < r2 and d1 < d2):
         fail(where, value, "the brighter target is not seen farther",
              "two pairs with reflectivity and range both strictly increasing")

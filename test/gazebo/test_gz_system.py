@@ -26,14 +26,7 @@ MS = 1_000_000
 
 def world(name: str, system: bool) -> str:
     plugin = PLUGIN_LINE if system else ""
-    return f"""<?xml version="1.0"?>
-<sdf version="1.11">
-  <world name="{name}">
-    <physics name="1ms" type="ignored"><max_step_size>0.001</max_step_size><real_time_factor>1.0</real_time_factor></physics>
-    <plugin filename="gz-sim-physics-system" name="gz::sim::systems::Physics"/>
-    <plugin filename="gz-sim-user-commands-system" name="gz::sim::systems::UserCommands"/>
-    <plugin filename="gz-sim-scene-broadcaster-system" name="gz::sim::systems::SceneBroadcaster"/>
-    {plugin}
+    return gz_harmonic.world_head(name) + f"""    {plugin}
     <model name="ground"><static>true</static><link name="link">
       <visual name="visual"><geometry><plane><normal>0 0 1</normal><size>40 40</size></plane></geometry></visual>
     </link></model>

@@ -73,10 +73,9 @@ def import_bindings():
 
 
 # -- a headless gz-sim 8 server (stage 'server') --------------------------------------------------------
-def e2e_world(name: str = "e2e") -> str:
-    """A world for the end-to-end tests: ground (asphalt), a wall at x = 6 (metal), a 1 m box 'mover' that
-    drives (VelocityControl: 0.4 m/s forward, 0.2 rad/s; it starts at (0, 3) heading +x), and a 1 m box 'doomed' at (-4, -3). No Sensors system: no render
-    engine on this server."""
+def world_head(name: str) -> str:
+    """The opening of a test world: SDF header, 1 ms steps, and the Physics, UserCommands and SceneBroadcaster
+    systems; the caller adds models and closes </world></sdf>."""
     return f"""<?xml version="1.0"?>
 <sdf version="1.11">
   <world name="{name}">
@@ -84,7 +83,14 @@ def e2e_world(name: str = "e2e") -> str:
     <plugin filename="gz-sim-physics-system" name="gz::sim::systems::Physics"/>
     <plugin filename="gz-sim-user-commands-system" name="gz::sim::systems::UserCommands"/>
     <plugin filename="gz-sim-scene-broadcaster-system" name="gz::sim::systems::SceneBroadcaster"/>
-    <model name="ground"><static>true</static><link name="link">
+"""
+
+
+def e2e_world(name: str = "e2e") -> str:
+    """A world for the end-to-end tests: ground (asphalt), a wall at x = 6 (metal), a 1 m box 'mover' that
+    drives (VelocityControl: 0.4 m/s forward, 0.2 rad/s; it starts at (0, 3) heading +x), and a 1 m box 'doomed' at (-4, -3). No Sensors system: no render
+    engine on this server."""
+    return world_head(name) + f"""    <model name="ground"><static>true</static><link name="link">
       <collision name="c"><geometry><plane><normal>0 0 1</normal><size>40 40</size></plane></geometry></collision>
       <visual name="visual"><geometry><plane><normal>0 0 1</normal><size>40 40</size></plane></geometry>
         <radarays><material>asphalt</material></radarays></visual></link></model>
