@@ -189,62 +189,45 @@ class Probe:
                 raise AssertionError(f"nobody publishes {topic} after {timeout} s")
             time.sleep(0.05)
 
+    def call_service(self, service_type, name: str, request, timeout: float = 20.0):
+        """Call a service of another node and wait for its answer (AssertionError naming it when none comes)."""
+        client = self.node.create_client(service_type, name)
+        try:
+            if not client.wait_for_service(timeout_sec=timeout):
+                raise AssertionError(f"{name} not available")
+            future = client.call_async(request)
+            deadline = time.monotonic() + timeout
+            while not future.done():
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{name} did not answer")
+                time.sleep(0.01)
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
     def set_parameters(self, node_name: str, values: dict, timeout: float = 20.0) -> list:
         """Call NODE/set_parameters; returns the SetParametersResult list (successful, reason)."""
         from rcl_interfaces.srv import SetParameters
         from rclpy.parameter import Parameter
 
-        client = self.node.create_client(SetParameters, f"/{node_name}/set_parameters")
-        try:
-            if not client.wait_for_service(timeout_sec=timeout):
-                raise AssertionError(f"/{node_name}/set_parameters not available")
-            request = SetParameters.Request()
-            request.parameters = [Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]
-            future = client.call_async(request)
-            deadline = time.monotonic() + timeout
-            while not future.done():
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"/{node_name}/set_parameters did not answer")
-                time.sleep(0.01)
-            return list(future.result().results)
-        finally:
-            self.node.destroy_client(client)
+        request = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg() for k, v in values.items()])
+        return list(self.call_service(SetParameters, f"/{node_name}/set_parameters", request, timeout).results)
 
     def get_parameters(self, node_name: str, names: list[str], timeout: float = 20.0) -> list:
         from rcl_interfaces.srv import GetParameters
         from rclpy.parameter import parameter_value_to_python
 
-        client = self.node.create_client(GetParameters, f"/{node_name}/get_parameters")
-        try:
-            if not client.wait_for_service(timeout_sec=timeout):
-                raise AssertionError(f"/{node_name}/get_parameters not available")
-            future = client.call_async(GetParameters.Request(names=list(names)))
-            deadline = time.monotonic() + timeout
-            while not future.done():
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"/{node_name}/get_parameters did not answer")
-                time.sleep(0.01)
-            return [parameter_value_to_python(v) for v in future.result().values]
-        finally:
-            self.node.destroy_client(client)
+        answer = self.call_service(GetParameters, f"/{node_name}/get_parameters",
+                                   GetParameters.Request(names=list(names)), timeout)
+        return [parameter_value_to_python(v) for v in answer.values]
 
     def describe_parameters(self, node_name: str, names: list[str], timeout: float = 20.0) -> list:
         """ParameterDescriptor of each name, from NODE/describe_parameters."""
         from rcl_interfaces.srv import DescribeParameters
 
-        client = self.node.create_client(DescribeParameters, f"/{node_name}/describe_parameters")
-        try:
-            if not client.wait_for_service(timeout_sec=timeout):
-                raise AssertionError(f"/{node_name}/describe_parameters not available")
-            future = client.call_async(DescribeParameters.Request(names=list(names)))
-            deadline = time.monotonic() + timeout
-            while not future.done():
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"/{node_name}/describe_parameters did not answer")
-                time.sleep(0.01)
-            return list(future.result().descriptors)
-        finally:
-            self.node.destroy_client(client)
+        answer = self.call_service(DescribeParameters, f"/{node_name}/describe_parameters",
+                                   DescribeParameters.Request(names=list(names)), timeout)
+        return list(answer.descriptors)
 
     def close(self) -> None:
         try:
