@@ -24,6 +24,7 @@ from importlib.metadata import entry_points
 from typing import Callable
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 ENTRY_POINT_GROUP = "radarays_ros.brdf"
 
@@ -36,29 +37,47 @@ class BrdfSpec:
     function: Callable
 
 
+# -- the formulas, once: numpy runs them over arrays on the host, Warp compiles them for the device
+# (radarays_ros/twin.py; warp_frame_kernels.brdf_factor). ASCII only in their lines.
+def radarays_brdf(theta: float, a: float, b: float, c: float) -> float:
+    """A + B cos(theta)^C, RadaRays' back_reflection_shader."""
+    cos = xm.maximum(xm.cos(theta), 0.0)
+    return a + b * cos ** c
+
+
+def paper_brdf(theta: float, a: float, b: float, c: float) -> float:
+    """Eq. 5 of the paper: A + B cos(w) + S cos(w)^C, S = 1 - A - B, at least 0."""
+    cos = xm.maximum(xm.cos(theta), 0.0)
+    s = 1.0 - a - b
+    return xm.maximum(a + b * cos + s * cos ** c, 0.0)
+
+
+def cook_torrance_brdf(theta: float, diffuse: float, roughness: float, n: float) -> float:
+    """Monostatic Cook-Torrance (Beckmann D, Schlick F, Cook-Torrance G) with a Lambertian part."""
+    c = xm.clip(xm.cos(theta), 1e-6, 1.0)
+    m2 = roughness ** 2.0
+    tan2 = (1.0 - c * c) / (c * c)
+    d = xm.exp(-tan2 / m2) / (xm.pi * m2 * c ** 4.0)
+    f0 = ((n - 1.0) / (n + 1.0)) ** 2.0  # v.h = 1 when light and view coincide
+    g = xm.minimum(1.0, 2.0 * c * c)
+    specular = d * f0 * g / (4.0 * c * c)
+    return (diffuse / xm.pi + (1.0 - diffuse) * specular) * c
+
+
+# -- the host API: f(theta, params) with the parameter arrays aligned with theta
 def radarays(theta: np.ndarray, p) -> np.ndarray:
     """A + B cos(theta)^C, RadaRays' back_reflection_shader."""
-    c = np.maximum(np.cos(theta), 0.0)
-    return p["A"] + p["B"] * c ** p["C"]
+    return radarays_brdf(theta, p["A"], p["B"], p["C"])
 
 
 def paper(theta: np.ndarray, p) -> np.ndarray:
     """Eq. 5 of the paper: A + B cos(w) + S cos(w)^C, S = 1 - A - B."""
-    c = np.maximum(np.cos(theta), 0.0)
-    s = 1.0 - p["A"] - p["B"]
-    return np.maximum(p["A"] + p["B"] * c + s * c ** p["C"], 0.0)
+    return paper_brdf(theta, p["A"], p["B"], p["C"])
 
 
 def cook_torrance(theta: np.ndarray, p) -> np.ndarray:
     """Monostatic Cook-Torrance (Beckmann D, Schlick F, Cook-Torrance G) with a Lambertian part."""
-    c = np.clip(np.cos(theta), 1e-6, 1.0)
-    m2 = p["roughness"] ** 2
-    tan2 = (1.0 - c * c) / (c * c)
-    d = np.exp(-tan2 / m2) / (np.pi * m2 * c ** 4)
-    f0 = ((p["n"] - 1.0) / (p["n"] + 1.0)) ** 2  # v.h = 1 when light and view coincide
-    g = np.minimum(1.0, 2.0 * c * c)
-    specular = d * f0 * g / (4.0 * c * c)
-    return (p["diffuse"] / np.pi + (1.0 - p["diffuse"]) * specular) * c
+    return cook_torrance_brdf(theta, p["diffuse"], p["roughness"], p["n"])
 
 
 BUILTIN: dict[str, BrdfSpec] = {

@@ -2,7 +2,8 @@
 
 The same steps as waves.py, draw.py and normalise.py, per wave instead of per batch; the formulas are
 those files' (fresnel.py: Snell with wave velocities and the Fresnel split; brdf.py: the built-in
-BRDFs; kernels.py: the range-spread weights, computed on the host once). Geometry, energy and time are
+BRDFs, whose own source Warp compiles here (radarays_ros/twin.py); kernels.py: the range-spread weights,
+computed on the host once). Geometry, energy and time are
 float32 here (float64 for energy and time on the host path).
 """
 
@@ -13,6 +14,13 @@ except ImportError:  # warp_frame.py reports the missing package; this module st
 
 if wp is not None:
     from ..tracing.warp_kernels import SceneArrays, first_hit
+    from ..twin import device_twin
+    from . import brdf
+
+    # brdf.py's formulas, compiled from their own source
+    radarays_brdf = device_twin(brdf.radarays_brdf)
+    paper_brdf = device_twin(brdf.paper_brdf)
+    cook_torrance_brdf = device_twin(brdf.cook_torrance_brdf)
 
     @wp.struct
     class Waves:
@@ -69,20 +77,13 @@ if wp is not None:
     def brdf_factor(m: Materials, id: int, theta: float):
         """brdf.py's built-ins for material `id` at angle theta (radians), >= 0."""
         kind = m.brdf[id]
-        c = wp.max(wp.cos(theta), 0.0)
         value = float(0.0)
-        if kind == 0:  # radarays: A + B cos^C
-            value = m.a[id] + m.b[id] * wp.pow(c, m.c[id])
-        elif kind == 1:  # paper Eq. 5: A + B cos + S cos^C, S = 1 - A - B
-            value = m.a[id] + m.b[id] * c + (1.0 - m.a[id] - m.b[id]) * wp.pow(c, m.c[id])
-        else:  # monostatic Cook-Torrance with a Lambertian part
-            cc = wp.clamp(wp.cos(theta), 1.0e-6, 1.0)
-            m2 = m.roughness[id] * m.roughness[id]
-            tan2 = (1.0 - cc * cc) / (cc * cc)
-            dist = wp.exp(-tan2 / m2) / (3.14159265 * m2 * cc * cc * cc * cc)
-            f0 = (m.n[id] - 1.0) / (m.n[id] + 1.0)
-            g = wp.min(1.0, 2.0 * cc * cc)
-            value = (m.diffuse[id] / 3.14159265 + (1.0 - m.diffuse[id]) * dist * f0 * f0 * g / (4.0 * cc * cc)) * cc
+        if kind == 0:
+            value = radarays_brdf(theta, m.a[id], m.b[id], m.c[id])
+        elif kind == 1:
+            value = paper_brdf(theta, m.a[id], m.b[id], m.c[id])
+        else:
+            value = cook_torrance_brdf(theta, m.diffuse[id], m.roughness[id], m.n[id])
         if not (value >= 0.0):  # NaN or negative: as RadarMaterials.evaluate (nan_to_num, then >= 0)
             value = 0.0
         return value

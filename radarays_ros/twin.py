@@ -1,0 +1,49 @@
+"""One formula, two compilers: a per-hit formula is written once and runs on both frame paths.
+
+A formula module imports numpy as `xm` and writes its formula with `xm.` functions, arithmetic and branches on
+scalar settings only (no branch on an array). The host calls it with numpy arrays (numpy runs it elementwise);
+`device_twin(formula)` hands the same source to Warp with `xm` bound to Warp's builtins, for the device kernels.
+So the host and the device evaluate the same operations in the same order; they differ only where numpy
+computes in float64 and the kernel in float32 (the parity tests state that ULP bound).
+
+Rules for a formula: arguments annotated `float` or `int` (Warp needs the types; numpy ignores them); powers
+with float exponents (`c ** 4.0`: numpy gives the same bits as `c ** 4`, Warp has no float**int); constants as
+module-level Python numbers; ASCII only in the function's lines (Warp 1.0.x copies them into C++ strings).
+"""
+from __future__ import annotations
+
+import functools
+import types
+
+# numpy name -> Warp builtin of the same meaning (numpy's names are the formulas' vocabulary)
+_DEVICE_NAMES = {"cos": "cos", "sin": "sin", "acos": "acos", "arccos": "acos", "sqrt": "sqrt", "cbrt": "cbrt",
+                 "exp": "exp", "log": "log", "maximum": "max", "minimum": "min", "clip": "clamp",
+                 "float32": "float32", "abs": "abs"}
+
+
+_ANNOTATION_TYPES = {"float": float, "int": int, "bool": bool}
+
+
+@functools.cache
+def device_math() -> types.ModuleType:
+    """The `xm` a formula sees inside a Warp kernel: a module of Warp builtins under numpy's names."""
+    import warp as wp
+
+    namespace = types.ModuleType("radarays_ros.twin.device_math")
+    for numpy_name, warp_name in _DEVICE_NAMES.items():
+        setattr(namespace, numpy_name, getattr(wp, warp_name))
+    namespace.pi = 3.141592653589793
+    return namespace
+
+
+@functools.cache
+def device_twin(formula):
+    """The Warp function (`wp.func`) compiled from `formula`'s own source, with `xm` bound to device_math()."""
+    import warp as wp
+
+    scope = dict(formula.__globals__, xm=device_math())
+    twin = types.FunctionType(formula.__code__, scope, formula.__name__, formula.__defaults__, formula.__closure__)
+    # `from __future__ import annotations` leaves the names as strings: Warp wants the types
+    twin.__annotations__ = {name: _ANNOTATION_TYPES.get(kind, kind) for name, kind in formula.__annotations__.items()}
+    twin.__module__, twin.__qualname__, twin.__doc__ = formula.__module__, formula.__qualname__, formula.__doc__
+    return wp.func(twin)
