@@ -65,7 +65,7 @@ DEVICE_SUPPORT = {
         "period", "range_min", "range_max", "layout", "organized", "planar", "planar_info", "time_reference",
         "intensity_field", "frame_id", "seed", "max_bounces", "point_transform", "ray_frame_id", "retime",
         "point_directions", "point_origins", "driver", "driver_metadata", "derived")},
-    # the kernel's surface model (warp_frame_kernels.py: detection_limit, the intensity fields)
+    # the kernel's surface model (warp_frame_kernels.py: detection_limit32, the intensity fields)
     **{f"surface.{key}": DEVICE for key in (
         "model", "limits", "signal_scale", "retro_full_scale", "ambient_level", "ambient_sky",
         "limits_probability", "overlap_range_m")},  # limits_probability: folded into the limit pairs on load

@@ -23,6 +23,8 @@ except ImportError:  # warp_frame.py reports the missing package; this module st
 if wp is not None:
     from radarays_ros.tracing.warp_kernels import SceneArrays, first_hit
 
+    from radarays_ros.twin import device_twin
+
     from .physics import detection
 
     # the detection limit's form codes: physics/detection.py's (DetectionLimit.code)
@@ -119,26 +121,8 @@ if wp is not None:
             return m.table[id * 10 + low] * (1.0 - frac) + m.table[id * 10 + low + 1] * frac
         return m.lambertian[id] * cos_theta + m.constant[id]
 
-    @wp.func
-    def detection_limit(s: SurfaceSettings, rho: float):
-        """physics/detection.py DetectionLimit.limit32: r_L(rho) in float32 with the host's operations in
-        the host's order and the coefficients DetectionLimit fitted (model 'none' is decided by the caller)."""
-        safe = wp.max(rho, 1.0e-30)
-        limit = float(0.0)
-        if s.limit_model == CURVE_ROOT:
-            root = safe
-            if s.limit_root == 2:
-                root = wp.sqrt(safe)
-            elif s.limit_root == 3:
-                root = wp.cbrt(safe)
-            elif s.limit_root == 4:
-                root = wp.sqrt(wp.sqrt(safe))
-            limit = root * s.limit_b + s.limit_a
-        elif s.limit_model == CURVE_LOG:
-            limit = wp.log(safe) * s.limit_b + s.limit_a
-        else:
-            limit = wp.max(rho - s.limit_rho1, 0.0) * s.limit_slope + s.limit_d1
-        return limit
+    # physics/detection.py's formula, compiled from its own source
+    detection_limit32 = device_twin(detection.detection_limit32)
 
     @wp.kernel
     def lidar_frame(
@@ -227,7 +211,8 @@ if wp is not None:
         found = entity >= 0
         keep = found
         if found and s.limit_model != CURVE_NONE:
-            keep = rho > 0.0 and ranged <= detection_limit(s, rho)
+            keep = rho > 0.0 and ranged <= detection_limit32(rho, s.limit_model, s.limit_root, s.limit_a, s.limit_b,
+                                                             s.limit_rho1, s.limit_d1, s.limit_slope)
         if s.dropout > 0.0:
             if wp.randf(state) < s.dropout:
                 keep = False

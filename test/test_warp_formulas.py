@@ -1,7 +1,8 @@
-"""The Warp kernels' per-hit formulas run alone on Warp's CPU device against the host formulas they
-copy: the radar BRDFs (radar/warp_frame_kernels.brdf_factor against radar/brdf.py, all three built-ins)
-and the lidar detection limit (lidar_ros/warp_frame_kernels.detection_limit against
-physics/detection.py DetectionLimit.limit32, every form).
+"""The Warp kernels' per-hit formulas run alone on Warp's CPU device against the host: the radar BRDFs
+(radar/warp_frame_kernels.brdf_factor against radar/brdf.py, all three built-ins) and the lidar detection
+limit (lidar_ros/warp_frame_kernels.detection_limit32 against physics/detection.py DetectionLimit.limit32,
+every form). Both sides run one source (radarays_ros/twin.py compiles brdf.py's and detection.py's formulas
+for Warp); what differs is the arithmetic: numpy's dtype and libm on the host, float32 and Warp's on the device.
 
 Bounds: the detection limit is the host's float32 operations in the host's order, so the same bytes,
 except the two forms through a libm function the two sides take from different libraries (log, cbrt):
@@ -39,7 +40,8 @@ def _brdf_values(m: rk.Materials, thetas: wp.array(dtype=float), out: wp.array2d
 @wp.kernel
 def _limit_values(s: lk.SurfaceSettings, rho: wp.array(dtype=float), out: wp.array(dtype=float)):
     i = wp.tid()
-    out[i] = lk.detection_limit(s, rho[i])
+    out[i] = lk.detection_limit32(rho[i], s.limit_model, s.limit_root, s.limit_a, s.limit_b, s.limit_rho1,
+                                  s.limit_d1, s.limit_slope)
 
 
 # per material row: (brdf, its parameters), the ranges of brdf.BUILTIN
@@ -117,7 +119,7 @@ def test_a_wrong_device_brdf_fails_the_comparison(name):
 
 
 def device_limits(limit: DetectionLimit, rho: np.ndarray) -> np.ndarray:
-    """detection_limit on Warp's CPU device, its settings filled as WarpLidarSimulator fills them."""
+    """detection_limit32 on Warp's CPU device, its settings filled as WarpLidarSimulator fills them."""
     s = lk.SurfaceSettings()
     code, a, b, _, d1, rho1, slope = limit.curve
     s.limit_model, s.limit_root = code, limit.root

@@ -22,6 +22,7 @@ Every other form is non-decreasing in ρ, clipped at 0, and r_L(ρ ≤ 0) = 0: a
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 from radarays_ros.compiled import inlined, kernel
 
@@ -83,26 +84,36 @@ class DetectionLimit:
     def limit32(self, rho) -> np.ndarray:
         """r_L(ρ) as `keep` decides with it: float32, the coefficients rounded to float32, one rounding
         per operation (root or log, × b, + a); not clipped at 0 (`keep` also needs ρ > 0). The Warp
-        kernel evaluates the same operations (warp_frame_kernels.detection_limit)."""
+        kernel runs the same formula (detection_limit32, compiled by Warp)."""
         rho = np.asarray(rho, np.float32)
         if self.code == _NONE:
             return np.full(rho.shape, np.inf, np.float32)
-        if self.model in _ROOTS:
-            n = _ROOTS[self.model]
-            safe = np.maximum(rho, np.float32(1e-30))
-            root = safe if n == 1 else np.sqrt(safe) if n == 2 else np.cbrt(safe) if n == 3 else np.sqrt(np.sqrt(safe))
-            limit = root * np.float32(self._b)
-            limit += np.float32(self._a)
-        elif self.model == "log":
-            limit = np.log(np.maximum(rho, np.float32(1e-30)))
-            limit *= np.float32(self._b)
-            limit += np.float32(self._a)
-        else:  # blensor
-            limit = rho - np.float32(self.rho1)
-            np.maximum(limit, np.float32(0.0), out=limit)
-            limit *= np.float32(self._slope)
-            limit += np.float32(self.d1)
-        return limit
+        f32 = np.float32
+        return detection_limit32(rho, self.code, self.root, f32(self._a), f32(self._b), f32(self.rho1), f32(self.d1),
+                                 f32(self._slope))
+
+
+def detection_limit32(rho: float, code: int, root: int, a: float, b: float, rho1: float, d1: float,
+                      slope: float) -> float:
+    """r_L(rho) of the forms root (N = root), log and blensor, one rounding per operation in the dtype of rho
+    and the coefficients. Written once: numpy runs it over float32 arrays on the host (DetectionLimit.limit32),
+    Warp compiles it for the device frame (radarays_ros/twin.py). ASCII only in these lines."""
+    limit = float(0.0)
+    if code == CURVE_ROOT:
+        safe = xm.maximum(rho, xm.float32(1.0e-30))
+        base = safe
+        if root == 2:
+            base = xm.sqrt(safe)
+        elif root == 3:
+            base = xm.cbrt(safe)
+        elif root == 4:
+            base = xm.sqrt(xm.sqrt(safe))
+        limit = base * b + a
+    elif code == CURVE_LOG:
+        limit = xm.log(xm.maximum(rho, xm.float32(1.0e-30))) * b + a
+    else:  # blensor
+        limit = xm.maximum(rho - rho1, xm.float32(0.0)) * slope + d1
+    return limit
 
 
 @inlined
