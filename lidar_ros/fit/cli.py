@@ -89,7 +89,7 @@ def run(args) -> int:
 
     from lidar_ros.compare.stats import frame_stats
     from lidar_ros.config import load_sensor
-    from lidar_ros.fit import AWAITING, fit_sensor_stage, objective_text, scene_from_frame, shade
+    from lidar_ros.fit import AWAITING, NOT_FROM_FRAMES, fit_sensor_stage, objective_text, scene_from_frame, shade
     from radarays_ros.io.lidar_frames import read_lidar_frame
 
     seed = SEED.check(args.seed, "--seed")
@@ -141,12 +141,12 @@ def run(args) -> int:
             tables.append((f"{label}: {frame.name}", stats))
             stats_json[f"{label}: {frame.name}"] = [{k: (None if isinstance(v, float) and math.isnan(v) else v)
                                                       for k, v in s.items()} for s in stats]
-    report = write_report(out, args, result, tables, seconds, AWAITING, objective_text(result))
+    report = write_report(out, args, result, tables, seconds, {**NOT_FROM_FRAMES, **AWAITING}, objective_text(result))
     out.with_suffix(".json").write_text(json.dumps({
         "sensor": args.sensor, "frames": [f.name for f in frames], "seed": seed, "seconds": seconds,
         "parameters": [{"name": n, "key": k, "start": s, "value": v, "verdict": w} for n, k, s, v, w in result.rows()],
         "objective": result.history, "statistics [real, before, after]": stats_json,
-        "awaiting_keys": AWAITING}, indent=1))
+        "not_from_frames": NOT_FROM_FRAMES, "awaiting_keys": AWAITING}, indent=1))
     try:
         from radarays_ros.io.lidar_fit_picture import fit_picture
 
@@ -181,7 +181,7 @@ def write_report(out: Path, args, result, tables, seconds, awaiting, summary) ->
              f"{result.evaluations} evaluations, {seconds:.1f} s, seed {args.seed}; objective ½Σ log(sim/real)² "
              f"{result.cost_start:.4g} -> {result.cost:.4g}.", "",
              "| parameter | key | start | fitted | verdict |", "|---|---|---:|---:|---|", rows, "",
-             "Not fitted (their keys are not on main yet): " + "; ".join(f"**{k}** ({v})" for k, v in awaiting.items()), ""]
+             "Not fitted from frames alone: " + "; ".join(f"**{k}** ({v})" for k, v in awaiting.items()), ""]
     for title, stats in tables:
         parts += [f"## {title}", "", stats_table(stats), ""]
     parts += ["## Objective per evaluation", "", " ".join(f"{c:.4g}" for c in result.history), "", "```", summary, "```"]

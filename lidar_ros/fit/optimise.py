@@ -146,9 +146,13 @@ def fit(residual_of: Callable[[np.ndarray], np.ndarray], params: Sequence[Param]
 
 
 def fit_blocks(residual_of: Callable[[np.ndarray], np.ndarray], params: Sequence[Param], start: np.ndarray,
-               max_evaluations: int = 60, progress: Callable[[int, float], None] | None = None) -> FitResult:
-    """`fit` one group of parameters at a time (Param.group; the others held at their current values), then
-    the identifiability verdicts from the Jacobian of every parameter at the end.
+               max_evaluations: int = 60, progress: Callable[[int, float], None] | None = None,
+               sweeps: int = 2) -> FitResult:
+    """`fit` one group of parameters at a time (Param.group; the others held at their current values), `sweeps`
+    times over the groups, then the identifiability verdicts from the Jacobian of every parameter at the end.
+    The second sweep refits each group where the later ones ended (the range noise moves the signal bands'
+    r²: K fitted under the start's 3 cm noise was 3 % low on the synthetic scene, within 0.5 % after a second
+    sweep).
 
     The sensor-stage statistics fall into nearly independent blocks (signal bands ~ K, near-IR ~ ambient
     gains, range noise ~ σ terms, isolated misses ~ dropouts); fitted jointly, the large unfixable residuals
@@ -161,7 +165,7 @@ def fit_blocks(residual_of: Callable[[np.ndarray], np.ndarray], params: Sequence
     for i, p in enumerate(params):
         groups.setdefault(p.group or p.name, []).append(i)
     cost_start = None
-    for idx in groups.values():
+    for idx in [idx for _ in range(max(int(sweeps), 1)) for idx in groups.values()]:
         def sub_residual(v, idx=idx):
             full = values.copy()
             full[idx] = v
