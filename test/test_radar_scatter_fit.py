@@ -87,3 +87,49 @@ def test_likelihood_is_least_at_the_true_mean_and_censors_zero_counts():
     assert (zeros == 0).mean() > 0.8
     at = [neg_log_likelihood(quiet * s, zeros, ZERO, STEP)[0] for s in (0.1, 1.0, 10.0)]
     assert at[1] < at[2]  # too bright is penalised by the censored cells (0.1x is as likely: all read 0)
+
+
+def test_cli_fits_a_class_in_a_world_and_writes_a_preset_with_its_table(tmp_path):
+    """`radarays fit radar REAL --preset physical.yaml --world hall.sdf --poses P --fit-classes concrete`: the
+    hall's concrete (floor, walls, pillars) 2.5 dB over the shipped table is found; the preset it writes
+    loads and names the fitted table; a class the table lacks is one line, exit 2."""
+    from pathlib import Path
+
+    import yaml
+
+    from radarays_ros.cli import main
+    from radarays_ros.radar.config import resolve_radar_config
+    from radarays_ros.world.loader import load_world
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    repo = Path(__file__).resolve().parents[1]
+    world = str(repo / "radarays_ros/data/worlds/hall.sdf")
+    preset = tmp_path / "small.yaml"
+    preset.write_text(yaml.safe_dump({k: v for k, v in CFG.to_dict().items() if k != "scatter"}
+                                     | {"scatter": {"specular_bounces": 0}}))
+    cfg = resolve_radar_config(str(preset))
+    (tmp_path / "poses.txt").write_text("2.0 1.0 0.8 0 0 0.3\n")
+    params = scatter_params(TABLE, ["concrete"], ("level_db",))
+    truth = cfg.with_overrides({"scatter.speckle": False, "scatter.table": str(table_file(moved_table(TABLE, params, [2.5])))})
+    mu = RadarSimulator(truth, load_world(world)).simulate(pose_to_matrix(2.0, 1.0, 0.8, 0, 0, 0.3)).energy
+    mu = mu.astype(np.float64) + noise_power_w(cfg.receiver, cfg.fmcw)
+    real = tmp_path / "real.npz"
+    np.savez(real, image=speckled(mu, 4), azimuth_rad=np.zeros(mu.shape[0]),
+             range_m=np.arange(mu.shape[1]) * cfg.range.resolution)
+    out = tmp_path / "mine.yaml"
+    args = ["fit", "radar", str(real), "--preset", str(preset), "--out", str(out), "--world", world,
+            "--poses", str(tmp_path / "poses.txt"), "--scatter-keys", "level_db", "--max-evaluations", "40", "--quiet"]
+    assert main([*args, "--fit-classes", "concrete"]) == 0
+    fitted = resolve_radar_config(str(out))
+    table = read_table(fitted.scatter.table)
+    level = table["classes"]["concrete"]["sigma0_db"][0] - TABLE["classes"]["concrete"]["sigma0_db"][0]
+    assert level == pytest.approx(2.5, abs=0.3)
+    assert "| `concrete.level_db` |" in (tmp_path / "mine_report.md").read_text()
+    import io
+    from contextlib import redirect_stderr
+
+    err = io.StringIO()
+    with redirect_stderr(err):
+        assert main([*args, "--fit-classes", "marble"]) == 2
+    lines = err.getvalue().strip().splitlines()
+    assert len(lines) == 1 and "marble: not a class of the table" in lines[0], lines
