@@ -10,29 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lidar_ros.fit import SENSOR_STAGE, HeldScene, fit_sensor_stage, shade
+from lidar_ros.fit import SENSOR_STAGE, fit_sensor_stage, shade
 from lidar_ros.fit.params import AWAITING, NOT_FROM_FRAMES, apply_values, get_value
 from radarays_ros.errors import ConfigError
+from support.lidar_fit import START, synthetic_scene
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = Path("/work/shared/realdata/ouster")
 if not REAL.is_dir():
     REAL = REPO.parent / "shared" / "realdata" / "ouster"
-
-
-def synthetic_scene(rows=32, cols=256) -> HeldScene:
-    """A smooth room-like scene: ranges 2-25 m (log-spread over rows) varying smoothly along rows, ρ 0.1-0.85 varying smoothly, 4 rows of sky."""
-    c = np.arange(cols)[None, :]
-    rr = np.arange(rows)[:, None]
-    r = 1.5 * np.exp(rr / 12.0) * (1.0 + 0.2 * np.sin(2 * np.pi * c / cols) + 0.1 * np.cos(4 * np.pi * c / cols) ** 2)
-    r = np.where(rr < 4, np.nan, r * np.ones((rows, cols)))
-    rho = 0.35 + 0.25 * np.sin(2 * np.pi * c / 37.0) * np.cos(2 * np.pi * rr / 11.0) + 0.001 * c
-    rho = np.where(np.isfinite(r), rho, 0.0)
-    az = 2 * np.pi * c / cols * np.ones((rows, 1))
-    el = np.radians(np.linspace(20, -20, rows))[:, None] * np.ones((1, cols))
-    dirs = np.stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)], axis=-1)
-    return HeldScene("synthetic", "", r, rho, dirs, True)
-
 
 TRUE = {"surface.signal_scale": 8.0e4, "surface.ambient_level": 900.0, "surface.ambient_sky": 150.0,
         "noise.sigma": 0.008, "noise.relative_sigma": 8e-4, "detection.dropout_probability": 0.006}
@@ -40,8 +26,6 @@ TRUE = {"surface.signal_scale": 8.0e4, "surface.ambient_level": 900.0, "surface.
 # count (±15 %) in the truth and again in the fit's draws; measured over seeds 1-4: -8 % to -28 %
 TOLERANCE = {"surface.signal_scale": 0.03, "surface.ambient_level": 0.10, "surface.ambient_sky": 0.10,
              "noise.sigma": 0.25, "noise.relative_sigma": 0.3, "detection.dropout_probability": 0.35}
-START = {"type": "ouster", "surface": {"signal_scale": 2.0e4, "ambient_level": 300.0, "ambient_sky": 50.0},
-         "noise": {"sigma": 0.03}, "detection": {"dropout_probability": 0.001}}
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -48,6 +48,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--materials", help="material library YAML merged over the shipped one (for --world)")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated draws (common random numbers)")
     p.add_argument("--max-evaluations", type=int, default=60, help="objective evaluations at most (default 60)")
+    p.add_argument("--signal-fit", choices=("stats", "pixels"), default="stats",
+                   help="how K and the near-range overlap r0 are fitted: 'stats' (default) with the other parameters on "
+                        "the statistics; 'pixels' per pixel against the SIGNAL channel with Warp wp.Tape gradients "
+                        "(lidar_ros/fit/gradients.py; needs warp-lang)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
 
@@ -73,6 +77,28 @@ def check_sensor(frame, config) -> None:
         raise ConfigError(f"{what}, {sensor}: not the same sensor model")
 
 
+PIXEL_KEYS = ("surface.signal_scale", "surface.overlap_range_m")
+
+
+def signal_by_pixels(frames, spec) -> tuple[dict, str]:
+    """The sensor mapping with K and r0 from the per-pixel signal fit of every frame's pixels (gradients.py)."""
+    import numpy as np
+
+    from lidar_ros.fit.gradients import SignalPixels, fit_signal, signal_pixels
+    from lidar_ros.fit.params import SENSOR_STAGE, apply_values, get_value
+    from lidar_ros.fit.scene import scene_from_frame
+
+    retro = float((spec.get("surface") or {}).get("retro_full_scale", 100.0))
+    parts = [signal_pixels(scene_from_frame(f, retro), f.signal) for f in frames]
+    pixels = SignalPixels(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("range_m", "rho", "signal")))
+    k0, r00 = get_value(spec, PIXEL_KEYS[0], 2.0e5), get_value(spec, PIXEL_KEYS[1], 0.0)
+    fit = fit_signal(pixels, k0, r00)
+    params = [p for p in SENSOR_STAGE if p.key in PIXEL_KEYS]
+    note = (f"per-pixel signal fit (Warp wp.Tape gradients, {len(pixels)} pixels, {fit.evaluations} evaluations): "
+            f"K {k0:.4g} -> {fit.k:.4g}, r0 {r00:.4g} -> {fit.r0:.4g} m, loss {fit.loss_start:.4g} -> {fit.loss:.4g}")
+    return apply_values(spec, params, [fit.k, fit.r0]), note
+
+
 def portable_spec(config) -> dict:
     """The fitted mapping with file keys made absolute (the YAML may be written anywhere)."""
     spec = config.to_dict()
@@ -89,7 +115,8 @@ def run(args) -> int:
 
     from lidar_ros.compare.stats import frame_stats
     from lidar_ros.config import load_sensor
-    from lidar_ros.fit import AWAITING, NOT_FROM_FRAMES, fit_sensor_stage, objective_text, scene_from_frame, shade
+    from lidar_ros.fit import (AWAITING, NOT_FROM_FRAMES, SENSOR_STAGE, fit_sensor_stage, objective_text,
+                               scene_from_frame, shade)
     from radarays_ros.io.lidar_frames import read_lidar_frame
 
     seed = SEED.check(args.seed, "--seed")
@@ -123,7 +150,12 @@ def run(args) -> int:
             print(f"fit lidar: evaluation {i:3d}  objective {cost:.5g}  ({time.perf_counter() - t0:.1f} s)",
                   file=sys.stderr, flush=True)
 
-    result, fitted_spec, scenes = fit_sensor_stage(frames, start_spec, seed=seed, max_evaluations=evaluations,
+    params, note = SENSOR_STAGE, ""
+    if args.signal_fit == "pixels":  # K and r0 per pixel with Tape gradients; the statistics fit the rest
+        start_spec, note = signal_by_pixels(frames, start_spec)
+        print(f"fit lidar: {note}", file=sys.stderr)
+        params = tuple(p for p in SENSOR_STAGE if p.key not in PIXEL_KEYS)
+    result, fitted_spec, scenes = fit_sensor_stage(frames, start_spec, params, seed=seed, max_evaluations=evaluations,
                                                    progress=progress)
     seconds = time.perf_counter() - t0
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -141,7 +173,8 @@ def run(args) -> int:
             tables.append((f"{label}: {frame.name}", stats))
             stats_json[f"{label}: {frame.name}"] = [{k: (None if isinstance(v, float) and math.isnan(v) else v)
                                                       for k, v in s.items()} for s in stats]
-    report = write_report(out, args, result, tables, seconds, {**NOT_FROM_FRAMES, **AWAITING}, objective_text(result))
+    report = write_report(out, args, result, tables, seconds, {**NOT_FROM_FRAMES, **AWAITING},
+                          objective_text(result) + (f"\n{note}" if note else ""))
     out.with_suffix(".json").write_text(json.dumps({
         "sensor": args.sensor, "frames": [f.name for f in frames], "seed": seed, "seconds": seconds,
         "parameters": [{"name": n, "key": k, "start": s, "value": v, "verdict": w} for n, k, s, v, w in result.rows()],
