@@ -188,8 +188,16 @@ def run(args) -> int:
         print(f"fit lidar: no picture ({exc})", file=sys.stderr)
     print(objective_text(result))
     if poses is not None:
-        materials_out = fit_materials(args, config, frames, poses, out)
+        materials_out, texture = fit_materials(args, config, frames, poses, out)
         print(f"fitted materials -> {materials_out}")
+        if texture.sigma_identifiable:  # the surface texture into the fitted sensor file (texture_fit.py)
+            from lidar_ros.fit.params import set_value
+
+            fitted_spec = set_value(fitted_spec, "surface.texture_sigma", texture.sigma)
+            if texture.length_identifiable:
+                fitted_spec = set_value(fitted_spec, "surface.texture_length_m", texture.length_m)
+            out.write_text(header + f"# surface texture: {texture.verdict}\n" + yaml.safe_dump(fitted_spec, sort_keys=False))
+            load_sensor(str(out))
     print(f"fitted sensor -> {out}; report -> {report} ({seconds:.1f} s)")
     return 0
 
@@ -256,12 +264,18 @@ def fit_materials(args, config, frames, poses, out: Path) -> Path:
     from radarays_ros.tracing import make_backend
     from radarays_ros.world.loader import load_world
 
+    from dataclasses import replace
+
+    from lidar_ros.fit.texture_fit import fit_texture
+
     scene = load_world(args.world, materials=args.materials)
     backend = make_backend("embree", scene)
-    sim = LidarSimulator(config, scene, backend, seed=args.seed)
+    # the model frame without texture: texture_fit reads the real frame's texture against it
+    plain = replace(config, surface=replace(config.surface, texture_sigma=0.0))
+    sim = LidarSimulator(plain, scene, backend, seed=args.seed)
     library = scene.materials
     starts = [float(m.lidar.get("reflectivity", DEFAULT_REFLECTIVITY)) for m in library.materials]
-    pieces = {k: [] for k in ("rr", "qr", "rs", "qs", "mat")}
+    pieces = {k: [] for k in ("rr", "qr", "rs", "qs", "mat", "xyz")}
     for frame, pose in zip(frames, poses):
         if frame.reflectivity is None:
             raise ConfigError(f"frame {frame.name}: no reflectivity channel, per-material reflectivity cannot be fitted")
@@ -277,7 +291,11 @@ def fit_materials(args, config, frames, poses, out: Path) -> Path:
         pieces["rs"].append(np.asarray(scan.clean_range, float))
         pieces["qs"].append(np.asarray(arrays["reflectivity"], float))
         pieces["mat"].append(np.asarray(scan.material))
+        pieces["xyz"].append(np.asarray(arrays["xyz"], float).reshape(*frame.range_m.shape, 3))
     joined = {k: np.concatenate(v, axis=1) for k, v in pieces.items()}
+    texture = fit_texture(joined["rr"], joined["qr"], joined["rs"], joined["qs"], joined["xyz"], joined["mat"],
+                          config.surface.texture_length_m)
+    print(f"  texture sigma {texture.sigma:.4g}, length {texture.length_m:.4g} m  {texture.verdict}")
     fits = fit_material_reflectivity(joined["rr"], joined["qr"], joined["rs"], joined["qs"], joined["mat"],
                                      library.names, starts)
     entries = {}
@@ -295,4 +313,4 @@ def fit_materials(args, config, frames, poses, out: Path) -> Path:
     path = out.with_suffix(".materials.yaml")
     path.write_text("# per-material lidar reflectivity fitted by `radarays fit lidar`; use with --materials\n"
                     + yaml.safe_dump(base, sort_keys=False))
-    return path
+    return path, texture
