@@ -11,7 +11,8 @@ reported as unidentifiable and keep the sensor file's value.
 
 Writes OUT (a sensor YAML that `--sensor`, nodes and scenarios take unchanged); with --world and --poses also
 OUT.materials.yaml (per-material reflectivity, lidar_ros/fit/materials_fit.py: the --materials library with
-the fitted materials replaced, for `--materials`); OUT.md (report: fitted
+the fitted materials replaced, for `--materials`) and the surface texture's sigma and length in OUT
+(lidar_ros/fit/texture_fit.py, where the frames show them); OUT.md (report: fitted
 values, verdicts, before/after statistics on every REAL frame and on --check frames, the objective per
 evaluation), OUT.json and OUT.png (the picture). Progress goes to stderr.
 """

@@ -190,7 +190,7 @@ CW_STAGE = (
 NOT_FROM_FRAMES = {
     "reflectivity texture (surface.texture_sigma, texture_length_m)":
         "the held-fixed scene's ρ is the frame's own calibrated reflectivity, texture included: the texture "
-        "is part of the scene, not told apart from it (fit_world_texture fits it given a mesh world)",
+        "is part of the scene, not told apart from it (with --world and --poses it is fitted: texture_fit.py)",
     "edge dropout (detection.edge_dropout)":
         "a flag without a continuous parameter; its amount follows the beam footprint on depth edges, which a "
         "frame-as-scene (one range per pixel, no sub-rays) does not have",
