@@ -165,14 +165,17 @@ def texture(values: np.ndarray, frame: LidarFrame, every_pixel: bool = False) ->
     return float(np.mean(np.abs(b - a)[pair]) / abs(level))
 
 
-def range_noise(frame: LidarFrame, band: tuple[float, float] = (0.0, math.inf)) -> float:
-    """sigma of range (m) from second differences along rows on one surface, within a range band."""
+def range_noise(frame: LidarFrame, band: tuple[float, float] = (0.0, math.inf), where: np.ndarray | None = None) -> float:
+    """sigma of range (m) from second differences along rows on one surface, within a range band (and, when
+    given, at the (H, W) pixels `where`)."""
     r = np.where(frame.valid, np.asarray(frame.range_m, np.float64), np.nan)
     left, right = np.roll(r, 1, axis=1), np.roll(r, -1, axis=1)
     e = r - 0.5 * (left + right)
     with np.errstate(invalid="ignore"):
         ok = (np.isfinite(e) & (np.abs(left - r) <= SAME_SURFACE * r) & (np.abs(right - r) <= SAME_SURFACE * r)
               & (r >= band[0]) & (r < band[1]))
+    if where is not None:
+        ok &= np.asarray(where, bool)
     if ok.sum() < MIN_BAND_SAMPLES:
         return math.nan
     return _mad(e[ok]) / math.sqrt(1.5)

@@ -11,7 +11,8 @@ reported as unidentifiable and keep the sensor file's value.
 
 Writes OUT (a sensor YAML that `--sensor`, nodes and scenarios take unchanged); with --world and --poses also
 OUT.materials.yaml (per-material reflectivity, lidar_ros/fit/materials_fit.py: the --materials library with
-the fitted materials replaced, for `--materials`); OUT.md (report: fitted
+the fitted materials replaced, for `--materials`) and the surface texture's sigma and length in OUT
+(lidar_ros/fit/texture_fit.py, where the frames show them); OUT.md (report: fitted
 values, verdicts, before/after statistics on every REAL frame and on --check frames, the objective per
 evaluation), OUT.json and OUT.png (the picture). Progress goes to stderr.
 """
@@ -48,6 +49,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--materials", help="material library YAML merged over the shipped one (for --world)")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulated draws (common random numbers)")
     p.add_argument("--max-evaluations", type=int, default=60, help="objective evaluations at most (default 60)")
+    p.add_argument("--signal-fit", choices=("stats", "pixels"), default="stats",
+                   help="how K and the near-range overlap r0 are fitted: 'stats' (default) with the other parameters on "
+                        "the statistics; 'pixels' per pixel against the SIGNAL channel with Warp wp.Tape gradients "
+                        "(lidar_ros/fit/gradients.py; needs warp-lang)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
 
@@ -73,6 +78,28 @@ def check_sensor(frame, config) -> None:
         raise ConfigError(f"{what}, {sensor}: not the same sensor model")
 
 
+PIXEL_KEYS = ("surface.signal_scale", "surface.overlap_range_m")
+
+
+def signal_by_pixels(frames, spec) -> tuple[dict, str]:
+    """The sensor mapping with K and r0 from the per-pixel signal fit of every frame's pixels (gradients.py)."""
+    import numpy as np
+
+    from lidar_ros.fit.gradients import SignalPixels, fit_signal, signal_pixels
+    from lidar_ros.fit.params import SENSOR_STAGE, apply_values, get_value
+    from lidar_ros.fit.scene import scene_from_frame
+
+    retro = float((spec.get("surface") or {}).get("retro_full_scale", 100.0))
+    parts = [signal_pixels(scene_from_frame(f, retro), f.signal) for f in frames]
+    pixels = SignalPixels(*(np.concatenate([getattr(p, k) for p in parts]) for k in ("range_m", "rho", "signal")))
+    k0, r00 = get_value(spec, PIXEL_KEYS[0], 2.0e5), get_value(spec, PIXEL_KEYS[1], 0.0)
+    fit = fit_signal(pixels, k0, r00)
+    params = [p for p in SENSOR_STAGE if p.key in PIXEL_KEYS]
+    note = (f"per-pixel signal fit (Warp wp.Tape gradients, {len(pixels)} pixels, {fit.evaluations} evaluations): "
+            f"K {k0:.4g} -> {fit.k:.4g}, r0 {r00:.4g} -> {fit.r0:.4g} m, loss {fit.loss_start:.4g} -> {fit.loss:.4g}")
+    return apply_values(spec, params, [fit.k, fit.r0]), note
+
+
 def portable_spec(config) -> dict:
     """The fitted mapping with file keys made absolute (the YAML may be written anywhere)."""
     spec = config.to_dict()
@@ -89,7 +116,8 @@ def run(args) -> int:
 
     from lidar_ros.compare.stats import frame_stats
     from lidar_ros.config import load_sensor
-    from lidar_ros.fit import AWAITING, fit_sensor_stage, objective_text, scene_from_frame, shade
+    from lidar_ros.fit import (AWAITING, NOT_FROM_FRAMES, SENSOR_STAGE, fit_sensor_stage, objective_text,
+                               scene_from_frame, shade)
     from radarays_ros.io.lidar_frames import read_lidar_frame
 
     seed = SEED.check(args.seed, "--seed")
@@ -123,7 +151,12 @@ def run(args) -> int:
             print(f"fit lidar: evaluation {i:3d}  objective {cost:.5g}  ({time.perf_counter() - t0:.1f} s)",
                   file=sys.stderr, flush=True)
 
-    result, fitted_spec, scenes = fit_sensor_stage(frames, start_spec, seed=seed, max_evaluations=evaluations,
+    params, note = SENSOR_STAGE, ""
+    if args.signal_fit == "pixels":  # K and r0 per pixel with Tape gradients; the statistics fit the rest
+        start_spec, note = signal_by_pixels(frames, start_spec)
+        print(f"fit lidar: {note}", file=sys.stderr)
+        params = tuple(p for p in SENSOR_STAGE if p.key not in PIXEL_KEYS)
+    result, fitted_spec, scenes = fit_sensor_stage(frames, start_spec, params, seed=seed, max_evaluations=evaluations,
                                                    progress=progress)
     seconds = time.perf_counter() - t0
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -141,12 +174,13 @@ def run(args) -> int:
             tables.append((f"{label}: {frame.name}", stats))
             stats_json[f"{label}: {frame.name}"] = [{k: (None if isinstance(v, float) and math.isnan(v) else v)
                                                       for k, v in s.items()} for s in stats]
-    report = write_report(out, args, result, tables, seconds, AWAITING, objective_text(result))
+    report = write_report(out, args, result, tables, seconds, {**NOT_FROM_FRAMES, **AWAITING},
+                          objective_text(result) + (f"\n{note}" if note else ""))
     out.with_suffix(".json").write_text(json.dumps({
         "sensor": args.sensor, "frames": [f.name for f in frames], "seed": seed, "seconds": seconds,
         "parameters": [{"name": n, "key": k, "start": s, "value": v, "verdict": w} for n, k, s, v, w in result.rows()],
         "objective": result.history, "statistics [real, before, after]": stats_json,
-        "awaiting_keys": AWAITING}, indent=1))
+        "not_from_frames": NOT_FROM_FRAMES, "awaiting_keys": AWAITING}, indent=1))
     try:
         from radarays_ros.io.lidar_fit_picture import fit_picture
 
@@ -155,8 +189,16 @@ def run(args) -> int:
         print(f"fit lidar: no picture ({exc})", file=sys.stderr)
     print(objective_text(result))
     if poses is not None:
-        materials_out = fit_materials(args, config, frames, poses, out)
+        materials_out, texture = fit_materials(args, config, frames, poses, out)
         print(f"fitted materials -> {materials_out}")
+        if texture.sigma_identifiable:  # the surface texture into the fitted sensor file (texture_fit.py)
+            from lidar_ros.fit.params import set_value
+
+            fitted_spec = set_value(fitted_spec, "surface.texture_sigma", texture.sigma)
+            if texture.length_identifiable:
+                fitted_spec = set_value(fitted_spec, "surface.texture_length_m", texture.length_m)
+            out.write_text(header + f"# surface texture: {texture.verdict}\n" + yaml.safe_dump(fitted_spec, sort_keys=False))
+            load_sensor(str(out))
     print(f"fitted sensor -> {out}; report -> {report} ({seconds:.1f} s)")
     return 0
 
@@ -181,7 +223,7 @@ def write_report(out: Path, args, result, tables, seconds, awaiting, summary) ->
              f"{result.evaluations} evaluations, {seconds:.1f} s, seed {args.seed}; objective ½Σ log(sim/real)² "
              f"{result.cost_start:.4g} -> {result.cost:.4g}.", "",
              "| parameter | key | start | fitted | verdict |", "|---|---|---:|---:|---|", rows, "",
-             "Not fitted (their keys are not on main yet): " + "; ".join(f"**{k}** ({v})" for k, v in awaiting.items()), ""]
+             "Not fitted from frames alone: " + "; ".join(f"**{k}** ({v})" for k, v in awaiting.items()), ""]
     for title, stats in tables:
         parts += [f"## {title}", "", stats_table(stats), ""]
     parts += ["## Objective per evaluation", "", " ".join(f"{c:.4g}" for c in result.history), "", "```", summary, "```"]
@@ -223,12 +265,18 @@ def fit_materials(args, config, frames, poses, out: Path) -> Path:
     from radarays_ros.tracing import make_backend
     from radarays_ros.world.loader import load_world
 
+    from dataclasses import replace
+
+    from lidar_ros.fit.texture_fit import fit_texture
+
     scene = load_world(args.world, materials=args.materials)
     backend = make_backend("embree", scene)
-    sim = LidarSimulator(config, scene, backend, seed=args.seed)
+    # the model frame without texture: texture_fit reads the real frame's texture against it
+    plain = replace(config, surface=replace(config.surface, texture_sigma=0.0))
+    sim = LidarSimulator(plain, scene, backend, seed=args.seed)
     library = scene.materials
     starts = [float(m.lidar.get("reflectivity", DEFAULT_REFLECTIVITY)) for m in library.materials]
-    pieces = {k: [] for k in ("rr", "qr", "rs", "qs", "mat")}
+    pieces = {k: [] for k in ("rr", "qr", "rs", "qs", "mat", "xyz")}
     for frame, pose in zip(frames, poses):
         if frame.reflectivity is None:
             raise ConfigError(f"frame {frame.name}: no reflectivity channel, per-material reflectivity cannot be fitted")
@@ -244,7 +292,11 @@ def fit_materials(args, config, frames, poses, out: Path) -> Path:
         pieces["rs"].append(np.asarray(scan.clean_range, float))
         pieces["qs"].append(np.asarray(arrays["reflectivity"], float))
         pieces["mat"].append(np.asarray(scan.material))
+        pieces["xyz"].append(np.asarray(arrays["xyz"], float).reshape(*frame.range_m.shape, 3))
     joined = {k: np.concatenate(v, axis=1) for k, v in pieces.items()}
+    texture = fit_texture(joined["rr"], joined["qr"], joined["rs"], joined["qs"], joined["xyz"], joined["mat"],
+                          config.surface.texture_length_m)
+    print(f"  texture sigma {texture.sigma:.4g}, length {texture.length_m:.4g} m  {texture.verdict}")
     fits = fit_material_reflectivity(joined["rr"], joined["qr"], joined["rs"], joined["qs"], joined["mat"],
                                      library.names, starts)
     entries = {}
@@ -262,4 +314,4 @@ def fit_materials(args, config, frames, poses, out: Path) -> Path:
     path = out.with_suffix(".materials.yaml")
     path.write_text("# per-material lidar reflectivity fitted by `radarays fit lidar`; use with --materials\n"
                     + yaml.safe_dump(base, sort_keys=False))
-    return path
+    return path, texture

@@ -14,6 +14,10 @@ held-fixed scene does not keep exactly: in tests it pulled the ambient gains 30 
     isolated_fraction      single missing pixels              -> detection.dropout_probability
     range_noise_near_m     σ of range under 5 m               -> noise.sigma
     range_noise_mid_m      σ of range over 5-20 m             -> noise.sigma + relative_sigma·r
+    range_noise_dim_m      σ of range where ρ/r² < DIM        -> noise.snr_sigma (weak returns: low SNR)
+    range_noise_bright_m   σ of range where ρ/r² ≥ BRIGHT     -> noise.sigma (strong returns: the floor)
+(ρ/r² is the scene's share of the SNR, S = K·ρ·O(r)/r²: at one range, a dim and a bright surface differ in
+SNR only, which tells the SNR law (range_precision.py) from the range law σ_rel·r.)
 """
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ from ..compare.stats import SIGNAL_BANDS_M, holes, range_noise, signal_vs_range
 
 SIGNAL_KEYS = tuple(f"signal_r2_rho_{a:g}_{b:g}m" for a, b in zip(SIGNAL_BANDS_M[:-1], SIGNAL_BANDS_M[1:]))
 INGREDIENTS = (*SIGNAL_KEYS, "near_ir_p50", "near_ir_return_to_miss", "isolated_fraction", "range_noise_near_m",
-               "range_noise_mid_m")
+               "range_noise_mid_m", "range_noise_dim_m", "range_noise_bright_m")
+DIM, BRIGHT = 2e-3, 2e-2  # ρ/r² (1/m²): ρ 0.2 at 10 m and at 3.2 m
 FLOOR = {"isolated_fraction": 1e-5, "near_ir_row_banding": 1e-3}  # below this a statistic reads as its floor
 
 
@@ -46,6 +51,11 @@ def ingredients(frame: LidarFrame) -> dict[str, float]:
     out["isolated_fraction"] = float(isolated.mean())
     out["range_noise_near_m"] = range_noise(frame, (0.0, 5.0))
     out["range_noise_mid_m"] = range_noise(frame, (5.0, 20.0))
+    if frame.reflectivity is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q = np.asarray(frame.reflectivity, np.float64) / 100.0 / np.asarray(frame.range_m, np.float64) ** 2
+        out["range_noise_dim_m"] = range_noise(frame, where=q < DIM)
+        out["range_noise_bright_m"] = range_noise(frame, where=q >= BRIGHT)
     return out
 
 

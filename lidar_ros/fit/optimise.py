@@ -146,45 +146,80 @@ def fit(residual_of: Callable[[np.ndarray], np.ndarray], params: Sequence[Param]
 
 
 def fit_blocks(residual_of: Callable[[np.ndarray], np.ndarray], params: Sequence[Param], start: np.ndarray,
-               max_evaluations: int = 60, progress: Callable[[int, float], None] | None = None) -> FitResult:
-    """`fit` one group of parameters at a time (Param.group; the others held at their current values), then
-    the identifiability verdicts from the Jacobian of every parameter at the end.
+               max_evaluations: int = 60, progress: Callable[[int, float], None] | None = None,
+               sweeps: int = 2) -> FitResult:
+    """`fit` one group of parameters at a time (Param.group; the others held at their current values), `sweeps`
+    times over the groups, then the identifiability verdicts from the Jacobian of every parameter at the end.
+    The second sweep refits each group where the later ones ended (the range noise moves the signal bands'
+    r²: K fitted under the start's 3 cm noise was 3 % low on the synthetic scene, within 0.5 % after a second
+    sweep).
 
     The sensor-stage statistics fall into nearly independent blocks (signal bands ~ K, near-IR ~ ambient
     gains, range noise ~ σ terms, isolated misses ~ dropouts); fitted jointly, the large unfixable residuals
     of one block (the real near-range roll-off) steer the trust region away from another block's minimum
-    (measured on single_scan_016: joint σ_rel stuck at its floor, blockwise 6.6e-4 with 10x lower noise cost)."""
+    (measured on single_scan_016: joint σ_rel stuck at its floor, blockwise 6.6e-4 with 10x lower noise cost).
+
+    Parameters found confounded are resolved one at a time: the later one in the registry (a refinement such
+    as the overlap r0 after K) is held at its start value, its group is fitted again without it, and the
+    verdicts are taken again; the one held keeps its verdict ("confounded with …; held at the file's value").
+    (On the OS1-64 real frame, whose returns lie mostly inside the preset's r0 = 10 m, only K·O(r) shows: K is
+    then fitted with r0 at the preset's value instead of both being left.)"""
     params = tuple(params)
-    values = np.asarray(start, float).copy()
+    start = np.asarray(start, float)
+    values = start.copy()
     history: list[float] = []
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(params):
         groups.setdefault(p.group or p.name, []).append(i)
     cost_start = None
-    for idx in groups.values():
-        def sub_residual(v, idx=idx):
+    held: dict[int, str] = {}
+
+    def sub_progress(i, cost):
+        history.append(cost)
+        if progress:
+            progress(len(history), cost)
+
+    def fit_group(idx):
+        nonlocal cost_start
+        idx = [i for i in idx if i not in held]
+        if not idx:
+            return
+
+        def sub_residual(v):
             full = values.copy()
             full[idx] = v
             return residual_of(full)
-
-        def sub_progress(i, cost):
-            history.append(cost)
-            if progress:
-                progress(len(history), cost)
 
         part = fit(sub_residual, [params[i] for i in idx], values[idx], max_evaluations=max_evaluations,
                    progress=sub_progress)
         cost_start = part.cost_start if cost_start is None else cost_start
         values[idx] = part.raw
-    x = np.array([p.to_x(v) for p, v in zip(params, values)])
+
+    for idx in [idx for _ in range(max(int(sweeps), 1)) for idx in groups.values()]:
+        fit_group(idx)
 
     def fun(xx, record=False):
         return np.asarray(residual_of(np.array([p.from_x(xi) for p, xi in zip(params, xx)])), float)
 
-    r = fun(x)
-    ok, why = verdicts(_fd_jacobian(fun, x, r, params), params, x)
-    kept = np.where(ok, values, np.asarray(start, float))
-    return FitResult(params, np.asarray(start, float), kept, ok, why, float(cost_start or 0.0), 0.5 * float(r @ r),
+    while True:
+        x = np.array([p.to_x(v) for p, v in zip(params, values)])
+        r = fun(x)
+        live = [i for i in range(len(params)) if i not in held]
+        ok_live, why_live = verdicts(_fd_jacobian(fun, x, r, params)[:, live], [params[i] for i in live], x[live])
+        confounded = [i for i, why in zip(live, why_live) if "confounded" in why]
+        if not confounded:
+            break
+        last = max(confounded)  # hold the later one at its start value, refit its group without it
+        held[last] = why_live[live.index(last)] + "; held at the file's value"
+        values[last] = start[last]
+        fit_group(groups[params[last].group or params[last].name])
+    ok, why = [True] * len(params), ["fitted"] * len(params)
+    for i, o, w in zip(live, ok_live, why_live):
+        ok[i], why[i] = o, w
+    for i, w in held.items():
+        ok[i], why[i] = False, w
+    kept = np.where(ok, values, start)
+    return FitResult(params, start, kept, ok, why, float(cost_start or 0.0), 0.5 * float(r @ r),
                      history, len(history), "fitted group by group", values)
 
 

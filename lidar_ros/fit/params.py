@@ -9,8 +9,12 @@ One line per parameter: `Param(name, key, rule, search, transform)`.
 - transform: 'log' for scales, standard deviations and probabilities (the optimiser moves log values, so
   a step is relative), 'linear' for signed values (phase-bias coefficients).
 
-`AWAITING` lists the issue's parameters whose keys do not exist on main yet (another branch adds the lidar
-physics behind them): adding one is a line in `SENSOR_STAGE` once the key and its Rule exist.
+One key is a scale over a list: `noise.snr_sigma[*][1]` is the σ of the first (SNR, σ) pair of the SNR range
+law (physics/range_precision.py), and setting it scales every pair's σ alike (the law's exponent, ½ for photon
+counting, stays the file's or the datasheet's: SNR_SIGMA_DATASHEET).
+
+`NOT_FROM_FRAMES` lists the issue's parameters a fit from frames alone (the held-fixed scene) cannot tell
+apart from the scene, and why; the report prints it. `AWAITING` lists those whose keys main lacks.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import numpy as np
 from radarays_ros.errors import ConfigError
 from radarays_ros.validate import Rule
 
+from ..physics._validate import number
 from ..physics.config import NoiseConfig, SurfaceConfig
 from ..physics.effects_config import BIAS_RAD, DetectionConfig, SignalConfig
 from ..spec import set_dotted
@@ -77,10 +82,24 @@ class Param:
 
 
 _INDEX = re.compile(r"^(.*)\[(\d+)\]$")
+_SCALED = re.compile(r"^(.*)\[\*\]\[(\d+)\]$")  # `key[*][j]`: element j of every pair, scaled together
+# Ouster OS1 (850 nm) datasheet, "Range Repeatability": SNR 12 ±10 cm, SNR 100 ±3 cm (range_precision.py)
+SNR_SIGMA_DATASHEET = ((12.0, 0.10), (100.0, 0.03))
+
+
+def _node(spec: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = spec
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node
 
 
 def get_value(spec: Mapping[str, Any], key: str, default: float) -> float:
     """The value of dotted `key` in a sensor mapping (`default` where the file leaves it out)."""
+    m = _SCALED.match(key)
+    if m:
+        pairs = _node(spec, m.group(1))
+        return float(pairs[0][int(m.group(2))]) if isinstance(pairs, (list, tuple)) and len(pairs) else default
     node: Any = spec
     parts = key.split(".")
     for i, part in enumerate(parts):
@@ -95,7 +114,17 @@ def get_value(spec: Mapping[str, Any], key: str, default: float) -> float:
 
 
 def set_value(spec: Mapping[str, Any], key: str, value: float, default_list=None) -> dict:
-    """A copy of the sensor mapping with dotted `key` set (list elements keep their siblings)."""
+    """A copy of the sensor mapping with dotted `key` set (list elements keep their siblings; `key[*][j]`
+    scales element j of every pair by value / the first pair's)."""
+    m = _SCALED.match(key)
+    if m:
+        head, j = m.group(1), int(m.group(2))
+        pairs = _node(spec, head)
+        pairs = [list(p) for p in (pairs if isinstance(pairs, (list, tuple)) and len(pairs) else SNR_SIGMA_DATASHEET)]
+        scale = float(value) / float(pairs[0][j])
+        for p in pairs:
+            p[j] = float(p[j]) * scale
+        return set_dotted(dict(spec), head, pairs)
     m = _INDEX.match(key)
     if not m:
         return set_dotted(dict(spec), key, float(value))
@@ -111,6 +140,8 @@ def set_value(spec: Mapping[str, Any], key: str, value: float, default_list=None
 def defaults_of(key: str) -> float:
     """The dataclass default of a physics key (what a sensor file without it means)."""
     section, _, name = key.partition(".")
+    if _SCALED.match(name):
+        return 0.0  # off: no pairs
     m = _INDEX.match(name)
     if m:
         return 0.0  # tof.bias elements
@@ -120,10 +151,15 @@ def defaults_of(key: str) -> float:
 
 R = SurfaceConfig.RULES
 N = NoiseConfig.RULES
+SNR_SIGMA_RULE = number(0.0, 10.0, low_open=True)  # the σ of a noise.snr_sigma pair (physics/config.py _snr_sigma)
 
 # The sensor stage of a spinning lidar, fitted from frames alone (held-fixed geometry; lidar_ros/fit/scene.py)
 SENSOR_STAGE = (
-    Param("signal scale K", "surface.signal_scale", R["signal_scale"], (1e2, 1e8), unit="photons at 1 m"),
+    # K and the near-range overlap r0 act on the signal bands together (r0 on those under ~2 r0 only)
+    Param("signal scale K", "surface.signal_scale", R["signal_scale"], (1e2, 1e8), unit="photons at 1 m",
+          group="signal"),
+    Param("near-range overlap r0", "surface.overlap_range_m", R["overlap_range_m"], (0.05, 200.0), unit="m",
+          off_start=1.0, group="signal"),
     Param("ambient on surfaces", "surface.ambient_level", R["ambient_level"], (1.0, 65535.0), unit="photons",
           group="ambient"),
     Param("ambient of open sky", "surface.ambient_sky", R["ambient_sky"], (0.1, 65535.0), unit="photons",
@@ -132,6 +168,10 @@ SENSOR_STAGE = (
     Param("range noise sigma", "noise.sigma", N["sigma"], (1e-4, 0.5), unit="m", group="noise", fd_step=0.3),
     Param("range noise per metre", "noise.relative_sigma", N["relative_sigma"], (1e-5, 0.05), unit="m/m",
           off_start=1e-3, group="noise", fd_step=0.3),
+    # σ of the SNR law at its first pair's SNR (every pair scaled alike); acts only where the file has a
+    # background (signal.noise_floor > 0): without one every SNR is infinite and no statistic responds
+    Param("SNR range noise (sigma at pair 1)", "noise.snr_sigma[*][1]", SNR_SIGMA_RULE, (1e-3, 2.0), unit="m",
+          off_start=SNR_SIGMA_DATASHEET[0][1], group="noise", fd_step=0.3),
     Param("dropout probability", "detection.dropout_probability", DetectionConfig.RULES["dropout_probability"],
           (1e-5, 0.3), off_start=1e-3, fd_step=0.3),  # Bernoulli draws: a step that changes whole pixels
     Param("ambient row gain spread", "signal.row_gain_sigma", SignalConfig.RULES["row_gain_sigma"], (1e-3, 0.5),
@@ -146,14 +186,21 @@ CW_STAGE = (
     Param("range noise sigma", "noise.sigma", N["sigma"], (1e-4, 0.5), unit="m"),
 )
 
-# The issue's parameters whose keys main does not have yet (lidarreal's branch adds them): name -> what
+# The issue's parameters a fit from frames alone cannot move, and why (the report lists them)
+NOT_FROM_FRAMES = {
+    "reflectivity texture (surface.texture_sigma, texture_length_m)":
+        "the held-fixed scene's ρ is the frame's own calibrated reflectivity, texture included: the texture "
+        "is part of the scene, not told apart from it (with --world and --poses it is fitted: texture_fit.py)",
+    "edge dropout (detection.edge_dropout)":
+        "a flag without a continuous parameter; its amount follows the beam footprint on depth edges, which a "
+        "frame-as-scene (one range per pixel, no sub-rays) does not have",
+    "limits probability (surface.limits_probability)":
+        "the datasheet's quoted detection probability, not a property of the unit; the held scene holds only "
+        "the returns the real unit detected, so a fitted detection curve would act on them twice",
+}
+# Keys the issue names that main does not have yet (another branch adds them)
 AWAITING = {
-    "near-range overlap": "per-model receiver overlap (signal roll-off under ~2 m): signal_near_rolloff",
-    "SNR-dependent range noise": "range sigma as a function of signal/SNR: range_noise_near_m vs _mid_m by signal",
-    "SNR-based dropouts": "detection from signal SNR rather than the datasheet limit: valid_fraction, hole_at_far/dark",
-    "reflectivity texture": "per-pixel reflectivity spread on one surface: reflectivity_texture",
-    "near_ir model": "near-IR from sun + surface albedo per model: near_ir_p5/p50/p95, near_ir_row_banding",
-    "per-model signal K": "a signal constant per sensor model in the presets (main: surface.signal_scale, fitted)",
+    "per-model signal K": "a signal constant per sensor product line in the presets (main: surface.signal_scale, fitted)",
 }
 
 
