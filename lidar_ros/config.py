@@ -41,6 +41,7 @@ from .patterns import (Pattern, angles_of, cone, depth_camera, grid, mirror, ous
 from .physics import NoiseConfig, SurfaceConfig
 from .physics.effects_config import EffectsConfig
 from .physics._validate import fail
+from .physics.column_timing import SHARED_FRAME_MEDIANS_US
 from .physics.photon_calibration import BACKGROUND_PHOTONS
 from .sink import LAYOUTS
 from .spec import SpecReader, read_yaml, set_dotted
@@ -300,13 +301,16 @@ REALISTIC = {
     # against the shared real frames' neighbour-to-neighbour reflectivity spread (test_lidar_realism2)
     "surface.texture_sigma": 0.25, "surface.texture_length_m": 0.1,
 }
+# Ouster column time stamps (physics/column_timing.py): jitter and wander, the medians of the shared real frames
+REALISTIC_OUSTER = {f"timing.{key}": value for key, value in SHARED_FRAME_MEDIANS_US.items()}
 DEFAULT_DIVERGENCE_MRAD = 3.0  # where a sensor file states none (typical of spinning lidars: HELIOS++ uses 0.7-3.4 mrad, Chrono 3 mrad)
 
 
 def _realistic(spec: Mapping[str, Any]) -> dict:
     """The sensor mapping with the realistic profile under it (its own settings win)."""
     out = dict(spec)
-    for key, value in REALISTIC.items():
+    profile = {**REALISTIC, **(REALISTIC_OUSTER if out.get("type") == "ouster" else {})}
+    for key, value in profile.items():
         section, _, name = key.partition(".")
         current = out.get(section) or {}
         if name not in current:

@@ -77,3 +77,83 @@ def test_preset_signal_predicts_the_real_frames_signal_in_every_range_band(line,
             bands += 1
             assert abs(np.log(np.median(ratio[m]))) < np.log(1.6), (a, np.median(ratio[m]))
     assert bands >= 4
+
+
+# -- 3. Ouster column time-stamp jitter ----------------------------------------------------------------------
+def _step_moments(stamps_us: np.ndarray) -> tuple[float, float, float]:
+    """(std of the column steps, their lag-1 correlation, std of the stamps about their straight line), µs."""
+    d = np.diff(stamps_us)
+    d = d - d.mean()
+    x = np.arange(len(stamps_us))
+    wander = stamps_us - np.polyval(np.polyfit(x, stamps_us, 1), x)
+    return float(d.std()), float(np.mean(d[:-1] * d[1:]) / d.var()), float(wander.std())
+
+
+def test_column_offsets_have_the_moments_of_white_jitter_plus_a_random_walk():
+    """steps: variance σ_w² + 2σ_j², lag-1 autocovariance −σ_j² (analytic), over 400 000 columns."""
+    from lidar_ros.physics.column_timing import column_time_offsets
+
+    sj, sw = 1.5e-6, 0.6e-6
+    t = column_time_offsets(400_000, sj, sw, np.random.default_rng(3))
+    assert t[0] == 0.0
+    d = np.diff(t)
+    d -= d.mean()
+    assert d.var() == pytest.approx(sw**2 + 2 * sj**2, rel=0.02)
+    assert np.mean(d[:-1] * d[1:]) == pytest.approx(-sj**2, rel=0.03)
+    np.testing.assert_array_equal(t, column_time_offsets(400_000, sj, sw, np.random.default_rng(3)))
+    assert not column_time_offsets(1024, 0.0, 0.0, np.random.default_rng(3)).any()
+
+
+def _room_scene():
+    import trimesh
+
+    from radarays_ros.world.mesh import TriMesh
+    from radarays_ros.world.scene import Scene
+
+    scene = Scene()
+    box = trimesh.creation.box((20.0, 20.0, 6.0))
+    scene.add_entity("room", TriMesh(box.vertices, box.faces), material="concrete")
+    return scene
+
+
+def _column_stamps_us(scan) -> np.ndarray:
+    cfg = scan.config
+    cols = cfg.pixel_column.reshape(-1)
+    first = np.unique(cols, return_index=True)[1]
+    return np.asarray(scan.time, np.float64).reshape(-1)[first] * 1e6
+
+
+@needs_real
+def test_realistic_ouster_column_stamps_jitter_as_the_real_frames_do():
+    """--realistic Ouster frames: the column steps' spread, their anti-correlation and the wander from a
+    straight line inside the range of the four shared Ouster frames; seeded per frame; plain frames keep
+    the nominal times (the config's own array)."""
+    from lidar_ros import LidarSimulator
+    from radarays_ros.io.lidar_clouds import pointcloud_array
+    from radarays_ros.tracing import make_backend
+
+    real = []
+    for name in ("OS-0-128-U1_v2.3.0_1024x10.npz", "OS-1-64_1024x10_fw20.npz", "OS-2-128-U1_v2.3.0_1024x10.npz",
+                 "single_scan_016.npz"):
+        real.append(_step_moments(np.load(REAL / "ouster" / name)["timestamp_ns"].astype(np.float64) / 1e3))
+    real = np.array(real)
+    scene = _room_scene()
+    backend = make_backend("embree", scene, threads=2)
+    cfg = load_sensor("OS1-16", {"columns": 1024}, realistic=True)
+    assert cfg.effects.timing.column_jitter_us > 0
+    sim = LidarSimulator(cfg, scene, backend)
+    scans = [sim.simulate(np.eye(4), t0_ns=k * 100_000_000) for k in range(6)]
+    moments = np.array([_step_moments(_column_stamps_us(s)) for s in scans])
+    spread, corr, wander = np.median(moments, axis=0)
+    assert real[:, 0].min() / 1.5 < spread < real[:, 0].max() * 1.5, (spread, real[:, 0])
+    assert real[:, 1].min() - 0.1 < corr < real[:, 1].max() + 0.1 and corr < -0.2, (corr, real[:, 1])
+    assert real[:, 2].min() / 2 < wander < real[:, 2].max() * 2, (wander, real[:, 2])
+    assert not np.array_equal(scans[0].time, scans[1].time)
+    again = LidarSimulator(cfg, scene, backend).simulate(np.eye(4), t0_ns=0)
+    np.testing.assert_array_equal(again.time, scans[0].time)
+    # the driver cloud's per-point t carries the stamps
+    cloud = pointcloud_array(scans[0], "ouster", organized=True)
+    t_ns = np.asarray(cloud["t"], np.float64).reshape(-1)
+    np.testing.assert_allclose(np.sort(t_ns), np.sort(np.rint(scans[0].time.reshape(-1) * 1e9)), atol=1)
+    plain = LidarSimulator(load_sensor("OS1-16", {"columns": 1024}), scene, backend).simulate(np.eye(4))
+    assert plain.time is plain.config.time
