@@ -157,3 +157,49 @@ def test_realistic_ouster_column_stamps_jitter_as_the_real_frames_do():
     np.testing.assert_allclose(np.sort(t_ns), np.sort(np.rint(scans[0].time.reshape(-1) * 1e9)), atol=1)
     plain = LidarSimulator(load_sensor("OS1-16", {"columns": 1024}), scene, backend).simulate(np.eye(4))
     assert plain.time is plain.config.time
+
+
+# -- 5. Hesai XT32 preset -------------------------------------------------------------------------------------
+XT32 = REAL / "nebula" / "xt32"
+
+
+def test_xt32_preset_is_nebulas_calibration_table():
+    """Elevations in channel order (row 0 = channel 0, the top beam), azimuth offsets negated (clockwise Hesai
+    azimuths), 2000 columns 50 µs apart clockwise, channel c firing 0.368 + 1.512·c µs into its block."""
+    import csv
+
+    from radarays_ros.resources import find_shipped
+
+    table = find_shipped("lidar", "XT32").parent.parent / "hesai" / "PandarXT32.csv"
+    rows = list(csv.DictReader(table.open()))
+    cfg = load_sensor("XT32")
+    assert cfg.shape == (32, 2000)
+    np.testing.assert_allclose(np.degrees(cfg.elevation[:, 0]), [float(r["Elevation"]) for r in rows], atol=1e-5)
+    steps = np.degrees(np.diff(np.unwrap(cfg.azimuth[0].astype(np.float64))))
+    np.testing.assert_allclose(steps, -0.18, atol=1e-4)  # clockwise
+    np.testing.assert_allclose(np.degrees(cfg.azimuth[:, 0]), [-float(r["Azimuth"]) for r in rows], atol=1e-5)
+    np.testing.assert_allclose(np.diff(cfg.column_times), 50e-6, rtol=1e-9)
+    np.testing.assert_allclose(cfg.time[:, 0] * 1e9, 368 + 1512 * np.arange(32), atol=1e-3)
+
+
+def test_xt32_beam_delays_must_fit_in_a_column():
+    from radarays_ros.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="beam_time_offsets_us"):
+        load_sensor("XT32", {"beam_time_offsets_us": [60.0] * 32})
+
+
+@pytest.mark.skipif(not XT32.is_dir(), reason="shared real frames not present")
+def test_xt32_preset_matches_the_real_frames_channels_and_firing_times():
+    """Every point of the real XT32 frame: its elevation is its row's, and inside one block its time stamp
+    minus its channel's preset delay is one number (nebula's timing, which the preset restates)."""
+    d = np.load(XT32 / "nebula_xt32_1673400678101968885.npz")
+    cfg = load_sensor("XT32")
+    ch = d["channel"].astype(int)
+    np.testing.assert_allclose(d["elevation"].astype(np.float64), cfg.elevation[ch, 0], atol=2e-6)
+    base = d["time_stamp"].astype(np.int64) - np.rint(cfg.time[ch, 0] * 1e9).astype(np.int64)
+    block = d["packet_index"].astype(np.int64) * 8 + d["block"].astype(np.int64)
+    order = np.lexsort((base, block))
+    b, v = block[order], base[order]
+    same = b[1:] == b[:-1]
+    assert same.sum() > 50_000 and np.all(v[1:][same] == v[:-1][same])
