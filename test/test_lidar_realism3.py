@@ -203,3 +203,57 @@ def test_xt32_preset_matches_the_real_frames_channels_and_firing_times():
     b, v = block[order], base[order]
     same = b[1:] == b[:-1]
     assert same.sum() > 50_000 and np.all(v[1:][same] == v[:-1][same])
+
+
+# -- 2. near_ir / ambient -------------------------------------------------------------------------------------
+def _far_dark_wall_scene():
+    import trimesh
+
+    from radarays_ros.world.materials import Material
+    from radarays_ros.world.mesh import TriMesh
+    from radarays_ros.world.scene import Scene
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    scene = Scene()
+    scene.materials.add(Material("dark_wall", {}, {"class": "general", "reflectivity": 0.2}))
+    wall = trimesh.creation.box((0.5, 400.0, 40.0))  # 100 m ahead (inside range.max 120 m), 11.3 deg up and down
+    scene.add_entity("wall", TriMesh(wall.vertices, wall.faces), pose_to_matrix(100.0, 0, 0), material="dark_wall")
+    return scene
+
+
+def _ambient_of_undetected_wall(simulator_class, backend_name, **backend_kw):
+    from radarays_ros.tracing import make_backend
+
+    scene = _far_dark_wall_scene()
+    # OS1 limits: a 20 % wall is detected to ~66 m, so at 100 m every pixel on it is a miss
+    cfg = load_sensor("OS1-16", {"columns": 512, "surface.ambient_level": 1000.0, "surface.ambient_sky": 40.0,
+                                 "noise": {}})
+    scan = simulator_class(cfg, scene, make_backend(backend_name, scene, **backend_kw), seed=2).simulate(np.eye(4))
+    ambient = np.asarray(scan.fields["ouster_ambient"], np.float64)
+    d = cfg.directions.astype(np.float64)  # ray frame = world (identity pose)
+    t = np.where(d[..., 0] > 0.1, 99.75 / np.maximum(d[..., 0], 0.1), np.inf)
+    y, z = t * d[..., 1], t * d[..., 2]
+    on_wall = (t < 118.0) & (np.abs(y) < 150.0) & (np.abs(z) < 15.0)  # traced to range.max 120 m
+    sky = ~(np.isfinite(t) & (np.abs(y) < 250.0) & (np.abs(z) < 25.0))
+    return scan, ambient, on_wall, sky, d[..., 0][on_wall]
+
+
+@pytest.mark.parametrize("path", ["host", "device"])
+def test_ambient_shows_a_surface_in_view_even_where_its_echo_is_not_detected(path):
+    """Ambient light is passive: a dark wall beyond the detection limit is a miss in range but shows
+    level·ρ·cos θ in near_ir (flat model: level·min(ρ(θ), 1)), not the sky's level. Before: the sky value."""
+    from lidar_ros import LidarSimulator
+
+    if path == "device":
+        from support.warp import require_warp
+
+        require_warp()
+        from lidar_ros.warp_frame import WarpLidarSimulator
+
+        scan, ambient, on_wall, sky, cos = _ambient_of_undetected_wall(WarpLidarSimulator, "warp", device="cpu")
+    else:
+        scan, ambient, on_wall, sky, cos = _ambient_of_undetected_wall(LidarSimulator, "embree", threads=2)
+    assert on_wall.sum() > 500 and not scan.hit[on_wall].any()  # every wall pixel is a miss in range
+    expected = 1000.0 * 0.2 * cos  # the wall's normal is x
+    assert abs(ambient[on_wall].mean() - expected.mean()) < 4 * np.sqrt(expected.mean() / on_wall.sum()) + 1.0
+    assert ambient[sky].mean() == pytest.approx(40.0, rel=0.05)
