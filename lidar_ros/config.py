@@ -247,7 +247,7 @@ def _spec_from_file(path: Path) -> dict:
     """A sensor mapping from a sensor YAML, an Ouster metadata JSON or a velodyne calibration YAML."""
     if path.suffix.lower() == ".json":
         meta = ouster.read_metadata(path)  # fails early with the file named
-        spec = {**_product_line_defaults(meta["prod_line"], len(meta["altitude_deg"])),
+        spec = {**_product_line_defaults(meta["prod_line"], len(meta["altitude_deg"]), meta["altitude_deg"]),
                 "type": "ouster", "name": path.stem, "metadata": path.name}
         if meta["lidar_mode"] is not None:  # the mode the sensor ran in when the file was written
             spec["columns"], spec["rate_hz"] = meta["lidar_mode"][0], meta["lidar_mode"][1]
@@ -274,12 +274,24 @@ PRESET_ONLY_KEYS = ("type", "name", "description", "source", "model", "metadata"
                     "beam_stride", "calibration")
 
 
-def _product_line_defaults(prod_line: str, beams: int) -> dict:
+def _line_of_field(altitude_deg) -> str | None:
+    """The Ouster product line a beam table's vertical field of view belongs to (datasheets: OS0 90°, OS1 45°
+    (Gen 1: 33.2°), OS2 22.5°), for metadata without `prod_line` (reduced legacy files)."""
+    if altitude_deg is None or len(altitude_deg) < 2:
+        return None
+    span = float(np.max(altitude_deg) - np.min(altitude_deg))
+    return "OS0" if span > 60.0 else "OS1" if span > 28.0 else "OS2"
+
+
+def _product_line_defaults(prod_line: str, beams: int, altitude_deg=None) -> dict:
     """The settings of the preset of an Ouster product line ('OS-1-32-G' with 32 beams -> OS1-32.yaml:
     range, noise, detection limit, effects), so that a metadata file given as the sensor is the same
-    sensor as the preset built on it. Empty when no preset matches."""
+    sensor as the preset built on it; without a `prod_line`, the line its vertical field of view names.
+    Empty when no preset matches."""
     parts = prod_line.upper().replace("OS-", "OS").split("-")
     family = parts[0] if parts and parts[0] in ("OS0", "OS1", "OS2") else None
+    if family is None and not prod_line.strip():
+        family = _line_of_field(altitude_deg)
     if family is None:
         return {}
     preset = _preset_path(f"{family}-{beams}")

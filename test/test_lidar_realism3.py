@@ -290,3 +290,22 @@ def test_ouster_presets_row_gain_comes_from_the_real_frames_and_checks_on_the_ot
         for name in names:
             real = row_gain_spread(np.load(REAL / "ouster" / name)["near_ir"])
             assert abs(np.log(real / sigma)) < np.log(1.6), (line, name, real, sigma)
+
+
+def test_ouster_metadata_without_prod_line_gets_its_lines_preset_from_the_field_of_view():
+    """The reduced OS-1-64 legacy JSON (beam angles only) simulated with no noise, no overlap and the generic K;
+    its 33° field names the OS1 line. The rule agrees with `prod_line` on every shipped Ouster metadata."""
+    from lidar_ros.config import _line_of_field
+    from lidar_ros.patterns.ouster import read_metadata
+    from radarays_ros.resources import find_shipped
+
+    folder = find_shipped("lidar", "OS1-64").parent.parent / "ouster"
+    files = sorted(folder.glob("raw_*.json"))
+    assert len(files) >= 8
+    for path in files:
+        meta = read_metadata(path)
+        assert _line_of_field(meta["altitude_deg"]) == meta["prod_line"].replace("OS-", "OS")[:3], path.name
+    reduced = REAL / "ouster" / "OS-1-64_sensor_config_reduced.json"
+    if reduced.is_file():
+        cfg, preset = load_sensor(str(reduced)), load_sensor("OS1-64")
+        assert cfg.noise == preset.noise and cfg.surface == preset.surface and cfg.range_max == preset.range_max
