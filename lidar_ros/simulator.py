@@ -30,7 +30,7 @@ from radarays_ros.world.transforms import check_transform
 from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
-from .physics.echoes import Echo, form_echoes
+from .physics.echoes import DUAL_MODES, Echo, form_echoes
 from .physics.edge_dropout import echo_coverage, edge_dropped
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
@@ -328,7 +328,7 @@ class LidarSimulator:
                 lost = edge_dropped(echo_coverage(ranges, weights, echoes[0].range, beam.echo_separation_m), rng)
                 lost &= echoes[0].present
                 echoes[0].range[lost], echoes[0].reflectivity[lost] = np.inf, 0.0
-                if beam.return_mode == "dual_strongest":  # the second strongest is then the strongest reported
+                if beam.return_mode in DUAL_MODES:  # the other echo is then the strongest (and only) one reported
                     up = lost & echoes[1].present
                     for name in ("range", "reflectivity", "dominant"):
                         getattr(echoes[0], name)[up] = getattr(echoes[1], name)[up]
@@ -438,9 +438,10 @@ class LidarSimulator:
         n = cfg.rows * cfg.cols
         ranges = np.full(n, np.nan, np.float32)
         parts = []
-        # Ouster's RANGE is the strongest *detected* echo: a second return never stands alone (the real
-        # dual frame: 0 of 6447); one whose first was lost to detection or the window is dropped with it
-        alone_dropped = self.effects.beam.return_mode == "dual_strongest"
+        # the first echo is the strongest *detected* one (Ouster RANGE; Velodyne/Hesai strongest block): a second
+        # return never stands alone (none in the shared real Ouster, VLP-16 and XT32 dual frames); one whose
+        # first was lost to detection or the window is dropped with it
+        alone_dropped = self.effects.beam.return_mode in DUAL_MODES
         for a, b, beams, ret in sorted(frame.second, key=lambda item: item[0]):
             r = ret.range
             keep = (r >= cfg.range_min) & (r <= cfg.range_max)
