@@ -399,6 +399,8 @@ class LidarSimulator:
             azimuth, elevation = (a.astype(np.float32).reshape(shape) for a in angles_of(frame.beam_dirs))
         fields = _LazyFields(parts, {k: v.reshape(shape) for k, v in frame.fields.items()}, shape)
         time = self._column_stamped_times(frame, t0_ns)
+        if time is not cfg.time and frame.cloud is not None:
+            self._cloud.stamp(frame.cloud, time)
         second = self._second_scan(frame, t0_ns, azimuth, elevation, fields, time) if frame.second else None
         return LidarScan(
             config=cfg,

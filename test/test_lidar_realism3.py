@@ -151,10 +151,17 @@ def test_realistic_ouster_column_stamps_jitter_as_the_real_frames_do():
     assert not np.array_equal(scans[0].time, scans[1].time)
     again = LidarSimulator(cfg, scene, backend).simulate(np.eye(4), t0_ns=0)
     np.testing.assert_array_equal(again.time, scans[0].time)
-    # the driver cloud's per-point t carries the stamps
-    cloud = pointcloud_array(scans[0], "ouster", organized=True)
-    t_ns = np.asarray(cloud["t"], np.float64).reshape(-1)
-    np.testing.assert_allclose(np.sort(t_ns), np.sort(np.rint(scans[0].time.reshape(-1) * 1e9)), atol=1)
+    # the driver cloud's per-point t carries the stamps: built from the scan, and written into the frame's own
+    # cloud buffer (FrameCloud, as the CLI, nodes and bags use it; before: the firing table's nominal t)
+    from radarays_ros.io.lidar_clouds import FrameCloud
+
+    framed = LidarSimulator(cfg, scene, backend, sink=FrameCloud.of).simulate(np.eye(4), t0_ns=0)
+    assert framed.cloud is not None
+    np.testing.assert_array_equal(framed.time, scans[0].time)
+    for scan in (scans[0], framed):
+        cloud = pointcloud_array(scan, "ouster", organized=True)
+        t_ns = np.asarray(cloud["t"], np.float64).reshape(-1)
+        np.testing.assert_allclose(np.sort(t_ns), np.sort(np.rint(scan.time.reshape(-1) * 1e9)), atol=1)
     plain = LidarSimulator(load_sensor("OS1-16", {"columns": 1024}), scene, backend).simulate(np.eye(4))
     assert plain.time is plain.config.time
 
