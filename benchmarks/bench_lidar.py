@@ -20,6 +20,9 @@ The `+effects` sensors add 4 sub-rays over each beam's footprint, dual returns, 
 dropouts and photon noise (lidar_ros/physics/effects_config.py); their bare reference traces the same
 4 sub-rays per beam, the rays the simulator actually traces.
 
+The `+realistic` sensors run the whole `--realistic` profile (texture, edge dropouts, sun ambient with row gains,
+SNR range noise, Ouster column-time jitter, ...) with dual returns and fog.
+
 Run: .venv/bin/python -m benchmarks.bench_lidar [--triangles 1000000] [--repeats 5] [--sensors VLP-16+effects ...]
 """
 from __future__ import annotations
@@ -48,8 +51,14 @@ EVERYTHING_ON = {
 EFFECTS = {"beam": {"divergence_mrad": 3.0, "sub_rays": 4, "return_mode": "dual"},
            "weather": {"fog_visibility_km": 0.5}, "detection": {"model": "snr", "dropout_probability": 0.001},
            "signal": {"poisson": True, "noise_floor": 2.0}}
+# `+realistic`: the whole --realistic profile (lidar_ros/config.py REALISTIC: sub-rays, edge dropouts, SNR detection,
+# photon counts and SNR range noise, sun ambient with row gains, texture, Ouster column-time jitter) with dual
+# returns and fog on top: every effect a frame can have on the host
+REALISTIC_ON = {"beam.return_mode": "dual", "weather.fog_visibility_km": 0.5}
 SENSORS = {"VLP-16": ("VLP-16", {}), "OS1-128": ("OS1-128", {"columns": 1024, "rate_hz": 10}),
-           "VLP-16+effects": ("VLP-16", EFFECTS), "OS1-128+effects": ("OS1-128", {"columns": 1024, "rate_hz": 10, **EFFECTS})}
+           "VLP-16+effects": ("VLP-16", EFFECTS), "OS1-128+effects": ("OS1-128", {"columns": 1024, "rate_hz": 10, **EFFECTS}),
+           "VLP-16+realistic": ("VLP-16", REALISTIC_ON),
+           "OS1-128+realistic": ("OS1-128", {"columns": 1024, "rate_hz": 10, **REALISTIC_ON})}
 
 
 def bare_same_spans_seconds(backend, o32, d32, repeats: int = 2) -> float:
@@ -102,7 +111,10 @@ def main(argv=None) -> None:
 
     for label_name in args.sensors:
         name, overrides = SENSORS[label_name]
-        cfg = load_sensor(name, {**overrides, **EVERYTHING_ON})
+        if label_name.endswith("+realistic"):
+            cfg = load_sensor(name, overrides, realistic=True)
+        else:
+            cfg = load_sensor(name, {**overrides, **EVERYTHING_ON})
         sim = LidarSimulator(cfg, scene, backend, seed=0, sink=FrameCloud.of)
         rays = len(sim._dirs)  # the rays traced: every beam's sub-rays
         o = sim._origins @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)

@@ -41,6 +41,7 @@ from .patterns import (Pattern, angles_of, cone, depth_camera, grid, mirror, ous
 from .physics import NoiseConfig, SurfaceConfig
 from .physics.effects_config import EffectsConfig
 from .physics._validate import fail
+from .physics.column_timing import SHARED_FRAME_MEDIANS_US
 from .physics.photon_calibration import BACKGROUND_PHOTONS
 from .sink import LAYOUTS
 from .spec import SpecReader, read_yaml, set_dotted
@@ -246,7 +247,7 @@ def _spec_from_file(path: Path) -> dict:
     """A sensor mapping from a sensor YAML, an Ouster metadata JSON or a velodyne calibration YAML."""
     if path.suffix.lower() == ".json":
         meta = ouster.read_metadata(path)  # fails early with the file named
-        spec = {**_product_line_defaults(meta["prod_line"], len(meta["altitude_deg"])),
+        spec = {**_product_line_defaults(meta["prod_line"], len(meta["altitude_deg"]), meta["altitude_deg"]),
                 "type": "ouster", "name": path.stem, "metadata": path.name}
         if meta["lidar_mode"] is not None:  # the mode the sensor ran in when the file was written
             spec["columns"], spec["rate_hz"] = meta["lidar_mode"][0], meta["lidar_mode"][1]
@@ -273,12 +274,24 @@ PRESET_ONLY_KEYS = ("type", "name", "description", "source", "model", "metadata"
                     "beam_stride", "calibration")
 
 
-def _product_line_defaults(prod_line: str, beams: int) -> dict:
+def _line_of_field(altitude_deg) -> str | None:
+    """The Ouster product line a beam table's vertical field of view belongs to (datasheets: OS0 90°, OS1 45°
+    (Gen 1: 33.2°), OS2 22.5°), for metadata without `prod_line` (reduced legacy files)."""
+    if altitude_deg is None or len(altitude_deg) < 2:
+        return None
+    span = float(np.max(altitude_deg) - np.min(altitude_deg))
+    return "OS0" if span > 60.0 else "OS1" if span > 28.0 else "OS2"
+
+
+def _product_line_defaults(prod_line: str, beams: int, altitude_deg=None) -> dict:
     """The settings of the preset of an Ouster product line ('OS-1-32-G' with 32 beams -> OS1-32.yaml:
     range, noise, detection limit, effects), so that a metadata file given as the sensor is the same
-    sensor as the preset built on it. Empty when no preset matches."""
+    sensor as the preset built on it; without a `prod_line`, the line its vertical field of view names.
+    Empty when no preset matches."""
     parts = prod_line.upper().replace("OS-", "OS").split("-")
     family = parts[0] if parts and parts[0] in ("OS0", "OS1", "OS2") else None
+    if family is None and not prod_line.strip():
+        family = _line_of_field(altitude_deg)
     if family is None:
         return {}
     preset = _preset_path(f"{family}-{beams}")
@@ -300,13 +313,16 @@ REALISTIC = {
     # against the shared real frames' neighbour-to-neighbour reflectivity spread (test_lidar_realism2)
     "surface.texture_sigma": 0.25, "surface.texture_length_m": 0.1,
 }
+# Ouster column time stamps (physics/column_timing.py): jitter and wander, the medians of the shared real frames
+REALISTIC_OUSTER = {f"timing.{key}": value for key, value in SHARED_FRAME_MEDIANS_US.items()}
 DEFAULT_DIVERGENCE_MRAD = 3.0  # where a sensor file states none (typical of spinning lidars: HELIOS++ uses 0.7-3.4 mrad, Chrono 3 mrad)
 
 
 def _realistic(spec: Mapping[str, Any]) -> dict:
     """The sensor mapping with the realistic profile under it (its own settings win)."""
     out = dict(spec)
-    for key, value in REALISTIC.items():
+    profile = {**REALISTIC, **(REALISTIC_OUSTER if out.get("type") == "ouster" else {})}
+    for key, value in profile.items():
         section, _, name = key.partition(".")
         current = out.get(section) or {}
         if name not in current:

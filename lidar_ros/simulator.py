@@ -30,7 +30,7 @@ from radarays_ros.world.transforms import check_transform
 from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
-from .physics.echoes import Echo, form_echoes
+from .physics.echoes import DUAL_MODES, Echo, form_echoes
 from .physics.edge_dropout import echo_coverage, edge_dropped
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
@@ -39,6 +39,7 @@ from .physics.interaction import first_trace
 from .physics.multipath import multipath_bias, patch_stride
 from .physics.weather import two_way_transmission, weather_extinction_per_m
 from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
+from .physics.column_timing import column_time_offsets
 from .scan import LidarScan
 from .sink import FrameSink, SinkFactory
 
@@ -327,7 +328,7 @@ class LidarSimulator:
                 lost = edge_dropped(echo_coverage(ranges, weights, echoes[0].range, beam.echo_separation_m), rng)
                 lost &= echoes[0].present
                 echoes[0].range[lost], echoes[0].reflectivity[lost] = np.inf, 0.0
-                if beam.return_mode == "dual_strongest":  # the second strongest is then the strongest reported
+                if beam.return_mode in DUAL_MODES:  # the other echo is then the strongest (and only) one reported
                     up = lost & echoes[1].present
                     for name in ("range", "reflectivity", "dominant"):
                         getattr(echoes[0], name)[up] = getattr(echoes[1], name)[up]
@@ -397,7 +398,10 @@ class LidarSimulator:
         else:  # this frame's own rays (Risley patterns move from frame to frame)
             azimuth, elevation = (a.astype(np.float32).reshape(shape) for a in angles_of(frame.beam_dirs))
         fields = _LazyFields(parts, {k: v.reshape(shape) for k, v in frame.fields.items()}, shape)
-        second = self._second_scan(frame, t0_ns, azimuth, elevation, fields) if frame.second else None
+        time = self._column_stamped_times(frame, t0_ns)
+        if time is not cfg.time and frame.cloud is not None:
+            self._cloud.stamp(frame.cloud, time)
+        second = self._second_scan(frame, t0_ns, azimuth, elevation, fields, time) if frame.second else None
         return LidarScan(
             config=cfg,
             t0_ns=t0_ns,
@@ -407,7 +411,7 @@ class LidarSimulator:
             intensity=frame.intensity.reshape(shape),
             elevation_rad=elevation,
             azimuth_rad=azimuth,
-            time=cfg.time,
+            time=time,
             ring=cfg.ring,
             fields=fields,
             pose_rotation=frame.rotation,
@@ -417,7 +421,18 @@ class LidarSimulator:
             second=second,
         )
 
-    def _second_scan(self, frame: "_Frame", t0_ns: int, azimuth, elevation, first_fields) -> LidarScan:
+    def _column_stamped_times(self, frame: "_Frame", t0_ns: int) -> np.ndarray:
+        """The pixels' times as the sensor stamps them: the config's nominal times, or with timing jitter and
+        wander (column_timing.py) this frame's own, drawn from its own seeded stream."""
+        cfg, timing = self.config, self.effects.timing
+        if not timing.enabled:
+            return cfg.time
+        rng = np.random.default_rng([*self.frame_key(frame.index, t0_ns), TIMING_STREAM])
+        offsets = column_time_offsets(len(cfg.column_times), timing.column_jitter_us * 1e-6,
+                                      timing.column_wander_us * 1e-6, rng)
+        return cfg.time + offsets[cfg.pixel_column]
+
+    def _second_scan(self, frame: "_Frame", t0_ns: int, azimuth, elevation, first_fields, time) -> LidarScan:
         """The second echoes of a dual-return frame as a scan of their own (no cloud buffer). Ambient
         light is a pixel's, not a return's: the second scan reads the first scan's."""
         cfg = self.config
@@ -425,9 +440,10 @@ class LidarSimulator:
         n = cfg.rows * cfg.cols
         ranges = np.full(n, np.nan, np.float32)
         parts = []
-        # Ouster's RANGE is the strongest *detected* echo: a second return never stands alone (the real
-        # dual frame: 0 of 6447); one whose first was lost to detection or the window is dropped with it
-        alone_dropped = self.effects.beam.return_mode == "dual_strongest"
+        # the first echo is the strongest *detected* one (Ouster RANGE; Velodyne/Hesai strongest block): a second
+        # return never stands alone (none in the shared real Ouster, VLP-16 and XT32 dual frames); one whose
+        # first was lost to detection or the window is dropped with it
+        alone_dropped = self.effects.beam.return_mode in DUAL_MODES
         for a, b, beams, ret in sorted(frame.second, key=lambda item: item[0]):
             r = ret.range
             keep = (r >= cfg.range_min) & (r <= cfg.range_max)
@@ -450,9 +466,12 @@ class LidarSimulator:
             config=cfg, t0_ns=t0_ns, range=ranges.reshape(shape), hit=hit.reshape(shape),
             xyz=xyz.reshape(*shape, 3),
             intensity=np.asarray(fields[cfg.intensity_field], np.float32), elevation_rad=elevation,
-            azimuth_rad=azimuth, time=cfg.time, ring=cfg.ring, fields=fields, pose_rotation=frame.rotation,
+            azimuth_rad=azimuth, time=time, ring=cfg.ring, fields=fields, pose_rotation=frame.rotation,
             ground_truth_source=_GroundTruth(parts, shape),
         )
+
+
+TIMING_STREAM = 0x7153_0001  # the column-time stream's key after frame_key (pieces use 0, 1, ...)
 
 
 class _Frame:

@@ -43,6 +43,9 @@ class FrameSink(Protocol):
         """Fields of rows r0..r1 that follow from their ranges and intensities (and, when fresh, the
         firing table), where `views` gave no view of them."""
 
+    def stamp(self, buffer: np.ndarray, time: np.ndarray) -> None:
+        """A frame with its own pixel times (rows, cols) s (column-time jitter): its per-point time field."""
+
     def done(self, buffer: np.ndarray) -> None:
         """Every field of `buffer` is written: it may be released for reuse."""
 

@@ -120,6 +120,9 @@ DEVICE_SUPPORT = {
     "effects.glass.specular": HOST,
     **{f"effects.glass.{key}": HOST.unless_read(lambda c: c.effects.glass.specular, "read with glass.specular only")
        for key in ("refractive_index", "lobe_deg", "ghosts")},
+    # column time-stamp jitter/wander (column_timing.py): drawn per frame on the host, the scan's own times
+    "effects.timing.column_jitter_us": HOST,
+    "effects.timing.column_wander_us": HOST,
 }
 
 

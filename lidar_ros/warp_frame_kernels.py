@@ -256,8 +256,8 @@ if wp is not None:
         ambient = float(0.0)
         if s.ambient_level > 0.0 or s.ambient_sky > 0.0:
             mean = s.ambient_sky
-            if keep:
-                mean = wp.min(reported, 1.0) * s.ambient_level
+            if found and rho > 0.0:  # passive light: the surface in view, detected or not (model.py)
+                mean = wp.min(rho, 1.0) * s.ambient_level
             ambient = wp.rint(wp.clamp(mean + wp.sqrt(mean) * wp.randn(state), 0.0, 65535.0))
 
         # simulator.py: returns that noise pushed outside [range_min, range_max] read as misses

@@ -20,6 +20,9 @@ Channels (reflectivity, signal over returns; near_ir over every pixel)
     <ch>_texture          mean |neighbour difference| along a row / median level, over pairs on one surface
                           (ranges within SAME_SURFACE); near_ir over every pair
     near_ir_row_banding   robust spread of the row medians / the median (1.4826 MAD)
+    near_ir_row_gain      the detector rows' gain spread with the scene divided out: m_r = median over columns of
+                          ln(near_ir[r+1] / near_ir[r]) is ln g_(r+1) - ln g_r where adjacent rows see the same scene,
+                          so sigma(ln g) = 1.4826 MAD(m_r) / sqrt(2) (rows in elevation order)
     near_ir_return_to_miss  median near_ir of returns / of misses (sunlit scene vs sky)
     range_p5/p50/p95, range_texture as above (range in m)
 Signal vs range
@@ -223,6 +226,21 @@ def second_returns(frame: LidarFrame) -> dict[str, float]:
     return out
 
 
+def row_gain_spread(near_ir) -> float:
+    """sigma of ln(row gain) of a near_ir image [row, column], rows in elevation order (module docstring)."""
+    nir = np.asarray(near_ir, np.float64)
+    if nir.ndim != 2 or nir.shape[0] < 4:
+        return math.nan
+    both = (nir[1:] > 0) & (nir[:-1] > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(both, np.log(nir[1:]) - np.log(nir[:-1]), np.nan)
+    enough = both.sum(axis=1) >= max(8, nir.shape[1] // 8)
+    if enough.sum() < 3:
+        return math.nan
+    steps = np.nanmedian(ratio[enough], axis=1)
+    return _mad(steps) / math.sqrt(2.0)
+
+
 def column_timing(frame: LidarFrame) -> dict[str, float]:
     nan = {"column_step_us": math.nan, "column_jitter_us": math.nan, "frame_span_ms": math.nan}
     t = frame.column_time_s
@@ -269,11 +287,12 @@ def frame_stats(frame: LidarFrame) -> dict[str, float]:
         level = np.median(nir)
         rows = np.median(nir, axis=1)
         out["near_ir_row_banding"] = _mad(rows) / level if level else math.nan
+        out["near_ir_row_gain"] = row_gain_spread(nir)
         ret, miss = nir[valid], nir[~valid]
         out["near_ir_return_to_miss"] = (float(np.median(ret) / np.median(miss))
                                          if ret.size and miss.size and np.median(miss) else math.nan)
     else:
-        out["near_ir_row_banding"] = out["near_ir_return_to_miss"] = math.nan
+        out["near_ir_row_banding"] = out["near_ir_return_to_miss"] = out["near_ir_row_gain"] = math.nan
     out.update(signal_vs_range(frame))
     out.update(second_returns(frame))
     out["range_noise_m"] = range_noise(frame)

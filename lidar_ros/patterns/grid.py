@@ -5,6 +5,7 @@
     horizontal: {min_deg: -180, step_deg: 0.2, count: 1800} # columns, counter-clockwise from +x
     azimuth_offsets_deg: [...]     # optional, one per vertical angle (staggered beams)
     origin_offsets_m: [[x,y,z], ...]  # optional, one per vertical angle
+    beam_time_offsets_us: [...]    # optional, one per vertical angle: the beam's firing delay inside its column
     ring_order: bottom_first       # row 0 = lowest beam (velodyne/gazebo); top_first (ouster); as_given
 
 Pixel (r, c) looks along azimuth horizontal[c] + azimuth_offset[r], elevation vertical[r]; columns fire
@@ -62,6 +63,11 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
     if rows * cols > MAX_PIXELS:  # before the per-pixel arrays (directions, origins... ~100 B a pixel)
         fail(f"{spec.origin}: rays per scan", rows * cols, f"too many rays ({rows} x {cols})", f"at most {MAX_PIXELS}")
     az_off, origin_off = read_beam_offsets(spec, rows)
+    delay = np.zeros(rows)
+    if spec.has("beam_time_offsets_us"):  # within one column period: a later beam fires in the next column
+        delay = np.array(spec.numbers("beam_time_offsets_us", length=rows, lo=0.0, hi=1e6 / (rate_hz * cols))) * 1e-6
+    else:
+        spec.raw("beam_time_offsets_us", None)
     order = row_order(vertical, spec.choice("ring_order", RING_ORDERS, "bottom_first"))
     el = vertical[order][:, None]
     az = horizontal[None, :] + az_off[order][:, None]
@@ -74,6 +80,6 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
         laser_index=order,
         column_times=column_sequence(cols, period),
         pixel_column=np.broadcast_to(np.arange(cols), (rows, cols)).copy(),
-        beam_time_offset=np.zeros(rows),
+        beam_time_offset=delay[order],
         period=period,
     )

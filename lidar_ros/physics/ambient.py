@@ -11,8 +11,9 @@ irradiance is roughly 10-20 % of the direct), so the counts are
 
 so that by day the open sky (`sky`, e.g. ~800 counts) is brighter than shadowed surfaces
 (level·A·DIFFUSE) and darker than sunlit white ones — as in real daytime frames. Each row (beam)
-has its own detector gain g_r = 1 + N(0, σ_row), fixed for the run (the per-row banding of real
-frames). Counts are Poisson with that mean. Shadows cast by other objects are not traced: a surface
+has its own detector gain, log-normal with mean 1, g_r = exp(σ_row·z_r − σ_row²/2), z_r ~ N(0, 1), fixed for
+the run (the per-row banding of real frames; σ_row is the spread of ln g that lidar_ros/compare/stats.py
+row_gain_spread reads off a frame: 0.07-0.38 on the shared Ouster frames). Counts are Poisson with that mean. Shadows cast by other objects are not traced: a surface
 is lit when it faces the sun.
 """
 from __future__ import annotations
@@ -33,7 +34,8 @@ def row_gains(sigma: float, rows: int, seed: int) -> np.ndarray:
     """(rows,) float32 per-row gain, fixed for the run (1 where sigma is 0)."""
     if sigma <= 0:
         return np.ones(rows, np.float32)
-    return np.maximum(np.random.default_rng([seed, 0xA3B1]).normal(1.0, sigma, rows), 0.0).astype(np.float32)
+    z = np.random.default_rng([seed, 0xA3B1]).standard_normal(rows)
+    return np.exp(sigma * z - 0.5 * sigma * sigma).astype(np.float32)
 
 
 def ambient_mean(albedo: np.ndarray, normal_world: np.ndarray, returned: np.ndarray, level: float, sky: float,

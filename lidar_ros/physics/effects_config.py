@@ -49,6 +49,9 @@ sections is exactly the geometric sensor of before. Example::
       refractive_index: 1.5      # Fresnel R0 = ((n-1)/(n+1))²
       lobe_deg: 0.5              # angular width of the specular lobe
       ghosts: true               # points of what the glass reflects, behind it
+    timing:                      # column_timing.py
+      column_jitter_us: 0.0      # white jitter of each measurement column's time stamp (1 sigma)
+      column_wander_us: 0.0      # random-walk step of the column times (rotor phase wander), per column
 """
 from __future__ import annotations
 
@@ -186,6 +189,18 @@ class GlassConfig(CheckedConfig):
 
 
 @dataclass(frozen=True)
+class TimingConfig(CheckedConfig):
+    column_jitter_us: float = 0.0
+    column_wander_us: float = 0.0
+
+    RULES = dict(column_jitter_us=number(0.0, 1000.0), column_wander_us=number(0.0, 1000.0))
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.column_jitter_us or self.column_wander_us)
+
+
+@dataclass(frozen=True)
 class EffectsConfig:
     """Every effect section of one sensor."""
 
@@ -195,9 +210,10 @@ class EffectsConfig:
     weather: WeatherConfig = WeatherConfig()
     tof: TofConfig = TofConfig()
     glass: GlassConfig = GlassConfig()
+    timing: TimingConfig = TimingConfig()
 
     SECTIONS = {"beam": BeamConfig, "detection": DetectionConfig, "signal": SignalConfig, "weather": WeatherConfig,
-                "tof": TofConfig, "glass": GlassConfig}
+                "tof": TofConfig, "glass": GlassConfig, "timing": TimingConfig}
 
     @classmethod
     def from_spec(cls, sections: Mapping[str, Any], origin: str) -> "EffectsConfig":

@@ -17,8 +17,9 @@ cos θ and any glass/mirror losses on the way); ρ > 1 means brighter than white
   calibrated reflectivity "scales measured signal photons by range and sensor sensitivity", correcting the
   near-range overlap too): with Poisson counts (signal.poisson) the REFLECTIVITY channel carries their shot
   noise, relative spread 1/√N (a 10 % target at the limit, N ≈ 14: ±27 %).
-* Ouster ambient (uint16 photons): a simple daylight model, not radiometry: a returning surface
-  shows ambient_level·min(ρ(θ), 1) photons, open sky (no return) ambient_sky, each with shot noise.
+* Ouster ambient (uint16 photons): a simple daylight model, not radiometry: the surface in view (its echo
+  detected or not: ambient light is passive) shows ambient_level·min(ρ(θ), 1) photons, open sky (nothing in
+  view) ambient_sky, each with shot noise.
 """
 from __future__ import annotations
 

@@ -106,12 +106,18 @@ class Returns:
     def ouster_ambient(self) -> np.ndarray:
         rng = np.random.default_rng(self._ambient_seed)
         signal = self._effects.signal
+        # ambient light is passive: a pixel sees the surface in its view whether or not the laser's echo
+        # from it was detected (a dark or far wall beyond the detection limit still shows its sunlit face)
+        hits = self._hits
+        in_view = np.isfinite(hits.range) & (hits.reflectivity > 0)
+        rho = np.where(in_view, hits.reflectivity, np.float32(0.0))
         if signal.ambient_model == "flat":
-            return ouster_ambient(self.reflectivity, self.hit, self._surface.ambient_level, self._surface.ambient_sky, rng)
+            return ouster_ambient(rho, in_view, self._surface.ambient_level, self._surface.ambient_sky, rng)
         # sun model: the surface's albedo (ρ(θ) without the lidar's own incidence), its world normal
-        albedo = self.reflectivity / np.maximum(self.cos_incidence, np.float32(1e-3))
+        albedo = rho / np.maximum(np.where(in_view, hits.cos_incidence, np.float32(1.0)), np.float32(1e-3))
+        normal = np.where(in_view[:, None], hits.normal, np.float32(0.0))
         sun = sun_direction(signal.sun_elevation_deg, signal.sun_azimuth_deg)
-        mean = ambient_mean(albedo, self.normal, self.hit, self._surface.ambient_level, self._surface.ambient_sky,
+        mean = ambient_mean(albedo, normal, in_view, self._surface.ambient_level, self._surface.ambient_sky,
                             sun, signal.sun_elevation_deg > 0)
         return ambient_photons(mean, self.ray_gain, rng)
 

@@ -323,6 +323,13 @@ class FrameCloud:
         cloud = np.empty(shape, self.dtype) if _packed(self.dtype) else np.zeros(shape, self.dtype)
         return cloud, True
 
+    def stamp(self, cloud: np.ndarray, time: np.ndarray) -> None:
+        """A frame with its own pixel times (column-time jitter, lidar_ros/physics/column_timing.py): the ouster
+        `t` from them instead of the firing table's (a velodyne cloud of such a frame is rebuilt by
+        pointcloud_array: `matches` says no)."""
+        if "t" in self._constant:
+            self._pixels(cloud, "t")[...] = np.rint(np.asarray(time) * 1e9).astype(np.uint32)
+
     def done(self, cloud: np.ndarray) -> None:
         """Every field of `cloud` is written (its frame succeeded): it may be released for reuse."""
         with self._lock:
