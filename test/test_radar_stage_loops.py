@@ -117,3 +117,52 @@ def test_curved_cull_keeps_exactly_the_plates_the_full_tests_keep():
         assert np.array_equal(_facing_numpy(sc, cut, centre, spread), full)
         kept += len(full)
     assert kept > 0  # some plates face the sensor: the equality above is not of two empty sets
+
+
+def _barycentric_numpy(p, tri):
+    """facet_glints._in_triangle's barycentric coordinates (x, y), its operations in its order."""
+    a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
+    v0, v1, v2 = c - a, b - a, p - a
+    d00, d01, d02 = (v0 * v0).sum(1), (v0 * v1).sum(1), (v0 * v2).sum(1)
+    d11, d12 = (v1 * v1).sum(1), (v1 * v2).sum(1)
+    inv = 1.0 / np.maximum(d00 * d11 - d01 * d01, 1e-300)
+    return (d11 * d02 - d01 * d12) * inv, (d00 * d12 - d01 * d02) * inv
+
+
+def test_feet_inside_plates_as_the_numpy_triangle_test():
+    rng = np.random.default_rng(5)
+    n_tri = 30000
+    tri = rng.standard_normal((n_tri, 3, 3)) * rng.lognormal(0, 2, (n_tri, 1, 1)) + rng.uniform(-50, 50, (n_tri, 1, 3))
+    tri[:10, 2] = tri[:10, 1]  # degenerate triangles
+    weights = rng.dirichlet([1, 1, 1], n_tri) * rng.uniform(0.8, 1.2, (n_tri, 1))  # on, in and just out
+    p = np.einsum("nk,nkj->nj", weights, tri)
+    x, y = np.empty(n_tri), np.empty(n_tri)
+    glint_cull.barycentric(p, tri, x, y)
+    want_x, want_y = _barycentric_numpy(p, tri)
+    assert x.tobytes() == want_x.tobytes() and y.tobytes() == want_y.tobytes()
+    # per plate: triangles sorted by plate, pairs (plate, foot) tested for any triangle holding the foot
+    tri_plate = np.sort(rng.integers(0, 3000, n_tri))
+    starts = np.searchsorted(tri_plate, np.arange(3001))
+    plate = rng.integers(0, 3000, 8000)
+    foot = np.einsum("nk,nkj->nj", rng.dirichlet([1, 1, 1], 8000) * 1.05, tri[starts[plate]])
+    near = np.flatnonzero(rng.random(8000) < 0.7)
+    counts = starts[plate[near] + 1] - starts[plate[near]]
+    pair_of_tri = np.repeat(near, counts)
+    tri_index = np.repeat(starts[plate[near]] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    want = np.bincount(pair_of_tri, facet_glints._in_triangle(foot[pair_of_tri], tri[tri_index]), minlength=8000) > 0
+    got = glint_cull.feet_inside(near, plate, foot, starts, tri)
+    assert 0 < want.sum() < len(near) and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_most_normal_plate_per_surface_and_azimuth_as_lexsort(seed):
+    rng = np.random.default_rng(seed)
+    n = 20000
+    az = np.sort(rng.integers(0, 400, n))
+    surface = rng.integers(0, 60, n)
+    cos_t = np.round(rng.random(n), 2)  # many ties: the first of equal ones must win
+    order = np.lexsort((-cos_t, surface, az))
+    first = np.ones(n, bool)
+    first[1:] = (surface[order][1:] != surface[order][:-1]) | (az[order][1:] != az[order][:-1])
+    assert np.array_equal(glint_cull.most_normal(az, surface, cos_t), order[first])
+    assert len(glint_cull.most_normal(az[:0], surface[:0], cos_t[:0])) == 0

@@ -115,11 +115,8 @@ def plate_returns(sc, origins, column_rot, beam, table, lam):
     inside = np.zeros(len(plate), bool)
     tri_starts = _starts(sc, "tri_plate")
     near = np.flatnonzero(np.linalg.norm(foot - c, axis=1) <= sc.plate_radius[plate])
-    if len(near):
-        counts = tri_starts[plate[near] + 1] - tri_starts[plate[near]]
-        pair_of_tri = np.repeat(near, counts)
-        tri_index = np.repeat(tri_starts[plate[near]] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        inside = np.bincount(pair_of_tri, _in_triangle(foot[pair_of_tri], sc.tri[tri_index]), minlength=len(plate)) > 0
+    if len(near):  # _in_triangle over each near pair's triangles, compiled (glint_cull.feet_inside)
+        inside = glint_cull.feet_inside(near, plate, foot, tri_starts, sc.tri)
     aperture = facet_po.effective_aperture(np.abs(integral), cos_t, sc.plate_area[plate], inside, height, r0, lam)
     image = inside & (aperture > cos_t * np.abs(integral) + 1e-300)
     rng_m = np.where(image, height, r0)
@@ -206,10 +203,13 @@ def curved_returns(sc, origins, column_rot, beam, table, lam):
     plate, az, u, r0, cos_t = plate[front], az[front], u[front], r0[front], cos_t[front]
     # one plate per (surface, azimuth): the most nearly normal
     surface = sc.plate_surface[plate]
-    order = np.lexsort((-cos_t, surface, az))
-    first = np.ones(len(order), bool)
-    first[1:] = (surface[order][1:] != surface[order][:-1]) | (az[order][1:] != az[order][:-1])
-    pick = order[first]
+    if len(az) and np.all(az[1:] >= az[:-1]):  # (_pairs gives azimuth order) the same picks, compiled
+        pick = glint_cull.most_normal(az, surface, cos_t)
+    else:
+        order = np.lexsort((-cos_t, surface, az))
+        first = np.ones(len(order), bool)
+        first[1:] = (surface[order][1:] != surface[order][:-1]) | (az[order][1:] != az[order][:-1])
+        pick = order[first]
     plate, az, u, r0 = plate[pick], az[pick], u[pick], r0[pick]
     kappa, axes, ext = sc.curvature[plate], sc.principal[plate], sc.extent[plate]
     m = np.einsum("nkj,nj->nk", axes, u)  # line of sight's tilt towards each principal direction
