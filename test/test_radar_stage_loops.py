@@ -166,3 +166,50 @@ def test_most_normal_plate_per_surface_and_azimuth_as_lexsort(seed):
     first[1:] = (surface[order][1:] != surface[order][:-1]) | (az[order][1:] != az[order][:-1])
     assert np.array_equal(glint_cull.most_normal(az, surface, cos_t), order[first])
     assert len(glint_cull.most_normal(az[:0], surface[:0], cos_t[:0])) == 0
+
+
+@pytest.mark.parametrize("post_rows, scaled_points", [(None, False), (1, False), (1, True), (25, True)])
+def test_finish_rows_gives_the_numpy_bytes(post_rows, scaled_points):
+    # stage._speckled_frame's block end as numpy did it: planes x post, np.add.at of the points, re^2 + im^2
+    rng = np.random.default_rng(6)
+    rows, n, b, half = 25, 1200, 1000, 37
+    full = rng.standard_normal((2, rows, n)).astype(np.float32) * np.float32(1e-6)
+    post = None if post_rows is None else rng.lognormal(0, 1, (post_rows, b)).astype(np.float32)
+    p_rows, p_cols = np.sort(rng.integers(0, rows, 400)), rng.integers(0, b, 400)
+    p_cols[:40] = p_cols[40:80]  # repeated cells: summed in order
+    p_rows[:40] = p_rows[40:80]
+    values = (rng.standard_normal(400) + 1j * rng.standard_normal(400)).astype(np.complex64) * np.complex64(1e-6)
+    if scaled_points:  # the chain's per-row factor (float64) makes the values complex128
+        values = values * rng.uniform(0.5, 1.0, rows)[p_rows]
+    want_re, want_im = full[0].copy()[:, half:half + b], full[1].copy()[:, half:half + b]
+    if post is not None:
+        want_re *= post
+        want_im *= post
+    np.add.at(want_re, (p_rows, p_cols), values.real)
+    np.add.at(want_im, (p_rows, p_cols), values.imag)
+    want = np.square(want_re)
+    want += np.square(want_im, out=want_im)
+    got = np.empty((rows, b), np.float32)
+    stage_loops.finish_rows(full[0][:, half:half + b], full[1][:, half:half + b], post, p_rows, p_cols,
+                            values.real, values.imag, got)
+    assert got.tobytes() == want.tobytes()
+
+
+def test_skirt_scales_give_the_numpy_bytes():
+    rng = np.random.default_rng(7)
+    rows, b = 25, 3000
+    skirts = rng.lognormal(-30, 3, (rows, b)).astype(np.float32)
+    gain32, floor32 = rng.lognormal(0, 2, b).astype(np.float32), rng.lognormal(-28, 1, b).astype(np.float32)
+    distortion, g, reference = rng.lognormal(-32, 2, rows), rng.uniform(0.3, 1.0, rows), 1.3e-13
+    root_gain32 = np.sqrt(gain32.astype(np.float64)).astype(np.float32)
+    post = skirts.copy()
+    post *= gain32
+    post += floor32
+    post += distortion.astype(np.float32)[:, None]
+    post *= np.float32(1.0 / reference)
+    np.sqrt(post, out=post)
+    sig = np.multiply(root_gain32[None, :], np.sqrt(g).astype(np.float32)[:, None])
+    sig /= post
+    got_sig, got_post = stage_loops.skirt_scales(skirts.copy(), gain32, floor32, distortion.astype(np.float32),
+                                                 np.float32(1.0 / reference), root_gain32, np.sqrt(g).astype(np.float32))
+    assert got_post.tobytes() == post.tobytes() and got_sig.tobytes() == sig.tobytes()

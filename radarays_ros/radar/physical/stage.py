@@ -223,22 +223,15 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
                 spread = sp_fft.rfft(clutter, n, axis=1)
                 spread *= spectrum
                 field += spread
-            plane = sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b]
-            if scales is not None:
-                plane *= scales[1]
-            planes.append(plane)
+            planes.append(sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b])
         re, im = planes
         lo, hi = np.searchsorted(p_rows, [k0, k1])
-        if hi > lo:
-            at = (p_rows[lo:hi] - k0, p_cols[lo:hi])
-            values = p_values[lo:hi]
-            if scales is not None:
-                values = values * scales[2][np.minimum(at[0], len(scales[2]) - 1)]
-            np.add.at(re, at, values.real)
-            np.add.at(im, at, values.imag)
-        out = power[k0:k1]
-        np.square(re, out=out)
-        out += np.square(im, out=im)
+        at = (p_rows[lo:hi] - k0, p_cols[lo:hi])
+        values = p_values[lo:hi]
+        if scales is not None:
+            values = values * scales[2][np.minimum(at[0], len(scales[2]) - 1)]
+        out = power[k0:k1]  # planes x s_post, + points, |.|^2: one compiled pass (stage_loops.py)
+        stage_loops.finish_rows(re, im, None if scales is None else scales[1], at[0], at[1], values.real, values.imag, out)
         receive(slice(k0, k1), out)
 
     def block(i):  # tasks start in order, so the block a task waits for is done or running
@@ -388,14 +381,10 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         g, distortion = chain.clip(rows_tone)
         if chain.skirts is not None:  # the returns' skirts: row-dependent noise before the filters (float32)
             sources = point_cells[k0:k1] + chain.skirts.cells(clutter_rows)
-            post = chain.skirts.of_sources(sources)
-            post *= gain32
-            post += floor32
-            post += distortion.astype(np.float32)[:, None]
-            post *= np.float32(1.0 / reference)
-            np.sqrt(post, out=post)
-            sig = np.multiply(root_gain32[None, :], np.sqrt(g).astype(np.float32)[:, None])
-            sig /= post
+            # post = sqrt((skirts x G + floor + D) / N), sig = sqrt(G g) / post: float32, one compiled pass
+            sig, post = stage_loops.skirt_scales(chain.skirts.of_sources(sources), gain32, floor32,
+                                                 distortion.astype(np.float32), np.float32(1.0 / reference),
+                                                 root_gain32, np.sqrt(g).astype(np.float32))
             return sig, post, np.sqrt(g)
         if not distortion.any():
             post = np.sqrt(floor / reference)[None, :]

@@ -77,3 +77,55 @@ def _steps(azimuth, start_bin, end_bin, power, b, width, steps):
             else:
                 steps[row + i1 + 1] += -last
 
+
+
+def finish_rows(re, im, post, rows, cols, values_re, values_im, out) -> None:
+    """The end of a row block of stage._speckled_frame, in place: the planes scaled by the chain's post factor
+    (re *= post, im *= post; post None: not scaled; (1, B) or (rows, B)), the points added (np.add.at, in
+    their order, in their values' precision), then out = re^2 + im^2, each step rounded as numpy rounds it
+    (float32 planes; a float64 point value is added in float64 and rounded to float32, as np.add.at does)."""
+    scaled = post is not None
+    if not scaled:
+        post = np.ones((1, 1), np.float32)
+    _finish_rows(re, im, post, scaled, rows, cols, values_re, values_im, out)
+
+
+@kernel
+def _finish_rows(re, im, post, scaled, rows, cols, values_re, values_im, out):
+    n_rows, n_cols = re.shape
+    if scaled:
+        for r in range(n_rows):
+            pr = r if post.shape[0] > 1 else 0
+            for c in range(n_cols):
+                re[r, c] *= post[pr, c]
+                im[r, c] *= post[pr, c]
+    for k in range(rows.shape[0]):
+        re[rows[k], cols[k]] += values_re[k]
+        im[rows[k], cols[k]] += values_im[k]
+    for r in range(n_rows):
+        for c in range(n_cols):
+            a = re[r, c] * re[r, c]
+            b = im[r, c] * im[r, c]
+            out[r, c] = a + b
+
+
+def skirt_scales(post, gain, floor, distortion, inv_reference, root_gain, root_g):
+    """The chain's (s_sig, s_post) of a row block with returns' skirts (stage._chain_stage.scales), post
+    (rows, B) float32 the skirt power per bin, in place: post = sqrt((((post x gain) + floor) + distortion_row)
+    x inv_reference), s_sig = (root_gain x root_g_row) / post, every step in float32 as numpy's passes."""
+    sig = np.empty_like(post)
+    _skirt_scales(post, gain, floor, distortion, inv_reference, root_gain, root_g, sig)
+    return sig, post
+
+
+@kernel
+def _skirt_scales(post, gain, floor, distortion, inv_reference, root_gain, root_g, sig):
+    for r in range(post.shape[0]):
+        for c in range(post.shape[1]):
+            x = post[r, c] * gain[c]
+            x = x + floor[c]
+            x = x + distortion[r]
+            x = x * inv_reference
+            x = np.sqrt(x)
+            post[r, c] = x
+            sig[r, c] = (root_gain[c] * root_g[r]) / x
