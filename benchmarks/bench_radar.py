@@ -77,6 +77,12 @@ _PARTS = {"tracing (embreex)": [("tracing/embree.py", "run")],
           "speckle and noise draws": [("speckle.py", "unit_parts")]}
 
 
+# the frame's top-level steps (cumulative CPU, their own tracing included): they add up to the frame
+_STEPS = {"geometry passes": ("physical/geometry.py", "_trace_block"),
+          "glints": ("physical/facet_glints.py", "frame_glints"),
+          "sensor stage": ("physical/stage.py", "run_stage")}
+
+
 def cpu_breakdown(cfg, scene, pose) -> dict[str, float]:
     """{part: CPU ms} of one frame traced and processed on one thread (the stage's pool run inline)."""
     from radarays_ros.radar.physical import stage
@@ -103,6 +109,8 @@ def cpu_breakdown(cfg, scene, pose) -> dict[str, float]:
              for part, keys in _PARTS.items()}
     parts["everything else"] = 1e3 * total - sum(parts.values())
     parts["frame"] = 1e3 * total
+    for step, (fragment, name) in _STEPS.items():  # cumulative: each step with the tracing it does
+        parts[step] = 1e3 * sum(v[3] for (file, _, n), v in rows.items() if fragment in file and n == name)
     return parts
 
 
@@ -110,6 +118,8 @@ def print_breakdown(preset: str, parts: dict[str, float]) -> None:
     trace = parts["tracing (embreex)"]
     print(f"  {preset}: CPU of one frame on one thread (cProfile, so a little above the timings above):")
     for part, ms in parts.items():
+        if part == next(iter(_STEPS)):
+            print("    by step (each with its own tracing):")
         print(f"    {part:<26s} {ms:7.1f} ms  {ms / trace:5.2f}x the tracing")
     floor = trace + parts["range FFTs"] + parts["speckle and noise draws"]
     print(f"    floor if everything else cost nothing: {floor / trace:.2f}x the tracing (target 1.5x)")

@@ -64,3 +64,21 @@ def test_lidar_breakdown_runs_and_names_every_part():
 
     for part in [*_PARTS, "everything else", "frame", "piece with 1 thread(s)", "piece with 2 thread(s)"]:
         assert part in done.stdout, part
+
+
+def test_radar_breakdown_parts_are_one_clock_and_add_up(monkeypatch):
+    """`bench_radar --breakdown` on a small world: every part and step named, none negative, and the steps
+    (geometry passes, glints, sensor stage, each with its own tracing) within the frame's CPU: all figures
+    from one clock (process CPU time; a profile on wall time gave negative remainders under load)."""
+    monkeypatch.syspath_prepend(str(REPO))
+    from benchmarks.bench_radar import _PARTS, _STEPS, ROOT, cpu_breakdown
+    from benchmarks.common import make_big_world
+    from radarays_ros.radar import RadarConfig
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    cfg = RadarConfig.from_yaml(ROOT / "radarays_ros/data/radar/navtech_ras6.yaml")
+    parts = cpu_breakdown(cfg, make_big_world(20_000), pose_to_matrix(0.0, 0.0, 2.0))
+    assert set(parts) == {*_PARTS, "everything else", "frame", *_STEPS}
+    assert all(ms >= 0.0 for ms in parts.values()), parts
+    assert sum(parts[step] for step in _STEPS) <= parts["frame"] * (1 + 1e-9)
+    assert sum(parts[step] for step in _STEPS) >= 0.5 * parts["frame"]  # the steps are the frame (bar its set-up)

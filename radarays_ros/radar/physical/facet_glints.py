@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from . import antenna, corner_rcs, curved_rcs, facet_po, foliage, roughness
+from . import antenna, corner_rcs, curved_rcs, facet_po, foliage, glint_cull, roughness
 
 from .scatterers import STRAIGHT_BEND as STRAIGHT
 SKIP = 5e-3  # m: the occlusion ray stops this short of the scatterer
@@ -100,7 +100,7 @@ def plate_returns(sc, origins, column_rot, beam, table, lam):
     size = np.sqrt(sc.plate_area[plate])
     small = np.sqrt(np.einsum("ij,ij->i", p_vec, p_vec)) * size < facet_po.SMALL_PHASE
     integral = sc.plate_area[plate].astype(np.complex128)  # |p| size << 1: I = A
-    e_starts = np.searchsorted(sc.edge_plate, np.arange(len(sc.plate_area) + 1))
+    e_starts = _starts(sc, "edge_plate")
     big = np.flatnonzero(~small)
     counts = e_starts[plate[big] + 1] - e_starts[plate[big]]
     pair_of_edge = np.repeat(big, counts)
@@ -113,19 +113,25 @@ def plate_returns(sc, origins, column_rot, beam, table, lam):
     height = np.einsum("ij,ij->i", s - c, n)
     foot = s - n * height[:, None]
     inside = np.zeros(len(plate), bool)
-    tri_starts = np.searchsorted(sc.tri_plate, np.arange(len(sc.plate_area) + 1))
+    tri_starts = _starts(sc, "tri_plate")
     near = np.flatnonzero(np.linalg.norm(foot - c, axis=1) <= sc.plate_radius[plate])
-    if len(near):
-        counts = tri_starts[plate[near] + 1] - tri_starts[plate[near]]
-        pair_of_tri = np.repeat(near, counts)
-        tri_index = np.repeat(tri_starts[plate[near]] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        inside = np.bincount(pair_of_tri, _in_triangle(foot[pair_of_tri], sc.tri[tri_index]), minlength=len(plate)) > 0
+    if len(near):  # _in_triangle over each near pair's triangles, compiled (glint_cull.feet_inside)
+        inside = glint_cull.feet_inside(near, plate, foot, tri_starts, sc.tri)
     aperture = facet_po.effective_aperture(np.abs(integral), cos_t, sc.plate_area[plate], inside, height, r0, lam)
     image = inside & (aperture > cos_t * np.abs(integral) + 1e-300)
     rng_m = np.where(image, height, r0)
     phase = np.where(image, 1.0, integral / np.maximum(np.abs(integral), 1e-300))
     point = np.where(inside[:, None], foot, c) + n * SKIP
     return az, facet_po.sigma(aperture, lam) * rho, rng_m, phase, point, sc.plate_entity[plate]
+
+
+def _starts(sc, name: str) -> np.ndarray:
+    """(P + 1,) where each plate's rows of the sorted plate index sc.<name> start (edges or triangles), kept
+    on the scatterers (a static world's are read once: 25 ms a frame for a 1 M-triangle world)."""
+    cache = sc.__dict__.setdefault("_starts", {})
+    if name not in cache:
+        cache[name] = np.searchsorted(getattr(sc, name), np.arange(len(sc.plate_area) + 1))
+    return cache[name]
 
 
 def _in_triangle(p, tri):
@@ -171,11 +177,14 @@ def curved_returns(sc, origins, column_rot, beam, table, lam):
     curved = _curved_candidates(sc, beam, column_rot, table, lam)
     # first the plates whose normal can point at the sensor at all this frame (a terrain's do not): one
     # dot product per plate against its normal's cone (3/4 of its bend, plus the sensor's wander), then
-    # the finer test per principal direction on the few that remain
+    # the finer test per principal direction on the few that remain. Both tests run first as one compiled
+    # loop with widened thresholds (glint_cull.py: a superset), then exactly as written below on its survivors.
     centre = origins.mean(axis=0)
+    spread = float(np.linalg.norm(origins - centre, axis=1).max())
+    curved = glint_cull.may_face(curved, sc.plate_centroid, sc.plate_normal, sc.plate_cone, sc.principal, sc.curvature,
+                                 sc.extent, centre, spread, CONE_SLACK, STRAIGHT)
     to_sensor = centre - sc.plate_centroid[curved]
     r_c = np.sqrt(np.einsum("ij,ij->i", to_sensor, to_sensor))
-    spread = float(np.linalg.norm(origins - centre, axis=1).max())
     cone = np.cos(np.minimum(sc.plate_cone[curved] + spread / np.maximum(r_c, 1e-6) + CONE_SLACK, np.pi / 2))
     facing = np.einsum("ij,ij->i", sc.plate_normal[curved], to_sensor) >= cone * r_c
     curved = curved[facing]
@@ -194,10 +203,13 @@ def curved_returns(sc, origins, column_rot, beam, table, lam):
     plate, az, u, r0, cos_t = plate[front], az[front], u[front], r0[front], cos_t[front]
     # one plate per (surface, azimuth): the most nearly normal
     surface = sc.plate_surface[plate]
-    order = np.lexsort((-cos_t, surface, az))
-    first = np.ones(len(order), bool)
-    first[1:] = (surface[order][1:] != surface[order][:-1]) | (az[order][1:] != az[order][:-1])
-    pick = order[first]
+    if len(az) and np.all(az[1:] >= az[:-1]):  # (_pairs gives azimuth order) the same picks, compiled
+        pick = glint_cull.most_normal(az, surface, cos_t)
+    else:
+        order = np.lexsort((-cos_t, surface, az))
+        first = np.ones(len(order), bool)
+        first[1:] = (surface[order][1:] != surface[order][:-1]) | (az[order][1:] != az[order][:-1])
+        pick = order[first]
     plate, az, u, r0 = plate[pick], az[pick], u[pick], r0[pick]
     kappa, axes, ext = sc.curvature[plate], sc.principal[plate], sc.extent[plate]
     m = np.einsum("nkj,nj->nk", axes, u)  # line of sight's tilt towards each principal direction

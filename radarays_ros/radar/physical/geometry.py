@@ -234,7 +234,8 @@ def _trace_block(frame: _Frame, f: _Tubes):
     straight = np.ones(len(az), bool)  # still on the straight line from the sensor (only through foliage)
     clutter, glints, rays = {}, {}, {}
     idx = np.arange(len(az))  # tube index of each live ray
-    volume_classes = np.array([table.classes.index(c) for c in foliage.VOLUME_CLASSES if c in table.classes], np.int64)
+    is_volume = np.zeros(len(table.classes), bool)  # by class index: a lookup, not np.isin's sort per pass
+    is_volume[[table.classes.index(c) for c in foliage.VOLUME_CLASSES if c in table.classes]] = True
     kappa = foliage.extinction_np_per_m()
     for bounce in range(cfg.scatter.specular_bounces + 1):
         if not len(idx):
@@ -258,7 +259,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
             v_r[idx[keep]] += _dot(v_hit, d[keep])
         o, d, dist, cls = o[keep], d[keep], dist[keep], cls[keep]
         idx, path, rho, straight = idx[keep], path[keep], rho[keep], straight[keep]
-        n = np.asarray(hits.normal, np.float64)[keep]
+        n = np.asarray(hits.normal)[keep].astype(np.float64)  # (the kept rays only, then widened)
         n /= np.maximum(_norm(n), 1e-12)[:, None]
         hit = o + d * dist[:, None]
         path = path + dist
@@ -266,7 +267,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
         theta = np.arccos(cos_t)
         area = path ** 2 * d_omega[idx] / np.maximum(cos_t, MIN_COS)
         sigma = table.sigma0_at(cls, theta) * area
-        volume = np.flatnonzero(np.isin(cls, volume_classes))  # foliage: returns from its depth (foliage.py)
+        volume = np.flatnonzero(is_volume[cls])  # foliage: returns from its depth (foliage.py)
         if len(volume):
             sigma[volume] = 0.0
             depth = _foliage_depth(backend, hit[volume], d[volume], rays if frame.log else None, bounce)

@@ -36,7 +36,7 @@ import scipy.fft as sp_fft
 from scipy.signal import oaconvolve
 
 from ...threads import run_all, thread_count
-from . import antenna, detector, doppler, receiver_chain, speckle, stc, thermal_noise
+from . import antenna, detector, doppler, receiver_chain, speckle, stage_loops, stc, thermal_noise
 from .range_response import RangeKernel, range_kernel
 
 
@@ -58,26 +58,13 @@ class StageOutput:
 def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
     """(A, J + 1) float64 difference array of the powers spread uniformly over [start_bin, end_bin)
     (fractional bin units): its running sum along each row is occupied_power. J <= B: the columns up to
-    the last that holds any power (all later columns are zero)."""
-    a, b = shape
-    lo, hi = np.clip(start_bin, 0, b), np.clip(end_bin, 0, b)
-    ok = (hi > lo) & (power != 0)  # (signed "powers" too: the velocity channel spreads power x velocity)
-    if not ok.any():
-        return np.zeros((a, 1))
-    density = power[ok] / np.maximum(end_bin[ok] - start_bin[ok], 1e-9)
-    lo, hi = lo[ok], hi[ok]
-    i0 = np.minimum(lo.astype(np.int64), b - 1)  # (non-negative: truncation is floor)
-    i1 = np.minimum(hi.astype(np.int64), b - 1)
-    width = int(i1.max()) + 1
-    row = azimuth[ok].astype(np.int64) * (width + 1)  # rows of width + 1: the last end marker fits
-    same = i0 == i1
-    # bin i0 holds `first`, bins i0+1 .. i1-1 the density, bin i1 `last`
-    first = np.where(same, density * (hi - lo), density * (i0 + 1 - lo))
-    last = np.where(same, 0.0, density * (hi - i1))
-    inner = np.where(same, 0.0, density)
-    steps = np.bincount(np.concatenate([row + i0, row + i0 + 1, row + i1, row + i1 + 1]),
-                        np.concatenate([first, inner - first, last - inner, -last]), minlength=a * (width + 1))
-    return steps.reshape(a, width + 1)
+    the last that holds any power (all later columns are zero). Signed "powers" too (the velocity channel
+    spreads power x velocity); returns of zero power or empty extent add nothing.
+
+    Bin i0 = floor(start) holds density x (i0 + 1 - start), bins i0+1 .. i1-1 the density, bin i1 = floor(end)
+    density x (end - i1) (one bin: density x (end - start)), density = power / (end - start), both ends
+    clipped to [0, B]; summed as four difference passes (stage_loops.py, compiled)."""
+    return stage_loops.power_steps(azimuth, start_bin, end_bin, power, shape)
 
 
 def running_power(steps: np.ndarray, signed: bool = False) -> np.ndarray:
@@ -236,22 +223,15 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
                 spread = sp_fft.rfft(clutter, n, axis=1)
                 spread *= spectrum
                 field += spread
-            plane = sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b]
-            if scales is not None:
-                plane *= scales[1]
-            planes.append(plane)
+            planes.append(sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b])
         re, im = planes
         lo, hi = np.searchsorted(p_rows, [k0, k1])
-        if hi > lo:
-            at = (p_rows[lo:hi] - k0, p_cols[lo:hi])
-            values = p_values[lo:hi]
-            if scales is not None:
-                values = values * scales[2][np.minimum(at[0], len(scales[2]) - 1)]
-            np.add.at(re, at, values.real)
-            np.add.at(im, at, values.imag)
-        out = power[k0:k1]
-        np.square(re, out=out)
-        out += np.square(im, out=im)
+        at = (p_rows[lo:hi] - k0, p_cols[lo:hi])
+        values = p_values[lo:hi]
+        if scales is not None:
+            values = values * scales[2][np.minimum(at[0], len(scales[2]) - 1)]
+        out = power[k0:k1]  # planes x s_post, + points, |.|^2: one compiled pass (stage_loops.py)
+        stage_loops.finish_rows(re, im, None if scales is None else scales[1], at[0], at[1], values.real, values.imag, out)
         receive(slice(k0, k1), out)
 
     def block(i):  # tasks start in order, so the block a task waits for is done or running
@@ -401,14 +381,10 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         g, distortion = chain.clip(rows_tone)
         if chain.skirts is not None:  # the returns' skirts: row-dependent noise before the filters (float32)
             sources = point_cells[k0:k1] + chain.skirts.cells(clutter_rows)
-            post = chain.skirts.of_sources(sources)
-            post *= gain32
-            post += floor32
-            post += distortion.astype(np.float32)[:, None]
-            post *= np.float32(1.0 / reference)
-            np.sqrt(post, out=post)
-            sig = np.multiply(root_gain32[None, :], np.sqrt(g).astype(np.float32)[:, None])
-            sig /= post
+            # post = sqrt((skirts x G + floor + D) / N), sig = sqrt(G g) / post: float32, one compiled pass
+            sig, post = stage_loops.skirt_scales(chain.skirts.of_sources(sources), gain32, floor32,
+                                                 distortion.astype(np.float32), np.float32(1.0 / reference),
+                                                 root_gain32, np.sqrt(g).astype(np.float32))
             return sig, post, np.sqrt(g)
         if not distortion.any():
             post = np.sqrt(floor / reference)[None, :]

@@ -1,0 +1,131 @@
+"""Compiled loops of the sensor stage (stage.py, receiver_chain.py): the same float operations, in the same
+order, as the numpy code they replace, so the frame's bytes do not change (compiled.py: no fastmath, no
+fused multiply-adds). No formula of their own: each docstring names the function whose arithmetic it repeats.
+
+Why: the stage's per-return and per-cell passes were a few dozen numpy calls per row block, each a pass
+over memory with its own temporaries (measured on a Navtech frame of a 1 M-triangle world, one core:
+clutter difference arrays 25-29 ms, the returns' skirts 20 ms a frame); a loop makes one pass.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...compiled import kernel
+
+
+def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
+    """stage.power_steps: (A, J + 1) float64 difference array of the powers spread uniformly over
+    [start_bin, end_bin) (fractional bins), J the columns up to the last that holds any power."""
+    a, b = shape
+    azimuth = np.ascontiguousarray(azimuth, np.int64)
+    start_bin = np.ascontiguousarray(start_bin, np.float64)
+    end_bin = np.ascontiguousarray(end_bin, np.float64)
+    power = np.ascontiguousarray(power, np.float64)
+    width = _last_column(start_bin, end_bin, power, b) + 1
+    if width == 0:  # nothing holds power
+        return np.zeros((a, 1))
+    steps = np.zeros(a * (width + 1))
+    _steps(azimuth, start_bin, end_bin, power, b, width, steps)
+    return steps.reshape(a, width + 1)
+
+
+@kernel
+def _clip(x, b):
+    """np.clip(x, 0, b) of a float64 (NaN stays NaN)."""
+    if x < 0.0:
+        return 0.0
+    if x > b:
+        return float(b)
+    return x
+
+
+@kernel
+def _last_column(start_bin, end_bin, power, b):
+    """The largest last bin i1 of the returns that hold power (-1: none)."""
+    last = -1
+    for k in range(power.shape[0]):
+        lo, hi = _clip(start_bin[k], b), _clip(end_bin[k], b)
+        if hi > lo and power[k] != 0:
+            last = max(last, min(int(hi), b - 1))
+    return last
+
+
+@kernel
+def _steps(azimuth, start_bin, end_bin, power, b, width, steps):
+    """The four np.bincount passes of stage.power_steps, in its order: first values at i0 of every return,
+    then inner - first at i0 + 1, last - inner at i1, -last at i1 + 1 (float64 sums in that order)."""
+    n = power.shape[0]
+    for part in range(4):
+        for k in range(n):
+            lo, hi = _clip(start_bin[k], b), _clip(end_bin[k], b)
+            if not (hi > lo and power[k] != 0):
+                continue
+            density = power[k] / max(end_bin[k] - start_bin[k], 1e-9)
+            i0 = min(int(lo), b - 1)
+            i1 = min(int(hi), b - 1)
+            row = azimuth[k] * (width + 1)
+            same = i0 == i1
+            first = density * (hi - lo) if same else density * ((i0 + 1) - lo)
+            last = 0.0 if same else density * (hi - i1)
+            inner = 0.0 if same else density
+            if part == 0:
+                steps[row + i0] += first
+            elif part == 1:
+                steps[row + i0 + 1] += inner - first
+            elif part == 2:
+                steps[row + i1] += last - inner
+            else:
+                steps[row + i1 + 1] += -last
+
+
+
+def finish_rows(re, im, post, rows, cols, values_re, values_im, out) -> None:
+    """The end of a row block of stage._speckled_frame, in place: the planes scaled by the chain's post factor
+    (re *= post, im *= post; post None: not scaled; (1, B) or (rows, B)), the points added (np.add.at, in
+    their order, in their values' precision), then out = re^2 + im^2, each step rounded as numpy rounds it
+    (float32 planes; a float64 point value is added in float64 and rounded to float32, as np.add.at does)."""
+    scaled = post is not None
+    if not scaled:
+        post = np.ones((1, 1), np.float32)
+    _finish_rows(re, im, post, scaled, rows, cols, values_re, values_im, out)
+
+
+@kernel
+def _finish_rows(re, im, post, scaled, rows, cols, values_re, values_im, out):
+    n_rows, n_cols = re.shape
+    if scaled:
+        for r in range(n_rows):
+            pr = r if post.shape[0] > 1 else 0
+            for c in range(n_cols):
+                re[r, c] *= post[pr, c]
+                im[r, c] *= post[pr, c]
+    for k in range(rows.shape[0]):
+        re[rows[k], cols[k]] += values_re[k]
+        im[rows[k], cols[k]] += values_im[k]
+    for r in range(n_rows):
+        for c in range(n_cols):
+            a = re[r, c] * re[r, c]
+            b = im[r, c] * im[r, c]
+            out[r, c] = a + b
+
+
+def skirt_scales(post, gain, floor, distortion, inv_reference, root_gain, root_g):
+    """The chain's (s_sig, s_post) of a row block with returns' skirts (stage._chain_stage.scales), post
+    (rows, B) float32 the skirt power per bin, in place: post = sqrt((((post x gain) + floor) + distortion_row)
+    x inv_reference), s_sig = (root_gain x root_g_row) / post, every step in float32 as numpy's passes."""
+    sig = np.empty_like(post)
+    _skirt_scales(post, gain, floor, distortion, inv_reference, root_gain, root_g, sig)
+    return sig, post
+
+
+@kernel
+def _skirt_scales(post, gain, floor, distortion, inv_reference, root_gain, root_g, sig):
+    for r in range(post.shape[0]):
+        for c in range(post.shape[1]):
+            x = post[r, c] * gain[c]
+            x = x + floor[c]
+            x = x + distortion[r]
+            x = x * inv_reference
+            x = np.sqrt(x)
+            post[r, c] = x
+            sig[r, c] = (root_gain[c] * root_g[r]) / x

@@ -1,0 +1,215 @@
+"""The physical stage's compiled loops against the numpy code they replaced: the same bytes.
+
+Each reference below is the numpy implementation as it stood before the loop replaced it (issue #22,
+performance): the compiled loops must give the same floats, in every case, or the frame's bytes change.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from radarays_ros.radar.physical import facet_glints, glint_cull, receiver_chain, stage, stage_loops
+
+
+def _power_steps_numpy(azimuth, start_bin, end_bin, power, shape):
+    a, b = shape
+    lo, hi = np.clip(start_bin, 0, b), np.clip(end_bin, 0, b)
+    ok = (hi > lo) & (power != 0)
+    if not ok.any():
+        return np.zeros((a, 1))
+    density = power[ok] / np.maximum(end_bin[ok] - start_bin[ok], 1e-9)
+    lo, hi = lo[ok], hi[ok]
+    i0 = np.minimum(lo.astype(np.int64), b - 1)
+    i1 = np.minimum(hi.astype(np.int64), b - 1)
+    width = int(i1.max()) + 1
+    row = azimuth[ok].astype(np.int64) * (width + 1)
+    same = i0 == i1
+    first = np.where(same, density * (hi - lo), density * (i0 + 1 - lo))
+    last = np.where(same, 0.0, density * (hi - i1))
+    inner = np.where(same, 0.0, density)
+    steps = np.bincount(np.concatenate([row + i0, row + i0 + 1, row + i1, row + i1 + 1]),
+                        np.concatenate([first, inner - first, last - inner, -last]), minlength=a * (width + 1))
+    return steps.reshape(a, width + 1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_power_steps_loop_gives_the_numpy_bytes(seed):
+    rng = np.random.default_rng(seed)
+    a, b, n = 40, 700, 20000
+    azimuth = rng.integers(0, a, n)
+    start = rng.uniform(-20, b + 20, n)
+    end = start + np.where(rng.random(n) < 0.3, rng.uniform(0, 1, n), rng.exponential(40.0, n))
+    power = rng.lognormal(-20.0, 6.0, n) * np.where(rng.random(n) < 0.1, -1.0, 1.0)  # signed: power x velocity
+    power[rng.random(n) < 0.05] = 0.0
+    start[:50] = np.floor(start[:50])  # exact bin edges
+    end[50:100] = start[50:100]  # empty extents
+    start[100:110], end[110:120] = -np.inf, np.inf
+    start[120:125] = np.nan
+    want = _power_steps_numpy(azimuth, start, end, power, (a, b))
+    got = stage.power_steps(azimuth, start, end, power, (a, b))
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+def test_power_steps_of_nothing():
+    empty = np.zeros(0)
+    assert stage.power_steps(np.zeros(0, np.int64), empty, empty, empty, (5, 9)).tobytes() == np.zeros((5, 1)).tobytes()
+    out = stage.power_steps(np.array([2]), np.array([3.0]), np.array([3.0]), np.array([1.0]), (5, 9))
+    assert out.shape == (5, 1) and not out.any()
+
+
+def test_one_return_spreads_its_power_over_its_extent():
+    # a check of the formula itself (not only of the two codes agreeing): power 6 over [2.5, 5.5)
+    power = stage.running_power(stage.power_steps(np.array([1]), np.array([2.5]), np.array([5.5]), np.array([6.0]), (3, 8)))
+    assert np.allclose(power[1], [0, 0, 1, 2, 2, 1]) and not power[[0, 2]].any()
+
+
+def _facing_numpy(sc, curved, centre, spread):
+    """curved_returns' two per-frame tests over every candidate, as written before the compiled cut."""
+    to_sensor = centre - sc.plate_centroid[curved]
+    r_c = np.sqrt(np.einsum("ij,ij->i", to_sensor, to_sensor))
+    cone = np.cos(np.minimum(sc.plate_cone[curved] + spread / np.maximum(r_c, 1e-6) + facet_glints.CONE_SLACK, np.pi / 2))
+    facing = np.einsum("ij,ij->i", sc.plate_normal[curved], to_sensor) >= cone * r_c
+    curved = curved[facing]
+    u0, r_c = facet_glints._unit(to_sensor[facing])
+    wander = spread / np.maximum(r_c, 1e-6) + facet_glints.CONE_SLACK
+    m0 = np.einsum("nkj,nj->nk", sc.principal[curved], u0)
+    bend0 = np.abs(sc.curvature[curved]) * sc.extent[curved]
+    near = np.all((bend0 < facet_glints.STRAIGHT) | (np.abs(np.arcsin(np.clip(m0, -1, 1))) <= 0.75 * bend0 + wander[:, None]), axis=1)
+    return curved[near & (np.einsum("ij,ij->i", sc.plate_normal[curved], u0) > -0.1)]
+
+
+def _curved_world():
+    """A faceted sphere, a pole and a rolling terrain patch: curved surfaces of every kind."""
+    import trimesh
+
+    from radarays_ros.radar.physical import scatterers
+
+    rng = np.random.default_rng(2)
+    sphere = trimesh.creation.icosphere(subdivisions=3, radius=0.5)
+    pole = trimesh.creation.cylinder(radius=0.1, height=4.0, sections=24)
+    n = 60
+    gx, gy = np.meshgrid(np.linspace(-20, 20, n), np.linspace(-20, 20, n), indexing="ij")
+    gz = 0.3 * np.sin(gx / 3.0) * np.cos(gy / 4.0) + 0.05 * rng.standard_normal(gx.shape)
+    idx = np.arange(n * n).reshape(n, n)
+    a, b, c, d = idx[:-1, :-1].ravel(), idx[1:, :-1].ravel(), idx[1:, 1:].ravel(), idx[:-1, 1:].ravel()
+    terrain = (np.stack([gx, gy, gz], -1).reshape(-1, 3), np.concatenate([np.stack([a, b, c], 1), np.stack([a, c, d], 1)]))
+    parts = [scatterers.from_mesh(sphere.vertices + [5.0, 2.0, 1.0], sphere.faces, np.zeros(len(sphere.faces), np.int64), 1),
+             scatterers.from_mesh(pole.vertices + [-3.0, 6.0, 2.0], pole.faces, np.zeros(len(pole.faces), np.int64), 2),
+             scatterers.from_mesh(terrain[0], terrain[1], np.zeros(len(terrain[1]), np.int64), 3)]
+    return scatterers.concatenate(parts)
+
+
+def test_curved_cull_keeps_exactly_the_plates_the_full_tests_keep():
+    sc = _curved_world()
+    candidates = np.flatnonzero(sc.plate_curved)
+    assert len(candidates) > 5000
+    rng = np.random.default_rng(3)
+    kept = 0
+    for trial in range(40):
+        centre = np.array([*rng.uniform(-15, 15, 2), rng.uniform(-0.5, 3.0)])
+        spread = [0.0, 0.05, 0.5, 3.0][trial % 4]
+        cut = glint_cull.may_face(candidates, sc.plate_centroid, sc.plate_normal, sc.plate_cone, sc.principal,
+                                  sc.curvature, sc.extent, centre, spread, facet_glints.CONE_SLACK, facet_glints.STRAIGHT)
+        full = _facing_numpy(sc, candidates, centre, spread)
+        assert len(cut) < len(candidates)
+        assert np.array_equal(_facing_numpy(sc, cut, centre, spread), full)
+        kept += len(full)
+    assert kept > 0  # some plates face the sensor: the equality above is not of two empty sets
+
+
+def _barycentric_numpy(p, tri):
+    """facet_glints._in_triangle's barycentric coordinates (x, y), its operations in its order."""
+    a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
+    v0, v1, v2 = c - a, b - a, p - a
+    d00, d01, d02 = (v0 * v0).sum(1), (v0 * v1).sum(1), (v0 * v2).sum(1)
+    d11, d12 = (v1 * v1).sum(1), (v1 * v2).sum(1)
+    inv = 1.0 / np.maximum(d00 * d11 - d01 * d01, 1e-300)
+    return (d11 * d02 - d01 * d12) * inv, (d00 * d12 - d01 * d02) * inv
+
+
+def test_feet_inside_plates_as_the_numpy_triangle_test():
+    rng = np.random.default_rng(5)
+    n_tri = 30000
+    tri = rng.standard_normal((n_tri, 3, 3)) * rng.lognormal(0, 2, (n_tri, 1, 1)) + rng.uniform(-50, 50, (n_tri, 1, 3))
+    tri[:10, 2] = tri[:10, 1]  # degenerate triangles
+    weights = rng.dirichlet([1, 1, 1], n_tri) * rng.uniform(0.8, 1.2, (n_tri, 1))  # on, in and just out
+    p = np.einsum("nk,nkj->nj", weights, tri)
+    x, y = np.empty(n_tri), np.empty(n_tri)
+    glint_cull.barycentric(p, tri, x, y)
+    want_x, want_y = _barycentric_numpy(p, tri)
+    assert x.tobytes() == want_x.tobytes() and y.tobytes() == want_y.tobytes()
+    # per plate: triangles sorted by plate, pairs (plate, foot) tested for any triangle holding the foot
+    tri_plate = np.sort(rng.integers(0, 3000, n_tri))
+    starts = np.searchsorted(tri_plate, np.arange(3001))
+    plate = rng.integers(0, 3000, 8000)
+    foot = np.einsum("nk,nkj->nj", rng.dirichlet([1, 1, 1], 8000) * 1.05, tri[starts[plate]])
+    near = np.flatnonzero(rng.random(8000) < 0.7)
+    counts = starts[plate[near] + 1] - starts[plate[near]]
+    pair_of_tri = np.repeat(near, counts)
+    tri_index = np.repeat(starts[plate[near]] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    want = np.bincount(pair_of_tri, facet_glints._in_triangle(foot[pair_of_tri], tri[tri_index]), minlength=8000) > 0
+    got = glint_cull.feet_inside(near, plate, foot, starts, tri)
+    assert 0 < want.sum() < len(near) and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_most_normal_plate_per_surface_and_azimuth_as_lexsort(seed):
+    rng = np.random.default_rng(seed)
+    n = 20000
+    az = np.sort(rng.integers(0, 400, n))
+    surface = rng.integers(0, 60, n)
+    cos_t = np.round(rng.random(n), 2)  # many ties: the first of equal ones must win
+    order = np.lexsort((-cos_t, surface, az))
+    first = np.ones(n, bool)
+    first[1:] = (surface[order][1:] != surface[order][:-1]) | (az[order][1:] != az[order][:-1])
+    assert np.array_equal(glint_cull.most_normal(az, surface, cos_t), order[first])
+    assert len(glint_cull.most_normal(az[:0], surface[:0], cos_t[:0])) == 0
+
+
+@pytest.mark.parametrize("post_rows, scaled_points", [(None, False), (1, False), (1, True), (25, True)])
+def test_finish_rows_gives_the_numpy_bytes(post_rows, scaled_points):
+    # stage._speckled_frame's block end as numpy did it: planes x post, np.add.at of the points, re^2 + im^2
+    rng = np.random.default_rng(6)
+    rows, n, b, half = 25, 1200, 1000, 37
+    full = rng.standard_normal((2, rows, n)).astype(np.float32) * np.float32(1e-6)
+    post = None if post_rows is None else rng.lognormal(0, 1, (post_rows, b)).astype(np.float32)
+    p_rows, p_cols = np.sort(rng.integers(0, rows, 400)), rng.integers(0, b, 400)
+    p_cols[:40] = p_cols[40:80]  # repeated cells: summed in order
+    p_rows[:40] = p_rows[40:80]
+    values = (rng.standard_normal(400) + 1j * rng.standard_normal(400)).astype(np.complex64) * np.complex64(1e-6)
+    if scaled_points:  # the chain's per-row factor (float64) makes the values complex128
+        values = values * rng.uniform(0.5, 1.0, rows)[p_rows]
+    want_re, want_im = full[0].copy()[:, half:half + b], full[1].copy()[:, half:half + b]
+    if post is not None:
+        want_re *= post
+        want_im *= post
+    np.add.at(want_re, (p_rows, p_cols), values.real)
+    np.add.at(want_im, (p_rows, p_cols), values.imag)
+    want = np.square(want_re)
+    want += np.square(want_im, out=want_im)
+    got = np.empty((rows, b), np.float32)
+    stage_loops.finish_rows(full[0][:, half:half + b], full[1][:, half:half + b], post, p_rows, p_cols,
+                            values.real, values.imag, got)
+    assert got.tobytes() == want.tobytes()
+
+
+def test_skirt_scales_give_the_numpy_bytes():
+    rng = np.random.default_rng(7)
+    rows, b = 25, 3000
+    skirts = rng.lognormal(-30, 3, (rows, b)).astype(np.float32)
+    gain32, floor32 = rng.lognormal(0, 2, b).astype(np.float32), rng.lognormal(-28, 1, b).astype(np.float32)
+    distortion, g, reference = rng.lognormal(-32, 2, rows), rng.uniform(0.3, 1.0, rows), 1.3e-13
+    root_gain32 = np.sqrt(gain32.astype(np.float64)).astype(np.float32)
+    post = skirts.copy()
+    post *= gain32
+    post += floor32
+    post += distortion.astype(np.float32)[:, None]
+    post *= np.float32(1.0 / reference)
+    np.sqrt(post, out=post)
+    sig = np.multiply(root_gain32[None, :], np.sqrt(g).astype(np.float32)[:, None])
+    sig /= post
+    got_sig, got_post = stage_loops.skirt_scales(skirts.copy(), gain32, floor32, distortion.astype(np.float32),
+                                                 np.float32(1.0 / reference), root_gain32, np.sqrt(g).astype(np.float32))
+    assert got_post.tobytes() == post.tobytes() and got_sig.tobytes() == sig.tobytes()
