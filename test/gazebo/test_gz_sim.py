@@ -213,3 +213,26 @@ def test_generate_world_sdf_with_a_urdf_robot_spawned_the_ros_way(server):
         assert [s.name for s in find_sensors(text)] == ["roof_lidar"]
     finally:
         client.close()
+
+
+def test_tpe_survives_removing_a_spawned_model_not_one_from_the_world_file(server):
+    """What the README states about gz-sim 8.14 + gz-physics 7.8 TPE (upstream, measured 3 of 3 each way): a model
+    spawned through /world/<w>/create and removed leaves the server running; removing a model that came with the
+    world file ('doomed', static; the same for a dynamic box and the VelocityControl mover) kills it with SIGSEGV
+    in the following steps. Should upstream fix it, this fails and the README sentence goes."""
+    client = GzTransportClient(partition=server.partition, host_ip="127.0.0.1")
+    try:
+        assert wait_for(lambda: "/world/e2e/pose/info" in client.topics(), timeout=60), server.log()
+        payload, _ = client.request("/world/e2e/create", entity_factory(SPAWNED), timeout=5)
+        assert protos.decode("Boolean", payload).data
+        time.sleep(1.5)
+        payload, _ = client.request("/world/e2e/remove", entity("visitor"), timeout=5)
+        assert protos.decode("Boolean", payload).data
+        time.sleep(4.0)
+        assert server.proc.poll() is None, server.log()  # a spawned model's removal: still running
+        payload, _ = client.request("/world/e2e/remove", entity("doomed"), timeout=5)
+        assert protos.decode("Boolean", payload).data
+        assert wait_for(lambda: server.proc.poll() is not None, timeout=10), "the server survived: update the README"
+        assert server.proc.returncode == -11, server.log()  # SIGSEGV
+    finally:
+        client.close()
