@@ -125,6 +125,9 @@ class LidarConfig:
     point_origins: np.ndarray | None = field(default=None, repr=False)
     driver: object | None = field(default=None, repr=False)
     driver_metadata: str | None = field(default=None, repr=False)  # ouster-ros /ouster/metadata JSON (Ouster)
+    # the IMU's mount: ray frame <- IMU (4x4) and its frame id (Ouster: os_imu); None: in the points' frame
+    imu_transform: np.ndarray | None = field(default=None, repr=False)
+    imu_frame_id: str | None = None
     derived: dict = field(default_factory=dict, repr=False)  # outputs' per-pixel tables computed from `time` once
 
     @property
@@ -229,6 +232,8 @@ def _from_pattern(p: Pattern, fields: dict) -> LidarConfig:
         point_origins=None if p.point_origins is None else _readonly(p.point_origins, np.float32),
         driver=p.driver,
         driver_metadata=p.driver_metadata,
+        imu_transform=None if p.imu_transform is None else _readonly(p.imu_transform, np.float64),
+        imu_frame_id=p.imu_frame_id,
         **fields,
     )
 

@@ -64,7 +64,8 @@ DEVICE_SUPPORT = {
         "time", "column_times", "pixel_column", "ring", "laser_index", "range_offset", "pixel_shift", "rate_hz",
         "period", "range_min", "range_max", "layout", "organized", "planar", "planar_info", "time_reference",
         "intensity_field", "frame_id", "seed", "max_bounces", "point_transform", "ray_frame_id", "retime",
-        "point_directions", "point_origins", "driver", "driver_metadata", "derived")},
+        "point_directions", "point_origins", "driver", "driver_metadata", "imu_transform", "imu_frame_id",
+        "derived")},
     # the kernel's surface model (warp_frame_kernels.py: detection_limit32, the intensity fields)
     **{f"surface.{key}": DEVICE for key in (
         "model", "limits", "signal_scale", "retro_full_scale", "ambient_level", "ambient_sky",

@@ -12,7 +12,8 @@ from support.warp import require_warp
 
 require_warp()
 
-from lidar_ros.fit import SENSOR_STAGE, scene_from_frame, shade  # noqa: E402
+from lidar_ros.fit import SENSOR_STAGE, scene_from_frame  # noqa: E402
+from lidar_ros.fit.shade import shade  # noqa: E402
 from lidar_ros.fit.gradients import SignalPixels, fit_signal, loss_and_gradient, signal_pixels  # noqa: E402
 from lidar_ros.fit.params import apply_values  # noqa: E402
 from support.lidar_fit import START, synthetic_scene  # noqa: E402

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lidar_ros.fit import SENSOR_STAGE, fit_sensor_stage, shade
+from lidar_ros.fit import SENSOR_STAGE, fit_sensor_stage
+from lidar_ros.fit.shade import shade
 from lidar_ros.fit.params import AWAITING, NOT_FROM_FRAMES, apply_values, get_value
 from radarays_ros.errors import ConfigError
 from support.lidar_fit import START, synthetic_scene

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from radarays_ros.sensors.imu import G0, IMU_SPECS, imu_for_layout, imu_samples
+from radarays_ros.sensors.imu import G0, IMU_SPECS, imu_for_layout, imu_mount, imu_samples
 from radarays_ros.world.transforms import pose_to_matrix
 
 OUSTER, LIVOX = IMU_SPECS["ouster"], IMU_SPECS["livox"]
@@ -50,6 +50,36 @@ def test_noise_is_the_datasheet_density_seeded():
     assert imu_for_layout("velodyne") is None and imu_for_layout("livox") is LIVOX
 
 
+# OS1-16 metadata (raw_1_14_beta_...legacy.json): os_sensor <- os_lidar = yaw pi, z 36.18 mm; os_sensor <- os_imu =
+# (6.253, -11.775, 7.645) mm. The cloud is in os_lidar, so os_lidar <- os_imu = yaw pi, (-6.253, 11.775, 7.645 - 36.18) mm.
+OS1_16_IMU_IN_LIDAR = pose_to_matrix(-6.253e-3, 11.775e-3, (7.645 - 36.18) * 1e-3, 0.0, 0.0, math.pi)
+
+
+def test_ouster_imu_sits_in_os_imu_where_the_metadata_puts_it():
+    from lidar_ros.config import load_sensor
+
+    mount, frame = imu_mount(load_sensor("OS1-16"))
+    assert frame == "os_imu"
+    np.testing.assert_allclose(mount, OS1_16_IMU_IN_LIDAR, atol=1e-12)
+    livox, livox_frame = imu_mount(load_sensor("Mid-360"))
+    assert livox_frame is None and np.array_equal(livox, np.eye(4))  # livox_ros_driver2: the lidar's own frame
+
+
+def test_ouster_imu_reads_the_circle_at_its_own_place_and_axes():
+    """The circle of the test above (0.4 rad/s, 0.8 m/s^2 to the left) read by the OS1-16's IMU: its axes are the
+    lidar's turned by pi (x, y flip) and it sits r = (-6.253, 11.775) mm off the lidar's axis, which adds the
+    centripetal -w^2 r of a point of a turning body (in the lidar's axes, before the turn into the IMU's)."""
+    from lidar_ros.config import load_sensor
+
+    mount, _ = imu_mount(load_sensor("OS1-16"))
+    times = np.arange(0, 1_000_000_000, OUSTER.period_ns)
+    gyro, accel = imu_samples(lambda t: circle(5.0, 2.0)(t) @ mount, times, OUSTER)
+    w2, r = 0.4 ** 2, np.array([-6.253e-3, 11.775e-3])
+    in_lidar = np.array([0.0, 0.8]) - w2 * r  # the point's acceleration in the lidar's axes
+    np.testing.assert_allclose(gyro, np.tile([0.0, 0.0, 0.4], (len(times), 1)), atol=1e-9)
+    np.testing.assert_allclose(accel, np.tile([-in_lidar[0], -in_lidar[1], G0], (len(times), 1)), atol=1e-5)
+
+
 def test_scenario_bag_has_the_ouster_imu_and_no_velodyne_one(tmp_path):
     from rosbags.highlevel import AnyReader
 
@@ -63,10 +93,17 @@ def test_scenario_bag_has_the_ouster_imu_and_no_velodyne_one(tmp_path):
         topics = {c.topic: c.msgtype for c in reader.connections}
         (conn,) = [c for c in reader.connections if c.topic == "/ouster/imu"]
         msgs = [(t, reader.deserialize(raw, conn.msgtype)) for _, t, raw in reader.messages(connections=[conn])]
+        (static,) = [c for c in reader.connections if c.topic == "/tf_static"]
+        statics = reader.deserialize(next(reader.messages(connections=[static]))[2], static.msgtype)
     assert topics["/ouster/imu"] == "sensor_msgs/msg/Imu" and not any(t.startswith("/velodyne/imu") for t in topics)
     stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for _, m in msgs]
     assert stamps == [t for t, _ in msgs] and stamps == list(range(0, 500_000_001, 10_000_000))  # 100 Hz
-    assert {m.header.frame_id for _, m in msgs} == {"ouster"} and msgs[0][1].orientation_covariance[0] == -1
+    assert {m.header.frame_id for _, m in msgs} == {"os_imu"} and msgs[0][1].orientation_covariance[0] == -1
+    (placed,) = [t for t in statics.transforms if t.child_frame_id == "os_imu"]  # ouster -> os_imu, latched
+    tr, q = placed.transform.translation, placed.transform.rotation
+    assert placed.header.frame_id == "ouster"
+    np.testing.assert_allclose([tr.x, tr.y, tr.z], OS1_16_IMU_IN_LIDAR[:3, 3], atol=1e-9)
+    np.testing.assert_allclose(abs(q.z), 1.0, atol=1e-9)  # yaw pi
     # a straight drive at constant speed: no rate, specific force = gravity, up to the ICM-20948 noise
     accel = np.array([[m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z] for _, m in msgs])
     gyro = np.array([[m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z] for _, m in msgs])

@@ -15,6 +15,7 @@ from radarays_ros.cli import main
 from radarays_ros.io import radar_image as rio
 from radarays_ros.io.bag import BagWriter
 from radarays_ros.radar import RadarSimulator
+from support.cli import run_main
 from support.radar_scenes import config, scene_with, wall_x
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,6 +147,31 @@ def test_cli_npz_with_the_compat_example(tmp_path, room_obj):
     seeded = tmp_path / "seed3.npz"
     run_cli(room_obj, seeded, "--set", "beam.samples=20", "--seed", "3")
     assert not np.array_equal(np.load(seeded)["image_f32"], d["image_f32"])
+
+
+def test_cli_view_reach_zooms_the_cartesian_pictures(tmp_path, room_obj):
+    """The stone wall 4 m to the right (y = -4): 80 px right of the centre in the default 800 px picture of the
+    20 m range (0.05 m/px), 320 px with --view-reach 5 (0.0125 m/px); the figure is zoomed alike."""
+    def wall_column(path):
+        rgb = np.asarray(PILImage.open(path), float)
+        centre = rgb.shape[0] // 2
+        row = rgb[centre, centre + 20:]  # right of the sensor, past the near clutter
+        row = np.where((row == 255).all(axis=1), 0.0, row.sum(axis=1))  # not the white range rings
+        return centre, centre + 20 + int(np.argmax(row))
+
+    assert run_cli(room_obj, tmp_path / "whole.png", "--set", "beam.samples=5") == 0
+    assert run_cli(room_obj, tmp_path / "zoom.png", "--set", "beam.samples=5", "--view-reach", "5") == 0
+    centre, column = wall_column(tmp_path / "whole_cartesian.png")
+    assert abs((column - centre) - 80) <= 2
+    centre, column = wall_column(tmp_path / "zoom_cartesian.png")
+    assert abs((column - centre) - 320) <= 4
+    whole, zoom = (np.asarray(PILImage.open(tmp_path / f"{n}_figure.png")) for n in ("whole", "zoom"))
+    assert whole.shape != zoom.shape or not np.array_equal(whole, zoom)  # its axes span 5 m, not 20 m
+    for bad, match in (("0", "--view-reach = 0"), ("nan", "--view-reach")):
+        done = run_main(main, ["radar", room_obj, "--view-reach", bad, "--out", tmp_path / "x.png"])
+        assert done.returncode == 2 and match in done.stderr, done.stderr
+    done = run_main(main, ["radar", room_obj, "--view-reach", "5", "--out", tmp_path / "x.npz"])
+    assert done.returncode == 2 and "only for a .png output" in done.stderr
 
 
 def test_cli_png_and_mcap(tmp_path, room_obj):

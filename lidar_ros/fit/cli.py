@@ -116,8 +116,8 @@ def run(args) -> int:
 
     from lidar_ros.compare.stats import frame_stats
     from lidar_ros.config import load_sensor
-    from lidar_ros.fit import (AWAITING, NOT_FROM_FRAMES, SENSOR_STAGE, fit_sensor_stage, objective_text,
-                               scene_from_frame, shade)
+    from lidar_ros.fit import AWAITING, NOT_FROM_FRAMES, SENSOR_STAGE, fit_sensor_stage, objective_text, scene_from_frame
+    from lidar_ros.fit.shade import shade
     from radarays_ros.io.lidar_frames import read_lidar_frame
 
     seed = SEED.check(args.seed, "--seed")

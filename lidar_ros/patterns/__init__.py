@@ -45,6 +45,10 @@ class Pattern:
     point_origins: np.ndarray | None = None
     driver: object | None = None  # a driver's own reporting conventions (velodyne.DriverTable) or None
     driver_metadata: str | None = None  # what the driver publishes about the sensor (ouster-ros /ouster/metadata)
+    # the IMU inside the sensor: 4x4 ray frame <- IMU frame and the IMU's frame id (Ouster: os_sensor <- os_imu
+    # from the metadata's imu_to_sensor_transform); None: the IMU reports in the points' frame at their origin
+    imu_transform: np.ndarray | None = None
+    imu_frame_id: str | None = None
 
     def __post_init__(self):
         rows, cols = self.directions.shape[:2]

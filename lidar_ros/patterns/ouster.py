@@ -71,12 +71,19 @@ def read_metadata(path: str | Path) -> dict:
         transform = np.zeros(0)
     if transform.size != 16 or not np.all(np.isfinite(transform)):
         raise ConfigError(f"{where}: lidar_to_sensor_transform must be 16 numbers (row-major 4x4, mm)")
+    try:
+        imu = np.array(flat.get("imu_to_sensor_transform", np.eye(4).ravel()), float)
+    except (TypeError, ValueError):
+        imu = np.zeros(0)
+    if imu.size != 16 or not np.all(np.isfinite(imu)):
+        raise ConfigError(f"{where}: imu_to_sensor_transform must be 16 numbers (row-major 4x4, mm)")
     shifts = flat.get("pixel_shift_by_row")
     return {
         "altitude_deg": alt,
         "azimuth_deg": az,
         "beam_origin_m": check_number(origin_mm, f"{where}: lidar_origin_to_beam_origin_mm", 0, 1000) / 1000.0,
         "lidar_to_sensor": _mm_to_m(transform.reshape(4, 4)),
+        "imu_to_sensor": _mm_to_m(imu.reshape(4, 4)),  # os_sensor <- os_imu (ouster-ros' os_imu frame)
         "pixel_shift_by_row": None if shifts is None else np.asarray(shifts, np.int64),
         "columns_per_frame": int(flat.get("columns_per_frame", 1024)),
         "prod_line": prod_line,
@@ -140,6 +147,8 @@ def build(spec: SpecReader, base_dir: Path, rate_hz: float) -> Pattern:
         point_transform=np.linalg.inv(t) if point_frame == "lidar" else None,
         point_frame_id="os_lidar" if point_frame == "lidar" else "os_sensor",
         ray_frame_id="os_sensor",
+        imu_transform=meta["imu_to_sensor"],
+        imu_frame_id="os_imu",
         directions=d_lidar @ t[:3, :3].T,
         origins=o_lidar @ t[:3, :3].T + t[:3, 3],
         ring=np.arange(rows),

@@ -1,7 +1,7 @@
 """Lidar physics: what happens where a lidar ray meets a surface, and what the sensor reports.
 
     materials.py     LidarMaterials: the `lidar:` part of each material (LiMOX classes, reflectivity)
-    reflectivity.py  ρ(θ): Lambertian, angle table, constant (LiMOX §4.1)
+    reflectivity.py  ρ(θ): Lambertian, angle table, constant (LiMOX §4.1); reflectivity.reflectivity()
     interaction.py   trace_lidar: transparent / absorbent / mirror / returning surfaces (BlenSor §3.5)
     detection.py     range–reflectivity detection limit r_L(ρ) (LiMOX §4.2, BlenSor §3.2)
     noise.py         per-laser bias, per-ray and relative Gaussian, dust, quantisation, jitter
@@ -18,12 +18,21 @@ Typical use per scan::
     ret = model.apply(hits, laser_index, rng)                       # xyz = origin + ret.range * dir
 """
 from .config import DETECTION_MODELS, NoiseConfig, SurfaceConfig
-from .detection import DetectionLimit
-from .interaction import LidarHits, trace_lidar
-from .materials import CLASS_NAMES, LidarMaterials
-from .model import Returns, SurfaceModel
-from .noise import jitter_directions
-from .reflectivity import reflectivity
+
+# the models pull in compiled.py (numba) and the tracing layer: loaded on first use, so reading a sensor
+# file (lidar_ros.config, `radarays --help`) does not start the compiler
+_LAZY = {"DetectionLimit": "detection", "LidarHits": "interaction", "trace_lidar": "interaction",
+         "CLASS_NAMES": "materials", "LidarMaterials": "materials", "Returns": "model", "SurfaceModel": "model",
+         "jitter_directions": "noise"}  # reflectivity(): lidar_ros.physics.reflectivity.reflectivity (the module's name)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CLASS_NAMES",
@@ -36,6 +45,5 @@ __all__ = [
     "SurfaceConfig",
     "SurfaceModel",
     "jitter_directions",
-    "reflectivity",
     "trace_lidar",
 ]

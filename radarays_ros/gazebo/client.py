@@ -17,13 +17,19 @@ gz-transport13 peer (test/gazebo/test_clients.py).
 
 What OfficialClient does about it: requests are sent in slices that start short (`REQUEST_SLICE_S`; a
 slow service such as gz-sim 8's generate_world_sdf, 150-1300 ms on the server, starts at
-`FIRST_SLICE_S[service]`) and double after each one that ends unanswered, up to the request's timeout: a
-slice that stalls behind a callback ends, the GIL passes to the waiting callback, and the request is sent
-again, so a stall costs a slice instead of the whole timeout, while a service slower than a slice is still
-answered (fixed slices of 0.1 s abandoned generate_world_sdf every time and sent it again until the timeout,
-so the mirror never started and the server kept generating worlds). It subscribes with `subscribe_raw` (bytes and the
-publisher's type name, any topic, no message classes needed) and calls services with `request_raw`, with
-the request / response type names of the services the mirror and the node call.
+`FIRST_SLICE_S[service]`): a slice that stalls behind a callback ends, the GIL passes to the waiting
+callback, and the request is sent again, so a stall costs a slice instead of the whole timeout. Against a
+real gz-sim 8 that is not enough: its /clock (about 440 messages a second on the loaded test machine) and
+pose/info streams put a callback in front of every answer, so no slice is ever answered (measured: 0 of 52
+requests, scene/info and generate_world_sdf, with any one stream followed; all answered without one). The
+reply is read by the same reception thread that waits for the GIL (gz-transport13 NodeShared), so after a
+first unanswered slice the client pauses its subscriptions (Node.unsubscribe: gz-transport runs callbacks
+outside its lock, so this cannot deadlock with one waiting for the GIL), sends the request again in slices
+that double up to the timeout, and subscribes again: the streams lose what the server sent meanwhile (a
+few hundred milliseconds for generate_world_sdf), the request is answered. It subscribes with
+`subscribe_raw` (bytes and the publisher's type name, any topic, no message classes needed) and calls
+services with `request_raw`, with the request / response type names of the services the mirror and the
+node call.
 """
 from __future__ import annotations
 
@@ -74,6 +80,8 @@ class OfficialClient:
         self._last_heard: dict[str, float] = {}
         self._idle: list = []
         self._closed = False
+        self._subscriptions: dict[str, object] = {}  # topic -> the relay given to subscribe_raw (to resume)
+        self._requesting = threading.Lock()  # one request at a time: pausing the streams is process-wide
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, name="gz-official-idle", daemon=True)
         self._thread.start()
@@ -95,6 +103,7 @@ class OfficialClient:
 
         if not self._node.subscribe_raw(topic, relay, ANY_TYPE, self._options):
             raise RuntimeError(f"gz.transport13 could not subscribe to {topic}")
+        self._subscriptions[topic] = relay
 
     def request(self, service: str, payload: bytes = b"", timeout: float = 3.0):
         suffix = next((s for s in self.SERVICE_TYPES if service.endswith("/" + s)), None)
@@ -104,17 +113,37 @@ class OfficialClient:
         req_type, rep_type = self.SERVICE_TYPES[suffix]
         end = time.monotonic() + timeout
         slice_s = FIRST_SLICE_S.get(suffix, REQUEST_SLICE_S)
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"gz-transport service '{service}' did not answer within {timeout:.1f} s")
-            slice_ms = max(1, int(1000 * min(slice_s, left)))
-            ok, response = self._node.request_raw(service, payload, req_type, rep_type, slice_ms)
+        with self._requesting:
+            ok, response = self._node.request_raw(service, payload, req_type, rep_type,
+                                                  max(1, int(1000 * min(slice_s, timeout))))
             if ok:
                 return bytes(response), rep_type
-            if suffix in FIRST_SLICE_S:  # backoff for the slow services only: a service slower than the slice
-                slice_s *= 2  # gets its time next; a long slice elsewhere stalls behind streaming callbacks
-            time.sleep(0.001)  # let a callback that waited for the GIL run before the next slice
+            paused = self._pause()  # the streams kept the answer from the reception thread (module doc)
+            try:
+                while True:
+                    time.sleep(0.001)  # let a callback that waited for the GIL run before the next slice
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        raise TimeoutError(f"gz-transport service '{service}' did not answer within {timeout:.1f} s")
+                    slice_s *= 2  # nothing competes now: a service slower than the slice gets its time
+                    ok, response = self._node.request_raw(service, payload, req_type, rep_type,
+                                                          max(1, int(1000 * min(slice_s, left))))
+                    if ok:
+                        return bytes(response), rep_type
+            finally:
+                self._resume(paused)
+
+    def _pause(self) -> dict:
+        """Unsubscribe every followed topic; what _resume needs to follow them again."""
+        paused = dict(self._subscriptions)
+        for topic in paused:
+            self._node.unsubscribe(topic)
+        return paused
+
+    def _resume(self, paused: dict) -> None:
+        for topic, relay in paused.items():
+            if not self._closed and not self._node.subscribe_raw(topic, relay, ANY_TYPE, self._options):
+                log.error("gz.transport13: %s could not be followed again after a request", topic)
 
     def alive(self, topic: str) -> bool:
         return time.monotonic() - self._last_heard.get(topic, -1e9) < 3.0
@@ -137,7 +166,6 @@ class OfficialClient:
         self._closed = True
         self._stop.set()
         self._thread.join(timeout=1)
-        # No unsubscribe: it takes gz-transport's lock, which a callback waiting for the GIL may hold.
         # Callbacks of a closed client return at once; the subscriptions end with the process.
 
     def __enter__(self):

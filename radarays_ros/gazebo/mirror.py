@@ -129,6 +129,7 @@ class GazeboMirror:
         self._pending: tuple | None = None  # (parsed Pose_V view, its bytes): the newest only, decoded when applied
         self._last_apply = 0.0
         self._subscribed: set[str] = set()  # topic suffixes followed
+        self._unanswered = "scene/info"  # the world service the last sync waited for (for the log)
         self.degraded: dict[str, str] = {}  # topic suffix -> why it is not followed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -231,7 +232,7 @@ class GazeboMirror:
         if not self.liveness.synced:
             if not self._sync():
                 self.liveness.say_once(logging.WARNING, "Gazebo mirror: waiting for Gazebo world '%s' (its "
-                                       "scene/info service does not answer)", self.world)
+                                       "%s service does not answer)", self.world, self._unanswered)
                 return False
             log.info("Gazebo mirror: following world '%s' (%d entities in the scene)", self.world, len(self.scene))
         self.liveness.quiet = False
@@ -303,6 +304,7 @@ class GazeboMirror:
         if self._load_sdf:
             generated = self._request("generate_world_sdf")
             if generated is None:
+                self._unanswered = "generate_world_sdf"
                 return False
             self._load_sdf = False
             try:
@@ -313,6 +315,7 @@ class GazeboMirror:
                           "models from scene/info instead", type(exc).__name__, exc)
         scene_msg = self._request("scene/info")
         if scene_msg is None:
+            self._unanswered = "scene/info"
             return False
         self.apply_scene_info(scene_msg)
         return True

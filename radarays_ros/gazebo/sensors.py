@@ -17,8 +17,10 @@ Recognised blocks (inside a `<link>` of an SDF model, or in URDF `<gazebo refere
 
 `gz:type="radarays_lidar"` likewise (parameters in `<radarays_lidar>`); the `ignition:type` spelling
 and an undeclared `gz:` prefix are accepted. A Gazebo `gpu_lidar` (also `gpu_ray`, `lidar`, `ray`)
-block becomes a lidar of the nearest shipped preset, chosen by vertical/horizontal sample counts and
-field of view; its `<range>` limits are kept as overrides.
+block becomes the lidar gz-sensors would simulate: its `<scan>` rays (samples from min to max angle),
+`<range>`, gaussian `<noise>` and `<update_rate>` over the shipped `gazebo_gpu_lidar` base (type
+spherical, Gazebo's PointCloudPacked layout: x,y,z,intensity,ring, organized, ring 0 = lowest); one
+vertical sample at inclination 0 uses `gazebo_gpu_lidar_2d` (type planar: a LaserScan too, as Gazebo's).
 
 Models pulled in with `<include><uri>` (model://, package://, file paths, the Fuel cache: resolved as
 the world loader resolves them; `<name>` renames the model) are searched too; an include that cannot
@@ -33,7 +35,6 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,8 @@ class SensorSpec:
     kind: "radar" | "lidar"; name: the SDF sensor name; parent: scoped name of the link it is attached
     to ("model::link", nested "outer::inner::link"; in a URDF the bare link name); pose: 4x4 sensor
     pose in the parent link frame; update_rate: Hz (0.0 = not given); topic; frame: the frame id of
-    the output messages; params: our parameters (for a converted gpu_lidar: {"preset": NAME,
-    "overrides": {"range.min": .., "range.max": ..}, "gpu_lidar": {samples, angles}}); gz_type: the
+    the output messages; params: our parameters (for a converted gpu_lidar: {"preset": "gazebo_gpu_lidar",
+    "overrides": {"horizontal.samples": .., "range.max": .., ...}, "gpu_lidar": {samples, angles}}); gz_type: the
     declared type ("radarays_radar", "gpu_lidar", ...); source: "file:line <sensor name=...>" for messages.
     """
 
@@ -88,7 +89,7 @@ def plan_config(spec: SensorSpec) -> tuple[str, dict[str, Any]]:
     params = dict(spec.params)
     config = str(params.pop("preset", "") or DEFAULT_CONFIG[spec.kind])
     explicit = params.pop("overrides", {}) or {}
-    params.pop("gpu_lidar", None)  # the Gazebo description the preset was chosen from
+    params.pop("gpu_lidar", None)  # the Gazebo description, already in the overrides
     if not isinstance(explicit, dict):
         raise ConfigError(f"{spec.source}: <overrides> must hold elements like <range.max>80</range.max>")
     overrides = {**flatten(params), **flatten(explicit)}
@@ -330,40 +331,64 @@ def _scalar(text: str | None) -> Any:
     return value if isinstance(value, (int, float, bool, str)) or value is None else text
 
 
-# -- gpu_lidar -> nearest preset ------------------------------------------------------------------
+# -- gpu_lidar -> the same rays as gz-sensors --------------------------------------------------------
+GPU_LIDAR_BASE = "gazebo_gpu_lidar"  # data/examples/gazebo_gpu_lidar.yaml: type spherical, layout gazebo
+GPU_LIDAR_2D_BASE = "gazebo_gpu_lidar_2d"  # one row at inclination 0: type planar (a LaserScan too), layout gazebo
+
+
 def _gpu_lidar_params(sensor, where: str) -> dict[str, Any]:
+    """A Gazebo lidar block as our `spherical` lidar with the rays gz-sensors 8 casts and the cloud it sends.
+
+    GpuLidarSensor (gz-sensors8 src/GpuLidarSensor.cc, FillPointCloudMsg): width = horizontal <samples>,
+    height = vertical <samples>, ray (i, j) at azimuth min_angle + i * (max - min) / (samples - 1) and
+    inclination likewise, both ends included; ring = j (row 0 = lowest); <resolution> does not change the
+    cloud (its GpuRays keep resolution 1). <range> min/max, <noise> gaussian <stddev> (added to each range,
+    Lidar::ApplyNoise) and <update_rate> are kept; what the block leaves out keeps the base's value. One
+    vertical sample at inclination 0 is a 2-D scanner: the `planar` base, whose nodes add the LaserScan."""
     lidar = sensor.find("lidar")
     if lidar is None:
         lidar = sensor.find("ray")
     if lidar is None:
         raise WorldError(f"{where}: a {sensor.get('type')} sensor needs a <lidar> (or <ray>) block with <scan>")
 
-    def axis(name: str, default_samples: int) -> tuple[int, float, float]:
+    def axis(name: str, default_samples: int) -> dict[str, Any]:
         el = lidar.find(f"scan/{name}")
-        samples = int(_number(el, "samples", default_samples, where)) if el is not None else default_samples
+        samples = _number(el, "samples", default_samples, where) if el is not None else default_samples
         lo = _number(el, "min_angle", 0.0, where) if el is not None else 0.0
         hi = _number(el, "max_angle", 0.0, where) if el is not None else 0.0
-        if samples < 1 or hi < lo:
-            raise WorldError(f"{where}: <scan><{name}> needs samples >= 1 and max_angle >= min_angle")
-        return samples, lo, hi
+        if samples < 1 or samples != int(samples) or hi < lo or (samples > 1 and hi == lo):
+            raise WorldError(f"{where}: <scan><{name}> samples {samples:g}, min_angle {lo:g}, max_angle {hi:g}; "
+                             "expected a whole number of samples >= 1 and max_angle > min_angle "
+                             "(equal only with 1 sample)")
+        if max(abs(lo), abs(hi)) > 2 * math.pi or (name == "vertical" and max(abs(lo), abs(hi)) > math.pi / 2):
+            limit = "[-pi/2, pi/2]" if name == "vertical" else "[-2 pi, 2 pi]"
+            raise WorldError(f"{where}: <scan><{name}> angles {lo:g}..{hi:g} rad; allowed {limit}")
+        return {"samples": int(samples), "min_angle": lo, "max_angle": hi}
 
-    h_samples, h_min, h_max = axis("horizontal", 640)
-    v_samples, v_min, v_max = axis("vertical", 1)
-    overrides = {}
+    horizontal, vertical = axis("horizontal", 640), axis("vertical", 1)
+    planar = vertical["samples"] == 1 and vertical["min_angle"] == 0.0
+    overrides: dict[str, Any] = {}
+    axes = (("angles", horizontal),) if planar else (("horizontal", horizontal), ("vertical", vertical))
+    for name, ax in axes:
+        overrides[f"{name}.samples"] = ax["samples"]
+        overrides[f"{name}.min_deg"] = math.degrees(ax["min_angle"])
+        overrides[f"{name}.max_deg"] = math.degrees(ax["max_angle"])
     range_el = lidar.find("range")
     if range_el is not None:
         for key in ("min", "max"):
             if range_el.find(key) is not None:
                 overrides[f"range.{key}"] = _number(range_el, key, 0.0, where)
-    preset = nearest_lidar_preset(v_samples, h_samples, v_max - v_min, h_max - h_min)
-    return {
-        "preset": preset,
-        "overrides": overrides,
-        "gpu_lidar": {
-            "horizontal": {"samples": h_samples, "min_angle": h_min, "max_angle": h_max},
-            "vertical": {"samples": v_samples, "min_angle": v_min, "max_angle": v_max},
-        },
-    }
+    noise = lidar.find("noise")
+    if noise is not None:
+        kind = (_text(noise, "type") or "gaussian").lower()
+        mean = _number(noise, "mean", 0.0, where)
+        if kind not in ("gaussian", "none") or mean != 0.0:
+            raise WorldError(f"{where}: <noise> type '{kind}' mean {mean:g}; allowed: type gaussian (or none) "
+                             "with mean 0 (a constant range offset is not modelled)")
+        if kind == "gaussian" and _number(noise, "stddev", 0.0, where) > 0:
+            overrides["noise.sigma"] = _number(noise, "stddev", 0.0, where)
+    return {"preset": GPU_LIDAR_2D_BASE if planar else GPU_LIDAR_BASE, "overrides": overrides,
+            "gpu_lidar": {"horizontal": horizontal, "vertical": vertical}}
 
 
 def _number(element, tag: str, default: float, where: str) -> float:
@@ -377,40 +402,3 @@ def _number(element, tag: str, default: float, where: str) -> float:
     if not math.isfinite(value):
         raise WorldError(f"{where}: <{tag}> '{text}' is not a finite number")
     return value
-
-
-@lru_cache(maxsize=1)
-def _preset_features() -> tuple[tuple[str, int, int, float, float], ...]:
-    """(name, rows, cols, vertical fov, horizontal fov) of every shipped lidar preset."""
-    from lidar_ros.config import list_presets, load_sensor  # the sensor layer, loaded only when needed
-
-    out = []
-    for name in list_presets():
-        try:
-            cfg = load_sensor(name)
-        except ConfigError:
-            continue
-        elevation = np.asarray(cfg.elevation, dtype=float)
-        azimuth = np.unwrap(np.asarray(cfg.azimuth, dtype=float)[0])
-        h_fov = min(2 * math.pi, float(np.ptp(azimuth)) * cfg.cols / max(cfg.cols - 1, 1))
-        out.append((name, cfg.rows, cfg.cols, float(np.ptp(elevation)), h_fov))
-    return tuple(out)
-
-
-def nearest_lidar_preset(vertical_samples: int, horizontal_samples: int, vertical_fov: float,
-                         horizontal_fov: float) -> str:
-    """The shipped lidar preset closest to a Gazebo lidar: beams and columns count as ratios (a
-    16-beam sensor is closer to 32 than 64 beams), fields of view in radians; beam count weighs most."""
-    best, best_cost = "", math.inf
-    for name, rows, cols, v_fov, h_fov in _preset_features():
-        cost = (
-            3.0 * abs(math.log(vertical_samples / rows))
-            + abs(math.log(horizontal_samples / cols))
-            + 2.0 * abs(vertical_fov - v_fov)
-            + abs(horizontal_fov - h_fov)
-        )
-        if cost < best_cost:
-            best, best_cost = name, cost
-    if not best:
-        raise ConfigError("no lidar presets found to convert a gpu_lidar to (config/lidar/presets)")
-    return best

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..errors import ConfigError, RadaraysError
 from .scene_sdf import world_sdf_request
-from .sensors import SensorSpec, find_sensors, plan_config
+from .sensors import GAZEBO_LIDAR_TYPES, SensorSpec, find_sensors, plan_config
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,10 @@ def gazebo_frame_id(spec: SensorSpec) -> str:
 
 
 def gz_topic(spec: SensorSpec) -> str:
-    return "/" + spec.topic.strip("/")
+    """The gz topic of a sensor's frames: `<topic>`; a Gazebo lidar block's cloud on `<topic>/points`, where
+    gz-sensors' GpuLidarSensor advertises its PointCloudPacked (its LaserScan keeps `<topic>`)."""
+    topic = "/" + spec.topic.strip("/")
+    return topic + "/points" if spec.gz_type in GAZEBO_LIDAR_TYPES else topic
 
 
 # -- rosbags messages -> gz messages ---------------------------------------------------------------

@@ -24,6 +24,7 @@ OUTPUT_SUFFIXES = (".npz", ".png", ".mcap")
 
 
 T_NS = Rule(int, 0, 2**63 - 1)  # nanoseconds in a ROS stamp / MCAP log time (int64)
+VIEW_REACH = Rule(float, 0.0, 1e6, lo_open=True)  # metres: half the width of the Cartesian pictures
 
 def add_parser(sub) -> None:
     p = sub.add_parser("radar", help="simulate one rotating-radar sweep (RadaRays model)",
@@ -34,7 +35,7 @@ def add_parser(sub) -> None:
     p.add_argument("--materials", help="material library YAML merged over the shipped one")
     p.add_argument("--config", help="radar config: a YAML file or a preset name (radarays_default, mulran, navtech_cir204; "
                         "physical sensor stage: navtech_ras6, navtech_cts350x, navtech_cir204_realistic; "
-                        "default: RadaRays' defaults, config/radar/radarays_default.yaml)")
+                        "default: RadaRays' defaults, the shipped preset radarays_default)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set beam.width_deg=10 (repeatable)")
     p.add_argument("--seed", type=int, help="random seed (overrides the config's)")
@@ -47,6 +48,9 @@ def add_parser(sub) -> None:
     p.add_argument("--png-style", default="polar", choices=("polar", "oxford"),
                    help="a .png output: polar image + OUT_cartesian.png (default), or the Oxford/Boreas polar PNG "
                         "(rows = azimuths; timestamp, encoder and valid columns before the bins)")
+    p.add_argument("--view-reach", type=float, metavar="M",
+                   help=".png (polar style): half width of OUT_cartesian.png and OUT_figure.png in metres, to zoom "
+                        "in (default: the last range bin)")
     p.add_argument("--encoder-offset", type=int, default=0, metavar="TICKS",
                    help="--png-style oxford: encoder ticks (of 5600) added to every azimuth's encoder value")
     add_backend_arguments(p)
@@ -72,7 +76,7 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
 def load_config(path: str | None, overrides: dict, seed: int | None):
     """The --config preset name or YAML file (default: RadaRays' defaults) with --set/--seed applied.
 
-    Preset names are resolved as the nodes and scenarios resolve them (config/radar/NAME.yaml); an
+    Preset names are resolved as the nodes and scenarios resolve them (the shipped radar presets); an
     unknown name lists the presets."""
     from .config import resolve_radar_config
     from .config import RadarConfig
@@ -110,6 +114,10 @@ def _run(args) -> int:
     if args.t_ns is None:  # Oxford/Boreas frames are named by their time in microseconds: the frame's time
         args.t_ns = int(out.stem) * 1000 if out.stem.isdigit() and 15 <= len(out.stem) <= 16 else 0
     T_NS.check(args.t_ns, "--t-ns")
+    if args.view_reach is not None:
+        VIEW_REACH.check(args.view_reach, "--view-reach")
+        if out.suffix.lower() != ".png" or args.png_style != "polar":
+            raise ConfigError(f"--view-reach: only for a .png output in the polar style (got --out {out})")
     if out.suffix.lower() != ".mcap":  # before the work (a bag is checked by its writer: io/bag.py)
         check_new(output_paths(out, args.png_style), args.overwrite)
     config = load_config(args.config, parse_overrides(args.set), args.seed)
@@ -125,7 +133,8 @@ def _run(args) -> int:
                      output={"image_layout": args.layout, "image_encoding": args.encoding})
     img = unit.simulate(pose, args.t_ns)
     try:
-        write_output(img, out, pose, args.t_ns, unit, args.png_style, args.encoder_offset, args.overwrite)
+        write_output(img, out, pose, args.t_ns, unit, args.png_style, args.encoder_offset, args.overwrite,
+                     view_reach=args.view_reach)
     except OSError as exc:
         raise ConfigError(f"--out {out}: cannot be written ({exc.strerror or exc})") from None
     peak = int(img.image.max()) if img.image.size else 0
@@ -143,8 +152,9 @@ def output_paths(out: Path, png_style: str = "polar") -> list[Path]:
 
 
 def write_output(img, out: Path, pose: np.ndarray, t_ns: int, unit, png_style: str = "polar",
-                 encoder_offset: int = 0, overwrite: bool = False) -> None:
-    """Write the frame `img` of the sensor unit `unit` (radarays_ros.sensors.units.RadarUnit) as `out` says.
+                 encoder_offset: int = 0, overwrite: bool = False, view_reach: float | None = None) -> None:
+    """Write the frame `img` of the sensor unit `unit` (radarays_ros.sensors.units.RadarUnit) as `out` says;
+    view_reach (m): half the width of a polar .png's Cartesian pictures (None: the last range bin).
 
     Files are written under temporary names and renamed when complete (output_files.py); an existing
     output is replaced only with `overwrite`."""
@@ -175,5 +185,5 @@ def write_output(img, out: Path, pose: np.ndarray, t_ns: int, unit, png_style: s
             rio.oxford_polar_png(img, tmp[0], encoder_offset, sidecar_path=tmp[1])
         else:
             rio.polar_png(img, tmp[0])
-            rio.save_png(tmp[1], rio.cartesian_image(img))
-            rio.radar_figure(img, tmp[2])
+            rio.save_png(tmp[1], rio.cartesian_image(img, max_range=view_reach))
+            rio.radar_figure(img, tmp[2], max_range=view_reach)

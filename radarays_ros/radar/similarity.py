@@ -11,7 +11,6 @@ Used by `radarays compare` (radar/compare) and `radarays fit radar` (radar/fit: 
 from __future__ import annotations
 
 import numpy as np
-from scipy.ndimage import uniform_filter
 
 
 def mutual_information(a: np.ndarray, b: np.ndarray) -> float:
@@ -25,6 +24,8 @@ def mutual_information(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def ssim(a: np.ndarray, b: np.ndarray, data_range: float = 255.0, window: int = 7) -> float:
+    from scipy.ndimage import uniform_filter  # scipy loads here, not with `radarays --help`
+
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     c1, c2 = (0.01 * data_range) ** 2, (0.03 * data_range) ** 2
     norm = window * window / (window * window - 1.0)

@@ -38,7 +38,7 @@ def run_node(node_name: str, kind: str, args: list[str] | None = None) -> int:
     use_large_message_profile()
     from .node import run
 
-    return run(node_name, kind, args)
+    return run(node_name, kind, args, lifecycle=lifecycle_requested(sys.argv if args is None else args))
 
 
 def missing_interface() -> str | None:
@@ -70,7 +70,17 @@ def use_large_message_profile() -> None:
         os.environ["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
 
 
+def _own(argv: list[str]) -> list[str]:
+    """The program's own arguments (those before --ros-args)."""
+    return argv[1: argv.index("--ros-args")] if "--ros-args" in argv else argv[1:]
+
+
 def help_requested(argv: list[str]) -> bool:
-    """-h / --help among the program's own arguments (those before --ros-args)."""
-    own = argv[1: argv.index("--ros-args")] if "--ros-args" in argv else argv[1:]
+    """-h / --help among the program's own arguments."""
+    own = _own(argv)
     return "-h" in own or "--help" in own
+
+
+def lifecycle_requested(argv: list[str]) -> bool:
+    """--lifecycle among the program's own arguments: a managed node (ouster-ros' os_driver is one)."""
+    return "--lifecycle" in _own(argv)

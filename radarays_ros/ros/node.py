@@ -63,7 +63,12 @@ class SensorNode(Node):
     """See the module docstring. `kind` is 'radar' or 'lidar' for the single-sensor nodes, 'rig' for the rig."""
 
     def __init__(self, node_name: str, kind: str, **kwargs):
-        super().__init__(node_name, **kwargs)
+        Node.__init__(self, node_name, **kwargs)
+        self._declare(kind)
+        self._configure()
+
+    def _declare(self, kind: str) -> None:
+        """The node-level parameters; nothing runs yet (a lifecycle node stays here until `configure`)."""
         self.kind = kind
         self.log = ThrottledLog(self.get_logger())  # one line per trouble and 5 s, the rest counted in diagnostics
         self._warn, self._error = self.log.warning, self.log.error
@@ -75,6 +80,12 @@ class SensorNode(Node):
         self.params.declare(GAZEBO_PARAMS, "", READ_ONLY)
         if kind == "rig":
             self.params.declare(RIG_GAZEBO_PARAMS, "", READ_ONLY)
+        self.gazebo, self.sensors, self._imus = None, [], []
+        self.active = True  # frames are simulated and published (a lifecycle node: only while active)
+
+    def _configure(self) -> None:
+        """World, sensors, publishers, subscriptions and timers."""
+        self.tf = TransformBuffer()
         self.gazebo = GazeboLink(self.params, self.get_logger(), self._error) if self.params("gazebo.enable") else None
         self.sensors = declare_sensors(self.kind, self.params, self._error)
         if self.gazebo is not None:
@@ -85,7 +96,7 @@ class SensorNode(Node):
             self._build_unit(sensor)
         self._make_io()
         self._warn_unknown_parameters()
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._params_callback = self.add_on_set_parameters_callback(self._on_set_parameters)
         if self.gazebo is not None:
             self.gazebo.start_threads(lambda: self.gazebo.carrying_links(self.sensors, self.params("pose_source")),
                                       self._ros_now_ns)
@@ -307,7 +318,7 @@ class SensorNode(Node):
 
     def _on_timer(self, sensor: Sensor) -> None:
         """Simulate the sweep the grid says is due (sensors/schedule.py), if any."""
-        if self._gazebo_paused(sensor):
+        if not self.active or self._gazebo_paused(sensor):
             return
         sweep = next_sweep(self._now_ns(), sensor.unit.period_ns, sensor.last_tick_ns)
         if sweep is None:
@@ -326,7 +337,7 @@ class SensorNode(Node):
             self._warn("sync message without a readable header stamp ignored", key="sync")
             return
         for sensor in self.sensors:
-            if sensor.unit is not None and not self._gazebo_paused(sensor):
+            if self.active and sensor.unit is not None and not self._gazebo_paused(sensor):
                 self._frame(sensor, stamp, stamp, sync=True)
 
     # -- timer -> simulate -> publish ----------------------------------------------------------------
@@ -363,7 +374,7 @@ class SensorNode(Node):
         if self._gazebo_paused(sensor):  # Gazebo went away during the frame: its world may be stale
             return
         for relative, msg in unit.messages(result, stamp_ns, wanted).items():
-            if not self.context.ok():  # Ctrl-C during the frame: rclpy shut the context down, drop it quietly
+            if not self.context.ok() or not self.active:  # Ctrl-C (rclpy shut the context down) or deactivated
                 return
             if relative not in sensor.publishers:  # its message package is missing (logged at startup)
                 continue
@@ -476,12 +487,18 @@ class SensorNode(Node):
         self._diag_pub.publish(diagnostic_array(self.get_clock().now().to_msg(), reports))
 
 
-def run(node_name: str, kind: str, args: list[str] | None = None) -> int:
-    """Spin the node of radar_node, lidar_node or sensor_rig (entry.run_node checks for ROS 2 and --help first)."""
+def run(node_name: str, kind: str, args: list[str] | None = None, lifecycle: bool = False) -> int:
+    """Spin the node of radar_node, lidar_node or sensor_rig (entry.run_node checks for ROS 2 and --help first);
+    `lifecycle`: as a managed node (node_lifecycle.py), unconfigured until told otherwise."""
     rclpy.init(args=sys.argv if args is None else args)
     node = None
     try:
-        node = SensorNode(node_name, kind)
+        if lifecycle:
+            from .node_lifecycle import LifecycleSensorNode
+
+            node = LifecycleSensorNode(node_name, kind)
+        else:
+            node = SensorNode(node_name, kind)
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()

@@ -78,7 +78,7 @@ def help_text(node_name: str, kind: str) -> str:
     prefix = "NAME." if kind == "rig" else ""
     groups = [("node", NODE_PARAMS), ("per sensor" if kind == "rig" else "sensor", SENSOR_PARAMS),
               ("Gazebo", {**GAZEBO_PARAMS, **(RIG_GAZEBO_PARAMS if kind == "rig" else {})})]
-    lines = [f"usage: ros2 run radarays_ros {node_name} --ros-args [--params-file FILE.yaml] [-p NAME:=VALUE ...]",
+    lines = [f"usage: ros2 run radarays_ros {node_name} [--lifecycle] --ros-args [--params-file FILE.yaml] [-p NAME:=VALUE ...]",
              f"       python -m radarays_ros.ros.{node_name} --ros-args ...", ""]
     if kind == "rig":
         lines += ["sensor_rig runs the sensors listed in `sensors` (e.g. [front_radar, top_lidar]); each NAME has",

@@ -122,6 +122,7 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
 
         statics = [messages.transform_stamped(spec.mount, scenario.start_ns + shift, scenario.base_frame,
                                               spec.frame_id) for spec in scenario.sensors]
+        statics += _imu_frames(scenario, units, scenario.start_ns + shift)
         write("/tf_static", messages.tf_message(statics), scenario.start_ns + shift)
         for spec in scenario.sensors:  # the IMU of an Ouster or Livox lidar, as its driver publishes it
             _write_imu(write, scenario, spec, units[spec.name], topics[spec.name], shift)
@@ -169,24 +170,40 @@ def _write_pose(write, scenario: Scenario, times, truth, odom, driven, i: int) -
                                                 scenario.odometry, scenario.base_frame), t)
 
 
+def _imu_frames(scenario: Scenario, units: dict, t_ns: int) -> list:
+    """Sensor frame -> IMU frame for each lidar whose IMU has a frame of its own (Ouster: os_imu), for /tf_static."""
+    from ..sensors.imu import imu_for_layout, imu_mount
+
+    out = []
+    for spec in scenario.sensors:
+        config = units[spec.name].config
+        if spec.kind == "lidar" and imu_for_layout(getattr(config, "layout", "")) is not None:
+            mount, frame = imu_mount(config)
+            if frame is not None and frame != spec.frame_id:
+                out.append(messages.transform_stamped(mount, t_ns, spec.frame_id, frame))
+    return out
+
+
 def _write_imu(write, scenario: Scenario, spec, unit: SensorUnit, namespace: str, shift: int) -> None:
     """`/<name>/imu` (sensor_msgs/Imu) over the whole run for a lidar whose driver publishes an IMU (ouster-ros,
-    livox_ros_driver2; sensors/imu.py), at the sensor's pose, seeded by the sensor's seed (its own stream)."""
-    from ..sensors.imu import G0, imu_for_layout, imu_samples
+    livox_ros_driver2; sensors/imu.py), at the IMU's pose in its frame (imu_mount), seeded by the sensor's seed
+    (its own stream)."""
+    from ..sensors.imu import G0, imu_for_layout, imu_mount, imu_samples
 
     imu = imu_for_layout(getattr(unit.config, "layout", "")) if spec.kind == "lidar" else None
     if imu is None:
         return
     times = np.arange(scenario.start_ns, scenario.end_ns + 1, imu.period_ns, dtype=np.int64)
     rng = np.random.default_rng([int(unit.config.seed), 0x1A0])  # apart from the lidar's own draws
-    gyro, accel = imu_samples(lambda t: scenario.trajectory.at(t) @ spec.mount, times, imu, rng,
+    at_imu, frame = imu_mount(unit.config)
+    gyro, accel = imu_samples(lambda t: scenario.trajectory.at(t) @ spec.mount @ at_imu, times, imu, rng,
                               span_ns=(scenario.trajectory.start_ns, scenario.trajectory.end_ns))
     g2, a2 = ((density ** 2) * imu.rate_hz for density in (imu.gyro_noise_density, imu.accel_noise_density))
     if imu.accel_in_g:
         a2 /= G0 ** 2
     topic = "/" + sensor_topic(namespace.strip("/"), "imu")
-    for t, w, f in zip(times, gyro, accel):  # in the lidar's frame: the IMU sits at its pose (sensors/imu.py)
-        write(topic, messages.imu(w, f, int(t) + shift, spec.frame_id, g2, a2), int(t) + shift)
+    for t, w, f in zip(times, gyro, accel):
+        write(topic, messages.imu(w, f, int(t) + shift, frame or spec.frame_id, g2, a2), int(t) + shift)
 
 
 def _progress_bar(total: int, stream):

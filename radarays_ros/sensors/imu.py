@@ -4,9 +4,11 @@ trajectory, with the white noise of the IMU chip's datasheet.
 SLAM front ends built for these lidars (FAST-LIO, LIO-SAM, Point-LIO) need the IMU beside the cloud:
 Ouster sensors carry an InvenSense ICM-20948 (ouster-ros: /ouster/imu, 100 Hz, m/s^2), Livox Mid-360
 and HAP a TDK ICM-40609-D (livox_ros_driver2: /livox/imu, 200 Hz, the acceleration in units of g, as
-FAST-LIO's Livox configs expect). The IMU sits at the lidar's pose and is published in the lidar's frame
-(livox_ros_driver2 does the same; the real chips are a few centimetres from the optical centre, and
-ouster-ros names that offset frame os_imu).
+FAST-LIO's Livox configs expect). Where it sits and which frame it reports in (imu_mount): an Ouster IMU
+at the metadata's imu_to_sensor_transform in its own frame `os_imu`, which ouster-ros hangs below
+os_sensor on /tf_static (we hang it below the cloud's frame, the one a pose places, so the tree keeps one
+root); a Livox IMU at the lidar's pose in the lidar's frame (livox_ros_driver2 stamps /livox/imu with the
+lidar's `livox_frame`; the chip's few-centimetre lever arm is left out).
 
 Kinematics (a strapdown IMU, e.g. Titterton & Weston, Strapdown Inertial Navigation Technology, eq. 3.19):
     gyro   w_b = log(R(t - h)^T R(t + h)) / 2h           body angular rate (rad/s)
@@ -52,6 +54,15 @@ IMU_SPECS = {  # by lidar layout: the driver of that layout and the chip in its 
     "ouster_native": ImuSpec("ICM-20948", 100.0, math.radians(0.015), 230 * UG, False),
     "livox": ImuSpec("ICM-40609-D", 200.0, math.radians(0.0045), 100 * UG, True),
 }
+
+
+def imu_mount(config) -> tuple[np.ndarray, str | None]:
+    """(4x4 points frame <- IMU frame, the IMU's frame id or None = the points' frame) of a lidar config: the
+    IMU's pose is the cloud frame's pose times this transform (Ouster: os_lidar <- os_sensor <- os_imu)."""
+    imu = getattr(config, "imu_transform", None)
+    if imu is None:
+        return np.eye(4), None
+    return np.asarray(config.point_transform, np.float64) @ np.asarray(imu, np.float64), config.imu_frame_id
 
 
 def imu_for_layout(layout: str) -> ImuSpec | None:

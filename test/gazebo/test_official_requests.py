@@ -1,7 +1,8 @@
-"""OfficialClient's requests without a server (a fake gz.transport13 node): slices that grow after each
-unanswered one, so a service slower than the first slice (gz-sim 8's generate_world_sdf: 150-1300 ms) is
-answered instead of abandoned and sent again until the timeout; and the mirror asks generate_world_sdf
-with expand_include_tags. Against a real gz sim: test_gz_sim.py."""
+"""OfficialClient's requests without a server (a fake gz.transport13 node): after an unanswered first slice the
+subscriptions pause (a streaming callback holds the reply back: client.py's module doc) and the slices grow, so a
+service slower than the first slice (gz-sim 8's generate_world_sdf: 150-1300 ms) is answered instead of abandoned
+and sent again until the timeout, and the streams are followed again afterwards; the mirror asks
+generate_world_sdf with expand_include_tags. Against a real gz sim: test_gz_sim.py."""
 from __future__ import annotations
 
 import threading
@@ -18,16 +19,26 @@ class SlowService:
     """request_raw that answers only when the caller waits at least `takes_ms` (the server's work)."""
 
     def __init__(self, takes_ms: int):
-        self.takes_ms, self.calls = takes_ms, []
+        self.takes_ms, self.calls, self.subscribed, self.events = takes_ms, [], set(), []
 
     def request_raw(self, service, payload, req_type, rep_type, timeout_ms):
         self.calls.append(timeout_ms)
+        self.events.append(("request", frozenset(self.subscribed)))
         return (timeout_ms >= self.takes_ms, b"answer" if timeout_ms >= self.takes_ms else b"")
+
+    def subscribe_raw(self, topic, callback, msg_type, options):
+        self.subscribed.add(topic)
+        return True
+
+    def unsubscribe(self, topic):
+        self.subscribed.discard(topic)
+        return True
 
 
 def official(node) -> OfficialClient:
     c = OfficialClient.__new__(OfficialClient)  # no gz.transport13 needed: the node is the fake
     c._node, c._closed, c._stop, c._last_heard, c._idle = node, False, threading.Event(), {}, []
+    c._subscriptions, c._requesting, c._options = {}, threading.Lock(), None
     return c
 
 
@@ -40,16 +51,31 @@ def test_a_slow_generate_world_sdf_is_answered(takes_ms, monkeypatch):
     assert len(node.calls) <= 2  # 1.0 s, then 2.0 s: not re-sent every 0.1 s
 
 
-def test_short_services_keep_short_slices():
-    """A short service is asked in 0.1 s slices throughout: a longer slice would stall behind the pose stream's
-    callbacks (test_clients.py: requests answered while poses stream); only the slow services grow theirs."""
-    node = SlowService(50)
-    payload, _ = official(node).request("/world/w/scene/info", b"", timeout=3.0)
-    assert payload == b"answer" and node.calls == [100]
+def test_an_unanswered_slice_pauses_the_streams_until_the_answer():
+    """A quick answer in the first 0.1 s slice leaves the streams alone; an unanswered one (a callback held the reply
+    back) pauses every subscription, the request is sent again in doubling slices with none followed, and every
+    subscription is back afterwards, also when the request times out."""
+    topics = ["/world/w/pose/info", "/world/w/clock"]
+    quick = SlowService(50)
+    client = official(quick)
+    for topic in topics:
+        client.subscribe(topic, lambda payload, type_name: None)
+    assert client.request("/world/w/scene/info", b"", timeout=3.0)[0] == b"answer"
+    assert quick.calls == [100] and quick.events == [("request", frozenset(topics))]
+    slow = SlowService(350)
+    client = official(slow)
+    for topic in topics:
+        client.subscribe(topic, lambda payload, type_name: None)
+    assert client.request("/world/w/scene/info", b"", timeout=3.0)[0] == b"answer"
+    assert slow.calls == [100, 200, 400]
+    assert slow.events == [("request", frozenset(topics))] + [("request", frozenset())] * 2
+    assert slow.subscribed == set(topics)
     stuck = SlowService(10_000)
+    client = official(stuck)
+    client.subscribe(topics[0], lambda payload, type_name: None)
     with pytest.raises(TimeoutError):
-        official(stuck).request("/world/w/scene/info", b"", timeout=0.5)
-    assert stuck.calls[0] == 100 and max(stuck.calls) == 100  # no slice grows (near the end: what is left)
+        client.request("/world/w/scene/info", b"", timeout=0.5)
+    assert stuck.subscribed == {topics[0]}
 
 
 def test_a_service_that_never_answers_times_out():

@@ -1,4 +1,4 @@
-"""Sensors declared in SDF / URDF: found, posed, parameterised; gpu_lidar -> nearest preset."""
+"""Sensors declared in SDF / URDF: found, posed, parameterised; gpu_lidar -> the rays gz-sensors casts."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from radarays_ros.errors import WorldError
-from radarays_ros.gazebo.sensors import find_sensors, nearest_lidar_preset
+from radarays_ros.gazebo.sensors import find_sensors, plan_config
 from radarays_ros.world.transforms import pose_to_matrix
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,8 +27,10 @@ def test_demo_world_sensors():
     assert lidar.kind == "lidar" and lidar.params == {"preset": "OS1-64", "overrides": {"range.max": 80}}
     gpu = specs["gpu_lidar"]
     assert (gpu.kind, gpu.gz_type, gpu.parent, gpu.frame) == ("lidar", "gpu_lidar", "robot::mast", "mast")
-    assert gpu.params["preset"] == "VLP-16"
-    assert gpu.params["overrides"] == {"range.min": 0.4, "range.max": 100.0}
+    assert gpu.params["preset"] == "gazebo_gpu_lidar"
+    overrides = gpu.params["overrides"]
+    assert (overrides["horizontal.samples"], overrides["vertical.samples"]) == (1800, 16)
+    assert (overrides["range.min"], overrides["range.max"]) == (0.4, 100.0)
     assert "gz_radarays_demo.sdf:" in gpu.source
 
 
@@ -67,17 +69,61 @@ def test_urdf_gazebo_block(tmp_path):
     assert spec.params == {"preset": "VLP-16"}
 
 
-@pytest.mark.parametrize(
-    "v, h, v_fov_deg, h_fov_deg, expected",
-    [
-        (16, 1800, 30, 360, "VLP-16"),
-        (64, 1024, 45, 360, "OS1-64"),
-        (128, 1024, 90, 360, "OS0-128"),
-        (1, 1081, 0, 270, "UTM-30LX"),
-    ],
-)
-def test_nearest_lidar_preset(v, h, v_fov_deg, h_fov_deg, expected):
-    assert nearest_lidar_preset(v, h, math.radians(v_fov_deg), math.radians(h_fov_deg)) == expected
+GPU_BLOCK = """<sdf version="1.11"><model name="m"><link name="l">
+  <sensor name="g" type="gpu_lidar"><update_rate>15</update_rate><topic>g</topic>
+    <lidar><scan>
+      <horizontal><samples>640</samples><resolution>2</resolution><min_angle>-3.1</min_angle><max_angle>2.9</max_angle></horizontal>
+      <vertical><samples>32</samples><min_angle>-0.5235987756</min_angle><max_angle>0.1745329252</max_angle></vertical>
+    </scan><range><min>0.5</min><max>40</max></range>
+    <noise><type>gaussian</type><mean>0</mean><stddev>0.01</stddev></noise></lidar>
+  </sensor></link></model></sdf>"""
+
+
+def test_gpu_lidar_block_keeps_its_declared_rays_range_rate_and_noise():
+    """640 x 32 rays at -30...+10 deg: the rays gz-sensors' GpuLidarSensor casts (samples spread from min to
+    max angle, both ends included; <resolution> does not change its cloud), not the nearest preset."""
+    from lidar_ros.config import load_sensor
+
+    (spec,) = find_sensors(GPU_BLOCK)
+    cfg = load_sensor(*plan_config(spec))
+    assert (cfg.kind, cfg.layout, cfg.organized, cfg.rows, cfg.cols) == ("spherical", "gazebo", True, 32, 640)
+    assert (cfg.range_min, cfg.range_max, cfg.rate_hz, cfg.noise.sigma) == (0.5, 40.0, 15.0, 0.01)
+    j, i = np.arange(32), np.arange(640)
+    inclination = -0.5235987756 + j * (0.1745329252 + 0.5235987756) / 31  # FillPointCloudMsg's angles
+    azimuth = -3.1 + i * 6.0 / 639
+    np.testing.assert_allclose(np.asarray(cfg.elevation, float)[:, 0], inclination, atol=1e-12)  # row 0 lowest
+    np.testing.assert_allclose(np.asarray(cfg.azimuth, float)[0], azimuth, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(cfg.azimuth, float)[31], azimuth, atol=1e-12)  # no per-beam stagger
+
+
+def test_a_one_row_gpu_lidar_in_the_plane_is_a_2d_scanner():
+    text = GPU_BLOCK.replace("<samples>32</samples><min_angle>-0.5235987756</min_angle><max_angle>0.1745329252</max_angle>",
+                             "<samples>1</samples>")
+    from lidar_ros.config import load_sensor
+
+    (spec,) = find_sensors(text)
+    config, overrides = plan_config(spec)
+    cfg = load_sensor(config, overrides)
+    assert (config, cfg.kind, cfg.layout, cfg.planar, cfg.rows, cfg.cols) == \
+        ("gazebo_gpu_lidar_2d", "planar", "gazebo", True, 1, 640)
+    assert cfg.planar_info["angle_min"] == pytest.approx(-3.1) and cfg.planar_info["angle_increment"] == pytest.approx(6.0 / 639)
+    tilted = GPU_BLOCK.replace("<samples>32</samples><min_angle>-0.5235987756</min_angle>", "<samples>1</samples><min_angle>-0.1</min_angle>")
+    cone = load_sensor(*plan_config(find_sensors(tilted)[0]))  # one row, not level: stays spherical
+    assert cone.kind == "spherical" and np.allclose(np.asarray(cone.elevation, float), -0.1)
+
+
+@pytest.mark.parametrize("replace, by, match", [
+    ("<mean>0</mean>", "<mean>0.2</mean>", "mean 0.2"),
+    ("<samples>32</samples><min_angle>-0.5235987756</min_angle>", "<samples>32</samples><min_angle>0.1745329252</min_angle>",
+     "max_angle > min_angle"),
+    ("<samples>640</samples>", "<samples>64.5</samples>", "whole number"),
+    ("<max_angle>0.1745329252</max_angle>", "<max_angle>1.7</max_angle>", "pi/2"),
+])
+def test_bad_gpu_lidar_blocks_name_the_block(replace, by, match):
+    assert replace in GPU_BLOCK
+    with pytest.raises(WorldError, match=match) as err:
+        find_sensors(GPU_BLOCK.replace(replace, by))
+    assert "<sensor name='g'>" in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -133,7 +179,7 @@ def test_lidar_params_load_with_the_lidar_layer():
     from lidar_ros.config import load_sensor
 
     specs = {s.name: s for s in find_sensors(DEMO)}
-    gpu = load_sensor(specs["gpu_lidar"].params["preset"], specs["gpu_lidar"].params["overrides"])
-    assert (gpu.rows, gpu.range_min, gpu.range_max) == (16, 0.4, 100.0)
+    gpu = load_sensor(*plan_config(specs["gpu_lidar"]))
+    assert (gpu.rows, gpu.cols, gpu.range_min, gpu.range_max, gpu.layout) == (16, 1800, 0.4, 100.0, "gazebo")
     ours = load_sensor(specs["lidar"].params["preset"], specs["lidar"].params["overrides"])
     assert (ours.rows, ours.range_max) == (64, 80.0)

@@ -94,7 +94,7 @@ def test_world_sdf_request_expands_includes():
 
 
 # -- the runtime on a real scene ---------------------------------------------------------------------
-def _runtime(lockstep=True, link_pose=None):
+def _runtime(lockstep=True, link_pose=None, world=WORLD, names=("lidar",)):
     from radarays_ros.tracing.backend import make_backend
     from radarays_ros.world.entities import add_entities
     from radarays_ros.world.materials import MaterialLibrary
@@ -104,9 +104,9 @@ def _runtime(lockstep=True, link_pose=None):
     scene = Scene(MaterialLibrary.load_user(None))
     from radarays_ros.gazebo.scene_sdf import declare_prefixes
 
-    parsed = parse_sdf_string(declare_prefixes(WORLD), ".", scene.materials, source="test", strict=False)
+    parsed = parse_sdf_string(declare_prefixes(world), ".", scene.materials, source="test", strict=False)
     add_entities(scene, parsed.entities)
-    specs = [s for s in find_sensors(WORLD) if s.name == "lidar"]
+    specs = [s for s in find_sensors(world) if s.name in names]
     published = []
     poses = {"rig::base": np.eye(4), "mover::link": np.eye(4)}
     poses["rig::base"][2, 3] = 1.0
@@ -189,6 +189,50 @@ def test_gz_messages_carry_the_ros_layout():
     assert [(f.name, f.offset, f.datatype + 1) for f in gz.field] == [(f.name, f.offset, f.datatype) for f in ros.fields]
     assert gz.field[0].datatype == PointCloudPacked.Field.FLOAT32  # x: ROS FLOAT32 = 7, gz FLOAT32 = 6
     assert gz.data == np.asarray(ros.data, np.uint8).tobytes()
+
+
+def test_a_gpu_lidar_block_gives_gz_sensors_rays_and_cloud():
+    """A plain <sensor type="gpu_lidar"> (64 x 8 rays, -0.5...0.5 rad by -0.3...0.35 rad) in front of the wall
+    whose face is 5.8 m ahead: the cloud gz-sensors' GpuLidarSensor sends (FillPointCloudMsg): on <topic>/points,
+    x,y,z,intensity,ring at 0/4/8/16/24 of 32 bytes, height = vertical samples, ring = row (row 0 lowest),
+    each point along min + k (max - min) / (samples - 1) in both angles, misses at +-inf along their ray."""
+    block = """<sensor name="g" type="gpu_lidar"><update_rate>10</update_rate><topic>rig/g</topic>
+      <lidar><scan><horizontal><samples>64</samples><min_angle>-0.5</min_angle><max_angle>0.5</max_angle></horizontal>
+      <vertical><samples>8</samples><min_angle>-0.3</min_angle><max_angle>0.35</max_angle></vertical></scan>
+      <range><min>0.1</min><max>30</max></range></lidar></sensor></link></model>"""
+    world = WORLD.replace("</sensor></link></model>", "</sensor>" + block, 1)
+    assert world != WORLD
+    rt, published, poses = _runtime(world=world, names=("g",))
+    poses["mover::link"][:3, 3] = (3.0, 3.0, 1.0)  # out of the field of view
+    rt.step(0)
+    ((kind, topic, msg),) = published
+    assert (kind, topic, msg.header.frame_id) == ("lidar", "/rig/g/points", "rig::base::g")
+    F32, U16 = 7, 4  # sensor_msgs/PointField datatypes
+    assert [(f.name, f.offset, f.datatype, f.count) for f in msg.fields] == [
+        ("x", 0, F32, 1), ("y", 4, F32, 1), ("z", 8, F32, 1), ("intensity", 16, F32, 1), ("ring", 24, U16, 1)]
+    assert (msg.height, msg.width, msg.point_step, msg.row_step) == (8, 64, 32, 64 * 32)
+    cloud = np.frombuffer(np.asarray(msg.data, np.uint8).tobytes(), np.dtype(
+        {"names": ["x", "y", "z", "intensity", "ring"], "formats": ["<f4"] * 4 + ["<u2"],
+         "offsets": [0, 4, 8, 16, 24], "itemsize": 32})).reshape(8, 64)
+    assert (cloud["ring"] == np.arange(8)[:, None]).all()
+    xyz = np.stack([cloud["x"], cloud["y"], cloud["z"]], axis=-1).astype(float)
+    inclination = -0.3 + np.arange(8) * 0.65 / 7
+    azimuth = -0.5 + np.arange(64) * 1.0 / 63
+    hit = np.isfinite(xyz).all(axis=-1)
+    # ray (row j, column i) meets the wall's plane x = 5.8 at height t sin(inclination), t = 5.8 / (cos inc cos az);
+    # the wall spans z 0...2 around the sensor at 1 m: a return iff that height is within +-1 m
+    el, az = np.meshgrid(inclination, azimuth, indexing="ij")
+    height = 5.8 * np.tan(el) / np.cos(az)
+    clear = np.abs(np.abs(height) - 1.0) > 0.01  # rays grazing the wall's top or bottom edge: either way
+    assert (hit == (np.abs(height) < 1.0))[clear].all() and hit.sum() > 100 and (~hit).sum() > 100
+    assert np.allclose(xyz[hit][:, 0], 5.8, atol=1e-3)
+    rng = np.linalg.norm(np.where(hit[..., None], xyz, 0.0), axis=-1)
+    rows, cols = np.nonzero(hit)
+    np.testing.assert_allclose(np.arctan2(xyz[hit][:, 1], xyz[hit][:, 0]), azimuth[cols], atol=1e-5)
+    np.testing.assert_allclose(np.arcsin(xyz[hit][:, 2] / rng[hit]), inclination[rows], atol=1e-5)
+    missed = ~hit
+    assert (np.isinf(xyz[missed][:, 0]) & (xyz[missed][:, 0] > 0)).all()  # +inf range times the ray
+    assert (np.sign(xyz[missed][:, 2]) == np.sign(inclination[np.nonzero(missed)[0]])).all()
 
 
 # -- the system's hooks with a stand-in for gz.sim8 (the real one: test_gz_system.py) -----------------

@@ -190,7 +190,7 @@ def test_demo_rig_without_gazebo_waits_and_publishes_nothing(gz_partition):
         assert all(len(inbox) == 0 for inbox in inboxes)
         out = node.output()
     assert "sensor radar: radar navtech_cir204 on Gazebo link robot::chassis" in out
-    assert "sensor gpu_lidar: lidar VLP-16 on Gazebo link robot::mast" in out
+    assert "sensor gpu_lidar: lidar gazebo_gpu_lidar on Gazebo link robot::mast" in out
     assert out.count("waiting for Gazebo world 'radarays_demo'") == 1
 
 

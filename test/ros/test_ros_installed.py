@@ -101,16 +101,18 @@ def test_installed_radar_node_publishes_a_shipped_world_by_name(colcon_install, 
 
 
 @pytest.mark.ros
-@pytest.mark.parametrize("launch_file, topic, type_name", [
-    ("radar.launch.py", "/radar/image", "sensor_msgs/msg/Image"),
-    ("lidar.launch.py", "/points", "sensor_msgs/msg/PointCloud2")])
-def test_launch_file_shows_data_out_of_the_box(colcon_install, tmp_path, launch_file, topic, type_name):
+@pytest.mark.parametrize("launch_file, extra, topic, type_name", [
+    ("radar.launch.py", (), "/radar/image", "sensor_msgs/msg/Image"),
+    ("lidar.launch.py", (), "/points", "sensor_msgs/msg/PointCloud2"),
+    ("lidar.launch.py", ("lifecycle:=true",), "/points", "sensor_msgs/msg/PointCloud2")])  # configured + activated
+def test_launch_file_shows_data_out_of_the_box(colcon_install, tmp_path, launch_file, extra, topic, type_name):
     """`ros2 launch radarays_ros <file> rviz:=false` with the real Jazzy launch tools and nothing else running:
-    the sensor stands in the default world, publishes data and its frame on /tf_static (what rviz needs)."""
+    the sensor stands in the default world, publishes data and its frame on /tf_static (what rviz needs); with
+    lifecycle:=true the launch file configures and activates the managed node, as ouster-ros' auto_start."""
     pytest.importorskip("ros2launch", reason="the Jazzy launch tools (scripts/setup_ros_test.sh installs them)")
     ros2 = Path(sys.executable).parent / "ros2"
     log = open(tmp_path / "launch.log", "wb")
-    launch = subprocess.Popen([str(ros2), "launch", "radarays_ros", launch_file, "rviz:=false"], cwd=tmp_path,
+    launch = subprocess.Popen([str(ros2), "launch", "radarays_ros", launch_file, "rviz:=false", *extra], cwd=tmp_path,
                               env=installed_env(colcon_install), stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)
     try:
@@ -119,7 +121,9 @@ def test_launch_file_shows_data_out_of_the_box(colcon_install, tmp_path, launch_
             static = probe.subscribe("/tf_static", "tf2_msgs/msg/TFMessage", qos=static_qos())
             msg = data.wait(1, timeout=120)[-1]
             (tf,) = static.wait(1, timeout=30)[-1:]
+            services = {name for name, _ in probe.node.get_service_names_and_types()}
         assert launch.poll() is None, (tmp_path / "launch.log").read_text()
+        assert ("/lidar_node/change_state" in services) == ("lifecycle:=true" in extra)  # managed only when asked
     finally:
         os.killpg(launch.pid, signal.SIGINT)  # Ctrl-C in the terminal reaches the whole group
         try:

@@ -147,7 +147,8 @@ def test_driver_names_give_the_livox_driver2_topics_and_frame(tmp_path):
 
 def test_ouster_node_latches_its_metadata_and_publishes_its_imu(tmp_path):
     """As ouster-ros: /ouster/metadata latched (a subscriber that comes late still gets it), /ouster/imu at
-    100 Hz in m/s^2, /ouster/points in os_lidar (driver_names)."""
+    100 Hz in m/s^2 in os_imu (latched on /tf_static below os_lidar where the metadata puts the IMU),
+    /ouster/points in os_lidar (driver_names)."""
     import json
 
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -162,8 +163,17 @@ def test_ouster_node_latches_its_metadata_and_publishes_its_imu(tmp_path):
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         metadata = probe.subscribe("/ouster/metadata", "std_msgs/msg/String", qos=latched)  # late, after startup
         text = metadata.wait(1, timeout=20)[-1].data
+        statics = probe.subscribe("/tf_static", "tf2_msgs/msg/TFMessage", qos=latched)
+        deadline, placed = time.monotonic() + 20, []
+        while not placed and time.monotonic() < deadline:  # two latched publishers: world -> os_lidar, the IMU's
+            placed = [t for m in statics.messages() for t in m.transforms if t.child_frame_id == "os_imu"]
+            time.sleep(0.05)
         assert node.alive(), node.output()
     meta = json.loads(text)
     assert "1024x10" in text and meta  # the sensor's JSON, made to say what is simulated
-    assert samples[-1].header.frame_id == "os_lidar"
+    assert samples[-1].header.frame_id == "os_imu"
+    (imu_frame,) = placed
+    tr = imu_frame.transform.translation
+    assert imu_frame.header.frame_id == "os_lidar"  # OS1-16 metadata: os_lidar <- os_imu, mm
+    np.testing.assert_allclose([tr.x, tr.y, tr.z], [-6.253e-3, 11.775e-3, (7.645 - 36.18) * 1e-3], atol=1e-9)
     assert samples[-1].linear_acceleration.z == pytest.approx(9.80665, abs=0.05)  # m/s^2, as ouster-ros

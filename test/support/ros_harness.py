@@ -45,9 +45,10 @@ def write_params(path: Path, node_name: str, params: dict) -> Path:
 class NodeProcess:
     """A node started as its own process (`python -m module --ros-args ...`), output kept in a file."""
 
-    def __init__(self, module: str, *ros_args: str, params_file: Path | None = None, name: str | None = None):
+    def __init__(self, module: str, *ros_args: str, params_file: Path | None = None, name: str | None = None,
+                 own_args: tuple[str, ...] = ()):
         self.log_path = Path(tempfile.mkstemp(prefix="node_", suffix=".log")[1])
-        cmd = [sys.executable, "-m", module, "--ros-args"]
+        cmd = [sys.executable, "-m", module, *own_args, "--ros-args"]  # own_args: the program's (--lifecycle)
         if params_file is not None:
             cmd += ["--params-file", str(params_file)]
         if name is not None:

@@ -42,7 +42,6 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.ndimage import maximum_filter, median_filter, uniform_filter, uniform_filter1d
 
 from ..similarity import mutual_information, ssim  # noqa: F401  (compare/cli.py reads them here)
 
@@ -86,6 +85,8 @@ def levels_db(image: np.ndarray, db_per_count: float) -> np.ndarray:
 
 
 def deep_fade_fraction(db: np.ndarray) -> float:
+    from scipy.ndimage import uniform_filter  # scipy loads here, not with `radarays --help`
+
     power = 10.0 ** (db / 10.0)
     local = uniform_filter(power, size=(5, 15), mode="wrap")
     return float(np.mean(power < 0.1 * local))
@@ -99,6 +100,8 @@ def azimuth_correlation(db: np.ndarray) -> float:
 
 
 def range_correlation_lags(db: np.ndarray, max_lag: int = 200) -> int:
+    from scipy.ndimage import uniform_filter1d  # scipy loads here, not with `radarays --help`
+
     x = db - uniform_filter1d(db, 101, axis=1, mode="nearest")
     var = float(np.mean(x * x))
     if var == 0:
@@ -122,6 +125,8 @@ def _run_width(profile: np.ndarray, centre: int, drop: float) -> int:
 
 def peak_widths(db: np.ndarray, floor: float) -> tuple[float, float, float, float]:
     """Median (range 3 dB, range 10 dB, azimuth 3 dB, azimuth 10 dB) widths in cells of strong peaks."""
+    from scipy.ndimage import maximum_filter  # scipy loads here, not with `radarays --help`
+
     peaks = (db == maximum_filter(db, size=(5, 9), mode="nearest")) & (db >= floor + STRONG_DB)
     rows, cols = np.nonzero(peaks)
     if not len(rows):
@@ -167,6 +172,8 @@ def image_stats(image: np.ndarray, resolution_m: float, azimuth_step_deg: float,
 
 def range_trend(db: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(median over azimuth per range bin, its running median over 201 bins: the floor's range trend)."""
+    from scipy.ndimage import median_filter  # scipy loads here, not with `radarays --help`
+
     profile = np.median(db, axis=0)
     return profile, median_filter(profile, size=min(201, max(1, len(profile) | 1)), mode="nearest")
 
