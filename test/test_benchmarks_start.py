@@ -12,7 +12,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 AS_SCRIPT = ["bench_radar", "bench_nodes", "bench_gpu", "bench_batch", "bench_fit_lidar", "bench_fit_radar"]
-AS_MODULE = ["bench_tracing", "bench_lidar", "bench_gazebo", "bench_gz_clients"]
+AS_MODULE = ["bench_tracing", "bench_tracing_peer", "bench_lidar", "bench_gazebo", "bench_gz_clients"]
 
 
 def test_every_benchmark_is_listed_here():
@@ -64,3 +64,16 @@ def test_lidar_breakdown_runs_and_names_every_part():
 
     for part in [*_PARTS, "everything else", "frame", "piece with 1 thread(s)", "piece with 2 thread(s)"]:
         assert part in done.stdout, part
+
+
+@pytest.mark.slow
+def test_tracing_peer_runs_every_part_on_a_small_world():
+    """`bench_tracing_peer` (the README's ratios to bare Embree) runs on small worlds and prints every part;
+    the figures themselves are not asserted."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_tracing_peer", "--triangles", "20000",
+                           "--build-triangles", "20000", "--repeats", "1", "--movers", "5", "--embreex-mesh"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for line in ["VLP-16 (28800 rays), 2 thread(s)", "OS1-128 (131072 rays), 1 thread(s)", "5 movers  ",
+                 "per_mover_us", "Embree's own", "embreex TriangleMesh"]:
+        assert line in done.stdout, line
