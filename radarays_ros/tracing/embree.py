@@ -29,7 +29,7 @@ from ..compiled import kernel
 from ..errors import TracingError
 from ..threads import run_all, thread_count
 from ..world.scene import Entity, Scene
-from .backend import ALL, Backend, Hits, Rays, check_span, register_backend, wanted
+from .backend import Backend, Hits, Rays, register_backend
 from .embree_upload import upload
 
 try:  # optional heavy dependency, imported once with a clear message if missing
@@ -320,12 +320,11 @@ class EmbreeBackend(Backend):
             return self._dynamic, self._masked.copy(), instances
 
     # -- tracing --------------------------------------------------------------------------------
-    def trace_rays(self, rays: Rays, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL) -> Hits:
+    def _trace(self, rays: Rays, tmin: float, tmax: float, names: frozenset) -> Hits:
         """Ids are always gathered on first access (cheap); normals during the trace when wanted, else
         kept as Embree's Ng and a scale until read; the cosines of incidence come from the same scale."""
         o, d = rays.origins, rays.directions
-        tmin, tmax = check_span(tmin, tmax)
-        lazy_normals = "normal" not in wanted(want)
+        lazy_normals = "normal" not in names
         dynamic, masked, instances = self._sync()
         n = len(o)
         if n == 0:
@@ -484,26 +483,35 @@ class _IdLookup:
         return _IdLookup(self.result, self.layers, self.lo + a, self.lo + b)
 
     def __call__(self, name: str) -> np.ndarray:
-        if name == "normal":
-            if self.result.normal is not None:
-                return self.result.normal[self.lo:self.hi]
-            return self.result.lazy_normal(self.lo, self.hi)
-        if name == "cos_incidence":
-            return np.multiply(self.result.facing[self.lo:self.hi], self.result.scale[self.lo:self.hi])
-        static = self.layers[_STATIC]
-        if static.scene is None:
-            values = np.full(len(self.prim), -1, np.int32)
-        else:  # the tables' last row is the miss row: 'wrap' sends primitive id -1 there (and ids of
-            # other layers, which may exceed this table, somewhere harmless: they are overwritten below)
-            values = np.take(getattr(static, f"prim_{name}"), self.prim, mode="wrap")
-        if len(self.layers) == 2 and self.layers[_MERGED] is None:  # a static world: nothing else to look up
-            return values
-        moved = np.flatnonzero(self.layer_of)  # rays whose closest hit is in a dynamic layer
-        codes = self.layer_of[moved]
-        for code in np.unique(codes):
-            rows = moved[codes == code]
-            values[rows] = np.take(getattr(self.layers[code], f"prim_{name}"), self.prim[rows])
-        return values
+        return self.many([name])[0]
+
+    def many(self, names: list[str]) -> list[np.ndarray]:
+        """The attributes `names` of these rays; which dynamic layer each hit came from is looked up once."""
+        out, moved = [], None
+        for name in names:
+            if name == "normal":
+                out.append(self.result.normal[self.lo:self.hi] if self.result.normal is not None
+                           else self.result.lazy_normal(self.lo, self.hi))
+                continue
+            if name == "cos_incidence":
+                out.append(np.multiply(self.result.facing[self.lo:self.hi], self.result.scale[self.lo:self.hi]))
+                continue
+            static = self.layers[_STATIC]
+            if static.scene is None:
+                values = np.full(len(self.prim), -1, np.int32)
+            else:  # the tables' last row is the miss row: 'wrap' sends primitive id -1 there (and ids of
+                # other layers, which may exceed this table, somewhere harmless: they are overwritten below)
+                values = np.take(getattr(static, f"prim_{name}"), self.prim, mode="wrap")
+            out.append(values)
+            if len(self.layers) == 2 and self.layers[_MERGED] is None:  # a static world: nothing else to look up
+                continue
+            if moved is None:  # rays whose closest hit is in a dynamic layer, by layer
+                hits = np.flatnonzero(self.layer_of)
+                codes = self.layer_of[hits]
+                moved = [(code, hits[codes == code]) for code in np.unique(codes)]
+            for code, rows in moved:
+                values[rows] = np.take(getattr(self.layers[code], f"prim_{name}"), self.prim[rows])
+        return out
 
 
 register_backend("embree", EmbreeBackend)
