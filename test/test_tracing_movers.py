@@ -124,3 +124,34 @@ def test_adding_and_removing_movers_changes_the_layer():
     assert hits.entity[0] == new and hits.distance[0] == pytest.approx(3.75, abs=1e-5)
     scene.remove_entity(new)
     assert backend.trace(o, d).entity[0] == scene.find("ground")
+
+
+def test_movers_first_gives_the_hits_of_static_first_even_at_ties():
+    """Tracing the movers' layer first (the static BVH then walked only up to a mover's hit) picks what
+    tracing it second picks, ties included: boxes flush with a wall's face give rays that meet a static
+    and a moving triangle at the very same float32 distance, and the mover wins both ways."""
+    scene = Scene()
+    wall = trimesh.creation.box([1.0, 40.0, 40.0])  # its near face is the plane x = 5
+    scene.add_entity("wall", TriMesh(wall.vertices, wall.faces), pose_to_matrix(5.5, 0, 0), material="concrete")
+    box = trimesh.creation.box([0.5, 0.5, 0.5])
+    rng = np.random.default_rng(5)
+    for i in range(60):  # front faces flush with the wall (x = 5.25 - 0.25 = 5), and loose ones before it
+        x = 5.25 if i % 2 else rng.uniform(1.5, 4.0)
+        scene.add_entity(f"b{i}", TriMesh(box.vertices, box.faces), pose_to_matrix(x, *rng.uniform(-6, 6, 2)), static=False)
+    backend = make_backend("embree", scene, threads=1)
+    movers, _, _ = backend._sync()
+    n = 40000
+    d = np.column_stack([np.ones(n), rng.uniform(-1.2, 1.2, (n, 2))]).astype(np.float32)
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    o = np.zeros((n, 3), np.float32)
+    far = np.float32(1e30)
+    static_only = backend._static.run(o, d, np.full(n, far, np.float32))
+    movers_only = movers.run(o, d, np.full(n, far, np.float32))
+    ties = (static_only[1] >= 0) & (movers_only[1] >= 0) & (static_only[0] == movers_only[0])
+    assert ties.sum() > 20  # the case that needs tfar just below the mover's distance
+    first, second = np.zeros(n, np.int16), np.zeros(n, np.int16)
+    a = backend._movers_first(movers, o, d, far, first)
+    b = backend._static_then_movers(movers, None, o, d, far, second)
+    for x, y in zip(a, b):
+        assert x.tobytes() == y.tobytes()
+    assert first.tobytes() == second.tobytes() and (first[ties] == 1).all()  # the movers' layer won the ties

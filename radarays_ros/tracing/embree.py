@@ -345,12 +345,11 @@ class EmbreeBackend(Backend):
         o, d = o_all[a:b], d_all[a:b]
         if tmin:
             o = _shifted(o, d, tmin)
-        dist, prim, ng = self._static.run(o, d, np.full(b - a, far, np.float32))
-        if masked is not None and self._static.scene is not None:
-            dist, prim, ng = self._look_through(o, d, dist, prim, ng, masked, far)
         layer = result.layer[a:b]
-        if dynamic is not None and dynamic.scene is not None:
-            self._closer_in(dynamic, None, None, dynamic.bounds, _MERGED, o, d, dist, prim, ng, layer)
+        if dynamic is not None and dynamic.scene is not None and masked is None:
+            dist, prim, ng = self._movers_first(dynamic, o, d, far, layer)
+        else:
+            dist, prim, ng = self._static_then_movers(dynamic, masked, o, d, far, layer)
         for k, (inst, r, t, box) in enumerate(instances):
             self._closer_in(inst, r, t, box, _MERGED + 1 + k, o, d, dist, prim, ng, layer)
         result.prim[a:b] = prim
@@ -359,6 +358,35 @@ class EmbreeBackend(Backend):
                      result.normal[a:b] if eager else _NO_NORMALS)
         if not eager:  # kept for a normal computed on first access (Hits.normal)
             result.parts.append((a, b, ng, result.scale[a:b]))
+
+    def _static_then_movers(self, movers: _Layer | None, masked, o, d, far, layer_of):
+        """(distance, primitive, Ng) of the closest hits in the static layer (looking through masked
+        entities) and then the merged movers' layer, traced up to the static hit (a mover at the same
+        distance wins: Embree accepts t <= tfar)."""
+        dist, prim, ng = self._static.run(o, d, np.full(len(o), far, np.float32))
+        if masked is not None and self._static.scene is not None:
+            dist, prim, ng = self._look_through(o, d, dist, prim, ng, masked, far)
+        if movers is not None and movers.scene is not None:
+            self._closer_in(movers, None, None, movers.bounds, _MERGED, o, d, dist, prim, ng, layer_of)
+        return dist, prim, ng
+
+    def _movers_first(self, movers: _Layer, o, d, far, layer_of):
+        """What `_static_then_movers` gives without masked entities, with the movers traced first: the
+        large static BVH is then walked only up to each ray's mover hit. Its tfar there is the float32
+        just below the mover's distance, so a static surface wins only when strictly closer, as before
+        (measured, 500 boxes, VLP-16 rays, one thread: 9.2-9.6 -> 8.1-8.4 ms CPU; the same hits:
+        test_tracing_movers.py)."""
+        tfar = np.full(len(o), far, np.float32)
+        cand, oc, dc, cfar = _rays_meeting_box(o, d, tfar, movers.bounds)
+        if len(cand):
+            cdist, cprim, cng = movers.run(oc, dc, cfar)
+            hit = np.flatnonzero(cprim >= 0)
+            tfar[cand[hit]] = np.nextafter(cdist[hit], np.float32(0))
+        dist, prim, ng = self._static.run(o, d, tfar)
+        if len(cand):
+            cprim[prim[cand] >= 0] = -1  # the static surface was strictly closer: it stays
+            _take_closer(cand, cdist, cprim, cng, np.int16(_MERGED), dist, prim, ng, layer_of)
+        return dist, prim, ng
 
     @staticmethod
     def _closer_in(layer: _Layer, r, t, box, code: int, o, d, dist, prim, ng, layer_of) -> None:
