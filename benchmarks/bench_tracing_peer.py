@@ -132,11 +132,6 @@ def build_vs_embree(n_triangles: int, with_embreex_mesh: bool) -> None:
     print(f"3. static BVH build of a generated world, ~{n_triangles} triangles")
     scene = make_big_world(n_triangles)
     one = (np.zeros((1, 3), np.float32), np.float32([[1.0, 0.0, 0.0]]))
-    start, start_cpu = time.perf_counter(), time.process_time()
-    backend = make_backend("embree", scene, threads=2)
-    backend.trace(*one)  # Embree commits (builds) the BVH at the first trace
-    ours, ours_cpu = time.perf_counter() - start, time.process_time() - start_cpu
-    backend.close()
     # the raw arrays a C++ caller would hold: world-frame float32 vertices, int32 indices
     parts = [(e.mesh.vertices @ e.pose[:3, :3].T + e.pose[:3, 3], e.mesh.faces) for e in scene.entities]
     offsets = np.cumsum([0] + [len(v) for v, _ in parts])
@@ -144,16 +139,28 @@ def build_vs_embree(n_triangles: int, with_embreex_mesh: bool) -> None:
     indices = np.concatenate([f + o for (_, f), o in zip(parts, offsets)]).astype(np.int32)
     device = rtcore.EmbreeDevice()
 
-    def embree_own(add_mesh) -> tuple[float, float]:
+    def embree_own(add_mesh, vertices=vertices, indices=indices) -> tuple[float, float]:
         start, start_cpu = time.perf_counter(), time.process_time()
         bvh = rtcore_scene.EmbreeScene(device)
         add_mesh(bvh, vertices, indices)
         bvh.run(*one, dists=np.float32([1e30]), output=1)
         return time.perf_counter() - start, time.process_time() - start_cpu
 
-    bare, bare_cpu = embree_own(upload)
-    report(f"  ours: Scene -> EmbreeBackend ({len(indices)} triangles)", ours, bare,
-           cpu_ratio=f"{ours_cpu / bare_cpu:.2f}x")
+    def ours() -> tuple[float, float]:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        backend = make_backend("embree", scene, threads=2)
+        backend.trace(*one)  # Embree commits (builds) the BVH at the first trace
+        seconds = time.perf_counter() - start, time.process_time() - start_cpu
+        backend.close()
+        return seconds
+
+    embree_own(upload, vertices[:3000], indices[:1000] % 3000)  # Embree's threads started before any timing
+    runs = {"bare": [embree_own(upload)], "ours": [ours()]}
+    runs["bare"].append(embree_own(upload))  # bare before and after ours: the better of the two
+    bare, bare_cpu = min(t for t, _ in runs["bare"]), min(c for _, c in runs["bare"])
+    mine, mine_cpu = runs["ours"][0]
+    report(f"  ours: Scene -> EmbreeBackend ({len(indices)} triangles)", mine, bare,
+           cpu_ratio=f"{mine_cpu / bare_cpu:.2f}x")
     report("  Embree's own: raw arrays, one copy per buffer, rtcCommitScene", bare, cpu_s=f"{bare_cpu:.2f}",
            **({} if FAST else {"note": "embree_upload fell back to TriangleMesh (its layout check failed)"}))
     if with_embreex_mesh:

@@ -56,23 +56,25 @@ class _Layer:
     """
 
     def __init__(self, device, entities: list[Entity], local: bool = False):
-        verts, faces, info = [], [], []
+        verts, faces, entity_ids, face_ids, materials = [], [], [], [], []
         offset = 0
         for e in entities:
             if not e.mesh.n_faces:
                 continue
             v = e.mesh.vertices if local else e.mesh.vertices @ e.pose[:3, :3].T + e.pose[:3, 3]
             verts.append(v)
-            faces.append(e.mesh.faces + offset)
+            faces.append((e.mesh.faces + offset).astype(np.int32))
             offset += len(v)
-            info.append(np.column_stack([np.full(e.mesh.n_faces, e.id), e.mesh.face_ids, e.face_materials]))
+            entity_ids.append(np.full(e.mesh.n_faces, e.id, np.int32))
+            face_ids.append(e.mesh.face_ids.astype(np.int32, copy=False))
+            materials.append(e.face_materials.astype(np.int32, copy=False))
         self.n_triangles = int(sum(len(f) for f in faces))
         self.scene = None
         if not self.n_triangles:
             return
-        info = np.concatenate(info + [[[-1, -1, -1]]]).astype(np.int32)
-        self._build(device, np.concatenate(verts).astype(np.float32), np.concatenate(faces).astype(np.int32),
-                    *(np.ascontiguousarray(info[:, k]) for k in range(3)))
+        miss = [np.full(1, -1, np.int32)]  # the tables' last row: primitive id -1
+        self._build(device, np.concatenate(verts).astype(np.float32), np.concatenate(faces),
+                    *(np.concatenate(column + miss) for column in (entity_ids, face_ids, materials)))
 
     @classmethod
     def of_arrays(cls, device, vertices, indices, prim_entity, prim_face, prim_material) -> "_Layer":
