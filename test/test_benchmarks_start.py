@@ -12,7 +12,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 AS_SCRIPT = ["bench_radar", "bench_nodes", "bench_gpu", "bench_batch", "bench_fit_lidar", "bench_fit_radar"]
-AS_MODULE = ["bench_tracing", "bench_lidar", "bench_gazebo", "bench_gz_clients"]
+AS_MODULE = ["bench_tracing", "bench_tracing_peer", "bench_lidar", "bench_gazebo", "bench_gz_clients"]
 
 
 def test_every_benchmark_is_listed_here():
@@ -82,3 +82,16 @@ def test_radar_breakdown_parts_are_one_clock_and_add_up(monkeypatch):
     assert all(ms >= 0.0 for ms in parts.values()), parts
     assert sum(parts[step] for step in _STEPS) <= parts["frame"] * (1 + 1e-9)
     assert sum(parts[step] for step in _STEPS) >= 0.5 * parts["frame"]  # the steps are the frame (bar its set-up)
+
+
+@pytest.mark.slow
+def test_tracing_peer_runs_every_part_on_a_small_world():
+    """`bench_tracing_peer` (the README's ratios to bare Embree) runs on small worlds and prints every part;
+    the figures themselves are not asserted."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.bench_tracing_peer", "--triangles", "20000",
+                           "--build-triangles", "20000", "--repeats", "1", "--movers", "5", "--embreex-mesh"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for line in ["VLP-16 (28800 rays), 2 thread(s)", "OS1-128 (131072 rays), 1 thread(s)", "5 movers  ",
+                 "per_mover_us", "Embree's own", "embreex TriangleMesh"]:
+        assert line in done.stdout, line

@@ -89,8 +89,9 @@ def all_modules() -> dict[str, Path]:
 
 
 def layer_of(module: str) -> tuple[int, str]:
-    """(rank, layer name) of a module; every command-line module (`cli`, `*_cli`) is in the top layer."""
-    if module.split(".")[-1] == "cli" or module.endswith("_cli"):
+    """(rank, layer name) of a module; every command-line module (`cli`, `*_cli`, the `radarays_ros.cli`
+    package's modules) is in the top layer."""
+    if module.split(".")[-1] == "cli" or module.endswith("_cli") or module.startswith("radarays_ros.cli."):
         return 8, "ros/cli"
     best = None
     for rank, name, prefixes in RANKS:

@@ -197,7 +197,7 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
     """
     o = origins[active].astype(np.float32)
     d = unit[active].astype(np.float32)
-    h = _Segment(h.distance[active], h.normal[active], h.entity[active], h.material[active])
+    h = _Segment(*(v[active] for v in h.fields("distance", "normal", "entity", "material")))
     klass = klass[active]
     hit = np.ones(len(active), bool)
     travelled = np.zeros(len(active), np.float32)  # path length before the current segment
@@ -251,7 +251,7 @@ class _Segment(NamedTuple):
 
     @classmethod
     def of(cls, hits) -> "_Segment":
-        return cls(hits.distance, hits.normal, hits.entity, hits.material)
+        return cls(*hits.fields("distance", "normal", "entity", "material"))  # one round trip to the backend
 
     def take(self, index) -> "_Segment":
         return _Segment(self.distance[index], self.normal[index], self.entity[index], self.material[index])

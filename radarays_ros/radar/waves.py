@@ -103,10 +103,10 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
         if ray_log is not None:
             ray_log.append((o, d))
         hits = backend.trace(o, d, 0.0, tracing.max_distance)
-        dist = hits.distance
+        dist, material, normal = hits.fields("distance", "material", "normal")  # one round trip to the backend
         keep = np.flatnonzero(dist < np.inf)
-        surface = hits.material[keep].astype(np.int64)
-        dist, normal = dist[keep], np.take(hits.normal, keep, axis=0)
+        surface = material[keep].astype(np.int64)
+        dist, normal = dist[keep], np.take(normal, keep, axis=0)
         if len(keep) < len(o):
             o, d = np.take(o, keep, axis=0), np.take(d, keep, axis=0)
             az, energy, time, medium = az[keep], energy[keep], time[keep], medium[keep]

@@ -9,7 +9,8 @@ The contract a backend implements (Embree in `embree.py`; a GPU backend follows 
 * `__init__(scene, **options)`: build acceleration structures for `scene` and `scene.subscribe(self)`;
   then `on_entity_added/removed/moved(entity)` and `on_entities_moved(entities)` keep it in sync.
   Moving an entity must never rebuild the static structure (tests count `static_rebuilds`).
-* `trace_rays(rays, tmin, tmax, want) -> Hits`: the first hit of every ray with tmin <= t <= tmax.
+* `_trace(rays, tmin, tmax, names) -> Hits` (behind `trace_rays(rays, tmin, tmax, want)`, which checks
+  the span and the attribute names once): the first hit of every ray with tmin <= t <= tmax.
   `rays` is a `Rays`: C-contiguous (N, 3) float32 world-frame origins and unit directions, already
   validated (a backend never checks them again). `want` (a frozenset of `ATTRIBUTES`) names what the
   caller will read for sure: the backend computes those during the trace. Every other attribute must
@@ -65,6 +66,17 @@ class Hits:
         if value is None:
             value = self._ids[name] = self._resolve(name)
         return value
+
+    def fields(self, *names: str) -> tuple:
+        """Several attributes at once ("distance" or FIELDS), in the order asked. Those not read yet are
+        resolved in one call when the backend's resolver offers `many(names)` (its per-hit bookkeeping,
+        e.g. which layer each hit came from, done once instead of once per attribute)."""
+        missing = [name for name in names if name != "distance" and self._ids[name] is None]
+        many = getattr(self._resolve, "many", None)
+        if len(missing) > 1 and many is not None:
+            for name, value in zip(missing, many(missing)):
+                self._ids[name] = value
+        return tuple(self.distance if name == "distance" else self._field(name) for name in names)
 
     normal = property(lambda self: self._field("normal"), lambda self, v: self._ids.__setitem__("normal", v))
     entity = property(lambda self: self._field("entity"), lambda self, v: self._ids.__setitem__("entity", v))
@@ -216,10 +228,17 @@ class Backend(abc.ABC):
         checked here (`Rays`). `want`: the attributes the caller reads for sure (see the module doc)."""
         return self.trace_rays(Rays(origins, directions), tmin, tmax, want=want)
 
-    @abc.abstractmethod
     def trace_rays(self, rays: Rays, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL) -> Hits:
-        """First hit of each of the validated `rays` in [tmin, tmax] (call `check_span(tmin, tmax)` and
-        `wanted(want)` first); every attribute readable, those in `want` computed during the trace."""
+        """First hit of each of the validated `rays` in [tmin, tmax]; every attribute readable, those in
+        `want` computed during the trace. The span and the names are checked here, once, then `_trace`
+        runs (a backend implements `_trace`, or overrides this method and calls `check_span(tmin, tmax)`
+        and `wanted(want)` itself)."""
+        tmin, tmax = check_span(tmin, tmax)
+        return self._trace(rays, tmin, tmax, wanted(want))
+
+    def _trace(self, rays: Rays, tmin: float, tmax: float, names: frozenset) -> Hits:
+        """`trace_rays` after its checks: 0 <= tmin < tmax floats, names = wanted(want)."""
+        raise NotImplementedError(f"the {self.name} backend implements neither _trace nor trace_rays")
 
     def close(self) -> None:
         self.scene.unsubscribe(self)  # type: ignore[arg-type]

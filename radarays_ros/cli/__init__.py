@@ -1,6 +1,7 @@
 """The `radarays` command: world, cast, radar, lidar, run and batch subcommands.
 
-Each subcommand lives next to the code it drives and exposes `add_parser(subparsers)`, which sets
+Each subcommand group is a module of this package (world, tracing, radar, lidar, scenario; the compare
+and fit groups beside the code they drive) and exposes `add_parser(subparsers)`, which sets
 `func(args) -> int`. Errors of this package become one line on stderr and exit status 2.
 """
 from __future__ import annotations
@@ -11,16 +12,16 @@ import math
 import os
 import sys
 
-from .errors import RadaraysError, one_line, os_problem
+from ..errors import RadaraysError, one_line, os_problem
 
 # module paths of the subcommand groups, in the order `radarays --help` lists them
 SUBCOMMAND_MODULES = (
-    "radarays_ros.world.cli",
-    "radarays_ros.tracing.cli",
-    "radarays_ros.radar.cli",
+    "radarays_ros.cli.world",
+    "radarays_ros.cli.tracing",
+    "radarays_ros.cli.radar",
     "radarays_ros.radar.compare.cli",
-    "lidar_ros.cli",
-    "radarays_ros.scenario.cli",
+    "radarays_ros.cli.lidar",
+    "radarays_ros.cli.scenario",
     "radarays_ros.fit_cli",
 )
 
