@@ -227,6 +227,7 @@ class ScatterConfig:
     specular_bounces: int = _f(2, int, 0, 5, doc="mirror bounces traced after the first hit (ghosts, corners)")
     multipath: bool = _f(True, bool, doc="clutter after a mirror also returns straight to the sensor (bistatic)")
     occlusion_test: bool = _f(True, bool, doc="a bistatic return needs a free line of sight back (one extra trace)")
+    mirror_ghosts: bool = _f(False, bool, doc="physical: every scatterer's image in each large vertical flat face (walls, windows >= 4 m^2): multipath ghosts behind building faces, deterministic (physical/mirror_ghosts.py)")
 
 
 SECTIONS = {
