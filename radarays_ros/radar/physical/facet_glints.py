@@ -104,7 +104,7 @@ def plate_returns(sc, origins, column_rot, beam, table, lam, only=None):
     size = np.sqrt(sc.plate_area[plate])
     small = np.sqrt(np.einsum("ij,ij->i", p_vec, p_vec)) * size < facet_po.SMALL_PHASE
     integral = sc.plate_area[plate].astype(np.complex128)  # |p| size << 1: I = A
-    e_starts = np.searchsorted(sc.edge_plate, np.arange(len(sc.plate_area) + 1))
+    e_starts = _starts(sc, "edge_plate")
     big = np.flatnonzero(~small)
     counts = e_starts[plate[big] + 1] - e_starts[plate[big]]
     pair_of_edge = np.repeat(big, counts)
@@ -117,7 +117,7 @@ def plate_returns(sc, origins, column_rot, beam, table, lam, only=None):
     height = np.einsum("ij,ij->i", s - c, n)
     foot = s - n * height[:, None]
     inside = np.zeros(len(plate), bool)
-    tri_starts = np.searchsorted(sc.tri_plate, np.arange(len(sc.plate_area) + 1))
+    tri_starts = _starts(sc, "tri_plate")
     near = np.flatnonzero(np.linalg.norm(foot - c, axis=1) <= sc.plate_radius[plate])
     if len(near):
         counts = tri_starts[plate[near] + 1] - tri_starts[plate[near]]
@@ -130,6 +130,14 @@ def plate_returns(sc, origins, column_rot, beam, table, lam, only=None):
     phase = np.where(image, 1.0, integral / np.maximum(np.abs(integral), 1e-300))
     point = np.where(inside[:, None], foot, c) + n * SKIP
     return az, facet_po.sigma(aperture, lam) * rho, rng_m, phase, point, sc.plate_entity[plate]
+
+
+def _starts(sc, name: str) -> np.ndarray:
+    """First index of each plate's rows in the plate-sorted array sc.<name> (and the end), once per scatterers."""
+    cache = sc.__dict__.setdefault("_starts", {})
+    if name not in cache:
+        cache[name] = np.searchsorted(getattr(sc, name), np.arange(len(sc.plate_area) + 1))
+    return cache[name]
 
 
 def _in_triangle(p, tri):
@@ -394,11 +402,19 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
         return empty
     centre = origins.mean(axis=0)
     wander = float(np.linalg.norm(origins - centre, axis=1).max())
-    kinds = {"plates": (sc.plate_centroid, sc.plate_radius),
-             "dihedrals": (sc.dih_point, 0.5 * sc.dih_length + sc.dih_width.max(axis=1) if len(sc.dih_length) else np.zeros(0)),
-             "trihedrals": (sc.tri_apex, np.linalg.norm(sc.tri_outline - sc.tri_apex[:, None, :], axis=2).max(axis=1)
+    # the plates whose ghosts are looked for: flat ones with a mirror part smaller than a mirror face (objects:
+    # a car's panels, signs; facades and roofs, ghosts of each other, are left out: their count times the faces'
+    # was the cost, 60 s a frame in the 1M-triangle city), curved ones whose normal can face the radar
+    # and of objects (mirror_ghosts.object_surfaces: not a terrain's or a hill's)
+    flat = np.flatnonzero(~sc.plate_curved & (sc.plate_area < mirror_ghosts.MIRROR_MIN_AREA_M2))
+    flat = flat[_rho(table, sc.plate_material[flat], np.ones(len(flat)), lam) > 1e-9]
+    curved = _curved_candidates(sc, beam, column_rot, table, lam)
+    pool = np.union1d(flat, curved[mirror_ghosts.object_surfaces(sc)[sc.plate_surface[curved]]])
+    kinds = {"plates": (pool, sc.plate_centroid[pool], sc.plate_radius[pool]),
+             "dihedrals": (None, sc.dih_point, 0.5 * sc.dih_length + sc.dih_width.max(axis=1) if len(sc.dih_length) else np.zeros(0)),
+             "trihedrals": (None, sc.tri_apex, np.linalg.norm(sc.tri_outline - sc.tri_apex[:, None, :], axis=2).max(axis=1)
                             if len(sc.tri_apex) else np.zeros(0))}
-    tri_starts = np.searchsorted(sc.tri_plate, np.arange(len(sc.plate_area) + 1))
+    tri_starts = _starts(sc, "tri_plate")
     boresight = np.arctan2(column_rot[:, 1, 0], column_rot[:, 0, 0])
     reach_slack = math.radians(2.0)
     beam = dict(beam, azimuth=min(beam["azimuth"], mirror_ghosts.BEAM_WIDTHS * math.radians(cfg.antenna.azimuth_width_deg)))
@@ -409,9 +425,11 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
         if h_s < mirror_ghosts.MIN_HEIGHT_M + wander or h_s > beam["max_range"]:
             continue  # the radar behind the face (or in it), or the face out of reach
         only = {}
-        for kind, (points, sizes) in kinds.items():
+        for kind, (ids, points, sizes) in kinds.items():
             found = mirror_ghosts.candidates(points, sizes, centre, c, n, sc.tri[tri_starts[m]:tri_starts[m + 1]].reshape(-1, 3),
                                              wander, beam["max_range"])
+            if ids is not None:
+                found = ids[found]
             if kind == "plates":
                 found = found[found != m]
             if len(found):
@@ -427,11 +445,21 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
         images = mirror_ghosts.reflect(origins, c, n)
         rot = np.einsum("ij,njk->nik", h, column_rot)  # the beam axes mirrored: directions from S' = directions to T' from S
 
+        axes = mirror_ghosts.face_axes(n)
+        box = (tris.reshape(-1, 3) - c) @ axes.T
+        lo_box, hi_box = box.min(axis=0) - 1e-6, box.max(axis=0) + 1e-6
+
         def on_face(az_, point_, at=images):  # the specular point X on the face (any of its triangles)
             x_ = mirror_ghosts.crossing(at[az_], point_, c, n)
-            hit = np.zeros(len(az_), bool)
-            for tri in tris:
-                hit |= _in_triangle(x_, np.broadcast_to(tri, (len(az_), 3, 3))) > 0
+            q = (x_ - c) @ axes.T
+            hit = np.all((q >= lo_box) & (q <= hi_box), axis=1)  # its outline's box first
+            maybe = np.flatnonzero(hit)
+            step = max(1, 200_000 // max(len(tris), 1))  # (points x triangles) pairs per chunk
+            for k0 in range(0, len(maybe), step):
+                part = maybe[k0:k0 + step]
+                pairs_p = np.repeat(x_[part], len(tris), axis=0)
+                pairs_t = np.broadcast_to(tris[None], (len(part),) + tris.shape).reshape(-1, 3, 3)
+                hit[part] = (_in_triangle(pairs_p, pairs_t).reshape(len(part), len(tris)) > 0).any(axis=1)
             return hit
 
         rho_top = float(_rho(table, np.array([sc.plate_material[m]]), np.zeros(1), lam)[0])  # its largest (grazing)

@@ -26,6 +26,7 @@ import numpy as np
 MIRROR_MIN_AREA_M2 = 4.0  # a face this large holds the first Fresnel zone (sqrt(lambda R / 2) ~ 0.2 m at 20 m) many times
 MIRROR_MAX_TILT = math.radians(10.0)  # vertical faces only (walls, windows): the ground's image is another item
 MIN_HEIGHT_M = 0.05  # the radar and the scatterer must stand at least this far in front of the face
+OBJECT_RADIUS_M = 10.0  # curved surfaces larger than this (terrain, hills) are not ghost targets
 BEAM_WIDTHS = 2.0  # images are looked for within +- this many azimuth beam widths (the two-way sinc: -37 dB there)
 
 
@@ -96,3 +97,24 @@ def facing_azimuths(vertices: np.ndarray, sensor: np.ndarray, boresight: np.ndar
         return np.ones(len(boresight), bool)  # the sensor at (or beside) the face: no cut
     off = np.angle(np.exp(1j * (boresight - mid)))
     return (off >= spread.min() - reach) & (off <= spread.max() + reach)
+
+
+def object_surfaces(sc) -> np.ndarray:
+    """(S,) bool per curved surface id: an object (its plates within OBJECT_RADIUS_M of their mean), cached on sc."""
+    cached = sc.__dict__.get("_ghost_objects")
+    if cached is not None:
+        return cached
+    surface = sc.plate_surface
+    curved = np.flatnonzero(surface >= 0)
+    count = int(surface.max()) + 1 if len(curved) else 0
+    out = np.zeros(count, bool)
+    if count:
+        ids = surface[curved]
+        n = np.bincount(ids, minlength=count).astype(np.float64)
+        mean = np.stack([np.bincount(ids, sc.plate_centroid[curved, k], minlength=count) for k in range(3)], axis=1)
+        mean /= np.maximum(n, 1.0)[:, None]
+        spread = np.zeros(count)
+        np.maximum.at(spread, ids, np.linalg.norm(sc.plate_centroid[curved] - mean[ids], axis=1) + sc.plate_radius[curved])
+        out = (n > 0) & (spread <= OBJECT_RADIUS_M)
+    sc.__dict__["_ghost_objects"] = out
+    return out
