@@ -225,9 +225,9 @@ class ScatterConfig:
     speckle: bool = _f(True, bool, doc="random complex amplitudes of distributed clutter (false: expected power)")
     azimuth_correlation: bool = _f(True, bool, doc="clutter field correlated between azimuths by the beam overlap")
     specular_bounces: int = _f(2, int, 0, 5, doc="mirror bounces traced after the first hit (ghosts, corners)")
-    retro_tolerance_deg: float = _f(1.0, float, 0.0, 45.0, lo_open=True, doc="width of the glint lobe around the exact way back")
     multipath: bool = _f(True, bool, doc="clutter after a mirror also returns straight to the sensor (bistatic)")
     occlusion_test: bool = _f(True, bool, doc="a bistatic return needs a free line of sight back (one extra trace)")
+    mirror_ghosts: bool = _f(False, bool, doc="physical: every scatterer's image in each large vertical flat face (walls, windows >= 4 m^2): multipath ghosts behind building faces, deterministic (physical/mirror_ghosts.py)")
 
 
 SECTIONS = {

@@ -7,7 +7,8 @@ dihedrals and trihedrals), the two-way pattern at its direction, the radar equat
 coherent reflectivity of its faces (roughness.py, once per bounce), with the phase of its two-way path.
 One ray per visible return tests that the way to it is free (binary: a partly hidden plate is all there or
 not at all; through foliage it is weakened by the crown's extinction, foliage.py). No ray sampling is involved, so a small plate, a pole or a corner has the same strength in
-every frame and whatever the beam's sampling.
+every frame and whatever the beam's sampling. With scatter.mirror_ghosts every scatterer is also looked at
+from the radar's image in each large vertical face (mirror_ghosts.py): its ghost behind the face.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import math
 
 import numpy as np
 
-from . import antenna, corner_rcs, curved_rcs, facet_po, foliage, glint_cull, roughness
+from . import antenna, corner_rcs, curved_rcs, facet_po, foliage, glint_cull, mirror_ghosts, roughness
 
 from .scatterers import STRAIGHT_BEND as STRAIGHT
 SKIP = 5e-3  # m: the occlusion ray stops this short of the scatterer
@@ -76,9 +77,12 @@ def _rho(table, material, cos_t, lam):
     return np.where(visible, roughness.coherent_reflectivity(table.gamma2[c], table.rms_height[c], np.clip(cos_t, 0, 1), lam), 0.0)
 
 
-def plate_returns(sc, origins, column_rot, beam, table, lam):
-    """(azimuth, sigma x rho, range, reference point, beta, e, entity) of the flat plates."""
+def plate_returns(sc, origins, column_rot, beam, table, lam, only=None):
+    """(azimuth, sigma x rho, range, reference point, beta, e, entity) of the flat plates (only: of these plate
+    indices, None: all)."""
     flat = np.flatnonzero(~sc.plate_curved)
+    if only is not None:
+        flat = flat[np.isin(flat, only)]
     # each plate is looked for where it returns most: the foot of the perpendicular from the radar (the
     # frame's mean position) when that lies on it (a long wall beside the road: abeam, not at its middle)
     c_all, n_all = sc.plate_centroid[flat], sc.plate_normal[flat]
@@ -171,10 +175,13 @@ def _curved_candidates(sc, beam, column_rot, table, lam) -> np.ndarray:
     return cache[key]
 
 
-def curved_returns(sc, origins, column_rot, beam, table, lam):
+def curved_returns(sc, origins, column_rot, beam, table, lam, only=None):
     """The specular point of each curved surface, per azimuth: the plate whose normal is nearest the line of
-    sight, its principal radii (stationary phase across, PO along a straight direction)."""
+    sight, its principal radii (stationary phase across, PO along a straight direction). only: of these
+    plate indices (None: all)."""
     curved = _curved_candidates(sc, beam, column_rot, table, lam)
+    if only is not None:
+        curved = curved[np.isin(curved, only)]
     # first the plates whose normal can point at the sensor at all this frame (a terrain's do not): one
     # dot product per plate against its normal's cone (3/4 of its bend, plus the sensor's wander), then
     # the finer test per principal direction on the few that remain. Both tests run first as one compiled
@@ -243,11 +250,14 @@ def curved_returns(sc, origins, column_rot, beam, table, lam):
     return az, sigma, r0, np.ones(len(plate), np.complex128), point, sc.plate_entity[plate]
 
 
-def dihedral_returns(sc, origins, column_rot, beam, table, lam):
+def dihedral_returns(sc, origins, column_rot, beam, table, lam, only=None):
+    ids = np.arange(len(sc.dih_length)) if only is None else np.asarray(only, np.int64)
     centre = origins.mean(axis=0)  # looked for at the fold's point nearest the radar (a wall's foot: abeam)
-    along0 = np.einsum("ij,ij->i", centre - sc.dih_point, sc.dih_axis)
-    nearest = sc.dih_point + sc.dih_axis * np.clip(along0, -0.5 * sc.dih_length, 0.5 * sc.dih_length)[:, None]
+    along0 = np.einsum("ij,ij->i", centre - sc.dih_point[ids], sc.dih_axis[ids])
+    half0 = 0.5 * sc.dih_length[ids]
+    nearest = sc.dih_point[ids] + sc.dih_axis[ids] * np.clip(along0, -half0, half0)[:, None]
     item, az, beta, e, dist = _pairs(nearest, origins, column_rot, beam)
+    item = ids[item]
     s = origins[az]
     axis, n = sc.dih_axis[item], sc.dih_normals[item]
     v = s - sc.dih_point[item]
@@ -269,8 +279,12 @@ def dihedral_returns(sc, origins, column_rot, beam, table, lam):
     return az, 4.0 * np.pi * aperture ** 2 / lam ** 2 * rho, r, np.ones(len(item), np.complex128), point, sc.dih_entity[item]
 
 
-def trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar=1.0, floor_w=0.0, cfg_antenna=None):
-    item, az, beta, e, dist = _pairs(sc.tri_apex, origins, column_rot, beam)
+def trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar=1.0, floor_w=0.0, cfg_antenna=None, only=None,
+                      accept=None):
+    """accept(az, apex) -> bool mask (None: all): pairs to evaluate at all (the aperture's clipping is the cost)."""
+    ids = np.arange(len(sc.tri_apex)) if only is None else np.asarray(only, np.int64)
+    item, az, beta, e, dist = _pairs(sc.tri_apex[ids], origins, column_rot, beam)
+    item = ids[item]
     s = origins[az]
     u, r = _unit(s - sc.tri_apex[item])
     n = sc.tri_normals[item]
@@ -285,13 +299,18 @@ def trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar=1.0, fl
     g_bound = antenna.gain(beta, e, cfg_antenna) if cfg_antenna is not None else np.ones(len(item))
     strong = k_radar * g_bound ** 2 * 4.0 * np.pi * bound ** 2 / lam ** 2 * rho / np.maximum(r, 1e-6) ** 4 > floor_w
     inside = np.all(cos_n > 0, axis=1) & strong
+    if accept is not None and inside.any():
+        inside[inside] = accept(az[inside], sc.tri_apex[item[inside]])
     area = np.zeros(len(item))
     helper = np.where(np.abs(u[:, [0]]) < 0.9, np.array([[1.0, 0, 0]]), np.array([[0, 1.0, 0]]))
     e1, _ = _unit(np.cross(u, helper))
     e2 = np.cross(u, e1)
     flat = np.stack([np.einsum("nvj,nj->nv", rel, e1), np.einsum("nvj,nj->nv", rel, e2)], axis=2)
-    for i in np.flatnonzero(inside):
-        area[i] = corner_rcs.trihedral_aperture(flat[i])
+    todo = np.flatnonzero(inside)
+    if len(todo):  # a radar standing still sees a corner alike from every azimuth: each distinct projection once
+        _, first, again = np.unique(flat[todo].reshape(len(todo), -1), axis=0, return_index=True, return_inverse=True)
+        once = np.array([corner_rcs.trihedral_aperture(flat[todo[i]]) for i in first])
+        area[todo] = once[np.asarray(again).reshape(-1)]
     area = np.minimum(area, 0.5 * lam * r)
     point = sc.tri_apex[item] + n.sum(axis=1) * SKIP
     return az, 4.0 * np.pi * area ** 2 / lam ** 2 * rho, r, np.ones(len(item), np.complex128), point, sc.tri_entity[item]
@@ -338,8 +357,7 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
     """(azimuth, range_m, complex amplitude sqrt(W), radial velocity) of every scatterer in every beam that
     holds it, above floor_w (40 dB under the noise: invisible)."""
     beam = beam_limits(cfg.antenna, max_range)
-    parts = [f(sc, origins, column_rot, beam, table, lam) for f in (plate_returns, curved_returns, dihedral_returns)]
-    parts.append(trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna))
+    parts = _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna)
     az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
     rel = point - origins[az]
     col = np.einsum("nji,nj->ni", column_rot[az], rel)
@@ -351,10 +369,137 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
         passed = _transmission(backend, origins[az[keep]], d[keep], dist[keep] - SKIP, table)
         power[keep] *= passed ** 2  # (two-way)
         keep = keep[passed > 0]
-    order = keep[np.lexsort((rng_m[keep], az[keep]))]
-    az, rng_m, power, phase, d = az[order], rng_m[order], power[order], phase[order], d[order]
-    v_r = -np.einsum("ij,ij->i", sensor_velocity[az], d)
-    if entities is not None and len(order):
-        v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[order], point[order]), d)
+    v_r = -np.einsum("ij,ij->i", sensor_velocity[az[keep]], d[keep])
+    if entities is not None and len(keep):
+        v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[keep], point[keep]), d[keep])
+    az, rng_m, power, phase = az[keep], rng_m[keep], power[keep], phase[keep]
+    if getattr(cfg.scatter, "mirror_ghosts", False):
+        ghosts = _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar, lam, beam,
+                                floor_w, entities, occlusion)
+        az, rng_m, power, phase, v_r = (np.concatenate([a, b]) for a, b in zip((az, rng_m, power, phase, v_r), ghosts))
+    order = np.lexsort((rng_m, az))
+    az, rng_m, power, phase, v_r = az[order], rng_m[order], power[order], phase[order], v_r[order]
     amp = np.sqrt(power) * phase * np.exp(-2j * np.pi * np.mod(2.0 * rng_m, lam) / lam)
     return az, rng_m, amp, v_r
+
+
+def _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, only=None,
+                       accept=None) -> list:
+    """Each kind's (azimuth, sigma x rho, range, phase, point, entity); only: {kind: indices} (None: all);
+    accept: trihedral_returns' pre-selection of (azimuth, apex) pairs."""
+    only = only or {}
+    parts = [f(sc, origins, column_rot, beam, table, lam, only=only.get(kind, None if not only else ()))
+             for f, kind in ((plate_returns, "plates"), (curved_returns, "plates"), (dihedral_returns, "dihedrals"))]
+    parts.append(trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna,
+                                   only=only.get("trihedrals", None if not only else ()), accept=accept))
+    return parts
+
+
+def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar, lam, beam, floor_w,
+                   entities, occlusion):
+    """(azimuth, range, power, phase, radial velocity) of every scatterer's image in every mirror face
+    (mirror_ghosts.py): the scatterer evaluated from the radar's image S' (origins and beam axes mirrored),
+    kept where the line S' -> scatterer crosses the face, weakened by the face's reflectivity twice."""
+    empty = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.complex128), np.zeros(0))
+    faces = mirror_ghosts.mirror_faces(sc)
+    if not len(faces) or not len(origins):
+        return empty
+    centre = origins.mean(axis=0)
+    wander = float(np.linalg.norm(origins - centre, axis=1).max())
+    # the plates whose ghosts are looked for: flat ones with a mirror part smaller than a mirror face (objects:
+    # a car's panels, signs; facades and roofs, ghosts of each other, are left out: their count times the faces'
+    # was the cost, 60 s a frame in the 1M-triangle city), curved ones whose normal can face the radar
+    # and of objects (mirror_ghosts.object_surfaces: not a terrain's or a hill's)
+    flat = np.flatnonzero(~sc.plate_curved & (sc.plate_area < mirror_ghosts.MIRROR_MIN_AREA_M2))
+    flat = flat[_rho(table, sc.plate_material[flat], np.ones(len(flat)), lam) > 1e-9]
+    curved = _curved_candidates(sc, beam, column_rot, table, lam)
+    pool = np.union1d(flat, curved[mirror_ghosts.object_surfaces(sc)[sc.plate_surface[curved]]])
+    kinds = {"plates": (pool, sc.plate_centroid[pool], sc.plate_radius[pool]),
+             "dihedrals": (None, sc.dih_point, 0.5 * sc.dih_length + sc.dih_width.max(axis=1) if len(sc.dih_length) else np.zeros(0)),
+             "trihedrals": (None, sc.tri_apex, np.linalg.norm(sc.tri_outline - sc.tri_apex[:, None, :], axis=2).max(axis=1)
+                            if len(sc.tri_apex) else np.zeros(0))}
+    tri_starts = _starts(sc, "tri_plate")
+    boresight = np.arctan2(column_rot[:, 1, 0], column_rot[:, 0, 0])
+    reach_slack = math.radians(2.0)
+    beam = dict(beam, azimuth=min(beam["azimuth"], mirror_ghosts.BEAM_WIDTHS * math.radians(cfg.antenna.azimuth_width_deg)))
+    out = []
+    for m in faces:
+        c, n = sc.plate_centroid[m], sc.plate_normal[m]
+        h_s = float((centre - c) @ n)
+        if h_s < mirror_ghosts.MIN_HEIGHT_M + wander or h_s > beam["max_range"]:
+            continue  # the radar behind the face (or in it), or the face out of reach
+        only = {}
+        for kind, (ids, points, sizes) in kinds.items():
+            found = mirror_ghosts.candidates(points, sizes, centre, c, n, sc.tri[tri_starts[m]:tri_starts[m + 1]].reshape(-1, 3),
+                                             wander, beam["max_range"])
+            if ids is not None:
+                found = ids[found]
+            if kind == "plates":
+                found = found[found != m]
+            if len(found):
+                only[kind] = found
+        if not only:
+            continue
+        tris = sc.tri[tri_starts[m]:tri_starts[m + 1]]
+        # the image is seen through its specular point X on the face: only azimuths whose beam reaches the face
+        sub = np.flatnonzero(mirror_ghosts.facing_azimuths(tris.reshape(-1, 3), centre, boresight, beam["azimuth"] + reach_slack))
+        if not len(sub):
+            continue
+        h = mirror_ghosts.reflection(n)
+        images = mirror_ghosts.reflect(origins, c, n)
+        rot = np.einsum("ij,njk->nik", h, column_rot)  # the beam axes mirrored: directions from S' = directions to T' from S
+
+        axes = mirror_ghosts.face_axes(n)
+        box = (tris.reshape(-1, 3) - c) @ axes.T
+        lo_box, hi_box = box.min(axis=0) - 1e-6, box.max(axis=0) + 1e-6
+
+        def on_face(az_, point_, at=images):  # the specular point X on the face (any of its triangles)
+            x_ = mirror_ghosts.crossing(at[az_], point_, c, n)
+            q = (x_ - c) @ axes.T
+            hit = np.all((q >= lo_box) & (q <= hi_box), axis=1)  # its outline's box first
+            maybe = np.flatnonzero(hit)
+            step = max(1, 200_000 // max(len(tris), 1))  # (points x triangles) pairs per chunk
+            for k0 in range(0, len(maybe), step):
+                part = maybe[k0:k0 + step]
+                pairs_p = np.repeat(x_[part], len(tris), axis=0)
+                pairs_t = np.broadcast_to(tris[None], (len(part),) + tris.shape).reshape(-1, 3, 3)
+                hit[part] = (_in_triangle(pairs_p, pairs_t).reshape(len(part), len(tris)) > 0).any(axis=1)
+            return hit
+
+        rho_top = float(_rho(table, np.array([sc.plate_material[m]]), np.zeros(1), lam)[0])  # its largest (grazing)
+        parts = _scatterer_returns(sc, images[sub], rot[sub], beam, table, lam, k_radar * max(rho_top, 1e-300) ** 2,
+                                   floor_w, cfg.antenna, only, accept=lambda az_, p_: on_face(az_, p_, images[sub]))
+        az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
+        if not len(az):
+            continue
+        az = sub[az]
+        on = on_face(az, point)
+        az, sigma, rng_m, phase, point, entity = az[on], sigma[on], rng_m[on], phase[on], point[on], entity[on]
+        x = mirror_ghosts.crossing(images[az], point, c, n)
+        on = np.ones(len(az), bool)
+        to_sensor, r_x = _unit(origins[az] - x)
+        rho_m = _rho(table, np.full(len(az), sc.plate_material[m]), np.abs(to_sensor @ n), lam)
+        rel = point - images[az]
+        col = np.einsum("nji,nj->ni", rot[az], rel)
+        u, dist = _unit(rel)
+        g = antenna.gain(np.arctan2(col[:, 1], col[:, 0]), np.arcsin(np.clip(col[:, 2] / np.maximum(dist, 1e-12), -1, 1)),
+                         cfg.antenna)
+        power = k_radar * g * g * sigma * rho_m ** 2 / np.maximum(rng_m, 1e-6) ** 4
+        keep = np.flatnonzero(on & (power > floor_w) & (rng_m < beam["max_range"]))
+        if occlusion and len(keep):  # the two legs: radar -> X and X -> scatterer (each both ways)
+            leg1 = _transmission(backend, origins[az[keep]], -to_sensor[keep], r_x[keep] - SKIP, table)
+            to_point, r_p = _unit(point[keep] - x[keep])
+            leg2 = _transmission(backend, x[keep] + n * SKIP, to_point, r_p - 2 * SKIP, table)
+            passed = leg1 * leg2
+            power[keep] *= passed ** 2
+            keep = keep[passed > 0]
+        if not len(keep):
+            continue
+        seen = u[keep] @ h  # the image's direction from the radar (H u for each row)
+        v_r = -np.einsum("ij,ij->i", sensor_velocity[az[keep]], seen)
+        if entities is not None:
+            v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[keep], point[keep]), u[keep])
+        out.append((az[keep], rng_m[keep], power[keep], phase[keep], v_r))
+    if not out:
+        return empty
+    return tuple(np.concatenate([o[i] for o in out]) for i in range(5))

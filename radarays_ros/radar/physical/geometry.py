@@ -35,6 +35,8 @@ SKIP = 1e-3  # metres a mirror child starts off its surface
 MIN_COS = 0.02  # footprint area 1/cos(theta) capped at grazing (sigma0 -> 0 there anyway)
 MIN_RHO = 1e-3  # mirror children below this coherent reflectivity are not traced
 INVISIBLE = 1e-4  # bistatic returns under this fraction of the noise per bin are dropped
+NEAR_HIT = 1e-3  # metres: a first hit nearer than this (a quarter wavelength at 77 GHz) is the sensor resting on
+# that surface (z = 0 on a floor): no far field, no radar equation (sigma / R^4 = 0 / 0 at R = 0): no return
 
 
 @dataclass
@@ -247,6 +249,8 @@ def _trace_block(frame: _Frame, f: _Tubes):
         hits = backend.trace(o32, d32, 0.0, float(max(reach.max(), 1e-3)), want=("normal", "ids"))
         dist = np.asarray(hits.distance, np.float64)
         ok = np.isfinite(dist) & (dist < reach)
+        if bounce == 0:
+            ok &= dist >= NEAR_HIT
         cls = np.full(len(dist), -1, np.int64)
         cls[ok] = table.material_class[np.asarray(hits.material)[ok]]
         ok &= cls >= 0

@@ -9,8 +9,14 @@ A unit circular Gaussian is drawn in its polar form, |z|^2 ~ Exp(1) and arg z ~ 
 (Goodman Sec. 2.2: the same distribution as two N(0, 1/2) parts; numpy draws exponentials and uniforms
 several times faster than float32 normals), kept as two float32 planes (re, im).
 Neighbouring azimuths see overlapping scatterer sets; their fields correlate by the overlap of the
-two-way field patterns, rho (antenna.field_correlation), modelled as a first-order autoregression
-along azimuth: z_k = rho z_(k-1) + sqrt(1 - rho^2) n_k (unit variance, intensity correlation rho^2).
+two-way field patterns, rho(m) for beams m steps apart (antenna.field_correlation). The frame's clutter
+field follows a second-order autoregression along azimuth whose correlations at one and two steps are
+the beam overlap's (Yule-Walker; Box & Jenkins, "Time Series Analysis", Sec. 3.2.4):
+    z_k = phi1 z_(k-1) + phi2 z_(k-2) + s n_k,
+    phi1 = rho1 (1 - rho2) / (1 - rho1^2),  phi2 = (rho2 - rho1^2) / (1 - rho1^2),  s^2 = 1 - phi1 rho1 - phi2 rho2,
+started stationary (z_1 = rho1 z_0 + sqrt(1 - rho1^2) n_1); the intensity correlation at m steps is
+rho_m^2 (a first-order one, rho1^m, would read a sinc beam at half its width apart 0.21 at two steps
+instead of the overlap's 0.047). correlate_rows is the first-order form (one number or one per cell).
 Thermal noise is drawn apart and independent (stage.py), so a cell of clutter V and noise N correlates
 with its neighbour by rho V / (V + N), and noise-only cells stay independent from azimuth to azimuth.
 """
@@ -66,3 +72,49 @@ def unit_field(rng: np.random.Generator, shape: tuple[int, int], rho) -> np.ndar
     field = np.empty(shape, np.complex64)
     field.real, field.imag = re, im
     return field
+
+
+def beam_autoregression(rho1: float, rho2: float) -> tuple[float, float, float]:
+    """(phi1, phi2, s) of the second-order autoregression with field correlations rho1, rho2 at one and
+    two steps (Yule-Walker). A pair no unit-variance AR(2) can hold (|rho1| ~ 1, or rho2 outside the
+    positive-definite range 2 rho1^2 - 1 < rho2 < 1) falls back to the first-order form (rho1, 0, ..)."""
+    rho1, rho2 = float(rho1), float(rho2)
+    d = 1.0 - rho1 * rho1
+    if d > 1e-6 and 2.0 * rho1 * rho1 - 1.0 < rho2 < 1.0:
+        phi1 = rho1 * (1.0 - rho2) / d
+        phi2 = (rho2 - rho1 * rho1) / d
+        s2 = 1.0 - phi1 * rho1 - phi2 * rho2
+        if s2 > 1e-9:
+            return phi1, phi2, math.sqrt(s2)
+    return rho1, 0.0, math.sqrt(max(d, 0.0))
+
+
+def correlate_rows_beam(re: np.ndarray, im: np.ndarray, rhos: tuple[float, float], previous=None) -> None:
+    """In place: the rows (azimuths) become the second-order autoregression of beam_autoregression(*rhos),
+    unit variance. previous: the (re, im) rows before the first, oldest first (a list of 0, 1 or 2 pairs,
+    each as wide as the planes); without two of them the first rows start the process stationary."""
+    phi1, phi2, s = beam_autoregression(*rhos)
+    rho1 = float(rhos[0])
+    before = list(previous or [])[-2:]
+    k = 0
+    carried = np.empty(re.shape[1], np.float32)
+    while k < len(re) and len(before) < 2:  # start: z_0 as drawn, z_1 = rho1 z_0 + sqrt(1 - rho1^2) n_1
+        if before:
+            scale = np.float32(math.sqrt(max(1.0 - rho1 * rho1, 0.0)))
+            for plane, last in zip((re, im), before[-1]):
+                plane[k] *= scale
+                plane[k] += np.multiply(np.float32(rho1), last, out=carried)
+        before.append((re[k], im[k]))
+        k += 1
+    if k >= len(re):
+        return
+    re[k:] *= np.float32(s)
+    im[k:] *= np.float32(s)
+    f1, f2 = np.float32(phi1), np.float32(phi2)
+    for row in range(k, len(re)):
+        (re2, im2), (re1, im1) = before
+        for plane, last1, last2 in ((re, re1, re2), (im, im1, im2)):
+            plane[row] += np.multiply(f1, last1, out=carried)
+            if phi2:
+                plane[row] += np.multiply(f2, last2, out=carried)
+        before = [before[1], (re[row], im[row])]

@@ -171,7 +171,7 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
 
     Clutter and noise are drawn apart, so that each costs what it covers. Clutter: sqrt(V) z on the
     columns up to the block's last with clutter above CLUTTER_FLOOR x the noise, z correlated over
-    azimuth (speckle.correlate_rows), then into the range spectrum. Noise: white, so drawn straight in
+    azimuth (speckle.correlate_rows_beam), then into the range spectrum. Noise: white, so drawn straight in
     the range spectrum, on the frequencies the window passes (a quarter of them for Navtech bins).
     One inverse FFT per plane gives the field; points are added exactly; receive.
     shaping (the receiver chain, None: none): shaping(k0, k1, clutter) -> (s_sig, s_post, s_pts) of the
@@ -204,7 +204,7 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
         return re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support), scales
 
     def correlate(i, re, im):  # waits for the block before: the one link between the blocks
-        if rho > 0:
+        if rho[0] > 0:
             previous = None
             if i:
                 correlated[i - 1].wait()
@@ -212,7 +212,7 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
                     raise RuntimeError("the row block before failed")
                 previous = last_rows[i - 1]
             _correlate_rows_after(re, im, rho, previous)
-        last_rows[i] = re[-1].copy(), im[-1].copy()
+        last_rows[i] = [(re[k].copy(), im[k].copy()) for k in range(max(len(re) - 2, 0), len(re))]
 
     def finish(i, re, im, amplitude, noise, scales):
         k0, k1 = blocks[i]
@@ -246,15 +246,25 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
     return power
 
 
-def _correlate_rows_after(re, im, rho: float, previous) -> None:
-    """The azimuth autoregression of a block's clutter field (speckle.correlate_rows): its first row
-    continues `previous` (the last (re, im) row of the block before, None for the first) where that one
-    has clutter columns; the other columns start afresh."""
-    shared = min(previous[0].shape[0], re.shape[1]) if previous is not None else 0
+def _correlate_rows_after(re, im, rho: tuple[float, float], previous) -> None:
+    """The azimuth autoregression of a block's clutter field (speckle.correlate_rows_beam, rho: the beam
+    overlap at one and two azimuth steps): its first rows continue `previous` (the last (re, im) rows of
+    the block before, oldest first; None for the first block) where those have clutter columns; the other
+    columns start afresh."""
+    shared = min(previous[-1][0].shape[0], re.shape[1]) if previous else 0
     if shared:
-        speckle.correlate_rows(re[:, :shared], im[:, :shared], rho, (previous[0][:shared], previous[1][:shared]))
+        speckle.correlate_rows_beam(re[:, :shared], im[:, :shared], rho, [(r[:shared], i[:shared]) for r, i in previous])
     if re.shape[1] > shared:
-        speckle.correlate_rows(re[:, shared:], im[:, shared:], rho)
+        speckle.correlate_rows_beam(re[:, shared:], im[:, shared:], rho)
+
+
+def beam_correlation(cfg) -> tuple[float, float]:
+    """(rho1, rho2): the clutter field's correlation between beams one and two azimuth steps apart (the
+    two-way pattern overlap, antenna.field_correlation); (0, 0) without scatter.azimuth_correlation."""
+    if not cfg.scatter.azimuth_correlation or cfg.azimuth.count <= 1:
+        return 0.0, 0.0
+    step, width = math.radians(abs(cfg.azimuth.step_deg)), math.radians(cfg.antenna.azimuth_width_deg)
+    return tuple(antenna.field_correlation(m * step, width, cfg.antenna.azimuth_pattern) for m in (1, 2))
 
 
 def run_stage(clutter, glints, cfg, rng: np.random.Generator, workers: int | None = None) -> StageOutput:
@@ -297,10 +307,7 @@ def run_stage(clutter, glints, cfg, rng: np.random.Generator, workers: int | Non
         detector.quantise(counts[rows], out=counts_u8[rows])
 
     if cfg.scatter.speckle:
-        rho = 0.0
-        if cfg.scatter.azimuth_correlation and a > 1:
-            rho = antenna.field_correlation(math.radians(abs(cfg.azimuth.step_deg)),
-                                            math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
+        rho = beam_correlation(cfg)
         # white: pre-window noise per bin, N per bin after the window
         clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(
             clutter.azimuth[sel] - k0, *clutter_bins(sel), clutter.power_w[sel], (k1 - k0, b)))
@@ -400,10 +407,7 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
     clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(
         clutter.azimuth[sel] - k0, *clutter_bins_of(clutter, sel, cfg, signs), clutter.power_w[sel], (k1 - k0, b)))
     if cfg.scatter.speckle:
-        rho = 0.0
-        if cfg.scatter.azimuth_correlation and a > 1:
-            rho = antenna.field_correlation(math.radians(abs(cfg.azimuth.step_deg)),
-                                            math.radians(cfg.antenna.azimuth_width_deg), cfg.antenna.azimuth_pattern)
+        rho = beam_correlation(cfg)
         power = _speckled_frame(clutter_steps, reference / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps),
                                 receive, (a, b), rng, workers, shaping=scales)
     else:  # expected power: E|points + clutter + noise|^2 through the chain
