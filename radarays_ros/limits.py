@@ -25,6 +25,7 @@ MAX_IMAGE_CELLS = 16_000_000  # radar images: azimuths x range bins (float64 ima
 MAX_FRAME_RAYS = 2_000_000  # radar rays per frame x passes: ~100 B of arrays per ray and bounce
 MAX_LIDAR_RAYS = 16_000_000  # lidar rays per scan x sub-rays x echoes: ~60 B of per-ray arrays each
 MAX_PICTURE_PIXELS = 64_000_000  # a picture read or written (8-bit RGBA: 256 MB; float64 work arrays 512 MB)
+MAX_ARRAY_VALUES = 64_000_000  # one array of an .npz read from outside (512 MB as float64; io/npz_files.py)
 
 
 def check_product(where: str, factors: Mapping[str, float], limit: float, unit: str = "values") -> int:

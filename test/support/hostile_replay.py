@@ -33,6 +33,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+if __name__ == "__main__":  # the worker script: test/ on the path, not test/support (its warp.py would shadow Warp)
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+from support import hostile_files  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "radarays_ros" / "data"
 WORLD = str(DATA / "worlds" / "office.sdf")
@@ -262,7 +266,8 @@ def generate(seed: int, n: int) -> list[dict]:
     by_kind: dict[str, list] = {}
     for base in bases:
         by_kind.setdefault(base[0], []).append(base)
-    kinds = ["world", "radar_set", "lidar_set", "compare_args", "compare_image"] + sorted(by_kind) * 2
+    kinds = ["world", "radar_set", "lidar_set", "compare_args", "compare_image"] + sorted(by_kind) * 2 \
+        + ["fit_lidar", "fit_radar", "lidar_options"] * 2
     for i in range(n):
         kind = _pick(rng, kinds)
         if kind == "world":
@@ -280,6 +285,12 @@ def generate(seed: int, n: int) -> list[dict]:
             case = _compare_case(rng)
         elif kind == "compare_image":
             case = _image_case(rng)
+        elif kind == "fit_lidar":
+            case = hostile_files.fit_lidar_case(rng, mutate_tree, _dump)
+        elif kind == "fit_radar":
+            case = hostile_files.fit_radar_case(rng)
+        elif kind == "lidar_options":
+            case = hostile_files.lidar_options_case(rng)
         else:
             kind, name, tree = _pick(rng, by_kind[kind])
             what = []
@@ -313,6 +324,7 @@ def make_fixtures(folder: Path) -> None:
         assert main(["radar", WORLD, "--config", str(config), "--out", str(folder / "polar.png")]) == 0
     directions = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0]])
     np.savez(folder / "rays.npz", origins=np.tile([1.0, 0.5, 1.0], (3, 1)), directions=directions)
+    hostile_files.make_fixtures(folder, main, WORLD)
 
 
 def _image_bytes(kind: str, fixtures: Path) -> bytes:
@@ -356,6 +368,8 @@ def run_case(case: dict, root: Path, fixtures: Path, limit_s: float) -> dict:
         path = folder / "in" / name
         if isinstance(content, dict) and "copy" in content:
             shutil.copy(fixtures / content["copy"], path)
+        elif isinstance(content, dict) and hostile_files.materialise(content, path, fixtures):
+            pass
         elif isinstance(content, dict):
             path.write_bytes(_image_bytes(content["image"], fixtures))
         else:
@@ -396,6 +410,8 @@ def run_case(case: dict, root: Path, fixtures: Path, limit_s: float) -> dict:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+# progress lines a long command prints on stderr before its result (`fit`: one line per evaluation or every 25th)
+PROGRESS = re.compile(r"^fit( lidar)?: evaluation +\d+ .*$")
 
 
 def portable(case: dict) -> dict:
@@ -408,13 +424,16 @@ def problems(case: dict, result: dict) -> list[str]:
     """What is wrong with a case's result (an empty list: clean).
 
     A scenario still running at the time limit is accepted (a valid scenario may ask for a long run:
-    `duration: 1e6` is in range); everything else must finish within it."""
+    `duration: 1e6` is in range), and so is a command that was showing its progress (a fit of many
+    evaluations); everything else must finish within it. Progress lines may come before the error line."""
     out = []
     err = result.get("stderr", "")
+    progress = [line for line in err.split("\n") if PROGRESS.match(line)]
     if result.get("crashed"):
         out.append(f"the worker died in this case ({result['crashed']})")
-    if result.get("timeout") and case["kind"] != "scenario":
-        out.append("time limit reached (a hang, or work the input should have been refused for)")
+    if result.get("timeout") and case["kind"] != "scenario" and not progress:
+        out.append("time limit reached without a progress line (a hang, or work the input should have been "
+                   "refused for)")
     if result.get("exception"):
         out.append(f"traceback: {result['exception'].strip()}")
     if result.get("rc") not in (0, 2, None):
@@ -428,7 +447,7 @@ def problems(case: dict, result: dict) -> list[str]:
     if re.search(r"RuntimeWarning|encountered in|overflow", err):
         out.append(f"a numpy warning (garbage arithmetic): {err.strip()[:200]!r}")
     if result.get("rc") == 2:
-        lines = err.strip("\n").split("\n")
+        lines = [line for line in err.strip("\n").split("\n") if not PROGRESS.match(line)]
         if len(lines) != 1 or not lines[0].startswith("radarays: error:"):
             out.append(f"not one error line: {err[:300]!r}")
         if result.get("left"):
