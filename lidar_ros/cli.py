@@ -142,6 +142,11 @@ def run(args) -> int:
     if args.scans * config.rows * config.cols > MAX_POINTS:  # every scan is held until written
         raise ConfigError(f"--scans {args.scans}: {args.scans} scans of {config.rows} x {config.cols} exceed "
                           f"{MAX_POINTS} points in one run; write fewer scans per file")
+    beam = config.effects.beam  # the work: rays traced, as the simulator counts them (sub-rays over a footprint)
+    limits.check_product("--scans", {"scans": args.scans, "rows": config.rows, "columns": config.cols,
+                                     "beam.sub_rays": beam.sub_rays if beam.footprint and beam.divergence_mrad > 0 else 1,
+                                     "echoes": 2 if beam.dual else 1},
+                         limits.MAX_RUN_RAYS, "rays traced in one run", "work: hours; write fewer scans per file")
     if args.trajectory:
         pose = Trajectory.from_csv(args.trajectory)
     else:
@@ -165,13 +170,27 @@ def run(args) -> int:
     return 0
 
 
+PROGRESS_EVERY_S = 10.0  # a progress line off a terminal: a long run is seen working, not a hang
+
+
 def _progress(steps, name: str):
-    """The scans with a tqdm progress bar on stderr for longer runs (shown only on a terminal)."""
+    """The scans with a tqdm progress bar on stderr for longer runs on a terminal; elsewhere (a log, a pipe) one
+    line `NAME: scan K of N (T s)` every PROGRESS_EVERY_S seconds once a run takes that long."""
     import sys
+    import time
 
     from tqdm import tqdm
 
-    return tqdm(steps, desc=f"{name} scans", unit="scan", disable=len(steps) < 2 or not sys.stderr.isatty())
+    if sys.stderr.isatty() or len(steps) < 2:
+        yield from tqdm(steps, desc=f"{name} scans", unit="scan", disable=len(steps) < 2)
+        return
+    start = last = time.monotonic()
+    for k, step in enumerate(steps):
+        now = time.monotonic()
+        if now - last >= PROGRESS_EVERY_S:
+            print(f"{name}: scan {k + 1} of {len(steps)} ({now - start:.0f} s)", file=sys.stderr, flush=True)
+            last = now
+        yield step
 
 
 def write_output(out: Path, scans, pose, args, unit) -> None:

@@ -410,8 +410,9 @@ def run_case(case: dict, root: Path, fixtures: Path, limit_s: float) -> dict:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-# progress lines a long command prints on stderr before its result (`fit`: one line per evaluation or every 25th)
-PROGRESS = re.compile(r"^fit( lidar)?: evaluation +\d+ .*$")
+# progress lines a long command prints on stderr before its result (`fit`: one line per evaluation or every 25th;
+# `lidar`: one line every 10 s off a terminal)
+PROGRESS = re.compile(r"^(fit( lidar)?: evaluation +\d+ .*|[^:\n]{1,200}: scan \d+ of \d+ \(\d+ s\))$")
 
 
 def portable(case: dict) -> dict:
