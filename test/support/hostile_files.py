@@ -339,13 +339,27 @@ LIVOX_KEYS = ["pulse_rate_hz", "rate_hz", "emitters", "azimuth.freq_hz", "elevat
 SET_VALUES = ["nan", "inf", "0", "-1", "5e-324", "1e308", "100000", "8192", "16UC1", "8UC3", "'\x1b[2J'", "2", "true"]
 
 
-def lidar_options_case(rng) -> dict:
-    """`radarays lidar` with a Livox preset (CustomMsg) or a depth camera, its options and settings hostile."""
+def lidar_options_case(rng, mutate_tree=None, dump=None) -> dict:
+    """`radarays lidar` with a Livox preset (CustomMsg) or a depth camera, its options and settings hostile; a
+    third of the cases give the preset as a mutated sensor file (written beside, paths made absolute)."""
+    import yaml
+
     depth = bool(rng.integers(2))
     sensor = "ToF-camera-320x240" if depth else _pick(rng, LIVOX)
     suffix = _pick(rng, [".mcap", ".mcap", ".npz", ".png", ".pcd", ".ply"])
     argv = ["lidar", "{world}", "--pose", " ".join(map(str, POSE)), "--sensor", sensor, "--out", "{out}/l" + suffix]
     what = [sensor + suffix]
+    files = {}
+    if mutate_tree is not None and rng.integers(3) == 0:
+        preset = DATA / "lidar" / "presets" / f"{sensor}.yaml"
+        tree = yaml.safe_load(preset.read_text())
+        for key, value in list(tree.items()):  # files named beside the preset, made absolute
+            if isinstance(value, str) and (preset.parent / value).is_file():
+                tree[key] = str((preset.parent / value).resolve())
+        tree, w = mutate_tree(tree, rng)
+        files["s.yaml"] = dump(tree)
+        argv[5] = "{in}/s.yaml"
+        what.append(f"sensor file: {w}"[:120])
     for _ in range(int(rng.integers(1, 4))):
         op = _pick(rng, ["set", "set", "livox", "scans", "t0", "layout", "organized", "view", "frame", "seed",
                          "device", "truth"])
@@ -375,7 +389,7 @@ def lidar_options_case(rng) -> dict:
             words = ["--ground-truth"]
         argv += words
         what.append(" ".join(words)[:60])
-    return {"kind": "lidar_options", "what": "; ".join(what), "files": {}, "argv": argv}
+    return {"kind": "lidar_options", "what": "; ".join(what), "files": files, "argv": argv}
 
 
 def make_fixtures(folder: Path, main, world: str) -> None:

@@ -290,7 +290,7 @@ def generate(seed: int, n: int) -> list[dict]:
         elif kind == "fit_radar":
             case = hostile_files.fit_radar_case(rng)
         elif kind == "lidar_options":
-            case = hostile_files.lidar_options_case(rng)
+            case = hostile_files.lidar_options_case(rng, mutate_tree, _dump)
         else:
             kind, name, tree = _pick(rng, by_kind[kind])
             what = []

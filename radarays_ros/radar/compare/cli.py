@@ -154,6 +154,10 @@ def run(args) -> int:
     print(format_table(*stats))
     print(format_profiles(*stats))
     a, b = co_register(real, sim)
+    if min(a.shape) < 2:  # the ranges both cover hold under 2 of REAL's bins: MI and SSIM of nothing are NaN
+        reach = min(real[0].shape[1] * real[2], sim[0].shape[1] * sim[2])
+        raise ConfigError(f"REAL {args.real} and SIM {args.sim} share {reach:.4g} m of range, fewer than 2 of REAL's "
+                          f"{real[2]:g} m bins: check the range resolutions of both")
     similarity = {"mutual_information": mutual_information(a, b), "ssim": ssim(a, b),
                   "grid": f"{a.shape[0]} azimuths x {a.shape[1]} bins of {real[2]:g} m (REAL's)"}
     print(f"similarity on REAL's polar grid: mutual information {similarity['mutual_information']:.4g} nats, "
