@@ -459,23 +459,40 @@ def problems(case: dict, result: dict) -> list[str]:
 
 
 def replay(cases: list[dict], limit_s: float = 60.0, worker_timeout_s: float | None = None,
-           chunk: int = 150) -> list[dict]:
-    """Run the cases in worker processes (RLIMIT_AS 3 GiB, a fresh worker every `chunk` cases); a worker
-    that dies or hangs is replaced and the case it was in is recorded as crashed. A case that runs out of
-    memory in a long-lived worker (whose heap has grown over earlier cases) is run again alone in a
-    fresh one, as the command would run: only that result counts."""
-    results: dict[str, dict] = {}
-    for first in range(0, len(cases), chunk):
-        results.update(_replay_chunk(cases[first:first + chunk], limit_s, worker_timeout_s))
-    if chunk > 1:
-        for case in cases:
-            result = results[case["id"]]
-            if "out of memory" in result.get("stderr", "") or "MemoryError" in (result.get("exception") or ""):
-                results[case["id"]] = replay([case], limit_s, worker_timeout_s, chunk=1)[0]
+           chunk: int = 150, workers: int | None = None) -> list[dict]:
+    """Run the cases in worker processes (RLIMIT_AS 3 GiB, a fresh worker every `chunk` cases, `workers` of them
+    at once: RADARAYS_REPLAY_WORKERS, default the CPU count up to 4); a worker that dies or hangs is replaced
+    and the case it was in is recorded as crashed. A case that runs out of memory in a long-lived worker
+    (whose heap has grown over earlier cases) is run again alone in a fresh one, as the command would run:
+    only that result counts. The fixtures (frames, pictures the cases mutate) are made once, by a worker."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = workers or int(os.environ.get("RADARAYS_REPLAY_WORKERS", "0")) or min(4, os.cpu_count() or 1)
+    with tempfile.TemporaryDirectory(prefix="radarays-replay-fixtures-") as fixtures:
+        done = subprocess.run([sys.executable, __file__, "--fixtures", fixtures], env=_worker_env(),
+                              capture_output=True, text=True, preexec_fn=_child_limits, timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(f"the replay's fixtures could not be made: {done.stderr[-2000:]}")
+        chunks = [cases[first:first + chunk] for first in range(0, len(cases), chunk)]
+        results: dict[str, dict] = {}
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for part in pool.map(lambda c: _replay_chunk(c, limit_s, worker_timeout_s, fixtures), chunks):
+                results.update(part)
+        if chunk > 1:
+            for case in cases:
+                result = results[case["id"]]
+                if "out of memory" in result.get("stderr", "") or "MemoryError" in (result.get("exception") or ""):
+                    results.update(_replay_chunk([case], limit_s, worker_timeout_s, fixtures))
     return [results[c["id"]] for c in cases]
 
 
-def _replay_chunk(cases: list[dict], limit_s: float, worker_timeout_s: float | None) -> dict[str, dict]:
+def _worker_env() -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env.pop("RADARAYS_LIDAR_CONFIG", None)
+    return env
+
+
+def _replay_chunk(cases: list[dict], limit_s: float, worker_timeout_s: float | None, fixtures: str) -> dict[str, dict]:
     results: dict[str, dict] = {}
     pending = list(cases)
     with tempfile.TemporaryDirectory(prefix="radarays-replay-") as tmp:
@@ -484,11 +501,10 @@ def _replay_chunk(cases: list[dict], limit_s: float, worker_timeout_s: float | N
             (tmp / "cases.json").write_text(json.dumps(pending))
             progress = tmp / "progress.jsonl"
             progress.unlink(missing_ok=True)
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-            env.pop("RADARAYS_LIDAR_CONFIG", None)
             try:
-                done = subprocess.run([sys.executable, __file__, str(tmp / "cases.json"), str(progress), str(limit_s)],
-                                      env=env, capture_output=True, text=True, preexec_fn=_child_limits,
+                done = subprocess.run([sys.executable, __file__, str(tmp / "cases.json"), str(progress), str(limit_s),
+                                       fixtures], env=_worker_env(), capture_output=True, text=True,
+                                      preexec_fn=_child_limits,
                                       timeout=worker_timeout_s or (limit_s + 30) * len(pending) + 120)
                 tail = done.stderr[-500:]
             except subprocess.TimeoutExpired:
@@ -512,12 +528,10 @@ def _child_limits() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def _worker(cases_path: str, progress_path: str, limit_s: str) -> None:
+def _worker(cases_path: str, progress_path: str, limit_s: str, fixtures: str) -> None:
     cases = json.loads(Path(cases_path).read_text())
     root = Path(tempfile.mkdtemp(prefix="replay-worker-"))
-    fixtures = root / "fixtures"
-    fixtures.mkdir()
-    make_fixtures(fixtures)
+    fixtures = Path(fixtures)
     with open(progress_path, "a") as log:
         for case in cases:
             record = run_case(case, root, fixtures, float(limit_s))
@@ -536,4 +550,7 @@ def report(cases: list[dict], results: list[dict]) -> list[str]:
 
 
 if __name__ == "__main__":
-    _worker(*sys.argv[1:4])
+    if sys.argv[1] == "--fixtures":
+        make_fixtures(Path(sys.argv[2]))
+    else:
+        _worker(*sys.argv[1:5])
