@@ -102,6 +102,8 @@ def test_the_file_recipes_are_what_they_say(tmp_path):
     (tmp_path / "d.npz").write_bytes(files.mutated_npz(tmp_path / "a.npz", [["fill", 0, "nan"], ["shape", 1, "T"]]))
     with np.load(tmp_path / "d.npz") as d:
         assert np.isnan(d["x"]).all() and d["y"].shape == (4,)
+    for how in files.SHAPES:  # every reshape after a "text" op made the array a scalar (seed 27 case 1964)
+        files.mutated_npz(tmp_path / "a.npz", [["text", 0, "x" * 50], ["shape", 0, how]])
     text = files.poses_text(2, [["number", 1, 3, "inf"], ["junk", "\x1b[2J"]])
     assert text.splitlines()[0] == "\x1b[2J" and text.splitlines()[2].split()[3] == "inf"
 

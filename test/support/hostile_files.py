@@ -91,6 +91,9 @@ def _bomb_bytes() -> bytes:
 
 
 def _reshaped(a: np.ndarray, how: str) -> np.ndarray:
+    a = a.reshape(1) if a.ndim == 0 else a  # a scalar (an earlier "text" op) as one value
+    if how == "one" and a.size == 0:
+        return a.reshape(-1)
     if how == "T":
         return a.T
     if how == "flat":
