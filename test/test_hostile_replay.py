@@ -104,6 +104,10 @@ def test_the_file_recipes_are_what_they_say(tmp_path):
         assert np.isnan(d["x"]).all() and d["y"].shape == (4,)
     for how in files.SHAPES:  # every reshape after a "text" op made the array a scalar (seed 27 case 1964)
         files.mutated_npz(tmp_path / "a.npz", [["text", 0, "x" * 50], ["shape", 0, how]])
+    filled = files.mutated_npz(tmp_path / "a.npz", [["text", 0, "OS1"], ["fill", 0, "nan"]])  # (seed 31 case 236)
+    (tmp_path / "e.npz").write_bytes(filled)
+    with np.load(tmp_path / "e.npz") as e:
+        assert np.isnan(e["x"]).all()
     text = files.poses_text(2, [["number", 1, 3, "inf"], ["junk", "\x1b[2J"]])
     assert text.splitlines()[0] == "\x1b[2J" and text.splitlines()[2].split()[3] == "inf"
 

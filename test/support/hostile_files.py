@@ -120,36 +120,10 @@ def mutated_npz(source: Path, ops: list) -> bytes:
         key = keys[op[1] % len(keys)] if len(op) > 1 and isinstance(op[1], int) and keys else None
         if key is None and op[0] not in ("add", "corrupt"):
             continue
-        kind = op[0]
-        if kind in ("fill", "fill_some"):
-            a = np.array(data[key], dtype=np.float64 if data[key].dtype.kind not in "fc" else data[key].dtype)
-            if kind == "fill":
-                a[...] = FILL[op[2]]
-            else:
-                a.reshape(-1)[::7] = FILL[op[2]]
-            data[key] = a
-        elif kind == "dtype":
-            try:
-                data[key] = data[key].astype(op[2])
-            except (TypeError, ValueError, OverflowError):
-                data[key] = np.zeros(data[key].shape, op[2] if op[2] != "object" else object)
-        elif kind == "shape":
-            data[key] = _reshaped(data[key], op[2])
-        elif kind == "drop":
-            del data[key]
-        elif kind == "scalar":
-            data[key] = np.asarray(data[key]).reshape(-1)[:1].reshape(()) if data[key].size else np.float64(1.0)
-        elif kind == "bomb":
-            raw[key] = _bomb_bytes()
-            del data[key]
-        elif kind == "text":
-            data[key] = np.asarray(op[2])
-        elif kind == "huge_int":
-            data[key] = np.full(data[key].shape, np.iinfo(np.int64).max, np.int64)
-        elif kind == "add":
-            data[op[1]] = np.arange(3.0)
-        elif kind == "corrupt":
-            corrupt = True
+        try:  # an op that does not apply to this array (a text array reshaped, ...) is left out
+            corrupt = _apply(op, key, data, raw) or corrupt
+        except (TypeError, ValueError, IndexError, OverflowError):
+            continue
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for key, array in data.items():
@@ -160,6 +134,42 @@ def mutated_npz(source: Path, ops: list) -> bytes:
     if corrupt:  # cut in the middle of the central directory's first entry
         out = out[: len(out) * 2 // 3]
     return out
+
+
+def _apply(op: list, key, data: dict, raw: dict) -> bool:
+    """One op of npz_ops on `data` (in place); True for "corrupt" (the archive is cut after writing)."""
+    kind = op[0]
+    if kind in ("fill", "fill_some"):
+        a = np.array(data[key], dtype=np.float64 if data[key].dtype.kind not in "fc" else data[key].dtype) \
+            if data[key].dtype.kind in "biufc" else np.zeros(data[key].shape)
+        if kind == "fill":
+            a[...] = FILL[op[2]]
+        else:
+            a.reshape(-1)[::7] = FILL[op[2]]
+        data[key] = a
+    elif kind == "dtype":
+        try:
+            data[key] = data[key].astype(op[2])
+        except (TypeError, ValueError, OverflowError):
+            data[key] = np.zeros(data[key].shape, op[2] if op[2] != "object" else object)
+    elif kind == "shape":
+        data[key] = _reshaped(data[key], op[2])
+    elif kind == "drop":
+        del data[key]
+    elif kind == "scalar":
+        data[key] = np.asarray(data[key]).reshape(-1)[:1].reshape(()) if data[key].size else np.float64(1.0)
+    elif kind == "bomb":
+        raw[key] = _bomb_bytes()
+        del data[key]
+    elif kind == "text":
+        data[key] = np.asarray(op[2])
+    elif kind == "huge_int":
+        data[key] = np.full(data[key].shape, np.iinfo(np.int64).max, np.int64)
+    elif kind == "add":
+        data[op[1]] = np.arange(3.0)
+    elif kind == "corrupt":
+        return True
+    return False
 
 
 def picture_bytes(source: Path, op: str) -> bytes:
