@@ -25,10 +25,17 @@ MAX_IMAGE_CELLS = 16_000_000  # radar images: azimuths x range bins (float64 ima
 MAX_FRAME_RAYS = 2_000_000  # radar rays per frame x passes: ~100 B of arrays per ray and bounce
 MAX_LIDAR_RAYS = 16_000_000  # lidar rays per scan x sub-rays x echoes: ~60 B of per-ray arrays each
 MAX_PICTURE_PIXELS = 64_000_000  # a picture read or written (8-bit RGBA: 256 MB; float64 work arrays 512 MB)
+# rays traced by one `radarays lidar` run (scans x rays per scan x sub-rays x echoes): the work, not the memory.
+# Measured (2 shared cores, office world): 0.2 M rays/s with 64 sub-rays, so the bound is about half an hour,
+# shown by a progress line; 1700 VLP-16 scans of 64 sub-rays (3.1 G rays, ~4 h) are refused
+MAX_RUN_RAYS = 400_000_000
+MAX_ARRAY_VALUES = 64_000_000  # one array of an .npz read from outside (512 MB as float64; io/npz_files.py)
 
 
-def check_product(where: str, factors: Mapping[str, float], limit: float, unit: str = "values") -> int:
-    """The product of `factors` ({name: size}) as an int, or ConfigError naming each factor and `limit`.
+def check_product(where: str, factors: Mapping[str, float], limit: float, unit: str = "values",
+                  why: str = "memory") -> int:
+    """The product of `factors` ({name: size}) as an int, or ConfigError naming each factor, `limit` and `why`
+    (what the bound protects: memory, or the work of a run that would take hours).
 
     Sizes may be floats (a count not yet rounded); a non-finite or negative size is refused too."""
     names, sizes = list(factors), [factors[k] for k in factors]
@@ -42,7 +49,7 @@ def check_product(where: str, factors: Mapping[str, float], limit: float, unit: 
     if total > limit or not math.isfinite(total):
         shown = " x ".join(plain(s) for s in sizes)
         raise ConfigError(f"{where}: {' x '.join(names)} = {shown} = {total:.3g} exceeds {int(limit)} {unit} "
-                          f"(memory); lower {'one of them' if len(names) > 1 else 'it'}")
+                          f"({why}); lower {'one of them' if len(names) > 1 else 'it'}")
     return int(total)
 
 

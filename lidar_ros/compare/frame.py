@@ -42,6 +42,27 @@ class LidarFrame:
             if value is not None and np.asarray(value).shape != r.shape:
                 raise ConfigError(f"lidar frame {self.name}: {key} has shape {np.asarray(value).shape}, "
                                   f"expected {r.shape} as range")
+        self._check_values(r)
+
+    def _check_values(self, r: np.ndarray) -> None:
+        """Ranges positive or NaN (no return), every other channel finite where it is read (a file's nan, inf or
+        1e308 would make the statistics NaN or overflow without a word)."""
+        with np.errstate(all="ignore"):
+            valid = np.isfinite(r)
+            if np.isinf(r).any() or (r[valid] <= 0).any() or (r[valid] > 1e6).any():
+                raise ConfigError(f"lidar frame {self.name}: range holds values outside (0, 1e6] m that are not NaN "
+                                  "(no return)")
+            if not np.isfinite(np.asarray(self.xyz_m)[valid]).all():
+                raise ConfigError(f"lidar frame {self.name}: xyz is not finite where range has a return")
+            for key in ("reflectivity", "signal", "near_ir", "signal2", "time_s", "column_time_s", "range2_m"):
+                value = getattr(self, key)
+                if value is None:
+                    continue
+                v = np.asarray(value, np.float64)
+                bad = ~np.isfinite(v) if key != "range2_m" else np.isinf(v)
+                if bad.any() or (np.abs(v[np.isfinite(v)]) > 1e12).any() or (key == "range2_m" and (v <= 0).any()):
+                    raise ConfigError(f"lidar frame {self.name}: {key} holds values that are not finite numbers "
+                                      "within 1e12 (range2: positive or NaN)")
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -19,6 +19,7 @@ evaluation), OUT.json and OUT.png (the picture). Progress goes to stderr.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import sys
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 from radarays_ros.errors import ConfigError
+from radarays_ros.output_files import add_overwrite_argument, check_new, replacing_all
 from radarays_ros.validate import Rule
 
 SEED = Rule(int, 0, 2**63 - 1)
@@ -54,6 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the statistics; 'pixels' per pixel against the SIGNAL channel with Warp wp.Tape gradients "
                         "(lidar_ros/fit/gradients.py; needs warp-lang)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_overwrite_argument(p)
     p.set_defaults(func=run)
 
 
@@ -111,13 +114,8 @@ def portable_spec(config) -> dict:
 
 
 def run(args) -> int:
-    import numpy as np
-    import yaml
-
-    from lidar_ros.compare.stats import frame_stats
     from lidar_ros.config import load_sensor
-    from lidar_ros.fit import AWAITING, NOT_FROM_FRAMES, SENSOR_STAGE, fit_sensor_stage, objective_text, scene_from_frame
-    from lidar_ros.fit.shade import shade
+    from lidar_ros.fit import SENSOR_STAGE, fit_sensor_stage, objective_text, scene_from_frame
     from radarays_ros.io.lidar_frames import read_lidar_frame
 
     seed = SEED.check(args.seed, "--seed")
@@ -129,6 +127,10 @@ def run(args) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in (".yaml", ".yml"):
         raise ConfigError(f"--out {args.out}: a sensor YAML (.yaml or .yml)")
+    # every output is checked before the work and written together at the end (output_files.py)
+    picture = importlib.util.find_spec("matplotlib") is not None
+    outputs = output_paths(out, picture, materials=bool(args.poses))
+    check_new(outputs.values(), args.overwrite)
     config = load_sensor(args.sensor)
     from radarays_ros.io.lidar_bag_frames import is_bag, read_bag_frame
 
@@ -141,6 +143,7 @@ def run(args) -> int:
     checks = [read(path) for path in args.check]
     for frame in frames + checks:
         check_sensor(frame, config)
+    check_scenes = [scene_from_frame(frame) for frame in checks]  # a frame that cannot be shaded: before the fit
     start_spec = portable_spec(config)
     poses = read_poses(args.poses, len(frames)) if args.poses else None
 
@@ -159,48 +162,76 @@ def run(args) -> int:
     result, fitted_spec, scenes = fit_sensor_stage(frames, start_spec, params, seed=seed, max_evaluations=evaluations,
                                                    progress=progress)
     seconds = time.perf_counter() - t0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    header = (f"# fitted by `radarays fit lidar` from {', '.join(f.name for f in frames)} starting at {args.sensor}\n"
-              f"# (report: {out.with_suffix('.md').name}); unidentifiable parameters keep the starting value\n")
-    out.write_text(header + yaml.safe_dump(fitted_spec, sort_keys=False))
-    load_sensor(str(out))  # the output validates as any sensor file
-
-    tables, stats_json = [], {}
-    for label, group in (("fitted on", frames), ("check", checks)):
-        for frame in group:
-            scene = scenes[frames.index(frame)] if group is frames else scene_from_frame(frame)
-            before, after = shade(scene, start_spec, seed, "before"), shade(scene, fitted_spec, seed, "after")
-            stats = [frame_stats(frame), frame_stats(before), frame_stats(after)]
-            tables.append((f"{label}: {frame.name}", stats))
-            stats_json[f"{label}: {frame.name}"] = [{k: (None if isinstance(v, float) and math.isnan(v) else v)
-                                                      for k, v in s.items()} for s in stats]
-    report = write_report(out, args, result, tables, seconds, {**NOT_FROM_FRAMES, **AWAITING},
-                          objective_text(result) + (f"\n{note}" if note else ""))
-    out.with_suffix(".json").write_text(json.dumps({
-        "sensor": args.sensor, "frames": [f.name for f in frames], "seed": seed, "seconds": seconds,
-        "parameters": [{"name": n, "key": k, "start": s, "value": v, "verdict": w} for n, k, s, v, w in result.rows()],
-        "objective": result.history, "statistics [real, before, after]": stats_json,
-        "not_from_frames": NOT_FROM_FRAMES, "awaiting_keys": AWAITING}, indent=1))
-    try:
-        from radarays_ros.io.lidar_fit_picture import fit_picture
-
-        fit_picture(out.with_suffix(".png"), result.history, tables)
-    except ImportError as exc:  # matplotlib missing: the report stands without its picture
-        print(f"fit lidar: no picture ({exc})", file=sys.stderr)
-    print(objective_text(result))
+    materials, texture_note = None, ""
     if poses is not None:
-        materials_out, texture = fit_materials(args, config, frames, poses, out)
-        print(f"fitted materials -> {materials_out}")
+        materials, texture = fit_materials(args, config, frames, poses)
         if texture.sigma_identifiable:  # the surface texture into the fitted sensor file (texture_fit.py)
             from lidar_ros.fit.params import set_value
 
             fitted_spec = set_value(fitted_spec, "surface.texture_sigma", texture.sigma)
             if texture.length_identifiable:
                 fitted_spec = set_value(fitted_spec, "surface.texture_length_m", texture.length_m)
-            out.write_text(header + f"# surface texture: {texture.verdict}\n" + yaml.safe_dump(fitted_spec, sort_keys=False))
-            load_sensor(str(out))
-    print(f"fitted sensor -> {out}; report -> {report} ({seconds:.1f} s)")
+            texture_note = f"# surface texture: {texture.verdict}\n"
+    with replacing_all(outputs.values(), args.overwrite) as tmps:
+        written = dict(zip(outputs, tmps))
+        _write_outputs(written, out, args, frames, checks, scenes, check_scenes, start_spec, fitted_spec, result, seed,
+                       seconds, materials, note, texture_note)
+    print(objective_text(result))
+    if materials is not None:
+        print(f"fitted materials -> {outputs['materials']}")
+    print(f"fitted sensor -> {out}; report -> {outputs['report']} ({seconds:.1f} s)")
     return 0
+
+
+def output_paths(out: Path, picture: bool, materials: bool) -> dict[str, Path]:
+    """The files a fit writes: OUT, OUT.md, OUT.json, OUT.png (with matplotlib), OUT.materials.yaml (with --poses)."""
+    paths = {"sensor": out, "report": out.with_suffix(".md"), "json": out.with_suffix(".json")}
+    if picture:
+        paths["picture"] = out.with_suffix(".png")
+    if materials:
+        paths["materials"] = out.with_suffix(".materials.yaml")
+    return paths
+
+
+def _write_outputs(written: dict, out: Path, args, frames, checks, scenes, check_scenes, start_spec, fitted_spec,
+                   result, seed, seconds, materials, note: str = "", texture_note: str = "") -> None:
+    """Every output into its temporary name (`written`, from output_paths); renamed together by the caller."""
+    import yaml
+
+    from lidar_ros.compare.stats import frame_stats
+    from lidar_ros.config import load_sensor
+    from lidar_ros.fit import AWAITING, NOT_FROM_FRAMES, objective_text
+    from lidar_ros.fit.shade import shade
+
+    header = (f"# fitted by `radarays fit lidar` from {', '.join(f.name for f in frames)} starting at {args.sensor}\n"
+              f"# (report: {out.with_suffix('.md').name}); unidentifiable parameters keep the starting value\n")
+    written["sensor"].write_text(header + texture_note + yaml.safe_dump(fitted_spec, sort_keys=False))
+    load_sensor(str(written["sensor"]))  # the output validates as any sensor file
+
+    tables, stats_json = [], {}
+    for label, group in (("fitted on", frames), ("check", checks)):
+        for i, frame in enumerate(group):
+            scene = scenes[i] if group is frames else check_scenes[i]
+            before, after = shade(scene, start_spec, seed, "before"), shade(scene, fitted_spec, seed, "after")
+            stats = [frame_stats(frame), frame_stats(before), frame_stats(after)]
+            tables.append((f"{label}: {frame.name}", stats))
+            stats_json[f"{label}: {frame.name}"] = [{k: (None if isinstance(v, float) and math.isnan(v) else v)
+                                                      for k, v in s.items()} for s in stats]
+    write_report(written["report"], args, result, tables, seconds, {**NOT_FROM_FRAMES, **AWAITING},
+                 objective_text(result) + (f"\n{note}" if note else ""))
+    written["json"].write_text(json.dumps({
+        "sensor": args.sensor, "frames": [f.name for f in frames], "seed": seed, "seconds": seconds,
+        "parameters": [{"name": n, "key": k, "start": s, "value": v, "verdict": w} for n, k, s, v, w in result.rows()],
+        "objective": result.history, "statistics [real, before, after]": stats_json,
+        "not_from_frames": NOT_FROM_FRAMES, "awaiting_keys": AWAITING}, indent=1))
+    if "picture" in written:
+        from radarays_ros.io.lidar_fit_picture import fit_picture
+
+        fit_picture(written["picture"], result.history, tables)
+    else:  # matplotlib missing: the report stands without its picture
+        print("fit lidar: no picture (matplotlib is not installed)", file=sys.stderr)
+    if materials is not None:
+        written["materials"].write_text(materials)
 
 
 TABLE_KEYS = ("valid_fraction", "isolated_fraction", "signal_r2_rho_1_2m", "signal_r2_rho_4_8m", "signal_r2_rho_8_16m",
@@ -216,8 +247,7 @@ def stats_table(stats) -> str:
     return "\n".join(lines)
 
 
-def write_report(out: Path, args, result, tables, seconds, awaiting, summary) -> Path:
-    path = out.with_suffix(".md")
+def write_report(path: Path, args, result, tables, seconds, awaiting, summary) -> Path:
     rows = "\n".join(f"| {n} | `{k}` | {s:.4g} | {v:.4g} | {w} |" for n, k, s, v, w in result.rows())
     parts = [f"# Lidar fit: {', '.join(args.real)} with {args.sensor}", "",
              f"{result.evaluations} evaluations, {seconds:.1f} s, seed {args.seed}; objective ½Σ log(sim/real)² "
@@ -254,8 +284,9 @@ def read_poses(path: str, count: int):
     return values
 
 
-def fit_materials(args, config, frames, poses, out: Path) -> Path:
-    """Per-material reflectivity (lidar_ros/fit/materials_fit.py) from frames simulated at the poses in --world."""
+def fit_materials(args, config, frames, poses):
+    """Per-material reflectivity (lidar_ros/fit/materials_fit.py) and the surface texture (texture_fit.py) from
+    frames simulated at the poses in --world: (the text of OUT.materials.yaml, the texture fit)."""
     import numpy as np
     import yaml
 
@@ -311,7 +342,5 @@ def fit_materials(args, config, frames, poses, out: Path) -> Path:
     base = yaml.safe_load(Path(args.materials).read_text()) if args.materials else None
     base = base if isinstance(base, dict) else {}
     base["materials"] = {**(base.get("materials") or {}), **entries}
-    path = out.with_suffix(".materials.yaml")
-    path.write_text("# per-material lidar reflectivity fitted by `radarays fit lidar`; use with --materials\n"
-                    + yaml.safe_dump(base, sort_keys=False))
-    return path, texture
+    return ("# per-material lidar reflectivity fitted by `radarays fit lidar`; use with --materials\n"
+            + yaml.safe_dump(base, sort_keys=False)), texture

@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from radarays_ros import limits
-from radarays_ros.output_files import add_overwrite_argument, check_new, replacing
-from radarays_ros.validate import Rule
-from radarays_ros.errors import ConfigError
+from ..output_files import add_overwrite_argument, check_new, replacing
+from ..validate import Rule
+from ..errors import ConfigError
 from .tracing import add_backend_arguments
 
 from lidar_ros.sink import LAYOUTS
@@ -96,15 +96,15 @@ def parse_overrides(items: list[str]) -> dict:
 
 
 def run(args) -> int:
-    from radarays_ros.tracing import make_backend
-    from radarays_ros.tracing.cli import backend_options
-    from radarays_ros.tracing.warp import require_device_backend
-    from radarays_ros.world.loader import load_world
-    from radarays_ros.world.trajectory import Trajectory
-    from radarays_ros.world.transforms import parse_pose_string
+    from ..tracing import make_backend
+    from .tracing import backend_options
+    from ..tracing.warp import require_device_backend
+    from ..world.loader import load_world
+    from ..world.trajectory import Trajectory
+    from ..world.transforms import parse_pose_string
 
-    from radarays_ros.io.lidar_clouds import GROUND_TRUTH_FIELDS
-    from radarays_ros.sensors.units import LidarUnit
+    from ..io.lidar_clouds import GROUND_TRUTH_FIELDS
+    from ..sensors.units import LidarUnit
 
     from lidar_ros.config import load_sensor
 
@@ -113,7 +113,7 @@ def run(args) -> int:
 
         names = list_presets()
         if not names:  # an empty list would look like success: the data of the install is missing
-            from radarays_ros.resources import lidar_data_dir
+            from ..resources import lidar_data_dir
 
             raise ConfigError(f"no lidar presets found in {lidar_data_dir() / 'presets'} (a broken install, or "
                               "RADARAYS_LIDAR_CONFIG names a folder without presets/)")
@@ -142,6 +142,11 @@ def run(args) -> int:
     if args.scans * config.rows * config.cols > MAX_POINTS:  # every scan is held until written
         raise ConfigError(f"--scans {args.scans}: {args.scans} scans of {config.rows} x {config.cols} exceed "
                           f"{MAX_POINTS} points in one run; write fewer scans per file")
+    beam = config.effects.beam  # the work: rays traced, as the simulator counts them (sub-rays over a footprint)
+    limits.check_product("--scans", {"scans": args.scans, "rows": config.rows, "columns": config.cols,
+                                     "beam.sub_rays": beam.sub_rays if beam.footprint and beam.divergence_mrad > 0 else 1,
+                                     "echoes": 2 if beam.dual else 1},
+                         limits.MAX_RUN_RAYS, "rays traced in one run", "work: hours; write fewer scans per file")
     if args.trajectory:
         pose = Trajectory.from_csv(args.trajectory)
     else:
@@ -165,19 +170,33 @@ def run(args) -> int:
     return 0
 
 
+PROGRESS_EVERY_S = 10.0  # a progress line off a terminal: a long run is seen working, not a hang
+
+
 def _progress(steps, name: str):
-    """The scans with a tqdm progress bar on stderr for longer runs (shown only on a terminal)."""
+    """The scans with a tqdm progress bar on stderr for longer runs on a terminal; elsewhere (a log, a pipe) one
+    line `NAME: scan K of N (T s)` every PROGRESS_EVERY_S seconds once a run takes that long."""
     import sys
+    import time
 
     from tqdm import tqdm
 
-    return tqdm(steps, desc=f"{name} scans", unit="scan", disable=len(steps) < 2 or not sys.stderr.isatty())
+    if sys.stderr.isatty() or len(steps) < 2:
+        yield from tqdm(steps, desc=f"{name} scans", unit="scan", disable=len(steps) < 2)
+        return
+    start = last = time.monotonic()
+    for k, step in enumerate(steps):
+        now = time.monotonic()
+        if now - last >= PROGRESS_EVERY_S:
+            print(f"{name}: scan {k + 1} of {len(steps)} ({now - start:.0f} s)", file=sys.stderr, flush=True)
+            last = now
+        yield step
 
 
 def write_output(out: Path, scans, pose, args, unit) -> None:
     """Write the scans of the sensor unit `unit` (radarays_ros.sensors.units.LidarUnit) as the suffix says."""
-    from radarays_ros.io.lidar_clouds import GROUND_TRUTH_FIELDS, pointcloud_array
-    from radarays_ros.io.lidar_files import write_pcd, write_ply
+    from ..io.lidar_clouds import GROUND_TRUTH_FIELDS, pointcloud_array
+    from ..io.lidar_files import write_pcd, write_ply
 
     ground_truth = tuple(GROUND_TRUTH_FIELDS) if args.ground_truth else ()
     suffix = out.suffix.lower()
@@ -193,7 +212,7 @@ def write_output(out: Path, scans, pose, args, unit) -> None:
                 data = {k: (np.stack([a[k] for a in arrays]) if k != "ring" else arrays[0][k]) for k in arrays[0]}
             np.savez_compressed(tmp, **data)
         elif suffix == ".png":
-            from radarays_ros.io.lidar_files import write_top_view
+            from ..io.lidar_files import write_top_view
 
             write_top_view(tmp, scans[-1], reach_m=args.view_reach, grid_m=args.view_grid)
         else:
@@ -204,7 +223,7 @@ def write_output(out: Path, scans, pose, args, unit) -> None:
 def _sensor_arrays(scan) -> dict:
     """Cone sensors add their reading (range, azimuth, elevation of the nearest return; +inf = none),
     depth cameras their depth image (optical z, m, +inf = none)."""
-    from radarays_ros.io.lidar_clouds import cone_reading, depth_image
+    from ..io.lidar_clouds import cone_reading, depth_image
 
     if scan.config.kind == "cone":
         return dict(zip(("cone_range", "cone_azimuth_rad", "cone_elevation_rad"), map(np.float32, cone_reading(scan))))
@@ -215,11 +234,11 @@ def _sensor_arrays(scan) -> dict:
 
 def write_bag(out: Path, scans, pose, args, unit) -> None:
     """The scans as the unit's messages (those a node publishes) on its topics, plus the sensor pose on /tf."""
-    from radarays_ros.io import messages
-    from radarays_ros.io.bag import BagWriter
-    from radarays_ros.io.messages import header_stamp
-    from radarays_ros.sensors.topics import topic_messages
-    from radarays_ros.world.trajectory import Trajectory
+    from ..io import messages
+    from ..io.bag import BagWriter
+    from ..io.messages import header_stamp
+    from ..sensors.topics import topic_messages
+    from ..world.trajectory import Trajectory
 
     cfg = scans[0].config
     frame = cfg.frame_id

@@ -16,7 +16,8 @@ import numpy as np
 
 from lidar_ros.compare import LidarFrame
 
-from ..errors import ConfigError
+from ..errors import ConfigError, one_line
+from .npz_files import read_npz
 
 
 def read_lidar_frame(path: str | Path, meta: str | Path | None = None, scan: int = 0) -> LidarFrame:
@@ -30,29 +31,31 @@ def read_lidar_frame(path: str | Path, meta: str | Path | None = None, scan: int
     if suffix != ".npz":
         raise ConfigError(f"lidar frame {path}: unknown file type '{file.suffix}'; allowed: .npz (shared/realdata or "
                           "`radarays lidar --out X.npz`), .pcap + --meta JSON or .osf (Ouster, needs ouster-sdk)")
-    try:
-        with np.load(file, allow_pickle=False) as npz:
-            data = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"lidar frame {path}: not a readable .npz ({str(exc)[:80]})") from None
+    data = read_npz(file, "lidar frame")
+    for key, value in data.items():  # real numbers and text (names): no complex values, dates or bytes
+        if value.dtype.kind not in "biufU":
+            raise ConfigError(f"lidar frame {path}: array {one_line(key, 60)!r} is {value.dtype}, allowed real "
+                              "numbers or text")
     if "range_mm" in data:
-        fields = ouster_frame(data, file.name)
+        build = ouster_frame
     elif "grid_distance_raw" in data and "laser_vert_deg" in data:
-        fields = velodyne_grid_frame(data, file.name)
+        build = velodyne_grid_frame
     elif "grid_distance_raw" in data and "beam_elevation_deg" in data:
-        fields = hesai_grid_frame(data, file.name)
+        build = hesai_grid_frame
     elif "range" in data and "xyz" in data:
-        fields = simulated_frame(data, file.name, scan)
+        def build(data, name):
+            return simulated_frame(data, name, scan)
     else:
-        keys = ", ".join(sorted(data)[:8])
+        keys = ", ".join(one_line(k, 40) for k in sorted(data)[:8])
         raise ConfigError(f"lidar frame {path}: no lidar frame in it (keys {keys}); expected an Ouster or nebula .npz "
                           "of shared/realdata or one of `radarays lidar --out X.npz`")
-    try:
-        return LidarFrame(**fields)
-    except (TypeError, ValueError) as exc:
+    try:  # arrays of the right names but wrong shapes or values fail inside numpy: one line naming the file
+        with np.errstate(all="ignore"):
+            return LidarFrame(**build(data, file.name))
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError) as exc:
         if isinstance(exc, ConfigError):
             raise
-        raise ConfigError(f"lidar frame {path}: malformed arrays ({str(exc)[:100]})") from None
+        raise ConfigError(f"lidar frame {path}: malformed arrays ({type(exc).__name__}: {one_line(str(exc), 100)})") from None
 
 
 def _need(data: dict, keys: tuple, name: str, what: str) -> None:

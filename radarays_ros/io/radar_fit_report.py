@@ -62,10 +62,16 @@ def _centres(stats, resolution):
     return 0.5 * (stats.edges[:-1] + stats.edges[1:]) * resolution
 
 
-def sensor_report(fit, frames, preset: str, out: Path) -> dict:
-    """Write OUT_report.md and OUT_report.png of a SensorFit; returns their paths and a short summary."""
+def report_paths(out: Path) -> tuple[Path, Path]:
+    """OUT_report.md and OUT_report.png beside the fitted preset OUT."""
+    return out.with_name(out.stem + "_report.md"), out.with_name(out.stem + "_report.png")
+
+
+def sensor_report(fit, frames, preset: str, out: Path, to: tuple[Path, Path] | None = None) -> dict:
+    """Write OUT_report.md and OUT_report.png of a SensorFit (or the two files `to`, temporary names the caller
+    renames); returns their final paths and a short summary."""
     res = fit.config.range.resolution
-    md, png = out.with_name(out.stem + "_report.md"), out.with_name(out.stem + "_report.png")
+    md, png = to or report_paths(out)
     real_summary = fit.stats_real[0].summary(res)
     before, after = fit.stats_before.summary(res), fit.stats_after.summary(res)
     lines = [f"# radarays fit radar: {preset} -> {out.name}", "",
@@ -92,13 +98,13 @@ def sensor_report(fit, frames, preset: str, out: Path) -> dict:
             "sum of squared residuals", f"counts ({fit.config.receiver.db_per_count:g} dB each)")
     summary = "\n".join([f"fitted {k} = {v:.6g} (start {fit.start_values[k]:.6g})" for k, v in fit.values.items()]
                         + [f"not fitted {k}: {why}" for k, why in fit.dropped.items()])
-    return {"markdown": md, "picture": png, "summary": summary}
+    return dict(zip(("markdown", "picture"), report_paths(out)), summary=summary)
 
 
-def material_report(fit, frames, preset: str, out: Path) -> dict:
+def material_report(fit, frames, preset: str, out: Path, to: tuple[Path, Path] | None = None) -> dict:
     from ..radar.fit.statistics import quiet_stats
 
-    md, png = out.with_name(out.stem + "_report.md"), out.with_name(out.stem + "_report.png")
+    md, png = to or report_paths(out)
     res = frames[0][1] if np.isfinite(frames[0][1]) else 1.0
     lines = [f"# radarays fit radar --world: materials ({preset}) -> {out.name}", "",
              f"Score (MIS, nats, + SSIM weight): before {fit.score_before:.4g}, after {fit.score_after:.4g}. "
@@ -118,4 +124,4 @@ def material_report(fit, frames, preset: str, out: Path) -> dict:
     summary = "\n".join([f"fitted {k} = {v:.6g} (start {fit.start_values[k]:.6g})" for k, v in fit.values.items()]
                         + [f"not fitted {k}: {why}" for k, why in fit.dropped.items()]
                         + [f"score {fit.score_before:.4g} -> {fit.score_after:.4g}"])
-    return {"markdown": md, "picture": png, "summary": summary}
+    return dict(zip(("markdown", "picture"), report_paths(out)), summary=summary)

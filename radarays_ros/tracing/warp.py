@@ -22,11 +22,15 @@ The same kernel runs on both devices, so CI checks the GPU code path on Warp's C
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 import threading
 
 import numpy as np
 
-from ..errors import ConfigError, TracingError
+from ..errors import ConfigError, TracingError, one_line
 from ..world.scene import Entity, Scene
 from .backend import ALL, Backend, Hits, Rays, check_span, wanted
 
@@ -41,8 +45,42 @@ def load_warp():
     wp.config.quiet = True
     if hasattr(wp.config, "log_level") and hasattr(wp, "LOG_WARNING"):
         wp.config.log_level = max(wp.config.log_level, wp.LOG_WARNING)
-    wp.init()
+    global INIT_NOTE
+    with _native_stderr() as note:  # Warp's native library prints "Warp CUDA warning: Could not find or load
+        wp.init()                   # the NVIDIA CUDA driver" on fd 2 whatever `quiet` says (measured, 1.19)
+    INIT_NOTE = INIT_NOTE or note.text
     return wp
+
+
+INIT_NOTE = ""  # what Warp's native library said while it initialised (kept for our own one-line errors)
+
+
+class _Note:
+    text = ""
+
+
+@contextlib.contextmanager
+def _native_stderr():
+    """File descriptor 2 into a temporary file for the duration (native code writes there, not to sys.stderr);
+    the text it caught, as one line, in the yielded note. Without a usable fd 2 nothing is caught."""
+    note = _Note()
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield note
+        return
+    try:
+        with tempfile.TemporaryFile() as caught:
+            os.dup2(caught.fileno(), 2)
+            try:
+                yield note
+            finally:
+                os.dup2(saved, 2)
+                caught.seek(0)
+                note.text = one_line(caught.read(4000).decode("utf8", "replace").strip(), 300)
+    finally:
+        os.close(saved)
 
 
 def cuda_devices() -> int:
@@ -65,7 +103,8 @@ def resolve_device(wp, device: str | None) -> str:
     if name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit()):
         index = int(name[5:]) if ":" in name else 0
         if index >= count:
-            seen = f"{count} CUDA device(s)" if count else "no CUDA device (no NVIDIA driver or GPU visible)"
+            seen = f"{count} CUDA device(s)" if count else \
+                f"no CUDA device ({INIT_NOTE or 'no NVIDIA driver or GPU visible'})"
             raise TracingError(f"backend 'warp' device '{device}': Warp {wp.config.version} sees {seen}; use device 'cpu'")
         return f"cuda:{index}"
     raise TracingError(f"backend 'warp' device '{device}': allowed 'cpu', 'cuda', 'cuda:N' or 'auto'")

@@ -195,3 +195,60 @@ def test_a_step_that_fails_while_applying_puts_the_sensor_back_exactly(tmp_path,
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+LIDAR_HOSTILE = [  # (key under sensor., value) of a VLP-16: every declared kind of key, each refused
+    ("firing_rate_hz", 1e308),  # columns = firing rate / rate: a product past the rays-per-scan bound
+    ("firing_rate_hz", 5e-324),
+    ("firing.interval_us", math.nan),
+    ("firing.sequence", 2**62),
+    ("range.min", 1e6),  # above range.max
+    ("range.max", math.inf),
+    ("layout", "\x1b[2Jvelodyne\r"),  # not a choice; echoed escaped
+    ("driver.exact", "yes"),
+    ("noise.sigma", -math.inf),
+    ("noise.resolution", [0.1, 0.2]),
+    ("beam.divergence_mrad", 5e-324),
+]
+RIG_RADAR_HOSTILE = [  # (key under front.sensor., value) of a radar in the rig
+    ("azimuth.rate_hz", 5e-324),
+    ("range.bins", 2**40),  # azimuths x bins past the image bound
+    ("beam.p_in_cone", math.nan),
+    ("azimuth.count", "many"),
+]
+_RAW_CONTROL = ("\x1b", "\r", "\n", "\x00")
+
+
+@pytest.mark.parametrize("node_name", ["lidar_node", "sensor_rig"])
+def test_every_kind_of_lidar_key_and_a_rigs_radar_keys_refuse_hostile_values(tmp_path, node_name):
+    """Beyond the rate: products, choices, booleans, lists, nan/inf/denormals on each kind of key a VLP-16
+    declares, and a radar beside it in a rig; one-line reasons without raw control characters, nothing changed,
+    frames still published."""
+    lidar = {"config": "VLP-16", "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0], "frame_id": "velodyne"}
+    cases = [("sensor." + k, v) for k, v in LIDAR_HOSTILE]
+    if node_name == "lidar_node":
+        values, topic = {**lidar}, "/points"
+    else:
+        values = {"sensors": ["top", "front"], "top": {"type": "lidar", **lidar},
+                  "front": {"type": "radar", "config": "radarays_default", "sensor": SMALL_RADAR,
+                            "fixed_pose": [0.0, 0.0, 1.0, 0.0, 0.0, 0.0]}}
+        cases = [("top." + k, v) for k, v in cases] + [("front.sensor." + k, v) for k, v in RIG_RADAR_HOSTILE]
+        topic = "/top/points"
+    params = write_params(tmp_path / "node.yaml", node_name, {"world": str(ROOM), "pose_source": "fixed",
+                                                                "lazy": False, **values})
+    keys = sorted({k for k, _ in cases})
+    with Probe() as probe, NodeProcess(f"radarays_ros.ros.{node_name}", params_file=params) as node:
+        clouds = probe.subscribe(topic, "sensor_msgs/msg/PointCloud2")
+        clouds.wait(1, timeout=40)
+        before = probe.get_parameters(node_name, keys)
+        answers = {(k, repr(v)): probe.set_parameters(node_name, {k: v})[0] for k, v in cases}
+        after = probe.get_parameters(node_name, keys)
+        clouds.clear()
+        later = clouds.wait(2, timeout=30)
+        assert node.alive(), node.output()
+        log = node.output()
+    accepted = {k: a.reason for k, a in answers.items() if a.successful}
+    assert accepted == {}, accepted
+    for key, answer in answers.items():
+        assert answer.reason and not any(c in answer.reason for c in _RAW_CONTROL), (key, answer.reason)
+    assert after == before and len(later) == 2 and "Traceback" not in log

@@ -33,6 +33,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+if __name__ == "__main__":  # the worker script: test/ on the path, not test/support (its warp.py would shadow Warp)
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+from support import hostile_files  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "radarays_ros" / "data"
 WORLD = str(DATA / "worlds" / "office.sdf")
@@ -262,7 +266,8 @@ def generate(seed: int, n: int) -> list[dict]:
     by_kind: dict[str, list] = {}
     for base in bases:
         by_kind.setdefault(base[0], []).append(base)
-    kinds = ["world", "radar_set", "lidar_set", "compare_args", "compare_image"] + sorted(by_kind) * 2
+    kinds = ["world", "radar_set", "lidar_set", "compare_args", "compare_image"] + sorted(by_kind) * 2 \
+        + ["fit_lidar", "fit_radar", "lidar_options"] * 2
     for i in range(n):
         kind = _pick(rng, kinds)
         if kind == "world":
@@ -280,6 +285,12 @@ def generate(seed: int, n: int) -> list[dict]:
             case = _compare_case(rng)
         elif kind == "compare_image":
             case = _image_case(rng)
+        elif kind == "fit_lidar":
+            case = hostile_files.fit_lidar_case(rng, mutate_tree, _dump)
+        elif kind == "fit_radar":
+            case = hostile_files.fit_radar_case(rng)
+        elif kind == "lidar_options":
+            case = hostile_files.lidar_options_case(rng, mutate_tree, _dump)
         else:
             kind, name, tree = _pick(rng, by_kind[kind])
             what = []
@@ -313,6 +324,7 @@ def make_fixtures(folder: Path) -> None:
         assert main(["radar", WORLD, "--config", str(config), "--out", str(folder / "polar.png")]) == 0
     directions = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0]])
     np.savez(folder / "rays.npz", origins=np.tile([1.0, 0.5, 1.0], (3, 1)), directions=directions)
+    hostile_files.make_fixtures(folder, main, WORLD)
 
 
 def _image_bytes(kind: str, fixtures: Path) -> bytes:
@@ -356,6 +368,8 @@ def run_case(case: dict, root: Path, fixtures: Path, limit_s: float) -> dict:
         path = folder / "in" / name
         if isinstance(content, dict) and "copy" in content:
             shutil.copy(fixtures / content["copy"], path)
+        elif isinstance(content, dict) and hostile_files.materialise(content, path, fixtures):
+            pass
         elif isinstance(content, dict):
             path.write_bytes(_image_bytes(content["image"], fixtures))
         else:
@@ -396,6 +410,9 @@ def run_case(case: dict, root: Path, fixtures: Path, limit_s: float) -> dict:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+# progress lines a long command prints on stderr before its result (`fit`: one line per evaluation or every 25th;
+# `lidar`: one line every 10 s off a terminal)
+PROGRESS = re.compile(r"^(fit( lidar)?: evaluation +\d+ .*|[^:\n]{1,200}: scan \d+ of \d+ \(\d+ s\))$")
 
 
 def portable(case: dict) -> dict:
@@ -408,13 +425,16 @@ def problems(case: dict, result: dict) -> list[str]:
     """What is wrong with a case's result (an empty list: clean).
 
     A scenario still running at the time limit is accepted (a valid scenario may ask for a long run:
-    `duration: 1e6` is in range); everything else must finish within it."""
+    `duration: 1e6` is in range), and so is a command that was showing its progress (a fit of many
+    evaluations); everything else must finish within it. Progress lines may come before the error line."""
     out = []
     err = result.get("stderr", "")
+    progress = [line for line in err.split("\n") if PROGRESS.match(line)]
     if result.get("crashed"):
         out.append(f"the worker died in this case ({result['crashed']})")
-    if result.get("timeout") and case["kind"] != "scenario":
-        out.append("time limit reached (a hang, or work the input should have been refused for)")
+    if result.get("timeout") and case["kind"] != "scenario" and not progress:
+        out.append("time limit reached without a progress line (a hang, or work the input should have been "
+                   "refused for)")
     if result.get("exception"):
         out.append(f"traceback: {result['exception'].strip()}")
     if result.get("rc") not in (0, 2, None):
@@ -428,7 +448,7 @@ def problems(case: dict, result: dict) -> list[str]:
     if re.search(r"RuntimeWarning|encountered in|overflow", err):
         out.append(f"a numpy warning (garbage arithmetic): {err.strip()[:200]!r}")
     if result.get("rc") == 2:
-        lines = err.strip("\n").split("\n")
+        lines = [line for line in err.strip("\n").split("\n") if not PROGRESS.match(line)]
         if len(lines) != 1 or not lines[0].startswith("radarays: error:"):
             out.append(f"not one error line: {err[:300]!r}")
         if result.get("left"):
@@ -439,23 +459,40 @@ def problems(case: dict, result: dict) -> list[str]:
 
 
 def replay(cases: list[dict], limit_s: float = 60.0, worker_timeout_s: float | None = None,
-           chunk: int = 150) -> list[dict]:
-    """Run the cases in worker processes (RLIMIT_AS 3 GiB, a fresh worker every `chunk` cases); a worker
-    that dies or hangs is replaced and the case it was in is recorded as crashed. A case that runs out of
-    memory in a long-lived worker (whose heap has grown over earlier cases) is run again alone in a
-    fresh one, as the command would run: only that result counts."""
-    results: dict[str, dict] = {}
-    for first in range(0, len(cases), chunk):
-        results.update(_replay_chunk(cases[first:first + chunk], limit_s, worker_timeout_s))
-    if chunk > 1:
-        for case in cases:
-            result = results[case["id"]]
-            if "out of memory" in result.get("stderr", "") or "MemoryError" in (result.get("exception") or ""):
-                results[case["id"]] = replay([case], limit_s, worker_timeout_s, chunk=1)[0]
+           chunk: int = 150, workers: int | None = None) -> list[dict]:
+    """Run the cases in worker processes (RLIMIT_AS 3 GiB, a fresh worker every `chunk` cases, `workers` of them
+    at once: RADARAYS_REPLAY_WORKERS, default the CPU count up to 4); a worker that dies or hangs is replaced
+    and the case it was in is recorded as crashed. A case that runs out of memory in a long-lived worker
+    (whose heap has grown over earlier cases) is run again alone in a fresh one, as the command would run:
+    only that result counts. The fixtures (frames, pictures the cases mutate) are made once, by a worker."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = workers or int(os.environ.get("RADARAYS_REPLAY_WORKERS", "0")) or min(4, os.cpu_count() or 1)
+    with tempfile.TemporaryDirectory(prefix="radarays-replay-fixtures-") as fixtures:
+        done = subprocess.run([sys.executable, __file__, "--fixtures", fixtures], env=_worker_env(),
+                              capture_output=True, text=True, preexec_fn=_child_limits, timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(f"the replay's fixtures could not be made: {done.stderr[-2000:]}")
+        chunks = [cases[first:first + chunk] for first in range(0, len(cases), chunk)]
+        results: dict[str, dict] = {}
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for part in pool.map(lambda c: _replay_chunk(c, limit_s, worker_timeout_s, fixtures), chunks):
+                results.update(part)
+        if chunk > 1:
+            for case in cases:
+                result = results[case["id"]]
+                if "out of memory" in result.get("stderr", "") or "MemoryError" in (result.get("exception") or ""):
+                    results.update(_replay_chunk([case], limit_s, worker_timeout_s, fixtures))
     return [results[c["id"]] for c in cases]
 
 
-def _replay_chunk(cases: list[dict], limit_s: float, worker_timeout_s: float | None) -> dict[str, dict]:
+def _worker_env() -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env.pop("RADARAYS_LIDAR_CONFIG", None)
+    return env
+
+
+def _replay_chunk(cases: list[dict], limit_s: float, worker_timeout_s: float | None, fixtures: str) -> dict[str, dict]:
     results: dict[str, dict] = {}
     pending = list(cases)
     with tempfile.TemporaryDirectory(prefix="radarays-replay-") as tmp:
@@ -464,11 +501,10 @@ def _replay_chunk(cases: list[dict], limit_s: float, worker_timeout_s: float | N
             (tmp / "cases.json").write_text(json.dumps(pending))
             progress = tmp / "progress.jsonl"
             progress.unlink(missing_ok=True)
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-            env.pop("RADARAYS_LIDAR_CONFIG", None)
             try:
-                done = subprocess.run([sys.executable, __file__, str(tmp / "cases.json"), str(progress), str(limit_s)],
-                                      env=env, capture_output=True, text=True, preexec_fn=_child_limits,
+                done = subprocess.run([sys.executable, __file__, str(tmp / "cases.json"), str(progress), str(limit_s),
+                                       fixtures], env=_worker_env(), capture_output=True, text=True,
+                                      preexec_fn=_child_limits,
                                       timeout=worker_timeout_s or (limit_s + 30) * len(pending) + 120)
                 tail = done.stderr[-500:]
             except subprocess.TimeoutExpired:
@@ -492,12 +528,10 @@ def _child_limits() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
-def _worker(cases_path: str, progress_path: str, limit_s: str) -> None:
+def _worker(cases_path: str, progress_path: str, limit_s: str, fixtures: str) -> None:
     cases = json.loads(Path(cases_path).read_text())
     root = Path(tempfile.mkdtemp(prefix="replay-worker-"))
-    fixtures = root / "fixtures"
-    fixtures.mkdir()
-    make_fixtures(fixtures)
+    fixtures = Path(fixtures)
     with open(progress_path, "a") as log:
         for case in cases:
             record = run_case(case, root, fixtures, float(limit_s))
@@ -516,4 +550,7 @@ def report(cases: list[dict], results: list[dict]) -> list[str]:
 
 
 if __name__ == "__main__":
-    _worker(*sys.argv[1:4])
+    if sys.argv[1] == "--fixtures":
+        make_fixtures(Path(sys.argv[2]))
+    else:
+        _worker(*sys.argv[1:5])

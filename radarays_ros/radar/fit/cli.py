@@ -22,8 +22,16 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ConfigError
+from ...output_files import add_overwrite_argument, check_new, replacing_all
+from ...validate import Rule
 
 MAX_FRAMES = 32
+# the search's work is evaluations x (starts + 1) simulated frames: bounded so that a fit ends (a 400 x 6848
+# frame costs about 0.2 s an evaluation: 100 000 evaluations are about 6 hours, shown by the progress line)
+EVALUATIONS = Rule(int, 10, 100_000)
+STARTS = Rule(int, 0, 64)
+SEED = Rule(int, 0, 2**63 - 1)  # numpy's SeedSequence takes no negative seed
+SSIM_WEIGHT = Rule(float, 0.0, 100.0)
 
 
 def add_arguments(p) -> None:
@@ -53,6 +61,7 @@ def add_arguments(p) -> None:
     p.add_argument("--max-evaluations", type=int, default=360, help="budget of simulated frames (default 360)")
     p.add_argument("--starts", type=int, default=None, help="seeded extra starts of the search")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    add_overwrite_argument(p)
     p.set_defaults(func=run)
 
 
@@ -69,9 +78,11 @@ def read_frames(paths, resolution, topic: str, layout: str) -> list[tuple[np.nda
 
             for i, counts in enumerate(read_image_topic(file, topic, layout, MAX_FRAMES)):
                 frames.append((counts, resolution if resolution else math.nan, f"{file.name}#{i}"))
-            continue
-        counts, _, res = load_polar(str(file), resolution, "oxford")
-        frames.append((np.asarray(counts), res, file.name))
+        else:
+            counts, _, res = load_polar(str(file), resolution, "oxford")
+            frames.append((np.asarray(counts), res, file.name))
+        if len(frames) >= MAX_FRAMES:  # the rest is not read (each frame is held in memory)
+            break
     return frames[:MAX_FRAMES]
 
 
@@ -142,8 +153,12 @@ def run(args) -> int:
     out = Path(args.out)
     if out.suffix.lower() not in (".yaml", ".yml"):
         raise ConfigError(f"--out {out}: the fitted preset is a .yaml file")
-    if args.max_evaluations < 10:
-        raise ConfigError(f"--max-evaluations {args.max_evaluations}: at least 10")
+    EVALUATIONS.check(args.max_evaluations, "--max-evaluations")
+    SEED.check(args.seed, "--seed")
+    SSIM_WEIGHT.check(args.ssim_weight, "--ssim-weight")
+    if args.starts is not None:
+        STARTS.check(args.starts, "--starts")
+    check_new(output_paths(out), args.overwrite)  # before the work; written together at the end
     if args.world and not args.poses:
         raise ConfigError("--world needs --poses (the sensor pose of each real frame: a text file or a bag with /tf)")
     frames = read_frames(args.real, args.resolution, args.topic, args.layout)
@@ -168,11 +183,12 @@ def _run_sensor(args, config, frames, out: Path) -> int:
                      starts=args.starts or 0, progress=_progress(args.quiet))
     if not args.quiet and sys.stderr.isatty():
         sys.stderr.write("\n")
-    write_preset(fit.config, out, f"fitted by `radarays fit radar` to {', '.join(f[2] for f in frames)} from "
-                 f"{args.preset}; fitted: {', '.join(fit.values) or 'nothing'}")
     from ...io.radar_fit_report import sensor_report
 
-    report = sensor_report(fit, frames, args.preset, out)
+    with replacing_all(output_paths(out), args.overwrite) as (preset_tmp, *report_tmps):
+        write_preset(fit.config, preset_tmp, f"fitted by `radarays fit radar` to {', '.join(f[2] for f in frames)} "
+                     f"from {args.preset}; fitted: {', '.join(fit.values) or 'nothing'}")
+        report = sensor_report(fit, frames, args.preset, out, to=tuple(report_tmps))
     print(report["summary"])
     print(f"fitted preset -> {out}; report -> {report['markdown']}, {report['picture']}")
     return 0
@@ -208,10 +224,11 @@ def _run_materials(args, config, frames, out: Path) -> int:
                         ssim_weight=args.ssim_weight, progress=_progress(args.quiet))
     if not args.quiet and sys.stderr.isatty():
         sys.stderr.write("\n")
-    write_materials(fit.materials, sorted({p.material for p in params}), out)
     from ...io.radar_fit_report import material_report
 
-    report = material_report(fit, frames, args.preset, out)
+    with replacing_all(output_paths(out), args.overwrite) as (materials_tmp, *report_tmps):
+        write_materials(fit.materials, sorted({p.material for p in params}), materials_tmp)
+        report = material_report(fit, frames, args.preset, out, to=tuple(report_tmps))
     print(report["summary"])
     print(f"fitted materials -> {out}; report -> {report['markdown']}, {report['picture']}")
     return 0
@@ -230,6 +247,8 @@ def _run_scatter(args, config, frames, out: Path) -> int:
     if not args.fit_classes:
         raise ConfigError(f"--world with physical preset {args.preset}: name the backscatter classes to fit with "
                           "--fit-classes CLASS[,CLASS...]")
+    table_out, report = out.with_name(f"{out.stem}_backscatter.yaml"), out.with_name(f"{out.stem}_report.md")
+    check_new([out, table_out, report], args.overwrite)  # before the work, as the other fits
     poses = read_poses(args.poses, len(frames), args.pose_frame, args.world_frame)
     table = read_table(config.scatter.table)
     params = scatter_params(table, [c.strip() for c in args.fit_classes.split(",") if c.strip()],
@@ -262,7 +281,6 @@ def _run_scatter(args, config, frames, out: Path) -> int:
     seconds = time.perf_counter() - t0
     if not args.quiet and sys.stderr.isatty():
         sys.stderr.write("\n")
-    table_out = out.with_name(f"{out.stem}_backscatter.yaml")
     import shutil
 
     shutil.copyfile(table_file(fit.table, work), table_out)
@@ -274,7 +292,6 @@ def _run_scatter(args, config, frames, out: Path) -> int:
             for p, s, v, e, w in zip(fit.params, fit.start, fit.values, fit.sigma, fit.verdicts)]
     summary = (f"mean -ln L per cell {fit.nll_start:.5g} -> {fit.nll:.5g} over {fit.cells} cells, "
                f"{len(fit.history)} evaluations, {seconds:.1f} s")
-    report = out.with_name(f"{out.stem}_report.md")
     report.write_text("\n".join([
         f"# Radar backscatter fit: {', '.join(f[2] for f in frames)} with {args.preset}", "", summary, "",
         "| parameter | table | fitted | ±1σ | verdict |", "|---|---:|---:|---:|---|", *rows, "",
@@ -285,6 +302,13 @@ def _run_scatter(args, config, frames, out: Path) -> int:
         print(f"  {p.name:28s} {v:9.4g}  {w}")
     print(f"fitted preset -> {out}; backscatter table -> {table_out}; report -> {report}")
     return 0
+
+
+def output_paths(out: Path) -> list[Path]:
+    """OUT, OUT_report.md and OUT_report.png (io/radar_fit_report.py)."""
+    from ...io.radar_fit_report import report_paths
+
+    return [out, *report_paths(out)]
 
 
 def write_preset(config, out: Path, note: str) -> None:
