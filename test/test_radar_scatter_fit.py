@@ -130,6 +130,6 @@ def test_cli_fits_a_class_in_a_world_and_writes_a_preset_with_its_table(tmp_path
 
     err = io.StringIO()
     with redirect_stderr(err):
-        assert main([*args, "--fit-classes", "marble"]) == 2
+        assert main([*args, "--fit-classes", "marble", "--overwrite"]) == 2
     lines = err.getvalue().strip().splitlines()
     assert len(lines) == 1 and "marble: not a class of the table" in lines[0], lines
