@@ -18,7 +18,7 @@ def _compiled_loops() -> dict[str, object]:
     for package in ("radarays_ros", "lidar_ros"):
         root = importlib.import_module(package)
         for info in pkgutil.walk_packages(root.__path__, f"{package}."):
-            if ".ros." in info.name + "." or info.name.endswith("kernel_warmup"):
+            if ".ros." in info.name + "." or info.name.endswith(("kernel_warmup", "__main__")):
                 continue
             module = importlib.import_module(info.name)
             for name, value in vars(module).items():
