@@ -118,7 +118,7 @@ sim_systems="${RADARAYS_GZ_SIM_SYSTEMS:-physics user_commands scene_broadcaster 
 package_config() {
   local config
   config="$(package_flags "$1")"
-  [ "$1" = "gz-sim8" ] && config="$config systems=$sim_systems headless=no-gui-rendering-sensors-av"
+  [ "$1" = "gz-sim8" ] && config="$config systems=$sim_systems headless=no-gui-rendering-sensors-av+events"
   echo "$config"
 }
 # The configuration a stamp without one (written by an earlier version of this script) stands for.
@@ -151,14 +151,15 @@ trim_sources() {
     "$src/src/systems/CMakeLists.txt"
   # Headless: no gui and rendering components, so neither gz-gui8 (and Qt), gz-rendering8 nor gz-sensors8 (only
   # systems not built here use it) is looked for, nor gz-common5's av component; `runGui` (which `gz sim`'s Ruby
-  # front end binds) stays, and says so.
+  # front end binds) stays, and says so. The core library uses gz-common5's events (gz::common::Event), which it
+  # got through gz-gui8's link before: it links them itself.
   perl -0pi -e 's/\ngz_find_package\(gz-gui8 REQUIRED\)/\n# headless: no gz-gui8/; s/\ngz_find_package \(Qt5\n.*?\)\n/\n# headless: no Qt5\n/s;
     s/\ngz_find_package\(gz-sensors8 REQUIRED.*?\n\)\n/\n# headless: no gz-sensors8\n/s;
     s/\ngz_find_package\(gz-rendering8 REQUIRED\)/\n# headless: no gz-rendering8/; s/\n    av\n    events\n/\n    events\n/' \
     "$src/CMakeLists.txt"
   perl -0pi -e 's/^add_subdirectory\((rendering|gui)\)$/# headless: add_subdirectory($1)/mg;
     s/^    gz-sim\$\{PROJECT_VERSION_MAJOR\}-gui\n//m; s/^(add_executable\(runGui|target_link_libraries\(runGui)/# headless: $1/mg;
-    s/^  gz-gui\$\{GZ_GUI_VER\}::gz-gui\$\{GZ_GUI_VER\}\n//m; s/^  gz-rendering\$\{GZ_RENDERING_VER\}::core\n//m' \
+    s/^  gz-gui\$\{GZ_GUI_VER\}::gz-gui\$\{GZ_GUI_VER\}\n/  gz-common\$\{GZ_COMMON_VER\}::events\n/m; s/^  gz-rendering\$\{GZ_RENDERING_VER\}::core\n//m' \
     "$src/src/CMakeLists.txt"
   perl -0pi -e 's/^#include "gz\/sim\/gui\/Gui.hh"$/#include <iostream>  \/\/ headless: no GUI header/m;
     s/return gz::sim::gui::runGui\(argc, argv, _guiConfig, _file, _waitGui,\s*_renderEngine, _renderEngineGuiApiBackend\);/(void)argc; (void)_guiConfig; (void)_file; (void)_waitGui; (void)_renderEngine; (void)_renderEngineGuiApiBackend;\n  std::cerr << "gz sim: built headless by setup_gz_harmonic.sh (no GUI): use gz sim -s" << std::endl;\n  return -1;/' \

@@ -61,6 +61,9 @@ def test_gz_sim8_is_trimmed_to_a_headless_server(tmp_path):
     assert re.search(r"^add_subdirectory\(systems\)", lib, re.M)
     assert "gz-gui${GZ_GUI_VER}" not in lib and "gz-rendering${GZ_RENDERING_VER}::core" not in lib
     assert "gz-sim${PROJECT_VERSION_MAJOR}-gui" not in lib
+    # gz::common::Event came through gz-gui8's link: without it libgz-sim8.so has undefined symbols at load
+    core_link = re.search(r"target_link_libraries\(\$\{PROJECT_LIBRARY_TARGET_NAME\}\s+PUBLIC(.*?)PRIVATE", lib, re.S)
+    assert "gz-common${GZ_COMMON_VER}::events" in core_link.group(1).split()
     gz_cc = (src / "src/gz.cc").read_text()
     assert "gz/sim/gui/Gui.hh" not in gz_cc and "gui::runGui" not in gz_cc
     assert re.search(r'extern "C" int runGui\(.*?return -1;', gz_cc, re.S)  # `gz sim`'s Ruby binds it
