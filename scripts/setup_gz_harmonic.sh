@@ -8,17 +8,20 @@
 # Stage 1 "transport": gz-cmake3 -> gz-utils2 -> gz-math7 -> gz-msgs10 -> gz-transport13, with the official
 #   Python bindings (gz.transport13, gz.msgs10) under <prefix>/lib/python.
 # Stage 2 "server": sdformat14 -> gz-common5 -> gz-plugin2 -> gz-fuel-tools9 -> gz-physics7 ->
-#   gz-rendering8 -> gz-sensors8 -> gz-gui8 -> gz-math7-python -> sdformat14-python -> gz-sim8, and gz-tools2
-#   (the `gz` command): a headless `gz sim -s` with TPE physics, no render engine, and only the systems
-#   RADARAYS_GZ_SIM_SYSTEMS names, plus Python systems: gz-sim8's bindings (gz.sim8) and its
-#   python_system_loader, which imports gz.sim8 and sdformat14 (whose bindings import gz.math7); those two
-#   are built standalone against the installed libraries (their archives' python folders), not again whole.
+#   gz-math7-python -> sdformat14-python -> gz-sim8, and gz-tools2 (the `gz` command): a headless `gz sim -s`
+#   with TPE physics and only the systems RADARAYS_GZ_SIM_SYSTEMS names, plus Python systems: gz-sim8's
+#   bindings (gz.sim8) and its python_system_loader, which imports gz.sim8 and sdformat14 (whose bindings
+#   import gz.math7); those two are built standalone against the installed libraries (their archives' python
+#   folders), not again whole. gz-sim8 is built without its GUI and rendering components (`gz sim -g` says
+#   so and fails), so gz-gui8, gz-rendering8, gz-sensors8 and Qt are not needed: the headless server's core
+#   library includes none of them; only the systems and GUI plugins not built here do.
 # Environment: RADARAYS_GZ_CACHE (default /var/cache/radarays, or ~/.cache/radarays when not writable),
 #   RADARAYS_GZ_JOBS (default 2), RADARAYS_GZ_VENDOR (default ../shared/vendor/gz-harmonic,
 #   else ../../shared/vendor/gz-harmonic).
-# Each package gets a stamp when installed (an interrupted build resumes) that records its configuration
-# (flags, gz-sim8's systems): a package whose configuration changed is built again, and only it; each stage's
-# stamp is written when all of its packages are current.
+# Each package gets a stamp when installed (an interrupted build resumes): line 1 its wall seconds, line 2 its
+# configuration (flags, gz-sim8's systems and trim), line 3 the CPU seconds (user + sys) of its configure, build
+# and install: a package whose configuration changed is built again, and only it; each stage's stamp is written
+# when all of its packages are current.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage="all"
@@ -65,15 +68,16 @@ if ! flock -n 9; then
 fi
 
 stage1_packages=(gz-cmake3 gz-utils2 gz-math7 gz-msgs10 gz-transport13)
-stage2_packages=(sdformat14 gz-common5 gz-plugin2 gz-fuel-tools9 gz-physics7 gz-rendering8 gz-sensors8
-  gz-gui8 gz-math7-python sdformat14-python gz-sim8 gz-tools2)
+stage2_packages=(sdformat14 gz-common5 gz-plugin2 gz-fuel-tools9 gz-physics7 gz-math7-python sdformat14-python
+  gz-sim8 gz-tools2)
 # libeigen3-dev in stage 1: gz-math7 builds its eigen3 component only when Eigen is there, and gz-physics7
 # (stage 2) needs that component.
 stage1_apt=(build-essential cmake pkg-config libprotobuf-dev protobuf-compiler libprotoc-dev libzmq3-dev
   cppzmq-dev uuid-dev libsqlite3-dev libtinyxml2-dev python3-dev pybind11-dev libeigen3-dev)
-stage2_apt=(libfreeimage-dev libgts-dev libgdal-dev libavcodec-dev libavformat-dev
-  libavutil-dev libswscale-dev libavdevice-dev libassimp-dev libcurl4-openssl-dev libjsoncpp-dev libzip-dev
-  qtbase5-dev qtdeclarative5-dev qtquickcontrols2-5-dev ruby)
+# No Qt (gz-gui8's) and no FFmpeg (gz-common5's optional av component, which only systems not built here use);
+# GDAL stays: gz-physics7's mesh and TPE plugins need gz-common5's geospatial component.
+stage2_apt=(libfreeimage-dev libgts-dev libgdal-dev libassimp-dev libcurl4-openssl-dev libjsoncpp-dev libzip-dev
+  ruby)
 
 install_apt() {
   local missing=()
@@ -95,8 +99,7 @@ install_apt() {
 # Per-package configure flags beyond the common ones (the smallest build that gives what the tests run).
 package_flags() {
   case "$1" in
-    gz-math7 | gz-utils2 | gz-common5 | gz-plugin2 | gz-physics7 | gz-rendering8 | gz-sensors8 | gz-gui8 | \
-      gz-fuel-tools9) echo "-DSKIP_PYBIND11=ON" ;;
+    gz-math7 | gz-utils2 | gz-common5 | gz-plugin2 | gz-physics7 | gz-fuel-tools9) echo "-DSKIP_PYBIND11=ON" ;;
     gz-msgs10 | gz-transport13 | gz-sim8) echo "-DPython3_EXECUTABLE=/usr/bin/python3" ;;
     # Bindings only, at -O0 without LTO (Release would add -O3; pybind11 adds -flto unless IPO is set): pybind11
     # code compiles several times faster so, and a system makes a few calls per step.
@@ -111,11 +114,11 @@ package_flags() {
 # time is the ~70 systems and ~30 GUI plugins): RADARAYS_GZ_SIM_SYSTEMS names the src/systems folders kept.
 sim_systems="${RADARAYS_GZ_SIM_SYSTEMS:-physics user_commands scene_broadcaster velocity_control python_system_loader}"
 
-# What a package's stamp records: its flags, and for gz-sim8 the systems built.
+# What a package's stamp records: its flags, and for gz-sim8 the systems built and that it is headless.
 package_config() {
   local config
   config="$(package_flags "$1")"
-  [ "$1" = "gz-sim8" ] && config="$config systems=$sim_systems"
+  [ "$1" = "gz-sim8" ] && config="$config systems=$sim_systems headless=no-gui-rendering-sensors-av+events"
   echo "$config"
 }
 # The configuration a stamp without one (written by an earlier version of this script) stands for.
@@ -146,7 +149,35 @@ trim_sources() {
   for dir in $sim_systems; do keep="$keep|$dir"; done
   sed -i -E "s/^(\s*)add_subdirectory\((${keep#|})\)/\1KEEP_SYSTEM(\2)/; s/^(\s*)add_subdirectory\(/\1# not built here: add_subdirectory(/; s/KEEP_SYSTEM\(/add_subdirectory(/" \
     "$src/src/systems/CMakeLists.txt"
-  sed -i -E "s/^(\s*)add_subdirectory\(plugins\)/\1# GUI plugins not built here: add_subdirectory(plugins)/" "$src/src/gui/CMakeLists.txt"
+  # Headless: no gui and rendering components, so neither gz-gui8 (and Qt), gz-rendering8 nor gz-sensors8 (only
+  # systems not built here use it) is looked for, nor gz-common5's av component; `runGui` (which `gz sim`'s Ruby
+  # front end binds) stays, and says so. The core library uses gz-common5's events (gz::common::Event), which it
+  # got through gz-gui8's link before: it links them itself.
+  perl -0pi -e 's/\ngz_find_package\(gz-gui8 REQUIRED\)/\n# headless: no gz-gui8/; s/\ngz_find_package \(Qt5\n.*?\)\n/\n# headless: no Qt5\n/s;
+    s/\ngz_find_package\(gz-sensors8 REQUIRED.*?\n\)\n/\n# headless: no gz-sensors8\n/s;
+    s/\ngz_find_package\(gz-rendering8 REQUIRED\)/\n# headless: no gz-rendering8/; s/\n    av\n    events\n/\n    events\n/' \
+    "$src/CMakeLists.txt"
+  perl -0pi -e 's/^add_subdirectory\((rendering|gui)\)$/# headless: add_subdirectory($1)/mg;
+    s/^    gz-sim\$\{PROJECT_VERSION_MAJOR\}-gui\n//m; s/^(add_executable\(runGui|target_link_libraries\(runGui)/# headless: $1/mg;
+    s/^  gz-gui\$\{GZ_GUI_VER\}::gz-gui\$\{GZ_GUI_VER\}\n/  gz-common\$\{GZ_COMMON_VER\}::events\n/m; s/^  gz-rendering\$\{GZ_RENDERING_VER\}::core\n//m' \
+    "$src/src/CMakeLists.txt"
+  perl -0pi -e 's/^#include "gz\/sim\/gui\/Gui.hh"$/#include <iostream>  \/\/ headless: no GUI header/m;
+    s/return gz::sim::gui::runGui\(argc, argv, _guiConfig, _file, _waitGui,\s*_renderEngine, _renderEngineGuiApiBackend\);/(void)argc; (void)_guiConfig; (void)_file; (void)_waitGui; (void)_renderEngine; (void)_renderEngineGuiApiBackend;\n  std::cerr << "gz sim: built headless by setup_gz_harmonic.sh (no GUI): use gz sim -s" << std::endl;\n  return -1;/' \
+    "$src/src/gz.cc"
+  local left
+  left="$(grep -nE '^gz_find_package ?\((gz-gui8|Qt5|gz-sensors8|gz-rendering8)|^add_subdirectory\((gui|rendering)\)' "$src/CMakeLists.txt" "$src/src/CMakeLists.txt"; grep -n 'gui::runGui\|sim/gui/Gui.hh' "$src/src/gz.cc")" || true
+  if [ -n "$left" ] || grep -qE '^\s+av$' "$src/CMakeLists.txt"; then
+    echo "setup_gz_harmonic.sh: trimming gz-sim8 to a headless server left: $left" >&2
+    exit 1
+  fi
+}
+
+# CPU time (user + sys, clock ticks) of this shell's finished children (the compilers, through cmake and make,
+# each waited for): a package's CPU seconds, which a loaded machine does not inflate as it does wall seconds.
+children_cpu_ticks() {
+  local stat
+  read -r -a stat < /proc/$$/stat
+  echo $((stat[15] + stat[16]))
 }
 
 build_package() {
@@ -170,7 +201,8 @@ build_package() {
   local subdir
   subdir="$(package_subdir "$name")"
   [ -z "$subdir" ] || src="$src/$subdir"
-  local started=$SECONDS
+  local started=$SECONDS cpu_before
+  cpu_before="$(children_cpu_ticks)"
   local log="$cache/build/$name.log"
   # shellcheck disable=SC2046
   # In the build folder: gz-physics' install step makes plugin symlinks in the working directory.
@@ -183,9 +215,11 @@ build_package() {
     tail -n 30 "$log" >&2
     exit 1
   fi
+  local cpu_s
+  cpu_s="$(( ($(children_cpu_ticks) - cpu_before) / $(getconf CLK_TCK) ))"
   rm -rf "$cache/src/$name" "$cache/build/$name"
-  echo "setup_gz_harmonic.sh: $name built in $((SECONDS - started)) s"
-  printf '%s\n%s\n' "$((SECONDS - started))" "$config" > "$stamp"
+  echo "setup_gz_harmonic.sh: $name built in $((SECONDS - started)) s (CPU $cpu_s s, user + sys)"
+  printf '%s\n%s\n%s\n' "$((SECONDS - started))" "$config" "cpu_s=$cpu_s" > "$stamp"
 }
 
 export CMAKE_PREFIX_PATH="$prefix"
