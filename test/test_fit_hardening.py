@@ -188,6 +188,18 @@ def test_fit_radar_bounds_its_work_and_writes_its_outputs_together(tmp_path, rad
     assert not [p for p in tmp_path.iterdir() if ".partial" in p.name]
 
 
+def test_a_material_library_without_a_world_is_refused_not_ignored(tmp_path, lidar_frame, radar_frame):
+    sensor, frame, _ = lidar_frame
+    library = tmp_path / "mine.yaml"
+    library.write_text("materials: {}\n")
+    _one_error(["fit", "lidar", str(frame), "--sensor", str(sensor), "--out", str(tmp_path / "l.yaml"),
+                "--materials", str(library)], "a material library is read with the mesh world (--world W)")
+    preset, radar = radar_frame
+    _one_error(["fit", "radar", str(radar), "--preset", str(preset), "--out", str(tmp_path / "r.yaml"),
+                "--materials", str(library)], "a material library is read with the mesh world (--world W)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.yaml"]
+
+
 # -- long lidar runs: bounded work, progress off a terminal -----------------------------------------------------------
 def test_a_lidar_run_of_hours_is_refused_naming_the_work_bound(tmp_path):
     line = _one_error(["lidar", WORLD, "--pose", POSE, "--sensor", "VLP-16", "--set", "beam.sub_rays=64",

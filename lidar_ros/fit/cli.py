@@ -122,6 +122,8 @@ def run(args) -> int:
     evaluations = EVALUATIONS.check(args.max_evaluations, "--max-evaluations")
     if args.world and not args.poses:
         raise ConfigError(f"--world {args.world}: a per-material fit needs the recording's poses (--poses FILE)")
+    if args.materials and not args.world:
+        raise ConfigError(f"--materials {args.materials}: a material library is read with the mesh world (--world W)")
     if args.poses and not args.world:
         raise ConfigError(f"--poses {args.poses}: poses need the mesh world they are in (--world W)")
     out = Path(args.out)

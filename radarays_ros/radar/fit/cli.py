@@ -159,6 +159,8 @@ def run(args) -> int:
     if args.starts is not None:
         STARTS.check(args.starts, "--starts")
     check_new(output_paths(out), args.overwrite)  # before the work; written together at the end
+    if args.materials and not args.world:
+        raise ConfigError(f"--materials {args.materials}: a material library is read with the mesh world (--world W)")
     if args.world and not args.poses:
         raise ConfigError("--world needs --poses (the sensor pose of each real frame: a text file or a bag with /tf)")
     frames = read_frames(args.real, args.resolution, args.topic, args.layout)
