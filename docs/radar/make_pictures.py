@@ -33,7 +33,7 @@ def main() -> int:
         rio.oxford_polar_png(img, OUT / f"{preset}.png")
     rio.radar_figure(images["navtech_ras6"], OUT / "ras6_street_figure.png", max_range=60.0, dpi=80)
     cmd = [sys.executable, "-m", "radarays_ros.cli", "compare", str(OUT / "navtech_cir204.png"),
-           str(OUT / "navtech_cir204_realistic.png"), "--max-range", "60", "--json", str(OUT / "compare_cir204.json")]
+           str(OUT / "navtech_cir204_realistic.png"), "--max-range", "60", "--json", str(OUT / "compare_cir204.json"), "--overwrite"]
     subprocess.run(cmd, check=True)
     rio.comparison_figure([rio.read_oxford_polar(OUT / f"{p}.png")[:2] + (images[p].resolution,)
                            for p in ("navtech_cir204", "navtech_cir204_realistic")],
