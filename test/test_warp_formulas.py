@@ -154,3 +154,33 @@ def test_device_detection_limit_equals_the_host_curve(model, limits):
     rho = RHO[positive]
     assert limit.keep(inside, rho).all() and not limit.keep(outside, rho).any()
     assert (inside <= device[positive]).all() and not (outside <= device[positive]).any()
+
+
+@wp.kernel
+def _fresnel_values(cos_i: wp.array(dtype=float), cos_t: wp.array(dtype=float), v1: float, v2: float,
+                    pol: float, out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = rk.fresnel_reflectance(cos_i[i], cos_t[i], v1, v2, pol)
+
+
+@pytest.mark.parametrize("v1, v2, pol", [(0.3, 0.05, 0.5), (0.3, 0.2, 1.0), (0.1, 0.3, 0.0)])
+def test_device_fresnel_split_is_the_host_formula_in_float32(v1, v2, pol):
+    """fresnel.fresnel_reflectance on Warp's CPU device against the host's float32 evaluation of the same source
+    (fresnel_coefficients' dtype): within 8 float32 ULP of R plus 8 ULP of 1 (rs, rp cancel near Brewster)."""
+    from radarays_ros.radar.fresnel import fresnel_reflectance
+
+    cos_i = np.linspace(0.02, 1.0, 500).astype(np.float32)
+    eta = np.float32(v2 / v1)
+    k = np.float32(1.0) - eta * eta * (np.float32(1.0) - cos_i * cos_i)
+    keep = k > 0
+    cos_i, cos_t = cos_i[keep], np.sqrt(k[keep])
+    f32 = np.float32
+    host = fresnel_reflectance(cos_i, cos_t, f32(v1), f32(v2), f32(pol))
+    out = wp.zeros(len(cos_i), dtype=float, device="cpu")
+    wp.launch(_fresnel_values, dim=len(cos_i), inputs=[wp.array(cos_i, dtype=float, device="cpu"),
+              wp.array(cos_t, dtype=float, device="cpu"), v1, v2, pol, out], device="cpu")
+    device = out.numpy()
+    assert host.dtype == device.dtype == np.float32
+    assert (np.abs(device - host) <= 8 * F32_EPS * (np.abs(host) + 1.0)).all()
+    by_hand = (((v2 * 1.0 - v1 * 1.0) / (v2 + v1)) ** 2)  # normal incidence: ((v2 - v1) / (v2 + v1))^2, any pol
+    assert device[-1] == pytest.approx(by_hand, rel=1e-5)

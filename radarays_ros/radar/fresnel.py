@@ -43,15 +43,23 @@ def fresnel_coefficients(cos_i: np.ndarray, v1: np.ndarray, v2: np.ndarray, pola
     k = 1.0 - eta * eta * (1.0 - cos_i * cos_i)
     refracts = (v2 > 0) & (v1 > 0) & (k >= 0.0)
     cos_t = np.sqrt(np.maximum(k, 0.0))
-    a, b = v2 * cos_i, v1 * cos_t
-    c, e = v1 * cos_i, v2 * cos_t
-    den_s, den_p = a + b, c + e
-    ok = refracts & (den_s > 0) & (den_p > 0)
+    ok = refracts & (v2 * cos_i + v1 * cos_t > 0) & (v1 * cos_i + v2 * cos_t > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rs = (a - b) / den_s
-        rp = (c - e) / den_p
-    r_eff = polarization * rs * rs + (1.0 - polarization) * rp * rp
+        r_eff = fresnel_reflectance(cos_i, cos_t, v1, v2, polarization)
     return np.where(ok, r_eff, 1.0).astype(np.float64), refracts, eta, cos_t
+
+
+def fresnel_reflectance(cos_i: float, cos_t: float, v1: float, v2: float, polarization: float) -> float:
+    """R = pol rs^2 + (1 - pol) rp^2 from the incidence and refraction cosines and the wave velocities, where a
+    refracted wave exists and both denominators are positive (the callers check). Written once: numpy runs it
+    on the host, Warp compiles its source for device frames (radarays_ros/twin.py). ASCII only in these lines."""
+    a = v2 * cos_i
+    b = v1 * cos_t
+    c = v1 * cos_i
+    e = v2 * cos_t
+    rs = (a - b) / (a + b)
+    rp = (c - e) / (c + e)
+    return polarization * rs * rs + (1.0 - polarization) * rp * rp
 
 
 def reflect(d: np.ndarray, n: np.ndarray, cos_i: np.ndarray) -> np.ndarray:

@@ -15,12 +15,13 @@ except ImportError:  # warp_frame.py reports the missing package; this module st
 if wp is not None:
     from ..tracing.warp_kernels import SceneArrays, first_hit
     from ..twin import device_twin
-    from . import brdf
+    from . import brdf, fresnel
 
     # brdf.py's formulas, compiled from their own source
     radarays_brdf = device_twin(brdf.radarays_brdf)
     paper_brdf = device_twin(brdf.paper_brdf)
     cook_torrance_brdf = device_twin(brdf.cook_torrance_brdf)
+    fresnel_reflectance = device_twin(fresnel.fresnel_reflectance)
 
     @wp.struct
     class Waves:
@@ -172,15 +173,9 @@ if wp is not None:
         k = 1.0 - eta * eta * (1.0 - cos_i * cos_i)
         refracts = v2 > 0.0 and v1 > 0.0 and k >= 0.0
         cos_t = wp.sqrt(wp.max(k, 0.0))
-        rs_num = v2 * cos_i - v1 * cos_t
-        rs_den = v2 * cos_i + v1 * cos_t
-        rp_num = v1 * cos_i - v2 * cos_t
-        rp_den = v1 * cos_i + v2 * cos_t
         r_eff = float(1.0)
-        if refracts and rs_den > 0.0 and rp_den > 0.0:
-            rs = rs_num / rs_den
-            rp = rp_num / rp_den
-            r_eff = s.polarization * rs * rs + (1.0 - s.polarization) * rp * rp
+        if refracts and v2 * cos_i + v1 * cos_t > 0.0 and v1 * cos_i + v2 * cos_t > 0.0:
+            r_eff = fresnel_reflectance(cos_i, cos_t, v1, v2, s.polarization)
         e_refl = r_eff * energy
         e_trans = energy - e_refl
         reflects = e_refl > s.threshold
