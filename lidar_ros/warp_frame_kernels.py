@@ -25,7 +25,7 @@ if wp is not None:
 
     from radarays_ros.twin import device_twin
 
-    from .physics import detection
+    from .physics import detection, overlap
 
     # the detection limit's form codes: physics/detection.py's (DetectionLimit.code)
     CURVE_NONE = wp.constant(detection.CURVE_NONE)
@@ -123,6 +123,7 @@ if wp is not None:
 
     # physics/detection.py's formula, compiled from its own source
     detection_limit32 = device_twin(detection.detection_limit32)
+    overlap_factor = device_twin(overlap.overlap_factor)
 
     @wp.kernel
     def lidar_frame(
@@ -250,8 +251,7 @@ if wp is not None:
             rr = wp.max(clean, 0.1)
             photons = reported / (rr * rr) * s.signal_scale
             if s.overlap_range > 0.0:  # overlap.py: O(r) = 1 - exp(-(r/r0)^2)
-                x = rr / s.overlap_range
-                photons = photons * (1.0 - wp.exp(-(x * x)))
+                photons = photons * overlap_factor(rr, s.overlap_range)
             signal = wp.rint(wp.min(photons, 65535.0))
         ambient = float(0.0)
         if s.ambient_level > 0.0 or s.ambient_sky > 0.0:

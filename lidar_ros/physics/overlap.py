@@ -22,6 +22,7 @@ at the geometric mean of OS0 and OS2.
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 
 def overlap(ranges: np.ndarray, overlap_range: float) -> np.ndarray:
@@ -29,8 +30,11 @@ def overlap(ranges: np.ndarray, overlap_range: float) -> np.ndarray:
     r = np.asarray(ranges, np.float32)
     if overlap_range <= 0:
         return np.ones(r.shape, np.float32)
-    x = r / np.float32(overlap_range)
-    x *= x
-    np.negative(x, out=x)
-    np.exp(x, out=x)
-    return np.float32(1.0) - x
+    return overlap_factor(r, np.float32(overlap_range))
+
+
+def overlap_factor(r: float, r0: float) -> float:
+    """O(r) = 1 - exp(-(r/r0)^2) in the dtype of r and r0 (r0 > 0). Written once: numpy runs it on the host,
+    Warp compiles its source for device frames (radarays_ros/twin.py). ASCII only in these lines."""
+    x = r / r0
+    return xm.float32(1.0) - xm.exp(-(x * x))
