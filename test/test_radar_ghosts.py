@@ -18,6 +18,7 @@ from radarays_ros.world.materials import MaterialLibrary
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
+from support.radar_physical import stage_inputs
 
 NAMES = ("asphalt", "concrete", "metal", "glass", "brick")
 LIB = MaterialLibrary.from_dict({"materials": {n: {"radar": {"velocity": 0.001, "brdf": "radarays", "A": 1.0, "B": 0.0, "C": 1}}
@@ -79,17 +80,8 @@ def config(bearing_deg: float, seed: int, ghosts: bool = True) -> RadarConfig:
 
 
 def frame_glints(cfg, world, monkeypatch):
-    seen = {}
-    run_stage = physical_simulate.run_stage
-
-    def capture(clutter, glints, *args, **kwargs):
-        seen["glints"] = glints
-        return run_stage(clutter, glints, *args, **kwargs)
-
-    monkeypatch.setattr(physical_simulate, "run_stage", capture)
-    sim = RadarSimulator(cfg, world)
-    sim.simulate(pose_to_matrix(0.0, 0.0, 0.0, 0, 0, 0))
-    return seen["glints"], physical_simulate.scatter_table(sim)
+    _, glints, sim = stage_inputs(cfg, world, pose_to_matrix(0.0, 0.0, 0.0, 0, 0, 0), monkeypatch)
+    return glints, physical_simulate.scatter_table(sim)
 
 
 @pytest.mark.parametrize("material", ["metal", "glass", "concrete"])

@@ -11,13 +11,13 @@ import trimesh
 
 from radarays_ros.radar import RadarConfig, RadarSimulator
 from radarays_ros.radar.physical import corner_rcs, facet_po, radar_equation, scatterers
-from radarays_ros.radar.physical import simulate as physical_simulate
 from radarays_ros.radar.physical.backscatter import wavelength
 from radarays_ros.resources import shipped
 from radarays_ros.world.materials import MaterialLibrary
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
+from support.radar_physical import stage_inputs
 
 # helpers of our own (no imports from other test modules)
 NAMES = ("asphalt", "concrete", "metal", "vegetation", "glass", "brick")
@@ -76,17 +76,7 @@ def preset(name: str, seed: int, more_rays: bool = False) -> RadarConfig:
 
 def measured_sigma(cfg, world, distance: float, sensor=(0.0, 0.0, 0.0), monkeypatch=None) -> float:
     """sigma (m^2) from the glints of azimuth 0 (boresight +x) within 0.3 m of distance."""
-    seen = {}
-    run_stage = physical_simulate.run_stage
-
-    def capture(clutter, glints, *args, **kwargs):
-        seen["glints"] = glints
-        return run_stage(clutter, glints, *args, **kwargs)
-
-    monkeypatch.setattr(physical_simulate, "run_stage", capture)
-    sim = RadarSimulator(cfg, world)
-    sim.simulate(pose_to_matrix(*sensor, 0, 0, 0))
-    g = seen["glints"]
+    _, g, _ = stage_inputs(cfg, world, pose_to_matrix(*sensor, 0, 0, 0), monkeypatch)
     near = (g.azimuth == 0) & (np.abs(g.range_m - distance) < 0.3)
     lam = wavelength(cfg.fmcw.carrier_hz)
     k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
@@ -242,16 +232,7 @@ def test_mesh_reading_finds_plates_surfaces_and_corners():
 # -- foliage as a volume (issue #22 item 6) -----------------------------------------------------------
 def clutter_power(cfg, world, lo: float, hi: float, monkeypatch) -> float:
     """Expected clutter power (W) of azimuth 0 whose footprints' middles lie in [lo, hi) m (no glints)."""
-    seen = {}
-    run_stage = physical_simulate.run_stage
-
-    def capture(clutter, glints, *args, **kwargs):
-        seen["clutter"] = clutter
-        return run_stage(clutter, glints, *args, **kwargs)
-
-    monkeypatch.setattr(physical_simulate, "run_stage", capture)
-    RadarSimulator(cfg, world).simulate(np.eye(4))
-    c = seen["clutter"]
+    c, _, _ = stage_inputs(cfg, world, np.eye(4), monkeypatch)
     mid = 0.5 * (c.near_m + c.far_m)
     return float(c.power_w[(c.azimuth == 0) & (mid >= lo) & (mid < hi)].sum())
 

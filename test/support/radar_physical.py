@@ -67,3 +67,21 @@ def trihedral(apex_distance: float, edge: float, material="metal"):
     pose[:3, :3] = rot
     pose[:3, 3] = (apex_distance, 0, 0)
     return TriMesh(v, faces), pose, material
+
+
+def stage_inputs(cfg, world, pose, monkeypatch):
+    """(clutter, glints, simulator) of one physical frame at `pose`: what the sensor stage was handed."""
+    from radarays_ros.radar import RadarSimulator
+    from radarays_ros.radar.physical import simulate as physical_simulate
+
+    seen = {}
+    run_stage = physical_simulate.run_stage
+
+    def capture(clutter, glints, *args, **kwargs):
+        seen["clutter"], seen["glints"] = clutter, glints
+        return run_stage(clutter, glints, *args, **kwargs)
+
+    monkeypatch.setattr(physical_simulate, "run_stage", capture)
+    sim = RadarSimulator(cfg, world)
+    sim.simulate(pose)
+    return seen["clutter"], seen["glints"], sim
