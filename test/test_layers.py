@@ -19,7 +19,7 @@ def modules_below_ros() -> list[str]:
     for package in ("radarays_ros", "lidar_ros"):
         for path in sorted((REPO / package).rglob("*.py")):
             rel = path.relative_to(REPO).with_suffix("")
-            if rel.parts[:2] == ("radarays_ros", "ros") or "data" in rel.parts:
+            if rel.parts[:2] == ("radarays_ros", "ros") or "data" in rel.parts or rel.name == "__main__":  # __main__ runs
                 continue
             parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
             names.append(".".join(parts))

@@ -18,7 +18,7 @@ def test_help_lists_the_parameters_and_starts_no_node(node):
     done = subprocess.run([sys.executable, "-m", f"radarays_ros.ros.{node}", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"usage: ros2 run radarays_ros {node} --ros-args")
+    assert done.stdout.startswith(f"usage: ros2 run radarays_ros {node} [--lifecycle] --ros-args")
     prefix = "NAME." if node == "sensor_rig" else ""
     expected = [*NODE_PARAMS, *(prefix + name for name in SENSOR_PARAMS), *GAZEBO_PARAMS]
     expected += list(RIG_GAZEBO_PARAMS) + ["sensors"] if node == "sensor_rig" else ["config"]
