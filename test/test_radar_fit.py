@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from radarays_ros.errors import ConfigError
 from radarays_ros.radar.config import RadarConfig, resolve_radar_config
@@ -231,10 +232,12 @@ def real_npz(tmp_path_factory, ras6):
 
 
 @pytest.mark.slow
-def test_cli_writes_a_preset_that_config_takes_unchanged(real_npz, tmp_path):
+def test_cli_writes_a_preset_that_config_takes_unchanged(real_npz, ras6, tmp_path):
     path, _ = real_npz
     out = tmp_path / "mine.yaml"
-    done = _cli(path, "--preset", "navtech_ras6", "--out", out, "--params", "noise_figure_db", "--max-evaluations", "30",
+    preset = tmp_path / "ras6_1ghz.yaml"  # the sweep the real frame was made with (the ras6 fixture's)
+    preset.write_text(yaml.safe_dump(ras6.to_dict(), sort_keys=False))
+    done = _cli(path, "--preset", preset, "--out", out, "--params", "noise_figure_db", "--max-evaluations", "30",
                 "--quiet")
     assert done.returncode == 0, done.stderr
     fitted = resolve_radar_config(str(out))

@@ -97,7 +97,10 @@ SENSOR_PARAMS = (
           default=False),
     Param("receiver.phase_noise_dbc_hz", search=(-160.0, -40.0), what="phase-noise skirt level around strong returns",
           default=False),
-    Param("antenna.azimuth_width_deg", transform="log", search=(0.3, 10.0), what="azimuth correlation of clutter (none in noise)"),
+    # on request: a quiet frame's floor is noise and phase-noise skirts, drawn anew each chirp (one per azimuth), so
+    # its azimuth correlation hardly depends on the beam width; fit it with a scene (clutter) or --params
+    Param("antenna.azimuth_width_deg", transform="log", search=(0.3, 10.0), what="azimuth correlation of clutter (none in noise)",
+          default=False),
 )
 
 # RadaRays-compatible materials (radar/materials.py): velocity v (m/ns) and the radarays BRDF's A, B, C
