@@ -163,7 +163,10 @@ def test_ouster_node_latches_its_metadata_and_publishes_its_imu(tmp_path):
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         metadata = probe.subscribe("/ouster/metadata", "std_msgs/msg/String", qos=latched)  # late, after startup
         text = metadata.wait(1, timeout=20)[-1].data
-        statics = probe.subscribe("/tf_static", "tf2_msgs/msg/TFMessage", qos=latched)
+        # depth 10: both latched publishers (world -> os_lidar, the IMU's) deliver; depth 1 may keep only one
+        statics = probe.subscribe("/tf_static", "tf2_msgs/msg/TFMessage",
+                                  qos=QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                                                 durability=DurabilityPolicy.TRANSIENT_LOCAL))
         deadline, placed = time.monotonic() + 60, []
         while not placed and time.monotonic() < deadline:  # two latched publishers: world -> os_lidar, the IMU's
             placed = [t for m in statics.messages() for t in m.transforms if t.child_frame_id == "os_imu"]
