@@ -65,18 +65,8 @@ def read_metadata(path: str | Path) -> dict:
     origin_mm = flat.get("lidar_origin_to_beam_origin_mm")
     if origin_mm is None:
         origin_mm = OS1_LEGACY_BEAM_ORIGIN_MM if prod_line.startswith("OS-1") else 0.0
-    try:
-        transform = np.array(flat.get("lidar_to_sensor_transform", np.eye(4).ravel()), float)
-    except (TypeError, ValueError):
-        transform = np.zeros(0)
-    if transform.size != 16 or not np.all(np.isfinite(transform)):
-        raise ConfigError(f"{where}: lidar_to_sensor_transform must be 16 numbers (row-major 4x4, mm)")
-    try:
-        imu = np.array(flat.get("imu_to_sensor_transform", np.eye(4).ravel()), float)
-    except (TypeError, ValueError):
-        imu = np.zeros(0)
-    if imu.size != 16 or not np.all(np.isfinite(imu)):
-        raise ConfigError(f"{where}: imu_to_sensor_transform must be 16 numbers (row-major 4x4, mm)")
+    transform = _transform16(flat, "lidar_to_sensor_transform", where)
+    imu = _transform16(flat, "imu_to_sensor_transform", where)
     shifts = flat.get("pixel_shift_by_row")
     return {
         "altitude_deg": alt,
@@ -195,3 +185,14 @@ def published_metadata(path: Path, stride: int, cols: int, rate_hz: float, shift
 
     fix(raw)
     return json.dumps(raw, indent=2)
+
+
+def _transform16(flat: dict, key: str, where: str) -> np.ndarray:
+    """The metadata's 4x4 transform `key` (row-major, mm) as 16 finite numbers; identity when absent."""
+    try:
+        values = np.array(flat.get(key, np.eye(4).ravel()), float)
+    except (TypeError, ValueError):
+        values = np.zeros(0)
+    if values.size != 16 or not np.all(np.isfinite(values)):
+        raise ConfigError(f"{where}: {key} must be 16 numbers (row-major 4x4, mm)")
+    return values
