@@ -30,7 +30,7 @@ from ..errors import TracingError
 from ..threads import run_all, thread_count
 from ..world.scene import Entity, Scene
 from .backend import Backend, Hits, Rays, register_backend
-from .embree_upload import upload
+from .embree_upload import MeshBuffers, upload
 
 try:  # optional heavy dependency, imported once with a clear message if missing
     from embreex import rtcore as _rtcore
@@ -56,25 +56,36 @@ class _Layer:
     """
 
     def __init__(self, device, entities: list[Entity], local: bool = False):
-        verts, faces, entity_ids, face_ids, materials = [], [], [], [], []
-        offset = 0
-        for e in entities:
-            if not e.mesh.n_faces:
-                continue
-            v = e.mesh.vertices if local else e.mesh.vertices @ e.pose[:3, :3].T + e.pose[:3, 3]
-            verts.append(v)
-            faces.append((e.mesh.faces + offset).astype(np.int32))
-            offset += len(v)
-            entity_ids.append(np.full(e.mesh.n_faces, e.id, np.int32))
-            face_ids.append(e.mesh.face_ids.astype(np.int32, copy=False))
-            materials.append(e.face_materials.astype(np.int32, copy=False))
-        self.n_triangles = int(sum(len(f) for f in faces))
+        """Each entity's vertices are posed (float64, as `vertices @ R.T + t`) and cast straight into
+        Embree's vertex buffer, its faces shifted and cast straight into the index buffer, its ids into
+        one table: no concatenated float64 world, no cast copies (measured, 2 M triangles: 0.44 s of
+        Python before Embree's build, now XXX)."""
+        entities = [e for e in entities if e.mesh.n_faces]
+        self.n_triangles = sum(e.mesh.n_faces for e in entities)
         self.scene = None
         if not self.n_triangles:
             return
-        miss = [np.full(1, -1, np.int32)]  # the tables' last row: primitive id -1
-        self._build(device, np.concatenate(verts).astype(np.float32), np.concatenate(faces),
-                    *(np.concatenate(column + miss) for column in (entity_ids, face_ids, materials)))
+        n_vertices = sum(len(e.mesh.vertices) for e in entities)
+        tables = np.empty((3, self.n_triangles + 1), np.int32)  # entity, face, material; miss row last
+        tables[:, -1] = -1  # the tables' last row: primitive id -1
+        self.scene = _rtcore_scene.EmbreeScene(device)
+        with MeshBuffers(self.scene, n_vertices, self.n_triangles) as mesh:
+            v0 = f0 = 0
+            for e in entities:
+                v1, f1 = v0 + len(e.mesh.vertices), f0 + e.mesh.n_faces
+                rows = mesh.vertices[v0:v1, :3]
+                if local:
+                    rows[...] = e.mesh.vertices
+                else:  # the float64 product and sum, then one cast on the way into the buffer
+                    np.add(e.mesh.vertices @ e.pose[:3, :3].T, e.pose[:3, 3], out=rows, casting="same_kind")
+                np.add(e.mesh.faces, v0, out=mesh.indices[f0:f1], casting="unsafe")  # int64 -> int32 as astype
+                tables[0, f0:f1] = e.id
+                tables[1, f0:f1] = e.mesh.face_ids
+                tables[2, f0:f1] = e.face_materials
+                v0, f0 = v1, f1
+            self.bounds = _bounds(mesh.vertices[:, :3])
+            mesh.attach()
+        self.prim_entity, self.prim_face, self.prim_material = tables
 
     @classmethod
     def of_arrays(cls, device, vertices, indices, prim_entity, prim_face, prim_material) -> "_Layer":

@@ -113,6 +113,65 @@ def _buffer(geometry, kind: int, fmt: int, stride: int, count: int, dtype, width
     return np.frombuffer((ctypes.c_char * size).from_address(address), dtype=dtype).reshape(count, width)
 
 
+class MeshBuffers:
+    """The vertex and index buffers of one triangle mesh for an uncommitted embreex `EmbreeScene`, to be
+    filled in place: `vertices` (V, 4) float32 (x, y, z and the unused fourth float), `indices` (F, 3)
+    int32. On the fast path they are Embree's own buffers (the caller's data lands there in its one
+    copy: no concatenated temporary, no cast copy); otherwise numpy arrays handed to `TriangleMesh`.
+
+        with MeshBuffers(scene, n_vertices, n_faces) as mesh:
+            mesh.vertices[:, :3] = ...   # indices checked by the caller: 0 <= index < V
+            mesh.indices[:] = ...
+            mesh.attach()
+
+    The BVH is built at the scene's first `run`. Leaving the block without `attach` drops the mesh."""
+
+    def __init__(self, scene, n_vertices: int, n_faces: int):
+        self.scene, self._geometry = scene, None
+        if not FAST:
+            self.vertices, self.indices = np.empty((n_vertices, 4), np.float32), np.empty((n_faces, 3), np.int32)
+            return
+        handle = _read(scene, _SCENE_AT, ctypes.c_void_p)
+        device = _LIB.rtcGetSceneDevice(handle)
+        try:
+            geometry = _LIB.rtcNewGeometry(device, _GEOMETRY_TYPE_TRIANGLE)
+        finally:
+            _LIB.rtcReleaseDevice(device)
+        if not geometry:
+            raise MemoryError("Embree could not create a triangle geometry")
+        self._geometry = geometry
+        try:
+            self.vertices = _buffer(geometry, _BUFFER_TYPE_VERTEX, _FORMAT_FLOAT3, _VERTEX_STRIDE, n_vertices,
+                                    np.float32, 4)
+            self.indices = _buffer(geometry, _BUFFER_TYPE_INDEX, _FORMAT_UINT3, 3 * 4, n_faces, np.int32, 3)
+        except BaseException:
+            self.close()
+            raise
+
+    def attach(self) -> None:
+        """Hand the filled buffers to the scene (the views are then Embree's: dropped here)."""
+        self.vertices[:, 3] = 0.0
+        if self._geometry is None:
+            _mesh_construction.TriangleMesh(self.scene, np.ascontiguousarray(self.vertices[:, :3]), self.indices)
+        else:
+            _LIB.rtcCommitGeometry(self._geometry)
+            _LIB.rtcAttachGeometry(_read(self.scene, _SCENE_AT, ctypes.c_void_p), self._geometry)
+        self.close()
+
+    def close(self) -> None:
+        """Drop our reference (an attached geometry lives on in its scene)."""
+        self.vertices = self.indices = None
+        if self._geometry is not None:
+            _LIB.rtcReleaseGeometry(self._geometry)
+            self._geometry = None
+
+    def __enter__(self) -> "MeshBuffers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def upload(scene, vertices: np.ndarray, indices: np.ndarray) -> None:
     """Attach one triangle mesh to an uncommitted embreex `EmbreeScene`: (V, 3) float32 vertices,
     (F, 3) int32 indices into them (checked by the caller: 0 <= index < V). The scene's BVH is built
@@ -120,21 +179,7 @@ def upload(scene, vertices: np.ndarray, indices: np.ndarray) -> None:
     if not FAST:
         _mesh_construction.TriangleMesh(scene, vertices, indices)
         return
-    handle = _read(scene, _SCENE_AT, ctypes.c_void_p)
-    device = _LIB.rtcGetSceneDevice(handle)
-    try:
-        geometry = _LIB.rtcNewGeometry(device, _GEOMETRY_TYPE_TRIANGLE)
-    finally:
-        _LIB.rtcReleaseDevice(device)
-    if not geometry:
-        raise MemoryError("Embree could not create a triangle geometry")
-    try:
-        v = _buffer(geometry, _BUFFER_TYPE_VERTEX, _FORMAT_FLOAT3, _VERTEX_STRIDE, len(vertices), np.float32, 4)
-        v[:, :3] = vertices
-        v[:, 3] = 0.0
-        i = _buffer(geometry, _BUFFER_TYPE_INDEX, _FORMAT_UINT3, 3 * 4, len(indices), np.int32, 3)
-        i[:] = indices
-        _LIB.rtcCommitGeometry(geometry)
-        _LIB.rtcAttachGeometry(handle, geometry)
-    finally:
-        _LIB.rtcReleaseGeometry(geometry)  # the scene holds its own reference once attached
+    with MeshBuffers(scene, len(vertices), len(indices)) as mesh:
+        mesh.vertices[:, :3] = vertices
+        mesh.indices[:] = indices
+        mesh.attach()
