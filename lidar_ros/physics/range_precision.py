@@ -4,17 +4,25 @@ A pulsed receiver times the centroid of the return's photons: N photons spread o
 timing error ∝ τ/√N, so the range's standard deviation falls with the SNR. Datasheets give σ at a few
 SNRs; Ouster OS1 (850 nm generation) "Range Repeatability (1 sigma / standard deviation): SNR > 250:
 ±1.5 cm, SNR 100: ±3 cm, SNR 12: ±10 cm". Through two such pairs (SNR₁, σ₁), (SNR₂, σ₂) a power law,
-floored at the datasheet's best figure σ_min (noise.sigma):
+floored at σ_floor:
 
-    σ(SNR) = max(σ_min, σ₁·(SNR₁/SNR)^p),   p = ln(σ₁/σ₂) / ln(SNR₂/SNR₁)
+    σ(SNR) = max(σ_floor, σ₁·(SNR₁/SNR)^p),   p = ln(σ₁/σ₂) / ln(SNR₂/SNR₁)
 
 Worked number, Ouster's pairs (12, 0.10 m), (100, 0.03 m): p = 0.567 (near the ½ of photon counting);
 SNR 250 gives 1.8 cm (the datasheet: 1.5 cm above 250).
 
+The floor (noise.snr_floor; unset: noise.sigma, the datasheet's best figure) is the part of the timing
+error that does not fall with the signal (clock and laser jitter). The datasheet's "SNR > 250: ±1.5 cm"
+bounds a whole band; it is not a floor: the law continued gives 4.8 mm at SNR 2 500 and 2.2 mm at 10 000,
+and the real Ouster units read so (shared/realdata, σ from second differences under 5 m, binned by
+SIGNAL: OS-0-128 9.7 mm at SIGNAL < 100, 5.4 mm at 100-300, 3.6 mm at 300-3 000; OS-1-64 9.1, 3.6, 3.0 mm).
+The Ouster presets therefore set snr_floor 0: below the law stays the range quantisation
+(noise.resolution, 1 mm: σ 0.29 mm).
+
 The SNR of a return of S mean signal photons over B background photons in its detection window, limited
 by the background's shot noise (daylight, as the datasheets' detection figures): SNR = S/√B, with
 S = K·ρ(θ)·O(r)/r² (intensity.py, overlap.py) and B = signal.noise_floor. Without background (B = 0, the
-presets without --realistic) the SNR is unbounded and every return gets σ_min: those frames are as
+presets without --realistic) the SNR is unbounded and every return gets noise.sigma: those frames are as
 before, and the device path (which runs only with B = 0) needs no term of its own.
 Worked numbers, OS1 preset --realistic (K = 231 000, B = 3, r₀ = 10.1 m): a 30 % wall at 10 m, S = 437,
 SNR 252, σ = 1.8 cm; a 10 % target at 40 m, S = 14.4, SNR 8.3, σ = 12 cm.
@@ -50,15 +58,17 @@ def sigma_at_snr(snr: np.ndarray, pairs, floor: float) -> np.ndarray:
 
 
 def ray_sigma(rho: np.ndarray, clean: np.ndarray, signal_scale: float, overlap_range: float, background: float,
-              pairs, floor: float) -> np.ndarray:
+              pairs, floor: float, snr_floor: float | None = None) -> np.ndarray:
     """(N,) float32 σ of each return from its ρ and clean range (NaN: no return, σ unused): S = K·ρ·O(r)/r²
-    with r ≥ 0.1 m, SNR = S/√B, σ(SNR) as above; the power only where σ is above the floor (numpy's float32
-    SIMD exp and power: measured ~5x faster here than a compiled loop's scalar libm calls)."""
+    with r ≥ 0.1 m, SNR = S/√B, σ(SNR) as above, floored at snr_floor (None: `floor`); `floor` everywhere
+    without background (B ≤ 0). The power only where σ is above the floor (numpy's float32 SIMD exp and
+    power: measured ~5x faster here than a compiled loop's scalar libm calls)."""
     (snr1, sigma1), _ = pairs
     p = exponent(pairs)
-    out = np.full(len(clean), np.float32(floor), np.float32)
     if background <= 0:
-        return out
+        return np.full(len(clean), np.float32(floor), np.float32)
+    floor = floor if snr_floor is None else snr_floor
+    out = np.full(len(clean), np.float32(floor), np.float32)
     r = np.fmax(np.asarray(clean, np.float32), np.float32(0.1))
     snr = np.asarray(rho, np.float32) * np.float32(signal_scale / np.sqrt(background))
     snr /= r * r
