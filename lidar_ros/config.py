@@ -258,6 +258,8 @@ def _spec_from_file(path: Path) -> dict:
             spec["columns"], spec["rate_hz"] = meta["lidar_mode"][0], meta["lidar_mode"][1]
         if meta["udp_profile_lidar"].upper().endswith("_DUAL"):  # a dual-return profile: RANGE2 is the second strongest
             spec = set_dotted(spec, "beam.return_mode", "dual_strongest")
+        if meta["udp_profile_lidar"].upper().startswith("RNG15"):  # low data rate: RANGE in 8 mm units (Ouster
+            spec = set_dotted(spec, "noise.resolution", 0.008)     # firmware manual; the shared OS-0-128 LB frame)
         return spec
     data = read_yaml(path)
     if isinstance(data, dict) and "lasers" in data and "type" not in data:

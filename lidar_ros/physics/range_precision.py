@@ -13,19 +13,27 @@ SNR 250 gives 1.8 cm (the datasheet: 1.5 cm above 250).
 
 The floor (noise.snr_floor; unset: noise.sigma, the datasheet's best figure) is the part of the timing
 error that does not fall with the signal (clock and laser jitter). The datasheet's "SNR > 250: ±1.5 cm"
-bounds a whole band; it is not a floor: the law continued gives 4.8 mm at SNR 2 500 and 2.2 mm at 10 000,
-and the real Ouster units read so (shared/realdata, σ from second differences under 5 m, binned by
-SIGNAL: OS-0-128 9.7 mm at SIGNAL < 100, 5.4 mm at 100-300, 3.6 mm at 300-3 000; OS-1-64 9.1, 3.6, 3.0 mm).
-The Ouster presets therefore set snr_floor 0: below the law stays the range quantisation
-(noise.resolution, 1 mm: σ 0.29 mm).
+bounds a whole band; it is not a floor: the law continued gives 4.8 mm at SNR 2 500.
+
+Ouster units of today (Rev 6/7, 865 nm) time much better than that first datasheet: their own σ of range
+(second differences under 5 m, compare/stats.py range_noise) binned by SIGNAL photons S follows photon
+counting, σ·√S ≈ 70 mm (σ ∝ S^-1/2: the centroid of S photons of one pulse shape), from one product line
+to the next:
+    OS-0-128 Rev 7 (single_scan_016)  S 40-640: σ 10.9-3.6 mm, σ·√S 66-101 mm
+    OS-2-128 (v2.3.0)                 S 10-40:  σ 16.3-15.7 mm, σ·√S 65-77 mm
+    OS-1-64 (fw 2.0, held out)        S 40-640: σ 7.9-2.4 mm, σ·√S 46-67 mm
+and flatten at 2.4-3.6 mm above S ≈ 300 (the real surfaces' own roughness is in that figure too).
+The Ouster presets therefore carry σ = 70 mm/√S as the law's pairs at S = SNR·√B (B = 3):
+[[12, 0.0154], [100, 0.0053]], p = ½, and snr_floor 0 (below the law: the 1 mm range quantisation,
+noise.resolution). The datasheet's pairs give 3 cm at S = 173, where these units read 4-5 mm.
 
 The SNR of a return of S mean signal photons over B background photons in its detection window, limited
 by the background's shot noise (daylight, as the datasheets' detection figures): SNR = S/√B, with
 S = K·ρ(θ)·O(r)/r² (intensity.py, overlap.py) and B = signal.noise_floor. Without background (B = 0, the
 presets without --realistic) the SNR is unbounded and every return gets noise.sigma: those frames are as
 before, and the device path (which runs only with B = 0) needs no term of its own.
-Worked numbers, OS1 preset --realistic (K = 231 000, B = 3, r₀ = 10.1 m): a 30 % wall at 10 m, S = 437,
-SNR 252, σ = 1.8 cm; a 10 % target at 40 m, S = 14.4, SNR 8.3, σ = 12 cm.
+Worked numbers, OS1 preset --realistic (K = 231 000, B = 3, r₀ = 10.1 m, the pairs above, p = 0.503): a
+30 % wall at 10 m, S = 437, SNR 252, σ = 3.4 mm; a 10 % target at 40 m, S = 14.4, SNR 8.3, σ = 1.9 cm.
 """
 from __future__ import annotations
 
