@@ -24,8 +24,9 @@ to the next:
     OS-1-64 (fw 2.0, held out)        S 40-640: σ 7.9-2.4 mm, σ·√S 46-67 mm
 and flatten at 2.4-3.6 mm above S ≈ 300 (the real surfaces' own roughness is in that figure too).
 The Ouster presets therefore carry σ = 70 mm/√S as the law's pairs at S = SNR·√B (B = 3):
-[[12, 0.0154], [100, 0.0053]], p = ½, and snr_floor 0 (below the law: the 1 mm range quantisation,
-noise.resolution). The datasheet's pairs give 3 cm at S = 173, where these units read 4-5 mm.
+[[12, 0.0154], [100, 0.0053]], p = ½, and snr_floor 3 mm (the flat part, both frames; the held-out
+OS-0-128 Rev 6 low-data-rate frame, 8 mm range steps, checks it). The datasheet's pairs give 3 cm at
+S = 173, where these units read 4-5 mm.
 
 The SNR of a return of S mean signal photons over B background photons in its detection window, limited
 by the background's shot noise (daylight, as the datasheets' detection figures): SNR = S/√B, with
@@ -33,7 +34,8 @@ S = K·ρ(θ)·O(r)/r² (intensity.py, overlap.py) and B = signal.noise_floor. W
 presets without --realistic) the SNR is unbounded and every return gets noise.sigma: those frames are as
 before, and the device path (which runs only with B = 0) needs no term of its own.
 Worked numbers, OS1 preset --realistic (K = 231 000, B = 3, r₀ = 10.1 m, the pairs above, p = 0.503): a
-30 % wall at 10 m, S = 437, SNR 252, σ = 3.4 mm; a 10 % target at 40 m, S = 14.4, SNR 8.3, σ = 1.9 cm.
+30 % wall at 10 m, S = 437, SNR 252, σ = 3.4 mm; at 5 m σ is the 3 mm floor; a 10 % target at 40 m,
+S = 14.4, SNR 8.3, σ = 1.9 cm.
 """
 from __future__ import annotations
 
