@@ -129,7 +129,7 @@ def simulated(world: str, sensor: str, pose, overrides=None):
 
 @pytest.mark.skipif(not REAL.is_dir(), reason="shared real frames not present")
 @pytest.mark.parametrize("real, world, sensor, pose", [
-    ("ouster/single_scan_016.npz", "street", "ouster/single_scan_016.json", (0, 0, 1.8, 0, 0, 0)),
+    ("ouster/single_scan_016.npz", "street", "ouster/single_scan_016.json", (0, 0, 1.2, 0, 0, 0)),
     ("ouster/OS-1-64_1024x10_fw20.npz", "office", "ouster/OS-1-64_sensor_config_reduced.json", (1, 0, 1.2, 0, 0, 0)),
     ("ouster/OS-0-128-U1_v2.3.0_1024x10.npz", "hall", "ouster/OS-0-128-U1_v2.3.0_1024x10.json", (0, 0, 1.2, 0, 0, 0)),
     ("nebula/xt32/nebula_xt32_1673400678101968885.npz", "office", "XT32", (1, 0, 1.2, 0, 0, 0)),
