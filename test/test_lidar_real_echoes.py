@@ -1,8 +1,8 @@
 """Which echo each vendor reports in which slot, on scenes with known answers (issue 23, item 2).
 
 Ouster dual profiles: RANGE = strongest, RANGE2 = second strongest (nearer or farther). Velodyne dual and
-Hesai "last + strongest" (0x39): the strongest and the last; when the last is the strongest, the second
-strongest. A second echo *nearer* than the strongest comes from a partial occluder in front of a stronger
+Hesai "last + strongest" (0x39, mode `dual`): the strongest and the last; when the last is the strongest, the
+second strongest. Hesai "first + strongest" (0x3C, `dual_first`): the strongest and the first, likewise. A second echo *nearer* than the strongest comes from a partial occluder in front of a stronger
 surface: a thin dark pole before a bright wall covers little of the footprint, so the wall is the
 strongest (and, for Velodyne/Hesai, also the last) and the pole is reported second, nearer.
 Echo strength is ρ·w/r² (echoes.py); the real nebula frames' echoes are ranked the same way, by their
@@ -16,7 +16,7 @@ import pytest
 from lidar_ros import load_sensor
 from lidar_ros.physics.echoes import form_echoes
 
-VENDORS = [("OS0-128", "dual_strongest"), ("VLP-16", "dual"), ("XT32", "dual")]
+VENDORS = [("OS0-128", "dual_strongest"), ("VLP-16", "dual"), ("XT32", "dual"), ("XT32", "dual_first")]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def pole_before_wall():
     return scene, make_backend("embree", scene, threads=2)
 
 
-@pytest.mark.parametrize("name, mode", VENDORS, ids=[v[0] for v in VENDORS])
+@pytest.mark.parametrize("name, mode", VENDORS, ids=[f"{n}-{m}" for n, m in VENDORS])
 def test_thin_pole_before_a_bright_wall_is_the_nearer_second_echo(pole_before_wall, name, mode):
     """Two-echo beams see the pole (3 m / cos elevation) and the wall (6 m / cos elevation): the ranges differ
     by a factor 2; the slot-1 echo is the stronger (ρ/r²); where the pole covers little the wall is first and
@@ -62,23 +62,27 @@ def test_thin_pole_before_a_bright_wall_is_the_nearer_second_echo(pole_before_wa
     assert np.all(rho2[pole_second] < rho1[pole_second])
 
 
-def test_vendors_differ_only_where_the_last_echo_is_neither_strongest_nor_second():
-    """Three surfaces per beam with equal weights (strength ρ/3r²):
+def test_vendors_differ_only_where_the_other_echo_is_neither_strongest_nor_second():
+    """Three surfaces per beam with equal weights (strength ρ/3r²), the strongest first in every mode:
     a: pole 3 m ρ 0.1 (0.0037), wall 6 m ρ 0.9 (0.0083), far wall 20 m ρ 0.9 (0.00075):
-       Ouster: wall, then the pole (second strongest, nearer); Velodyne/Hesai: wall, then the last (20 m).
-    b: pole 3 m ρ 0.05 (0.0019), wall 6 m ρ 0.9 (0.0083), no third surface: the wall is strongest and last;
-       every vendor reports the pole second (Velodyne/Hesai: the second strongest when the last is the strongest).
-    c: board 3 m ρ 0.9 (0.033), wall 6 m ρ 0.9 (0.0083): strongest the near board; second the wall, farther."""
+       Ouster: the pole (second strongest, nearer); Velodyne / Hesai last+strongest: the last (20 m);
+       Hesai first+strongest: the first (the pole).
+    b: pole 3 m ρ 0.05, wall 6 m ρ 0.9, nothing behind: the wall is strongest and last: every mode the pole
+       (Velodyne/Hesai: the second strongest when the last is the strongest).
+    c: board 3 m ρ 0.9 (0.033), wall 6 m ρ 0.9: the board strongest and first: every mode the wall, farther.
+    d: pole 2 m ρ 0.02 (0.0017), board 4 m ρ 0.6 (0.0125), wall 6 m ρ 0.6 (0.0056): Ouster and
+       Velodyne the wall (second strongest, last); Hesai first+strongest the pole."""
     inf = np.inf
-    ranges = np.array([[3.0, 6.0, 20.0], [3.0, 6.0, inf], [3.0, 6.0, inf]], np.float32)
-    rho = np.array([[0.1, 0.9, 0.9], [0.05, 0.9, 0.0], [0.9, 0.9, 0.0]], np.float32)
+    ranges = np.array([[3.0, 6.0, 20.0], [3.0, 6.0, inf], [3.0, 6.0, inf], [2.0, 4.0, 6.0]], np.float32)
+    rho = np.array([[0.1, 0.9, 0.9], [0.05, 0.9, 0.0], [0.9, 0.9, 0.0], [0.02, 0.6, 0.6]], np.float32)
     w = np.full(3, 1 / 3, np.float32)
-    ouster = form_echoes(ranges, rho, w, 0.5, "dual_strongest")
-    velodyne_hesai = form_echoes(ranges, rho, w, 0.5, "dual")
-    for first, _ in (ouster, velodyne_hesai):
-        np.testing.assert_allclose(first.range, [6.0, 6.0, 3.0])
-    np.testing.assert_allclose(ouster[1].range, [3.0, 3.0, 6.0])
-    np.testing.assert_allclose(velodyne_hesai[1].range, [20.0, 3.0, 6.0])
+    want = {"dual_strongest": [3.0, 3.0, 6.0, 6.0], "dual": [20.0, 3.0, 6.0, 6.0], "dual_first": [3.0, 3.0, 6.0, 2.0]}
+    for mode, second in want.items():
+        first, other = form_echoes(ranges, rho, w, 0.5, mode)
+        np.testing.assert_allclose(first.range, [6.0, 6.0, 3.0, 4.0], err_msg=mode)
+        np.testing.assert_allclose(other.range, second, err_msg=mode)
+    one = form_echoes(np.array([[5.0, 5.1, inf]], np.float32), rho[:1], w, 0.5, "dual_first")
+    assert np.isfinite(one[0].range[0]) and not np.isfinite(one[1].range[0])  # one surface: no second return
 
 
 def nebula_vlp16(distance_raw: np.ndarray, intensity: np.ndarray) -> dict:
