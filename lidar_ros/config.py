@@ -41,6 +41,7 @@ from .patterns import (Pattern, angles_of, cone, depth_camera, grid, mirror, ous
 from .physics import NoiseConfig, SurfaceConfig
 from .physics.effects_config import EffectsConfig
 from .physics._validate import fail
+from .physics.ambient import SKY_OF_LEVEL
 from .physics.column_timing import SHARED_FRAME_MEDIANS_US
 from .physics.photon_calibration import BACKGROUND_PHOTONS
 from .sink import LAYOUTS
@@ -258,6 +259,8 @@ def _spec_from_file(path: Path) -> dict:
             spec["columns"], spec["rate_hz"] = meta["lidar_mode"][0], meta["lidar_mode"][1]
         if meta["udp_profile_lidar"].upper().endswith("_DUAL"):  # a dual-return profile: RANGE2 is the second strongest
             spec = set_dotted(spec, "beam.return_mode", "dual_strongest")
+        if meta["udp_profile_lidar"].upper().startswith("RNG15"):  # low data rate: RANGE in 8 mm units (Ouster
+            spec = set_dotted(spec, "noise.resolution", 0.008)     # firmware manual; the shared OS-0-128 LB frame)
         return spec
     data = read_yaml(path)
     if isinstance(data, dict) and "lasers" in data and "type" not in data:
@@ -313,7 +316,7 @@ REALISTIC = {
     "beam.sub_rays": 4, "beam.return_mode": "strongest",
     "detection.model": "snr", "detection.snr_at_limit": 4.0, "detection.edge_dropout": True,
     "signal.poisson": True, "signal.noise_floor": BACKGROUND_PHOTONS, "signal.ambient_model": "sun", "signal.row_gain_sigma": 0.05,
-    "surface.ambient_level": 2000.0, "surface.ambient_sky": 600.0,
+    "surface.ambient_level": 2000.0, "surface.ambient_sky": 2000.0 * SKY_OF_LEVEL,  # physics/ambient.py: 400
     # surface texture (physics/texture.py): ±25 % albedo (ln spread 0.25) on a 10 cm grain, an assumption checked
     # against the shared real frames' neighbour-to-neighbour reflectivity spread (test_lidar_realism2)
     "surface.texture_sigma": 0.25, "surface.texture_length_m": 0.1,

@@ -94,6 +94,8 @@ DEVICE_SUPPORT = {
     # return's SNR is unbounded and the sigma is noise.sigma's floor, as the kernel draws it
     "noise.snr_sigma": HOST.unless_read(lambda c: c.effects.signal.noise_floor > 0,
                                         "read with signal.noise_floor > 0 only"),
+    "noise.snr_floor": HOST.unless_read(lambda c: c.effects.signal.noise_floor > 0 and bool(c.noise.snr_sigma),
+                                        "read with noise.snr_sigma and signal.noise_floor > 0 only"),
     "effects.signal.poisson": HOST,
     "effects.signal.noise_floor": HOST,
     "effects.signal.saturation": HOST,

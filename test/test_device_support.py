@@ -201,6 +201,7 @@ LIDAR_REFUSED = {
     "surface.texture_sigma": {"surface": {"texture_sigma": 0.25}},
     "surface.texture_length_m": {"surface": {"texture_sigma": 0.25, "texture_length_m": 0.1}},
     "noise.snr_sigma": {"signal": {"noise_floor": 2.0}, "noise": {"snr_sigma": [[12, 0.1], [100, 0.03]]}},
+    "noise.snr_floor": {"signal": {"noise_floor": 2.0}, "noise": {"snr_sigma": [[12, 0.1], [100, 0.03]], "snr_floor": 0.0}},
     "timing.column_jitter_us": {"timing": {"column_jitter_us": 1.4}},
     "timing.column_wander_us": {"timing": {"column_wander_us": 0.8}},
 }

@@ -9,8 +9,13 @@ irradiance is roughly 10-20 % of the direct), so the counts are
     surface:  level · A · (max(0, n·s) + DIFFUSE)      (by day; at night level · A · NIGHT)
     sky:      sky                                       (by day; at night sky · NIGHT)
 
-so that by day the open sky (`sky`, e.g. ~800 counts) is brighter than shadowed surfaces
-(level·A·DIFFUSE) and darker than sunlit white ones — as in real daytime frames. Each row (beam)
+so that by day the open sky is brighter than shadowed surfaces (level·A·DIFFUSE) and darker than sunlit
+white ones — as in real daytime frames. The sky's count follows from the same diffuse light: an isotropic
+sky of radiance L gives a horizontal surface the irradiance πL, which it returns as A·L, so the sky itself
+reads level·DIFFUSE (SKY_OF_LEVEL; white paper in shade reads as bright as the sky). At the laser band the
+clear sky is dark: Rayleigh scattering ∝ λ⁻⁴ is 14x weaker at 865 nm than at 450 nm, and the diffuse share
+of the solar irradiance is ~10 % (ASTM G173: global tilt ≈ 0.95, direct ≈ 0.86 W m⁻² nm⁻¹ at 865 nm), so a
+sunlit 30 % wall outshines the sky (0.3·(cos θ + 0.2) > 0.2 for θ < 62°). Each row (beam)
 has its own detector gain, log-normal with mean 1, g_r = exp(σ_row·z_r − σ_row²/2), z_r ~ N(0, 1), fixed for
 the run (the per-row banding of real frames; σ_row is the spread of ln g that lidar_ros/compare/stats.py
 row_gain_spread reads off a frame: 0.07-0.38 on the shared Ouster frames). Counts are Poisson with that mean. Shadows cast by other objects are not traced: a surface
@@ -22,6 +27,7 @@ import numpy as np
 
 DIFFUSE = 0.2
 NIGHT = 0.01
+SKY_OF_LEVEL = DIFFUSE  # the open sky's counts over ambient_level (the docstring)
 
 
 def sun_direction(elevation_deg: float, azimuth_deg: float) -> np.ndarray:

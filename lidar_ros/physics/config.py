@@ -22,6 +22,7 @@ Example (a sensor file's `surface:` and `noise:` parts)::
       angular_sigma: 0.0                    # rad; direction jitter per ray and axis
       snr_sigma: []                         # [[SNR, sigma m], [SNR, sigma m]]: per-ray sigma from the return's
                                             # SNR, floored at sigma (range_precision.py; Ouster [[12, 0.10], [100, 0.03]])
+      snr_floor: null                       # m; the floor of the SNR law instead of sigma (null: sigma)
 """
 from __future__ import annotations
 
@@ -93,6 +94,7 @@ class NoiseConfig(CheckedConfig):
     resolution: float = 0.0
     angular_sigma: float = 0.0
     snr_sigma: tuple = ()
+    snr_floor: float | None = None
 
     RULES = dict(bias_distribution=choice(*BIAS_DISTRIBUTIONS), bias_sigma=number(0.0, 10.0), sigma=number(0.0, 10.0),
                  relative_sigma=number(0.0, 1.0), relative_exponent=number(0.0, 4.0), dust_probability=number(0.0, 1.0),
@@ -104,7 +106,9 @@ class NoiseConfig(CheckedConfig):
 
     @classmethod
     def _more(cls, values: dict[str, Any], where: str) -> dict[str, Any]:
-        return {**values, "snr_sigma": _snr_sigma(values["snr_sigma"], f"{where}.snr_sigma")}
+        floor = values["snr_floor"]
+        return {**values, "snr_sigma": _snr_sigma(values["snr_sigma"], f"{where}.snr_sigma"),
+                "snr_floor": None if floor is None else number(0.0, 10.0).check(floor, f"{where}.snr_floor")}
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "snr_sigma": [list(p) for p in self.snr_sigma]}

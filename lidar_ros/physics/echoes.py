@@ -16,7 +16,9 @@ and reports the surface of its strongest sub-ray (entity, material, normal). Ret
 Velodyne and Ouster manuals describe them: strongest (largest P_E), last (farthest), first (nearest),
 dual = strongest + last (when the last is the strongest: the second strongest, as Velodyne's dual mode
 reports it), dual_strongest = strongest + second strongest (Ouster's dual-return profiles: RANGE2 is the
-second strongest echo, nearer or farther than the first; Ouster firmware user manual). `mixed`: every sub-return forms one echo (a continuous-wave or long-pulse receiver, Heiden
+second strongest echo, nearer or farther than the first; Ouster firmware user manual), dual_first = strongest +
+first (when the first is the strongest: the second strongest; Hesai's "first + strongest" dual mode, 0x3C; its
+"last + strongest", 0x39, is `dual`). `mixed`: every sub-return forms one echo (a continuous-wave or long-pulse receiver, Heiden
 et al. 2020: all returns of a beam sum before the range is measured), so any depth edge gives mixed pixels.
 """
 from __future__ import annotations
@@ -25,8 +27,8 @@ import numpy as np
 
 from radarays_ros.compiled import inlined, kernel
 
-MODES = ("strongest", "last", "first", "dual", "mixed", "dual_strongest")
-DUAL_MODES = ("dual", "dual_strongest")
+MODES = ("strongest", "last", "first", "dual", "mixed", "dual_strongest", "dual_first")
+DUAL_MODES = ("dual", "dual_strongest", "dual_first")
 MIN_RANGE = 0.1  # m, keeps 1/r² finite
 
 
@@ -43,13 +45,13 @@ class Echo:
 
 
 MODE_CODES = {mode: code for code, mode in enumerate(MODES)}
-_STRONGEST, _LAST, _FIRST, _DUAL, _MIXED, _DUAL_STRONGEST = range(len(MODES))
+_STRONGEST, _LAST, _FIRST, _DUAL, _MIXED, _DUAL_STRONGEST, _DUAL_FIRST = range(len(MODES))
 _ZERO, _ONE, _INF = np.float32(0.0), np.float32(1.0), np.float32(np.inf)
 _MIN_RANGE = np.float32(MIN_RANGE)
 
 
 def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separation: float, mode: str) -> list[Echo]:
-    """The echoes a beam reports: [echo] or, for 'dual' and 'dual_strongest', [strongest, second].
+    """The echoes a beam reports: [echo] or, for the dual modes (DUAL_MODES), [strongest, second].
 
     ranges, rho: (N, K) per sub-ray (range inf = no return); weights: (K,) summing to 1. All float32
     arithmetic, one beam at a time in a compiled loop (radarays_ros.compiled)."""
@@ -97,7 +99,7 @@ def _echo_kernel(r, rho, w, separation, mode, range1, rho1, dominant1, range2, r
             range1[j] = weighted / strength if strength > _ZERO and any_hit else _INF
             rho1[j] = reflectivity
             dominant1[j] = j * k + top
-            if mode == _DUAL or mode == _DUAL_STRONGEST:
+            if mode == _DUAL or mode == _DUAL_STRONGEST or mode == _DUAL_FIRST:
                 range2[j], rho2[j], dominant2[j] = _INF, _ZERO, j * k
         else:
             _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1, range2, rho2, dominant2)
@@ -120,7 +122,7 @@ def _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1
     none = (_ZERO, _ZERO, _ZERO, j * k)  # an echo's (strength, Σ P·r, Σ w·ρ, dominant sub-ray)
     first = last = top = runner_up = none
     count, top_strength, runner_up_strength = 0, -_INF, -_INF
-    top_label = last_label = label = 0
+    top_label = last_label = first_label = label = 0
     echo, best, previous = none, np.float32(-1.0), _ZERO
     for i in range(k + 1):
         ri = r[j, order[i]] if i < k else _INF
@@ -130,6 +132,7 @@ def _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1
             if closed:
                 count += 1
                 first = echo if count == 1 else first
+                first_label = label if count == 1 else first_label
                 last, last_label = echo, label
             if label == 0 or ranked > top_strength:  # the old strongest is now the strongest of the others
                 if label > 0:
@@ -167,6 +170,12 @@ def _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1
                 range2[j], rho2[j] = _INF, _ZERO
         elif mode == _DUAL_STRONGEST:  # strongest + the strongest of the others, nearer or farther
             _put(j, count > 1 and runner_up_strength > -_INF, runner_up, range2, rho2, dominant2)
+        elif mode == _DUAL_FIRST:  # strongest + first; when the first is the strongest, the second strongest
+            same = has_top and first_label == top_label
+            _put(j, runner_up_strength > -_INF if same else count > 0, runner_up if same else first,
+                 range2, rho2, dominant2)
+            if count < 2:
+                range2[j], rho2[j] = _INF, _ZERO
 
 
 @inlined

@@ -10,7 +10,8 @@ sections is exactly the geometric sensor of before. Example::
       sub_rays: 4                # rays traced per beam over its footprint (1 = the central ray only)
       profile: gaussian          # uniform | gaussian (1/e² diameter = the divergence cone)
       return_mode: strongest     # strongest | last | first | dual (strongest + last) | mixed |
-                                 # dual_strongest (strongest + second strongest: Ouster's *_DUAL profiles)
+                                 # dual_strongest (strongest + second strongest: Ouster's *_DUAL profiles) |
+                                 # dual_first (strongest + first: Hesai's first + strongest dual mode)
       echo_separation_m: 0.5     # sub-returns nearer to each other than this form one echo
     detection:                   # detection_probability.py
       model: threshold           # threshold (hard range–reflectivity limit) | snr (smooth curve)
@@ -61,7 +62,7 @@ from typing import Any, Mapping
 from ._validate import FLAG, CheckedConfig, choice, fail, integer, number
 from .snow import SNOW_TYPES
 
-RETURN_MODES = ("strongest", "last", "first", "dual", "mixed", "dual_strongest")
+RETURN_MODES = ("strongest", "last", "first", "dual", "mixed", "dual_strongest", "dual_first")
 PROFILES = ("uniform", "gaussian")
 DETECTION_CURVES = ("threshold", "snr")
 TOF_MODES = ("pulsed", "cw")
@@ -87,7 +88,7 @@ class BeamConfig(CheckedConfig):
 
     @property
     def dual(self) -> bool:
-        return self.return_mode in ("dual", "dual_strongest")
+        return self.return_mode in ("dual", "dual_strongest", "dual_first")
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,7 @@ class SurfaceModel:
         if not self.noise.snr_sigma:
             return None
         return ray_sigma(rho, clean, self.surface.signal_scale, self.surface.overlap_range_m,
-                         self.effects.signal.noise_floor, self.noise.snr_sigma, self.noise.sigma)
+                         self.effects.signal.noise_floor, self.noise.snr_sigma, self.noise.sigma, self.noise.snr_floor)
 
     def apply(self, hits: LidarHits, laser_index: np.ndarray | None, rng: np.random.Generator,
               ray_bias: np.ndarray | None = None, ray_gain: np.ndarray | None = None) -> Returns:

@@ -4,20 +4,38 @@ A pulsed receiver times the centroid of the return's photons: N photons spread o
 timing error ∝ τ/√N, so the range's standard deviation falls with the SNR. Datasheets give σ at a few
 SNRs; Ouster OS1 (850 nm generation) "Range Repeatability (1 sigma / standard deviation): SNR > 250:
 ±1.5 cm, SNR 100: ±3 cm, SNR 12: ±10 cm". Through two such pairs (SNR₁, σ₁), (SNR₂, σ₂) a power law,
-floored at the datasheet's best figure σ_min (noise.sigma):
+floored at σ_floor:
 
-    σ(SNR) = max(σ_min, σ₁·(SNR₁/SNR)^p),   p = ln(σ₁/σ₂) / ln(SNR₂/SNR₁)
+    σ(SNR) = max(σ_floor, σ₁·(SNR₁/SNR)^p),   p = ln(σ₁/σ₂) / ln(SNR₂/SNR₁)
 
 Worked number, Ouster's pairs (12, 0.10 m), (100, 0.03 m): p = 0.567 (near the ½ of photon counting);
 SNR 250 gives 1.8 cm (the datasheet: 1.5 cm above 250).
 
+The floor (noise.snr_floor; unset: noise.sigma, the datasheet's best figure) is the part of the timing
+error that does not fall with the signal (clock and laser jitter). The datasheet's "SNR > 250: ±1.5 cm"
+bounds a whole band; it is not a floor: the law continued gives 4.8 mm at SNR 2 500.
+
+Ouster units of today (Rev 6/7, 865 nm) time much better than that first datasheet: their own σ of range
+(second differences under 5 m, compare/stats.py range_noise) binned by SIGNAL photons S follows photon
+counting, σ·√S ≈ 70 mm (σ ∝ S^-1/2: the centroid of S photons of one pulse shape), from one product line
+to the next:
+    OS-0-128 Rev 7 (single_scan_016)  S 40-640: σ 10.9-3.6 mm, σ·√S 66-101 mm
+    OS-2-128 (v2.3.0)                 S 10-40:  σ 16.3-15.7 mm, σ·√S 65-77 mm
+    OS-1-64 (fw 2.0, held out)        S 40-640: σ 7.9-2.4 mm, σ·√S 46-67 mm
+and flatten at 2.4-3.6 mm above S ≈ 300 (the real surfaces' own roughness is in that figure too).
+The Ouster presets therefore carry σ = 70 mm/√S as the law's pairs at S = SNR·√B (B = 3):
+[[12, 0.0154], [100, 0.0053]], p = ½, and snr_floor 3 mm (the flat part, both frames; the held-out
+OS-0-128 Rev 6 low-data-rate frame, 8 mm range steps, checks it). The datasheet's pairs give 3 cm at
+S = 173, where these units read 4-5 mm.
+
 The SNR of a return of S mean signal photons over B background photons in its detection window, limited
 by the background's shot noise (daylight, as the datasheets' detection figures): SNR = S/√B, with
 S = K·ρ(θ)·O(r)/r² (intensity.py, overlap.py) and B = signal.noise_floor. Without background (B = 0, the
-presets without --realistic) the SNR is unbounded and every return gets σ_min: those frames are as
+presets without --realistic) the SNR is unbounded and every return gets noise.sigma: those frames are as
 before, and the device path (which runs only with B = 0) needs no term of its own.
-Worked numbers, OS1 preset --realistic (K = 231 000, B = 3, r₀ = 10.1 m): a 30 % wall at 10 m, S = 437,
-SNR 252, σ = 1.8 cm; a 10 % target at 40 m, S = 14.4, SNR 8.3, σ = 12 cm.
+Worked numbers, OS1 preset --realistic (K = 231 000, B = 3, r₀ = 10.1 m, the pairs above, p = 0.503): a
+30 % wall at 10 m, S = 437, SNR 252, σ = 3.4 mm; at 5 m σ is the 3 mm floor; a 10 % target at 40 m,
+S = 14.4, SNR 8.3, σ = 1.9 cm.
 """
 from __future__ import annotations
 
@@ -50,15 +68,17 @@ def sigma_at_snr(snr: np.ndarray, pairs, floor: float) -> np.ndarray:
 
 
 def ray_sigma(rho: np.ndarray, clean: np.ndarray, signal_scale: float, overlap_range: float, background: float,
-              pairs, floor: float) -> np.ndarray:
+              pairs, floor: float, snr_floor: float | None = None) -> np.ndarray:
     """(N,) float32 σ of each return from its ρ and clean range (NaN: no return, σ unused): S = K·ρ·O(r)/r²
-    with r ≥ 0.1 m, SNR = S/√B, σ(SNR) as above; the power only where σ is above the floor (numpy's float32
-    SIMD exp and power: measured ~5x faster here than a compiled loop's scalar libm calls)."""
+    with r ≥ 0.1 m, SNR = S/√B, σ(SNR) as above, floored at snr_floor (None: `floor`); `floor` everywhere
+    without background (B ≤ 0). The power only where σ is above the floor (numpy's float32 SIMD exp and
+    power: measured ~5x faster here than a compiled loop's scalar libm calls)."""
     (snr1, sigma1), _ = pairs
     p = exponent(pairs)
-    out = np.full(len(clean), np.float32(floor), np.float32)
     if background <= 0:
-        return out
+        return np.full(len(clean), np.float32(floor), np.float32)
+    floor = floor if snr_floor is None else snr_floor
+    out = np.full(len(clean), np.float32(floor), np.float32)
     r = np.fmax(np.asarray(clean, np.float32), np.float32(0.1))
     snr = np.asarray(rho, np.float32) * np.float32(signal_scale / np.sqrt(background))
     snr /= r * r

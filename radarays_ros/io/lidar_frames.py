@@ -106,10 +106,15 @@ def _unwrapped_azimuth_deg(cdeg: np.ndarray) -> np.ndarray:
 
 def _echoes(grid: np.ndarray, intensity: np.ndarray, unit: float) -> tuple[np.ndarray, ...]:
     """(first, second, first's intensity) from [row, column, 2] raw grids of a dual-return firing: the first
-    is the stronger echo by intensity (echo 1 on a tie), the second the other where its range differs."""
+    is the stronger echo as the sensor ranks them, by received power (echo 1 on a tie), the second the other
+    where its range differs. The intensity byte is calibrated reflectivity (range-corrected, Velodyne and
+    Hesai manuals), so the power is ∝ intensity / r² (the simulator's echo strength ρ/r², echoes.py);
+    ranked by the byte alone, a near echo of lower reflectivity lost to a far one the sensor ranks weaker."""
     d = np.asarray(grid, np.float64) * unit
     ints = np.asarray(intensity, np.float64)
-    pick1 = (d[..., 1] > 0) & ((ints[..., 1] >= ints[..., 0]) | (d[..., 0] <= 0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        power = ints / np.maximum(d, 0.1) ** 2
+    pick1 = (d[..., 1] > 0) & ((power[..., 1] >= power[..., 0]) | (d[..., 0] <= 0))
     first = np.where(pick1, d[..., 1], d[..., 0])
     other = np.where(pick1, d[..., 0], d[..., 1])
     second = np.where((first > 0) & (other > 0) & (other != first), other, 0.0)
