@@ -289,3 +289,34 @@ def test_confounded_overlap_is_held_and_k_fitted_with_it():
     assert fitted["surface"]["overlap_range_m"] == 100.0
     r = np.array([10.0])
     assert result.values[0] * overlap(r, 100.0) == pytest.approx(5.0e6 * overlap(r, 150.0), rel=0.03)
+
+
+# The SNR law's floor (noise.snr_floor, the Ouster presets' 3 mm): with a background it replaces noise.sigma
+# on every high-SNR return, so the near-range noise statistic moves it and no longer moves noise.sigma
+TRUE3 = {"surface.signal_scale": 8.0e4, "noise.snr_sigma[*][1]": 0.15, "noise.snr_floor": 0.006}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_snr_floor_recovered_and_sigma_then_unidentifiable(seed):
+    start = {**START, **BACKGROUND}
+    params = tuple(p for p in SENSOR_STAGE if p.key in TRUE3)
+    truth = apply_values(start, params, [TRUE3[p.key] for p in params])
+    frame = shade(synthetic_scene(), truth, seed=seed, name="truth")
+    result, fitted, _ = fit_sensor_stage([frame], start, params, seed=100 + seed, max_evaluations=40)
+    assert all(result.identifiable), result.verdicts
+    got = dict(zip((p.key for p in params), result.values))
+    assert got["noise.snr_floor"] == pytest.approx(0.006, rel=0.25)
+    assert got["surface.signal_scale"] == pytest.approx(8.0e4, rel=0.03)
+    from lidar_ros.physics.config import NoiseConfig
+    assert NoiseConfig.from_dict(fitted["noise"]).snr_floor == pytest.approx(got["noise.snr_floor"])
+    with_sigma = tuple(p for p in SENSOR_STAGE if p.key in ("surface.signal_scale", "noise.sigma", "noise.snr_floor"))
+    result, _, _ = fit_sensor_stage([frame], truth, with_sigma, seed=3, max_evaluations=20)
+    assert result.identifiable == [True, False, True], result.verdicts
+
+
+def test_an_unset_snr_floor_starts_at_noise_sigma():
+    from lidar_ros.fit.params import initial_values
+    floor = [p for p in SENSOR_STAGE if p.key == "noise.snr_floor"]
+    assert initial_values({"noise": {"sigma": 0.02}}, floor)[0] == pytest.approx(0.02)
+    assert initial_values({"noise": {"sigma": 0.02, "snr_floor": None}}, floor)[0] == pytest.approx(0.02)
+    assert initial_values({"noise": {"snr_floor": 0.004}}, floor)[0] == pytest.approx(0.004)

@@ -146,6 +146,8 @@ def defaults_of(key: str) -> float:
     if m:
         return 0.0  # tof.bias elements
     kinds = {"surface": SurfaceConfig, "noise": NoiseConfig, "detection": DetectionConfig, "signal": SignalConfig}
+    if key == "noise.snr_floor":  # unset (None) means the SNR law is floored at noise.sigma
+        return float(NoiseConfig().sigma)
     return float(getattr(kinds[section](), name))
 
 
@@ -172,6 +174,10 @@ SENSOR_STAGE = (
     # background (signal.noise_floor > 0): without one every SNR is infinite and no statistic responds
     Param("SNR range noise (sigma at pair 1)", "noise.snr_sigma[*][1]", SNR_SIGMA_RULE, (1e-3, 2.0), unit="m",
           off_start=SNR_SIGMA_DATASHEET[0][1], group="noise", fd_step=0.3),
+    # the law's floor (clock and laser jitter; physics/range_precision.py): with a background it replaces
+    # noise.sigma on every return whose SNR is high, so it is what the near-range noise statistic moves
+    Param("SNR range noise floor", "noise.snr_floor", SNR_SIGMA_RULE, (1e-4, 0.5), unit="m", group="noise",
+          fd_step=0.3),
     Param("dropout probability", "detection.dropout_probability", DetectionConfig.RULES["dropout_probability"],
           (1e-5, 0.3), off_start=1e-3, fd_step=0.3),  # Bernoulli draws: a step that changes whole pixels
     Param("ambient row gain spread", "signal.row_gain_sigma", SignalConfig.RULES["row_gain_sigma"], (1e-3, 0.5),
@@ -208,7 +214,9 @@ def initial_values(spec: Mapping[str, Any], params) -> np.ndarray:
     """Start values: the file's (or the physics default), `off_start` for an effect that is off, inside the window."""
     out = []
     for p in params:
-        v = get_value(spec, p.key, defaults_of(p.key))
+        v = get_value(spec, p.key, None)
+        if v is None:  # not in the file (or null): its default; an unset SNR floor is the file's noise.sigma
+            v = get_value(spec, "noise.sigma", defaults_of("noise.sigma")) if p.key == "noise.snr_floor" else defaults_of(p.key)
         if v == 0 and p.off_start is not None:
             v = p.off_start
         out.append(p.from_x(p.to_x(v)))
