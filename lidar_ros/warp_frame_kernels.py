@@ -25,7 +25,7 @@ if wp is not None:
 
     from radarays_ros.twin import device_twin
 
-    from .physics import detection, overlap
+    from .physics import detection, intensity, overlap, reflectivity
 
     # the detection limit's form codes: physics/detection.py's (DetectionLimit.code)
     CURVE_NONE = wp.constant(detection.CURVE_NONE)
@@ -110,20 +110,27 @@ if wp is not None:
         truth: wp.array2d(dtype=float)  # (5, N): the TRUTH_ rows
         truth_ids: wp.array2d(dtype=wp.int32)  # (4, N): the IDS_ rows
 
+    # physics/detection.py's, overlap.py's, reflectivity.py's and intensity.py's formulas, compiled from their source
+    detection_limit32 = device_twin(detection.detection_limit32)
+    overlap_factor = device_twin(overlap.overlap_factor)
+    incidence_degrees = device_twin(reflectivity.incidence_degrees)
+    table_position = device_twin(reflectivity.table_position)
+    table_interpolation = device_twin(reflectivity.table_interpolation)
+    diffuse_percent = device_twin(intensity.diffuse_percent)
+    retro_percent = device_twin(intensity.retro_percent)
+    signal_count = device_twin(intensity.signal_count)
+    flat_ambient_mean = device_twin(intensity.flat_ambient_mean)
+    shot_noise_count = device_twin(intensity.shot_noise_count)
+
     @wp.func
     def reflectivity_of(m: LidarMaterialTable, id: int, cos_theta: float):
         """physics/reflectivity.py: rho = lambertian * cos(theta) + constant, or the row's table interpolated."""
         if m.tabled[id] != 0:
-            theta_deg = wp.acos(wp.clamp(cos_theta, 0.0, 1.0)) * 57.29577951308232
-            position = wp.clamp(theta_deg, 0.0, 90.0) / 10.0
+            position = table_position(incidence_degrees(cos_theta))
             low = wp.min(int(position), 8)
             frac = position - float(low)
-            return m.table[id * 10 + low] * (1.0 - frac) + m.table[id * 10 + low + 1] * frac
+            return table_interpolation(m.table[id * 10 + low], m.table[id * 10 + low + 1], frac)
         return m.lambertian[id] * cos_theta + m.constant[id]
-
-    # physics/detection.py's formula, compiled from its own source
-    detection_limit32 = device_twin(detection.detection_limit32)
-    overlap_factor = device_twin(overlap.overlap_factor)
 
     @wp.kernel
     def lidar_frame(
@@ -243,22 +250,21 @@ if wp is not None:
         reported = float(0.0)
         if keep:
             reported = rho
-        calibrated = wp.rint(wp.clamp(reported, 0.0, 1.0) * 100.0)
+        calibrated = diffuse_percent(reported)
         if reported > 1.0:
-            calibrated = wp.rint(wp.min(101.0 + 154.0 * wp.log(reported) / s.ln_retro_full_scale, 255.0))
+            calibrated = retro_percent(reported, s.ln_retro_full_scale)
         signal = float(0.0)
         if keep:
             rr = wp.max(clean, 0.1)
-            photons = reported / (rr * rr) * s.signal_scale
+            received = float(1.0)
             if s.overlap_range > 0.0:  # overlap.py: O(r) = 1 - exp(-(r/r0)^2)
-                photons = photons * overlap_factor(rr, s.overlap_range)
-            signal = wp.rint(wp.min(photons, 65535.0))
+                received = overlap_factor(rr, s.overlap_range)
+            signal = signal_count(reported, rr, s.signal_scale, received)
         ambient = float(0.0)
         if s.ambient_level > 0.0 or s.ambient_sky > 0.0:
-            mean = s.ambient_sky
-            if found and rho > 0.0:  # passive light: the surface in view, detected or not (model.py)
-                mean = wp.min(rho, 1.0) * s.ambient_level
-            ambient = wp.rint(wp.clamp(mean + wp.sqrt(mean) * wp.randn(state), 0.0, 65535.0))
+            # passive light: the surface in view, detected or not (model.py)
+            mean = flat_ambient_mean(rho, found and rho > 0.0, s.ambient_level, s.ambient_sky)
+            ambient = shot_noise_count(mean, wp.randn(state))
 
         # simulator.py: returns that noise pushed outside [range_min, range_max] read as misses
         inside = keep and noisy >= s.range_min and noisy <= s.range_max

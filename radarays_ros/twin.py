@@ -1,7 +1,8 @@
 """One formula, two compilers: a per-hit formula is written once and runs on both frame paths.
 
 A formula module imports numpy as `xm` and writes its formula with `xm.` functions, arithmetic and branches on
-scalar settings only (no branch on an array). The host calls it with numpy arrays (numpy runs it elementwise);
+scalar settings only (no branch on an array: a per-element choice is `xm.where(condition, a, b)`, which numpy
+and Warp both evaluate as a select). The host calls it with numpy arrays (numpy runs it elementwise);
 `device_twin(formula)` hands the same source to Warp with `xm` bound to Warp's builtins, for the device kernels.
 So the host and the device evaluate the same operations in the same order; they differ only where numpy
 computes in float64 and the kernel in float32 (the parity tests state that ULP bound).
@@ -17,8 +18,8 @@ import types
 
 # numpy name -> Warp builtin of the same meaning (numpy's names are the formulas' vocabulary)
 _DEVICE_NAMES = {"cos": "cos", "sin": "sin", "acos": "acos", "arccos": "acos", "sqrt": "sqrt", "cbrt": "cbrt",
-                 "exp": "exp", "log": "log", "maximum": "max", "minimum": "min", "clip": "clamp",
-                 "float32": "float32", "abs": "abs"}
+                 "exp": "exp", "log": "log", "log10": "log10", "maximum": "max", "minimum": "min", "clip": "clamp",
+                 "float32": "float32", "abs": "abs", "rint": "rint", "degrees": "degrees", "where": "where"}
 
 
 _ANNOTATION_TYPES = {"float": float, "int": int, "bool": bool}

@@ -20,6 +20,7 @@ Works in the dtype of d and n (float32 in the simulator, float64 in tests).
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 
 def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -39,14 +40,32 @@ def fresnel_coefficients(cos_i: np.ndarray, v1: np.ndarray, v2: np.ndarray, pola
     dtype = cos_i.dtype
     v1 = v1.astype(dtype, copy=False)
     v2 = v2.astype(dtype, copy=False)
-    eta = v2 / np.where(v1 > 0, v1, 1.0).astype(dtype)
-    k = 1.0 - eta * eta * (1.0 - cos_i * cos_i)
+    eta = velocity_ratio(v1, v2)
+    k = refraction_cosine_squared(cos_i, eta)
     refracts = (v2 > 0) & (v1 > 0) & (k >= 0.0)
     cos_t = np.sqrt(np.maximum(k, 0.0))
-    ok = refracts & (v2 * cos_i + v1 * cos_t > 0) & (v1 * cos_i + v2 * cos_t > 0)
+    ok = refracts & fresnel_defined(cos_i, cos_t, v1, v2)
     with np.errstate(divide="ignore", invalid="ignore"):
         r_eff = fresnel_reflectance(cos_i, cos_t, v1, v2, polarization)
     return np.where(ok, r_eff, 1.0).astype(np.float64), refracts, eta, cos_t
+
+
+def velocity_ratio(v1: float, v2: float) -> float:
+    """eta = v2 / v1, Snell's ratio of the wave velocities behind and before the surface (v1 = 0: v2, no
+    refraction follows). Written once: numpy runs it on the host, Warp compiles it for device frames
+    (radarays_ros/twin.py). ASCII only in these lines."""
+    return v2 / xm.where(v1 > 0.0, v1, xm.float32(1.0))
+
+
+def refraction_cosine_squared(cos_i: float, eta: float) -> float:
+    """cos^2(theta_t) = 1 - eta^2 (1 - cos^2(theta_i)) from Snell's law sin(theta_t) = eta sin(theta_i);
+    negative beyond total internal reflection (then no wave is refracted). Written once (twin.py)."""
+    return 1.0 - eta * eta * (1.0 - cos_i * cos_i)
+
+
+def fresnel_defined(cos_i: float, cos_t: float, v1: float, v2: float) -> bool:
+    """Both denominators of rs and rp positive (fresnel_reflectance is defined; else R = 1). Written once (twin.py)."""
+    return xm.minimum(v2 * cos_i + v1 * cos_t, v1 * cos_i + v2 * cos_t) > 0.0
 
 
 def fresnel_reflectance(cos_i: float, cos_t: float, v1: float, v2: float, polarization: float) -> float:

@@ -14,6 +14,7 @@ uncorrelated; `perlin_coherent` draws one offset per frame and the noise is smoo
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 from .perlin import perlin_hilo_rows
 
@@ -32,18 +33,29 @@ def ambient_noise(cfg, signal: np.ndarray, colmax: np.ndarray, resolution: float
     # N = M |(at1 + s' (at0 - at1)) p + f(r)| with f(r) = (e_max - e_min) exp(-loss r) + e_min, in float32
     m = np.asarray(colmax, np.float64)
     inv_m = np.divide(1.0, m, out=np.zeros_like(m), where=m > 0).astype(np.float32)
-    t = np.asarray(signal, np.float32) * inv_m[:, None]
-    np.subtract(np.float32(1.0), t, out=t)
-    t *= t
-    t *= t  # s' = (1 - s/M)^4
-    t *= np.float32(cfg.at_signal_0 - cfg.at_signal_1)
-    t += np.float32(cfg.at_signal_1)
-    t *= p.astype(np.float32, copy=False)
     r = (np.arange(b) + 0.5) * resolution
-    t += ((cfg.energy_max - cfg.energy_min) * np.exp(-cfg.energy_loss * r) + cfg.energy_min).astype(np.float32)[None, :]
-    np.abs(t, out=t)
+    floor = range_floor(r, cfg.energy_max, cfg.energy_min, cfg.energy_loss).astype(np.float32)
+    t = ambient_level(np.asarray(signal, np.float32), inv_m[:, None], p.astype(np.float32, copy=False),
+                      np.float32(cfg.at_signal_0 - cfg.at_signal_1), np.float32(cfg.at_signal_1), floor[None, :])
     t *= m.astype(np.float32)[:, None]
     return t
+
+
+def ambient_level(signal: float, inv_max: float, p: float, at_signal_step: float, at_signal_1: float,
+                  floor: float) -> float:
+    """N / M = |(at_signal_1 + s' (at_signal_0 - at_signal_1)) p + F(r)| with s' = (1 - s/M)^4 (the module
+    docstring; at_signal_step = at_signal_0 - at_signal_1, inv_max = 1/M or 0 for an empty column). Written once:
+    numpy runs it on the host, Warp compiles it for device frames (radarays_ros/twin.py). ASCII only here."""
+    t = 1.0 - signal * inv_max
+    t = t * t
+    t = t * t
+    return xm.abs((t * at_signal_step + at_signal_1) * p + floor)
+
+
+def range_floor(r: float, energy_max: float, energy_min: float, energy_loss: float) -> float:
+    """F(r) / M = (e_max - e_min) exp(-loss r) + e_min, the noise floor falling with range r (m). Written once
+    (radarays_ros/twin.py)."""
+    return (energy_max - energy_min) * xm.exp(-energy_loss * r) + energy_min
 
 
 def ambient_bound(cfg, range_m: np.ndarray) -> np.ndarray:
@@ -52,7 +64,7 @@ def ambient_bound(cfg, range_m: np.ndarray) -> np.ndarray:
     r = np.asarray(range_m, np.float64)
     if cfg.ambient == "none":
         return np.zeros_like(r)
-    floor = (cfg.energy_max - cfg.energy_min) * np.exp(-cfg.energy_loss * r) + cfg.energy_min
+    floor = range_floor(r, cfg.energy_max, cfg.energy_min, cfg.energy_loss)
     return max(cfg.at_signal_0, cfg.at_signal_1) + floor
 
 

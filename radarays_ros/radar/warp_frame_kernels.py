@@ -15,13 +15,21 @@ except ImportError:  # warp_frame.py reports the missing package; this module st
 if wp is not None:
     from ..tracing.warp_kernels import SceneArrays, first_hit
     from ..twin import device_twin
-    from . import brdf, fresnel
+    from . import brdf, draw, fresnel, normalise
+    from . import noise as radar_noise
 
     # brdf.py's formulas, compiled from their own source
     radarays_brdf = device_twin(brdf.radarays_brdf)
     paper_brdf = device_twin(brdf.paper_brdf)
     cook_torrance_brdf = device_twin(brdf.cook_torrance_brdf)
     fresnel_reflectance = device_twin(fresnel.fresnel_reflectance)
+    range_gain = device_twin(draw.range_gain)
+    db_grey = device_twin(normalise.db_grey)
+    ambient_level = device_twin(radar_noise.ambient_level)
+    range_floor = device_twin(radar_noise.range_floor)
+    velocity_ratio = device_twin(fresnel.velocity_ratio)
+    refraction_cosine_squared = device_twin(fresnel.refraction_cosine_squared)
+    fresnel_defined = device_twin(fresnel.fresnel_defined)
 
     @wp.struct
     class Waves:
@@ -94,9 +102,7 @@ if wp is not None:
         """Adds a return to its (azimuth, bin) cell: a sum, or the maximum for kernel 'none' (draw.py)."""
         e = strength
         if s.radar_equation != 0:
-            r = wp.max(range_m - s.offset, s.resolution)
-            q = s.reference_range / r
-            e = e * q * q * q * q
+            e = e * range_gain(range_m, s.offset, s.resolution, s.reference_range)
         cell = wp.floor((range_m - s.offset) / s.resolution)
         if e > 0.0 and cell >= 0.0 and cell < float(s.n_bins):
             index = az * s.n_bins + int(cell)
@@ -166,15 +172,13 @@ if wp is not None:
             behind = surface
         v2 = m.velocity[behind]
         cos_i = wp.clamp(-wp.dot(d, h.normal), 0.0, 1.0)
-        # Fresnel split with wave velocities (fresnel.py)
-        eta = v2
-        if v1 > 0.0:
-            eta = v2 / v1
-        k = 1.0 - eta * eta * (1.0 - cos_i * cos_i)
+        # Fresnel split with wave velocities (fresnel.fresnel_coefficients, its formulas)
+        eta = velocity_ratio(v1, v2)
+        k = refraction_cosine_squared(cos_i, eta)
         refracts = v2 > 0.0 and v1 > 0.0 and k >= 0.0
         cos_t = wp.sqrt(wp.max(k, 0.0))
         r_eff = float(1.0)
-        if refracts and v2 * cos_i + v1 * cos_t > 0.0 and v1 * cos_i + v2 * cos_t > 0.0:
+        if refracts and fresnel_defined(cos_i, cos_t, v1, v2):
             r_eff = fresnel_reflectance(cos_i, cos_t, v1, v2, s.polarization)
         e_refl = r_eff * energy
         e_trans = energy - e_refl
@@ -246,7 +250,7 @@ if wp is not None:
     @wp.kernel
     def normalise(image: wp.array(dtype=float), colmax: wp.array(dtype=float), n_bins: int, mode: int,
                   energy_max: float, signal_max: float, db_reference: float, db_range: float, ambient: int,
-                  at_signal_0: float, at_signal_1: float, floor_max: float, floor_min: float, floor_loss: float,
+                  at_signal_step: float, at_signal_1: float, floor_max: float, floor_min: float, floor_loss: float,
                   resolution: float, system_std: float, seed: int, out: wp.array(dtype=float)):
         """normalise.py and noise.py per pixel. mode 0 radarays/global (colmax holds the column's or the
         frame's maximum), 1 gazebo, 2 db; ambient 0 none, 1 uniform. Warp's counter-based RNG, keyed by
@@ -267,17 +271,12 @@ if wp is not None:
             inv_m = float(0.0)
             if m > 0.0:
                 inv_m = 1.0 / m
-            t = 1.0 - signal * inv_m
-            t = t * t
-            t = t * t
             p = wp.randf(state)
-            r = (float(j) + 0.5) * resolution
-            noise = m * wp.abs((at_signal_1 + t * (at_signal_0 - at_signal_1)) * p
-                               + (floor_max - floor_min) * wp.exp(-floor_loss * r) + floor_min)
+            floor = range_floor((float(j) + 0.5) * resolution, floor_max, floor_min, floor_loss)
+            noise = m * ambient_level(signal, inv_m, p, at_signal_step, at_signal_1, floor)
         value = float(0.0)
         if mode == 2:
-            level = 10.0 * wp.log10(wp.max(e + noise, 1.0e-30) / db_reference)
-            value = wp.max(255.0 * (level + db_range) / db_range, 0.0)
+            value = db_grey(wp.max(e + noise, 1.0e-30), db_reference, db_range)
         elif m > 0.0:
             value = (signal + noise) * signal_max / m
         if system_std > 0.0:
