@@ -25,7 +25,7 @@ if wp is not None:
 
     from radarays_ros.twin import device_twin
 
-    from .physics import detection, intensity, overlap, reflectivity
+    from .physics import detection, intensity, noise, overlap, reflectivity
 
     # the detection limit's form codes: physics/detection.py's (DetectionLimit.code)
     CURVE_NONE = wp.constant(detection.CURVE_NONE)
@@ -110,9 +110,11 @@ if wp is not None:
         truth: wp.array2d(dtype=float)  # (5, N): the TRUTH_ rows
         truth_ids: wp.array2d(dtype=wp.int32)  # (4, N): the IDS_ rows
 
-    # physics/detection.py's, overlap.py's, reflectivity.py's and intensity.py's formulas, compiled from their source
+    # the formulas of physics/detection.py, overlap.py, reflectivity.py, intensity.py and noise.py, compiled from
+    # their own source (radarays_ros/twin.py)
     detection_limit32 = device_twin(detection.detection_limit32)
     overlap_factor = device_twin(overlap.overlap_factor)
+    lambertian_reflectivity = device_twin(reflectivity.lambertian_reflectivity)
     incidence_degrees = device_twin(reflectivity.incidence_degrees)
     table_position = device_twin(reflectivity.table_position)
     table_interpolation = device_twin(reflectivity.table_interpolation)
@@ -121,6 +123,8 @@ if wp is not None:
     signal_count = device_twin(intensity.signal_count)
     flat_ambient_mean = device_twin(intensity.flat_ambient_mean)
     shot_noise_count = device_twin(intensity.shot_noise_count)
+    dust_range = device_twin(noise.dust_range)
+    quantised = device_twin(noise.quantised)
 
     @wp.func
     def reflectivity_of(m: LidarMaterialTable, id: int, cos_theta: float):
@@ -130,7 +134,7 @@ if wp is not None:
             low = wp.min(int(position), 8)
             frac = position - float(low)
             return table_interpolation(m.table[id * 10 + low], m.table[id * 10 + low + 1], frac)
-        return m.lambertian[id] * cos_theta + m.constant[id]
+        return lambertian_reflectivity(m.lambertian[id], cos_theta, m.constant[id])
 
     @wp.kernel
     def lidar_frame(
@@ -233,8 +237,7 @@ if wp is not None:
             noisy = ranged
             if s.dust_probability > 0.0:
                 if wp.randf(state) < s.dust_probability:  # an early return from a particle
-                    near = wp.min(s.dust_min_range, noisy)
-                    noisy = near + wp.randf(state) * (noisy - near)
+                    noisy = dust_range(noisy, s.dust_min_range, wp.randf(state))
                     dust = 1
             if s.use_bias != 0:
                 noisy = noisy + ray_bias[i]
@@ -243,7 +246,7 @@ if wp is not None:
             if s.relative_sigma > 0.0:
                 noisy = noisy + s.relative_sigma * wp.pow(clean, s.relative_exponent) * wp.randn(state)
             if s.resolution > 0.0:
-                noisy = wp.rint(noisy / s.resolution) * s.resolution
+                noisy = quantised(noisy, s.resolution)
             noisy = wp.max(noisy, 0.0)
 
         # intensity.py: calibrated reflectivity, Ouster signal, flat ambient (every ray)

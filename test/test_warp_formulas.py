@@ -348,3 +348,22 @@ def test_lidar_intensity_formulas_are_the_host_bytes():
     exact = 101.0 + 154.0 * np.log(rho.astype(np.float64)) / np.log(np.float64(full))
     tie = np.abs(exact - np.floor(exact) - 0.5) < 1e-4
     assert (host == 255).any() and np.array_equal(device[~tie], host[~tie]) and (np.abs(device - host) <= 1).all()
+
+
+def test_lidar_lambertian_dust_and_quantisation_are_the_host_bytes():
+    """reflectivity.lambertian_reflectivity, noise.dust_range and noise.quantised, float32 on both sides (numba
+    runs the first and the last inside the host's loops): the same bytes."""
+    from lidar_ros.physics import noise, reflectivity
+
+    columns = (f32(0.0, 1.0), f32(-0.01, 1.0), f32(0.0, 2.0))
+    host = reflectivity.lambertian_reflectivity(*columns)
+    assert host.tobytes() == device_values(reflectivity.lambertian_reflectivity, *columns).tobytes()
+    columns = (f32(0.0, 100.0), f32(0.0, 5.0), f32(0.0, 1.0))
+    host = noise.dust_range(*columns)
+    assert ((host >= np.minimum(columns[0], columns[1])) & (host <= columns[0])).all()
+    assert host.tobytes() == device_values(noise.dust_range, *columns).tobytes()
+    columns = (f32(-1.0, 100.0), np.full(N, 0.05, np.float32))
+    host = noise.quantised(*columns)
+    assert host.tobytes() == device_values(noise.quantised, *columns).tobytes()
+    compiled = np.array([noise._quantised_compiled(v, np.float32(0.05)) for v in columns[0][:200]], np.float32)
+    assert compiled.tobytes() == host[:200].tobytes()  # numba's compile of the same source

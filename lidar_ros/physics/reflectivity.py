@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
-from radarays_ros.compiled import kernel
+from radarays_ros.compiled import inlined, kernel
 
 from .materials import LidarMaterials
 
@@ -25,8 +25,13 @@ def table_reflectivity(table: np.ndarray, theta_deg: np.ndarray) -> np.ndarray:
     return table_interpolation(table[rows, low], table[rows, low + 1], frac)
 
 
-# rho(theta) of a table row, written once: numpy runs these on the host, Warp compiles their source for device
+# rho(theta), written once: numpy runs these on the host, Warp compiles their source for device
 # frames (radarays_ros/twin.py; lidar_ros/warp_frame_kernels.py). ASCII only in their lines.
+def lambertian_reflectivity(lambertian: float, cos_theta: float, constant: float) -> float:
+    """rho = rho_lambertian cos(theta) + rho_constant (each 0 where a material's model does not use it)."""
+    return lambertian * cos_theta + constant
+
+
 def incidence_degrees(cos_theta: float) -> float:
     """theta in degrees from cos(theta), clipped to [0, 1] first (cos(theta) = |d.n| up to rounding)."""
     return xm.degrees(xm.arccos(xm.clip(cos_theta, 0.0, 1.0)))
@@ -62,6 +67,9 @@ def reflectivity(materials: LidarMaterials, material_ids: np.ndarray, cos_incide
     return out
 
 
+_lambertian_compiled = inlined(lambertian_reflectivity)
+
+
 @kernel
 def _lambertian_and_constant(ids, cos_theta, lambertian, constant, has_constant, out):
     """out = lambertian[id]·cos θ (+ constant[id]) per ray; cos θ = |d·n| of unit vectors lies within
@@ -71,5 +79,4 @@ def _lambertian_and_constant(ids, cos_theta, lambertian, constant, has_constant,
         k = ids[i] if ids[i] >= 0 else ids[i] + m
         if k < 0 or k >= m:
             raise IndexError("material id past the material table")
-        value = lambertian[k] * cos_theta[i]
-        out[i] = value + constant[k] if has_constant else value
+        out[i] = _lambertian_compiled(lambertian[k], cos_theta[i], constant[k] if has_constant else np.float32(0.0))
