@@ -113,6 +113,7 @@ if wp is not None:
     # the formulas of physics/detection.py, overlap.py, reflectivity.py, intensity.py and noise.py, compiled from
     # their own source (radarays_ros/twin.py)
     detection_limit32 = device_twin(detection.detection_limit32)
+    detected = device_twin(detection.detected)
     overlap_factor = device_twin(overlap.overlap_factor)
     lambertian_reflectivity = device_twin(reflectivity.lambertian_reflectivity)
     incidence_degrees = device_twin(reflectivity.incidence_degrees)
@@ -223,8 +224,8 @@ if wp is not None:
         found = entity >= 0
         keep = found
         if found and s.limit_model != CURVE_NONE:
-            keep = rho > 0.0 and ranged <= detection_limit32(rho, s.limit_model, s.limit_root, s.limit_a, s.limit_b,
-                                                             s.limit_rho1, s.limit_d1, s.limit_slope)
+            keep = detected(ranged, rho, detection_limit32(rho, s.limit_model, s.limit_root, s.limit_a, s.limit_b,
+                                                           s.limit_rho1, s.limit_d1, s.limit_slope))
         if s.dropout > 0.0:
             if wp.randf(state) < s.dropout:
                 keep = False

@@ -367,3 +367,25 @@ def test_lidar_lambertian_dust_and_quantisation_are_the_host_bytes():
     assert host.tobytes() == device_values(noise.quantised, *columns).tobytes()
     compiled = np.array([noise._quantised_compiled(v, np.float32(0.05)) for v in columns[0][:200]], np.float32)
     assert compiled.tobytes() == host[:200].tobytes()  # numba's compile of the same source
+
+
+def test_the_detection_decision_is_the_host_decision():
+    """detection.detected on both sides over ranges at, just inside and just past each limit, NaN and inf ranges
+    and reflectivities <= 0: the same decisions, and the ones the curve means (a return at its limit is seen, a
+    black surface and a miss never are)."""
+    from lidar_ros.physics.detection import detected
+
+    limit = f32(0.0, 120.0)
+    rho = np.concatenate([f32(-0.5, 2.0)[: N // 2], np.zeros(N - N // 2, np.float32)])
+    r = np.where(RNG.random(N) < 0.5, limit, RNG.uniform(0.0, 150.0, N)).astype(np.float32)
+    r[:300] = np.nextafter(limit[:300], np.float32(np.inf))
+    r[300:400], r[400:500] = np.nan, np.inf
+    host = detected(r, rho, limit)
+    np.testing.assert_array_equal(host, (rho > 0) & (r <= limit))
+    assert host[(r == limit) & (rho > 0)].all() and not host[rho <= 0].any() and not host[300:500].any()
+
+    @wp.func
+    def decision(r: float, rho: float, limit: float):
+        return wp.where(lk.detected(r, rho, limit), 1.0, 0.0)
+
+    np.testing.assert_array_equal(device_values(None, r, rho, limit, wrap=decision) == 1.0, host)
