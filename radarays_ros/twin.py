@@ -7,7 +7,8 @@ and Warp both evaluate as a select). The host calls it with numpy arrays (numpy 
 So the host and the device evaluate the same operations in the same order; they differ only where numpy
 computes in float64 and the kernel in float32 (the parity tests state that ULP bound).
 
-Rules for a formula: arguments annotated `float` or `int` (Warp needs the types; numpy ignores them); powers
+Rules for a formula: arguments annotated `float`, `int`, `bool` or `vec3` (Warp needs the types; numpy ignores
+them; a `vec3` is an (N, 3) array on the host, whose scalar partners the caller passes as (N, 1) columns); powers
 with float exponents (`c ** 4.0`: numpy gives the same bits as `c ** 4`, Warp has no float**int); constants as
 module-level Python numbers; ASCII only in the function's lines (Warp 1.0.x copies them into C++ strings).
 """
@@ -23,6 +24,7 @@ _DEVICE_NAMES = {"cos": "cos", "sin": "sin", "acos": "acos", "arccos": "acos", "
 
 
 _ANNOTATION_TYPES = {"float": float, "int": int, "bool": bool}
+vec3 = "vec3"  # the annotation of a 3-vector argument (formulas import it: `from radarays_ros.twin import vec3`)
 
 
 @functools.cache
@@ -45,6 +47,7 @@ def device_twin(formula):
     scope = dict(formula.__globals__, xm=device_math())
     twin = types.FunctionType(formula.__code__, scope, formula.__name__, formula.__defaults__, formula.__closure__)
     # `from __future__ import annotations` leaves the names as strings: Warp wants the types
-    twin.__annotations__ = {name: _ANNOTATION_TYPES.get(kind, kind) for name, kind in formula.__annotations__.items()}
+    kinds = {**_ANNOTATION_TYPES, "vec3": wp.vec3}  # vec3: a (..., 3) array on the host, a Warp vec3 on the device
+    twin.__annotations__ = {name: kinds.get(kind, kind) for name, kind in formula.__annotations__.items()}
     twin.__module__, twin.__qualname__, twin.__doc__ = formula.__module__, formula.__qualname__, formula.__doc__
     return wp.func(twin)

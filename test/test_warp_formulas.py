@@ -389,3 +389,36 @@ def test_the_detection_decision_is_the_host_decision():
         return wp.where(lk.detected(r, rho, limit), 1.0, 0.0)
 
     np.testing.assert_array_equal(device_values(None, r, rho, limit, wrap=decision) == 1.0, host)
+
+
+@wp.kernel
+def _directions(d: wp.array(dtype=wp.vec3), n: wp.array(dtype=wp.vec3), s: wp.array2d(dtype=float),
+                reflected: wp.array(dtype=wp.vec3), refracted: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    reflected[i] = rk.reflection_direction(d[i], n[i], s[0, i])
+    refracted[i] = rk.refraction_direction(d[i], n[i], s[1, i], s[0, i], s[2, i])
+
+
+def test_radar_directions_and_multipath_range_are_the_host_formulas():
+    """fresnel.reflection_direction and refraction_direction on float32 vectors: the host's bytes (fresnel.reflect
+    and refract; the device then normalises what it traces, as the host's tracer does). waves.multipath_range,
+    float64 on the host: within 3 float32 ULP (a quotient, a sum of positive terms and a product, each rounded once)."""
+    from radarays_ros.radar import fresnel
+    from radarays_ros.radar.waves import multipath_range
+
+    def unit(v):
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+    d, n = unit(RNG.standard_normal((N, 3))), unit(RNG.standard_normal((N, 3)))
+    cos_i, eta = np.abs(fresnel.row_dot(d, n)), f32(0.1, 2.0)
+    cos_t = np.sqrt(np.maximum(fresnel.refraction_cosine_squared(cos_i, eta), np.float32(0.0)))
+    vectors = [wp.array(v, dtype=wp.vec3, device="cpu") for v in (d, n)]
+    outs = [wp.zeros(N, dtype=wp.vec3, device="cpu") for _ in range(2)]
+    scalars = wp.array(np.stack([cos_i, eta, cos_t]), dtype=float, device="cpu")
+    wp.launch(_directions, dim=N, inputs=[*vectors, scalars, *outs], device="cpu")
+    assert fresnel.reflect(d, n, cos_i).tobytes() == outs[0].numpy().tobytes()
+    assert fresnel.refract(d, n, eta, cos_i, cos_t).tobytes() == outs[1].numpy().tobytes()
+    columns = (f32(0.0, 400.0), f32(0.0, 60.0), f32(0.05, 0.3), np.full(N, 0.299792458, np.float32))
+    host = multipath_range(*(c.astype(np.float64) for c in columns))
+    device = device_values(multipath_range, *columns)
+    assert (np.abs(device - host) <= 3 * F32_EPS * host).all()

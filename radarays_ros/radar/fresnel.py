@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
+from ..twin import vec3
+
 
 def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise dot product of two (N, 3) arrays (faster than einsum for 3 columns)."""
@@ -82,13 +84,24 @@ def fresnel_reflectance(cos_i: float, cos_t: float, v1: float, v2: float, polari
 
 
 def reflect(d: np.ndarray, n: np.ndarray, cos_i: np.ndarray) -> np.ndarray:
-    """Mirror direction r = d + 2 cos(theta_i) n."""
-    return d + (2.0 * cos_i)[:, None] * n
+    """Mirror directions of (N, 3) rays d on normals n (reflection_direction per row)."""
+    return reflection_direction(d, n, cos_i[:, None])
 
 
 def refract(d: np.ndarray, n: np.ndarray, eta: np.ndarray, cos_i: np.ndarray, cos_t: np.ndarray) -> np.ndarray:
-    """Snell direction t = eta d + (eta cos_i - cos_t) n (only meaningful where refraction exists)."""
-    return eta[:, None] * d + (eta * cos_i - cos_t)[:, None] * n
+    """Snell directions of (N, 3) rays (refraction_direction per row; only meaningful where refraction exists)."""
+    return refraction_direction(d, n, eta[:, None], cos_i[:, None], cos_t[:, None])
+
+
+def reflection_direction(d: vec3, n: vec3, cos_i: float) -> vec3:
+    """Mirror direction r = d + 2 cos(theta_i) n. Written once: numpy runs it on the host (reflect), Warp
+    compiles it for device frames (radarays_ros/twin.py). ASCII only in these lines."""
+    return d + (2.0 * cos_i) * n
+
+
+def refraction_direction(d: vec3, n: vec3, eta: float, cos_i: float, cos_t: float) -> vec3:
+    """Snell direction t = eta d + (eta cos_i - cos_t) n. Written once (radarays_ros/twin.py)."""
+    return eta * d + (eta * cos_i - cos_t) * n
 
 
 def fresnel_split(d: np.ndarray, n: np.ndarray, v1: np.ndarray, v2: np.ndarray, polarization: float):

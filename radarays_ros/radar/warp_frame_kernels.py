@@ -15,7 +15,7 @@ except ImportError:  # warp_frame.py reports the missing package; this module st
 if wp is not None:
     from ..tracing.warp_kernels import SceneArrays, first_hit
     from ..twin import device_twin
-    from . import brdf, draw, fresnel, normalise
+    from . import brdf, draw, fresnel, normalise, waves
     from . import noise as radar_noise
 
     # brdf.py's formulas, compiled from their own source
@@ -30,6 +30,9 @@ if wp is not None:
     velocity_ratio = device_twin(fresnel.velocity_ratio)
     refraction_cosine_squared = device_twin(fresnel.refraction_cosine_squared)
     fresnel_defined = device_twin(fresnel.fresnel_defined)
+    reflection_direction = device_twin(fresnel.reflection_direction)
+    multipath_range = device_twin(waves.multipath_range)
+    refraction_direction = device_twin(fresnel.refraction_direction)
 
     @wp.struct
     class Waves:
@@ -192,7 +195,7 @@ if wp is not None:
                 hv = pos - sensor[az]
                 h_len = wp.length(hv)
                 h_hat = hv / wp.max(h_len, 1.0e-12)
-                range_m = s.light_speed * (time + h_len / v1) / 2.0
+                range_m = multipath_range(time, h_len, v1, s.light_speed)
                 if wp.dot(d, h_hat) > s.multipath_threshold and range_m < s.horizon:
                     free = int(1)
                     if s.occlusion_test != 0:
@@ -202,7 +205,7 @@ if wp is not None:
                             if blocker.t < reach:
                                 free = 0
                     if free != 0:
-                        r_dir = d + 2.0 * cos_i * h.normal
+                        r_dir = reflection_direction(d, h.normal, cos_i)
                         cos_dev = wp.clamp(-wp.dot(r_dir, h_hat), -1.0, 1.0)
                         strength = brdf_factor(m, surface, wp.acos(cos_dev)) * e_refl
                         draw(image, s, az, range_m, strength)
@@ -210,14 +213,14 @@ if wp is not None:
             return
         near = s.light_speed * time <= s.wave_horizon
         if reflects and near:  # reflection: stays in its medium
-            r = d + 2.0 * cos_i * h.normal
-            r = r / wp.length(r)
+            r = reflection_direction(d, h.normal, cos_i)
+            r = r / wp.length(r)  # the device traces unit directions (the host's tracer normalises what is not unit)
             e = e_refl
             if s.lossy != 0:
                 e = e * wp.pow(m.transmittance[medium], s.skip)
             spawn(out, capacity, pos + r * s.skip, r, e, time + s.skip / m.velocity[medium], medium, az)
         if refracts and e_trans > s.threshold and near:  # refraction: enters the medium behind
-            t = eta * d + (eta * cos_i - cos_t) * h.normal
+            t = refraction_direction(d, h.normal, eta, cos_i, cos_t)
             t = t / wp.length(t)
             e = e_trans
             if s.lossy != 0:
