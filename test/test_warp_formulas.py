@@ -422,3 +422,18 @@ def test_radar_directions_and_multipath_range_are_the_host_formulas():
     host = multipath_range(*(c.astype(np.float64) for c in columns))
     device = device_values(multipath_range, *columns)
     assert (np.abs(device - host) <= 3 * F32_EPS * host).all()
+
+
+def test_radar_transmittance_and_column_scale_within_their_ulp_bounds():
+    """waves.path_transmittance T^d and normalise.column_scale signal_max / M, float64 on the host: within
+    (4 + |d ln T|) float32 ULP (pow's exp multiplies the rounding of d ln T by it) and 1 ULP (one division)."""
+    from radarays_ros.radar.normalise import column_scale
+    from radarays_ros.radar.waves import path_transmittance
+
+    t, d = f32(0.01, 1.0), f32(0.0, 30.0)
+    host = path_transmittance(t.astype(np.float64), d.astype(np.float64))
+    device = device_values(path_transmittance, t, d)
+    assert (np.abs(device - host) <= (4 + np.abs(d * np.log(t.astype(np.float64)))) * F32_EPS * host + 1e-37).all()
+    columns = (f32(1.0, 255.0), np.exp(RNG.uniform(-40, 5, N)).astype(np.float32))
+    host = column_scale(*(c.astype(np.float64) for c in columns))
+    assert (np.abs(device_values(column_scale, *columns) - host) <= F32_EPS * host).all()

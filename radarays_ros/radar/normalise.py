@@ -20,7 +20,7 @@ from .noise import ambient_noise
 def _scale(values: np.ndarray, m: np.ndarray, signal_max: float) -> np.ndarray:
     """values * signal_max / m per column (0 where m = 0), in place: values is a fresh float64 array."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(m > 0, signal_max / np.where(m > 0, m, 1.0), 0.0)
+        factor = np.where(m > 0, column_scale(signal_max, np.where(m > 0, m, 1.0)), 0.0)
     values *= factor
     return values
 
@@ -45,6 +45,12 @@ def normalise(slices: np.ndarray, out_cfg, noise_cfg, resolution: float, rng: np
         energy = slices + ambient_noise(noise_cfg, slices, m, resolution, rng)
         return db_grey(np.where(energy > 0, energy, 1e-300), out_cfg.db_reference, out_cfg.db_range)
     raise ValueError(f"unknown normalisation {mode!r}")
+
+
+def column_scale(signal_max: float, column_max: float) -> float:
+    """signal_max / M: what an output value is per unit of energy in a column (or frame) whose maximum is M > 0.
+    Written once: numpy runs it on the host, Warp compiles it for device frames (radarays_ros/twin.py)."""
+    return signal_max / column_max
 
 
 def db_grey(energy: float, reference: float, db_range: float) -> float:

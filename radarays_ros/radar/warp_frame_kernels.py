@@ -32,6 +32,8 @@ if wp is not None:
     fresnel_defined = device_twin(fresnel.fresnel_defined)
     reflection_direction = device_twin(fresnel.reflection_direction)
     multipath_range = device_twin(waves.multipath_range)
+    path_transmittance = device_twin(waves.path_transmittance)
+    column_scale = device_twin(normalise.column_scale)
     refraction_direction = device_twin(fresnel.refraction_direction)
 
     @wp.struct
@@ -168,7 +170,7 @@ if wp is not None:
         time = waves.time[i] + h.t / v1
         energy = waves.energy[i]
         if s.lossy != 0:
-            energy = energy * wp.pow(m.transmittance[medium], h.t)
+            energy = energy * path_transmittance(m.transmittance[medium], h.t)
         in_air = medium == s.air
         behind = s.air
         if in_air:
@@ -217,14 +219,14 @@ if wp is not None:
             r = r / wp.length(r)  # the device traces unit directions (the host's tracer normalises what is not unit)
             e = e_refl
             if s.lossy != 0:
-                e = e * wp.pow(m.transmittance[medium], s.skip)
+                e = e * path_transmittance(m.transmittance[medium], s.skip)
             spawn(out, capacity, pos + r * s.skip, r, e, time + s.skip / m.velocity[medium], medium, az)
         if refracts and e_trans > s.threshold and near:  # refraction: enters the medium behind
             t = refraction_direction(d, h.normal, eta, cos_i, cos_t)
             t = t / wp.length(t)
             e = e_trans
             if s.lossy != 0:
-                e = e * wp.pow(m.transmittance[behind], s.skip)
+                e = e * path_transmittance(m.transmittance[behind], s.skip)
             spawn(out, capacity, pos + t * s.skip, t, e, time + s.skip / m.velocity[behind], behind, az)
 
     @wp.kernel
@@ -281,7 +283,7 @@ if wp is not None:
         if mode == 2:
             value = db_grey(wp.max(e + noise, 1.0e-30), db_reference, db_range)
         elif m > 0.0:
-            value = (signal + noise) * signal_max / m
+            value = (signal + noise) * column_scale(signal_max, m)
         if system_std > 0.0:
             value = wp.max(value + system_std * wp.randn(state), 0.0)
         out[index] = value

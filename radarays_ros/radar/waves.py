@@ -115,7 +115,7 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
         pos = o + d * dist[:, None]
         time = time + dist / v1
         if lossy:
-            energy = energy * materials.transmittance[medium] ** dist
+            energy = energy * path_transmittance(materials.transmittance[medium], dist)
         in_air = medium == air
         behind = np.where(in_air, surface, air)
         cos_i = incidence_cosine(d, normal)
@@ -164,7 +164,7 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
         o += d * skip
         time = time[pick] + skip_time[medium]
         if lossy:  # the skip is travelled inside the new medium too: lose its share (as time counts it)
-            energy = energy * materials.transmittance[medium] ** float(skip)
+            energy = energy * path_transmittance(materials.transmittance[medium], float(skip))
         az = az[pick]
     return Returns.concat(found)
 
@@ -206,3 +206,9 @@ def multipath_range(time: float, distance: float, velocity: float, light_speed: 
     reads a round trip. Written once: numpy runs it on the host, Warp compiles it for device frames
     (radarays_ros/twin.py). ASCII only in these lines."""
     return light_speed * (time + distance / velocity) / 2.0
+
+
+def path_transmittance(transmittance: float, distance: float) -> float:
+    """Fraction of a wave's energy left after `distance` metres inside a lossy medium that keeps `transmittance`
+    per metre: T^distance (Beer-Lambert). Written once (radarays_ros/twin.py)."""
+    return transmittance ** distance
