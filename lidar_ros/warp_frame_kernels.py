@@ -25,7 +25,7 @@ if wp is not None:
 
     from radarays_ros.twin import device_twin
 
-    from .physics import detection, intensity, noise, overlap, reflectivity
+    from .physics import detection, intensity, interaction, noise, overlap, reflectivity
 
     # the detection limit's form codes: physics/detection.py's (DetectionLimit.code)
     CURVE_NONE = wp.constant(detection.CURVE_NONE)
@@ -125,6 +125,8 @@ if wp is not None:
     flat_ambient_mean = device_twin(intensity.flat_ambient_mean)
     shot_noise_count = device_twin(intensity.shot_noise_count)
     dust_range = device_twin(noise.dust_range)
+    skip_distance = device_twin(interaction.skip_distance)
+    mirror_direction = device_twin(interaction.mirror_direction)
     quantised = device_twin(noise.quantised)
 
     @wp.func
@@ -202,7 +204,7 @@ if wp is not None:
                 break
             if klass == ABSORBENT:
                 break
-            skip = s.skip_abs + s.skip_rel * total
+            skip = skip_distance(total, s.skip_abs, s.skip_rel)
             if klass == TRANSPARENT:
                 crossings += 1
                 seg_o = seg_o + seg_d * (dist + skip)
@@ -212,7 +214,7 @@ if wp is not None:
             else:  # mirror: r = d - 2(d.n)n from a point lifted off the mirror
                 bounces += 1
                 seg_o = seg_o + seg_d * dist + h.normal * skip
-                seg_d = seg_d - 2.0 * wp.dot(seg_d, h.normal) * h.normal
+                seg_d = mirror_direction(seg_d, h.normal, wp.dot(seg_d, h.normal))
                 travelled = total
                 if bounces > s.max_bounces:
                     break

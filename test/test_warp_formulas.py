@@ -437,3 +437,27 @@ def test_radar_transmittance_and_column_scale_within_their_ulp_bounds():
     columns = (f32(1.0, 255.0), np.exp(RNG.uniform(-40, 5, N)).astype(np.float32))
     host = column_scale(*(c.astype(np.float64) for c in columns))
     assert (np.abs(device_values(column_scale, *columns) - host) <= F32_EPS * host).all()
+
+
+@wp.kernel
+def _mirror(d: wp.array(dtype=wp.vec3), n: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = lk.mirror_direction(d[i], n[i], wp.dot(d[i], n[i]))
+
+
+def test_lidar_mirror_and_skip_are_the_host_bytes():
+    """interaction.mirror_direction (d.n as numpy's einsum and Warp's dot sum it, in the same order) and
+    interaction.skip_distance, float32 on both sides: the same bytes."""
+    from lidar_ros.physics.interaction import SKIP_ABS, SKIP_REL, mirror_direction, skip_distance
+
+    d = RNG.standard_normal((N, 3)).astype(np.float32)
+    n = (d + RNG.standard_normal((N, 3))).astype(np.float32)
+    host = mirror_direction(d, n, np.einsum("ij,ij->i", d, n)[:, None])
+    out = wp.zeros(N, dtype=wp.vec3, device="cpu")
+    wp.launch(_mirror, dim=N, inputs=[wp.array(d, dtype=wp.vec3, device="cpu"), wp.array(n, dtype=wp.vec3, device="cpu"),
+                                      out], device="cpu")
+    assert host.dtype == np.float32 and host.tobytes() == out.numpy().tobytes()
+    total = f32(0.0, 300.0)
+    host = skip_distance(total, SKIP_ABS, SKIP_REL)
+    abs32, rel32 = np.full(N, SKIP_ABS, np.float32), np.full(N, SKIP_REL, np.float32)
+    assert host.dtype == np.float32 and host.tobytes() == device_values(skip_distance, total, abs32, rel32).tobytes()
