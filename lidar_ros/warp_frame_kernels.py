@@ -25,19 +25,21 @@ if wp is not None:
 
     from radarays_ros.twin import device_twin
 
-    from .physics import detection, intensity, interaction, noise, overlap, reflectivity
+    from .physics import detection, intensity, interaction, materials, noise, overlap, reflectivity
 
     # the detection limit's form codes: physics/detection.py's (DetectionLimit.code)
     CURVE_NONE = wp.constant(detection.CURVE_NONE)
     CURVE_ROOT = wp.constant(detection.CURVE_ROOT)
     CURVE_LOG = wp.constant(detection.CURVE_LOG)
 
+    MIN_SIGNAL_RANGE = wp.constant(intensity.MIN_SIGNAL_RANGE)  # physics/intensity.py: keeps 1/r^2 finite
+
     # material class codes of physics/materials.py
-    GENERAL = wp.constant(0)
-    TRANSPARENT = wp.constant(1)
-    ABSORBENT = wp.constant(2)
-    RETROREFLECTIVE = wp.constant(3)
-    MIRROR = wp.constant(4)
+    GENERAL = wp.constant(materials.GENERAL)
+    TRANSPARENT = wp.constant(materials.TRANSPARENT)
+    ABSORBENT = wp.constant(materials.ABSORBENT)
+    RETROREFLECTIVE = wp.constant(materials.RETROREFLECTIVE)
+    MIRROR = wp.constant(materials.MIRROR)
 
     @wp.struct
     class LidarMaterialTable:
@@ -261,7 +263,7 @@ if wp is not None:
             calibrated = retro_percent(reported, s.ln_retro_full_scale)
         signal = float(0.0)
         if keep:
-            rr = wp.max(clean, 0.1)
+            rr = wp.max(clean, MIN_SIGNAL_RANGE)
             received = float(1.0)
             if s.overlap_range > 0.0:  # overlap.py: O(r) = 1 - exp(-(r/r0)^2)
                 received = overlap_factor(rr, s.overlap_range)

@@ -461,3 +461,13 @@ def test_lidar_mirror_and_skip_are_the_host_bytes():
     host = skip_distance(total, SKIP_ABS, SKIP_REL)
     abs32, rel32 = np.full(N, SKIP_ABS, np.float32), np.full(N, SKIP_REL, np.float32)
     assert host.dtype == np.float32 and host.tobytes() == device_values(skip_distance, total, abs32, rel32).tobytes()
+
+
+def test_incidence_cosine_is_the_host_bytes():
+    """fresnel.incidence_cosine_of (-d.n clipped to [0, 1]), float32 on both sides: the same bytes."""
+    from radarays_ros.radar.fresnel import incidence_cosine_of
+
+    dot = f32(-1.2, 1.2)
+    host = incidence_cosine_of(dot)
+    assert (host == 0).any() and (host == 1).any()
+    assert host.tobytes() == device_values(incidence_cosine_of, dot).tobytes()

@@ -32,9 +32,13 @@ def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def incidence_cosine(d: np.ndarray, n: np.ndarray) -> np.ndarray:
     """cos(theta_i) = -d.n, clipped to [0, 1] (n faces the ray)."""
-    c = row_dot(d, n)
-    np.negative(c, out=c)
-    return np.clip(c, 0.0, 1.0, out=c)
+    return incidence_cosine_of(row_dot(d, n))
+
+
+def incidence_cosine_of(d_dot_n: float) -> float:
+    """cos(theta_i) = -d.n of a ray d meeting a surface whose normal n faces it, clipped to [0, 1] (rounding of
+    unit vectors). Written once: numpy runs it on the host, Warp compiles it for device frames (twin.py)."""
+    return xm.clip(-d_dot_n, 0.0, 1.0)
 
 
 def fresnel_coefficients(cos_i: np.ndarray, v1: np.ndarray, v2: np.ndarray, polarization: float):

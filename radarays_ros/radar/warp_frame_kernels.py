@@ -27,6 +27,7 @@ if wp is not None:
     db_grey = device_twin(normalise.db_grey)
     ambient_level = device_twin(radar_noise.ambient_level)
     range_floor = device_twin(radar_noise.range_floor)
+    incidence_cosine_of = device_twin(fresnel.incidence_cosine_of)
     velocity_ratio = device_twin(fresnel.velocity_ratio)
     refraction_cosine_squared = device_twin(fresnel.refraction_cosine_squared)
     fresnel_defined = device_twin(fresnel.fresnel_defined)
@@ -176,7 +177,7 @@ if wp is not None:
         if in_air:
             behind = surface
         v2 = m.velocity[behind]
-        cos_i = wp.clamp(-wp.dot(d, h.normal), 0.0, 1.0)
+        cos_i = incidence_cosine_of(wp.dot(d, h.normal))
         # Fresnel split with wave velocities (fresnel.fresnel_coefficients, its formulas)
         eta = velocity_ratio(v1, v2)
         k = refraction_cosine_squared(cos_i, eta)
