@@ -4,8 +4,11 @@ One thread per beam: its world ray (the frame pose, or its measurement column's 
 jitter, the material classes (physics/interaction.py: transparent crossings, mirror reflections,
 absorbent ends, the returning surface), rho(theta) (physics/reflectivity.py), the detection limit r_L(rho)
 (physics/detection.py), dropouts, range noise (physics/noise.py), the intensity fields
-(physics/intensity.py) and the range window [range_min, range_max] (simulator.py). The formulas are
-those files'; here they are written per ray instead of per batch, in float32.
+(physics/intensity.py) and the range window [range_min, range_max] (simulator.py). The per-hit formulas
+are not written here: each is a function of the file that names it (detection.py's limit and decision,
+reflectivity.py's rho(theta) and table, intensity.py's calibrated reflectivity, signal and ambient,
+noise.py's dust range and quantisation, overlap.py's O(r), interaction.py's mirror and skip), whose own
+source Warp compiles (radarays_ros/twin.py); this kernel runs them per ray in float32.
 
 Plain ASCII only in this file: Warp 1.0.x copies kernel source lines into the generated C++ as strings,
 and a non-ASCII character there fails the CPU build ("hex escape sequence out of range").

@@ -1,10 +1,13 @@
 """Kernels of a whole radar frame on the Warp device (warp_frame.py says what runs where).
 
-The same steps as waves.py, draw.py and normalise.py, per wave instead of per batch; the formulas are
-those files' (fresnel.py: Snell with wave velocities and the Fresnel split; brdf.py: the built-in
-BRDFs, whose own source Warp compiles here (radarays_ros/twin.py); kernels.py: the range-spread weights,
-computed on the host once). Geometry, energy and time are
-float32 here (float64 for energy and time on the host path).
+The same steps as waves.py, draw.py and normalise.py, per wave instead of per batch. The per-hit formulas
+are not written here: each is a function of the file that names it, whose own source Warp compiles
+(radarays_ros/twin.py): fresnel.py (incidence cosine, Snell's velocity ratio and cosine, the Fresnel
+reflectance, reflection and refraction directions), brdf.py (the built-in BRDFs), waves.py (the lossy
+medium's T^d, the multipath range), draw.py (the range gain), noise.py (ambient level, range floor),
+normalise.py (column scale, dB grey); kernels.py's range-spread weights are computed on the host once.
+What is left here is the frame's plumbing (which wave, which cell, atomics, the RNG). Geometry, energy and
+time are float32 here (float64 for energy and time on the host path): the twins' tests state the bounds.
 """
 
 try:
