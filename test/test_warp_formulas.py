@@ -299,7 +299,14 @@ def test_radar_ambient_noise_formulas():
     from radarays_ros.radar.noise import ambient_level, range_floor
 
     columns = (f32(0.0, 2.0), f32(0.0, 3.0), f32(0.0, 1.0), f32(-0.5, 0.5), f32(0.0, 0.5), f32(0.0, 0.5))
-    assert ambient_level(*columns).tobytes() == device_values(ambient_level, *columns).tobytes()
+    host = ambient_level(*columns)
+    assert host.dtype == np.float32 and host.tobytes() == device_values(ambient_level, *columns).tobytes()
+    from radarays_ros.radar import noise  # the host's numba loop over the same source: the same bytes too
+
+    step, at1, ones = np.float32(0.3), np.float32(0.05), np.ones(N, np.float32)
+    looped = np.empty((1, N), np.float32)
+    noise._ambient_levels(columns[0][None], columns[1][:1], columns[2][None], step, at1, columns[5], ones[:1], looped)
+    assert looped[0].tobytes() == ambient_level(columns[0], columns[1][0], columns[2], step, at1, columns[5]).tobytes()
     r, e_max, e_min, loss = f32(0.0, 300.0), f32(0.1, 1.0), f32(0.0, 0.1), f32(0.0, 0.2)
     host = range_floor(*(c.astype(np.float64) for c in (r, e_max, e_min, loss)))
     device = device_values(range_floor, r, e_max, e_min, loss)
