@@ -36,7 +36,20 @@ def device_math() -> types.ModuleType:
     for numpy_name, warp_name in _DEVICE_NAMES.items():
         setattr(namespace, numpy_name, getattr(wp, warp_name))
     namespace.pi = 3.141592653589793
+    namespace.logical_and = _logical_and()
     return namespace
+
+
+def _logical_and():
+    """numpy's logical_and for two booleans on the device (Warp has `and`, not the function; numpy's `and` does
+    not take arrays, and np.where(a, b, False) costs the host two passes more)."""
+    import warp as wp
+
+    @wp.func
+    def logical_and(a: bool, b: bool):
+        return a and b
+
+    return logical_and
 
 
 @functools.cache

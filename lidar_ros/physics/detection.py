@@ -118,7 +118,7 @@ def detected(r: float, rho: float, limit: float) -> bool:
     """Whether a return at range r of reflectivity rho is seen: r <= r_L(rho) (limit) and rho > 0 (a black surface
     never is); a NaN or infinite range (a miss) never is. Written once: numpy runs it on the host (DetectionLimit.keep),
     Warp compiles it for the device frame (radarays_ros/twin.py). ASCII only in these lines."""
-    return xm.where(rho > 0.0, r <= limit, False)
+    return xm.logical_and(r <= limit, rho > 0.0)
 
 
 @inlined
