@@ -20,7 +20,8 @@ import types
 # numpy name -> Warp builtin of the same meaning (numpy's names are the formulas' vocabulary)
 _DEVICE_NAMES = {"cos": "cos", "sin": "sin", "acos": "acos", "arccos": "acos", "sqrt": "sqrt", "cbrt": "cbrt",
                  "exp": "exp", "log": "log", "log10": "log10", "maximum": "max", "minimum": "min", "clip": "clamp",
-                 "float32": "float32", "abs": "abs", "rint": "rint", "degrees": "degrees", "where": "where"}
+                 "float32": "float32", "abs": "abs", "rint": "rint", "degrees": "degrees", "where": "where",
+                 "floor": "floor"}
 
 
 _ANNOTATION_TYPES = {"float": float, "int": int, "bool": bool}

@@ -274,12 +274,20 @@ def test_snell_formulas_are_the_host_bytes():
 
 
 def test_radar_range_gain_and_db_grey_within_their_ulp_bounds():
-    """draw.range_gain and normalise.db_grey: float64 on the host, float32 on the device. (ref / r)^4 takes the
+    """draw.range_cell: the same bin except within float32 rounding of a bin edge. draw.range_gain and normalise.db_grey: float64 on the host, float32 on the device. (ref / r)^4 takes the
     rounding of ref / r four times plus pow's own: within 8 float32 ULP. The grey level 255 (10 log10(E / E0) + D) / D:
     log10 of a float32 quotient (2 ULP) and the float32 sums, within 4 ULP of 255 (|L| + D) / D."""
     from radarays_ros.radar.draw import range_gain
     from radarays_ros.radar.normalise import db_grey
 
+    from radarays_ros.radar.draw import range_cell
+
+    columns = (f32(0.0, 60.0), f32(0.0, 1.0), f32(0.01, 0.2))  # the bin: float64 on the host, float32 on the
+    host = range_cell(*(c.astype(np.float64) for c in columns))  # device, the same bin away from bin edges
+    device = device_values(range_cell, *columns)
+    exact = (columns[0].astype(np.float64) - columns[1]) / columns[2]
+    edge = np.abs(exact - np.rint(exact)) <= 4 * F32_EPS * (columns[0] + columns[1]) / columns[2]  # 3 roundings
+    assert np.array_equal(device[~edge], host[~edge]) and (np.abs(device - host) <= 1).all() and edge.mean() < 1e-3
     columns = (f32(0.0, 60.0), f32(0.0, 1.0), f32(0.01, 0.2), f32(0.5, 5.0))
     host = range_gain(*(c.astype(np.float64) for c in columns))
     device = device_values(range_gain, *columns)

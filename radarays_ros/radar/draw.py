@@ -21,7 +21,7 @@ def draw_returns(azimuth, range_m, energy, n_azimuths: int, range_cfg, kernel_cf
     energy = np.asarray(energy, np.float64)
     if output_cfg.radar_equation and len(energy):
         energy = energy * range_gain(np.asarray(range_m), range_cfg.offset, res, output_cfg.reference_range)
-    cell = np.floor((np.asarray(range_m) - range_cfg.offset) / res)
+    cell = range_cell(np.asarray(range_m), range_cfg.offset, res)
     ok = (cell >= 0) & (cell < n_bins) & (energy > 0)
     if not ok.any():
         return np.zeros((n_azimuths, n_bins))
@@ -40,6 +40,12 @@ def draw_returns(azimuth, range_m, energy, n_azimuths: int, range_cfg, kernel_cf
     if not range_cfg.write_bin_zero:
         image[:, 0] = 0.0  # RadaRays never writes row 0 while spreading
     return image
+
+
+def range_cell(range_m: float, offset: float, resolution: float) -> float:
+    """The range bin of a return, floor((range - offset) / resolution) (as a float: negative or past the last
+    bin means dropped). Written once (radarays_ros/twin.py)."""
+    return xm.floor((range_m - offset) / resolution)
 
 
 def range_gain(range_m: float, offset: float, resolution: float, reference_range: float) -> float:

@@ -27,6 +27,7 @@ if wp is not None:
     cook_torrance_brdf = device_twin(brdf.cook_torrance_brdf)
     fresnel_reflectance = device_twin(fresnel.fresnel_reflectance)
     range_gain = device_twin(draw.range_gain)
+    range_cell = device_twin(draw.range_cell)
     db_grey = device_twin(normalise.db_grey)
     ambient_level = device_twin(radar_noise.ambient_level)
     range_floor = device_twin(radar_noise.range_floor)
@@ -112,7 +113,7 @@ if wp is not None:
         e = strength
         if s.radar_equation != 0:
             e = e * range_gain(range_m, s.offset, s.resolution, s.reference_range)
-        cell = wp.floor((range_m - s.offset) / s.resolution)
+        cell = range_cell(range_m, s.offset, s.resolution)
         if e > 0.0 and cell >= 0.0 and cell < float(s.n_bins):
             index = az * s.n_bins + int(cell)
             if s.keep_max != 0:
