@@ -32,6 +32,7 @@ from .noise import standard_normal
 from .overlap import overlap
 
 UINT16_MAX = 65535
+PHOTONS_MAX = float(UINT16_MAX)  # a count's ceiling as the formulas below compare it (a float on both paths)
 MIN_SIGNAL_RANGE = 0.1  # m: keeps 1/r² finite for a target touching the window
 
 
@@ -92,7 +93,7 @@ def retro_percent(rho: float, ln_full_scale: float) -> float:
 
 def signal_count(rho: float, r: float, signal_scale: float, overlap: float) -> float:
     """Ouster signal photons round(min(K rho / r^2 O(r), 65535)) of a return at range r (r >= 0.1 m)."""
-    return xm.rint(xm.minimum(rho / (r * r) * signal_scale * overlap, 65535.0))
+    return xm.rint(xm.minimum(rho / (r * r) * signal_scale * overlap, PHOTONS_MAX))
 
 
 def flat_ambient_mean(rho: float, in_view: bool, ambient_level: float, ambient_sky: float) -> float:
@@ -102,7 +103,7 @@ def flat_ambient_mean(rho: float, in_view: bool, ambient_level: float, ambient_s
 
 def shot_noise_count(mean: float, z: float) -> float:
     """Photons with shot noise as N(mean, mean) from a standard normal draw z, rounded, within 0..65535."""
-    return xm.rint(xm.clip(mean + xm.sqrt(mean) * z, 0.0, 65535.0))
+    return xm.rint(xm.clip(mean + xm.sqrt(mean) * z, 0.0, PHOTONS_MAX))
 
 
 _diffuse_percent_compiled = inlined(diffuse_percent)
