@@ -4,8 +4,11 @@ One thread per beam: its world ray (the frame pose, or its measurement column's 
 jitter, the material classes (physics/interaction.py: transparent crossings, mirror reflections,
 absorbent ends, the returning surface), rho(theta) (physics/reflectivity.py), the detection limit r_L(rho)
 (physics/detection.py), dropouts, range noise (physics/noise.py), the intensity fields
-(physics/intensity.py) and the range window [range_min, range_max] (simulator.py). The formulas are
-those files'; here they are written per ray instead of per batch, in float32.
+(physics/intensity.py) and the range window [range_min, range_max] (simulator.py). The per-hit formulas
+are not written here: each is a function of the file that names it (detection.py's limit and decision,
+reflectivity.py's rho(theta) and table, intensity.py's calibrated reflectivity, signal and ambient,
+noise.py's dust range and quantisation, overlap.py's O(r), interaction.py's mirror and skip), whose own
+source Warp compiles (radarays_ros/twin.py); this kernel runs them per ray in float32.
 
 Plain ASCII only in this file: Warp 1.0.x copies kernel source lines into the generated C++ as strings,
 and a non-ASCII character there fails the CPU build ("hex escape sequence out of range").
@@ -25,19 +28,21 @@ if wp is not None:
 
     from radarays_ros.twin import device_twin
 
-    from .physics import detection, overlap
+    from .physics import detection, intensity, interaction, materials, noise, overlap, reflectivity
 
     # the detection limit's form codes: physics/detection.py's (DetectionLimit.code)
     CURVE_NONE = wp.constant(detection.CURVE_NONE)
     CURVE_ROOT = wp.constant(detection.CURVE_ROOT)
     CURVE_LOG = wp.constant(detection.CURVE_LOG)
 
+    MIN_SIGNAL_RANGE = wp.constant(intensity.MIN_SIGNAL_RANGE)  # physics/intensity.py: keeps 1/r^2 finite
+
     # material class codes of physics/materials.py
-    GENERAL = wp.constant(0)
-    TRANSPARENT = wp.constant(1)
-    ABSORBENT = wp.constant(2)
-    RETROREFLECTIVE = wp.constant(3)
-    MIRROR = wp.constant(4)
+    GENERAL = wp.constant(materials.GENERAL)
+    TRANSPARENT = wp.constant(materials.TRANSPARENT)
+    ABSORBENT = wp.constant(materials.ABSORBENT)
+    RETROREFLECTIVE = wp.constant(materials.RETROREFLECTIVE)
+    MIRROR = wp.constant(materials.MIRROR)
 
     @wp.struct
     class LidarMaterialTable:
@@ -110,20 +115,34 @@ if wp is not None:
         truth: wp.array2d(dtype=float)  # (5, N): the TRUTH_ rows
         truth_ids: wp.array2d(dtype=wp.int32)  # (4, N): the IDS_ rows
 
+    # the formulas of physics/detection.py, overlap.py, reflectivity.py, intensity.py and noise.py, compiled from
+    # their own source (radarays_ros/twin.py)
+    detection_limit32 = device_twin(detection.detection_limit32)
+    detected = device_twin(detection.detected)
+    overlap_factor = device_twin(overlap.overlap_factor)
+    lambertian_reflectivity = device_twin(reflectivity.lambertian_reflectivity)
+    incidence_degrees = device_twin(reflectivity.incidence_degrees)
+    table_position = device_twin(reflectivity.table_position)
+    table_interpolation = device_twin(reflectivity.table_interpolation)
+    diffuse_percent = device_twin(intensity.diffuse_percent)
+    retro_percent = device_twin(intensity.retro_percent)
+    signal_count = device_twin(intensity.signal_count)
+    flat_ambient_mean = device_twin(intensity.flat_ambient_mean)
+    shot_noise_count = device_twin(intensity.shot_noise_count)
+    dust_range = device_twin(noise.dust_range)
+    skip_distance = device_twin(interaction.skip_distance)
+    mirror_direction = device_twin(interaction.mirror_direction)
+    quantised = device_twin(noise.quantised)
+
     @wp.func
     def reflectivity_of(m: LidarMaterialTable, id: int, cos_theta: float):
         """physics/reflectivity.py: rho = lambertian * cos(theta) + constant, or the row's table interpolated."""
         if m.tabled[id] != 0:
-            theta_deg = wp.acos(wp.clamp(cos_theta, 0.0, 1.0)) * 57.29577951308232
-            position = wp.clamp(theta_deg, 0.0, 90.0) / 10.0
+            position = table_position(incidence_degrees(cos_theta))
             low = wp.min(int(position), 8)
             frac = position - float(low)
-            return m.table[id * 10 + low] * (1.0 - frac) + m.table[id * 10 + low + 1] * frac
-        return m.lambertian[id] * cos_theta + m.constant[id]
-
-    # physics/detection.py's formula, compiled from its own source
-    detection_limit32 = device_twin(detection.detection_limit32)
-    overlap_factor = device_twin(overlap.overlap_factor)
+            return table_interpolation(m.table[id * 10 + low], m.table[id * 10 + low + 1], frac)
+        return lambertian_reflectivity(m.lambertian[id], cos_theta, m.constant[id])
 
     @wp.kernel
     def lidar_frame(
@@ -190,7 +209,7 @@ if wp is not None:
                 break
             if klass == ABSORBENT:
                 break
-            skip = s.skip_abs + s.skip_rel * total
+            skip = skip_distance(total, s.skip_abs, s.skip_rel)
             if klass == TRANSPARENT:
                 crossings += 1
                 seg_o = seg_o + seg_d * (dist + skip)
@@ -200,7 +219,7 @@ if wp is not None:
             else:  # mirror: r = d - 2(d.n)n from a point lifted off the mirror
                 bounces += 1
                 seg_o = seg_o + seg_d * dist + h.normal * skip
-                seg_d = seg_d - 2.0 * wp.dot(seg_d, h.normal) * h.normal
+                seg_d = mirror_direction(seg_d, h.normal, wp.dot(seg_d, h.normal))
                 travelled = total
                 if bounces > s.max_bounces:
                     break
@@ -212,8 +231,8 @@ if wp is not None:
         found = entity >= 0
         keep = found
         if found and s.limit_model != CURVE_NONE:
-            keep = rho > 0.0 and ranged <= detection_limit32(rho, s.limit_model, s.limit_root, s.limit_a, s.limit_b,
-                                                             s.limit_rho1, s.limit_d1, s.limit_slope)
+            keep = detected(ranged, rho, detection_limit32(rho, s.limit_model, s.limit_root, s.limit_a, s.limit_b,
+                                                           s.limit_rho1, s.limit_d1, s.limit_slope))
         if s.dropout > 0.0:
             if wp.randf(state) < s.dropout:
                 keep = False
@@ -226,8 +245,7 @@ if wp is not None:
             noisy = ranged
             if s.dust_probability > 0.0:
                 if wp.randf(state) < s.dust_probability:  # an early return from a particle
-                    near = wp.min(s.dust_min_range, noisy)
-                    noisy = near + wp.randf(state) * (noisy - near)
+                    noisy = dust_range(noisy, s.dust_min_range, wp.randf(state))
                     dust = 1
             if s.use_bias != 0:
                 noisy = noisy + ray_bias[i]
@@ -236,29 +254,28 @@ if wp is not None:
             if s.relative_sigma > 0.0:
                 noisy = noisy + s.relative_sigma * wp.pow(clean, s.relative_exponent) * wp.randn(state)
             if s.resolution > 0.0:
-                noisy = wp.rint(noisy / s.resolution) * s.resolution
+                noisy = quantised(noisy, s.resolution)
             noisy = wp.max(noisy, 0.0)
 
         # intensity.py: calibrated reflectivity, Ouster signal, flat ambient (every ray)
         reported = float(0.0)
         if keep:
             reported = rho
-        calibrated = wp.rint(wp.clamp(reported, 0.0, 1.0) * 100.0)
+        calibrated = diffuse_percent(reported)
         if reported > 1.0:
-            calibrated = wp.rint(wp.min(101.0 + 154.0 * wp.log(reported) / s.ln_retro_full_scale, 255.0))
+            calibrated = retro_percent(reported, s.ln_retro_full_scale)
         signal = float(0.0)
         if keep:
-            rr = wp.max(clean, 0.1)
-            photons = reported / (rr * rr) * s.signal_scale
+            rr = wp.max(clean, MIN_SIGNAL_RANGE)
+            received = float(1.0)
             if s.overlap_range > 0.0:  # overlap.py: O(r) = 1 - exp(-(r/r0)^2)
-                photons = photons * overlap_factor(rr, s.overlap_range)
-            signal = wp.rint(wp.min(photons, 65535.0))
+                received = overlap_factor(rr, s.overlap_range)
+            signal = signal_count(reported, rr, s.signal_scale, received)
         ambient = float(0.0)
         if s.ambient_level > 0.0 or s.ambient_sky > 0.0:
-            mean = s.ambient_sky
-            if found and rho > 0.0:  # passive light: the surface in view, detected or not (model.py)
-                mean = wp.min(rho, 1.0) * s.ambient_level
-            ambient = wp.rint(wp.clamp(mean + wp.sqrt(mean) * wp.randn(state), 0.0, 65535.0))
+            # passive light: the surface in view, detected or not (model.py)
+            mean = flat_ambient_mean(rho, found and rho > 0.0, s.ambient_level, s.ambient_sky)
+            ambient = shot_noise_count(mean, wp.randn(state))
 
         # simulator.py: returns that noise pushed outside [range_min, range_max] read as misses
         inside = keep and noisy >= s.range_min and noisy <= s.range_max

@@ -1,4 +1,9 @@
-"""Radar frames in Warp kernels (radar/warp_frame.py) on Warp's CPU device against the host path on Embree."""
+"""Radar frames in Warp kernels (radar/warp_frame.py) on Warp's CPU device against the host path on the same Warp
+backend (the same first hits: trace per backend, the tracers' agreement is test_warp_backend's and test_warp_sensors'),
+per pixel with the bounds of test_device_support.py: energy within 1e-4 relative plus 1e-6 of the frame's maximum
+(float32 atomics on the device, float64 sums on the host), output values within 1e-4 relative plus 1e-4, so uint8
+pixels within 1 count (a value at .5 may round either way); the noise the two paths draw from other generators by
+its statistics."""
 import numpy as np
 import pytest
 
@@ -14,7 +19,6 @@ from radarays_ros.resources import shipped  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
 from radarays_ros.world.loader import load_world  # noqa: E402
 from radarays_ros.world.transforms import pose_to_matrix  # noqa: E402
-from support.frames import column_correlations  # noqa: E402
 
 POSE = pose_to_matrix(4.0, 0.3, 1.0, 0, 0, 0.2)
 
@@ -25,9 +29,17 @@ def compat(**overrides) -> RadarConfig:
 
 def frames(world: str, cfg: RadarConfig):
     scene = load_world(world)
-    device = WarpRadarSimulator(cfg, scene, make_backend("warp", scene, device="cpu")).simulate(POSE)
-    host = RadarSimulator(cfg, scene, backend=make_backend("embree", scene, threads=1)).simulate(POSE)
-    return device, host
+    backend = make_backend("warp", scene, device="cpu")
+    return WarpRadarSimulator(cfg, scene, backend).simulate(POSE), RadarSimulator(cfg, scene, backend=backend).simulate(POSE)
+
+
+def assert_same_frame(device, host):
+    """Per pixel within the bounds of the module docstring."""
+    assert host.energy.max() > 0
+    for a, b, atol in ((device.energy, host.energy, 1e-6 * host.energy.max()), (device.image_f32, host.image_f32, 1e-4)):
+        excess = np.abs(a - b) - (1e-4 * np.abs(b) + atol)
+        assert excess.max() <= 0, f"{int((excess > 0).sum())} pixels beyond the bound, worst by {excess.max():.3g}"
+    assert np.abs(device.image.astype(np.int16) - host.image).max() <= 1
 
 
 @pytest.mark.parametrize("world, overrides", [
@@ -39,17 +51,14 @@ def frames(world: str, cfg: RadarConfig):
 ])
 def test_device_frames_match_the_host_path(world, overrides):
     device, host = frames(world, compat(**overrides))
-    corr = column_correlations(device.energy, host.energy)
-    assert len(corr) > 30 and np.median(corr) >= 0.99 and corr.min() > 0.9
-    assert np.median(column_correlations(device.image_f32, host.image_f32)) >= 0.99
-    assert np.mean(device.image != host.image) < 0.01  # uint8 pixels: float32 sums may round differently
-    np.testing.assert_allclose(device.energy.sum(), host.energy.sum(), rtol=1e-3)
+    assert (host.energy.max(axis=1) > 0).sum() > 30
+    assert_same_frame(device, host)
     np.testing.assert_array_equal(device.azimuth_time_ns, host.azimuth_time_ns)
 
 
 def test_db_normalisation_matches_the_host_path():
     device, host = frames("office", compat(**{"output.normalisation": "db"}))
-    assert np.abs(device.image_f32 - host.image_f32).max() < 0.05
+    assert_same_frame(device, host)
 
 
 def test_same_seed_same_bytes_and_noise_with_the_host_statistics():
@@ -77,13 +86,13 @@ def test_moving_entities_in_device_frames():
     box = trimesh.creation.box([1.0, 1.0, 2.0])
     mover = scene.add_entity("cart", TriMesh(box.vertices, box.faces), pose_to_matrix(7, 0.3, 1.0), static=False,
                              material="metal")
-    backend, ref = make_backend("warp", scene, device="cpu"), make_backend("embree", scene, threads=1)
+    backend = make_backend("warp", scene, device="cpu")
     cfg = compat()
     before = WarpRadarSimulator(cfg, scene, backend).simulate(POSE)
     scene.set_pose(mover, pose_to_matrix(5.5, -1.0, 1.0, 0, 0, 0.5))
     device = WarpRadarSimulator(cfg, scene, backend).simulate(POSE)
-    host = RadarSimulator(cfg, scene, backend=ref).simulate(POSE)
-    assert np.median(column_correlations(device.energy, host.energy)) >= 0.99
+    host = RadarSimulator(cfg, scene, backend=backend).simulate(POSE)
+    assert_same_frame(device, host)
     assert not np.array_equal(device.energy, before.energy)
 
 
@@ -109,7 +118,7 @@ def test_radar_command_with_device_frames(tmp_path):
                      "--device", "cpu", "--frames", frames, "--out", str(tmp_path / f"{frames}.npz")]) == 0
         outs[frames] = np.load(tmp_path / f"{frames}.npz")
     assert outs["device"]["image"].max() > 0
-    assert np.mean(outs["device"]["image"] != outs["host"]["image"]) < 0.01
+    assert np.abs(outs["device"]["image"].astype(np.int16) - outs["host"]["image"]).max() <= 1  # both on warp's CPU
     assert main(["radar", "office", "--pose", "0 0 1 0 0 0", "--frames", "device", "--out", str(tmp_path / "x.npz")]) == 2
     assert main(["radar", "office", "--pose", "0 0 1 0 0 0", "--frames", "device", "--backend", "warp", "--device", "cpu",
                  "--out", str(tmp_path / "x.npz")]) == 2  # the default config's Perlin noise is host-only

@@ -1,10 +1,12 @@
 """`frames: device` in scenarios (and the sensor units a node builds): whole radar and lidar frames in Warp
-kernels on Warp's CPU device, against the same scenario on Embree's host path, read back from the bags."""
+kernels on Warp's CPU device, against the same scenario's host frames on the same Warp backend (the same first
+hits), read back from the bags: radar pixels within 1 count (float32 device sums against float64 host sums may
+round a value at .5 either way; test_device_support.py bounds the values), the same lidar hits, points within
+32 float32 ULP of the cloud's extent (the world ray rotated in another float32 order)."""
 import numpy as np
 import pytest
 
 from support.warp import require_warp
-from support.frames import column_correlations
 from support.warp_scenario import clouds, images, scenario
 
 require_warp()
@@ -19,24 +21,24 @@ from radarays_ros.tracing import make_backend  # noqa: E402
 from radarays_ros.world.loader import load_world  # noqa: E402
 
 
-def test_scenario_with_device_frames_matches_the_embree_bag(tmp_path):
+def test_scenario_with_device_frames_matches_the_host_frames_bag(tmp_path):
     device_bag, host_bag = tmp_path / "device.mcap", tmp_path / "host.mcap"
     from radarays_ros.cli import main
 
     assert main(["run", scenario(tmp_path, "device"), "--out", str(device_bag), "--backend", "warp", "--device", "cpu",
                  "--quiet"]) == 0
-    run_scenario(scenario(tmp_path, "host"), host_bag, quiet=True, backend="embree")
+    run_scenario(scenario(tmp_path, "host"), host_bag, quiet=True, backend="warp", backend_options={"device": "cpu"})
     got, want = images(device_bag), images(host_bag)
     assert len(got) == len(want) >= 2
     for a, b in zip(got, want):
         assert a.max() > 0
-        assert np.median(column_correlations(a, b)) >= 0.99
+        assert np.abs(a - b).max() <= 1
     for a, b in zip(clouds(device_bag), clouds(host_bag)):
         hit_a, hit_b = np.isfinite(a[:, 0]), np.isfinite(b[:, 0])
         assert hit_a.mean() > 0.3
-        assert (hit_a != hit_b).mean() < 1e-3  # ties of coincident faces (test_warp_lidar_frames.py)
-        both = hit_a & hit_b
-        assert np.mean(np.abs(a[both] - b[both]).max(axis=1) < 1e-3) > 0.999
+        np.testing.assert_array_equal(hit_a, hit_b)
+        extent = np.abs(b[hit_b]).max()
+        assert np.abs(a[hit_a] - b[hit_b]).max() <= 32 * np.spacing(np.float32(extent))
 
 
 def test_frames_key_is_checked(tmp_path):

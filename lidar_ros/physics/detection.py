@@ -77,9 +77,7 @@ class DetectionLimit:
         if self.model == "none":
             return np.isfinite(r)
         rho = np.asarray(rho, np.float32)
-        keep = r <= self.limit32(rho)  # inf <= limit and NaN <= limit are False: misses stay out
-        keep &= rho > 0  # a black surface is never seen
-        return keep
+        return detected(r, rho, self.limit32(rho))
 
     def limit32(self, rho) -> np.ndarray:
         """r_L(ρ) as `keep` decides with it: float32, the coefficients rounded to float32, one rounding
@@ -114,6 +112,13 @@ def detection_limit32(rho: float, code: int, root: int, a: float, b: float, rho1
     else:  # blensor
         limit = xm.maximum(rho - rho1, xm.float32(0.0)) * slope + d1
     return limit
+
+
+def detected(r: float, rho: float, limit: float) -> bool:
+    """Whether a return at range r of reflectivity rho is seen: r <= r_L(rho) (limit) and rho > 0 (a black surface
+    never is); a NaN or infinite range (a miss) never is. Written once: numpy runs it on the host (DetectionLimit.keep),
+    Warp compiles it for the device frame (radarays_ros/twin.py). ASCII only in these lines."""
+    return xm.logical_and(r <= limit, rho > 0.0)
 
 
 @inlined

@@ -24,13 +24,15 @@ cos θ and any glass/mirror losses on the way); ρ > 1 means brighter than white
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
-from radarays_ros.compiled import kernel
+from radarays_ros.compiled import inlined, kernel
 
 from .noise import standard_normal
 from .overlap import overlap
 
 UINT16_MAX = 65535
+PHOTONS_MAX = float(UINT16_MAX)  # a count's ceiling as the formulas below compare it (a float on both paths)
 MIN_SIGNAL_RANGE = 0.1  # m: keeps 1/r² finite for a target touching the window
 
 
@@ -40,8 +42,7 @@ def calibrated_reflectivity(rho: np.ndarray, retro_full_scale: float) -> np.ndar
     value = np.empty(rho.shape, np.float32)
     if _diffuse_percent(rho.reshape(-1), value.reshape(-1)):  # retroreflectors: few rays, the logarithm on them alone
         retro = np.flatnonzero(rho > 1.0)
-        scaled = 101.0 + 154.0 * np.log(rho[retro].astype(np.float64)) / np.log(retro_full_scale)
-        value[retro] = np.round(np.minimum(scaled, 255.0))
+        value[retro] = retro_percent(rho[retro].astype(np.float64), np.log(retro_full_scale))
     return value
 
 
@@ -49,13 +50,9 @@ def ouster_signal(rho: np.ndarray, ranges: np.ndarray, signal_scale: float, over
     """Photon count ∝ O(r)·ρ(θ)/r² (uint16, saturating). No return (range NaN or inf, ρ 0) gives 0."""
     r2 = np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE))  # fmax: NaN -> 0.1
     factor = overlap(r2, overlap_range) if overlap_range > 0 else None
-    r2 *= r2
-    photons = np.divide(np.asarray(rho, np.float32), r2)  # ρ ≥ 0 (validated materials); r = inf -> 0
-    photons *= np.float32(signal_scale)
-    if factor is not None:
-        photons *= factor
-    np.minimum(photons, np.float32(UINT16_MAX), out=photons)
-    np.rint(photons, out=photons)
+    # ρ ≥ 0 (validated materials); r = inf -> 0; O(r) = 1 when off (× 1 is exact)
+    photons = signal_count(np.asarray(rho, np.float32), r2, np.float32(signal_scale),
+                           np.float32(1.0) if factor is None else factor)
     return photons.astype(np.uint16)
 
 
@@ -77,15 +74,39 @@ def ouster_ambient(rho: np.ndarray, returned: np.ndarray, ambient_level: float, 
     """
     if ambient_level <= 0 and ambient_sky <= 0:
         return np.zeros(np.shape(rho), np.uint16)
-    lit = np.minimum(np.asarray(rho, np.float32), np.float32(1.0))  # ρ ≥ 0 (validated materials)
-    lit *= np.float32(ambient_level)
-    mean = np.where(returned, lit, np.float32(ambient_sky))
-    photons = standard_normal(rng, len(mean))
-    photons *= np.sqrt(mean)
-    photons += mean
-    np.clip(photons, np.float32(0.0), np.float32(UINT16_MAX), out=photons)
-    np.rint(photons, out=photons)
-    return photons.astype(np.uint16)
+    # ρ ≥ 0 (validated materials)
+    mean = flat_ambient_mean(np.asarray(rho, np.float32), returned, np.float32(ambient_level), np.float32(ambient_sky))
+    return shot_noise_count(mean, standard_normal(rng, len(mean))).astype(np.uint16)
+
+
+# The per-return formulas of the fields above, written once: numpy runs them on the host, Warp compiles their
+# source for device frames (radarays_ros/twin.py; lidar_ros/warp_frame_kernels.py). ASCII only in their lines.
+def diffuse_percent(rho: float) -> float:
+    """Calibrated reflectivity of a diffuse return: round(100 clip(rho, 0, 1)) (float32 constants: numba too)."""
+    return xm.rint(xm.minimum(xm.maximum(rho, xm.float32(0.0)), xm.float32(1.0)) * xm.float32(100.0))
+
+
+def retro_percent(rho: float, ln_full_scale: float) -> float:
+    """Calibrated reflectivity of a retroreflector (rho > 1): round(101 + 154 ln(rho) / ln(rho_full)), at most 255."""
+    return xm.rint(xm.minimum(101.0 + 154.0 * xm.log(rho) / ln_full_scale, 255.0))
+
+
+def signal_count(rho: float, r: float, signal_scale: float, overlap: float) -> float:
+    """Ouster signal photons round(min(K rho / r^2 O(r), 65535)) of a return at range r (r >= 0.1 m)."""
+    return xm.rint(xm.minimum(rho / (r * r) * signal_scale * overlap, PHOTONS_MAX))
+
+
+def flat_ambient_mean(rho: float, in_view: bool, ambient_level: float, ambient_sky: float) -> float:
+    """Mean ambient photons: ambient_level min(rho, 1) on a surface in view, ambient_sky elsewhere."""
+    return xm.where(in_view, xm.minimum(rho, 1.0) * ambient_level, ambient_sky)
+
+
+def shot_noise_count(mean: float, z: float) -> float:
+    """Photons with shot noise as N(mean, mean) from a standard normal draw z, rounded, within 0..65535."""
+    return xm.rint(xm.clip(mean + xm.sqrt(mean) * z, 0.0, PHOTONS_MAX))
+
+
+_diffuse_percent_compiled = inlined(diffuse_percent)
 
 
 @kernel
@@ -93,7 +114,6 @@ def _diffuse_percent(rho, value):
     """value = round(100·clip(ρ, 0, 1)) in float32; returns whether any ρ exceeds 1 (a retroreflector)."""
     retro = False
     for i in range(rho.shape[0]):
-        x = min(max(rho[i], np.float32(0.0)), np.float32(1.0)) if not np.isnan(rho[i]) else rho[i]
-        value[i] = np.rint(x * np.float32(100.0))
+        value[i] = _diffuse_percent_compiled(rho[i])
         retro = retro or rho[i] > 1.0
     return retro

@@ -18,6 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from radarays_ros.twin import vec3
+
 from radarays_ros.errors import TracingError
 from radarays_ros.tracing.backend import Rays
 
@@ -213,7 +215,7 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
         out.crossings[active[crossing]] += 1
         out.bounces[active[mirrored]] += 1
         dist = total
-        skip = (SKIP_ABS + SKIP_REL * np.where(hit, dist, 0)).astype(np.float32)
+        skip = skip_distance(np.where(hit, dist, 0), SKIP_ABS, SKIP_REL).astype(np.float32)
         if np.any(crossing):  # continue straight on from just past the surface
             step = np.where(crossing, h.distance + skip, 0)
             o = o + d * step[:, None]
@@ -222,7 +224,7 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
             m = mirrored[:, None]
             point = o + d * np.where(mirrored, h.distance, 0)[:, None]
             o = np.where(m, point + h.normal * skip[:, None], o)
-            d = np.where(m, d - 2.0 * np.einsum("ij,ij->i", d, h.normal)[:, None] * h.normal, d)
+            d = np.where(m, mirror_direction(d, h.normal, np.einsum("ij,ij->i", d, h.normal)[:, None]), d)
             travelled = np.where(mirrored, dist, travelled)
         passing = crossing | mirrored
         factor = np.where(passing, factor * materials.pass_factor[np.maximum(h.material, 0)], factor)
@@ -266,3 +268,16 @@ def _record(out: LidarHits, done, h: _Segment, total, d, factor, materials: Lida
     out.normal[done] = h.normal
     out.cos_incidence[done] = cos_inc
     out.reflectivity[done] = reflectivity(materials, h.material, cos_inc) * factor
+
+
+# Written once: numpy runs these on the host, Warp compiles their source for device frames (radarays_ros/twin.py;
+# lidar_ros/warp_frame_kernels.py). ASCII only in their lines.
+def skip_distance(travelled: float, skip_abs: float, skip_rel: float) -> float:
+    """How far a ray continues past a surface it crosses or leaves (m): skip_abs + skip_rel * the path so far,
+    so that float32 rounding of a far hit point cannot put the next segment's start behind the surface."""
+    return skip_abs + skip_rel * travelled
+
+
+def mirror_direction(d: vec3, n: vec3, d_dot_n: float) -> vec3:
+    """A mirror's reflection r = d - 2 (d.n) n of a ray d on the normal n (d_dot_n = d.n)."""
+    return d - (2.0 * d_dot_n) * n

@@ -19,8 +19,9 @@ Angular jitter changes the ray itself, so it is applied to directions before tra
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
-from radarays_ros.compiled import kernel
+from radarays_ros.compiled import inlined, kernel
 from radarays_ros.errors import ConfigError
 
 from .config import NoiseConfig
@@ -56,8 +57,7 @@ def noisy_ranges(ranges: np.ndarray, ray_bias: np.ndarray | None, config: NoiseC
         picked = rng.choice(n, size=rng.binomial(n, config.dust_probability), replace=False)
         picked = np.sort(picked[np.isfinite(r[picked])])
         far = r[picked]
-        near = np.minimum(np.float32(config.dust_min_range), far)
-        r[picked] = near + rng.random(len(picked), dtype=np.float32) * (far - near)
+        r[picked] = dust_range(far, np.float32(config.dust_min_range), rng.random(len(picked), dtype=np.float32))
         dust[picked] = True
     if config.bias_sigma > 0 and n and ray_bias is None:
         raise ConfigError("noise.bias_sigma > 0 needs the laser index of every ray")
@@ -92,8 +92,24 @@ def _add_noise(r, bias, step, sigma, sigmas, relative, resolution):
         if relative.shape[0]:
             value += relative[i]
         if resolution > 0:
-            value = np.rint(value / resolution) * resolution
+            value = _quantised_compiled(value, resolution)
         r[i] = max(value, np.float32(0.0)) if not np.isnan(value) else value
+
+
+# Written once: numpy (and numba, in _add_noise) run these on the host, Warp compiles their source for device
+# frames (radarays_ros/twin.py; lidar_ros/warp_frame_kernels.py). ASCII only in their lines.
+def dust_range(far: float, min_range: float, u: float) -> float:
+    """The range of a dust return: uniform in [min(min_range, far), far] for a uniform draw u in [0, 1)."""
+    near = xm.minimum(min_range, far)
+    return near + u * (far - near)
+
+
+def quantised(value: float, resolution: float) -> float:
+    """A range rounded to the sensor's range resolution (> 0): round(r / res) res."""
+    return xm.rint(value / resolution) * resolution
+
+
+_quantised_compiled = inlined(quantised)
 
 
 def standard_normal(rng: np.random.Generator, n: int) -> np.ndarray:

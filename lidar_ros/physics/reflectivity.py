@@ -10,21 +10,41 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
-from radarays_ros.compiled import kernel
+from radarays_ros.compiled import inlined, kernel
 
 from .materials import LidarMaterials
 
-_BIN_DEG = 10.0
-
-
 def table_reflectivity(table: np.ndarray, theta_deg: np.ndarray) -> np.ndarray:
     """Linear interpolation of rows of `table` ((K, 10): 0°, 10°, …, 90°) at `theta_deg` ((K,))."""
-    position = np.clip(theta_deg, 0.0, 90.0) / _BIN_DEG
+    position = table_position(theta_deg)
     low = np.minimum(position.astype(np.int64), 8)  # bin 8..9 covers 80°..90°
     frac = (position - low).astype(np.float32)
     rows = np.arange(len(table))
-    return table[rows, low] * (1.0 - frac) + table[rows, low + 1] * frac
+    return table_interpolation(table[rows, low], table[rows, low + 1], frac)
+
+
+# rho(theta), written once: numpy runs these on the host, Warp compiles their source for device
+# frames (radarays_ros/twin.py; lidar_ros/warp_frame_kernels.py). ASCII only in their lines.
+def lambertian_reflectivity(lambertian: float, cos_theta: float, constant: float) -> float:
+    """rho = rho_lambertian cos(theta) + rho_constant (each 0 where a material's model does not use it)."""
+    return lambertian * cos_theta + constant
+
+
+def incidence_degrees(cos_theta: float) -> float:
+    """theta in degrees from cos(theta), clipped to [0, 1] first (cos(theta) = |d.n| up to rounding)."""
+    return xm.degrees(xm.arccos(xm.clip(cos_theta, 0.0, 1.0)))
+
+
+def table_position(theta_deg: float) -> float:
+    """Where theta falls among a table's bins at 0, 10, ..., 90 deg: theta / 10 deg, clipped to [0, 9]."""
+    return xm.clip(theta_deg, 0.0, 90.0) / 10.0
+
+
+def table_interpolation(below: float, above: float, frac: float) -> float:
+    """Linear interpolation between a bin's two table values at fraction frac of the bin."""
+    return below * (1.0 - frac) + above * frac
 
 
 def reflectivity(materials: LidarMaterials, material_ids: np.ndarray, cos_incidence: np.ndarray) -> np.ndarray:
@@ -42,9 +62,12 @@ def reflectivity(materials: LidarMaterials, material_ids: np.ndarray, cos_incide
     if materials.has_table:
         tabled = np.flatnonzero(materials._tabled_ext[ids])
         if len(tabled):
-            theta_deg = np.degrees(np.arccos(np.clip(cos_theta[tabled], 0.0, 1.0)))
+            theta_deg = incidence_degrees(cos_theta[tabled])
             out[tabled] = table_reflectivity(materials.table[ids[tabled]], theta_deg)
     return out
+
+
+_lambertian_compiled = inlined(lambertian_reflectivity)
 
 
 @kernel
@@ -56,5 +79,4 @@ def _lambertian_and_constant(ids, cos_theta, lambertian, constant, has_constant,
         k = ids[i] if ids[i] >= 0 else ids[i] + m
         if k < 0 or k >= m:
             raise IndexError("material id past the material table")
-        value = lambertian[k] * cos_theta[i]
-        out[i] = value + constant[k] if has_constant else value
+        out[i] = _lambertian_compiled(lambertian[k], cos_theta[i], constant[k] if has_constant else np.float32(0.0))

@@ -8,6 +8,7 @@ Optionally the radar range equation scales each return by (reference_range / R)^
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 from ..compiled import kernel
 from .kernels import kernel_weights
@@ -19,9 +20,8 @@ def draw_returns(azimuth, range_m, energy, n_azimuths: int, range_cfg, kernel_cf
     res = range_cfg.resolution
     energy = np.asarray(energy, np.float64)
     if output_cfg.radar_equation and len(energy):
-        r = np.maximum(np.asarray(range_m) - range_cfg.offset, res)
-        energy = energy * (output_cfg.reference_range / r) ** 4
-    cell = np.floor((np.asarray(range_m) - range_cfg.offset) / res)
+        energy = energy * range_gain(np.asarray(range_m), range_cfg.offset, res, output_cfg.reference_range)
+    cell = range_cell(np.asarray(range_m), range_cfg.offset, res)
     ok = (cell >= 0) & (cell < n_bins) & (energy > 0)
     if not ok.any():
         return np.zeros((n_azimuths, n_bins))
@@ -40,6 +40,20 @@ def draw_returns(azimuth, range_m, energy, n_azimuths: int, range_cfg, kernel_cf
     if not range_cfg.write_bin_zero:
         image[:, 0] = 0.0  # RadaRays never writes row 0 while spreading
     return image
+
+
+def range_cell(range_m: float, offset: float, resolution: float) -> float:
+    """The range bin of a return, floor((range - offset) / resolution) (as a float: negative or past the last
+    bin means dropped). Written once (radarays_ros/twin.py)."""
+    return xm.floor((range_m - offset) / resolution)
+
+
+def range_gain(range_m: float, offset: float, resolution: float, reference_range: float) -> float:
+    """(reference_range / R)^4, the radar range equation's falloff relative to the reference range, with
+    R = range - offset, at least one bin (resolution). Written once: numpy runs it on the host, Warp compiles
+    it for device frames (radarays_ros/twin.py). ASCII only in these lines."""
+    r = xm.maximum(range_m - offset, resolution)
+    return (reference_range / r) ** 4.0
 
 
 @kernel

@@ -20,6 +20,9 @@ Works in the dtype of d and n (float32 in the simulator, float64 in tests).
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
+
+from ..twin import vec3
 
 
 def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -29,9 +32,13 @@ def row_dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def incidence_cosine(d: np.ndarray, n: np.ndarray) -> np.ndarray:
     """cos(theta_i) = -d.n, clipped to [0, 1] (n faces the ray)."""
-    c = row_dot(d, n)
-    np.negative(c, out=c)
-    return np.clip(c, 0.0, 1.0, out=c)
+    return incidence_cosine_of(row_dot(d, n))
+
+
+def incidence_cosine_of(d_dot_n: float) -> float:
+    """cos(theta_i) = -d.n of a ray d meeting a surface whose normal n faces it, clipped to [0, 1] (rounding of
+    unit vectors). Written once: numpy runs it on the host, Warp compiles it for device frames (twin.py)."""
+    return xm.clip(-d_dot_n, 0.0, 1.0)
 
 
 def fresnel_coefficients(cos_i: np.ndarray, v1: np.ndarray, v2: np.ndarray, polarization: float):
@@ -39,14 +46,32 @@ def fresnel_coefficients(cos_i: np.ndarray, v1: np.ndarray, v2: np.ndarray, pola
     dtype = cos_i.dtype
     v1 = v1.astype(dtype, copy=False)
     v2 = v2.astype(dtype, copy=False)
-    eta = v2 / np.where(v1 > 0, v1, 1.0).astype(dtype)
-    k = 1.0 - eta * eta * (1.0 - cos_i * cos_i)
+    eta = velocity_ratio(v1, v2)
+    k = refraction_cosine_squared(cos_i, eta)
     refracts = (v2 > 0) & (v1 > 0) & (k >= 0.0)
     cos_t = np.sqrt(np.maximum(k, 0.0))
-    ok = refracts & (v2 * cos_i + v1 * cos_t > 0) & (v1 * cos_i + v2 * cos_t > 0)
+    ok = refracts & fresnel_defined(cos_i, cos_t, v1, v2)
     with np.errstate(divide="ignore", invalid="ignore"):
         r_eff = fresnel_reflectance(cos_i, cos_t, v1, v2, polarization)
     return np.where(ok, r_eff, 1.0).astype(np.float64), refracts, eta, cos_t
+
+
+def velocity_ratio(v1: float, v2: float) -> float:
+    """eta = v2 / v1, Snell's ratio of the wave velocities behind and before the surface (v1 = 0: v2, no
+    refraction follows). Written once: numpy runs it on the host, Warp compiles it for device frames
+    (radarays_ros/twin.py). ASCII only in these lines."""
+    return v2 / xm.where(v1 > 0.0, v1, xm.float32(1.0))
+
+
+def refraction_cosine_squared(cos_i: float, eta: float) -> float:
+    """cos^2(theta_t) = 1 - eta^2 (1 - cos^2(theta_i)) from Snell's law sin(theta_t) = eta sin(theta_i);
+    negative beyond total internal reflection (then no wave is refracted). Written once (twin.py)."""
+    return 1.0 - eta * eta * (1.0 - cos_i * cos_i)
+
+
+def fresnel_defined(cos_i: float, cos_t: float, v1: float, v2: float) -> bool:
+    """Both denominators of rs and rp positive (fresnel_reflectance is defined; else R = 1). Written once (twin.py)."""
+    return xm.minimum(v2 * cos_i + v1 * cos_t, v1 * cos_i + v2 * cos_t) > 0.0
 
 
 def fresnel_reflectance(cos_i: float, cos_t: float, v1: float, v2: float, polarization: float) -> float:
@@ -63,13 +88,24 @@ def fresnel_reflectance(cos_i: float, cos_t: float, v1: float, v2: float, polari
 
 
 def reflect(d: np.ndarray, n: np.ndarray, cos_i: np.ndarray) -> np.ndarray:
-    """Mirror direction r = d + 2 cos(theta_i) n."""
-    return d + (2.0 * cos_i)[:, None] * n
+    """Mirror directions of (N, 3) rays d on normals n (reflection_direction per row)."""
+    return reflection_direction(d, n, cos_i[:, None])
 
 
 def refract(d: np.ndarray, n: np.ndarray, eta: np.ndarray, cos_i: np.ndarray, cos_t: np.ndarray) -> np.ndarray:
-    """Snell direction t = eta d + (eta cos_i - cos_t) n (only meaningful where refraction exists)."""
-    return eta[:, None] * d + (eta * cos_i - cos_t)[:, None] * n
+    """Snell directions of (N, 3) rays (refraction_direction per row; only meaningful where refraction exists)."""
+    return refraction_direction(d, n, eta[:, None], cos_i[:, None], cos_t[:, None])
+
+
+def reflection_direction(d: vec3, n: vec3, cos_i: float) -> vec3:
+    """Mirror direction r = d + 2 cos(theta_i) n. Written once: numpy runs it on the host (reflect), Warp
+    compiles it for device frames (radarays_ros/twin.py). ASCII only in these lines."""
+    return d + (2.0 * cos_i) * n
+
+
+def refraction_direction(d: vec3, n: vec3, eta: float, cos_i: float, cos_t: float) -> vec3:
+    """Snell direction t = eta d + (eta cos_i - cos_t) n. Written once (radarays_ros/twin.py)."""
+    return eta * d + (eta * cos_i - cos_t) * n
 
 
 def fresnel_split(d: np.ndarray, n: np.ndarray, v1: np.ndarray, v2: np.ndarray, polarization: float):

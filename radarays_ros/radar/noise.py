@@ -14,7 +14,9 @@ uncorrelated; `perlin_coherent` draws one offset per frame and the noise is smoo
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
+from ..compiled import inlined, kernel
 from .perlin import perlin_hilo_rows
 
 
@@ -32,18 +34,43 @@ def ambient_noise(cfg, signal: np.ndarray, colmax: np.ndarray, resolution: float
     # N = M |(at1 + s' (at0 - at1)) p + f(r)| with f(r) = (e_max - e_min) exp(-loss r) + e_min, in float32
     m = np.asarray(colmax, np.float64)
     inv_m = np.divide(1.0, m, out=np.zeros_like(m), where=m > 0).astype(np.float32)
-    t = np.asarray(signal, np.float32) * inv_m[:, None]
-    np.subtract(np.float32(1.0), t, out=t)
-    t *= t
-    t *= t  # s' = (1 - s/M)^4
-    t *= np.float32(cfg.at_signal_0 - cfg.at_signal_1)
-    t += np.float32(cfg.at_signal_1)
-    t *= p.astype(np.float32, copy=False)
     r = (np.arange(b) + 0.5) * resolution
-    t += ((cfg.energy_max - cfg.energy_min) * np.exp(-cfg.energy_loss * r) + cfg.energy_min).astype(np.float32)[None, :]
-    np.abs(t, out=t)
-    t *= m.astype(np.float32)[:, None]
+    floor = range_floor(r, cfg.energy_max, cfg.energy_min, cfg.energy_loss).astype(np.float32)
+    t = np.empty((a, b), np.float32)
+    _ambient_levels(np.asarray(signal, np.float32), inv_m, p.astype(np.float32, copy=False),
+                    np.float32(cfg.at_signal_0 - cfg.at_signal_1), np.float32(cfg.at_signal_1), floor,
+                    m.astype(np.float32), t)
     return t
+
+
+def ambient_level(signal: float, inv_max: float, p: float, at_signal_step: float, at_signal_1: float,
+                  floor: float) -> float:
+    """N / M = |(at_signal_1 + s' (at_signal_0 - at_signal_1)) p + F(r)| with s' = (1 - s/M)^4 (the module
+    docstring; at_signal_step = at_signal_0 - at_signal_1, inv_max = 1/M or 0 for an empty column). Written once:
+    numpy runs it on the host, Warp compiles it for device frames (radarays_ros/twin.py). ASCII only here."""
+    t = xm.float32(1.0) - signal * inv_max  # float32 constants: numba keeps float32 arithmetic with them
+    t = t * t
+    t = t * t
+    return xm.abs((t * at_signal_step + at_signal_1) * p + floor)
+
+
+_ambient_level_compiled = inlined(ambient_level)
+
+
+@kernel
+def _ambient_levels(signal, inv_max, p, at_signal_step, at_signal_1, floor, column_max, out):
+    """out[a, b] = M_a ambient_level(...) per pixel in one pass (numpy's temporaries of a 400 x 6848 image cost
+    a third more CPU time: measured 43 ms against 31 ms for the same arithmetic in place)."""
+    for a in range(signal.shape[0]):
+        for b in range(signal.shape[1]):
+            out[a, b] = _ambient_level_compiled(signal[a, b], inv_max[a], p[a, b], at_signal_step, at_signal_1,
+                                                floor[b]) * column_max[a]
+
+
+def range_floor(r: float, energy_max: float, energy_min: float, energy_loss: float) -> float:
+    """F(r) / M = (e_max - e_min) exp(-loss r) + e_min, the noise floor falling with range r (m). Written once
+    (radarays_ros/twin.py)."""
+    return (energy_max - energy_min) * xm.exp(-energy_loss * r) + energy_min
 
 
 def ambient_bound(cfg, range_m: np.ndarray) -> np.ndarray:
@@ -52,7 +79,7 @@ def ambient_bound(cfg, range_m: np.ndarray) -> np.ndarray:
     r = np.asarray(range_m, np.float64)
     if cfg.ambient == "none":
         return np.zeros_like(r)
-    floor = (cfg.energy_max - cfg.energy_min) * np.exp(-cfg.energy_loss * r) + cfg.energy_min
+    floor = range_floor(r, cfg.energy_max, cfg.energy_min, cfg.energy_loss)
     return max(cfg.at_signal_0, cfg.at_signal_1) + floor
 
 

@@ -12,6 +12,7 @@ Values are floats before the 8-bit conversion (round half to even, saturate), as
 from __future__ import annotations
 
 import numpy as np
+import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 from .noise import ambient_noise
 
@@ -19,7 +20,7 @@ from .noise import ambient_noise
 def _scale(values: np.ndarray, m: np.ndarray, signal_max: float) -> np.ndarray:
     """values * signal_max / m per column (0 where m = 0), in place: values is a fresh float64 array."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        factor = np.where(m > 0, signal_max / np.where(m > 0, m, 1.0), 0.0)
+        factor = np.where(m > 0, column_scale(signal_max, np.where(m > 0, m, 1.0)), 0.0)
     values *= factor
     return values
 
@@ -42,10 +43,22 @@ def normalise(slices: np.ndarray, out_cfg, noise_cfg, resolution: float, rng: np
     if mode == "db":
         m = np.full(len(slices), slices.max(initial=0.0))
         energy = slices + ambient_noise(noise_cfg, slices, m, resolution, rng)
-        with np.errstate(divide="ignore"):
-            level = 10.0 * np.log10(np.where(energy > 0, energy, 1e-300) / out_cfg.db_reference)
-        return np.maximum(255.0 * (level + out_cfg.db_range) / out_cfg.db_range, 0.0)
+        return db_grey(np.where(energy > 0, energy, 1e-300), out_cfg.db_reference, out_cfg.db_range)
     raise ValueError(f"unknown normalisation {mode!r}")
+
+
+def column_scale(signal_max: float, column_max: float) -> float:
+    """signal_max / M: what an output value is per unit of energy in a column (or frame) whose maximum is M > 0.
+    Written once: numpy runs it on the host, Warp compiles it for device frames (radarays_ros/twin.py)."""
+    return signal_max / column_max
+
+
+def db_grey(energy: float, reference: float, db_range: float) -> float:
+    """L = 10 log10(E / E0) mapped from [-db_range, 0] dB to [0, 255] (above 0 dB past 255, saturated later), for
+    E > 0 (callers floor E at their dtype's tiny). Written once: numpy runs it on the host, Warp compiles it
+    for device frames (radarays_ros/twin.py). ASCII only in these lines."""
+    level = 10.0 * xm.log10(energy / reference)
+    return xm.maximum(255.0 * (level + db_range) / db_range, 0.0)
 
 
 def to_uint8(image: np.ndarray) -> np.ndarray:

@@ -207,7 +207,8 @@ class WarpRadarSimulator(RadarSimulator):
         noise, output = cfg.noise, cfg.output
         wp.launch(k.normalise, dim=n_az * n_bins, device=dev,
                   inputs=[image, colmax, n_bins, mode, output.energy_max, output.signal_max, output.db_reference,
-                          output.db_range, AMBIENT_CODES[noise.ambient], noise.at_signal_0, noise.at_signal_1,
+                          output.db_range, AMBIENT_CODES[noise.ambient], noise.at_signal_0 - noise.at_signal_1,
+                          noise.at_signal_1,
                           noise.energy_max, noise.energy_min, noise.energy_loss, cfg.range.resolution,
                           noise.system_std, frame_seed, out])
         lost = sum(int(c.numpy()[1]) for c in dropped)

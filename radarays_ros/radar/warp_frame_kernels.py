@@ -1,10 +1,13 @@
 """Kernels of a whole radar frame on the Warp device (warp_frame.py says what runs where).
 
-The same steps as waves.py, draw.py and normalise.py, per wave instead of per batch; the formulas are
-those files' (fresnel.py: Snell with wave velocities and the Fresnel split; brdf.py: the built-in
-BRDFs, whose own source Warp compiles here (radarays_ros/twin.py); kernels.py: the range-spread weights,
-computed on the host once). Geometry, energy and time are
-float32 here (float64 for energy and time on the host path).
+The same steps as waves.py, draw.py and normalise.py, per wave instead of per batch. The per-hit formulas
+are not written here: each is a function of the file that names it, whose own source Warp compiles
+(radarays_ros/twin.py): fresnel.py (incidence cosine, Snell's velocity ratio and cosine, the Fresnel
+reflectance, reflection and refraction directions), brdf.py (the built-in BRDFs), waves.py (the lossy
+medium's T^d, the multipath range), draw.py (the range gain), noise.py (ambient level, range floor),
+normalise.py (column scale, dB grey); kernels.py's range-spread weights are computed on the host once.
+What is left here is the frame's plumbing (which wave, which cell, atomics, the RNG). Geometry, energy and
+time are float32 here (float64 for energy and time on the host path): the twins' tests state the bounds.
 """
 
 try:
@@ -15,13 +18,28 @@ except ImportError:  # warp_frame.py reports the missing package; this module st
 if wp is not None:
     from ..tracing.warp_kernels import SceneArrays, first_hit
     from ..twin import device_twin
-    from . import brdf, fresnel
+    from . import brdf, draw, fresnel, normalise, waves
+    from . import noise as radar_noise
 
     # brdf.py's formulas, compiled from their own source
     radarays_brdf = device_twin(brdf.radarays_brdf)
     paper_brdf = device_twin(brdf.paper_brdf)
     cook_torrance_brdf = device_twin(brdf.cook_torrance_brdf)
     fresnel_reflectance = device_twin(fresnel.fresnel_reflectance)
+    range_gain = device_twin(draw.range_gain)
+    range_cell = device_twin(draw.range_cell)
+    db_grey = device_twin(normalise.db_grey)
+    ambient_level = device_twin(radar_noise.ambient_level)
+    range_floor = device_twin(radar_noise.range_floor)
+    incidence_cosine_of = device_twin(fresnel.incidence_cosine_of)
+    velocity_ratio = device_twin(fresnel.velocity_ratio)
+    refraction_cosine_squared = device_twin(fresnel.refraction_cosine_squared)
+    fresnel_defined = device_twin(fresnel.fresnel_defined)
+    reflection_direction = device_twin(fresnel.reflection_direction)
+    multipath_range = device_twin(waves.multipath_range)
+    path_transmittance = device_twin(waves.path_transmittance)
+    column_scale = device_twin(normalise.column_scale)
+    refraction_direction = device_twin(fresnel.refraction_direction)
 
     @wp.struct
     class Waves:
@@ -94,10 +112,8 @@ if wp is not None:
         """Adds a return to its (azimuth, bin) cell: a sum, or the maximum for kernel 'none' (draw.py)."""
         e = strength
         if s.radar_equation != 0:
-            r = wp.max(range_m - s.offset, s.resolution)
-            q = s.reference_range / r
-            e = e * q * q * q * q
-        cell = wp.floor((range_m - s.offset) / s.resolution)
+            e = e * range_gain(range_m, s.offset, s.resolution, s.reference_range)
+        cell = range_cell(range_m, s.offset, s.resolution)
         if e > 0.0 and cell >= 0.0 and cell < float(s.n_bins):
             index = az * s.n_bins + int(cell)
             if s.keep_max != 0:
@@ -159,22 +175,20 @@ if wp is not None:
         time = waves.time[i] + h.t / v1
         energy = waves.energy[i]
         if s.lossy != 0:
-            energy = energy * wp.pow(m.transmittance[medium], h.t)
+            energy = energy * path_transmittance(m.transmittance[medium], h.t)
         in_air = medium == s.air
         behind = s.air
         if in_air:
             behind = surface
         v2 = m.velocity[behind]
-        cos_i = wp.clamp(-wp.dot(d, h.normal), 0.0, 1.0)
-        # Fresnel split with wave velocities (fresnel.py)
-        eta = v2
-        if v1 > 0.0:
-            eta = v2 / v1
-        k = 1.0 - eta * eta * (1.0 - cos_i * cos_i)
+        cos_i = incidence_cosine_of(wp.dot(d, h.normal))
+        # Fresnel split with wave velocities (fresnel.fresnel_coefficients, its formulas)
+        eta = velocity_ratio(v1, v2)
+        k = refraction_cosine_squared(cos_i, eta)
         refracts = v2 > 0.0 and v1 > 0.0 and k >= 0.0
         cos_t = wp.sqrt(wp.max(k, 0.0))
         r_eff = float(1.0)
-        if refracts and v2 * cos_i + v1 * cos_t > 0.0 and v1 * cos_i + v2 * cos_t > 0.0:
+        if refracts and fresnel_defined(cos_i, cos_t, v1, v2):
             r_eff = fresnel_reflectance(cos_i, cos_t, v1, v2, s.polarization)
         e_refl = r_eff * energy
         e_trans = energy - e_refl
@@ -188,7 +202,7 @@ if wp is not None:
                 hv = pos - sensor[az]
                 h_len = wp.length(hv)
                 h_hat = hv / wp.max(h_len, 1.0e-12)
-                range_m = s.light_speed * (time + h_len / v1) / 2.0
+                range_m = multipath_range(time, h_len, v1, s.light_speed)
                 if wp.dot(d, h_hat) > s.multipath_threshold and range_m < s.horizon:
                     free = int(1)
                     if s.occlusion_test != 0:
@@ -198,7 +212,7 @@ if wp is not None:
                             if blocker.t < reach:
                                 free = 0
                     if free != 0:
-                        r_dir = d + 2.0 * cos_i * h.normal
+                        r_dir = reflection_direction(d, h.normal, cos_i)
                         cos_dev = wp.clamp(-wp.dot(r_dir, h_hat), -1.0, 1.0)
                         strength = brdf_factor(m, surface, wp.acos(cos_dev)) * e_refl
                         draw(image, s, az, range_m, strength)
@@ -206,18 +220,18 @@ if wp is not None:
             return
         near = s.light_speed * time <= s.wave_horizon
         if reflects and near:  # reflection: stays in its medium
-            r = d + 2.0 * cos_i * h.normal
-            r = r / wp.length(r)
+            r = reflection_direction(d, h.normal, cos_i)
+            r = r / wp.length(r)  # the device traces unit directions (the host's tracer normalises what is not unit)
             e = e_refl
             if s.lossy != 0:
-                e = e * wp.pow(m.transmittance[medium], s.skip)
+                e = e * path_transmittance(m.transmittance[medium], s.skip)
             spawn(out, capacity, pos + r * s.skip, r, e, time + s.skip / m.velocity[medium], medium, az)
         if refracts and e_trans > s.threshold and near:  # refraction: enters the medium behind
-            t = eta * d + (eta * cos_i - cos_t) * h.normal
+            t = refraction_direction(d, h.normal, eta, cos_i, cos_t)
             t = t / wp.length(t)
             e = e_trans
             if s.lossy != 0:
-                e = e * wp.pow(m.transmittance[behind], s.skip)
+                e = e * path_transmittance(m.transmittance[behind], s.skip)
             spawn(out, capacity, pos + t * s.skip, t, e, time + s.skip / m.velocity[behind], behind, az)
 
     @wp.kernel
@@ -246,7 +260,7 @@ if wp is not None:
     @wp.kernel
     def normalise(image: wp.array(dtype=float), colmax: wp.array(dtype=float), n_bins: int, mode: int,
                   energy_max: float, signal_max: float, db_reference: float, db_range: float, ambient: int,
-                  at_signal_0: float, at_signal_1: float, floor_max: float, floor_min: float, floor_loss: float,
+                  at_signal_step: float, at_signal_1: float, floor_max: float, floor_min: float, floor_loss: float,
                   resolution: float, system_std: float, seed: int, out: wp.array(dtype=float)):
         """normalise.py and noise.py per pixel. mode 0 radarays/global (colmax holds the column's or the
         frame's maximum), 1 gazebo, 2 db; ambient 0 none, 1 uniform. Warp's counter-based RNG, keyed by
@@ -267,19 +281,14 @@ if wp is not None:
             inv_m = float(0.0)
             if m > 0.0:
                 inv_m = 1.0 / m
-            t = 1.0 - signal * inv_m
-            t = t * t
-            t = t * t
             p = wp.randf(state)
-            r = (float(j) + 0.5) * resolution
-            noise = m * wp.abs((at_signal_1 + t * (at_signal_0 - at_signal_1)) * p
-                               + (floor_max - floor_min) * wp.exp(-floor_loss * r) + floor_min)
+            floor = range_floor((float(j) + 0.5) * resolution, floor_max, floor_min, floor_loss)
+            noise = m * ambient_level(signal, inv_m, p, at_signal_step, at_signal_1, floor)
         value = float(0.0)
         if mode == 2:
-            level = 10.0 * wp.log10(wp.max(e + noise, 1.0e-30) / db_reference)
-            value = wp.max(255.0 * (level + db_range) / db_range, 0.0)
+            value = db_grey(wp.max(e + noise, 1.0e-30), db_reference, db_range)
         elif m > 0.0:
-            value = (signal + noise) * signal_max / m
+            value = (signal + noise) * column_scale(signal_max, m)
         if system_std > 0.0:
             value = wp.max(value + system_std * wp.randn(state), 0.0)
         out[index] = value

@@ -115,7 +115,7 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
         pos = o + d * dist[:, None]
         time = time + dist / v1
         if lossy:
-            energy = energy * materials.transmittance[medium] ** dist
+            energy = energy * path_transmittance(materials.transmittance[medium], dist)
         in_air = medium == air
         behind = np.where(in_air, surface, air)
         cos_i = incidence_cosine(d, normal)
@@ -164,7 +164,7 @@ def trace_frame(backend, sensor_origin: np.ndarray, column_rot: np.ndarray, cone
         o += d * skip
         time = time[pick] + skip_time[medium]
         if lossy:  # the skip is travelled inside the new medium too: lose its share (as time counts it)
-            energy = energy * materials.transmittance[medium] ** float(skip)
+            energy = energy * path_transmittance(materials.transmittance[medium], float(skip))
         az = az[pick]
     return Returns.concat(found)
 
@@ -180,7 +180,7 @@ def _multipath(backend, signal, pos, d, normal, cos_i, az, time, v1, surface, e_
     h_hat = h / np.maximum(h_len, 1e-12)[:, None]
     gate = row_dot(d[signal].astype(np.float64), h_hat) > returns.multipath_threshold
     if horizon_m is not None:
-        gate &= C * (time[signal] + h_len / v1[signal]) / 2.0 < horizon_m
+        gate &= multipath_range(time[signal], h_len, v1[signal], C) < horizon_m
     idx = signal[gate]
     h_len, h_hat = h_len[gate], h_hat[gate]
     if returns.occlusion_test and len(idx):
@@ -196,5 +196,19 @@ def _multipath(backend, signal, pos, d, normal, cos_i, az, time, v1, surface, e_
     r_dir = reflect(d[idx], normal[idx], cos_i[idx]).astype(np.float64)
     cos_dev = np.clip(-row_dot(r_dir, h_hat), -1.0, 1.0)
     strength = materials.evaluate(surface[idx], np.arccos(cos_dev)) * e_refl[idx]
-    range_m = C * (time[idx] + h_len / v1[idx]) / 2.0
+    range_m = multipath_range(time[idx], h_len, v1[idx], C)
     return Returns(az[idx], range_m, strength, np.full(len(idx), pass_id, np.int16))
+
+
+def multipath_range(time: float, distance: float, velocity: float, light_speed: float) -> float:
+    """Apparent range of a multipath return, c (t + |h| / v) / 2: the wave's time t (ns) to its last surface plus
+    the straight way |h| (m) back to the sensor at the velocity v (m/ns) of the air it is in, halved as a radar
+    reads a round trip. Written once: numpy runs it on the host, Warp compiles it for device frames
+    (radarays_ros/twin.py). ASCII only in these lines."""
+    return light_speed * (time + distance / velocity) / 2.0
+
+
+def path_transmittance(transmittance: float, distance: float) -> float:
+    """Fraction of a wave's energy left after `distance` metres inside a lossy medium that keeps `transmittance`
+    per metre: T^distance (Beer-Lambert). Written once (radarays_ros/twin.py)."""
+    return transmittance ** distance
