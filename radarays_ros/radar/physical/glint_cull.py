@@ -1,6 +1,9 @@
 """Compiled loops of the frame's glints (facet_glints.py): a first cut of the curved plates that may face this
-frame's sensor and the pick of each surface's most nearly normal plate per azimuth (curved_returns), and the
-point-in-plate test of the plates' feet (plate_returns).
+frame's sensor and the pick of each surface's most nearly normal plate per azimuth (curved_returns), the
+point-in-plate test of the plates' feet (plate_returns), and the (scatterer, azimuth) pairs inside the
+beam (facet_glints._pairs: the line of sight in each column frame, its angles and the beam's box, one
+pass per candidate pair instead of eight numpy passes over all of them; atan2/asin from libm, so the
+angles may differ from numpy's SIMD ones in the last bit: they only decide the box's edges).
 
 The cut:
 No formula of its own: it repeats curved_returns' two per-frame tests (the normal's cone against the line of
@@ -148,4 +151,48 @@ def _most_normal(az, surface, cos_t, out):
         out[count] = best
         count += 1
         start = end
+    return count
+
+
+def beam_pairs(order, lo, hi, points, origins, column_rot, half_width: float, e_lo: float, e_hi: float,
+               max_range: float) -> tuple:
+    """(item, azimuth, beta, e, distance) of facet_glints._pairs: for azimuth a and seam copy c (lo, hi: (3 A,)
+    bounds into `order`, copy-major), the points order[lo[c A + a]:hi[c A + a]] seen from origins[a] in the
+    column frame column_rot[a] (R^T (p - o)), kept where |beta| <= half_width, e_lo <= e <= e_hi and
+    1 mm < distance < max_range; in azimuth order, then copy, then position in `order`."""
+    total = int(np.maximum(np.asarray(hi) - np.asarray(lo), 0).sum())
+    item, az = np.empty(total, np.int64), np.empty(total, np.int64)
+    beta, e, dist = np.empty(total), np.empty(total), np.empty(total)
+    count = _beam_pairs(np.ascontiguousarray(order, np.int64), np.ascontiguousarray(lo, np.int64),
+                        np.ascontiguousarray(hi, np.int64), np.ascontiguousarray(points, np.float64),
+                        np.ascontiguousarray(origins, np.float64), np.ascontiguousarray(column_rot, np.float64),
+                        float(half_width), float(e_lo), float(e_hi), float(max_range), item, az, beta, e, dist)
+    return item[:count], az[:count], beta[:count], e[:count], dist[:count]
+
+
+@kernel
+def _beam_pairs(order, lo, hi, points, origins, column_rot, half_width, e_lo, e_hi, max_range,
+                item, az, beta, e, dist):
+    n_az = origins.shape[0]
+    count = 0
+    for a in range(n_az):
+        ox, oy, oz = origins[a, 0], origins[a, 1], origins[a, 2]
+        for copy in range(3):
+            for j in range(lo[copy * n_az + a], hi[copy * n_az + a]):
+                p = order[j]
+                rx, ry, rz = points[p, 0] - ox, points[p, 1] - oy, points[p, 2] - oz
+                cx = column_rot[a, 0, 0] * rx + column_rot[a, 1, 0] * ry + column_rot[a, 2, 0] * rz
+                cy = column_rot[a, 0, 1] * rx + column_rot[a, 1, 1] * ry + column_rot[a, 2, 1] * rz
+                cz = column_rot[a, 0, 2] * rx + column_rot[a, 1, 2] * ry + column_rot[a, 2, 2] * rz
+                d = math.sqrt(cx * cx + cy * cy + cz * cz)
+                if not (d > 1e-3 and d < max_range):
+                    continue
+                b = math.atan2(cy, cx)
+                if not abs(b) <= half_width:
+                    continue
+                el = math.asin(min(max(cz / max(d, 1e-12), -1.0), 1.0))
+                if not (el >= e_lo and el <= e_hi):
+                    continue
+                item[count], az[count], beta[count], e[count], dist[count] = p, a, b, el, d
+                count += 1
     return count
