@@ -1,6 +1,9 @@
 """Compiled loops of the sensor stage (stage.py, receiver_chain.py): the same float operations, in the same
 order, as the numpy code they replace, so the frame's bytes do not change (compiled.py: no fastmath, no
 fused multiply-adds). No formula of their own: each docstring names the function whose arithmetic it repeats.
+Except the returns' skirts (skirt_power, cell_sums): their sums run in another order than the einsum, sparse
+product and reduceat they replaced (float64, then rounded to float32: the skirt's noise scale may move by an
+ULP; measured on the generated city: the same bytes).
 
 Why: the stage's per-return and per-cell passes were a few dozen numpy calls per row block, each a pass
 over memory with its own temporaries (measured on a Navtech frame of a 1 M-triangle world, one core:
@@ -129,3 +132,43 @@ def _skirt_scales(post, gain, floor, distortion, inv_reference, root_gain, root_
             x = np.sqrt(x)
             post[r, c] = x
             sig[r, c] = (root_gain[c] * root_g[r]) / x
+
+
+def skirt_power(power_cells, kernel, lo, hi, weight) -> np.ndarray:
+    """receiver_chain.Skirts.of_sources: (rows, B) float32 of S = power_cells K (rows, C), summed over the source
+    cells in order (cells without power skipped: a street's returns fill the first 100 m), then each bin
+    (1 - weight) S[lo] + weight S[hi]."""
+    out = np.empty((power_cells.shape[0], lo.shape[0]), np.float32)
+    _skirt_power(np.ascontiguousarray(power_cells, np.float64), np.ascontiguousarray(kernel, np.float64),
+                 np.ascontiguousarray(lo, np.int64), np.ascontiguousarray(hi, np.int64),
+                 np.ascontiguousarray(weight, np.float64), out)
+    return out
+
+
+@kernel
+def _skirt_power(power_cells, kernel, lo, hi, weight, out):
+    rows, cells = power_cells.shape
+    s = np.zeros(kernel.shape[1])
+    for r in range(rows):
+        s[:] = 0.0
+        for i in range(cells):
+            p = power_cells[r, i]
+            if p != 0.0:
+                for j in range(kernel.shape[1]):
+                    s[j] += p * kernel[i, j]
+        for b in range(lo.shape[0]):
+            out[r, b] = (1.0 - weight[b]) * s[lo[b]] + weight[b] * s[hi[b]]
+
+
+def cell_sums(bin_power, cell_of_bin, n_cells: int) -> np.ndarray:
+    """receiver_chain.Skirts.cells: (rows, C) float64 sums of (rows, J) powers per bin over each bin's cell."""
+    out = np.zeros((bin_power.shape[0], n_cells))
+    _cell_sums(np.ascontiguousarray(bin_power, np.float64), np.ascontiguousarray(cell_of_bin, np.int64), out)
+    return out
+
+
+@kernel
+def _cell_sums(bin_power, cell_of_bin, out):
+    for r in range(bin_power.shape[0]):
+        for c in range(bin_power.shape[1]):
+            out[r, cell_of_bin[c]] += bin_power[r, c]
