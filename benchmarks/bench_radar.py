@@ -110,6 +110,16 @@ def cpu_breakdown(cfg, scene, pose, repeats: int = 1) -> dict[str, float]:
             total = time.process_time() - cpu
             if best is None or total < best[0]:
                 best = (total, profile)
+        rays = recorded_rays(sim, pose)
+        frames, bares = [], []
+        for _ in range(max(1, repeats)):  # unprofiled, frame and bare alternately: the one-thread CPU ratio
+            cpu = time.process_time()
+            sim.simulate(pose)
+            frames.append(time.process_time() - cpu)
+            cpu = time.process_time()
+            for o, d in rays:
+                bare_trace_seconds(backend, o, d, repeats=1)
+            bares.append(time.process_time() - cpu)
     finally:
         stage._parallel = inline
         backend.close()
@@ -123,11 +133,15 @@ def cpu_breakdown(cfg, scene, pose, repeats: int = 1) -> dict[str, float]:
     parts["frame"] = 1e3 * total
     for step, (fragment, name) in _STEPS.items():  # cumulative: each step with the tracing it does
         parts[step] = 1e3 * sum(v[3] for (file, _, n), v in rows.items() if fragment in file and n == name)
+    parts["unprofiled"] = (1e3 * min(frames), 1e3 * min(bares), float(np.median(np.array(frames) / np.array(bares))))
     return parts
 
 
 def print_breakdown(preset: str, parts: dict[str, float]) -> None:
+    frame, bare, ratio = parts.pop("unprofiled")
     trace = parts["tracing (embreex)"]
+    print(f"  {preset}: one thread, unprofiled: frame {frame:.1f} ms CPU, bare tracing of its rays {bare:.1f} ms CPU "
+          f"(least of the frames), median paired CPU ratio {ratio:.2f}x")
     print(f"  {preset}: CPU of one frame on one thread (cProfile, the least of the frames; a little above unprofiled):")
     for part, ms in parts.items():
         if part == next(iter(_STEPS)):

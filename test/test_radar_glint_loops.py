@@ -14,7 +14,7 @@ import pytest
 from scipy.sparse import csr_matrix
 
 from radarays_ros.radar import RadarSimulator
-from radarays_ros.radar.physical import facet_glints, facet_po, glint_cull, stage_loops
+from radarays_ros.radar.physical import facet_glints, facet_po, glint_cull, stage, stage_loops
 from radarays_ros.tracing import make_backend
 from support.radar_physical import EYE, ground, physical, plate, scene
 
@@ -172,3 +172,39 @@ def test_a_chain_frame_with_skirts_and_glints_has_the_same_bytes_on_1_and_2_thre
     two = RadarSimulator(cfg, world, backend=make_backend("embree", world, threads=2)).simulate(EYE)
     assert one.image.tobytes() == two.image.tobytes() and one.energy.tobytes() == two.energy.tobytes()
     assert one.image.max() > one.image.min()  # (a frame with something in it)
+
+
+def _running_power_numpy(steps, signed):
+    np.cumsum(steps, axis=1, out=steps)
+    if not signed:
+        np.maximum(steps, 0.0, out=steps)
+    return steps[:, :-1]
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_running_sum_loop_gives_the_numpy_bytes(signed):
+    # (unlike the loops above, these two repeat numpy's float operations in its order: the same bytes)
+    rng = np.random.default_rng(11)
+    steps = rng.normal(size=(25, 900)) * rng.lognormal(-20, 5, (25, 900))
+    steps[:, 0] = -0.0  # a signed zero first: cumsum keeps it
+    steps[3, 10:20] = np.nan
+    steps[4] = -steps[4].cumsum()[::-1]  # running sums that cancel to round-off (~-1e-30)
+    want = _running_power_numpy(steps.copy(), signed)
+    got = stage.running_power(steps.copy(), signed)
+    assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("rows_of_scale", [None, 1, 25])
+def test_clutter_amplitude_loop_gives_the_numpy_bytes(rows_of_scale):
+    rng = np.random.default_rng(12)
+    clutter = rng.lognormal(-25, 6, (25, 3000)) * (rng.random((25, 3000)) < 0.7)
+    clutter[:, 2500:] = 0.0
+    clutter[7, 2800] = 1e-3  # one row reaches further: the width is the widest row's
+    floor = 1e-14
+    scale = None if rows_of_scale is None else rng.uniform(0.1, 3.0, (rows_of_scale, 6848)).astype(np.float32)
+    v = clutter if scale is None else clutter * np.square(scale[:, :clutter.shape[1]])
+    above = np.flatnonzero((v > floor).any(axis=0))
+    want = np.sqrt(v[:, :int(above[-1]) + 1], dtype=np.float32)
+    got = stage_loops.clutter_amplitude(clutter, scale, floor)
+    assert want.shape[1] == 2801 and got.shape == want.shape and got.tobytes() == want.tobytes()
+    assert stage_loops.clutter_amplitude(np.zeros((3, 50)), None, floor).shape == (3, 0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...compiled import kernel
+from ...compiled import inlined, kernel
 
 
 def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
@@ -172,3 +172,55 @@ def _cell_sums(bin_power, cell_of_bin, out):
     for r in range(bin_power.shape[0]):
         for c in range(bin_power.shape[1]):
             out[r, cell_of_bin[c]] += bin_power[r, c]
+
+
+def running_sum(steps, signed: bool) -> None:
+    """stage.running_power, in place on (rows, J + 1) float64: np.cumsum along each row, then (unless signed)
+    np.maximum(., 0.0) (NaN kept; -0.0 becomes 0.0, as numpy's SIMD maximum gives)."""
+    _running_sum(steps, signed)
+
+
+@kernel
+def _running_sum(steps, signed):
+    for r in range(steps.shape[0]):
+        acc = 0.0
+        for c in range(steps.shape[1]):
+            acc = acc + steps[r, c] if c else steps[r, c]
+            steps[r, c] = acc if (signed or acc > 0.0 or acc != acc) else 0.0
+
+
+def clutter_amplitude(clutter, scale, floor: float) -> np.ndarray:
+    """stage._speckled_frame's clutter amplitude: v = clutter x float32(scale^2) (scale (rows or 1, >= J) float32,
+    None: 1), then sqrt(float32(v)) on the columns up to the last where any row's v > floor: (rows, width) float32,
+    as np.sqrt(v[:, :width], dtype=np.float32)."""
+    rows, j = clutter.shape
+    if scale is None:
+        scale = np.ones((1, j), np.float32)
+    width = _clutter_width(clutter, scale, float(floor))
+    out = np.empty((rows, width), np.float32)
+    _clutter_amplitude(clutter, scale, out)
+    return out
+
+
+@inlined
+def _scaled(clutter, scale, r, c):
+    s = scale[r if scale.shape[0] > 1 else 0, c]
+    return clutter[r, c] * np.float64(s * s)
+
+
+@kernel
+def _clutter_width(clutter, scale, floor):
+    width = 0
+    for r in range(clutter.shape[0]):
+        for c in range(clutter.shape[1] - 1, width - 1, -1):  # from the end: stops at the widest row so far
+            if _scaled(clutter, scale, r, c) > floor:
+                width = c + 1
+                break
+    return width
+
+
+@kernel
+def _clutter_amplitude(clutter, scale, out):
+    for r in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            out[r, c] = np.sqrt(np.float32(_scaled(clutter, scale, r, c)))
