@@ -208,3 +208,42 @@ def test_clutter_amplitude_loop_gives_the_numpy_bytes(rows_of_scale):
     got = stage_loops.clutter_amplitude(clutter, scale, floor)
     assert want.shape[1] == 2801 and got.shape == want.shape and got.tobytes() == want.tobytes()
     assert stage_loops.clutter_amplitude(np.zeros((3, 50)), None, floor).shape == (3, 0)
+
+
+def _dot(a, b):
+    return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
+
+
+def test_geometry_pass_loops_give_the_numpy_bytes():
+    # geometry._trace_block's lines after a trace, as they stood, against geometry_loops (same operations, same order)
+    from radarays_ros.radar.physical import geometry_loops
+
+    rng = np.random.default_rng(13)
+    m = 5000
+    o, d = rng.normal(size=(m, 3)) * 30.0, rng.normal(size=(m, 3))
+    d /= np.sqrt(_dot(d, d))[:, None]
+    dist = rng.exponential(40.0, m)
+    normal = (rng.normal(size=(m, 3)) * rng.choice([1e-14, 1.0, 3.0], (m, 1))).astype(np.float32)  # some ~0
+    normal[:10] = -d[:10].astype(np.float32)  # normal incidence: cos 1 (or a hair above before the clip)
+    normal[10:20] = np.cross(d[10:20], [0.0, 0.0, 1.0]).astype(np.float32)  # grazing: cos ~ +-0
+    normal[20] = np.nan
+    cls, idx = rng.integers(0, 5, m), np.arange(m) * 3
+    path, rho, straight = rng.uniform(0, 100, m), rng.uniform(0, 1, m), rng.random(m) < 0.5
+    keep = np.flatnonzero(rng.random(m) < 0.8)
+    want_n = normal[keep].astype(np.float64)
+    want_n /= np.maximum(np.sqrt(_dot(want_n, want_n)), 1e-12)[:, None]
+    want_d = d[keep]
+    want_hit = o[keep] + want_d * dist[keep][:, None]
+    want_cos = np.clip(-_dot(want_d, want_n), 0.0, 1.0)
+    want = (want_d, dist[keep], cls[keep], idx[keep], rho[keep], straight[keep], want_n, want_hit, path[keep] + dist[keep], want_cos)
+    got = geometry_loops.kept_hits(keep, o, d, dist, normal, cls, idx, path, rho, straight)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
+    d_k, n_k, hit_k, cos_k = got[0], got[6], got[7], got[9]
+    child = np.flatnonzero(rng.random(len(keep)) < 0.5)
+    mirror = d_k + 2.0 * cos_k[:, None] * n_k
+    want_o = hit_k[child] + mirror[child] * 1e-3
+    want_dn = mirror[child]
+    want_dn /= np.sqrt(_dot(want_dn, want_dn))[:, None]
+    o_next, d_next = geometry_loops.mirror_children(child, hit_k, d_k, cos_k, n_k, 1e-3)
+    assert o_next.tobytes() == want_o.tobytes() and d_next.tobytes() == want_dn.tobytes()
