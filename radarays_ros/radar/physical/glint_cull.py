@@ -25,6 +25,7 @@ import numpy as np
 
 from ...compiled import inlined, kernel
 
+COS_HALF_PI = math.cos(0.5 * math.pi)  # 6.1e-17, as libm gives it
 CULL_SLACK = 1e-9  # widening of each test: radians on the angle tests, a fraction of the range (+1 m) on the cone test
 
 
@@ -51,7 +52,8 @@ def _may_face(candidates, centroid, normal, cone, principal, curvature, extent, 
         margin = slack * (r + 1.0)
         if facing < (1.0 - 0.5 * angle * angle) * r - margin:  # cos x >= 1 - x^2 / 2: out without a cos
             continue
-        if facing < math.cos(angle) * r - margin:
+        # (a singly curved plate's cone is pi, so angle is pi / 2 for most of a terrain's: its cos without a call)
+        if facing < (COS_HALF_PI if angle == half_pi else math.cos(angle)) * r - margin:
             continue
         inv = 1.0 / max(r, 1e-300)
         ux, uy, uz = tx * inv, ty * inv, tz * inv
@@ -64,8 +66,12 @@ def _may_face(candidates, centroid, normal, cone, principal, curvature, extent, 
             if bend < straight:
                 continue
             m = principal[p, k, 0] * ux + principal[p, k, 1] * uy + principal[p, k, 2] * uz
+            limit = 0.75 * bend + wander + slack
+            if abs(m) > limit + slack:  # asin |m| >= |m|: out without the asin (most of a terrain's plates)
+                near = False
+                break
             tilt = abs(math.asin(min(max(m, -1.0), 1.0)))
-            if tilt > 0.75 * bend + wander + slack:
+            if tilt > limit:
                 near = False
                 break
         keep[i] = near
