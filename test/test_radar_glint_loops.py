@@ -247,3 +247,51 @@ def test_geometry_pass_loops_give_the_numpy_bytes():
     want_dn /= np.sqrt(_dot(want_dn, want_dn))[:, None]
     o_next, d_next = geometry_loops.mirror_children(child, hit_k, d_k, cos_k, n_k, 1e-3)
     assert o_next.tobytes() == want_o.tobytes() and d_next.tobytes() == want_dn.tobytes()
+
+
+def _correlate_rows_beam_numpy(re, im, rhos, previous=None):
+    """speckle.correlate_rows_beam as it stood (numpy passes per row)."""
+    from radarays_ros.radar.physical.speckle import beam_autoregression
+
+    phi1, phi2, s = beam_autoregression(*rhos)
+    rho1 = float(rhos[0])
+    before = list(previous or [])[-2:]
+    k = 0
+    carried = np.empty(re.shape[1], np.float32)
+    while k < len(re) and len(before) < 2:
+        if before:
+            scale = np.float32(math.sqrt(max(1.0 - rho1 * rho1, 0.0)))
+            for plane, last in zip((re, im), before[-1]):
+                plane[k] *= scale
+                plane[k] += np.multiply(np.float32(rho1), last, out=carried)
+        before.append((re[k], im[k]))
+        k += 1
+    if k >= len(re):
+        return
+    re[k:] *= np.float32(s)
+    im[k:] *= np.float32(s)
+    f1, f2 = np.float32(phi1), np.float32(phi2)
+    for row in range(k, len(re)):
+        (re2, im2), (re1, im1) = before
+        for plane, last1, last2 in ((re, re1, re2), (im, im1, im2)):
+            plane[row] += np.multiply(f1, last1, out=carried)
+            if phi2:
+                plane[row] += np.multiply(f2, last2, out=carried)
+        before = [before[1], (re[row], im[row])]
+
+
+@pytest.mark.parametrize("rhos", [(0.6, 0.1), (0.3, 0.0), (0.9999999, 0.5)])  # AR(2), phi2 = 0, the AR(1) fallback
+@pytest.mark.parametrize("before_rows", [0, 1, 2])
+def test_beam_autoregression_loop_gives_the_numpy_bytes(rhos, before_rows):
+    from radarays_ros.radar.physical import speckle
+
+    rng = np.random.default_rng(before_rows)
+    full_re, full_im = speckle.unit_parts(rng, (25, 700))
+    prev = [speckle.unit_parts(rng, (1, 900)) for _ in range(before_rows)]
+    for cols in (slice(None), slice(0, 300)):  # a column slice, as _correlate_rows_after passes (not contiguous)
+        previous = [(r[0, :700][cols], i[0, :700][cols]) for r, i in prev] or None
+        want_re, want_im = full_re.copy(), full_im.copy()
+        got_re, got_im = full_re.copy(), full_im.copy()
+        _correlate_rows_beam_numpy(want_re[:, cols], want_im[:, cols], rhos, previous)
+        speckle.correlate_rows_beam(got_re[:, cols], got_im[:, cols], rhos, previous)
+        assert got_re.tobytes() == want_re.tobytes() and got_im.tobytes() == want_im.tobytes()

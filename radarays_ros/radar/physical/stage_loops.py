@@ -1,4 +1,4 @@
-"""Compiled loops of the sensor stage (stage.py, receiver_chain.py): the same float operations, in the same
+"""Compiled loops of the sensor stage (stage.py, receiver_chain.py, speckle.py): the same float operations, in the same
 order, as the numpy code they replace, so the frame's bytes do not change (compiled.py: no fastmath, no
 fused multiply-adds). No formula of their own: each docstring names the function whose arithmetic it repeats.
 Except the returns' skirts (skirt_power, cell_sums): their sums run in another order than the einsum, sparse
@@ -224,3 +224,23 @@ def _clutter_amplitude(clutter, scale, out):
     for r in range(out.shape[0]):
         for c in range(out.shape[1]):
             out[r, c] = np.sqrt(np.float32(_scaled(clutter, scale, r, c)))
+
+
+def autoregression(plane, k: int, last2, last1, s, phi1, phi2) -> None:
+    """speckle.correlate_rows_beam's rows k.. of one float32 plane, in place: plane[k:] *= s, then row by row
+    plane[row] += phi1 z_(row-1), and += phi2 z_(row-2) unless phi2 is 0 (last2, last1: the rows before row k),
+    each a float32 product and a float32 sum as numpy's passes."""
+    _autoregression(plane, k, last2, last1, np.float32(s), np.float32(phi1), np.float32(phi2), phi2 != 0)
+
+
+@kernel
+def _autoregression(plane, k, last2, last1, s, phi1, phi2, second):
+    for row in range(k, plane.shape[0]):
+        for c in range(plane.shape[1]):
+            z1 = last1[c] if row == k else plane[row - 1, c]
+            x = plane[row, c] * s
+            x = x + phi1 * z1
+            if second:
+                z2 = last2[c] if row == k else (last1[c] if row == k + 1 else plane[row - 2, c])
+                x = x + phi2 * z2
+            plane[row, c] = x
