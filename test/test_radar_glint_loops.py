@@ -295,3 +295,26 @@ def test_beam_autoregression_loop_gives_the_numpy_bytes(rhos, before_rows):
         _correlate_rows_beam_numpy(want_re[:, cols], want_im[:, cols], rhos, previous)
         speckle.correlate_rows_beam(got_re[:, cols], got_im[:, cols], rhos, previous)
         assert got_re.tobytes() == want_re.tobytes() and got_im.tobytes() == want_im.tobytes()
+
+
+def test_facing_pairs_loop_against_numpy():
+    # curved_returns' lines as they stood: u, r0 = _unit(s - c); cos_t = einsum(n, u); kept where cos_t > 0
+    rng = np.random.default_rng(17)
+    n_plates, a, m = 3000, 400, 40000
+    centroid = rng.uniform(-80, 80, (n_plates, 3))
+    normal = rng.normal(size=(n_plates, 3))
+    normal /= np.linalg.norm(normal, axis=1)[:, None]
+    origins = np.column_stack([np.linspace(0, 2, a), np.zeros(a), np.full(a, 2.0)])
+    plate, az = rng.integers(0, n_plates, m), np.sort(rng.integers(0, a, m))
+    centroid[plate[:3]] = origins[az[:3]]  # at the sensor: u = 0, cos 0: not in front
+    u, r0 = facet_glints._unit(origins[az] - centroid[plate])
+    cos_t = np.einsum("ij,ij->i", normal[plate], u)
+    front = cos_t > 0
+    want = (plate[front], az[front], u[front], r0[front], cos_t[front])
+    got = glint_cull.facing_pairs(plate, az, origins, centroid, normal)
+    assert 0.3 * m < len(got[0]) < 0.7 * m and not front[:3].any()
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    # u and cos_t: a few ulps of 1 (a cos near 0 is a difference of products: its relative error is larger);
+    # r0: the same square root of the same sum
+    assert np.abs(got[2] - want[2]).max() <= 4e-16 and np.abs(got[4] - want[4]).max() <= 4e-16
+    assert np.allclose(got[3], want[3], rtol=4e-16, atol=0)

@@ -186,12 +186,8 @@ def curved_returns(sc, origins, column_rot, beam, table, lam, only=None):
     near = np.all((bend0 < STRAIGHT) | (np.abs(np.arcsin(np.clip(m0, -1, 1))) <= 0.75 * bend0 + wander[:, None]), axis=1)
     curved = curved[near & (np.einsum("ij,ij->i", sc.plate_normal[curved], u0) > -0.1)]
     item, az, beta, e, dist = _pairs(sc.plate_centroid[curved], origins, column_rot, beam)
-    plate = curved[item]
-    s = origins[az]
-    u, r0 = _unit(s - sc.plate_centroid[plate])
-    cos_t = np.einsum("ij,ij->i", sc.plate_normal[plate], u)
-    front = cos_t > 0
-    plate, az, u, r0, cos_t = plate[front], az[front], u[front], r0[front], cos_t[front]
+    # the line of sight u (distance r0) from each plate to the sensor, cos_t = n . u, the plates in front: compiled
+    plate, az, u, r0, cos_t = glint_cull.facing_pairs(curved[item], az, origins, sc.plate_centroid, sc.plate_normal)
     # one plate per (surface, azimuth): the most nearly normal
     surface = sc.plate_surface[plate]
     if len(az) and np.all(az[1:] >= az[:-1]):  # (_pairs gives azimuth order) the same picks, compiled

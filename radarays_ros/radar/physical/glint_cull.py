@@ -202,3 +202,31 @@ def _beam_pairs(order, lo, hi, points, origins, column_rot, half_width, e_lo, e_
                 item[count], az[count], beta[count], e[count], dist[count] = p, a, b, el, d
                 count += 1
     return count
+
+
+def facing_pairs(plate, az, origins, centroid, normal) -> tuple:
+    """curved_returns' pairs in front: for each (plate, azimuth), u, r0 = facet_glints._unit(origins[az] -
+    centroid[plate]) (|v| = sqrt((x0^2 + x1^2) + x2^2), v / max(|v|, 1e-300)) and cos_t = ((n0 u0 + n1 u1) + n2 u2);
+    kept where cos_t > 0, in their order: (plate, az, u, r0, cos_t)."""
+    k = len(plate)
+    out = (np.empty(k, np.int64), np.empty(k, np.int64), np.empty((k, 3)), np.empty(k), np.empty(k))
+    count = _facing_pairs(np.ascontiguousarray(plate, np.int64), np.ascontiguousarray(az, np.int64), origins, centroid,
+                          normal, *out)
+    return tuple(o[:count] for o in out)
+
+
+@kernel
+def _facing_pairs(plate, az, origins, centroid, normal, plate_out, az_out, u_out, r_out, cos_out):
+    count = 0
+    for j in range(plate.shape[0]):
+        p, a = plate[j], az[j]
+        vx, vy, vz = origins[a, 0] - centroid[p, 0], origins[a, 1] - centroid[p, 1], origins[a, 2] - centroid[p, 2]
+        r = math.sqrt(vx * vx + vy * vy + vz * vz)
+        inv = max(r, 1e-300)
+        ux, uy, uz = vx / inv, vy / inv, vz / inv
+        c = normal[p, 0] * ux + normal[p, 1] * uy + normal[p, 2] * uz
+        if c > 0:
+            plate_out[count], az_out[count], r_out[count], cos_out[count] = p, a, r, c
+            u_out[count, 0], u_out[count, 1], u_out[count, 2] = ux, uy, uz
+            count += 1
+    return count
