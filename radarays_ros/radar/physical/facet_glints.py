@@ -45,18 +45,8 @@ def _pairs(points: np.ndarray, origins: np.ndarray, column_rot: np.ndarray, beam
     if not counts.sum():
         z = np.zeros(0, np.int64)
         return z, z, np.zeros(0), np.zeros(0), np.zeros(0)
-    total = int(counts.sum())
-    az = np.repeat(np.tile(np.arange(len(boresight)), 3), counts)
-    item = order[np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)]
-    by_az = np.argsort(az, kind="stable")  # azimuth order, as before
-    item, az = item[by_az], az[by_az]
-    rel = points[item] - origins[az]
-    col = np.einsum("nji,nj->ni", column_rot[az], rel)
-    dist = np.linalg.norm(col, axis=1)
-    beta = np.arctan2(col[:, 1], col[:, 0])
-    e = np.arcsin(np.clip(col[:, 2] / np.maximum(dist, 1e-12), -1.0, 1.0))
-    ok = (np.abs(beta) <= beam["azimuth"]) & (e >= beam["e_lo"]) & (e <= beam["e_hi"]) & (dist > 1e-3) & (dist < beam["max_range"])
-    return item[ok], az[ok], beta[ok], e[ok], dist[ok]
+    return glint_cull.beam_pairs(order, lo, hi, points, origins, column_rot, beam["azimuth"], beam["e_lo"],
+                                 beam["e_hi"], beam["max_range"])
 
 
 def beam_limits(antenna_cfg, max_range: float) -> dict:
@@ -104,15 +94,9 @@ def plate_returns(sc, origins, column_rot, beam, table, lam, only=None):
     size = np.sqrt(sc.plate_area[plate])
     small = np.sqrt(np.einsum("ij,ij->i", p_vec, p_vec)) * size < facet_po.SMALL_PHASE
     integral = sc.plate_area[plate].astype(np.complex128)  # |p| size << 1: I = A
-    e_starts = _starts(sc, "edge_plate")
-    big = np.flatnonzero(~small)
-    counts = e_starts[plate[big] + 1] - e_starts[plate[big]]
-    pair_of_edge = np.repeat(big, counts)
-    edge = np.repeat(e_starts[plate[big]] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-    terms = facet_po.edge_terms(p_vec[pair_of_edge], sc.edge_from[edge] - c[pair_of_edge], sc.edge_to[edge] - c[pair_of_edge],
-                                n[pair_of_edge])
-    integral[big] = (np.bincount(pair_of_edge, terms.real, minlength=len(plate))
-                     + 1j * np.bincount(pair_of_edge, terms.imag, minlength=len(plate)))[big]
+    big = np.flatnonzero(~small)  # the sum of the edge terms over each outline, compiled (facet_po.py)
+    integral[big] = facet_po.outline_integrals(big, plate, _starts(sc, "edge_plate"), sc.edge_from, sc.edge_to, c, n,
+                                               p_vec)
     # the foot of the perpendicular from the radar: on the plate? (triangles tested only within reach)
     height = np.einsum("ij,ij->i", s - c, n)
     foot = s - n * height[:, None]
@@ -202,12 +186,8 @@ def curved_returns(sc, origins, column_rot, beam, table, lam, only=None):
     near = np.all((bend0 < STRAIGHT) | (np.abs(np.arcsin(np.clip(m0, -1, 1))) <= 0.75 * bend0 + wander[:, None]), axis=1)
     curved = curved[near & (np.einsum("ij,ij->i", sc.plate_normal[curved], u0) > -0.1)]
     item, az, beta, e, dist = _pairs(sc.plate_centroid[curved], origins, column_rot, beam)
-    plate = curved[item]
-    s = origins[az]
-    u, r0 = _unit(s - sc.plate_centroid[plate])
-    cos_t = np.einsum("ij,ij->i", sc.plate_normal[plate], u)
-    front = cos_t > 0
-    plate, az, u, r0, cos_t = plate[front], az[front], u[front], r0[front], cos_t[front]
+    # the line of sight u (distance r0) from each plate to the sensor, cos_t = n . u, the plates in front: compiled
+    plate, az, u, r0, cos_t = glint_cull.facing_pairs(curved[item], az, origins, sc.plate_centroid, sc.plate_normal)
     # one plate per (surface, azimuth): the most nearly normal
     surface = sc.plate_surface[plate]
     if len(az) and np.all(az[1:] >= az[:-1]):  # (_pairs gives azimuth order) the same picks, compiled

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import antenna, backscatter, beam_sampling, facet_glints, foliage, radar_equation, roughness, thermal_noise
+from . import antenna, backscatter, beam_sampling, facet_glints, foliage, geometry_loops, radar_equation, roughness, thermal_noise
 
 SKIP = 1e-3  # metres a mirror child starts off its surface
 MIN_COS = 0.02  # footprint area 1/cos(theta) capped at grazing (sigma0 -> 0 there anyway)
@@ -261,13 +261,9 @@ def _trace_block(frame: _Frame, f: _Tubes):
             at = o[keep] + d[keep] * dist[keep][:, None]
             v_hit = frame.entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at)
             v_r[idx[keep]] += _dot(v_hit, d[keep])
-        o, d, dist, cls = o[keep], d[keep], dist[keep], cls[keep]
-        idx, path, rho, straight = idx[keep], path[keep], rho[keep], straight[keep]
-        n = np.asarray(hits.normal)[keep].astype(np.float64)  # (the kept rays only, then widened)
-        n /= np.maximum(_norm(n), 1e-12)[:, None]
-        hit = o + d * dist[:, None]
-        path = path + dist
-        cos_t = np.clip(-_dot(d, n), 0.0, 1.0)
+        # the kept rays at their hits: unit normal (float64), hit point, path, cos(incidence), one compiled pass
+        d, dist, cls, idx, rho, straight, n, hit, path, cos_t = geometry_loops.kept_hits(
+            keep, o, d, dist, hits.normal, cls, idx, path, rho, straight)
         theta = np.arccos(cos_t)
         area = path ** 2 * d_omega[idx] / np.maximum(cos_t, MIN_COS)
         sigma = table.sigma0_at(cls, theta) * area
@@ -318,13 +314,10 @@ def _trace_block(frame: _Frame, f: _Tubes):
                                              0.5 * (near + far) + shift + 0.5 * (far - near) / 2, p, v_r[idx])
         # coherent part: mirror children (their clutter: ghosts and multipath; glints: facet_glints.py)
         rho_c = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], cos_t, lam)
-        mirror = d + 2.0 * cos_t[:, None] * n
         if bounce == cfg.scatter.specular_bounces:
             break
         child = np.flatnonzero(rho * rho_c > MIN_RHO)
-        o_next = hit[child] + mirror[child] * SKIP
-        d_next = mirror[child]
-        d_next /= _norm(d_next)[:, None]
+        o_next, d_next = geometry_loops.mirror_children(child, hit, d, cos_t, n, SKIP)  # d + 2 cos_t n, from hit
         idx_next, path_next, rho_next = idx[child], path[child] + SKIP, (rho * rho_c)[child]
         straight_next = np.zeros(len(child), bool)
         if len(volume):  # and rays on through the foliage, weakened by its extinction

@@ -1,6 +1,9 @@
 """Compiled loops of the frame's glints (facet_glints.py): a first cut of the curved plates that may face this
-frame's sensor and the pick of each surface's most nearly normal plate per azimuth (curved_returns), and the
-point-in-plate test of the plates' feet (plate_returns).
+frame's sensor and the pick of each surface's most nearly normal plate per azimuth (curved_returns), the
+point-in-plate test of the plates' feet (plate_returns), and the (scatterer, azimuth) pairs inside the
+beam (facet_glints._pairs: the line of sight in each column frame, its angles and the beam's box, one
+pass per candidate pair instead of eight numpy passes over all of them; atan2/asin from libm, so the
+angles may differ from numpy's SIMD ones in the last bit: they only decide the box's edges).
 
 The cut:
 No formula of its own: it repeats curved_returns' two per-frame tests (the normal's cone against the line of
@@ -22,6 +25,7 @@ import numpy as np
 
 from ...compiled import inlined, kernel
 
+COS_HALF_PI = math.cos(0.5 * math.pi)  # 6.1e-17, as libm gives it
 CULL_SLACK = 1e-9  # widening of each test: radians on the angle tests, a fraction of the range (+1 m) on the cone test
 
 
@@ -48,7 +52,8 @@ def _may_face(candidates, centroid, normal, cone, principal, curvature, extent, 
         margin = slack * (r + 1.0)
         if facing < (1.0 - 0.5 * angle * angle) * r - margin:  # cos x >= 1 - x^2 / 2: out without a cos
             continue
-        if facing < math.cos(angle) * r - margin:
+        # (a singly curved plate's cone is pi, so angle is pi / 2 for most of a terrain's: its cos without a call)
+        if facing < (COS_HALF_PI if angle == half_pi else math.cos(angle)) * r - margin:
             continue
         inv = 1.0 / max(r, 1e-300)
         ux, uy, uz = tx * inv, ty * inv, tz * inv
@@ -61,8 +66,12 @@ def _may_face(candidates, centroid, normal, cone, principal, curvature, extent, 
             if bend < straight:
                 continue
             m = principal[p, k, 0] * ux + principal[p, k, 1] * uy + principal[p, k, 2] * uz
+            limit = 0.75 * bend + wander + slack
+            if abs(m) > limit + slack:  # asin |m| >= |m|: out without the asin (most of a terrain's plates)
+                near = False
+                break
             tilt = abs(math.asin(min(max(m, -1.0), 1.0)))
-            if tilt > 0.75 * bend + wander + slack:
+            if tilt > limit:
                 near = False
                 break
         keep[i] = near
@@ -148,4 +157,76 @@ def _most_normal(az, surface, cos_t, out):
         out[count] = best
         count += 1
         start = end
+    return count
+
+
+def beam_pairs(order, lo, hi, points, origins, column_rot, half_width: float, e_lo: float, e_hi: float,
+               max_range: float) -> tuple:
+    """(item, azimuth, beta, e, distance) of facet_glints._pairs: for azimuth a and seam copy c (lo, hi: (3 A,)
+    bounds into `order`, copy-major), the points order[lo[c A + a]:hi[c A + a]] seen from origins[a] in the
+    column frame column_rot[a] (R^T (p - o)), kept where |beta| <= half_width, e_lo <= e <= e_hi and
+    1 mm < distance < max_range; in azimuth order, then copy, then position in `order`."""
+    total = int(np.maximum(np.asarray(hi) - np.asarray(lo), 0).sum())
+    item, az = np.empty(total, np.int64), np.empty(total, np.int64)
+    beta, e, dist = np.empty(total), np.empty(total), np.empty(total)
+    count = _beam_pairs(np.ascontiguousarray(order, np.int64), np.ascontiguousarray(lo, np.int64),
+                        np.ascontiguousarray(hi, np.int64), np.ascontiguousarray(points, np.float64),
+                        np.ascontiguousarray(origins, np.float64), np.ascontiguousarray(column_rot, np.float64),
+                        float(half_width), float(e_lo), float(e_hi), float(max_range), item, az, beta, e, dist)
+    return item[:count], az[:count], beta[:count], e[:count], dist[:count]
+
+
+@kernel
+def _beam_pairs(order, lo, hi, points, origins, column_rot, half_width, e_lo, e_hi, max_range,
+                item, az, beta, e, dist):
+    n_az = origins.shape[0]
+    count = 0
+    for a in range(n_az):
+        ox, oy, oz = origins[a, 0], origins[a, 1], origins[a, 2]
+        for copy in range(3):
+            for j in range(lo[copy * n_az + a], hi[copy * n_az + a]):
+                p = order[j]
+                rx, ry, rz = points[p, 0] - ox, points[p, 1] - oy, points[p, 2] - oz
+                cx = column_rot[a, 0, 0] * rx + column_rot[a, 1, 0] * ry + column_rot[a, 2, 0] * rz
+                cy = column_rot[a, 0, 1] * rx + column_rot[a, 1, 1] * ry + column_rot[a, 2, 1] * rz
+                cz = column_rot[a, 0, 2] * rx + column_rot[a, 1, 2] * ry + column_rot[a, 2, 2] * rz
+                d = math.sqrt(cx * cx + cy * cy + cz * cz)
+                if not (d > 1e-3 and d < max_range):
+                    continue
+                b = math.atan2(cy, cx)
+                if not abs(b) <= half_width:
+                    continue
+                el = math.asin(min(max(cz / max(d, 1e-12), -1.0), 1.0))
+                if not (el >= e_lo and el <= e_hi):
+                    continue
+                item[count], az[count], beta[count], e[count], dist[count] = p, a, b, el, d
+                count += 1
+    return count
+
+
+def facing_pairs(plate, az, origins, centroid, normal) -> tuple:
+    """curved_returns' pairs in front: for each (plate, azimuth), u, r0 = facet_glints._unit(origins[az] -
+    centroid[plate]) (|v| = sqrt((x0^2 + x1^2) + x2^2), v / max(|v|, 1e-300)) and cos_t = ((n0 u0 + n1 u1) + n2 u2);
+    kept where cos_t > 0, in their order: (plate, az, u, r0, cos_t)."""
+    k = len(plate)
+    out = (np.empty(k, np.int64), np.empty(k, np.int64), np.empty((k, 3)), np.empty(k), np.empty(k))
+    count = _facing_pairs(np.ascontiguousarray(plate, np.int64), np.ascontiguousarray(az, np.int64), origins, centroid,
+                          normal, *out)
+    return tuple(o[:count] for o in out)
+
+
+@kernel
+def _facing_pairs(plate, az, origins, centroid, normal, plate_out, az_out, u_out, r_out, cos_out):
+    count = 0
+    for j in range(plate.shape[0]):
+        p, a = plate[j], az[j]
+        vx, vy, vz = origins[a, 0] - centroid[p, 0], origins[a, 1] - centroid[p, 1], origins[a, 2] - centroid[p, 2]
+        r = math.sqrt(vx * vx + vy * vy + vz * vz)
+        inv = max(r, 1e-300)
+        ux, uy, uz = vx / inv, vy / inv, vz / inv
+        c = normal[p, 0] * ux + normal[p, 1] * uy + normal[p, 2] * uz
+        if c > 0:
+            plate_out[count], az_out[count], r_out[count], cos_out[count] = p, a, r, c
+            u_out[count, 0], u_out[count, 1], u_out[count, 2] = ux, uy, uz
+            count += 1
     return count

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import clipping, if_filters, phase_noise, stc, thermal_noise
+from . import clipping, if_filters, phase_noise, stage_loops, stc, thermal_noise
 from .range_response import resolution
 
 
@@ -60,23 +60,18 @@ class Skirts:
     sources nearer than `first_m` (the leakage, whose skirt the chain holds already)."""
     kernel: np.ndarray  # (C, C) W per bin per W of source
     cell_of_bin: np.ndarray  # (B,) coarse cell of each bin (for summing sources)
-    interpolation: object  # (B, C) sparse: bin centres from cell centres, linearly
+    lo: np.ndarray  # (B,) the cells each bin centre is interpolated from, linearly: (1 - weight) S[lo] + weight S[hi]
+    hi: np.ndarray
+    weight: np.ndarray
 
     def of_sources(self, power_cells: np.ndarray) -> np.ndarray:
-        """(rows, B) float32 skirt power per bin of (rows, C) source powers (a small product, then a sparse
-        interpolation: no BLAS threads, no dense gathers)."""
-        used = np.flatnonzero(power_cells.any(axis=0))  # cells that hold returns (a street: the first 100 m)
-        s = np.einsum("ri,ij->rj", power_cells[:, used], self.kernel[used])
-        return np.ascontiguousarray((self.interpolation @ s.T).T, dtype=np.float32)
+        """(rows, B) float32 skirt power per bin of (rows, C) source powers (one compiled pass: the product over
+        the source cells that hold power, then the interpolation to the bins; stage_loops.skirt_power)."""
+        return stage_loops.skirt_power(power_cells, self.kernel, self.lo, self.hi, self.weight)
 
     def cells(self, bin_power: np.ndarray) -> np.ndarray:
         """(rows, C) sums over each cell of (rows, J <= B) powers per bin."""
-        j = bin_power.shape[1]
-        out = np.zeros((bin_power.shape[0], self.kernel.shape[0]))
-        if j:
-            starts = np.flatnonzero(np.diff(np.concatenate([[-1], self.cell_of_bin[:j]])))
-            out[:, self.cell_of_bin[starts]] = np.add.reduceat(bin_power, starts, axis=1)
-        return out
+        return stage_loops.cell_sums(bin_power, self.cell_of_bin, self.kernel.shape[0])
 
 
 def _skirts(cfg, centres: np.ndarray) -> Skirts:
@@ -91,17 +86,10 @@ def _skirts(cfg, centres: np.ndarray) -> Skirts:
     kernel[near] = 0.0
     if rx.leakage_dbm is not None:
         kernel[mid < rx.leakage_range_m + 0.5 * rx.leakage_spread_m + CELL_M] = 0.0
-    from scipy.sparse import csr_matrix
-
     cell_of_bin = np.minimum(((centres - offset) / CELL_M).astype(np.int64), n - 1)
     position = np.clip((centres - offset) / CELL_M - 0.5, 0.0, n - 1)
     lo = np.minimum(position.astype(np.int64), n - 1)
-    hi = np.minimum(lo + 1, n - 1)
-    weight = position - lo
-    rows = np.repeat(np.arange(len(centres)), 2)
-    interpolation = csr_matrix((np.stack([1.0 - weight, weight], axis=1).ravel(), (rows, np.stack([lo, hi], axis=1).ravel())),
-                               shape=(len(centres), n))
-    return Skirts(kernel, cell_of_bin, interpolation)
+    return Skirts(kernel, cell_of_bin, lo, np.minimum(lo + 1, n - 1), position - lo)
 
 
 def dbm_to_w(dbm: float) -> float:

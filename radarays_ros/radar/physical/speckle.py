@@ -26,6 +26,8 @@ import math
 
 import numpy as np
 
+from . import stage_loops
+
 
 def unit_parts(rng: np.random.Generator, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """(re, im) float32 planes of a white circular Gaussian field, E|z|^2 = 1."""
@@ -108,13 +110,8 @@ def correlate_rows_beam(re: np.ndarray, im: np.ndarray, rhos: tuple[float, float
         k += 1
     if k >= len(re):
         return
-    re[k:] *= np.float32(s)
-    im[k:] *= np.float32(s)
-    f1, f2 = np.float32(phi1), np.float32(phi2)
-    for row in range(k, len(re)):
-        (re2, im2), (re1, im1) = before
-        for plane, last1, last2 in ((re, re1, re2), (im, im1, im2)):
-            plane[row] += np.multiply(f1, last1, out=carried)
-            if phi2:
-                plane[row] += np.multiply(f2, last2, out=carried)
-        before = [before[1], (re[row], im[row])]
+    # z_k = s n_k + phi1 z_(k-1) + phi2 z_(k-2), row after row, float32 (stage_loops.autoregression: one pass)
+    (re2, im2), (re1, im1) = before
+    for plane, last2, last1 in ((re, re2, re1), (im, im2, im1)):
+        stage_loops.autoregression(plane, k, np.ascontiguousarray(last2, np.float32), np.ascontiguousarray(last1, np.float32),
+                                   np.float32(s), np.float32(phi1), np.float32(phi2))

@@ -71,9 +71,7 @@ def running_power(steps: np.ndarray, signed: bool = False) -> np.ndarray:
     """The powers of a difference array (power_steps), in place: (rows, J) float64. Summed in float64:
     strong near returns cancel to ~1e-16 of themselves, far under the noise. signed: values that may be
     negative (power x velocity), else the -1e-30 round-off of the running sum is cut to 0."""
-    np.cumsum(steps, axis=1, out=steps)
-    if not signed:
-        np.maximum(steps, 0.0, out=steps)
+    stage_loops.running_sum(steps, signed)  # np.cumsum along rows, then np.maximum(., 0): one compiled pass
     return steps[:, :-1]
 
 
@@ -196,11 +194,10 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
         scales = None
         if shaping is not None:
             scales = shaping(k0, k1, clutter)
-            clutter = clutter * np.square(scales[0][:, :clutter.shape[1]])  # (s_sig: the chain over the noise's scale)
-        above = np.flatnonzero((clutter > CLUTTER_FLOOR * white).any(axis=0))
-        width = int(above[-1]) + 1 if len(above) else 0
-        re, im = speckle.unit_parts(block_rng, (k1 - k0, width))
-        amplitude = np.sqrt(clutter[:, :width], dtype=np.float32)
+        # sqrt(clutter x s_sig^2) (s_sig: the chain over the noise's scale) as float32, up to the last column with
+        # any row above CLUTTER_FLOOR x the noise: one compiled pass (stage_loops.clutter_amplitude)
+        amplitude = stage_loops.clutter_amplitude(clutter, None if scales is None else scales[0], CLUTTER_FLOOR * white)
+        re, im = speckle.unit_parts(block_rng, amplitude.shape)
         return re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support), scales
 
     def correlate(i, re, im):  # waits for the block before: the one link between the blocks

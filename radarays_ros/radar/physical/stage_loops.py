@@ -1,6 +1,9 @@
-"""Compiled loops of the sensor stage (stage.py, receiver_chain.py): the same float operations, in the same
+"""Compiled loops of the sensor stage (stage.py, receiver_chain.py, speckle.py): the same float operations, in the same
 order, as the numpy code they replace, so the frame's bytes do not change (compiled.py: no fastmath, no
 fused multiply-adds). No formula of their own: each docstring names the function whose arithmetic it repeats.
+Except the returns' skirts (skirt_power, cell_sums): their sums run in another order than the einsum, sparse
+product and reduceat they replaced (float64, then rounded to float32: the skirt's noise scale may move by an
+ULP; measured on the generated city: the same bytes).
 
 Why: the stage's per-return and per-cell passes were a few dozen numpy calls per row block, each a pass
 over memory with its own temporaries (measured on a Navtech frame of a 1 M-triangle world, one core:
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...compiled import kernel
+from ...compiled import inlined, kernel
 
 
 def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
@@ -129,3 +132,115 @@ def _skirt_scales(post, gain, floor, distortion, inv_reference, root_gain, root_
             x = np.sqrt(x)
             post[r, c] = x
             sig[r, c] = (root_gain[c] * root_g[r]) / x
+
+
+def skirt_power(power_cells, kernel, lo, hi, weight) -> np.ndarray:
+    """receiver_chain.Skirts.of_sources: (rows, B) float32 of S = power_cells K (rows, C), summed over the source
+    cells in order (cells without power skipped: a street's returns fill the first 100 m), then each bin
+    (1 - weight) S[lo] + weight S[hi]."""
+    out = np.empty((power_cells.shape[0], lo.shape[0]), np.float32)
+    _skirt_power(np.ascontiguousarray(power_cells, np.float64), np.ascontiguousarray(kernel, np.float64),
+                 np.ascontiguousarray(lo, np.int64), np.ascontiguousarray(hi, np.int64),
+                 np.ascontiguousarray(weight, np.float64), out)
+    return out
+
+
+@kernel
+def _skirt_power(power_cells, kernel, lo, hi, weight, out):
+    rows, cells = power_cells.shape
+    s = np.zeros(kernel.shape[1])
+    for r in range(rows):
+        s[:] = 0.0
+        for i in range(cells):
+            p = power_cells[r, i]
+            if p != 0.0:
+                for j in range(kernel.shape[1]):
+                    s[j] += p * kernel[i, j]
+        for b in range(lo.shape[0]):
+            out[r, b] = (1.0 - weight[b]) * s[lo[b]] + weight[b] * s[hi[b]]
+
+
+def cell_sums(bin_power, cell_of_bin, n_cells: int) -> np.ndarray:
+    """receiver_chain.Skirts.cells: (rows, C) float64 sums of (rows, J) powers per bin over each bin's cell."""
+    out = np.zeros((bin_power.shape[0], n_cells))
+    _cell_sums(np.ascontiguousarray(bin_power, np.float64), np.ascontiguousarray(cell_of_bin, np.int64), out)
+    return out
+
+
+@kernel
+def _cell_sums(bin_power, cell_of_bin, out):
+    for r in range(bin_power.shape[0]):
+        for c in range(bin_power.shape[1]):
+            out[r, cell_of_bin[c]] += bin_power[r, c]
+
+
+def running_sum(steps, signed: bool) -> None:
+    """stage.running_power, in place on (rows, J + 1) float64: np.cumsum along each row, then (unless signed)
+    np.maximum(., 0.0) (NaN kept; -0.0 becomes 0.0, as numpy's SIMD maximum gives)."""
+    _running_sum(steps, signed)
+
+
+@kernel
+def _running_sum(steps, signed):
+    for r in range(steps.shape[0]):
+        acc = 0.0
+        for c in range(steps.shape[1]):
+            acc = acc + steps[r, c] if c else steps[r, c]
+            steps[r, c] = acc if (signed or acc > 0.0 or acc != acc) else 0.0
+
+
+def clutter_amplitude(clutter, scale, floor: float) -> np.ndarray:
+    """stage._speckled_frame's clutter amplitude: v = clutter x float32(scale^2) (scale (rows or 1, >= J) float32,
+    None: 1), then sqrt(float32(v)) on the columns up to the last where any row's v > floor: (rows, width) float32,
+    as np.sqrt(v[:, :width], dtype=np.float32)."""
+    rows, j = clutter.shape
+    if scale is None:
+        scale = np.ones((1, j), np.float32)
+    width = _clutter_width(clutter, scale, float(floor))
+    out = np.empty((rows, width), np.float32)
+    _clutter_amplitude(clutter, scale, out)
+    return out
+
+
+@inlined
+def _scaled(clutter, scale, r, c):
+    s = scale[r if scale.shape[0] > 1 else 0, c]
+    return clutter[r, c] * np.float64(s * s)
+
+
+@kernel
+def _clutter_width(clutter, scale, floor):
+    width = 0
+    for r in range(clutter.shape[0]):
+        for c in range(clutter.shape[1] - 1, width - 1, -1):  # from the end: stops at the widest row so far
+            if _scaled(clutter, scale, r, c) > floor:
+                width = c + 1
+                break
+    return width
+
+
+@kernel
+def _clutter_amplitude(clutter, scale, out):
+    for r in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            out[r, c] = np.sqrt(np.float32(_scaled(clutter, scale, r, c)))
+
+
+def autoregression(plane, k: int, last2, last1, s, phi1, phi2) -> None:
+    """speckle.correlate_rows_beam's rows k.. of one float32 plane, in place: plane[k:] *= s, then row by row
+    plane[row] += phi1 z_(row-1), and += phi2 z_(row-2) unless phi2 is 0 (last2, last1: the rows before row k),
+    each a float32 product and a float32 sum as numpy's passes."""
+    _autoregression(plane, k, last2, last1, np.float32(s), np.float32(phi1), np.float32(phi2), phi2 != 0)
+
+
+@kernel
+def _autoregression(plane, k, last2, last1, s, phi1, phi2, second):
+    for row in range(k, plane.shape[0]):
+        for c in range(plane.shape[1]):
+            z1 = last1[c] if row == k else plane[row - 1, c]
+            x = plane[row, c] * s
+            x = x + phi1 * z1
+            if second:
+                z2 = last2[c] if row == k else (last1[c] if row == k + 1 else plane[row - 2, c])
+                x = x + phi2 * z2
+            plane[row, c] = x
