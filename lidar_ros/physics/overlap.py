@@ -18,6 +18,10 @@ fw 3.0.1: 3.6 m; OS2-128 fw 2.3.0: 28.5 m; test_lidar_realism2 checks the whole 
 number). OS1: their geometric mean, 10.1 m: with one SPAD detector across the lines the pixel field
 θ ∝ the vertical field of view (OS0 90°, OS1 45°, OS2 22.5°), and any power law r₀ ∝ FOV^(−p) puts OS1
 at the geometric mean of OS0 and OS2.
+OS2 check (test_lidar_real_overlap): 28.5 m is the least log-misfit r₀ of this form over 4–128 m (15 % either
+side fits worse); the unit's own curve is steeper (real/model 0.7 at 8–16 m, 1.6 at 26–30 m), which one
+parameter cannot follow. No Ouster datasheet or manual in the searched corpora gives aperture or focal length,
+so r₀ is not derived from optics; the frame sets it and no other OS2 frame is held out.
 """
 from __future__ import annotations
 
