@@ -20,3 +20,24 @@ def test_echo_coverage_loop_gives_numpys_bits(k):
     assert got.dtype == np.float32
     assert got.tobytes() == expected.tobytes()
     assert 0.1 < np.mean(got > 0) < 0.95  # both kinds of beams were there
+
+
+def test_poisson_means_loop_gives_numpys_bits_and_the_same_counts():
+    from lidar_ros.physics.photons import photon_counts, poisson_means, poisson_means_numpy
+
+    rng = np.random.default_rng(7)
+    n = 50000
+    mean = rng.uniform(0.0, 3000.0, n)
+    mean[rng.random(n) < 0.1] = np.nan
+    mean[rng.random(n) < 0.02] = np.inf
+    mean[rng.random(n) < 0.02] = -np.inf
+    mean[rng.random(n) < 0.02] = -5.0
+    mean[:3] = [-0.0, 0.0, 1e-300]
+    returned = rng.random(n) < 0.7
+    for floor in (0.0, 2.0):
+        assert poisson_means(mean, returned, floor).tobytes() == poisson_means_numpy(mean, returned, floor).tobytes()
+    # the counts: numpy's Poisson draws on those means, as photon_counts drew them before the loop
+    reference = np.minimum(np.random.default_rng(1).poisson(poisson_means_numpy(mean, returned, 2.0)), 900)
+    counts = photon_counts(mean, returned, 2.0, 900, np.random.default_rng(1))
+    assert counts.dtype == np.uint16
+    np.testing.assert_array_equal(counts, reference.astype(np.uint16))
