@@ -34,7 +34,7 @@ from .physics.echoes import DUAL_MODES, Echo, form_echoes
 from .physics.edge_dropout import echo_coverage, edge_dropped
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
-from .physics.texture import albedo_factor
+from .physics.texture import textured_reflectivity
 from .physics.interaction import first_trace
 from .physics.multipath import multipath_bias, patch_stride
 from .physics.weather import two_way_transmission, weather_extinction_per_m
@@ -347,11 +347,9 @@ class LidarSimulator:
         if surface.texture_sigma > 0:  # the surfaces' albedo texture at each beam's returning point (texture.py)
             o, d = origins[::m], dirs[::m]
             for k, beam_hits in enumerate(beams):
-                at = slice(None) if k == 0 else second
-                with np.errstate(invalid="ignore"):  # misses: inf·0 is NaN, and NaN points keep their albedo
-                    points = o[at] + d[at] * beam_hits.range[:, None]
-                beam_hits.reflectivity = beam_hits.reflectivity * albedo_factor(
-                    points, surface.texture_sigma, surface.texture_length_m, self.seed)
+                beam_hits.reflectivity = textured_reflectivity(
+                    o, d, beam_hits.range, beam_hits.reflectivity, surface.texture_sigma, surface.texture_length_m,
+                    self.seed, None if k == 0 else second)
         bias = None if self._ray_bias is None else self._ray_bias[a:b]
         gain = None if self._ray_gain is None else self._ray_gain[a:b]
         ret = self.model.apply(beams[0], None, rng, ray_bias=bias, ray_gain=gain)

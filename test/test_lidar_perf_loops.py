@@ -41,3 +41,24 @@ def test_poisson_means_loop_gives_numpys_bits_and_the_same_counts():
     counts = photon_counts(mean, returned, 2.0, 900, np.random.default_rng(1))
     assert counts.dtype == np.uint16
     np.testing.assert_array_equal(counts, reference.astype(np.uint16))
+
+
+@pytest.mark.parametrize("sub_rays", [1, 4])
+def test_textured_reflectivity_loop_gives_numpys_bits(sub_rays):
+    from lidar_ros.physics.texture import textured_reflectivity, textured_reflectivity_numpy
+
+    rng = np.random.default_rng(sub_rays)
+    n = 30000
+    origins = np.tile(np.float32([1.5, -2.0, 1.8]), (n * sub_rays, 1)) + rng.normal(0, 0.01, (n * sub_rays, 3)).astype(np.float32)
+    directions = rng.normal(size=(n * sub_rays, 3)).astype(np.float32)
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    o, d = origins[::sub_rays], directions[::sub_rays]  # strided views, as the frame passes the beams' rays
+    ranges = rng.uniform(0.5, 80.0, n).astype(np.float32)
+    ranges[rng.random(n) < 0.2] = np.inf  # misses keep their reflectivity (0)
+    rho = np.where(np.isfinite(ranges), rng.uniform(0.05, 1.2, n), 0).astype(np.float32)
+    for rays in (None, np.sort(rng.choice(n, 500, replace=False))):
+        r, p = (ranges, rho) if rays is None else (ranges[rays], rho[rays])
+        expected = textured_reflectivity_numpy(o, d, r, p, 0.35, 0.4, 11, rays)
+        got = textured_reflectivity(o, d, r, p, 0.35, 0.4, 11, rays)
+        assert got.dtype == np.float32 and got.tobytes() == expected.tobytes()
+        assert np.std(got[np.isfinite(r)] / p[np.isfinite(r)]) > 0.1  # textured
