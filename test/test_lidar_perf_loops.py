@@ -62,3 +62,56 @@ def test_textured_reflectivity_loop_gives_numpys_bits(sub_rays):
         got = textured_reflectivity(o, d, r, p, 0.35, 0.4, 11, rays)
         assert got.dtype == np.float32 and got.tobytes() == expected.tobytes()
         assert np.std(got[np.isfinite(r)] / p[np.isfinite(r)]) > 0.1  # textured
+
+
+@pytest.mark.parametrize("model", ["blensor", "linear", "root2", "root4", "root3", "log"])
+def test_detection_keep_loop_gives_numpys_bits(model):
+    from lidar_ros.physics.config import SurfaceConfig
+    from lidar_ros.physics.detection import DetectionLimit
+
+    limit = DetectionLimit(SurfaceConfig(model=model, limits=((0.10, 50.0), (0.80, 120.0))))
+    rng = np.random.default_rng(3)
+    n = 100000
+    rho = rng.uniform(-0.1, 1.5, n).astype(np.float32)
+    rho[:4] = [0.0, -0.0, np.float32(1e-38), 0.1]
+    ranges = rng.uniform(0.0, 150.0, n).astype(np.float32)
+    ranges[rng.random(n) < 0.2] = np.inf
+    ranges[rng.random(n) < 0.05] = np.nan
+    ranges[4:8] = [50.0, 50.0000038, 49.999996, 120.0]  # at the datasheet limits
+    rho[4:8] = [0.1, 0.1, 0.1, 0.8]
+    keep = limit.keep(ranges, rho)
+    assert keep.dtype == np.bool_
+    np.testing.assert_array_equal(keep, limit.keep_numpy(ranges, rho))
+    assert 0.2 < keep.mean() < 0.9
+
+
+def test_a_pose_is_validated_again_when_its_values_change():
+    """The simulator keeps the last validated pose: the same values skip the check, changed values (also
+    in the same array) are checked and used."""
+    from lidar_ros import LidarSimulator, load_sensor
+    from radarays_ros.errors import ConfigError
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.transforms import pose_to_matrix
+    import trimesh
+
+    from radarays_ros.world.mesh import TriMesh
+    from radarays_ros.world.scene import Scene
+
+    scene = Scene()
+    ground, box = trimesh.creation.box([60, 60, 1]), trimesh.creation.box([4, 6, 8])
+    scene.add_entity("ground::link::visual", TriMesh(ground.vertices, ground.faces), pose_to_matrix(0, 0, -0.5),
+                     material="asphalt")
+    scene.add_entity("box::link::visual", TriMesh(box.vertices, box.faces), pose_to_matrix(8, 2, 4), material="concrete")
+    backend = make_backend("embree", scene)
+    kept, fresh = (LidarSimulator(load_sensor("VLP-16"), scene, backend, seed=0) for _ in range(2))
+    pose = pose_to_matrix(0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    frames = [kept.simulate(pose), kept.simulate(pose)]
+    pose[0, 3] = 0.5  # the same array, moved: checked again, a frame from there
+    frames.append(kept.simulate(pose))
+    expected = [fresh.simulate(pose_to_matrix(x, 0.0, 1.0, 0.0, 0.0, 0.0)) for x in (0.0, 0.0, 0.5)]
+    for got, want in zip(frames, expected):
+        assert got.range.tobytes() == want.range.tobytes() and got.xyz.tobytes() == want.xyz.tobytes()
+    assert not np.array_equal(frames[1].xyz, frames[2].xyz, equal_nan=True)
+    pose[:3, :3] *= 2.0  # no longer a rotation
+    with pytest.raises(ConfigError, match="rotation"):
+        kept.simulate(pose)
