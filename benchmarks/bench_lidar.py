@@ -179,7 +179,12 @@ _PARTS = {
     + [("physics/noise.py", n) for n in ("noisy_ranges", "standard_normal", "_add_noise")],
     "particle echoes (fog)": [("physics/weather.py", "backscatter_returns"), ("physics/beam_returns.py", "add_backscatter"),
                               ("physics/beam_returns.py", "_particle_wins")],
-    "Poisson photon counts": [("physics/photons.py", "photon_counts")],
+    "Poisson photon counts": [("physics/photons.py", "photon_counts"), ("physics/photons.py", "_means_kernel"),
+                              ("physics/photons.py", "poisson_means")],
+    "ambient (sun model, Poisson)": [("physics/ambient.py", n) for n in ("ambient_mean", "ambient_photons")]
+    + [("physics/model.py", "ouster_ambient")],
+    "texture": [("physics/texture.py", n) for n in ("textured_reflectivity", "_textured_kernel")],
+    "edge dropouts": [("physics/edge_dropout.py", n) for n in ("echo_coverage", "_coverage_kernel", "edge_dropped")],
     "writing the frame": [("lidar_ros/simulator.py", n) for n in ("_write_returns", "_points_in_window")]
     + [("io/lidar_clouds.py", "fill")],
 }

@@ -59,6 +59,10 @@ from .sink import FrameSink, SinkFactory
 PIECE_RAYS = 65536
 MIN_SPLIT_RAYS = 16384
 MIN_PIECES = 2  # from MIN_SPLIT_RAYS on: both threads get a piece
+# up to this many rays the ray table is rotated on the calling thread in one loop (a VLP-16 frame's 28 800
+# rays: ~60 us) rather than piece by piece on the pool, whose hand-over costs as much (every ray is rotated
+# alike either way: the same bits)
+ROTATE_INLINE_RAYS = 65536
 # intensity fields a layout's point cloud reads besides the sensor's intensity field: computed in
 # the parallel pieces instead of on first access
 LAYOUT_FIELDS = {"ouster": ("ouster_reflectivity", "ouster_ambient")}
@@ -198,7 +202,10 @@ class LidarSimulator:
         on every thread."""
         cfg = self.config
         m = self._k
-        if frame.world_d is None:  # rotated piece by piece on every thread (a compiled loop without the GIL)
+        if frame.world_d is None and len(self._dirs) <= ROTATE_INLINE_RAYS:  # one loop, no handing over
+            self._world_rays(frame, 0, len(self._dirs))
+            origins, dirs = self._world_o, self._world_d
+        elif frame.world_d is None:  # rotated piece by piece on every thread (a compiled loop without the GIL)
             self._each_piece(jobs, lambda k, a, b: self._world_rays(frame, a * m, b * m))
             origins, dirs = self._world_o, self._world_d
         else:  # per-pixel world rays of a trajectory
