@@ -115,3 +115,17 @@ def test_a_pose_is_validated_again_when_its_values_change():
     pose[:3, :3] *= 2.0  # no longer a rotation
     with pytest.raises(ConfigError, match="rotation"):
         kept.simulate(pose)
+
+
+def test_echo_normals_loops_give_numpys_bits():
+    from lidar_ros.physics.beam_returns import picked_normals, zeroed_normals
+
+    rng = np.random.default_rng(5)
+    normal = rng.normal(size=(4000, 3)).astype(np.float32)
+    normal[::7] = -0.0  # signed zeros are copied as they are
+    pick = rng.integers(0, 4000, 1000)
+    present = rng.random(1000) < 0.8
+    expected = np.where(present[:, None], normal[pick], np.float32(0.0))
+    assert picked_normals(normal, pick, present).tobytes() == expected.tobytes()
+    mask = rng.random(4000) < 0.1
+    assert zeroed_normals(normal, mask).tobytes() == np.where(mask[:, None], np.float32(0.0), normal).tobytes()
