@@ -92,16 +92,7 @@ def test_a_pose_is_validated_again_when_its_values_change():
     from radarays_ros.errors import ConfigError
     from radarays_ros.tracing import make_backend
     from radarays_ros.world.transforms import pose_to_matrix
-    import trimesh
-
-    from radarays_ros.world.mesh import TriMesh
-    from radarays_ros.world.scene import Scene
-
-    scene = Scene()
-    ground, box = trimesh.creation.box([60, 60, 1]), trimesh.creation.box([4, 6, 8])
-    scene.add_entity("ground::link::visual", TriMesh(ground.vertices, ground.faces), pose_to_matrix(0, 0, -0.5),
-                     material="asphalt")
-    scene.add_entity("box::link::visual", TriMesh(box.vertices, box.faces), pose_to_matrix(8, 2, 4), material="concrete")
+    scene = _yard()
     backend = make_backend("embree", scene)
     kept, fresh = (LidarSimulator(load_sensor("VLP-16"), scene, backend, seed=0) for _ in range(2))
     pose = pose_to_matrix(0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
@@ -129,3 +120,47 @@ def test_echo_normals_loops_give_numpys_bits():
     assert picked_normals(normal, pick, present).tobytes() == expected.tobytes()
     mask = rng.random(4000) < 0.1
     assert zeroed_normals(normal, mask).tobytes() == np.where(mask[:, None], np.float32(0.0), normal).tobytes()
+
+
+def _yard():
+    """Ground, a wall and a pole (depth edges for the echoes and edge dropouts)."""
+    import trimesh
+
+    from radarays_ros.world.mesh import TriMesh
+    from radarays_ros.world.scene import Scene
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    scene = Scene()
+    for name, size, pose, material in [("ground", [60, 60, 1], (0, 0, -0.5), "asphalt"),
+                                       ("box", [4, 6, 8], (8, 2, 4), "concrete"),
+                                       ("pole", [0.2, 0.2, 4], (4, -1, 2), "metal")]:
+        mesh = trimesh.creation.box(size)
+        scene.add_entity(f"{name}::link::visual", TriMesh(mesh.vertices, mesh.faces), pose_to_matrix(*pose),
+                         material=material)
+    return scene
+
+
+@pytest.mark.parametrize("sensor, overrides", [
+    ("VLP-16", {"beam.return_mode": "dual", "weather.fog_visibility_km": 0.5}),
+    ("OS1-64", {"columns": 512, "rate_hz": 10, "beam.return_mode": "dual"}),
+])
+def test_realistic_frames_are_the_same_bytes_on_one_and_two_threads(sensor, overrides):
+    """The compiled loops run inside the frame's pieces on every thread: a frame (every .npz channel, second
+    echoes included, and the driver cloud) does not depend on the thread count."""
+    from lidar_ros import LidarSimulator, load_sensor
+    from radarays_ros.io.lidar_clouds import FrameCloud, pointcloud_array
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    scene = _yard()
+    cfg = load_sensor(sensor, overrides, realistic=True)
+    frames = []
+    for threads in (1, 2):
+        sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=threads), seed=4, sink=FrameCloud.of)
+        scans = [sim.simulate(pose_to_matrix(x, 0.0, 1.5, 0.0, 0.0, 0.2), t0_ns=k * 10**8) for k, x in enumerate((0, 1))]
+        frames.append([{**scan.arrays(), "cloud": pointcloud_array(scan, cfg.layout)} for scan in scans])
+    for one, two in zip(*frames):
+        assert one.keys() == two.keys() and "range2" in one
+        for key in one:
+            assert np.ascontiguousarray(one[key]).tobytes() == np.ascontiguousarray(two[key]).tobytes(), key
+    assert np.isfinite(frames[0][0]["range"]).mean() > 0.3
