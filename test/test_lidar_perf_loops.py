@@ -64,27 +64,6 @@ def test_textured_reflectivity_loop_gives_numpys_bits(sub_rays):
         assert np.std(got[np.isfinite(r)] / p[np.isfinite(r)]) > 0.1  # textured
 
 
-@pytest.mark.parametrize("model", ["blensor", "linear", "root2", "root4", "root3", "log"])
-def test_detection_keep_loop_gives_numpys_bits(model):
-    from lidar_ros.physics.config import SurfaceConfig
-    from lidar_ros.physics.detection import DetectionLimit
-
-    limit = DetectionLimit(SurfaceConfig(model=model, limits=((0.10, 50.0), (0.80, 120.0))))
-    rng = np.random.default_rng(3)
-    n = 100000
-    rho = rng.uniform(-0.1, 1.5, n).astype(np.float32)
-    rho[:4] = [0.0, -0.0, np.float32(1e-38), 0.1]
-    ranges = rng.uniform(0.0, 150.0, n).astype(np.float32)
-    ranges[rng.random(n) < 0.2] = np.inf
-    ranges[rng.random(n) < 0.05] = np.nan
-    ranges[4:8] = [50.0, 50.0000038, 49.999996, 120.0]  # at the datasheet limits
-    rho[4:8] = [0.1, 0.1, 0.1, 0.8]
-    keep = limit.keep(ranges, rho)
-    assert keep.dtype == np.bool_
-    np.testing.assert_array_equal(keep, limit.keep_numpy(ranges, rho))
-    assert 0.2 < keep.mean() < 0.9
-
-
 def test_a_pose_is_validated_again_when_its_values_change():
     """The simulator keeps the last validated pose: the same values skip the check, changed values (also
     in the same array) are checked and used."""

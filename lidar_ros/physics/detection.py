@@ -77,22 +77,6 @@ class DetectionLimit:
         if self.model == "none":
             return np.isfinite(r)
         rho = np.asarray(rho, np.float32)
-        if self.code == _BLENSOR or (self.code == _ROOT and self.root in _EXACT_ROOTS):
-            # one compiled pass instead of six numpy passes and their arrays (a frame's piece calls it once)
-            keep = np.empty(r.shape, np.bool_)
-            f32 = np.float32
-            _keep_kernel(r.reshape(-1), rho.reshape(-1), self.code, self.root, f32(self._a), f32(self._b),
-                         f32(self.rho1), f32(self.d1), f32(self._slope), keep.reshape(-1))
-            return keep
-        return self.keep_numpy(r, rho)
-
-    def keep_numpy(self, ranges, rho) -> np.ndarray:
-        """`keep` in numpy passes: the reference of its compiled loop, and the path of the log and root3 forms
-        (numpy's float32 log and cbrt are its own, which a compiled loop need not round alike)."""
-        r = np.asarray(ranges, np.float32)
-        if self.model == "none":
-            return np.isfinite(r)
-        rho = np.asarray(rho, np.float32)
         keep = r <= self.limit32(rho)  # inf <= limit and NaN <= limit are False: misses stay out
         keep &= rho > 0  # a black surface is never seen
         return keep
@@ -130,19 +114,6 @@ def detection_limit32(rho: float, code: int, root: int, a: float, b: float, rho1
     else:  # blensor
         limit = xm.maximum(rho - rho1, xm.float32(0.0)) * slope + d1
     return limit
-
-
-# root forms whose float32 root is exact in any implementation (IEEE sqrt): compiled, the same bits as numpy
-_EXACT_ROOTS = (1, 2, 4)
-_limit32 = inlined(detection_limit32)  # the one formula, compiled into the loop below
-
-
-@kernel
-def _keep_kernel(ranges, rho, code, root, a, b, rho1, d1, slope, keep):
-    """keep[i] = ranges[i] <= r_L(rho[i]) and rho[i] > 0, r_L in float32 as DetectionLimit.limit32."""
-    for i in range(ranges.shape[0]):
-        p = rho[i]
-        keep[i] = ranges[i] <= _limit32(p, code, root, a, b, rho1, d1, slope) and p > np.float32(0.0)
 
 
 @inlined
