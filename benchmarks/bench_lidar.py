@@ -99,7 +99,12 @@ def main(argv=None) -> None:
     p.add_argument("--sensors", nargs="+", choices=list(SENSORS), default=list(SENSORS))
     p.add_argument("--breakdown", action="store_true",
                    help="also: where a frame's CPU goes on one thread (cProfile), and a piece's time alone and beside another")
+    p.add_argument("--one-thread-cpu", action="store_true",
+                   help="only: each sensor's frame CPU over the CPU of the bare embreex trace of its rays, one thread, "
+                        "interleaved rounds (min over rounds of each; the figure other jobs on the machine move least)")
     args = p.parse_args(argv)
+    if args.one_thread_cpu:
+        return one_thread_cpu(args)
 
     rss0 = peak_rss_mb()
     scene = make_big_world(args.triangles)
@@ -110,11 +115,7 @@ def main(argv=None) -> None:
           f"peak RSS after world + BVH {peak_rss_mb():.0f} MiB")
 
     for label_name in args.sensors:
-        name, overrides = SENSORS[label_name]
-        if label_name.endswith("+realistic"):
-            cfg = load_sensor(name, overrides, realistic=True)
-        else:
-            cfg = load_sensor(name, {**overrides, **EVERYTHING_ON})
+        cfg = _config(label_name)
         sim = LidarSimulator(cfg, scene, backend, seed=0, sink=FrameCloud.of)
         rays = len(sim._dirs)  # the rays traced: every beam's sub-rays
         o = sim._origins @ pose[:3, :3].T.astype(np.float32) + pose[:3, 3].astype(np.float32)
@@ -169,6 +170,44 @@ def main(argv=None) -> None:
     print(f"peak RSS {peak_rss_mb():.0f} MiB (at process start {rss0:.0f} MiB)")
 
 
+def _config(label_name: str):
+    name, overrides = SENSORS[label_name]
+    if label_name.endswith("+realistic"):
+        return load_sensor(name, overrides, realistic=True)
+    return load_sensor(name, {**overrides, **EVERYTHING_ON})
+
+
+def one_thread_cpu(args) -> None:
+    """Per sensor, on one thread: `rounds` rounds of (the bare embreex trace of the frame's world rays, the frame),
+    each timed by process CPU; prints min frame / min bare, the median of the rounds' ratios and the difference
+    (the CPU our layers add to a frame)."""
+    import os
+
+    scene = make_big_world(args.triangles)
+    pose = pose_to_matrix(0.0, 0.0, 1.8, 0.0, 0.0, 0.3)
+    backend = make_backend("embree", scene, threads=1)
+    for label_name in args.sensors:
+        sim = LidarSimulator(_config(label_name), scene, backend, seed=0, sink=FrameCloud.of)
+        sim.simulate(pose).release()
+        o32, d32 = sim._world_o.copy(), sim._world_d.copy()  # the frame's own world rays
+        reps = 2 if len(o32) > 200_000 else 8
+        bare, frame = [], []
+        for _ in range(args.repeats):
+            start = time.process_time()
+            for _ in range(reps):
+                backend._static.scene.run(o32, d32, dists=np.full(len(o32), 1e30, np.float32), output=1)
+            bare.append((time.process_time() - start) / reps)
+            start = time.process_time()
+            for _ in range(reps):
+                sim.simulate(pose).release()
+            frame.append((time.process_time() - start) / reps)
+        bare, frame = np.array(bare), np.array(frame)
+        print(f"{label_name:18s} one thread: bare {bare.min() * 1e3:7.2f} ms CPU, frame {frame.min() * 1e3:7.2f} ms CPU: "
+              f"{frame.min() / bare.min():.3f}x (median of rounds {np.median(frame / bare):.3f}x), "
+              f"frame - bare {1e3 * (frame.min() - bare.min()):.2f} ms", flush=True)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+
+
 # the parts of a frame's CPU: (file, function) pairs whose own time (cProfile tottime) they sum
 _PARTS = {
     "tracing (embreex)": [("tracing/embree.py", "run")],
@@ -179,7 +218,12 @@ _PARTS = {
     + [("physics/noise.py", n) for n in ("noisy_ranges", "standard_normal", "_add_noise")],
     "particle echoes (fog)": [("physics/weather.py", "backscatter_returns"), ("physics/beam_returns.py", "add_backscatter"),
                               ("physics/beam_returns.py", "_particle_wins")],
-    "Poisson photon counts": [("physics/photons.py", "photon_counts")],
+    "Poisson photon counts": [("physics/photons.py", "photon_counts"), ("physics/photons.py", "_means_kernel"),
+                              ("physics/photons.py", "poisson_means")],
+    "ambient (sun model, Poisson)": [("physics/ambient.py", n) for n in ("ambient_mean", "ambient_photons")]
+    + [("physics/model.py", "ouster_ambient")],
+    "texture": [("physics/texture.py", n) for n in ("textured_reflectivity", "_textured_kernel")],
+    "edge dropouts": [("physics/edge_dropout.py", n) for n in ("echo_coverage", "_coverage_kernel", "edge_dropped")],
     "writing the frame": [("lidar_ros/simulator.py", n) for n in ("_write_returns", "_points_in_window")]
     + [("io/lidar_clouds.py", "fill")],
 }

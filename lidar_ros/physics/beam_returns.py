@@ -48,7 +48,7 @@ def hits_of_echo(hits: LidarHits, echo: Echo, sub_rays: int | None = None, colum
         range=echo.range,
         entity=lambda: np.where(present, hits.entity[pick], -1).astype(np.int32),
         material=material,
-        normal=lambda: np.where(present[:, None], hits.normal[pick], np.float32(0.0)),
+        normal=lambda: picked_normals(hits.normal, pick, present),
         cos_incidence=cos_incidence,
         reflectivity=echo.reflectivity,
         bounces=lambda: hits.bounces[pick],
@@ -75,7 +75,34 @@ def add_backscatter(beams: LidarHits, effects: EffectsConfig, alpha: float, rang
     beams.range, beams.reflectivity, beams.material, beams.cos_incidence = ranges, rho, material, cos_incidence
     entity, normal = beams._lazy["entity"], beams._lazy["normal"]  # resolved only if read (ground truth)
     beams.entity = lambda: np.where(take, -1, entity() if callable(entity) else entity).astype(np.int32)
-    beams.normal = lambda: np.where(take[:, None], np.float32(0.0), normal() if callable(normal) else normal)
+    beams.normal = lambda: zeroed_normals(normal() if callable(normal) else normal, take)
+
+
+def picked_normals(normal: np.ndarray, pick: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """(N, 3) float32 normal[pick] where present, else 0: np.where(present[:, None], normal[pick], 0) in one
+    compiled pass (measured: 2.2 ms of numpy per 65536 beams; the sun's ambient light reads every frame's)."""
+    out = np.empty((len(pick), 3), np.float32)
+    _picked_rows(np.asarray(normal, np.float32), np.asarray(pick, np.int64), np.asarray(present, np.bool_), out)
+    return out
+
+
+def zeroed_normals(normal: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(N, 3) float32 normal with the rows in `mask` 0 (a new array): np.where(mask[:, None], 0, normal)."""
+    out = np.empty((len(mask), 3), np.float32)
+    _picked_rows(np.asarray(normal, np.float32), _NO_PICK, ~np.asarray(mask, np.bool_), out)
+    return out
+
+
+_NO_PICK = np.empty(0, np.int64)
+
+
+@kernel
+def _picked_rows(values, pick, keep, out):
+    """out[j] = values[pick[j]] (values[j] without pick) where keep[j], else 0."""
+    for j in range(out.shape[0]):
+        row = pick[j] if pick.shape[0] else j
+        for i in range(3):
+            out[j, i] = values[row, i] if keep[j] else np.float32(0.0)
 
 
 def add_bloom(beams: LidarHits, cols: int, threshold: float, width: int, leak: float, first: int) -> None:

@@ -33,6 +33,31 @@ def albedo_factor(points: np.ndarray, sigma: float, length: float, seed: int) ->
     return out
 
 
+def textured_reflectivity(origins: np.ndarray, directions: np.ndarray, ranges: np.ndarray, rho: np.ndarray,
+                          sigma: float, length: float, seed: int, rays: np.ndarray | None = None) -> np.ndarray:
+    """(N,) float32 ρ·albedo_factor(p) at the returning points p = origin + direction·range (float32, as the
+    frame computes them) of rays `rays` (indices into origins/directions; None: all, N = len(origins)).
+    One compiled pass, the same bits as `textured_reflectivity_numpy` (measured: 65536 beams 2.6 ms through
+    the points array and its float64 copy, less here)."""
+    rays = _ALL if rays is None else np.asarray(rays, np.int64)
+    out = np.empty(len(ranges), np.float32)
+    _textured_kernel(np.asarray(origins, np.float32), np.asarray(directions, np.float32),
+                     np.asarray(ranges, np.float32), np.asarray(rho, np.float32), rays, float(sigma),
+                     1.0 / float(length), np.uint64(int(seed) % 2**64), out)
+    return out
+
+
+def textured_reflectivity_numpy(origins, directions, ranges, rho, sigma, length, seed, rays=None) -> np.ndarray:
+    """textured_reflectivity through numpy passes and albedo_factor: the reference of the compiled loop."""
+    at = slice(None) if rays is None else rays
+    with np.errstate(invalid="ignore"):  # misses: inf·0 is NaN, and NaN points keep their albedo
+        points = origins[at] + directions[at] * np.asarray(ranges, np.float32)[:, None]
+    return np.asarray(rho, np.float32) * albedo_factor(points, sigma, length, seed)
+
+
+_ALL = np.empty(0, np.int64)
+
+
 def field(points: np.ndarray, length: float, seed: int) -> np.ndarray:
     """(N,) float64 n(p/ℓ), the unit-variance noise itself (for tests and pictures)."""
     p = np.ascontiguousarray(points, np.float64)
@@ -80,6 +105,23 @@ def _noise(x, y, z, seed):
 def _field_kernel(p, inv_length, seed, out):
     for n in range(p.shape[0]):
         out[n] = _noise(p[n, 0] * inv_length, p[n, 1] * inv_length, p[n, 2] * inv_length, seed)
+
+
+@kernel
+def _textured_kernel(origins, directions, ranges, rho, rays, sigma, inv_length, seed, out):
+    shift = 0.5 * sigma * sigma
+    for n in range(out.shape[0]):
+        ray = rays[n] if rays.shape[0] else n
+        r = ranges[n]
+        # the float32 point first (its rounding as in numpy's o + d·r), then float64 as albedo_factor reads it
+        x = np.float64(origins[ray, 0] + directions[ray, 0] * r)
+        y = np.float64(origins[ray, 1] + directions[ray, 1] * r)
+        z = np.float64(origins[ray, 2] + directions[ray, 2] * r)
+        if not (np.isfinite(x) and np.isfinite(y) and np.isfinite(z)):
+            out[n] = rho[n]  # ρ·1 in float32
+            continue
+        factor = np.float32(np.exp(sigma * _noise(x * inv_length, y * inv_length, z * inv_length, seed) - shift))
+        out[n] = rho[n] * factor
 
 
 @kernel

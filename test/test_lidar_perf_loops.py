@@ -1,0 +1,145 @@
+"""The compiled per-ray loops of the lidar frame against the numpy passes they replace: the same bits."""
+import numpy as np
+import pytest
+
+from lidar_ros.physics.edge_dropout import echo_coverage, echo_coverage_numpy
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 7, 12])
+def test_echo_coverage_loop_gives_numpys_bits(k):
+    rng = np.random.default_rng(k)
+    n = 20000
+    ranges = rng.uniform(1.0, 30.0, (n, k)).astype(np.float32)
+    # depth edges: sub-rays on a near and a far surface, misses (inf), and echoes that are absent (inf)
+    ranges[rng.random((n, k)) < 0.3] = np.inf
+    echo = ranges[:, 0] + rng.normal(0.0, 0.6, n).astype(np.float32)
+    echo[rng.random(n) < 0.1] = np.inf
+    weights = rng.dirichlet(np.ones(k)).astype(np.float32)
+    expected = echo_coverage_numpy(ranges, weights, echo, 0.5)
+    got = echo_coverage(ranges, weights, echo, 0.5)
+    assert got.dtype == np.float32
+    assert got.tobytes() == expected.tobytes()
+    assert 0.1 < np.mean(got > 0) < 0.95  # both kinds of beams were there
+
+
+def test_poisson_means_loop_gives_numpys_bits_and_the_same_counts():
+    from lidar_ros.physics.photons import photon_counts, poisson_means, poisson_means_numpy
+
+    rng = np.random.default_rng(7)
+    n = 50000
+    mean = rng.uniform(0.0, 3000.0, n)
+    mean[rng.random(n) < 0.1] = np.nan
+    mean[rng.random(n) < 0.02] = np.inf
+    mean[rng.random(n) < 0.02] = -np.inf
+    mean[rng.random(n) < 0.02] = -5.0
+    mean[:3] = [-0.0, 0.0, 1e-300]
+    returned = rng.random(n) < 0.7
+    for floor in (0.0, 2.0):
+        assert poisson_means(mean, returned, floor).tobytes() == poisson_means_numpy(mean, returned, floor).tobytes()
+    # the counts: numpy's Poisson draws on those means, as photon_counts drew them before the loop
+    reference = np.minimum(np.random.default_rng(1).poisson(poisson_means_numpy(mean, returned, 2.0)), 900)
+    counts = photon_counts(mean, returned, 2.0, 900, np.random.default_rng(1))
+    assert counts.dtype == np.uint16
+    np.testing.assert_array_equal(counts, reference.astype(np.uint16))
+
+
+@pytest.mark.parametrize("sub_rays", [1, 4])
+def test_textured_reflectivity_loop_gives_numpys_bits(sub_rays):
+    from lidar_ros.physics.texture import textured_reflectivity, textured_reflectivity_numpy
+
+    rng = np.random.default_rng(sub_rays)
+    n = 30000
+    origins = np.tile(np.float32([1.5, -2.0, 1.8]), (n * sub_rays, 1)) + rng.normal(0, 0.01, (n * sub_rays, 3)).astype(np.float32)
+    directions = rng.normal(size=(n * sub_rays, 3)).astype(np.float32)
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    o, d = origins[::sub_rays], directions[::sub_rays]  # strided views, as the frame passes the beams' rays
+    ranges = rng.uniform(0.5, 80.0, n).astype(np.float32)
+    ranges[rng.random(n) < 0.2] = np.inf  # misses keep their reflectivity (0)
+    rho = np.where(np.isfinite(ranges), rng.uniform(0.05, 1.2, n), 0).astype(np.float32)
+    for rays in (None, np.sort(rng.choice(n, 500, replace=False))):
+        r, p = (ranges, rho) if rays is None else (ranges[rays], rho[rays])
+        expected = textured_reflectivity_numpy(o, d, r, p, 0.35, 0.4, 11, rays)
+        got = textured_reflectivity(o, d, r, p, 0.35, 0.4, 11, rays)
+        assert got.dtype == np.float32 and got.tobytes() == expected.tobytes()
+        assert np.std(got[np.isfinite(r)] / p[np.isfinite(r)]) > 0.1  # textured
+
+
+def test_a_pose_is_validated_again_when_its_values_change():
+    """The simulator keeps the last validated pose: the same values skip the check, changed values (also
+    in the same array) are checked and used."""
+    from lidar_ros import LidarSimulator, load_sensor
+    from radarays_ros.errors import ConfigError
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.transforms import pose_to_matrix
+    scene = _yard()
+    backend = make_backend("embree", scene)
+    kept, fresh = (LidarSimulator(load_sensor("VLP-16"), scene, backend, seed=0) for _ in range(2))
+    pose = pose_to_matrix(0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    frames = [kept.simulate(pose), kept.simulate(pose)]
+    pose[0, 3] = 0.5  # the same array, moved: checked again, a frame from there
+    frames.append(kept.simulate(pose))
+    expected = [fresh.simulate(pose_to_matrix(x, 0.0, 1.0, 0.0, 0.0, 0.0)) for x in (0.0, 0.0, 0.5)]
+    for got, want in zip(frames, expected):
+        assert got.range.tobytes() == want.range.tobytes() and got.xyz.tobytes() == want.xyz.tobytes()
+    assert not np.array_equal(frames[1].xyz, frames[2].xyz, equal_nan=True)
+    pose[:3, :3] *= 2.0  # no longer a rotation
+    with pytest.raises(ConfigError, match="rotation"):
+        kept.simulate(pose)
+
+
+def test_echo_normals_loops_give_numpys_bits():
+    from lidar_ros.physics.beam_returns import picked_normals, zeroed_normals
+
+    rng = np.random.default_rng(5)
+    normal = rng.normal(size=(4000, 3)).astype(np.float32)
+    normal[::7] = -0.0  # signed zeros are copied as they are
+    pick = rng.integers(0, 4000, 1000)
+    present = rng.random(1000) < 0.8
+    expected = np.where(present[:, None], normal[pick], np.float32(0.0))
+    assert picked_normals(normal, pick, present).tobytes() == expected.tobytes()
+    mask = rng.random(4000) < 0.1
+    assert zeroed_normals(normal, mask).tobytes() == np.where(mask[:, None], np.float32(0.0), normal).tobytes()
+
+
+def _yard():
+    """Ground, a wall and a pole (depth edges for the echoes and edge dropouts)."""
+    import trimesh
+
+    from radarays_ros.world.mesh import TriMesh
+    from radarays_ros.world.scene import Scene
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    scene = Scene()
+    for name, size, pose, material in [("ground", [60, 60, 1], (0, 0, -0.5), "asphalt"),
+                                       ("box", [4, 6, 8], (8, 2, 4), "concrete"),
+                                       ("pole", [0.2, 0.2, 4], (4, -1, 2), "metal")]:
+        mesh = trimesh.creation.box(size)
+        scene.add_entity(f"{name}::link::visual", TriMesh(mesh.vertices, mesh.faces), pose_to_matrix(*pose),
+                         material=material)
+    return scene
+
+
+@pytest.mark.parametrize("sensor, overrides", [
+    ("VLP-16", {"beam.return_mode": "dual", "weather.fog_visibility_km": 0.5}),
+    ("OS1-64", {"columns": 512, "rate_hz": 10, "beam.return_mode": "dual"}),
+])
+def test_realistic_frames_are_the_same_bytes_on_one_and_two_threads(sensor, overrides):
+    """The compiled loops run inside the frame's pieces on every thread: a frame (every .npz channel, second
+    echoes included, and the driver cloud) does not depend on the thread count."""
+    from lidar_ros import LidarSimulator, load_sensor
+    from radarays_ros.io.lidar_clouds import FrameCloud, pointcloud_array
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    scene = _yard()
+    cfg = load_sensor(sensor, overrides, realistic=True)
+    frames = []
+    for threads in (1, 2):
+        sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=threads), seed=4, sink=FrameCloud.of)
+        scans = [sim.simulate(pose_to_matrix(x, 0.0, 1.5, 0.0, 0.0, 0.2), t0_ns=k * 10**8) for k, x in enumerate((0, 1))]
+        frames.append([{**scan.arrays(), "cloud": pointcloud_array(scan, cfg.layout)} for scan in scans])
+    for one, two in zip(*frames):
+        assert one.keys() == two.keys() and "range2" in one
+        for key in one:
+            assert np.ascontiguousarray(one[key]).tobytes() == np.ascontiguousarray(two[key]).tobytes(), key
+    assert np.isfinite(frames[0][0]["range"]).mean() > 0.3
