@@ -15,10 +15,11 @@ H, W = 64, 1024
 LEVELS = (20.0, 60.0, 180.0, 540.0)   # signal photons, each in its own octave bin
 
 
-def flat_frame(k: float, signal: np.ndarray, seed: int, distance: float = 3.0, with_signal: bool = True) -> LidarFrame:
-    """A wall at `distance` m seen by every pixel, range noise sigma = k / sqrt(signal) per pixel."""
+def flat_frame(k: float, signal: np.ndarray, seed: int, distance: float = 3.0, with_signal: bool = True,
+               floor: float = 0.0) -> LidarFrame:
+    """A wall at `distance` m seen by every pixel, range noise sigma = max(floor, k / sqrt(signal)) per pixel."""
     rng = np.random.default_rng(seed)
-    r = distance + rng.standard_normal((H, W)) * k / np.sqrt(signal)
+    r = distance + rng.standard_normal((H, W)) * np.maximum(floor, k / np.sqrt(signal))
     el = np.radians(np.linspace(-15, 15, H))[:, None] * np.ones((1, W))
     az = (np.arange(W) * 2 * np.pi / W)[None, :] * np.ones((H, 1))
     d = np.stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)], axis=-1)
@@ -39,6 +40,14 @@ def test_recovers_the_photon_counting_constant_over_several_signal_levels(k, see
     s = frame_stats(frame)
     assert s["range_noise_near_sqrt_signal_m"] == pytest.approx(k, rel=0.04)
     assert range_noise_times_sqrt_signal(frame) == s["range_noise_near_sqrt_signal_m"]
+
+
+def test_bright_bins_at_the_precision_floor_do_not_count():
+    """Ouster-like sigma = max(3 mm, 70 mm / sqrt(S)) with three of five levels above 512 photons, where the floor
+    sets sigma and sigma * sqrt(S) reads 116-232 mm: still k within 4 % (the median over every bin would read
+    3 mm * sqrt(1500) = 116 mm)."""
+    frame = flat_frame(0.070, rows_of_levels((40.0, 150.0, 1500.0, 3000.0, 6000.0)), 11, floor=0.003)
+    assert range_noise_times_sqrt_signal(frame) == pytest.approx(0.070, rel=0.04)
 
 
 def test_like_for_like_where_the_plain_noise_is_not():

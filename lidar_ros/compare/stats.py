@@ -45,8 +45,9 @@ Noise and timing
                           binned by their SIGNAL (octaves, SIGNAL_BIN_EDGES), sigma_bin as range_noise_m in each bin
                           with at least NOISE_BIN_MIN_SAMPLES differences, S_bin the bin's median SIGNAL; the
                           statistic is the median over bins of sigma_bin * sqrt(S_bin) (m * sqrt(photons)). NaN
-                          without a SIGNAL channel. Bins where a floor (range quantisation, the unit's precision
-                          floor) dominates read above k; the median keeps a few of those from moving it.
+                          without a SIGNAL channel. Only bins up to PHOTON_LIMITED_MAX photons: above it the
+                          Ouster precision floor (3 mm against 70 mm / sqrt(S): S ~ 540) and the mm range steps
+                          set sigma, sigma * sqrt(S) grows as sqrt(S), and a bright scene would read high again.
     column_step_us        median spacing of the measurement-block times; column_jitter_us: 1.4826 MAD of
                           the spacing; frame_span_ms: first to last block
 """
@@ -66,7 +67,8 @@ FAR_FACTOR = 2.0        # x the frame's median range
 DARK_FACTOR = 0.5       # x the frame's median reflectivity
 SIGNAL_BANDS_M = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 MIN_BAND_SAMPLES = 20
-SIGNAL_BIN_EDGES = 2.0 ** np.arange(0, 21)   # signal photons, octaves 1 .. 1e6
+PHOTON_LIMITED_MAX = 512.0                    # signal photons; (70 mm / 3 mm)^2 ~ 540, range_precision.py presets
+SIGNAL_BIN_EDGES = 2.0 ** np.arange(0, 10)    # signal photons, octaves 1 .. PHOTON_LIMITED_MAX
 NOISE_BIN_MIN_SAMPLES = 50                    # second differences per SIGNAL bin (MAD within ~15 %)
 NEAR_BAND_M = (0.0, 5.0)
 WHERE = ("edge", "far", "dark", "grazing", "unexplained")
