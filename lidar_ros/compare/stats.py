@@ -39,6 +39,15 @@ Noise and timing
     range_noise_m         sigma of range from second differences along a row on one surface:
                           e = r[c] - (r[c-1] + r[c+1]) / 2 has variance 1.5 sigma^2 for independent noise;
                           1.4826 MAD(e) / sqrt(1.5). Also per band: range_noise_near_m (< 5 m), _mid_m (5-20 m)
+    range_noise_near_sqrt_signal_m  the near (< 5 m) noise made independent of how bright the scene is: photon
+                          counting gives sigma = k / sqrt(S) (lidar_ros/physics/range_precision.py), so two frames
+                          whose near pixels differ in SIGNAL S differ in sigma though k is the same. The pixels are
+                          binned by their SIGNAL (octaves, SIGNAL_BIN_EDGES), sigma_bin as range_noise_m in each bin
+                          with at least NOISE_BIN_MIN_SAMPLES differences, S_bin the bin's median SIGNAL; the
+                          statistic is the median over bins of sigma_bin * sqrt(S_bin) (m * sqrt(photons)). NaN
+                          without a SIGNAL channel. Only bins up to PHOTON_LIMITED_MAX photons: above it the
+                          Ouster precision floor (3 mm against 70 mm / sqrt(S): S ~ 540) and the mm range steps
+                          set sigma, sigma * sqrt(S) grows as sqrt(S), and a bright scene would read high again.
     column_step_us        median spacing of the measurement-block times; column_jitter_us: 1.4826 MAD of
                           the spacing; frame_span_ms: first to last block
 """
@@ -58,6 +67,10 @@ FAR_FACTOR = 2.0        # x the frame's median range
 DARK_FACTOR = 0.5       # x the frame's median reflectivity
 SIGNAL_BANDS_M = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 MIN_BAND_SAMPLES = 20
+PHOTON_LIMITED_MAX = 512.0                    # signal photons; (70 mm / 3 mm)^2 ~ 540, range_precision.py presets
+SIGNAL_BIN_EDGES = 2.0 ** np.arange(0, 10)    # signal photons, octaves 1 .. PHOTON_LIMITED_MAX
+NOISE_BIN_MIN_SAMPLES = 50                    # second differences per SIGNAL bin (MAD within ~15 %)
+NEAR_BAND_M = (0.0, 5.0)
 WHERE = ("edge", "far", "dark", "grazing", "unexplained")
 
 
@@ -168,9 +181,10 @@ def texture(values: np.ndarray, frame: LidarFrame, every_pixel: bool = False) ->
     return float(np.mean(np.abs(b - a)[pair]) / abs(level))
 
 
-def range_noise(frame: LidarFrame, band: tuple[float, float] = (0.0, math.inf), where: np.ndarray | None = None) -> float:
+def range_noise(frame: LidarFrame, band: tuple[float, float] = (0.0, math.inf), where: np.ndarray | None = None,
+                min_samples: int = MIN_BAND_SAMPLES) -> float:
     """sigma of range (m) from second differences along rows on one surface, within a range band (and, when
-    given, at the (H, W) pixels `where`)."""
+    given, at the (H, W) pixels `where`); NaN with fewer than `min_samples` differences."""
     r = np.where(frame.valid, np.asarray(frame.range_m, np.float64), np.nan)
     left, right = np.roll(r, 1, axis=1), np.roll(r, -1, axis=1)
     e = r - 0.5 * (left + right)
@@ -179,9 +193,27 @@ def range_noise(frame: LidarFrame, band: tuple[float, float] = (0.0, math.inf), 
               & (r >= band[0]) & (r < band[1]))
     if where is not None:
         ok &= np.asarray(where, bool)
-    if ok.sum() < MIN_BAND_SAMPLES:
+    if ok.sum() < min_samples:
         return math.nan
     return _mad(e[ok]) / math.sqrt(1.5)
+
+
+def range_noise_times_sqrt_signal(frame: LidarFrame, band: tuple[float, float] = NEAR_BAND_M) -> float:
+    """Median over SIGNAL bins of sigma_bin * sqrt(S_bin) (m * sqrt(photons)), the photon-counting constant k
+    of sigma = k / sqrt(S) (module docstring); NaN without SIGNAL or without a bin of enough samples."""
+    if frame.signal is None:
+        return math.nan
+    sig = np.asarray(frame.signal, np.float64)
+    r = np.asarray(frame.range_m, np.float64)
+    with np.errstate(invalid="ignore"):
+        in_band = frame.valid & (r >= band[0]) & (r < band[1])
+    products = []
+    for lo, hi in zip(SIGNAL_BIN_EDGES[:-1], SIGNAL_BIN_EDGES[1:]):
+        in_bin = (sig >= lo) & (sig < hi)
+        sigma = range_noise(frame, band, in_bin, NOISE_BIN_MIN_SAMPLES)
+        if math.isfinite(sigma):
+            products.append(sigma * math.sqrt(float(np.median(sig[in_bin & in_band]))))
+    return float(np.median(products)) if products else math.nan
 
 
 def signal_vs_range(frame: LidarFrame) -> dict[str, float]:
@@ -296,7 +328,8 @@ def frame_stats(frame: LidarFrame) -> dict[str, float]:
     out.update(signal_vs_range(frame))
     out.update(second_returns(frame))
     out["range_noise_m"] = range_noise(frame)
-    out["range_noise_near_m"] = range_noise(frame, (0.0, 5.0))
+    out["range_noise_near_m"] = range_noise(frame, NEAR_BAND_M)
+    out["range_noise_near_sqrt_signal_m"] = range_noise_times_sqrt_signal(frame)
     out["range_noise_mid_m"] = range_noise(frame, (5.0, 20.0))
     out.update(column_timing(frame))
     return out
