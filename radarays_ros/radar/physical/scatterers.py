@@ -352,10 +352,15 @@ def _corners(sc: Scatterers | None) -> dict:
         cand = np.sort(cand[np.argsort(-area[cand], kind="stable")[:MAX_CORNER_PLATES]])
     dih, tri3 = [], []
     sin_tol = math.sin(math.radians(RIGHT_ANGLE_TOL_DEG))
-    lo = np.full((len(area), 3), np.inf)
-    hi = np.full((len(area), 3), -np.inf)
-    np.minimum.at(lo, plate, tri.min(axis=1))
-    np.maximum.at(hi, plate, tri.max(axis=1))
+    # bounding boxes of the candidates only (row k: plate cand[k]; a world has ~1M plates, a few thousand candidates)
+    slot = np.full(len(area), -1)
+    slot[cand] = np.arange(len(cand))
+    own = slot[plate]
+    lo = np.full((len(cand), 3), np.inf)
+    hi = np.full((len(cand), 3), -np.inf)
+    np.minimum.at(lo, own[own >= 0], tri[own >= 0].min(axis=1))
+    np.maximum.at(hi, own[own >= 0], tri[own >= 0].max(axis=1))
+    del slot, own
     partners: dict[int, list[int]] = {int(p): [] for p in cand}
     verts: dict[int, np.ndarray] = {}
     by_plate = np.argsort(plate, kind="stable")
@@ -363,8 +368,8 @@ def _corners(sc: Scatterers | None) -> dict:
     for ai, a in enumerate(cand):
         b = cand[ai + 1:]
         tol = 0.02 * np.sqrt(np.minimum(area[a], area[b])) + 1e-3
-        ok = ((np.abs(normal[b] @ normal[a]) <= sin_tol) & np.all(lo[a] <= hi[b] + tol[:, None], axis=1)
-              & np.all(lo[b] <= hi[a] + tol[:, None], axis=1)
+        ok = ((np.abs(normal[b] @ normal[a]) <= sin_tol) & np.all(lo[ai] <= hi[ai + 1:] + tol[:, None], axis=1)
+              & np.all(lo[ai + 1:] <= hi[ai] + tol[:, None], axis=1)
               & ((centroid[b] - centroid[a]) @ normal[a] > 0) & (np.einsum("ij,ij->i", centroid[a] - centroid[b], normal[b]) > 0))
         for b_, tol_ in zip(b[ok], tol[ok]):  # facing each other (not a convex edge), boxes touching
             a_, b_ = int(a), int(b_)
