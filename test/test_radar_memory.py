@@ -102,3 +102,17 @@ def test_build_peak_allocation_is_bounded_per_triangle(monkeypatch, n):
         tracemalloc.stop()
     assert sc.plate_curved.mean() > 0.5  # the terrain is read as a curved surface (the heavy path)
     assert peak <= BYTES_PER_TRIANGLE * len(faces), peak / len(faces)
+
+
+def test_concatenate_joins_field_by_field_and_leaves_its_parts_intact(monkeypatch):
+    """A list's parts stay as they were (concatenate lets go of its own references only); a generator gives
+    the same bytes; plate indices of the second part are shifted by the first's plate count."""
+    first, second = build(monkeypatch, 1 << 40), scatterers.from_mesh(*mixed_mesh(), entity=4)
+    before = {f.name: getattr(first, f.name).copy() for f in fields(scatterers.Scatterers)}
+    listed = scatterers.concatenate([first, None, second])
+    generated = scatterers.concatenate(p for p in (first, second))
+    for f in fields(scatterers.Scatterers):
+        assert np.array_equal(getattr(first, f.name), before[f.name]), f.name
+        assert getattr(listed, f.name).tobytes() == getattr(generated, f.name).tobytes(), f.name
+    assert np.array_equal(listed.tri_plate, np.concatenate([first.tri_plate, second.tri_plate + len(first.plate_area)]))
+    assert np.array_equal(listed.plate_entity[len(first.plate_area):], np.full(len(second.plate_area), 4))
