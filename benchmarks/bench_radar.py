@@ -3,7 +3,7 @@
 Prints images/s, the ratio of the frame time to the bare embreex time of the same rays (every pass's
 rays are recorded and re-traced raw through the same BVH), the ratio to the bare time of the unpruned
 workload (every wave traced, as RadaRays does; the simulator skips waves that cannot reach the image),
-the paper's sweep Ns = 200..1000 at 4 passes (Table III) and the peak memory. Run: PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_radar.py [--quick]
+the paper's sweep Ns = 200..1000 at 4 passes (Table III) and the peak memory (the process's peak RSS, in MiB and MB). Run: PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_radar.py [--quick]
 
 `--breakdown` adds, for each physical preset, where one frame's CPU goes on one thread (cProfile, the least
 CPU of --repeats frames, all parts from that frame and one clock: process time): the tracing itself (embreex
@@ -30,6 +30,13 @@ from radarays_ros.world.transforms import pose_to_matrix  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PHYSICAL_PRESETS = ("navtech_ras6", "navtech_cts350x", "navtech_cir204_realistic")
+
+
+def peak_memory() -> str:
+    """The process's peak resident set so far (getrusage ru_maxrss: KiB on Linux, common.peak_rss_mb), in MiB
+    (2^20 bytes) and in MB (10^6 bytes: the unit of a "<= 1 GB" target)."""
+    mib = peak_rss_mb()
+    return f"{mib:.0f} MiB = {mib * 2**20 / 1e6:.0f} MB (peak RSS, ru_maxrss)"
 
 
 def recorded_rays(sim, pose):
@@ -196,7 +203,7 @@ def main(argv=None) -> int:
         report(f"radar 400x{cfg.beam.samples}x{cfg.tracing.passes} {name}", seconds, bare,
                median_paired_ratio=f"{ratio:.2f}x", cpu_ratio=f"{cpu_ratio:.2f}x", rays_per_pass=counts,
                vs_bare_unpruned=f"{seconds / bare_all:.2f}x", unpruned_rays_per_pass=counts_all)
-    print(f"peak memory after the 50-sample frames: {peak_rss_mb():.0f} MiB")
+    print(f"peak memory after the 50-sample frames: {peak_memory()}")
 
     # realistic presets (physical sensor stage): the sensor stage still transforms and logs every pixel of
     # 400 x 6848 (noise drawn on the window's band only, clutter only as far as it reaches), so the frame
@@ -209,7 +216,7 @@ def main(argv=None) -> int:
         report(f"radar {preset} {cfg.azimuth.count}x{cfg.range.n_bins} (physical)", seconds, bare,
                median_paired_ratio=f"{ratio:.2f}x", cpu_ratio=f"{cpu_ratio:.2f}x", rays_per_pass=counts, frames_per_s=f"{1.0 / seconds:.1f} Hz",
                sensor_rate=f"{cfg.azimuth.rate_hz:g} Hz")
-        print(f"peak memory after {preset}: {peak_rss_mb():.0f} MiB")
+        print(f"peak memory after {preset}: {peak_memory()}")
         if args.breakdown:
             print_breakdown(preset, cpu_breakdown(cfg, scene, pose, repeats), one_thread_cpu(cfg, scene, pose, repeats))
 
@@ -225,7 +232,7 @@ def main(argv=None) -> int:
         report(f"radar sweep Ns={ns} (4 passes)", seconds, bare, median_paired_ratio=f"{ratio:.2f}x",
                primary_rays=400 * ns, total_rays=sum(counts), vs_bare_unpruned=f"{seconds / bare_all:.2f}x",
                unpruned_rays=sum(counts_all))
-    print(f"peak memory (whole run): {peak_rss_mb():.0f} MiB")
+    print(f"peak memory (whole run): {peak_memory()}")
     return 0
 
 

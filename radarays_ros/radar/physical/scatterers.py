@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from typing import Iterable
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -34,6 +35,7 @@ MIN_CORNER_AREA = 1e-4  # m^2: smaller faces are not searched for corners (sigma
 MAX_CORNER_PLATES = 4000  # corners are searched among at most this many plates (the largest)
 STRAIGHT_BEND = 1e-3  # rad: a principal direction bending less than this across its plate is straight
 SOLVE_CHUNK = 65536  # plates per batched curvature solve
+BUILD_CHUNK = 65536  # triangles (or plate pairs) per element-wise step of the build (bounds its temporaries)
 MERGE_M = 1e-6  # vertices closer than this are one (meshes written with a vertex per face)
 
 
@@ -91,8 +93,10 @@ class Scatterers:
         return not (len(self.plate_area) or len(self.dih_length) or len(self.tri_apex))
 
 
-def concatenate(parts: list[Scatterers]) -> Scatterers:
-    """One Scatterers of several (plate indices of triangles and surface ids renumbered)."""
+def concatenate(parts: Iterable[Scatterers | None]) -> Scatterers:
+    """One Scatterers of several (plate indices of triangles and surface ids renumbered). Field by field, each
+    part's arrays let go once joined: given a generator (no other reference to the parts), the parts and
+    the whole are not held at once (the world's static parts are ~120 MB on a 1M-triangle city)."""
     parts = [p for p in parts if p is not None]
     if not parts:
         return from_mesh(np.zeros((0, 3)), np.zeros((0, 3), np.int64), np.zeros(0, np.int64), 0)
@@ -101,8 +105,9 @@ def concatenate(parts: list[Scatterers]) -> Scatterers:
     out = {}
     plate_off = np.cumsum([0] + [len(p.plate_area) for p in parts])[:-1]
     surf_off = np.cumsum([0] + [int(p.plate_surface.max(initial=-1)) + 1 for p in parts])[:-1]
+    parts = [{f.name: getattr(p, f.name) for f in fields(Scatterers)} for p in parts]  # (the objects go here)
     for f in fields(Scatterers):
-        items = [getattr(p, f.name) for p in parts]
+        items = [p.pop(f.name) for p in parts]
         if f.name in ("tri_plate", "edge_plate"):
             items = [v + o for v, o in zip(items, plate_off)]
         elif f.name == "plate_surface":
@@ -112,6 +117,7 @@ def concatenate(parts: list[Scatterers]) -> Scatterers:
             items = [np.concatenate([v, np.repeat(v[:, -1:], width - v.shape[1], axis=1)], axis=1) if v.shape[1] < width
                      else v for v in items]
         out[f.name] = np.concatenate(items)
+        del items
     return Scatterers(**out)
 
 
@@ -122,74 +128,127 @@ def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return connected_components(graph, directed=False)[1].astype(np.int64)
 
 
+def _chunks(n: int, size: int):
+    """(lo, hi) spans of at most `size` items covering range(n)."""
+    return ((lo, min(lo + size, n)) for lo in range(0, n, size))
+
+
+def _triangles(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """(T, 3, 3) corners of the faces (a gather: the same numbers whichever faces are asked together)."""
+    return vertices[faces.reshape(-1)].reshape(-1, 3, 3)
+
+
+def _row_dots(a: np.ndarray, b: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """a[ia] . b[ib] per row, gathered a chunk at a time (not two (pairs, 3) copies at once)."""
+    out = np.empty(len(ia))
+    for lo, hi in _chunks(len(ia), BUILD_CHUNK):
+        out[lo:hi] = np.einsum("ij,ij->i", a[ia[lo:hi]], b[ib[lo:hi]])
+    return out
+
+
 def _face_pairs(faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pairs of faces sharing an edge (each pair once)."""
     if not len(faces):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
-    owner = np.tile(np.arange(len(faces)), 3)
-    key = edges[:, 0] * (int(faces.max()) + 1) + edges[:, 1]
+    n = len(faces)
+    # edge k of face f is entry k * n + f (edges 01, 12, 20), keyed by its (low, high) vertex pair
+    a = np.concatenate([faces[:, 0], faces[:, 1], faces[:, 2]])
+    b = np.concatenate([faces[:, 1], faces[:, 2], faces[:, 0]])
+    key = np.minimum(a, b)
+    key *= int(faces.max()) + 1
+    key += np.maximum(a, b)
+    del a, b
     order = np.argsort(key, kind="stable")
-    key, owner = key[order], owner[order]
+    key = key[order]
     same = np.flatnonzero(key[1:] == key[:-1])
-    return owner[same], owner[same + 1]
+    del key
+    return order[same] % n, order[same + 1] % n
 
 
 def from_mesh(vertices: np.ndarray, faces: np.ndarray, materials: np.ndarray, entity: int, corners: bool = True) -> Scatterers:
     """The scatterers of one triangle mesh (vertices (V, 3) in its frame, faces (F, 3), material id per face);
-    corners=False: plates and curved surfaces only (with_corners adds them, e.g. over several meshes)."""
+    corners=False: plates and curved surfaces only (with_corners adds them, e.g. over several meshes).
+
+    Memory: per-triangle work runs BUILD_CHUNK triangles (or pairs) at a time and each array is dropped when
+    no longer needed (a 1M-triangle terrain kept ~0.4 GB of temporaries alive at once); only element-wise
+    steps and gathers are chunked, every sum runs over the whole array as before, so the numbers are the same."""
     vertices = np.asarray(vertices, np.float64)
     faces = np.asarray(faces, np.int64)
     materials = np.asarray(materials, np.int64)
     if len(faces):
         _, first, merged = np.unique(np.round(vertices / MERGE_M), axis=0, return_index=True, return_inverse=True)
+        del _
         vertices, faces = vertices[first], merged.reshape(-1)[faces]
-    tri = vertices[np.asarray(faces).reshape(-1)].reshape(-1, 3, 3) if len(faces) else np.zeros((0, 3, 3))
-    cross = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-    double_area = np.linalg.norm(cross, axis=1)
+        del first, merged
+    else:
+        faces = faces.reshape(0, 3)
+    normal = np.empty((len(faces), 3))  # the cross product, made unit below
+    double_area = np.empty(len(faces))
+    for lo, hi in _chunks(len(faces), BUILD_CHUNK):
+        tri = _triangles(vertices, faces[lo:hi])
+        normal[lo:hi] = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+        double_area[lo:hi] = np.linalg.norm(normal[lo:hi], axis=1)
     good = double_area > 1e-12
-    tri, cross, double_area, faces, materials = tri[good], cross[good], double_area[good], faces[good], materials[good]
-    normal = cross / np.maximum(double_area, 1e-300)[:, None]
+    normal, double_area, faces, materials = normal[good], double_area[good], faces[good], materials[good]
+    del good
+    normal /= np.maximum(double_area, 1e-300)[:, None]
     # plates: edge neighbours with the same normal and material
     fa, fb = _face_pairs(faces)
-    flat = (np.einsum("ij,ij->i", normal[fa], normal[fb]) > math.cos(math.radians(COPLANAR_DEG))) & (materials[fa] == materials[fb])
+    flat = (_row_dots(normal, normal, fa, fb) > math.cos(math.radians(COPLANAR_DEG))) & (materials[fa] == materials[fb])
     plate = _components(len(faces), fa[flat], fb[flat])
+    del flat
     n_plates = int(plate.max(initial=-1)) + 1
     weighted = lambda w: np.bincount(plate, w, minlength=n_plates).astype(np.float64)  # noqa: E731 (float when empty)
     area = weighted(0.5 * double_area)
-    centroid = np.stack([weighted(0.5 * double_area * tri[:, :, i].mean(axis=1)) for i in range(3)], axis=1).reshape(-1, 3)
+    corner_mean = np.empty((3, len(faces)))  # area-weighted corner mean per axis
+    for lo, hi in _chunks(len(faces), BUILD_CHUNK):
+        tri = _triangles(vertices, faces[lo:hi])
+        for i in range(3):
+            corner_mean[i, lo:hi] = 0.5 * double_area[lo:hi] * tri[:, :, i].mean(axis=1)
+    centroid = np.stack([weighted(corner_mean[i]) for i in range(3)], axis=1).reshape(-1, 3)
+    del corner_mean
     centroid /= np.maximum(area, 1e-300)[:, None]
     pn = np.stack([weighted(0.5 * double_area * normal[:, i]) for i in range(3)], axis=1).reshape(-1, 3)
+    del normal, double_area
     pn /= np.maximum(np.linalg.norm(pn, axis=1), 1e-300)[:, None]
     p_mat = np.zeros(n_plates, np.int64)
     p_mat[plate] = materials
+    del materials
     # curved surfaces: plates joined by gentle folds
     pa, pb = plate[fa], plate[fb]
+    del fa, fb
     cross_plates = pa != pb
     pa, pb = pa[cross_plates], pb[cross_plates]
+    del cross_plates
     if len(pa):
         pairs = np.unique(np.sort(np.stack([pa, pb], axis=1), axis=1), axis=0)
         pa, pb = pairs[:, 0], pairs[:, 1]
-    smooth = (np.einsum("ij,ij->i", pn[pa], pn[pb]) > math.cos(math.radians(SMOOTH_FOLD_DEG))) & (p_mat[pa] == p_mat[pb])
+        del pairs  # (pa, pb are its views)
+    smooth = (_row_dots(pn, pn, pa, pb) > math.cos(math.radians(SMOOTH_FOLD_DEG))) & (p_mat[pa] == p_mat[pb])
     pa, pb = pa[smooth], pb[smooth]
+    del smooth
     surface = _components(n_plates, pa, pb)
     size = np.bincount(surface, minlength=int(surface.max(initial=-1)) + 1)
     curved = size[surface] >= CURVED_MIN_PLATES if n_plates else np.zeros(0, bool)
+    del size
     keep = curved[pa] & curved[pb]
-    curvature, principal = _shape_operator(pn, centroid, pa[keep], pb[keep])
-    extent = _extent(tri, plate, principal, n_plates)
+    pa, pb = pa[keep], pb[keep]
+    del keep
+    curvature, principal = _shape_operator(pn, centroid, pa, pb)
+    del pa, pb
+    extent, radius = _extent_and_radius(vertices, faces, plate, principal, centroid, n_plates)
     surface_id = np.where(curved, surface, -1)
+    del surface
     bend = np.abs(curvature) * extent
     cone = np.where(bend.min(axis=1, initial=np.inf) < STRAIGHT_BEND, np.pi, 0.75 * bend.max(axis=1, initial=0.0))
-    radius = np.zeros(n_plates)
-    np.maximum.at(radius, plate, np.linalg.norm(tri - centroid[plate][:, None, :], axis=2).max(axis=1))
+    del bend
     # triangles and outlines are kept for the flat plates only (curved ones are evaluated by curvature):
     # a 1M-triangle terrain keeps none of its own
     flat_face = np.flatnonzero(~curved[plate]) if n_plates else np.zeros(0, np.int64)
     order = flat_face[np.argsort(plate[flat_face], kind="stable")]
     e_from, e_to, e_plate = _outline(faces[flat_face], plate[flat_face], vertices)
     out = Scatterers(
-        tri=tri[order], tri_plate=plate[order], edge_from=e_from, edge_to=e_to, edge_plate=e_plate, plate_normal=pn, plate_centroid=centroid, plate_area=area, plate_radius=radius,
+        tri=_triangles(vertices, faces[order]), tri_plate=plate[order], edge_from=e_from, edge_to=e_to, edge_plate=e_plate, plate_normal=pn, plate_centroid=centroid, plate_area=area, plate_radius=radius,
         plate_material=p_mat, plate_entity=np.full(n_plates, entity, np.int64), plate_curved=curved,
         plate_surface=surface_id, curvature=curvature, principal=principal, extent=extent, plate_cone=cone, **_corners(None))
     return with_corners(out) if corners else out
@@ -234,20 +293,29 @@ def _shape_operator(n: np.ndarray, c: np.ndarray, pa: np.ndarray, pb: np.ndarray
     # summed per plate entry by entry (no (pairs, 3, 3) temporaries: a 1M-triangle terrain has 1.3M pairs)
     sums = {key: np.zeros(p) for key in ("xx", "xy", "yy", "xgx", "ygx_xgy", "ygy")}
     for i, j in ((pa, pb), (pb, pa)):
-        dc, dn = c[j] - c[i], n[j] - n[i]
-        dx, dy = np.einsum("ij,ij->i", dc, e1[i]), np.einsum("ij,ij->i", dc, e2[i])
-        gx, gy = np.einsum("ij,ij->i", dn, e1[i]), np.einsum("ij,ij->i", dn, e2[i])
-        for key, value in (("xx", dx * dx), ("xy", dx * dy), ("yy", dy * dy), ("xgx", dx * gx),
-                           ("ygx_xgy", dy * gx + dx * gy), ("ygy", dy * gy)):
-            sums[key] += np.bincount(i, value, minlength=p)
-    m = np.zeros((p, 3, 3))
-    m[:, 0, 0], m[:, 0, 1], m[:, 1, 0] = sums["xx"], sums["xy"], sums["xy"]
-    m[:, 1, 1], m[:, 1, 2], m[:, 2, 1], m[:, 2, 2] = sums["xx"] + sums["yy"], sums["xy"], sums["xy"], sums["yy"]
-    rhs = np.stack([sums["xgx"], sums["ygx_xgy"], sums["ygy"]], axis=1)
+        dx, dy, gx, gy = (np.empty(len(i)) for _ in range(4))
+        for lo, hi in _chunks(len(i), BUILD_CHUNK):  # the (pairs, 3) differences a chunk at a time
+            ic, jc = i[lo:hi], j[lo:hi]
+            dc, dn = c[jc] - c[ic], n[jc] - n[ic]
+            dx[lo:hi], dy[lo:hi] = np.einsum("ij,ij->i", dc, e1[ic]), np.einsum("ij,ij->i", dc, e2[ic])
+            gx[lo:hi], gy[lo:hi] = np.einsum("ij,ij->i", dn, e1[ic]), np.einsum("ij,ij->i", dn, e2[ic])
+        # one product alive at a time
+        sums["xx"] += np.bincount(i, dx * dx, minlength=p)
+        sums["xy"] += np.bincount(i, dx * dy, minlength=p)
+        sums["yy"] += np.bincount(i, dy * dy, minlength=p)
+        sums["xgx"] += np.bincount(i, dx * gx, minlength=p)
+        sums["ygx_xgy"] += np.bincount(i, dy * gx + dx * gy, minlength=p)
+        sums["ygy"] += np.bincount(i, dy * gy, minlength=p)
+        del dx, dy, gx, gy
     kappa, directions = np.zeros((p, 2)), np.zeros((p, 2, 3))
     for lo in range(0, p, SOLVE_CHUNK):  # in chunks: the batched pinv's temporaries stay small
         hi = min(lo + SOLVE_CHUNK, p)
-        s = np.einsum("nij,nj->ni", np.linalg.pinv(m[lo:hi], rcond=1e-9, hermitian=True), rhs[lo:hi])
+        xx, xy, yy = sums["xx"][lo:hi], sums["xy"][lo:hi], sums["yy"][lo:hi]
+        m = np.zeros((hi - lo, 3, 3))
+        m[:, 0, 0], m[:, 0, 1], m[:, 1, 0] = xx, xy, xy
+        m[:, 1, 1], m[:, 1, 2], m[:, 2, 1], m[:, 2, 2] = xx + yy, xy, xy, yy
+        rhs = np.stack([sums["xgx"][lo:hi], sums["ygx_xgy"][lo:hi], sums["ygy"][lo:hi]], axis=1)
+        s = np.einsum("nij,nj->ni", np.linalg.pinv(m, rcond=1e-9, hermitian=True), rhs)
         shape = np.stack([np.stack([s[:, 0], s[:, 1]], 1), np.stack([s[:, 1], s[:, 2]], 1)], 1)
         kappa[lo:hi], vec = np.linalg.eigh(shape)
         for k in range(2):
@@ -255,16 +323,23 @@ def _shape_operator(n: np.ndarray, c: np.ndarray, pa: np.ndarray, pb: np.ndarray
     return kappa, directions
 
 
-def _extent(tri, plate, principal, n_plates):
+def _extent_and_radius(vertices, faces, plate, principal, centroid, n_plates):
+    """(P, 2) length of each plate along its principal directions and (P,) largest distance of its vertices
+    from its centroid, BUILD_CHUNK triangles at a time (min and max do not depend on the order)."""
+    lo = np.full((2, n_plates), np.inf)
+    hi = np.full((2, n_plates), -np.inf)
+    radius = np.zeros(n_plates)
+    for start, stop in _chunks(len(faces), BUILD_CHUNK):
+        tri, own = _triangles(vertices, faces[start:stop]), plate[start:stop]
+        for k in range(2):
+            proj = np.einsum("tvi,ti->tv", tri, principal[own, k])
+            np.minimum.at(lo[k], own, proj.min(axis=1))
+            np.maximum.at(hi[k], own, proj.max(axis=1))
+        np.maximum.at(radius, own, np.linalg.norm(tri - centroid[own][:, None, :], axis=2).max(axis=1))
     out = np.zeros((n_plates, 2))
     for k in range(2):
-        proj = np.einsum("tvi,ti->tv", tri, principal[plate, k])
-        lo = np.full(n_plates, np.inf)
-        hi = np.full(n_plates, -np.inf)
-        np.minimum.at(lo, plate, proj.min(axis=1))
-        np.maximum.at(hi, plate, proj.max(axis=1))
-        out[:, k] = np.where(np.isfinite(hi - lo), hi - lo, 0.0)
-    return out
+        out[:, k] = np.where(np.isfinite(hi[k] - lo[k]), hi[k] - lo[k], 0.0)
+    return out, radius
 
 
 def _corners(sc: Scatterers | None) -> dict:
@@ -282,10 +357,15 @@ def _corners(sc: Scatterers | None) -> dict:
         cand = np.sort(cand[np.argsort(-area[cand], kind="stable")[:MAX_CORNER_PLATES]])
     dih, tri3 = [], []
     sin_tol = math.sin(math.radians(RIGHT_ANGLE_TOL_DEG))
-    lo = np.full((len(area), 3), np.inf)
-    hi = np.full((len(area), 3), -np.inf)
-    np.minimum.at(lo, plate, tri.min(axis=1))
-    np.maximum.at(hi, plate, tri.max(axis=1))
+    # bounding boxes of the candidates only (row k: plate cand[k]; a world has ~1M plates, a few thousand candidates)
+    slot = np.full(len(area), -1)
+    slot[cand] = np.arange(len(cand))
+    own = slot[plate]
+    lo = np.full((len(cand), 3), np.inf)
+    hi = np.full((len(cand), 3), -np.inf)
+    np.minimum.at(lo, own[own >= 0], tri[own >= 0].min(axis=1))
+    np.maximum.at(hi, own[own >= 0], tri[own >= 0].max(axis=1))
+    del slot, own
     partners: dict[int, list[int]] = {int(p): [] for p in cand}
     verts: dict[int, np.ndarray] = {}
     by_plate = np.argsort(plate, kind="stable")
@@ -293,8 +373,8 @@ def _corners(sc: Scatterers | None) -> dict:
     for ai, a in enumerate(cand):
         b = cand[ai + 1:]
         tol = 0.02 * np.sqrt(np.minimum(area[a], area[b])) + 1e-3
-        ok = ((np.abs(normal[b] @ normal[a]) <= sin_tol) & np.all(lo[a] <= hi[b] + tol[:, None], axis=1)
-              & np.all(lo[b] <= hi[a] + tol[:, None], axis=1)
+        ok = ((np.abs(normal[b] @ normal[a]) <= sin_tol) & np.all(lo[ai] <= hi[ai + 1:] + tol[:, None], axis=1)
+              & np.all(lo[ai + 1:] <= hi[ai] + tol[:, None], axis=1)
               & ((centroid[b] - centroid[a]) @ normal[a] > 0) & (np.einsum("ij,ij->i", centroid[a] - centroid[b], normal[b]) > 0))
         for b_, tol_ in zip(b[ok], tol[ok]):  # facing each other (not a convex edge), boxes touching
             a_, b_ = int(a), int(b_)

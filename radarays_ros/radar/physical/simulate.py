@@ -72,9 +72,9 @@ def scene_scatterers(sim) -> scatterers.Scatterers:
     static = [e for e in sim.scene.entities if e.static]
     key = tuple((e.id, id(e.mesh), id(e.face_materials), np.asarray(e.pose).tobytes()) for e in static)
     if cache.get("static_key") != key:
-        parts = [scatterers.from_mesh(np.asarray(e.mesh.vertices) @ np.asarray(e.pose)[:3, :3].T + np.asarray(e.pose)[:3, 3],
-                                      e.mesh.faces, e.face_materials, e.id, corners=False) for e in static]
-        cache["static"] = scatterers.with_corners(scatterers.concatenate(parts))
+        parts = (scatterers.from_mesh(np.asarray(e.mesh.vertices) @ np.asarray(e.pose)[:3, :3].T + np.asarray(e.pose)[:3, 3],
+                                      e.mesh.faces, e.face_materials, e.id, corners=False) for e in static)
+        cache["static"] = scatterers.with_corners(scatterers.concatenate(parts))  # (a generator: joined as built)
         cache["static_key"] = key
     moving = []
     for e in sim.scene.entities:
