@@ -78,6 +78,16 @@ class Hits:
                 self._ids[name] = value
         return tuple(self.distance if name == "distance" else self._field(name) for name in names)
 
+    def normals_at(self, rows) -> np.ndarray:
+        """(len(rows), 3) float32 normal[rows], the same bits; a backend whose resolver offers
+        `normal_rows(rows)` computes only those rows while the normals are not resolved yet (a lidar with
+        beam divergence reads one sub-ray's normal per beam)."""
+        rows = np.asarray(rows, np.int64)
+        at = getattr(self._resolve, "normal_rows", None)
+        if self._ids["normal"] is None and at is not None:
+            return at(rows)
+        return np.asarray(self.normal, np.float32)[rows]
+
     normal = property(lambda self: self._field("normal"), lambda self, v: self._ids.__setitem__("normal", v))
     entity = property(lambda self: self._field("entity"), lambda self, v: self._ids.__setitem__("entity", v))
     face = property(lambda self: self._field("face"), lambda self, v: self._ids.__setitem__("face", v))

@@ -497,6 +497,25 @@ class _Result:
                 np.multiply(ng[a2 - a:b2 - a], scale[a2 - a:b2 - a, None], out=normal[a2 - lo:b2 - lo])
         return normal
 
+    def normal_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Unit normals of the rays `rows` only (int64, each in 0..n), the bits of `normal`/`lazy_normal`."""
+        if self.normal is not None:
+            return self.normal[rows]
+        out = np.zeros((len(rows), 3), np.float32)
+        for a, b, ng, scale in self.parts:
+            _scaled_rows(ng, scale, rows, a, b, out)
+        return out
+
+
+@kernel
+def _scaled_rows(ng, scale, rows, a, b, out):
+    """out[j] = ng[r] * scale[r] (float32, as np.multiply) for r = rows[j] - a of the span a..b."""
+    for j in range(rows.shape[0]):
+        r = rows[j] - a
+        if 0 <= r < b - a:
+            for i in range(3):
+                out[j, i] = ng[r, i] * scale[r]
+
 
 def _shifted(o: np.ndarray, d: np.ndarray, tmin: np.float32) -> np.ndarray:
     """o + d * tmin (rays start at tmin): one new array, the float32 product then the sum."""
@@ -553,6 +572,13 @@ class _IdLookup:
 
     def __call__(self, name: str) -> np.ndarray:
         return self.many([name])[0]
+
+    def normal_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Unit normals of these rays' `rows` only (Hits.normals_at)."""
+        rows = np.asarray(rows, np.int64)
+        if len(rows) and (rows.min() < 0 or rows.max() >= self.hi - self.lo):
+            raise IndexError(f"rows must lie in 0..{self.hi - self.lo - 1}")
+        return self.result.normal_rows(rows + self.lo)
 
     def many(self, names: list[str]) -> list[np.ndarray]:
         """The attributes `names` of these rays; which dynamic layer each hit came from is looked up once."""

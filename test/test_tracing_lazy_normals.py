@@ -1,0 +1,52 @@
+"""Hits.normals_at: the normals of selected rays only (a lidar beam's dominant sub-ray), bit for bit the
+rows of the eager normals; the default trace is unchanged."""
+import numpy as np
+import pytest
+import trimesh
+
+from radarays_ros.tracing import make_backend
+from radarays_ros.tracing.backend import Rays
+from radarays_ros.world.mesh import TriMesh
+from radarays_ros.world.scene import Scene
+
+WANTS = frozenset({"distance", "ids", "incidence"})  # the lidar's first trace: normals not asked for
+
+
+def _sphere_rays(n=30_000, seed=7):
+    scene = Scene()
+    sphere = trimesh.creation.icosphere(subdivisions=4, radius=3.0)
+    scene.add_entity("s", TriMesh(sphere.vertices, sphere.faces))
+    rng = np.random.default_rng(seed)
+    d = rng.normal(size=(n, 3))
+    d = (d / np.linalg.norm(d, axis=1, keepdims=True)).astype(np.float32)
+    o = rng.uniform(-5, 5, size=(n, 3)).astype(np.float32)  # some rays start outside and miss
+    return scene, o, d
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_selected_normals_equal_the_eager_rows_bit_for_bit(threads):
+    scene, o, d = _sphere_rays()
+    backend = make_backend("embree", scene, threads=threads)
+    eager = backend.trace(o, d, 0.1, 100.0)
+    lazy = backend.trace_rays(Rays.trusted(o, d), 0.1, 100.0, want=WANTS)
+    rows = np.random.default_rng(1).integers(0, len(o), 9_000)  # unsorted, repeated, across spans
+    rows = np.concatenate([rows, [0, len(o) - 1]])
+    picked = lazy.normals_at(rows)
+    assert lazy._ids["normal"] is None  # only the rows were computed
+    assert picked.dtype == np.float32 and picked.shape == (len(rows), 3)
+    assert picked.tobytes() == eager.normal[rows].tobytes()
+    assert (~np.isfinite(lazy.distance[rows])).any() and np.isfinite(lazy.distance[rows]).any()
+    assert lazy.normal.tobytes() == eager.normal.tobytes()  # the default access is unchanged
+    assert lazy.normals_at(rows).tobytes() == picked.tobytes()  # resolved normals: a plain gather
+    assert eager.normals_at(rows).tobytes() == picked.tobytes()
+
+
+def test_span_rows_are_relative_and_checked():
+    scene, o, d = _sphere_rays(8_000)
+    backend = make_backend("embree", scene, threads=2)
+    eager = backend.trace(o, d, 0.1, 100.0)
+    part = backend.trace_rays(Rays.trusted(o, d), 0.1, 100.0, want=WANTS).span(3_000, 7_000)
+    rows = np.arange(0, 4_000, 3)
+    assert part.normals_at(rows).tobytes() == eager.normal[3_000 + rows].tobytes()
+    with pytest.raises(IndexError):
+        part.normals_at(np.array([4_000]))
