@@ -48,7 +48,7 @@ def hits_of_echo(hits: LidarHits, echo: Echo, sub_rays: int | None = None, colum
         range=echo.range,
         entity=lambda: np.where(present, hits.entity[pick], -1).astype(np.int32),
         material=material,
-        normal=lambda: picked_normals(hits.normal, pick, present),
+        normal=lambda: _echo_normals(hits, pick, present),
         cos_incidence=cos_incidence,
         reflectivity=echo.reflectivity,
         bounces=lambda: hits.bounces[pick],
@@ -76,6 +76,16 @@ def add_backscatter(beams: LidarHits, effects: EffectsConfig, alpha: float, rang
     entity, normal = beams._lazy["entity"], beams._lazy["normal"]  # resolved only if read (ground truth)
     beams.entity = lambda: np.where(take, -1, entity() if callable(entity) else entity).astype(np.int32)
     beams.normal = lambda: zeroed_normals(normal() if callable(normal) else normal, take)
+
+
+def _echo_normals(hits: LidarHits, pick: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """picked_normals of the sub-rays' normals; from the tracer, only the picked rows are computed
+    (not all sub-rays' normals: 4 per beam with beam divergence)."""
+    lazy = hits._lazy["normal"]
+    at = getattr(lazy, "at", None)
+    if at is None:
+        return picked_normals(hits.normal, pick, present)
+    return zeroed_normals(at(np.where(present, pick, 0)), ~np.asarray(present, np.bool_))
 
 
 def picked_normals(normal: np.ndarray, pick: np.ndarray, present: np.ndarray) -> np.ndarray:

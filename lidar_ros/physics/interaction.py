@@ -160,6 +160,19 @@ def first_trace(backend, origins, directions, tmin: float = 0.0, tmax: float = n
     return backend.trace_rays(rays, tmin, tmax, want=FIRST_TRACE_WANTS)
 
 
+class _FirstNormals:
+    """The first trace's normals on first access, or only the rows a caller reads (Hits.normals_at)."""
+
+    def __init__(self, hits):
+        self.hits = hits
+
+    def __call__(self):
+        return self.hits.normal
+
+    def at(self, rows):
+        return self.hits.normals_at(rows)
+
+
 def _unit(d: np.ndarray) -> np.ndarray:
     norm = np.sqrt(np.einsum("ij,ij->i", d, d))
     if np.all(np.abs(norm - 1.0) < 1e-5):
@@ -173,7 +186,7 @@ def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, ma
     distance, material = h.distance, h.material  # face is never read
     if no_return is None:  # every ray returns from the surface it met: the first surface IS the final one
         entity = first_entity = (lambda: h.entity)  # resolved only if someone reads it (ground truth)
-        normal = (lambda: h.normal)
+        normal = _FirstNormals(h)  # callable; .at(rows) computes only those rows (a beam's dominant sub-ray)
         first_material, first_range = material, distance
         cos_inc = h.incidence_cosines(unit)
     else:  # copies in which those rays are misses; first_* keep what was met
