@@ -50,3 +50,22 @@ def test_span_rows_are_relative_and_checked():
     assert part.normals_at(rows).tobytes() == eager.normal[3_000 + rows].tobytes()
     with pytest.raises(IndexError):
         part.normals_at(np.array([4_000]))
+
+
+def test_lidar_echo_normals_from_selected_rows_equal_the_gathered_ones():
+    """A beam's echo normal (beam_returns.hits_of_echo) computed from the picked rows only is the gather
+    of all sub-rays' normals, zero where the beam has no echo."""
+    from lidar_ros.physics.beam_returns import picked_normals, _echo_normals
+    from lidar_ros.physics.interaction import LidarHits, _FirstNormals
+    scene, o, d = _sphere_rays(8_000)
+    lazy = make_backend("embree", scene, threads=2).trace_rays(Rays.trusted(o, d), 0.1, 100.0, want=WANTS)
+    eager_normal = make_backend("embree", scene, threads=1).trace(o, d, 0.1, 100.0).normal
+    rng = np.random.default_rng(3)
+    pick = np.arange(0, 8_000, 4) + rng.integers(0, 4, 2_000)
+    present = rng.random(2_000) < 0.7
+    hits = LidarHits.misses(8_000)
+    hits.normal = _FirstNormals(lazy)
+    got = _echo_normals(hits, pick, present)
+    assert lazy._ids["normal"] is None
+    assert got.tobytes() == picked_normals(eager_normal, pick, present).tobytes()
+    assert not got[~present].any() and np.signbit(got[~present]).sum() == 0
