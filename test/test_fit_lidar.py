@@ -85,13 +85,20 @@ TOLERANCE2 = {"surface.signal_scale": 0.03, "surface.overlap_range_m": 0.05, "no
 BACKGROUND = {"signal": {"noise_floor": 3.0}}  # background photons: the SNR is finite, the SNR law acts
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_overlap_and_snr_range_noise_recovered(seed):
+def _fit_true_values(true: dict, seed: int):
+    """Shade the synthetic scene with the true values (the SNR law active), fit those keys from START;
+    returns (params, result, fitted config, the frame, the true config)."""
     start = {**START, **BACKGROUND}
-    params = tuple(p for p in SENSOR_STAGE if p.key in TRUE2)
-    truth = apply_values(start, params, [TRUE2[p.key] for p in params])
+    params = tuple(p for p in SENSOR_STAGE if p.key in true)
+    truth = apply_values(start, params, [true[p.key] for p in params])
     frame = shade(synthetic_scene(), truth, seed=seed, name="truth")
     result, fitted, _ = fit_sensor_stage([frame], start, params, seed=100 + seed, max_evaluations=40)
+    return params, result, fitted, frame, truth
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_overlap_and_snr_range_noise_recovered(seed):
+    params, result, fitted, _, _ = _fit_true_values(TRUE2, seed)
     assert all(result.identifiable), result.verdicts
     for p, value in zip(params, result.values):
         assert value == pytest.approx(TRUE2[p.key], rel=TOLERANCE2[p.key]), p.key
@@ -298,11 +305,7 @@ TRUE3 = {"surface.signal_scale": 8.0e4, "noise.snr_sigma[*][1]": 0.15, "noise.sn
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_snr_floor_recovered_and_sigma_then_unidentifiable(seed):
-    start = {**START, **BACKGROUND}
-    params = tuple(p for p in SENSOR_STAGE if p.key in TRUE3)
-    truth = apply_values(start, params, [TRUE3[p.key] for p in params])
-    frame = shade(synthetic_scene(), truth, seed=seed, name="truth")
-    result, fitted, _ = fit_sensor_stage([frame], start, params, seed=100 + seed, max_evaluations=40)
+    params, result, fitted, frame, truth = _fit_true_values(TRUE3, seed)
     assert all(result.identifiable), result.verdicts
     got = dict(zip((p.key for p in params), result.values))
     assert got["noise.snr_floor"] == pytest.approx(0.006, rel=0.25)

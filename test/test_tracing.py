@@ -10,6 +10,7 @@ from radarays_ros.world.materials import MaterialLibrary
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
+from support.tracing import sphere_rays
 
 
 def box_mesh(extents):
@@ -312,14 +313,7 @@ def test_vectorised_quaternions_match_the_scalar_conversion():
 
 def _sphere_rays(n=40_000, seed=5):
     """Unit float32 rays from inside a sphere of radius 3 (every ray hits), plus the scene."""
-    scene = Scene()
-    sphere = trimesh.creation.icosphere(subdivisions=4, radius=3.0)
-    scene.add_entity("s", TriMesh(sphere.vertices, sphere.faces))
-    rng = np.random.default_rng(seed)
-    d = rng.normal(size=(n, 3))
-    d = (d / np.linalg.norm(d, axis=1, keepdims=True)).astype(np.float32)
-    o = rng.uniform(-1, 1, size=(n, 3)).astype(np.float32)
-    return scene, o, d
+    return sphere_rays(n, seed, spread=1.0)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -2,25 +2,16 @@
 rows of the eager normals; the default trace is unchanged."""
 import numpy as np
 import pytest
-import trimesh
 
 from radarays_ros.tracing import make_backend
 from radarays_ros.tracing.backend import Rays
-from radarays_ros.world.mesh import TriMesh
-from radarays_ros.world.scene import Scene
+from support.tracing import sphere_rays
 
 WANTS = frozenset({"distance", "ids", "incidence"})  # the lidar's first trace: normals not asked for
 
 
 def _sphere_rays(n=30_000, seed=7):
-    scene = Scene()
-    sphere = trimesh.creation.icosphere(subdivisions=4, radius=3.0)
-    scene.add_entity("s", TriMesh(sphere.vertices, sphere.faces))
-    rng = np.random.default_rng(seed)
-    d = rng.normal(size=(n, 3))
-    d = (d / np.linalg.norm(d, axis=1, keepdims=True)).astype(np.float32)
-    o = rng.uniform(-5, 5, size=(n, 3)).astype(np.float32)  # some rays start outside and miss
-    return scene, o, d
+    return sphere_rays(n, seed, spread=5.0)  # some rays start outside and miss
 
 
 @pytest.mark.parametrize("threads", [1, 2])
