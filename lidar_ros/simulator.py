@@ -93,6 +93,7 @@ class LidarSimulator:
         self._k = beam.sub_rays if beam.footprint and beam.divergence_mrad > 0 else 1
         self._weights = sub_ray_offsets(beam.divergence_mrad * 1e-3, self._k, beam.profile)[2]
         self._glass = config.effects.glass.specular
+        self._foliage = config.effects.foliage.volume  # crowns as leaf volumes (physics/foliage.py)
         self._echoes = self._k > 1 or beam.dual or self._glass
         weather = config.effects.weather
         self._alpha = weather_extinction_per_m(weather)
@@ -321,7 +322,8 @@ class LidarSimulator:
         cfg = self.config
         origins, dirs, first = traced
         hits = trace_lidar(self.backend, origins, dirs, self.materials, self._tmin, self._tmax,
-                           max_bounces=cfg.max_bounces, unit_directions=True, first_hits=first)
+                           max_bounces=cfg.max_bounces, unit_directions=True, first_hits=first,
+                           foliage_rng=rng if self._foliage else None)
         m = self._k
         if self._has_offset:  # Ouster ranges count from the lidar origin
             hits.range = hits.range + self._offset_traced[a * m:b * m]
