@@ -47,8 +47,7 @@ def gap_probability(chord_m, extinction: float) -> np.ndarray:
     return np.exp(-extinction * np.asarray(chord_m, np.float64))
 
 
-def leaf_depths(extinction: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """(N,) float64 depth (m) at which each ray meets its first leaf, ℓ = −ln(1 − U)/(G·LAD): one uniform per
-    ray from `rng`, in row order (extinction: (N,) G·LAD of the crown each ray is in, > 0)."""
-    u = rng.random(len(extinction))
-    return -np.log1p(-u) / np.asarray(extinction, np.float64)
+def leaf_depths(extinction: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """(N,) float64 depth (m) at which each ray meets its first leaf, ℓ = −ln(1 − U)/(G·LAD), of the uniforms u
+    on [0, 1) (leaf_sharing.py draws them; extinction: (N,) G·LAD of the crown each ray is in, > 0)."""
+    return -np.log1p(-np.asarray(u, np.float64)) / np.asarray(extinction, np.float64)

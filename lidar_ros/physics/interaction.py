@@ -12,7 +12,7 @@ The whole batch of rays is traced once per interaction round (one `backend.trace
 The reported reflectivity is ρ(θ) of the final surface (reflectivity.py) times the two-way power
 factor of every transparent crossing (t²) and mirror reflection (s²) on the way.
 
-With leaf volumes on (`foliage_rng`), a general material with a leaf area density (a tree crown, a hedge) is
+With leaf volumes on (`leaves`), a general material with a leaf area density (a tree crown, a hedge) is
 not a surface but a turbid medium: the ray goes into it straight through its face, meets a leaf at an
 exponentially drawn depth (foliage.py) if that lies before the next surface it would hit (the crown's far face,
 the trunk), and returns from that leaf (leaf_angles.py: the leaf's incidence and normal); else it reaches that
@@ -32,6 +32,7 @@ from radarays_ros.tracing.backend import Rays
 
 from .foliage import leaf_depths
 from .leaf_angles import leaf_cosines, leaf_normals
+from .leaf_sharing import LeafDraws
 from .materials import ABSORBENT, MIRROR, TRANSPARENT, LidarMaterials
 from .reflectivity import reflectivity
 
@@ -124,7 +125,7 @@ class LidarHits:
 def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: float = 0.0,
                 tmax: float = np.inf, max_bounces: int = 4, unit_directions: bool = False,
                 checked_rays: bool = False, first_hits=None,
-                foliage_rng: np.random.Generator | None = None) -> LidarHits:
+                leaves: LeafDraws | None = None) -> LidarHits:
     """Trace N lidar rays through mirrors and transparent surfaces to the surface that returns them.
 
     origins, directions: (N, 3) world frame (directions need not be unit length; a caller that
@@ -139,8 +140,8 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     first_hits: the first round's `first_trace(backend, origins, directions, tmin, tmax, ...)` when
     the caller traced it already (e.g. on another thread); the rays must be the same.
 
-    foliage_rng: materials with a leaf area density are leaf volumes (module docstring), their leaves drawn
-    from this generator (only when a ray goes into one: frames without foliage draw nothing); None: they
+    leaves: materials with a leaf area density are leaf volumes (module docstring), their leaves drawn by
+    it (leaf_sharing.py; only when a ray is in a crown: frames without foliage draw nothing); None: they
     return from their surface like any general material.
     """
     o = np.asarray(origins, np.float32)
@@ -155,7 +156,7 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     h = first_trace(backend, o, d, tmin, tmax, checked_rays) if first_hits is None else first_hits
     unit = d if unit_directions or checked_rays else _unit(d)
     not_first = materials.not_returning(h.material)  # one gather; -1 (miss) -> False
-    volumes = foliage_rng is not None and materials.has_foliage
+    volumes = leaves is not None and materials.has_foliage
     if volumes:
         crown = materials.extinction_of(h.material) > 0  # a crown's face: the ray goes in
         not_first = not_first | crown
@@ -167,7 +168,7 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
         continuing |= crown
     out = _first_surface_returns(h, not_first, unit, materials)
     _follow(backend, out, np.flatnonzero(continuing), o, unit, h, klass, materials, tmax, max_bounces,
-            foliage_rng if volumes else None)
+            leaves if volumes else None)
     return out
 
 
@@ -227,9 +228,9 @@ def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, ma
 
 
 def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials: LidarMaterials,
-            tmax, max_bounces, foliage_rng: np.random.Generator | None = None) -> None:
+            tmax, max_bounces, leaves: LeafDraws | None = None) -> None:
     """Follow the rays `active` (batch indices) past transparent surfaces and mirrors (and through leaf
-    volumes, given foliage_rng), one trace per round.
+    volumes, given `leaves`), one trace per round.
 
     The local arrays hold one row per active ray and shrink as rays return, end or run out of bounces.
     """
@@ -241,10 +242,10 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
     travelled = np.zeros(len(active), np.float32)  # path length before the current segment
     factor = np.ones(len(active), np.float32)  # product of two-way transmission/mirror factors
     total = h.distance
-    crown = _Crowns(len(active)) if foliage_rng is not None else None  # the leaf volume each ray is in
+    crown = _Crowns(len(active)) if leaves is not None else None  # the leaf volume each ray is in
     while True:
         if crown is not None:  # leaves on this segment inside a crown; then the crown faces it reaches
-            _meet_leaves(out, active, crown, hit, h.distance, travelled, tmax, d, factor, materials, foliage_rng)
+            _meet_leaves(out, active, crown, hit, h.distance, travelled, tmax, d, factor, materials, leaves)
             face = hit & (materials.extinction_of(h.material) > 0)
         else:
             face = np.zeros(len(hit), bool)
@@ -317,7 +318,7 @@ class _Crowns:
 
 
 def _meet_leaves(out: LidarHits, active, crown: _Crowns, hit, distance, travelled, tmax, d, factor,
-                 materials: LidarMaterials, rng: np.random.Generator) -> None:
+                 materials: LidarMaterials, leaves: LeafDraws) -> None:
     """The rays inside a crown on this segment: a leaf at depth ℓ (foliage.py) where ℓ comes before the
     segment's surface (or, without one, the ray's end at tmax); those return from their leaf (leaf_angles.py)
     and their `hit` is cleared, so that they end here."""
@@ -325,15 +326,17 @@ def _meet_leaves(out: LidarHits, active, crown: _Crowns, hit, distance, travelle
     if not len(inside):
         return
     way = np.where(hit[inside], distance[inside], np.float64(tmax) - travelled[inside])
-    depth = leaf_depths(crown.extinction[inside], rng)
+    material = crown.material[inside]
+    u = leaves.uniforms(active[inside], travelled[inside], materials.leaf_size_of(material))
+    depth = leaf_depths(crown.extinction[inside], u[:, 0])
     on_leaf = depth < way
     met = inside[on_leaf]
     if not len(met):
         return
-    mu = leaf_cosines(len(met), rng)
-    normal = leaf_normals(d[met], mu, rng)
+    mu = leaf_cosines(u[on_leaf, 1])
+    normal = leaf_normals(d[met], mu, u[on_leaf, 2])
     done = active[met]
-    material = crown.material[met]
+    material = material[on_leaf]
     out.range[done] = (travelled[met] + depth[on_leaf]).astype(np.float32)
     out.entity[done] = crown.entity[met]
     out.material[done] = material

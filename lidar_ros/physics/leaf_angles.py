@@ -19,18 +19,18 @@ from __future__ import annotations
 import numpy as np
 
 
-def leaf_cosines(n: int, rng: np.random.Generator) -> np.ndarray:
-    """(n,) float32 μ = √U: the incidence cosines of the leaves n rays meet (one uniform each from `rng`)."""
-    return np.sqrt(rng.random(n)).astype(np.float32)
+def leaf_cosines(u: np.ndarray) -> np.ndarray:
+    """(n,) float32 μ = √U: the incidence cosines of the leaves n rays meet, of uniforms u on [0, 1)."""
+    return np.sqrt(np.asarray(u, np.float64)).astype(np.float32)
 
 
-def leaf_normals(d: np.ndarray, mu: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def leaf_normals(d: np.ndarray, mu: np.ndarray, v: np.ndarray) -> np.ndarray:
     """(n, 3) float32 unit normals of the leaves met, facing the rays: n = −μ·d + √(1 − μ²)(cos φ e₁ + sin φ e₂)
-    with φ = 2πV (one uniform each from `rng`) and e₁, e₂ ⟂ d the orthonormal basis of Duff et al., "Building
-    an Orthonormal Basis, Revisited", JCGT 6(1), 2017 (branch-free, exact for every unit d)."""
+    with φ = 2πV (v: uniforms on [0, 1)) and e₁, e₂ ⟂ d the orthonormal basis of Duff et al., "Building an
+    Orthonormal Basis, Revisited", JCGT 6(1), 2017 (branch-free, exact for every unit d)."""
     d = np.asarray(d, np.float64)
     mu = np.asarray(mu, np.float64)
-    phi = 2.0 * np.pi * rng.random(len(mu))
+    phi = 2.0 * np.pi * np.asarray(v, np.float64)
     x, y, z = d[:, 0], d[:, 1], d[:, 2]
     sign = np.where(z >= 0.0, 1.0, -1.0)
     a = -1.0 / (sign + z)
