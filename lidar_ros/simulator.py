@@ -36,6 +36,7 @@ from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
 from .physics.texture import textured_reflectivity
 from .physics.interaction import first_trace
+from .physics.leaf_sharing import LeafDraws
 from .physics.multipath import multipath_bias, patch_stride
 from .physics.weather import two_way_transmission, weather_extinction_per_m
 from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
@@ -91,8 +92,9 @@ class LidarSimulator:
         beam = config.effects.beam
         # rays traced per beam: sub-rays over the footprint (physics/footprint.py), or the central ray
         self._k = beam.sub_rays if beam.footprint and beam.divergence_mrad > 0 else 1
-        self._weights = sub_ray_offsets(beam.divergence_mrad * 1e-3, self._k, beam.profile)[2]
+        self._sub_radius, _, self._weights = sub_ray_offsets(beam.divergence_mrad * 1e-3, self._k, beam.profile)
         self._glass = config.effects.glass.specular
+        self._foliage = config.effects.foliage.volume  # crowns as leaf volumes (physics/foliage.py)
         self._echoes = self._k > 1 or beam.dual or self._glass
         weather = config.effects.weather
         self._alpha = weather_extinction_per_m(weather)
@@ -321,7 +323,8 @@ class LidarSimulator:
         cfg = self.config
         origins, dirs, first = traced
         hits = trace_lidar(self.backend, origins, dirs, self.materials, self._tmin, self._tmax,
-                           max_bounces=cfg.max_bounces, unit_directions=True, first_hits=first)
+                           max_bounces=cfg.max_bounces, unit_directions=True, first_hits=first,
+                           leaves=LeafDraws(rng, self._sub_radius) if self._foliage else None)
         m = self._k
         if self._has_offset:  # Ouster ranges count from the lidar origin
             hits.range = hits.range + self._offset_traced[a * m:b * m]

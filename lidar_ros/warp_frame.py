@@ -126,6 +126,8 @@ DEVICE_SUPPORT = {
     # column time-stamp jitter/wander (column_timing.py): drawn per frame on the host, the scan's own times
     "effects.timing.column_jitter_us": HOST,
     "effects.timing.column_wander_us": HOST,
+    # crowns as leaf volumes (physics/foliage.py): extra rounds through each crown, host only
+    "effects.foliage.volume": HOST,
 }
 
 

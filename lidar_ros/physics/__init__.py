@@ -3,6 +3,7 @@
     materials.py     LidarMaterials: the `lidar:` part of each material (LiMOX classes, reflectivity)
     reflectivity.py  ρ(θ): Lambertian, angle table, constant (LiMOX §4.1); reflectivity.reflectivity()
     interaction.py   trace_lidar: transparent / absorbent / mirror / returning surfaces (BlenSor §3.5)
+    foliage.py       tree crowns as leaf volumes: Beer–Lambert leaf depths (G·LAD); leaf_angles.py, leaf_sharing.py
     detection.py     range–reflectivity detection limit r_L(ρ) (LiMOX §4.2, BlenSor §3.2)
     noise.py         per-laser bias, per-ray and relative Gaussian, dust, quantisation, jitter
     intensity.py     reflectivity, Velodyne/Ouster calibrated reflectivity, Ouster signal and ambient

@@ -53,6 +53,9 @@ sections is exactly the geometric sensor of before. Example::
     timing:                      # column_timing.py
       column_jitter_us: 0.0      # white jitter of each measurement column's time stamp (1 sigma)
       column_wander_us: 0.0      # random-walk step of the column times (rotor phase wander), per column
+    foliage:                     # foliage.py, leaf_angles.py
+      volume: false              # materials with a leaf_area_density (tree crowns, hedges) are leaf volumes a
+                                 # ray may cross or meet a leaf in; off: they return from their surface
 """
 from __future__ import annotations
 
@@ -202,6 +205,13 @@ class TimingConfig(CheckedConfig):
 
 
 @dataclass(frozen=True)
+class FoliageConfig(CheckedConfig):
+    volume: bool = False
+
+    RULES = dict(volume=FLAG)
+
+
+@dataclass(frozen=True)
 class EffectsConfig:
     """Every effect section of one sensor."""
 
@@ -212,9 +222,10 @@ class EffectsConfig:
     tof: TofConfig = TofConfig()
     glass: GlassConfig = GlassConfig()
     timing: TimingConfig = TimingConfig()
+    foliage: FoliageConfig = FoliageConfig()
 
     SECTIONS = {"beam": BeamConfig, "detection": DetectionConfig, "signal": SignalConfig, "weather": WeatherConfig,
-                "tof": TofConfig, "glass": GlassConfig, "timing": TimingConfig}
+                "tof": TofConfig, "glass": GlassConfig, "timing": TimingConfig, "foliage": FoliageConfig}
 
     @classmethod
     def from_spec(cls, sections: Mapping[str, Any], origin: str) -> "EffectsConfig":

@@ -11,6 +11,13 @@ The whole batch of rays is traced once per interaction round (one `backend.trace
 
 The reported reflectivity is ρ(θ) of the final surface (reflectivity.py) times the two-way power
 factor of every transparent crossing (t²) and mirror reflection (s²) on the way.
+
+With leaf volumes on (`leaves`), a general material with a leaf area density (a tree crown, a hedge) is
+not a surface but a turbid medium: the ray goes into it straight through its face, meets a leaf at an
+exponentially drawn depth (foliage.py) if that lies before the next surface it would hit (the crown's far face,
+the trunk), and returns from that leaf (leaf_angles.py: the leaf's incidence and normal); else it reaches that
+surface, leaving the crown through its far face and going on. Crowns are taken not to overlap (a face met
+inside a crown is its way out).
 """
 from __future__ import annotations
 
@@ -23,6 +30,9 @@ from radarays_ros.twin import vec3
 from radarays_ros.errors import TracingError
 from radarays_ros.tracing.backend import Rays
 
+from .foliage import leaf_depths
+from .leaf_angles import leaf_cosines, leaf_normals
+from .leaf_sharing import LeafDraws
 from .materials import ABSORBENT, MIRROR, TRANSPARENT, LidarMaterials
 from .reflectivity import reflectivity
 
@@ -31,6 +41,7 @@ from .reflectivity import reflectivity
 SKIP_ABS = 1e-4
 SKIP_REL = 2e-6
 MAX_TRANSPARENT = 16  # transparent crossings per ray before it counts as lost (a stack of glass panes)
+MAX_CROWN_FACES = 32  # crown faces (in and out) a ray crosses before it counts as lost (16 crowns in a row)
 
 
 class LidarHits:
@@ -113,7 +124,8 @@ class LidarHits:
 
 def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: float = 0.0,
                 tmax: float = np.inf, max_bounces: int = 4, unit_directions: bool = False,
-                checked_rays: bool = False, first_hits=None) -> LidarHits:
+                checked_rays: bool = False, first_hits=None,
+                leaves: LeafDraws | None = None) -> LidarHits:
     """Trace N lidar rays through mirrors and transparent surfaces to the surface that returns them.
 
     origins, directions: (N, 3) world frame (directions need not be unit length; a caller that
@@ -127,6 +139,10 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
 
     first_hits: the first round's `first_trace(backend, origins, directions, tmin, tmax, ...)` when
     the caller traced it already (e.g. on another thread); the rays must be the same.
+
+    leaves: materials with a leaf area density are leaf volumes (module docstring), their leaves drawn by
+    it (leaf_sharing.py; only when a ray is in a crown: frames without foliage draw nothing); None: they
+    return from their surface like any general material.
     """
     o = np.asarray(origins, np.float32)
     d = np.asarray(directions, np.float32)
@@ -140,12 +156,19 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     h = first_trace(backend, o, d, tmin, tmax, checked_rays) if first_hits is None else first_hits
     unit = d if unit_directions or checked_rays else _unit(d)
     not_first = materials.not_returning(h.material)  # one gather; -1 (miss) -> False
+    volumes = leaves is not None and materials.has_foliage
+    if volumes:
+        crown = materials.extinction_of(h.material) > 0  # a crown's face: the ray goes in
+        not_first = not_first | crown
     if not not_first.any():
         return _first_surface_returns(h, None, unit, materials)  # the usual frame: a single trace
     klass = materials.class_of(h.material)
     continuing = (klass == TRANSPARENT) | (klass == MIRROR)
+    if volumes:
+        continuing |= crown
     out = _first_surface_returns(h, not_first, unit, materials)
-    _follow(backend, out, np.flatnonzero(continuing), o, unit, h, klass, materials, tmax, max_bounces)
+    _follow(backend, out, np.flatnonzero(continuing), o, unit, h, klass, materials, tmax, max_bounces,
+            leaves if volumes else None)
     return out
 
 
@@ -205,8 +228,9 @@ def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, ma
 
 
 def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials: LidarMaterials,
-            tmax, max_bounces) -> None:
-    """Follow the rays `active` (batch indices) past transparent surfaces and mirrors, one trace per round.
+            tmax, max_bounces, leaves: LeafDraws | None = None) -> None:
+    """Follow the rays `active` (batch indices) past transparent surfaces and mirrors (and through leaf
+    volumes, given `leaves`), one trace per round.
 
     The local arrays hold one row per active ray and shrink as rays return, end or run out of bounces.
     """
@@ -218,8 +242,14 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
     travelled = np.zeros(len(active), np.float32)  # path length before the current segment
     factor = np.ones(len(active), np.float32)  # product of two-way transmission/mirror factors
     total = h.distance
+    crown = _Crowns(len(active)) if leaves is not None else None  # the leaf volume each ray is in
     while True:
-        returns = hit & (klass != ABSORBENT) & (klass != TRANSPARENT) & (klass != MIRROR)
+        if crown is not None:  # leaves on this segment inside a crown; then the crown faces it reaches
+            _meet_leaves(out, active, crown, hit, h.distance, travelled, tmax, d, factor, materials, leaves)
+            face = hit & (materials.extinction_of(h.material) > 0)
+        else:
+            face = np.zeros(len(hit), bool)
+        returns = hit & (klass != ABSORBENT) & (klass != TRANSPARENT) & (klass != MIRROR) & ~face
         if np.any(returns):
             _record(out, active[returns], h.take(returns), total[returns], d[returns], factor[returns], materials)
 
@@ -229,10 +259,13 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
         out.bounces[active[mirrored]] += 1
         dist = total
         skip = skip_distance(np.where(hit, dist, 0), SKIP_ABS, SKIP_REL).astype(np.float32)
-        if np.any(crossing):  # continue straight on from just past the surface
-            step = np.where(crossing, h.distance + skip, 0)
+        straight = crossing | face
+        if np.any(straight):  # continue straight on from just past the surface (a pane, a crown's face)
+            step = np.where(straight, h.distance + skip, 0)
             o = o + d * step[:, None]
-            travelled = np.where(crossing, dist + skip, travelled)
+            travelled = np.where(straight, dist + skip, travelled)
+        if crown is not None and np.any(face):  # into a crown through its face, or out of it
+            crown.cross(face, h.material, h.entity, materials)
         if np.any(mirrored):  # r = d - 2(d.n)n from a point lifted off the mirror along its (ray-facing) normal
             m = mirrored[:, None]
             point = o + d * np.where(mirrored, h.distance, 0)[:, None]
@@ -244,6 +277,9 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
 
         counts_ok = np.where(crossing, out.crossings[active] <= MAX_TRANSPARENT, out.bounces[active] <= max_bounces)
         alive = passing & counts_ok
+        if crown is not None:
+            alive |= face & (crown.faces <= MAX_CROWN_FACES)
+            crown = crown.take(alive)
         if not np.any(alive):
             return
         active, o, d, travelled, factor = active[alive], o[alive], d[alive], travelled[alive], factor[alive]
@@ -254,6 +290,60 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
         total = travelled + h.distance
         hit = (h.entity >= 0) & (total <= tmax)
         klass = materials.class_of(h.material)
+
+
+class _Crowns:
+    """Per followed ray: the leaf volume it is in (G·LAD, material, entity; extinction 0 = outside any) and how
+    many crown faces it has crossed."""
+
+    def __init__(self, n: int):
+        self.extinction = np.zeros(n)
+        self.material = np.full(n, -1, np.int32)
+        self.entity = np.full(n, -1, np.int32)
+        self.faces = np.zeros(n, np.int32)
+
+    def cross(self, face: np.ndarray, material: np.ndarray, entity: np.ndarray, materials: LidarMaterials) -> None:
+        """The rays `face` (mask) cross a crown's face: in when outside, out when inside."""
+        entering = face & (self.extinction == 0)
+        self.extinction = np.where(entering, materials.extinction_of(material), np.where(face, 0.0, self.extinction))
+        self.material = np.where(entering, material, self.material).astype(np.int32)
+        self.entity = np.where(entering, entity, self.entity).astype(np.int32)
+        self.faces = self.faces + face
+
+    def take(self, keep: np.ndarray) -> "_Crowns":
+        out = _Crowns(0)
+        out.extinction, out.material, out.entity, out.faces = (
+            self.extinction[keep], self.material[keep], self.entity[keep], self.faces[keep])
+        return out
+
+
+def _meet_leaves(out: LidarHits, active, crown: _Crowns, hit, distance, travelled, tmax, d, factor,
+                 materials: LidarMaterials, leaves: LeafDraws) -> None:
+    """The rays inside a crown on this segment: a leaf at depth ℓ (foliage.py) where ℓ comes before the
+    segment's surface (or, without one, the ray's end at tmax); those return from their leaf (leaf_angles.py)
+    and their `hit` is cleared, so that they end here."""
+    inside = np.flatnonzero(crown.extinction > 0)
+    if not len(inside):
+        return
+    way = np.where(hit[inside], distance[inside], np.float64(tmax) - travelled[inside])
+    material = crown.material[inside]
+    u = leaves.uniforms(active[inside], travelled[inside], materials.leaf_size_of(material))
+    depth = leaf_depths(crown.extinction[inside], u[:, 0])
+    on_leaf = depth < way
+    met = inside[on_leaf]
+    if not len(met):
+        return
+    mu = leaf_cosines(u[on_leaf, 1])
+    normal = leaf_normals(d[met], mu, u[on_leaf, 2])
+    done = active[met]
+    material = material[on_leaf]
+    out.range[done] = (travelled[met] + depth[on_leaf]).astype(np.float32)
+    out.entity[done] = crown.entity[met]
+    out.material[done] = material
+    out.normal[done] = normal
+    out.cos_incidence[done] = mu
+    out.reflectivity[done] = reflectivity(materials, material, mu) * factor[met]
+    hit[met] = False
 
 
 class _Segment(NamedTuple):

@@ -25,6 +25,12 @@ Keys of a material's `lidar:` mapping::
     gain: 1.0                 # retroreflective only: ρ(θ) = gain × (reflectivity or table); the
                               # sheeting's return over a white Lambertian target, e.g. 100-1000
     specular: 1.0             # mirror only: fraction mirrored (applied both ways)
+    leaf_area_density: 1.0    # general only: the mesh is a tree crown or hedge, a leaf volume of this LAD
+                              # (m²/m³) for sensors with `foliage: {volume: true}` (foliage.py); its
+                              # `reflectivity` is then the leaves' near-infrared reflectance (leaf_angles.py)
+    leaf_angles: spherical    # with leaf_area_density: the leaf-angle distribution (spherical: G = 1/2)
+    leaf_size_m: 0.07         # with leaf_area_density: leaf width; sub-rays nearer than it share leaves
+                              # (leaf_sharing.py)
 
 `reflectivity` is accepted for every class (libraries often list one) but only general and
 retroreflective surfaces return light of their own.
@@ -40,6 +46,8 @@ from radarays_ros.errors import ConfigError
 from radarays_ros.world.materials import Material, MaterialLibrary
 
 from ._validate import check_keys, choice, number
+from .foliage import PROJECTION, extinction_per_m
+from .leaf_sharing import LEAF_SIZE_M
 
 # Class codes stored in LidarMaterials.material_class (int8).
 GENERAL, TRANSPARENT, ABSORBENT, RETROREFLECTIVE, MIRROR = 0, 1, 2, 3, 4
@@ -52,7 +60,9 @@ LAMBERTIAN, TABLE, CONSTANT = 0, 1, 2
 MODEL_NAMES = ("lambertian", "table", "constant")
 
 TABLE_ANGLES_DEG = np.arange(0.0, 81.0, 10.0)  # 0°, 10°, …, 80°: the 9 bins of LiMOX §4.1
-LIDAR_KEYS = ("class", "reflectivity", "model", "angle_table", "gain", "transmittance", "specular")
+LIDAR_KEYS = ("class", "reflectivity", "model", "angle_table", "gain", "transmittance", "specular", "leaf_area_density",
+              "leaf_angles", "leaf_size_m")
+MAX_LEAF_AREA_DENSITY = 50.0  # m²/m³: far above any measured crown (a few m²/m³), below nonsense
 MAX_REFLECTIVITY = {"general": 10.0, "retroreflective": 1.0e4}  # ρ > 1: brighter than a white target
 DEFAULT_REFLECTIVITY = 0.3  # a grey diffuse surface when a library says nothing
 
@@ -74,6 +84,8 @@ class LidarMaterials:
     table (M, 10) f32        ρ at 0°, 10°, …, 90° (90°: 0; LAMBERTIAN rows hold ρ(0)·cos θ, CONSTANT rows ρ(0))
     pass_factor (M,) f32     two-way power factor of a crossing/reflection: t² (transparent), s² (mirror), else 1
     names                    material names, for messages and outputs
+    foliage_extinction (M,) f64  G·LAD (1/m) of a leaf volume (foliage.py); 0 = a plain surface
+    leaf_size (M,) f64       leaf width (m) of a leaf volume (leaf_sharing.py)
     """
 
     material_class: np.ndarray
@@ -82,6 +94,8 @@ class LidarMaterials:
     table: np.ndarray
     pass_factor: np.ndarray
     names: tuple[str, ...]
+    foliage_extinction: np.ndarray | None = None  # None: no material is foliage
+    leaf_size: np.ndarray | None = None
 
     def __post_init__(self):
         # lookup tables with one extra last row, so that material id -1 (a miss) indexes "nothing"
@@ -102,6 +116,11 @@ class LidarMaterials:
         object.__setattr__(self, "has_table", bool(np.any(model == TABLE)))
         passing = (cls == TRANSPARENT) | (cls == MIRROR) | (cls == ABSORBENT)
         object.__setattr__(self, "_not_first_ext", ext(passing, False))
+        extinction = np.zeros(len(cls)) if self.foliage_extinction is None else np.asarray(self.foliage_extinction, np.float64)
+        object.__setattr__(self, "_extinction_ext", ext(extinction, 0.0))
+        object.__setattr__(self, "has_foliage", bool(np.any(extinction > 0)))
+        size = np.full(len(cls), LEAF_SIZE_M) if self.leaf_size is None else np.asarray(self.leaf_size, np.float64)
+        object.__setattr__(self, "_leaf_size_ext", ext(size, LEAF_SIZE_M))
 
     def __len__(self) -> int:
         return len(self.names)
@@ -115,6 +134,14 @@ class LidarMaterials:
                 f"material id {int(np.max(material_ids))} was hit but the lidar materials know only "
                 f"{len(self)} ({', '.join(self.names)}); build LidarMaterials from the scene's library"
             ) from None
+
+    def extinction_of(self, material_ids: np.ndarray) -> np.ndarray:
+        """(N,) float64 G·LAD (1/m) of the leaf volume each traced material id is; 0 for plain surfaces and misses."""
+        return gather(self._extinction_ext, material_ids)
+
+    def leaf_size_of(self, material_ids: np.ndarray) -> np.ndarray:
+        """(N,) float64 leaf width (m) of the leaf volume each material id is."""
+        return gather(self._leaf_size_ext, material_ids)
 
     def not_returning(self, material_ids: np.ndarray) -> np.ndarray:
         """(N,) bool: the traced surface does not return the ray itself (transparent, mirror, absorbent)."""
@@ -140,10 +167,12 @@ class LidarMaterials:
             table=np.array([p[3] for p in parsed], np.float32).reshape(n, 10),
             pass_factor=np.array([p[4] for p in parsed], np.float32).reshape(n),
             names=tuple(m.name for m in materials),
+            foliage_extinction=np.array([p[5] for p in parsed], np.float64).reshape(n),
+            leaf_size=np.array([p[6] for p in parsed], np.float64).reshape(n),
         )
 
 
-def _parse(material: Material) -> tuple[int, int, float, list[float], float]:
+def _parse(material: Material) -> tuple[int, int, float, list[float], float, float, float]:
     where = f"{material.origin or 'materials.' + material.name}.lidar"
     data = check_keys(material.lidar, LIDAR_KEYS, where)
     klass = choice(*CLASS_NAMES).check(data.get("class", "general"), f"{where}.class")
@@ -155,6 +184,17 @@ def _parse(material: Material) -> tuple[int, int, float, list[float], float]:
         raise ConfigError(f"{where}.specular: only allowed with class mirror (class is {klass})")
     if "gain" in data and klass != "retroreflective":
         raise ConfigError(f"{where}.gain: only allowed with class retroreflective (class is {klass})")
+    if "leaf_area_density" in data and klass != "general":
+        raise ConfigError(f"{where}.leaf_area_density: only allowed with class general (class is {klass})")
+    for key in ("leaf_angles", "leaf_size_m"):
+        if key in data and "leaf_area_density" not in data:
+            raise ConfigError(f"{where}.{key}: only allowed with leaf_area_density (a leaf volume)")
+    extinction, leaf_size = 0.0, LEAF_SIZE_M
+    if "leaf_area_density" in data:
+        lad = number(0.0, MAX_LEAF_AREA_DENSITY, low_open=True).check(data["leaf_area_density"], f"{where}.leaf_area_density")
+        angles = choice(*PROJECTION).check(data.get("leaf_angles", "spherical"), f"{where}.leaf_angles")
+        extinction = extinction_per_m(lad, angles)
+        leaf_size = number(0.001, 2.0).check(data.get("leaf_size_m", LEAF_SIZE_M), f"{where}.leaf_size_m")
 
     high = MAX_REFLECTIVITY.get(klass, 10.0)
     table = None
@@ -188,7 +228,7 @@ def _parse(material: Material) -> tuple[int, int, float, list[float], float]:
     if klass == "retroreflective":
         gain = number(1.0, 1.0e4).check(data.get("gain", 1.0), f"{where}.gain")
         rho0, table, at_90 = rho0 * gain, [v * gain for v in table], at_90 * gain
-    return code, MODEL_NAMES.index(model), rho0, list(table) + [at_90], pass_factor
+    return code, MODEL_NAMES.index(model), rho0, list(table) + [at_90], pass_factor, extinction, leaf_size
 
 
 def _parse_table(values: Any, where: str, high: float) -> list[float]:
