@@ -298,3 +298,41 @@ def test_ouster_pcap_and_osf_read_through_ouster_sdk_equal_the_npz(raw, npz, met
         if getattr(b, key) is not None:
             np.testing.assert_array_equal(np.nan_to_num(getattr(a, key)), np.nan_to_num(getattr(b, key)), err_msg=key)
     assert np.nanmax(np.abs(a.xyz_m - b.xyz_m)) < 2e-5 and a.dual == b.dual
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason="shared real lidar frames not on this machine")
+def test_readme_table_script_reports_the_frames_own_statistics(tmp_path, monkeypatch):
+    """scripts/lidar_compare_table.py re-makes the README table: each cell is real / sim, the real side the real
+    frame's own statistic and the sim side that of the frame it simulated with the README's command."""
+    import importlib.util
+    import json
+
+    from lidar_ros.compare import frame_stats
+    from radarays_ros.io.lidar_frames import read_lidar_frame
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("lidar_compare_table", root / "scripts" / "lidar_compare_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.chdir(root)
+    out = tmp_path / "frames"
+    table = _run_main(script.main, ["--shared", str(REALDATA.parent), "--only", "VLP-16", "--keep", str(out)])
+    rows = {line.split(" | ")[0].lstrip("| "): line.rstrip(" |").split(" | ")[1] for line in table.splitlines()[2:]}
+    assert len(rows) == len(script.ROWS)
+    column = next(f for f in script.FRAMES if f[0] == "VLP-16")
+    real = frame_stats(read_lidar_frame(str(REALDATA / column[1])))
+    sim = frame_stats(read_lidar_frame(str(out / "VLP-16.npz")))
+    assert json.loads((out / "VLP-16.json").read_text())["sim"]["hole_fraction"] == sim["hole_fraction"]
+    for label, key, scale, fmt in script.ROWS:
+        want = f"{script._cell(real[key], scale, fmt)} / {script._cell(sim[key], scale, fmt)}"
+        assert rows[label] == ("–" if want == "– / –" else want), label
+
+
+def _run_main(main, argv) -> str:
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(argv) == 0
+    return buffer.getvalue()
