@@ -194,3 +194,17 @@ def test_realistic_frames_are_the_same_bytes_on_one_and_two_threads(sensor, over
         for key in one:
             assert np.ascontiguousarray(one[key]).tobytes() == np.ascontiguousarray(two[key]).tobytes(), key
     assert np.isfinite(frames[0][0]["range"]).mean() > 0.3
+
+
+def test_flat_ambient_loop_gives_numpys_bits():
+    from lidar_ros.physics.intensity import ouster_ambient, ouster_ambient_numpy
+
+    ranges, rho, _, _, _ = _returns(40000, 6)
+    rho = np.abs(rho)  # ρ ≥ 0 (validated materials)
+    rho[10:13] = [np.inf, np.nan, 1e30]
+    for level, sky in ((120.0, 40.0), (3000.0, 0.0), (0.0, 65000.0), (0.5, 0.25)):
+        got = ouster_ambient(ranges, rho, level, sky, np.random.default_rng(9))
+        expected = ouster_ambient_numpy(ranges, rho, level, sky, np.random.default_rng(9))
+        assert got.dtype == np.uint16
+        assert got.tobytes() == expected.tobytes()
+    assert not ouster_ambient(ranges, rho, 0.0, 0.0, np.random.default_rng(9)).any()

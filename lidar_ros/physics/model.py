@@ -114,9 +114,8 @@ class Returns:
         # from it was detected (a dark or far wall beyond the detection limit still shows its sunlit face)
         hits = self._hits
         if signal.ambient_model == "flat":
-            in_view = np.isfinite(hits.range) & (hits.reflectivity > 0)
-            rho = np.where(in_view, hits.reflectivity, np.float32(0.0))
-            return ouster_ambient(rho, in_view, self._surface.ambient_level, self._surface.ambient_sky, rng)
+            return ouster_ambient(hits.range, hits.reflectivity, self._surface.ambient_level, self._surface.ambient_sky,
+                                  rng)
         # sun model: the surface's albedo (ρ(θ) without the lidar's own incidence), its world normal
         sun = sun_direction(signal.sun_elevation_deg, signal.sun_azimuth_deg)
         lam = pixel_means(hits.range, hits.reflectivity, hits.cos_incidence, hits.normal, self._surface.ambient_level,
