@@ -8,15 +8,15 @@ realistic frame (signal and near_ir of 131072 pixels), the largest part of the f
 This draws one number per pixel from numpy's bulk generators and shapes it in one compiled loop:
 
 * λ < 10: inversion of the Poisson CDF with one uniform u (exact: the smallest k with F(k) ≥ u, F summed
-  from p(0) = e^-λ by p(k) = p(k-1)·λ/k; Devroye 1986, "Non-Uniform Random Variate Generation" §X.3.2).
-* λ ≥ 10: the Cornish-Fisher expansion of the Poisson quantile (cumulants all λ: skewness λ^-1/2, excess
-  kurtosis 1/λ; Johnson, Kemp & Kotz, "Univariate Discrete Distributions" 3rd ed. §4.5) at a standard
-  normal z, rounded to the nearest count:
+  from p(0) = e^-λ by p(k) = p(k-1)·λ/k; Devroye 1986, "Non-Uniform Random Variate Generation", ch. X.3).
+* λ ≥ 10: the Cornish-Fisher expansion of the quantile (Cornish & Fisher 1937, Rev. Inst. Int. Stat. 5:307)
+  with the Poisson cumulants, all λ (skewness λ^-1/2, excess kurtosis 1/λ), at a standard normal z, rounded
+  to the nearest count:
 
       k = floor(λ + √(λ − 1/12)·z + (z² − 1)/6 + (z − z³)/(72√λ) + 1/2),   at least 0.
 
   The +1/2 is the continuity correction (count k covers [k − 1/2, k + 1/2)); √(λ − 1/12) instead of √λ
-  takes back the variance 1/12 that rounding adds (Sheppard's correction), so mean and variance are λ.
+  takes back the variance 1/12 that rounding adds (Sheppard 1898), so mean and variance are λ.
   Accuracy (P(k ≤ n) = Φ(z_n) with x(z_n) = n + 1/2, against exact Poisson): the largest CDF difference
   (Kolmogorov-Smirnov distance) is 2.6e-4 at λ = 10 (the switch-over), 4.9e-5 at 30, 7.9e-6 at 100,
   2.5e-7 at 1000 (falling as λ^-3/2); mean/λ within 1e-6 and variance/λ within 1e-4 of 1 from λ = 10 on
@@ -25,7 +25,10 @@ This draws one number per pixel from numpy's bulk generators and shapes it in on
   (test_lidar_poisson_counts.py checks these figures, and mean, variance, χ² and K-S of draws against scipy's Poisson.)
 
 Draws, for the same seed the same counts on any thread count: first `rng.random` for the pixels with
-λ < 10 in pixel order, then `rng.standard_normal` for the others in pixel order (one call each).
+λ < 10 in pixel order, then the float32 Box-Muller normals of noise.standard_normal for the others in pixel
+order (one call each; |z| ≤ 5.8 there, so the 6.6e-9 of normal mass beyond is missing: far below 2.6e-4).
+Measured (65536 frame-like means, 5 % at 3, the rest exponential around 150; process CPU, best of 20):
+numpy's Generator.poisson 3.3 ms, this 1.5 ms.
 """
 from __future__ import annotations
 
