@@ -65,7 +65,8 @@ def _returns(n, seed):
 
 @pytest.mark.parametrize("overlap_range", [0.0, 10.1])
 def test_signal_means_loop_gives_numpys_bits(overlap_range):
-    from lidar_ros.physics.photons import signal_means, signal_means_numpy
+    from lidar_ros.physics.intensity import measured_reflectivity
+    from lidar_ros.physics.photons import range_overlap, signal_means, signal_means_numpy
 
     ranges, rho, _, _, returned = _returns(40000, 3)
     rho = np.abs(rho)  # ρ ≥ 0 (validated materials; numpy's maximum(-0.0, 0.0) gives either zero)
@@ -75,6 +76,12 @@ def test_signal_means_loop_gives_numpys_bits(overlap_range):
         assert got.dtype == np.float64
         assert got.tobytes() == signal_means_numpy(ranges, rho, returned, scale, overlap_range, floor).tobytes()
         assert np.all(got >= 0) and np.isfinite(got).all()
+        if overlap_range > 0:  # the overlap the frame computes once for the signal and the measured reflectivity
+            shared = range_overlap(ranges, overlap_range)
+            assert signal_means(ranges, rho, returned, scale, overlap_range, floor, shared).tobytes() == got.tobytes()
+            counts = np.arange(len(ranges), dtype=np.uint16)
+            assert measured_reflectivity(counts, ranges, returned, scale, overlap_range, shared).tobytes() == \
+                measured_reflectivity(counts, ranges, returned, scale, overlap_range).tobytes()
 
 
 @pytest.mark.parametrize("day", [True, False])

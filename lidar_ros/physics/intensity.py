@@ -57,10 +57,13 @@ def ouster_signal(rho: np.ndarray, ranges: np.ndarray, signal_scale: float, over
 
 
 def measured_reflectivity(counts: np.ndarray, ranges: np.ndarray, returned: np.ndarray, signal_scale: float,
-                          overlap_range: float = 0.0) -> np.ndarray:
-    """ρ̂ = N·r²/(K·O(r)) (float32) from signal counts N of returns at `ranges`; 0 where there is no return."""
+                          overlap_range: float = 0.0, factor: np.ndarray | None = None) -> np.ndarray:
+    """ρ̂ = N·r²/(K·O(r)) (float32) from signal counts N of returns at `ranges`; 0 where there is no return.
+    factor: O(r) of these ranges (r ≥ 0.1 m) when the caller has it already."""
     r = np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE))
-    scale = np.float32(signal_scale) * (overlap(r, overlap_range) if overlap_range > 0 else np.float32(1.0))
+    if overlap_range > 0 and factor is None:
+        factor = overlap(r, overlap_range)
+    scale = np.float32(signal_scale) * (factor if overlap_range > 0 else np.float32(1.0))
     rho = np.asarray(counts, np.float32) * (r * r) / np.maximum(scale, np.float32(1e-30))
     return np.where(returned, rho, np.float32(0.0)).astype(np.float32)
 

@@ -22,7 +22,7 @@ from .effects_config import EffectsConfig
 from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_reflectivity, ouster_ambient,
                         ouster_signal)
 from .overlap import overlap
-from .photons import signal_means
+from .photons import range_overlap, signal_means
 from .poisson_counts import poisson_counts
 from .range_precision import ray_sigma
 from .interaction import LidarHits
@@ -83,7 +83,7 @@ class Returns:
         # photon counts on: the sensor infers reflectivity from the counted signal (intensity.py
         # measured_reflectivity), so it carries the counts' shot noise and saturation
         measured = measured_reflectivity(self.ouster_signal, self.clean_range, self.hit, self._surface.signal_scale,
-                                         self._surface.overlap_range_m)
+                                         self._surface.overlap_range_m, self._signal_overlap)
         return calibrated_reflectivity(measured, self._surface.retro_full_scale).astype(np.uint16)
 
     @cached_property
@@ -95,7 +95,7 @@ class Returns:
                                  self._surface.overlap_range_m)
         if signal.poisson:  # the receiver's near-range overlap (overlap.py) included
             lam = signal_means(self.clean_range, self.reflectivity, self.hit, self._surface.signal_scale,
-                               self._surface.overlap_range_m, signal.noise_floor)
+                               self._surface.overlap_range_m, signal.noise_floor, self._signal_overlap)
             rng = np.random.default_rng([self._ambient_seed, 1])  # its own stream: fields read in any order
             return poisson_counts(lam, rng, int(signal.saturation))
         r = np.fmax(self.clean_range.astype(np.float64), MIN_SIGNAL_RANGE)
@@ -105,6 +105,13 @@ class Returns:
         # the mean itself, with the floor and saturation
         mean = np.where(self.hit, mean, signal.noise_floor)
         return np.rint(np.minimum(np.nan_to_num(mean), signal.saturation)).astype(np.uint16)
+
+    @cached_property
+    def _signal_overlap(self) -> np.ndarray | None:
+        """O(r) of the returns' clean ranges (overlap.py), read by the signal and the measured reflectivity."""
+        if self._surface.overlap_range_m <= 0:
+            return None
+        return range_overlap(self.clean_range, self._surface.overlap_range_m)
 
     @cached_property
     def ouster_ambient(self) -> np.ndarray:

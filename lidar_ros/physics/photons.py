@@ -25,19 +25,25 @@ def photon_counts(mean: np.ndarray, returned: np.ndarray, noise_floor: float, sa
 
 
 def signal_means(clean_range: np.ndarray, rho: np.ndarray, returned: np.ndarray, signal_scale: float,
-                 overlap_range: float, noise_floor: float) -> np.ndarray:
+                 overlap_range: float, noise_floor: float, factor: np.ndarray | None = None) -> np.ndarray:
     """(N,) float64 Poisson mean of each pixel's signal: K·ρ(θ)/r² (r ≥ 0.1 m; intensity.py) times the near-range
     overlap O(r) (overlap.py, when overlap_range > 0) on returns, the noise floor elsewhere (then as
     poisson_means). One compiled pass, the same bits as `signal_means_numpy` (O(r) itself stays numpy's
-    float32 exp)."""
+    float32 exp). factor: O(r) of these ranges when the caller has it (`range_overlap`)."""
     clean = np.asarray(clean_range, np.float32).reshape(-1)
-    factor = _NO_FACTOR
-    if overlap_range > 0:
-        factor = overlap(np.fmax(clean, np.float32(MIN_SIGNAL_RANGE)), overlap_range)
+    if overlap_range <= 0:
+        factor = _NO_FACTOR
+    elif factor is None:
+        factor = range_overlap(clean, overlap_range)
     lam = np.empty(len(clean), np.float64)
     _signal_kernel(clean, np.asarray(rho, np.float32).reshape(-1), np.asarray(returned, np.bool_).reshape(-1),
                    np.float32(signal_scale), factor, float(noise_floor), lam)
     return lam
+
+
+def range_overlap(ranges: np.ndarray, overlap_range: float) -> np.ndarray:
+    """(N,) float32 O(r) (overlap.py) at the ranges as the signal reads them: r ≥ 0.1 m, NaN (no return) as 0.1 m."""
+    return overlap(np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE)), overlap_range)
 
 
 def signal_means_numpy(clean_range, rho, returned, signal_scale, overlap_range, noise_floor) -> np.ndarray:

@@ -55,19 +55,22 @@ def poisson_counts(lam: np.ndarray, rng: np.random.Generator, ceiling: int = 655
     uniforms = rng.random(small)
     normals = standard_normal(rng, len(lam) - small)
     out = np.empty(len(lam), np.uint16)
-    _counts_kernel(lam, np.exp(-lam), uniforms, normals, SWITCH, np.int64(ceiling), out)
+    exp_minus_lam = np.negative(lam)
+    np.exp(exp_minus_lam, out=exp_minus_lam)  # e^-λ of every pixel at once (SIMD), read for λ < 10
+    _counts_kernel(lam, exp_minus_lam, uniforms, normals, SWITCH, np.int64(ceiling), out)
     return out
 
 
 @kernel
 def _count_small(lam, switch, mean_max):
-    """How many means are below `switch`; -1 if any is NaN, negative or above mean_max."""
+    """How many means are below `switch`; -1 if any is NaN, negative or above mean_max (no early exit: a loop
+    without branches runs several means at once)."""
     small = 0
+    bad = 0
     for i in range(lam.shape[0]):
-        if not (lam[i] >= 0.0 and lam[i] <= mean_max):
-            return -1
+        bad += not (lam[i] >= 0.0 and lam[i] <= mean_max)
         small += lam[i] < switch
-    return small
+    return -1 if bad else small
 
 
 @inlined
