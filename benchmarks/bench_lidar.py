@@ -218,10 +218,12 @@ _PARTS = {
     + [("physics/noise.py", n) for n in ("noisy_ranges", "standard_normal", "_add_noise")],
     "particle echoes (fog)": [("physics/weather.py", "backscatter_returns"), ("physics/beam_returns.py", "add_backscatter"),
                               ("physics/beam_returns.py", "_particle_wins")],
-    "Poisson photon counts": [("physics/photons.py", "photon_counts"), ("physics/photons.py", "_means_kernel"),
-                              ("physics/photons.py", "poisson_means")],
-    "ambient (sun model, Poisson)": [("physics/ambient.py", n) for n in ("ambient_mean", "ambient_photons")]
-    + [("physics/model.py", "ouster_ambient")],
+    "Poisson draws (signal, near_ir)": [("physics/poisson_counts.py", n) for n in ("poisson_counts", "_count_small",
+                                                                                  "_counts_kernel")],
+    "Poisson means (signal)": [("physics/photons.py", n) for n in ("signal_means", "_signal_kernel")],
+    "ambient means (near_ir)": [("physics/ambient.py", n) for n in ("pixel_means", "_means_kernel")]
+    + [("physics/model.py", "ouster_ambient"), ("physics/intensity.py", "ouster_ambient"),
+       ("physics/intensity.py", "_flat_ambient_kernel")],
     "texture": [("physics/texture.py", n) for n in ("textured_reflectivity", "_textured_kernel")],
     "edge dropouts": [("physics/edge_dropout.py", n) for n in ("echo_coverage", "_coverage_kernel", "edge_dropped")],
     "writing the frame": [("lidar_ros/simulator.py", n) for n in ("_write_returns", "_points_in_window")]

@@ -36,11 +36,69 @@ def test_poisson_means_loop_gives_numpys_bits_and_the_same_counts():
     returned = rng.random(n) < 0.7
     for floor in (0.0, 2.0):
         assert poisson_means(mean, returned, floor).tobytes() == poisson_means_numpy(mean, returned, floor).tobytes()
-    # the counts: numpy's Poisson draws on those means, as photon_counts drew them before the loop
-    reference = np.minimum(np.random.default_rng(1).poisson(poisson_means_numpy(mean, returned, 2.0)), 900)
+    # the counts: poisson_counts' draws on those means (test_lidar_poisson_counts checks their statistics)
+    from lidar_ros.physics.poisson_counts import poisson_counts
+
+    reference = poisson_counts(poisson_means_numpy(mean, returned, 2.0), np.random.default_rng(1), 900)
     counts = photon_counts(mean, returned, 2.0, 900, np.random.default_rng(1))
     assert counts.dtype == np.uint16
-    np.testing.assert_array_equal(counts, reference.astype(np.uint16))
+    assert counts.tobytes() == reference.tobytes()
+    assert counts.max() == 900  # saturated means were there
+
+
+def _returns(n, seed):
+    """Ranges (finite, inf, NaN), ρ, incidence cosines (NaN, 0, -0.0 among them) and unit normals of n pixels."""
+    rng = np.random.default_rng(seed)
+    ranges = rng.uniform(0.0, 80.0, n).astype(np.float32)
+    ranges[rng.random(n) < 0.2] = np.inf
+    ranges[rng.random(n) < 0.1] = np.nan
+    ranges[:4] = [-np.inf, 0.05, -0.0, 0.1]
+    rho = rng.uniform(-0.1, 2.5, n).astype(np.float32)
+    rho[rng.random(n) < 0.1] = 0.0
+    cos = rng.uniform(-0.1, 1.0, n).astype(np.float32)
+    cos[4:10] = [np.nan, 0.0, -0.0, 1e-4, 1e-3, 1.0]
+    ranges[4:10], rho[4:10] = 5.0, 0.5  # those pixels see a surface
+    normal = rng.standard_normal((n, 3)).astype(np.float32)
+    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+    return ranges, rho, cos, normal, rng.random(n) < 0.7
+
+
+@pytest.mark.parametrize("overlap_range", [0.0, 10.1])
+def test_signal_means_loop_gives_numpys_bits(overlap_range):
+    from lidar_ros.physics.intensity import measured_reflectivity
+    from lidar_ros.physics.photons import range_overlap, signal_means, signal_means_numpy
+
+    ranges, rho, _, _, returned = _returns(40000, 3)
+    rho = np.abs(rho)  # ρ ≥ 0 (validated materials; numpy's maximum(-0.0, 0.0) gives either zero)
+    rho[10:14] = [np.inf, np.nan, 1e30, 0.0]
+    for scale, floor in ((3.3e4, 0.0), (1e5, 3.0), (7e7, 2.0)):
+        got = signal_means(ranges, rho, returned, scale, overlap_range, floor)
+        assert got.dtype == np.float64
+        assert got.tobytes() == signal_means_numpy(ranges, rho, returned, scale, overlap_range, floor).tobytes()
+        assert np.all(got >= 0) and np.isfinite(got).all()
+        if overlap_range > 0:  # the overlap the frame computes once for the signal and the measured reflectivity
+            shared = range_overlap(ranges, overlap_range)
+            assert signal_means(ranges, rho, returned, scale, overlap_range, floor, shared).tobytes() == got.tobytes()
+            counts = np.arange(len(ranges), dtype=np.uint16)
+            assert measured_reflectivity(counts, ranges, returned, scale, overlap_range, shared).tobytes() == \
+                measured_reflectivity(counts, ranges, returned, scale, overlap_range).tobytes()
+
+
+@pytest.mark.parametrize("day", [True, False])
+def test_sun_ambient_means_loop_gives_numpys_bits(day):
+    from lidar_ros.physics.ambient import pixel_means, pixel_means_numpy, sun_direction
+
+    ranges, rho, cos, normal, _ = _returns(40000, 4)
+    sun = sun_direction(40.0 if day else -5.0, 30.0)
+    gain = np.random.default_rng(5).lognormal(0.0, 0.3, len(ranges)).astype(np.float32)
+    for g in (None, gain, gain[::-1]):  # a strided gain too
+        got = pixel_means(ranges, rho, cos, normal[::1], 200.0, 40.0, sun, day, g)
+        expected = pixel_means_numpy(ranges, rho, cos, normal, 200.0, 40.0, sun, day, g)
+        assert got.tobytes() == expected.tobytes()
+        assert np.isnan(got).sum() == 1  # the NaN incidence cosine of a pixel in view: NaN, as numpy's
+    strided = np.ascontiguousarray(np.hstack([normal, normal]))[:, ::2]  # a non-contiguous normal array
+    assert pixel_means(ranges, rho, cos, strided, 200.0, 40.0, sun, day, None).tobytes() == \
+        pixel_means_numpy(ranges, rho, cos, strided, 200.0, 40.0, sun, day, None).tobytes()
 
 
 @pytest.mark.parametrize("sub_rays", [1, 4])
@@ -143,3 +201,17 @@ def test_realistic_frames_are_the_same_bytes_on_one_and_two_threads(sensor, over
         for key in one:
             assert np.ascontiguousarray(one[key]).tobytes() == np.ascontiguousarray(two[key]).tobytes(), key
     assert np.isfinite(frames[0][0]["range"]).mean() > 0.3
+
+
+def test_flat_ambient_loop_gives_numpys_bits():
+    from lidar_ros.physics.intensity import ouster_ambient, ouster_ambient_numpy
+
+    ranges, rho, _, _, _ = _returns(40000, 6)
+    rho = np.abs(rho)  # ρ ≥ 0 (validated materials)
+    rho[10:13] = [np.inf, np.nan, 1e30]
+    for level, sky in ((120.0, 40.0), (3000.0, 0.0), (0.0, 65000.0), (0.5, 0.25)):
+        got = ouster_ambient(ranges, rho, level, sky, np.random.default_rng(9))
+        expected = ouster_ambient_numpy(ranges, rho, level, sky, np.random.default_rng(9))
+        assert got.dtype == np.uint16
+        assert got.tobytes() == expected.tobytes()
+    assert not ouster_ambient(ranges, rho, 0.0, 0.0, np.random.default_rng(9)).any()

@@ -12,7 +12,7 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
-from .ambient import ambient_mean, ambient_photons, row_gains, sun_direction
+from .ambient import pixel_means, row_gains, sun_direction
 from .backfolding import fold
 from .config import NoiseConfig, SurfaceConfig
 from .cw_phase import cw_ranges
@@ -22,7 +22,8 @@ from .effects_config import EffectsConfig
 from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_reflectivity, ouster_ambient,
                         ouster_signal)
 from .overlap import overlap
-from .photons import photon_counts
+from .photons import range_overlap, signal_means
+from .poisson_counts import poisson_counts
 from .range_precision import ray_sigma
 from .interaction import LidarHits
 from .noise import draw_laser_biases, noisy_ranges
@@ -82,7 +83,7 @@ class Returns:
         # photon counts on: the sensor infers reflectivity from the counted signal (intensity.py
         # measured_reflectivity), so it carries the counts' shot noise and saturation
         measured = measured_reflectivity(self.ouster_signal, self.clean_range, self.hit, self._surface.signal_scale,
-                                         self._surface.overlap_range_m)
+                                         self._surface.overlap_range_m, self._signal_overlap)
         return calibrated_reflectivity(measured, self._surface.retro_full_scale).astype(np.uint16)
 
     @cached_property
@@ -92,15 +93,25 @@ class Returns:
         if not signal.poisson and signal.noise_floor == 0 and signal.saturation >= 65535:
             return ouster_signal(self.reflectivity, self.clean_range, self._surface.signal_scale,
                                  self._surface.overlap_range_m)
+        if signal.poisson:  # the receiver's near-range overlap (overlap.py) included
+            lam = signal_means(self.clean_range, self.reflectivity, self.hit, self._surface.signal_scale,
+                               self._surface.overlap_range_m, signal.noise_floor, self._signal_overlap)
+            rng = np.random.default_rng([self._ambient_seed, 1])  # its own stream: fields read in any order
+            return poisson_counts(lam, rng, int(signal.saturation))
         r = np.fmax(self.clean_range.astype(np.float64), MIN_SIGNAL_RANGE)
         mean = self._surface.signal_scale * self.reflectivity / (r * r)
         if self._surface.overlap_range_m > 0:  # the receiver's near-range overlap (overlap.py)
             mean = mean * overlap(r, self._surface.overlap_range_m)
-        if not signal.poisson:  # the mean itself, with the floor and saturation
-            mean = np.where(self.hit, mean, signal.noise_floor)
-            return np.rint(np.minimum(np.nan_to_num(mean), signal.saturation)).astype(np.uint16)
-        rng = np.random.default_rng([self._ambient_seed, 1])  # its own stream: fields read in any order
-        return photon_counts(mean, self.hit, signal.noise_floor, signal.saturation, rng)
+        # the mean itself, with the floor and saturation
+        mean = np.where(self.hit, mean, signal.noise_floor)
+        return np.rint(np.minimum(np.nan_to_num(mean), signal.saturation)).astype(np.uint16)
+
+    @cached_property
+    def _signal_overlap(self) -> np.ndarray | None:
+        """O(r) of the returns' clean ranges (overlap.py), read by the signal and the measured reflectivity."""
+        if self._surface.overlap_range_m <= 0:
+            return None
+        return range_overlap(self.clean_range, self._surface.overlap_range_m)
 
     @cached_property
     def ouster_ambient(self) -> np.ndarray:
@@ -109,17 +120,14 @@ class Returns:
         # ambient light is passive: a pixel sees the surface in its view whether or not the laser's echo
         # from it was detected (a dark or far wall beyond the detection limit still shows its sunlit face)
         hits = self._hits
-        in_view = np.isfinite(hits.range) & (hits.reflectivity > 0)
-        rho = np.where(in_view, hits.reflectivity, np.float32(0.0))
         if signal.ambient_model == "flat":
-            return ouster_ambient(rho, in_view, self._surface.ambient_level, self._surface.ambient_sky, rng)
+            return ouster_ambient(hits.range, hits.reflectivity, self._surface.ambient_level, self._surface.ambient_sky,
+                                  rng)
         # sun model: the surface's albedo (ρ(θ) without the lidar's own incidence), its world normal
-        albedo = rho / np.maximum(np.where(in_view, hits.cos_incidence, np.float32(1.0)), np.float32(1e-3))
-        normal = np.where(in_view[:, None], hits.normal, np.float32(0.0))
         sun = sun_direction(signal.sun_elevation_deg, signal.sun_azimuth_deg)
-        mean = ambient_mean(albedo, normal, in_view, self._surface.ambient_level, self._surface.ambient_sky,
-                            sun, signal.sun_elevation_deg > 0)
-        return ambient_photons(mean, self.ray_gain, rng)
+        lam = pixel_means(hits.range, hits.reflectivity, hits.cos_incidence, hits.normal, self._surface.ambient_level,
+                          self._surface.ambient_sky, sun, signal.sun_elevation_deg > 0, self.ray_gain)
+        return poisson_counts(lam, rng)
 
     @cached_property
     def entity(self) -> np.ndarray:
