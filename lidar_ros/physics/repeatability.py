@@ -1,8 +1,8 @@
 """Range precision (1σ repeatability) of a lidar from a published repeated-scan difference, and the published
 figures behind the Velodyne presets' noise.sigma.
 
-Accuracy is not precision. Velodyne states the VLP-16's range as "accuracy up to ±3 cm (typical)" (VLP-16 user
-manual 63-9243 Rev. D, 2018; the same words for the VLP-32C and VLS-128): a bound on the error, systematic part
+Accuracy is not precision. Velodyne states the VLP-16's range as "accuracy up to ±3 cm (typical)" (VLP-16
+datasheet; the VLP-32C and VLS-128 datasheets state theirs in the same form): a bound on the error, systematic part
 (per-laser offsets, calibration) included. A simulator's per-ray σ is the random part alone: how far two
 measurements of the same surface point scatter.
 
