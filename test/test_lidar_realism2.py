@@ -269,7 +269,7 @@ def test_single_scans_at_different_start_times_have_different_noise():
     box = trimesh.creation.box((20.0, 20.0, 6.0))
     scene.add_entity("room", TriMesh(box.vertices, box.faces), material="concrete")
     backend = make_backend("embree", scene, threads=2)
-    cfg = load_sensor("VLP-16")  # sigma 3 cm per ray
+    cfg = load_sensor("VLP-16")  # sigma 1.77 cm per ray
     first = [LidarSimulator(cfg, scene, backend).simulate(np.eye(4), t0).range for t0 in (0, 10**9, 10**9)]
     assert not np.array_equal(first[0], first[1], equal_nan=True)
     np.testing.assert_array_equal(first[1], first[2])
