@@ -320,6 +320,8 @@ REALISTIC = {
     # surface texture (physics/texture.py): ±25 % albedo (ln spread 0.25) on a 10 cm grain, an assumption checked
     # against the shared real frames' neighbour-to-neighbour reflectivity spread (test_lidar_realism2)
     "surface.texture_sigma": 0.25, "surface.texture_length_m": 0.1,
+    # tree crowns and hedges (materials with a leaf_area_density) as leaf volumes (physics/foliage.py)
+    "foliage.volume": True,
 }
 # Ouster column time stamps (physics/column_timing.py): jitter and wander, the medians of the shared real frames
 REALISTIC_OUSTER = {f"timing.{key}": value for key, value in SHARED_FRAME_MEDIANS_US.items()}
