@@ -15,6 +15,11 @@ Per returned ray, in this order:
 
 Angular jitter changes the ray itself, so it is applied to directions before tracing
 (`jitter_directions`).
+
+Every per-ray draw is a counter-based draw of the ray's index (radarays_ros/counter_random.py), one word per
+term (the *_WORD numbers below), made by the same formulas on the host (numba loops) and in the device kernel
+(lidar_ros/warp_frame_kernels.py): host and device frames draw the same numbers for the same ray, whatever the
+thread count or piece split, and a term's draws do not change when another term is switched on or off.
 """
 from __future__ import annotations
 
@@ -22,6 +27,9 @@ import numpy as np
 import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 from radarays_ros.compiled import inlined, kernel
+from radarays_ros.counter_random import (gaussian_inlined as _gaussian, random_bits_inlined as _random_bits,
+                                         ray_draws, second_uniform_inlined as _second_uniform,
+                                         uniform_inlined as _uniform)
 from radarays_ros.errors import ConfigError
 
 from .config import NoiseConfig
@@ -39,39 +47,37 @@ def draw_laser_biases(config: NoiseConfig, n_lasers: int, seed: int | None) -> n
     return rng.normal(0.0, config.bias_sigma, n_lasers).astype(np.float32)
 
 
+# the counter words of a lidar ray's draws (radarays_ros/counter_random.py: WORDS_PER_RAY of them)
+JITTER_WORDS = (0, 1, 2)  # the tilt's three Gaussian components
+DROPOUT_WORD = 3  # detection_probability.dropouts
+DUST_WORD = 4  # whether a dust particle answers (top bits), and where (low bits)
+RANGE_WORD = 5  # epsilon_ray
+RELATIVE_WORD = 6  # epsilon_rel
+AMBIENT_WORD = 7  # the device's ambient shot noise
+
+
 def noisy_ranges(ranges: np.ndarray, ray_bias: np.ndarray | None, config: NoiseConfig,
                  rng: np.random.Generator, ray_sigma: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Noisy ranges (new float32 array) of rays with clean `ranges` ((N,), NaN = no return), and the dust mask.
 
-    Misses stay NaN through every step (NaN arithmetic), so the whole batch is processed without
-    gathering the returns first. ray_bias: (N,) per-ray laser bias (SurfaceModel.ray_bias), needed
-    when bias_sigma > 0. ray_sigma: (N,) σ of each ray's ε_ray instead of config.sigma (SNR-dependent
-    precision). Random draws are made for every ray in a fixed order, so a ray's noise
-    does not depend on which other rays returned.
+    Misses stay NaN. ray_bias: (N,) per-ray laser bias (SurfaceModel.ray_bias), needed when bias_sigma > 0.
+    ray_sigma: (N,) sigma of each ray's epsilon_ray instead of config.sigma (SNR-dependent precision). rng: the
+    rays' counter draws (a RayDraws: its key and first ray; a plain Generator: one key drawn from it), so a ray's
+    noise depends on its index only, not on which other rays returned.
     """
     r = np.array(ranges, np.float32)  # a copy: the caller keeps the clean ranges
     n = len(r)
     dust = np.zeros(n, bool)
-    if config.dust_probability > 0 and n:
-        # the dusty rays, drawn directly (a count, then which rays) instead of one uniform per ray
-        picked = rng.choice(n, size=rng.binomial(n, config.dust_probability), replace=False)
-        picked = np.sort(picked[np.isfinite(r[picked])])
-        far = r[picked]
-        r[picked] = dust_range(far, np.float32(config.dust_min_range), rng.random(len(picked), dtype=np.float32))
-        dust[picked] = True
     if config.bias_sigma > 0 and n and ray_bias is None:
         raise ConfigError("noise.bias_sigma > 0 needs the laser index of every ray")
-    bias = ray_bias if config.bias_sigma > 0 and n else _NONE
-    per_ray = ray_sigma is not None and n
-    step = standard_normal(rng, n) if (config.sigma > 0 or per_ray) and n else _NONE
-    relative = _NONE
-    if config.relative_sigma > 0 and n:
-        relative = np.power(np.asarray(ranges, np.float32), np.float32(config.relative_exponent))
-        relative *= np.float32(config.relative_sigma)
-        relative *= standard_normal(rng, n)
-    sigmas = np.asarray(ray_sigma, np.float32) if per_ray else _NONE
-    _add_noise(r, np.asarray(bias, np.float32), step, np.float32(config.sigma), sigmas, relative,
-               np.float32(config.resolution))
+    if not n:
+        return r, dust
+    key, first = ray_draws(rng)
+    bias = np.asarray(ray_bias, np.float32) if config.bias_sigma > 0 else _NONE
+    sigmas = np.asarray(ray_sigma, np.float32) if ray_sigma is not None else _NONE
+    _add_noise(r, dust, key, first, bias, np.float32(config.sigma), sigmas, np.float32(config.relative_sigma),
+               np.float32(config.relative_exponent), np.float32(config.dust_probability),
+               np.float32(config.dust_min_range), np.float32(config.resolution))
     return r, dust
 
 
@@ -79,21 +85,33 @@ _NONE = np.empty(0, np.float32)  # a term that is off
 
 
 @kernel
-def _add_noise(r, bias, step, sigma, sigmas, relative, resolution):
-    """Per ray, in float32 and in this order: + bias, + σ·step (σ = sigmas[i] where given), + relative term
-    (each where given), then
-    quantised to `resolution` (> 0) and kept ≥ 0. NaN (no return) stays NaN."""
+def _add_noise(r, dust, key, first, bias, sigma, sigmas, relative_sigma, relative_exponent, dust_probability,
+               dust_min_range, resolution):
+    """Per returned ray (NaN: no return, left as is), in float32 and in this order, as the device kernel: dust
+    (early return at dust_range), + bias, + sigma z (sigma = sigmas[i] where given), + relative_sigma r^k z',
+    quantised to `resolution` (> 0), kept >= 0; z, z' and the dust draws the ray's counter words."""
     for i in range(r.shape[0]):
-        value = r[i]
+        clean = r[i]
+        if np.isnan(clean):
+            continue
+        ray = first + np.uint64(i)
+        value = clean
+        if dust_probability > 0:
+            bits = _random_bits(key, ray, np.uint64(DUST_WORD))
+            if _uniform(bits) < dust_probability:  # an early return from a particle
+                value = _dust_range_compiled(value, dust_min_range, _second_uniform(bits))
+                dust[i] = True
         if bias.shape[0]:
             value += bias[i]
-        if step.shape[0]:
-            value += step[i] * (sigmas[i] if sigmas.shape[0] else sigma)
-        if relative.shape[0]:
-            value += relative[i]
+        if sigmas.shape[0]:
+            value += sigmas[i] * _gaussian(_random_bits(key, ray, np.uint64(RANGE_WORD)))
+        elif sigma > 0:
+            value += sigma * _gaussian(_random_bits(key, ray, np.uint64(RANGE_WORD)))
+        if relative_sigma > 0:
+            value += relative_sigma * clean ** relative_exponent * _gaussian(_random_bits(key, ray, np.uint64(RELATIVE_WORD)))
         if resolution > 0:
             value = _quantised_compiled(value, resolution)
-        r[i] = max(value, np.float32(0.0)) if not np.isnan(value) else value
+        r[i] = max(value, np.float32(0.0))
 
 
 # Written once: numpy (and numba, in _add_noise) run these on the host, Warp compiles their source for device
@@ -109,7 +127,27 @@ def quantised(value: float, resolution: float) -> float:
     return xm.rint(value / resolution) * resolution
 
 
+def jittered_direction(dx: float, dy: float, dz: float, zx: float, zy: float, zz: float, sigma: float):
+    """A direction d tilted by the Gaussian step sigma z with its part along d removed, d' = (d + step)/|d + step|
+    (d normalised first); each product and sum in this order, so host and device give the same bits."""
+    length = xm.sqrt(dx * dx + dy * dy + dz * dz)
+    ux = dx / length
+    uy = dy / length
+    uz = dz / length
+    sx = sigma * zx
+    sy = sigma * zy
+    sz = sigma * zz
+    along = sx * ux + sy * uy + sz * uz
+    ox = ux + (sx - along * ux)
+    oy = uy + (sy - along * uy)
+    oz = uz + (sz - along * uz)
+    size = xm.sqrt(ox * ox + oy * oy + oz * oz)
+    return ox / size, oy / size, oz / size
+
+
 _quantised_compiled = inlined(quantised)
+_dust_range_compiled = inlined(dust_range)
+_jittered_compiled = inlined(jittered_direction)
 
 
 def standard_normal(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -136,19 +174,27 @@ def standard_normal(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def jitter_directions(directions: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """Unit directions tilted by a random angle: N(0, σ²) (rad) along each of two axes perpendicular to the ray.
+    """Unit directions tilted by a random angle: N(0, sigma^2) (rad) along each of two axes perpendicular to the ray.
 
-    A 3D Gaussian step of σ per axis with its component along the ray removed is an isotropic 2D
-    Gaussian in the plane perpendicular to the ray; d' = (d + step)/|d + step|. The tilt is
-    atan(|step|) ≈ |step|: Rayleigh distributed with scale σ for small σ (relative error < σ²/3).
-    σ = 0 returns the input unchanged (no draw).
+    A 3D Gaussian step of sigma per axis with its component along the ray removed is an isotropic 2D
+    Gaussian in the plane perpendicular to the ray; d' = (d + step)/|d + step| (jittered_direction). The tilt is
+    atan(|step|) ~ |step|: Rayleigh distributed with scale sigma for small sigma (relative error < sigma^2/3).
+    sigma = 0 returns the input unchanged (no draw). rng: the rays' counter draws (noisy_ranges), words JITTER_WORDS.
     """
     d = np.asarray(directions, np.float32)
     if sigma <= 0 or not len(d):
         return d
-    d = d / np.sqrt(np.einsum("ij,ij->i", d, d))[:, None]
-    step = np.float32(sigma) * rng.standard_normal(d.shape, dtype=np.float32)
-    step -= np.einsum("ij,ij->i", step, d)[:, None] * d
-    out = d + step
-    out /= np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]
+    key, first = ray_draws(rng)
+    out = np.empty((len(d), 3), np.float32)
+    _jitter(np.ascontiguousarray(d), key, first, np.float32(sigma), out)
     return out
+
+
+@kernel
+def _jitter(d, key, first, sigma, out):
+    for i in range(d.shape[0]):
+        ray = first + np.uint64(i)
+        zx = _gaussian(_random_bits(key, ray, np.uint64(JITTER_WORDS[0])))
+        zy = _gaussian(_random_bits(key, ray, np.uint64(JITTER_WORDS[1])))
+        zz = _gaussian(_random_bits(key, ray, np.uint64(JITTER_WORDS[2])))
+        out[i, 0], out[i, 1], out[i, 2] = _jittered_compiled(d[i, 0], d[i, 1], d[i, 2], zx, zy, zz, sigma)
