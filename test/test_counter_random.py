@@ -10,9 +10,8 @@ from scipy import stats
 from lidar_ros.physics.config import NoiseConfig
 from lidar_ros.physics.detection_probability import dropouts
 from lidar_ros.physics.noise import jitter_directions, noisy_ranges
-from radarays_ros.compiled import kernel
-from radarays_ros.counter_random import (WORDS_PER_RAY, RayDraws, frame_key64, gaussian_inlined,
-                                         random_bits_inlined, second_uniform_inlined, uniform_inlined)
+from radarays_ros.counter_random import WORDS_PER_RAY, RayDraws, frame_key64
+from support.draws import host_draws
 
 MASK = 2**64 - 1
 
@@ -26,19 +25,6 @@ def splitmix64(seed: int, n: int) -> list[int]:
         z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
         out.append(z ^ (z >> 31))
-    return out
-
-
-@kernel
-def draws(key, first, n, word, bits, u, v, z):
-    for i in range(n):
-        b = random_bits_inlined(key, first + np.uint64(i), word)
-        bits[i], u[i], v[i], z[i] = b, uniform_inlined(b), second_uniform_inlined(b), gaussian_inlined(b)
-
-
-def host_draws(key, n, word=0, first=0):
-    out = np.empty(n, np.uint64), np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.float32)
-    draws(np.uint64(key), np.uint64(first), n, np.uint64(word), *out)
     return out
 
 
