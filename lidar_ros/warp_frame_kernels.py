@@ -138,7 +138,14 @@ if wp is not None:
     random_bits = device_twin(counter_random.random_bits)
     uniform = device_twin(counter_random.uniform)
     second_uniform = device_twin(counter_random.second_uniform)
-    gaussian = device_twin(counter_random.gaussian)
+    gaussian_radius = device_twin(counter_random.gaussian_radius)
+    box_muller_cosine = device_twin(counter_random.box_muller_cosine)
+
+    @wp.func
+    def ray_gaussian(key: wp.uint64, ray: wp.uint64, word: wp.uint64):
+        """counter_random.gaussians' draw of one ray: one half of its ray pair's Box-Muller pair."""
+        bits = random_bits(key, ray >> wp.uint64(1), word)
+        return gaussian_radius(bits) * box_muller_cosine(bits, ray & wp.uint64(1))
 
     # the counter words of physics/noise.py
     JITTER_X = wp.constant(wp.uint64(noise.JITTER_WORDS[0]))
@@ -183,9 +190,9 @@ if wp is not None:
         d = r * local_directions[i]
         ray = wp.uint64(i)
         if s.angular_sigma > 0.0:  # noise.py jitter_directions: a Gaussian tilt perpendicular to the ray
-            jx, jy, jz = jittered_direction(d[0], d[1], d[2], gaussian(random_bits(s.key, ray, JITTER_X)),
-                                            gaussian(random_bits(s.key, ray, JITTER_Y)),
-                                            gaussian(random_bits(s.key, ray, JITTER_Z)), s.angular_sigma)
+            jx, jy, jz = jittered_direction(d[0], d[1], d[2], ray_gaussian(s.key, ray, JITTER_X),
+                                            ray_gaussian(s.key, ray, JITTER_Y),
+                                            ray_gaussian(s.key, ray, JITTER_Z), s.angular_sigma)
             d = wp.vec3(jx, jy, jz)
 
         # interaction.py: follow the ray past transparent surfaces and mirrors to the surface that returns it
@@ -267,10 +274,10 @@ if wp is not None:
             if s.use_bias != 0:
                 noisy = noisy + ray_bias[i]
             if s.sigma > 0.0:
-                noisy = noisy + s.sigma * gaussian(random_bits(s.key, ray, RANGE_WORD))
+                noisy = noisy + s.sigma * ray_gaussian(s.key, ray, RANGE_WORD)
             if s.relative_sigma > 0.0:
-                noisy = noisy + s.relative_sigma * wp.pow(clean, s.relative_exponent) * gaussian(
-                    random_bits(s.key, ray, RELATIVE_WORD))
+                noisy = noisy + s.relative_sigma * wp.pow(clean, s.relative_exponent) * ray_gaussian(
+                    s.key, ray, RELATIVE_WORD)
             if s.resolution > 0.0:
                 noisy = quantised(noisy, s.resolution)
             noisy = wp.max(noisy, 0.0)
@@ -293,7 +300,7 @@ if wp is not None:
         if s.ambient_level > 0.0 or s.ambient_sky > 0.0:
             # passive light: the surface in view, detected or not (model.py)
             mean = flat_ambient_mean(rho, found and rho > 0.0, s.ambient_level, s.ambient_sky)
-            ambient = shot_noise_count(mean, gaussian(random_bits(s.key, ray, AMBIENT_WORD)))
+            ambient = shot_noise_count(mean, ray_gaussian(s.key, ray, AMBIENT_WORD))
 
         # simulator.py: returns that noise pushed outside [range_min, range_max] read as misses
         inside = keep and noisy >= s.range_min and noisy <= s.range_max

@@ -10,7 +10,7 @@ from scipy import stats
 from lidar_ros.physics.config import NoiseConfig
 from lidar_ros.physics.detection_probability import dropouts
 from lidar_ros.physics.noise import jitter_directions, noisy_ranges
-from radarays_ros.counter_random import WORDS_PER_RAY, RayDraws, frame_key64
+from radarays_ros.counter_random import WORDS_PER_RAY, RayDraws, frame_key64, gaussians
 from support.draws import host_draws
 
 MASK = 2**64 - 1
@@ -38,27 +38,30 @@ def test_the_bits_are_splitmix64_outputs_counted_by_ray_and_word():
 
 
 def test_uniforms_and_gaussians_are_exact_functions_of_the_bits():
-    bits, u, v, z = host_draws(frame_key64([3, 1, 0]), 1 << 18)
+    bits, u, v, z, z_sine = host_draws(frame_key64([3, 1, 0]), 1 << 18)
     np.testing.assert_array_equal(u, (bits >> np.uint64(40)).astype(np.float64) / 2**24)
     np.testing.assert_array_equal(v, (bits & np.uint64(0xFFFFFF)).astype(np.float64) / 2**24)
     u1 = ((bits >> np.uint64(40)).astype(np.float64) + 1) / 2**24
-    reference = np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * v.astype(np.float64))
-    # ln and cos in float32 steps: a few float32 ULPs of the radius (|z| <= 5.77)
-    assert np.abs(z - reference).max() < 1e-6 * 5.8
+    radius, angle = np.sqrt(-2 * np.log(u1)), 2 * np.pi * v.astype(np.float64)
+    # ln, cos and sin in float32 steps: a few float32 ULPs of the radius (|z| <= 5.77)
+    assert np.abs(z - radius * np.cos(angle)).max() < 1e-6 * 5.8
+    assert np.abs(z_sine - radius * np.sin(angle)).max() < 1e-6 * 5.8
     assert np.abs(z).max() <= np.sqrt(2 * np.log(2**24)) + 1e-5
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_draws_have_their_distributions(seed):
     n = 200_000
-    _, u, v, z = host_draws(frame_key64([seed]), n, word=5)
+    _, u, v, z, z_sine = host_draws(frame_key64([seed]), n, word=5)
     alpha = 1e-3  # a fixed seed: deterministic; a wrong distribution fails at once at this n
     assert stats.kstest(z.astype(np.float64), "norm").pvalue > alpha
+    assert stats.kstest(z_sine.astype(np.float64), "norm").pvalue > alpha
+    assert abs(np.corrcoef(z, z_sine)[0, 1]) < 5 / np.sqrt(n)  # a pair's two halves are independent
     assert stats.kstest(u.astype(np.float64), "uniform").pvalue > alpha
     assert stats.kstest(v.astype(np.float64), "uniform").pvalue > alpha
     assert abs(np.corrcoef(u, v)[0, 1]) < 5 / np.sqrt(n)  # the halves are independent
     # other rays, other words: uncorrelated
-    _, u2, _, z2 = host_draws(frame_key64([seed]), n, word=6)
+    _, u2, _, z2, _ = host_draws(frame_key64([seed]), n, word=6)
     assert abs(np.corrcoef(z, z2)[0, 1]) < 5 / np.sqrt(n) and abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 5 / np.sqrt(n)
 
 
@@ -95,6 +98,10 @@ def test_a_rays_draws_do_not_depend_on_the_piece_split():
     cut = 3_333
     parts = [noisy_ranges(ranges[a:b], None, config, RayDraws(np.random.PCG64(k), key, a))
              for k, (a, b) in enumerate([(0, cut), (cut, n)])]
+    assert gaussians(key, 7, 5, 10).tobytes() == gaussians(key, 6, 5, 11)[1:].tobytes()  # odd and even starts
+    pairs = gaussians(key, 0, 5, 8)
+    _, _, _, z, z_sine = host_draws(key, 4, word=5)
+    assert pairs.tobytes() == np.stack([z, z_sine], axis=1).reshape(-1).tobytes()  # ray 2j: cosine, 2j + 1: sine
     for got, want in zip((np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])), whole):
         assert got.tobytes() == want.tobytes()
     lost = dropouts(n, 0.3, RayDraws(np.random.PCG64(0), key, 0))

@@ -27,9 +27,8 @@ import numpy as np
 import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 from radarays_ros.compiled import inlined, kernel
-from radarays_ros.counter_random import (gaussian_inlined as _gaussian, random_bits_inlined as _random_bits,
-                                         ray_draws, second_uniform_inlined as _second_uniform,
-                                         uniform_inlined as _uniform)
+from radarays_ros.counter_random import (gaussians, random_bits_inlined as _random_bits, ray_draws,
+                                         second_uniform_inlined as _second_uniform, uniform_inlined as _uniform)
 from radarays_ros.errors import ConfigError
 
 from .config import NoiseConfig
@@ -75,9 +74,15 @@ def noisy_ranges(ranges: np.ndarray, ray_bias: np.ndarray | None, config: NoiseC
     key, first = ray_draws(rng)
     bias = np.asarray(ray_bias, np.float32) if config.bias_sigma > 0 else _NONE
     sigmas = np.asarray(ray_sigma, np.float32) if ray_sigma is not None else _NONE
-    _add_noise(r, dust, key, first, bias, np.float32(config.sigma), sigmas, np.float32(config.relative_sigma),
-               np.float32(config.relative_exponent), np.float32(config.dust_probability),
-               np.float32(config.dust_min_range), np.float32(config.resolution))
+    # the draws first, each in a loop of its own (without branches it vectorises)
+    if config.dust_probability > 0:  # early returns from particles
+        _dust_draws(r, dust, key, first, np.float32(config.dust_probability))
+        picked = np.flatnonzero(dust)
+        _dust_ranges(r, picked, key, first, np.float32(config.dust_min_range))
+    step = gaussians(key, first, RANGE_WORD, n) if config.sigma > 0 or ray_sigma is not None else _NONE
+    relative = gaussians(key, first, RELATIVE_WORD, n) if config.relative_sigma > 0 else _NONE
+    _add_noise(r, np.asarray(ranges, np.float32), bias, step, np.float32(config.sigma), sigmas, relative,
+               np.float32(config.relative_sigma), np.float32(config.relative_exponent), np.float32(config.resolution))
     return r, dust
 
 
@@ -85,33 +90,38 @@ _NONE = np.empty(0, np.float32)  # a term that is off
 
 
 @kernel
-def _add_noise(r, dust, key, first, bias, sigma, sigmas, relative_sigma, relative_exponent, dust_probability,
-               dust_min_range, resolution):
-    """Per returned ray (NaN: no return, left as is), in float32 and in this order, as the device kernel: dust
-    (early return at dust_range), + bias, + sigma z (sigma = sigmas[i] where given), + relative_sigma r^k z',
-    quantised to `resolution` (> 0), kept >= 0; z, z' and the dust draws the ray's counter words."""
+def _dust_draws(r, dust, key, first, probability):
+    """dust[i]: a particle answers ray i (a return, r[i] not NaN): the top bits of its DUST_WORD below `probability`."""
     for i in range(r.shape[0]):
-        clean = r[i]
-        if np.isnan(clean):
-            continue
-        ray = first + np.uint64(i)
-        value = clean
-        if dust_probability > 0:
-            bits = _random_bits(key, ray, np.uint64(DUST_WORD))
-            if _uniform(bits) < dust_probability:  # an early return from a particle
-                value = _dust_range_compiled(value, dust_min_range, _second_uniform(bits))
-                dust[i] = True
+        u = _uniform(_random_bits(key, first + np.uint64(i), np.uint64(DUST_WORD)))
+        dust[i] = (u < probability) & (r[i] == r[i])
+
+
+@kernel
+def _dust_ranges(r, picked, key, first, min_range):
+    """r[i] = dust_range(r[i], min_range, u) of the picked rays, u the low bits of their DUST_WORD."""
+    for i in picked:
+        bits = _random_bits(key, first + np.uint64(i), np.uint64(DUST_WORD))
+        r[i] = _dust_range_compiled(r[i], min_range, _second_uniform(bits))
+
+
+@kernel
+def _add_noise(r, clean, bias, step, sigma, sigmas, relative, relative_sigma, relative_exponent, resolution):
+    """Per ray, in float32 and in this order, as the device kernel (after dust): + bias, + sigma z (sigma = sigmas[i]
+    where given), + relative_sigma clean^k z', quantised to `resolution` (> 0), kept >= 0 (z = step[i],
+    z' = relative[i]: the ray's RANGE_WORD and RELATIVE_WORD Gaussians; each term where given). NaN (no return)
+    stays NaN."""
+    for i in range(r.shape[0]):
+        value = r[i]
         if bias.shape[0]:
             value += bias[i]
-        if sigmas.shape[0]:
-            value += sigmas[i] * _gaussian(_random_bits(key, ray, np.uint64(RANGE_WORD)))
-        elif sigma > 0:
-            value += sigma * _gaussian(_random_bits(key, ray, np.uint64(RANGE_WORD)))
-        if relative_sigma > 0:
-            value += relative_sigma * clean ** relative_exponent * _gaussian(_random_bits(key, ray, np.uint64(RELATIVE_WORD)))
+        if step.shape[0]:
+            value += (sigmas[i] if sigmas.shape[0] else sigma) * step[i]
+        if relative.shape[0]:
+            value += relative_sigma * clean[i] ** relative_exponent * relative[i]
         if resolution > 0:
             value = _quantised_compiled(value, resolution)
-        r[i] = max(value, np.float32(0.0))
+        r[i] = max(value, np.float32(0.0)) if not np.isnan(value) else value
 
 
 # Written once: numpy (and numba, in _add_noise) run these on the host, Warp compiles their source for device
@@ -186,15 +196,12 @@ def jitter_directions(directions: np.ndarray, sigma: float, rng: np.random.Gener
         return d
     key, first = ray_draws(rng)
     out = np.empty((len(d), 3), np.float32)
-    _jitter(np.ascontiguousarray(d), key, first, np.float32(sigma), out)
+    zx, zy, zz = (gaussians(key, first, word, len(d)) for word in JITTER_WORDS)
+    _jitter(np.ascontiguousarray(d), zx, zy, zz, np.float32(sigma), out)
     return out
 
 
 @kernel
-def _jitter(d, key, first, sigma, out):
+def _jitter(d, zx, zy, zz, sigma, out):
     for i in range(d.shape[0]):
-        ray = first + np.uint64(i)
-        zx = _gaussian(_random_bits(key, ray, np.uint64(JITTER_WORDS[0])))
-        zy = _gaussian(_random_bits(key, ray, np.uint64(JITTER_WORDS[1])))
-        zz = _gaussian(_random_bits(key, ray, np.uint64(JITTER_WORDS[2])))
-        out[i, 0], out[i, 1], out[i, 2] = _jittered_compiled(d[i, 0], d[i, 1], d[i, 2], zx, zy, zz, sigma)
+        out[i, 0], out[i, 1], out[i, 2] = _jittered_compiled(d[i, 0], d[i, 1], d[i, 2], zx[i], zy[i], zz[i], sigma)
