@@ -62,7 +62,8 @@ def device_twin(formula):
     scope = dict(formula.__globals__, xm=device_math())
     twin = types.FunctionType(formula.__code__, scope, formula.__name__, formula.__defaults__, formula.__closure__)
     # `from __future__ import annotations` leaves the names as strings: Warp wants the types
-    kinds = {**_ANNOTATION_TYPES, "vec3": wp.vec3, "uint64": wp.uint64}  # vec3: a (..., 3) array on the host, a Warp vec3 on the device
+    # vec3: a (..., 3) array on the host, a Warp vec3 on the device
+    kinds = {**_ANNOTATION_TYPES, "vec3": wp.vec3, "uint64": wp.uint64}
     twin.__annotations__ = {name: kinds.get(kind, kind) for name, kind in formula.__annotations__.items()}
     twin.__module__, twin.__qualname__, twin.__doc__ = formula.__module__, formula.__qualname__, formula.__doc__
     return wp.func(twin)
