@@ -23,6 +23,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from radarays_ros.compiled import kernel
+from radarays_ros.counter_random import RayDraws, frame_key64
 from radarays_ros.threads import pool
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
@@ -187,7 +188,11 @@ class LidarSimulator:
             frame.checked = self._table_ok and bool(np.isfinite(frame.dirs.sum()))
         self._place(frame, pose, t0_ns)
         jobs = [(k, a, b) for k, (a, b) in enumerate(self._pieces)]
-        rngs = [np.random.default_rng([*self.frame_key(frame.index, t0_ns), k]) for k, _, _ in jobs]
+        # each piece: its own Generator stream (draws only the host makes) and the frame's counter draws from its
+        # first beam on (radarays_ros/counter_random.py: the draws the device kernel makes too, by ray index)
+        frame.entropy = entropy = self.frame_key(frame.index, t0_ns)
+        key = frame_key64(entropy)
+        rngs = [RayDraws(np.random.PCG64([*entropy, k]), key, a) for k, a, _ in jobs]
         # The first hits of the whole frame in one backend call (the backend splits it over its threads in
         # chunks, as many as the bare-Embree benchmark uses, taken dynamically, which balances cheap sky
         # rays against ground rays), then the material classes and the surface model piece by piece on
@@ -214,7 +219,7 @@ class LidarSimulator:
             origins, dirs = frame.world_o, frame.world_d
         if cfg.noise.angular_sigma > 0:  # each piece's own random stream, as it is used below
             for k, a, b in jobs:
-                dirs[a * m:b * m] = jitter_directions(dirs[a * m:b * m], cfg.noise.angular_sigma, rngs[k])
+                dirs[a * m:b * m] = jitter_directions(dirs[a * m:b * m], cfg.noise.angular_sigma, rngs[k].at(a * m))
         first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
         return self._each_piece(jobs, lambda k, a, b: self._surface_piece(
             frame, rngs[k], (origins[a * m:b * m], dirs[a * m:b * m], first.span(a * m, b * m)), a, b))
@@ -378,8 +383,9 @@ class LidarSimulator:
         gain = None if self._ray_gain is None else self._ray_gain[a:b]
         ret = self.model.apply(beams[0], None, rng, ray_bias=bias, ray_gain=gain)
         if len(beams) > 1:
+            second_draws = rng.at(a, frame_key64([*frame.entropy, SECOND_ECHO_STREAM]))  # counter draws of their own
             frame.second.append((a, b, second, self.model.apply(
-                beams[1], None, rng, ray_bias=None if bias is None else bias[second],
+                beams[1], None, second_draws, ray_bias=None if bias is None else bias[second],
                 ray_gain=None if gain is None else gain[second])))
         return self._write_returns(frame, ret, a, b)
 
@@ -494,6 +500,7 @@ class LidarSimulator:
 
 
 TIMING_STREAM = 0x7153_0001  # the column-time stream's key after frame_key (pieces use 0, 1, ...)
+SECOND_ECHO_STREAM = 0x7153_0002  # the counter key of second echoes' draws after frame_key
 
 
 class _Frame:
@@ -501,6 +508,7 @@ class _Frame:
 
     def __init__(self, index: int, shape: tuple[int, int], eager: tuple[str, ...], cloud: FrameSink | None = None):
         self.index = index
+        self.entropy = None  # the frame's random entropy (LidarSimulator.frame_key)
         self.cols = shape[1]
         n = shape[0] * shape[1]
         self.dirs = self.dirs_t = self.rotation = self.r = self.t = None  # traced rays (sub-rays: beam-major)

@@ -13,8 +13,9 @@ direction and the driver cloud (simulator._write_returns, the host path's own co
 driver cloud reads come back in one copy a frame; the ground truth only when a scan reads it (_outputs
 says why a reused device buffer never changes a scan).
 
-Random numbers come from Warp's RNG (one stream per beam, keyed by seed and frame), not numpy's: the same
-statistics as the host path, other values; the same seed gives the same bytes, on CPU and CUDA alike.
+Random numbers: the host path's counter-based draws (radarays_ros/counter_random.py, keyed by frame, beam and
+term), so a beam draws the same numbers on both paths; the same seed gives the same bytes on CPU and CUDA alike
+(CUDA's fused multiply-adds may move a Gaussian draw by a few float32 ULPs).
 
 What the kernel implements is declared per config field (`DEVICE_SUPPORT` below, read by
 radarays_ros/device_support.py): the effects of the lidar toolbox II that act on several rays or
@@ -29,6 +30,7 @@ import weakref
 
 import numpy as np
 
+from radarays_ros.counter_random import frame_key64
 from radarays_ros.device_support import DEVICE, HOST, Support, refuse, refusals
 from radarays_ros.errors import ConfigError
 from radarays_ros.tracing.warp import WarpBackend, require_device_backend
@@ -219,13 +221,13 @@ class WarpLidarSimulator(LidarSimulator):
         self._materials_dev = (table, m)
         return m
 
-    def _settings(self, per_column: bool, frame_seed: int):
-        """The kernel's settings: made once per pose mode, only the frame's seed set every frame (a launch
-        copies the struct's values, so setting the next seed cannot change a frame already launched)."""
+    def _settings(self, per_column: bool, frame_key: int):
+        """The kernel's settings: made once per pose mode, only the frame's key set every frame (a launch
+        copies the struct's values, so setting the next key cannot change a frame already launched)."""
         s = self._settings_made.get(per_column)
         if s is None:
             s = self._settings_made[per_column] = self._new_settings(per_column)
-        s.seed = frame_seed
+        s.key = frame_key
         return s
 
     def _new_settings(self, per_column: bool):
@@ -272,11 +274,11 @@ class WarpLidarSimulator(LidarSimulator):
             local_dirs = wp.array(frame.beam_dirs, dtype=wp.vec3, device=dev)
         rotations, shifts, per_column = self._poses(frame, pose, t0_ns)
         n = cfg.rows * cfg.cols
-        frame_seed = int(np.random.default_rng(self.frame_key(frame.index, t0_ns)).integers(0, 2**31 - 1))
+        frame_key = int(frame_key64(self.frame_key(frame.index, t0_ns)))  # the host path's key (simulator.py)
         out, truth_slot = self._outputs(n)
         wp.launch(k.lidar_frame, dim=n, device=dev,
                   inputs=[self.backend.synced_scene_arrays(), self._device_materials(),
-                          self._settings(per_column, frame_seed), self._local_origins, local_dirs, self._pixel_column,
+                          self._settings(per_column, frame_key), self._local_origins, local_dirs, self._pixel_column,
                           *self._device_poses(rotations, shifts), self._range_offset, self._bias, out])
         part = self._write_returns(frame, self._fetch_returns(out, truth_slot), 0, n)
         if frame.cloud is not None:

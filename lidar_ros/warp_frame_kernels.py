@@ -13,9 +13,9 @@ source Warp compiles (radarays_ros/twin.py); this kernel runs them per ray in fl
 Plain ASCII only in this file: Warp 1.0.x copies kernel source lines into the generated C++ as strings,
 and a non-ASCII character there fails the CPU build ("hex escape sequence out of range").
 
-Random numbers: Warp's counter-based RNG, one stream per beam keyed by the frame's seed and the beam's
-index, so a frame is the same on the CPU and CUDA devices and for any launch layout. The draws are
-not numpy's (same distributions, other values).
+Random numbers: the counter-based draws of radarays_ros/counter_random.py, a pure function of (the frame's
+key, the beam's index, the term's word of physics/noise.py), compiled from the same source as the host's
+loops: a beam draws what the host path draws for it, on any device and for any launch layout.
 """
 
 try:
@@ -26,6 +26,7 @@ except ImportError:  # warp_frame.py reports the missing package; this module st
 if wp is not None:
     from radarays_ros.tracing.warp_kernels import SceneArrays, first_hit
 
+    from radarays_ros import counter_random
     from radarays_ros.twin import device_twin
 
     from .physics import detection, intensity, interaction, materials, noise, overlap, reflectivity
@@ -89,7 +90,7 @@ if wp is not None:
         ambient_level: float
         ambient_sky: float
         per_column: int  # 1: each beam's pose is its measurement column's (motion distortion)
-        seed: int
+        key: wp.uint64  # the frame's counter key (radarays_ros/counter_random.py frame_key64)
         missing: float  # NaN, set by the host (a NaN constant inside kernels varies across Warp releases)
 
     # rows of FrameOut.beam: what a driver cloud reads, copied to the host with every frame in one copy
@@ -133,6 +134,28 @@ if wp is not None:
     skip_distance = device_twin(interaction.skip_distance)
     mirror_direction = device_twin(interaction.mirror_direction)
     quantised = device_twin(noise.quantised)
+    jittered_direction = device_twin(noise.jittered_direction)
+    random_bits = device_twin(counter_random.random_bits)
+    uniform = device_twin(counter_random.uniform)
+    second_uniform = device_twin(counter_random.second_uniform)
+    gaussian_radius = device_twin(counter_random.gaussian_radius)
+    box_muller_cosine = device_twin(counter_random.box_muller_cosine)
+
+    @wp.func
+    def ray_gaussian(key: wp.uint64, ray: wp.uint64, word: wp.uint64):
+        """counter_random.gaussians' draw of one ray: one half of its ray pair's Box-Muller pair."""
+        bits = random_bits(key, ray >> wp.uint64(1), word)
+        return gaussian_radius(bits) * box_muller_cosine(bits, ray & wp.uint64(1))
+
+    # the counter words of physics/noise.py
+    JITTER_X = wp.constant(wp.uint64(noise.JITTER_WORDS[0]))
+    JITTER_Y = wp.constant(wp.uint64(noise.JITTER_WORDS[1]))
+    JITTER_Z = wp.constant(wp.uint64(noise.JITTER_WORDS[2]))
+    DROPOUT_WORD = wp.constant(wp.uint64(noise.DROPOUT_WORD))
+    DUST_WORD = wp.constant(wp.uint64(noise.DUST_WORD))
+    RANGE_WORD = wp.constant(wp.uint64(noise.RANGE_WORD))
+    RELATIVE_WORD = wp.constant(wp.uint64(noise.RELATIVE_WORD))
+    AMBIENT_WORD = wp.constant(wp.uint64(noise.AMBIENT_WORD))
 
     @wp.func
     def reflectivity_of(m: LidarMaterialTable, id: int, cos_theta: float):
@@ -165,12 +188,12 @@ if wp is not None:
         r = rotations[column]
         o = r * local_origins[i] + shifts[column]
         d = r * local_directions[i]
-        state = wp.rand_init(s.seed, i)
+        ray = wp.uint64(i)
         if s.angular_sigma > 0.0:  # noise.py jitter_directions: a Gaussian tilt perpendicular to the ray
-            d = wp.normalize(d)
-            step = wp.vec3(wp.randn(state), wp.randn(state), wp.randn(state)) * s.angular_sigma
-            step = step - wp.dot(step, d) * d
-            d = wp.normalize(d + step)
+            jx, jy, jz = jittered_direction(d[0], d[1], d[2], ray_gaussian(s.key, ray, JITTER_X),
+                                            ray_gaussian(s.key, ray, JITTER_Y),
+                                            ray_gaussian(s.key, ray, JITTER_Z), s.angular_sigma)
+            d = wp.vec3(jx, jy, jz)
 
         # interaction.py: follow the ray past transparent surfaces and mirrors to the surface that returns it
         total_range = float(wp.inf)
@@ -233,8 +256,8 @@ if wp is not None:
         if found and s.limit_model != CURVE_NONE:
             keep = detected(ranged, rho, detection_limit32(rho, s.limit_model, s.limit_root, s.limit_a, s.limit_b,
                                                            s.limit_rho1, s.limit_d1, s.limit_slope))
-        if s.dropout > 0.0:
-            if wp.randf(state) < s.dropout:
+        if s.dropout > 0.0:  # detection_probability.py dropouts
+            if uniform(random_bits(s.key, ray, DROPOUT_WORD)) < s.dropout:
                 keep = False
         nan = s.missing
         clean = nan
@@ -243,16 +266,18 @@ if wp is not None:
         if keep:
             clean = ranged
             noisy = ranged
-            if s.dust_probability > 0.0:
-                if wp.randf(state) < s.dust_probability:  # an early return from a particle
-                    noisy = dust_range(noisy, s.dust_min_range, wp.randf(state))
+            if s.dust_probability > 0.0:  # noise.py _add_noise, the same terms in the same order
+                dust_bits = random_bits(s.key, ray, DUST_WORD)
+                if uniform(dust_bits) < s.dust_probability:  # an early return from a particle
+                    noisy = dust_range(noisy, s.dust_min_range, second_uniform(dust_bits))
                     dust = 1
             if s.use_bias != 0:
                 noisy = noisy + ray_bias[i]
             if s.sigma > 0.0:
-                noisy = noisy + s.sigma * wp.randn(state)
+                noisy = noisy + s.sigma * ray_gaussian(s.key, ray, RANGE_WORD)
             if s.relative_sigma > 0.0:
-                noisy = noisy + s.relative_sigma * wp.pow(clean, s.relative_exponent) * wp.randn(state)
+                noisy = noisy + s.relative_sigma * wp.pow(clean, s.relative_exponent) * ray_gaussian(
+                    s.key, ray, RELATIVE_WORD)
             if s.resolution > 0.0:
                 noisy = quantised(noisy, s.resolution)
             noisy = wp.max(noisy, 0.0)
@@ -275,7 +300,7 @@ if wp is not None:
         if s.ambient_level > 0.0 or s.ambient_sky > 0.0:
             # passive light: the surface in view, detected or not (model.py)
             mean = flat_ambient_mean(rho, found and rho > 0.0, s.ambient_level, s.ambient_sky)
-            ambient = shot_noise_count(mean, wp.randn(state))
+            ambient = shot_noise_count(mean, ray_gaussian(s.key, ray, AMBIENT_WORD))
 
         # simulator.py: returns that noise pushed outside [range_min, range_max] read as misses
         inside = keep and noisy >= s.range_min and noisy <= s.range_max

@@ -21,11 +21,12 @@ import types
 _DEVICE_NAMES = {"cos": "cos", "sin": "sin", "acos": "acos", "arccos": "acos", "sqrt": "sqrt", "cbrt": "cbrt",
                  "exp": "exp", "log": "log", "log10": "log10", "maximum": "max", "minimum": "min", "clip": "clamp",
                  "float32": "float32", "abs": "abs", "rint": "rint", "degrees": "degrees", "where": "where",
-                 "floor": "floor"}
+                 "floor": "floor", "int32": "int32", "uint64": "uint64"}
 
 
 _ANNOTATION_TYPES = {"float": float, "int": int, "bool": bool}
 vec3 = "vec3"  # the annotation of a 3-vector argument (formulas import it: `from radarays_ros.twin import vec3`)
+uint64 = "uint64"  # the annotation of an unsigned 64-bit integer argument (radarays_ros/counter_random.py)
 
 
 @functools.cache
@@ -61,7 +62,8 @@ def device_twin(formula):
     scope = dict(formula.__globals__, xm=device_math())
     twin = types.FunctionType(formula.__code__, scope, formula.__name__, formula.__defaults__, formula.__closure__)
     # `from __future__ import annotations` leaves the names as strings: Warp wants the types
-    kinds = {**_ANNOTATION_TYPES, "vec3": wp.vec3}  # vec3: a (..., 3) array on the host, a Warp vec3 on the device
+    # vec3: a (..., 3) array on the host, a Warp vec3 on the device
+    kinds = {**_ANNOTATION_TYPES, "vec3": wp.vec3, "uint64": wp.uint64}
     twin.__annotations__ = {name: kinds.get(kind, kind) for name, kind in formula.__annotations__.items()}
     twin.__module__, twin.__qualname__, twin.__doc__ = formula.__module__, formula.__qualname__, formula.__doc__
     return wp.func(twin)

@@ -12,7 +12,8 @@ per output with stated bounds, not correlations:
 * lidar: identical hit masks, materials and entities; clean ranges and points within 32 float32 ULP
   (the world ray is rotated in another float32 order; measured <= 14 ULP), reflectivity within 4 ULP,
   calibrated reflectivity and Ouster signal within 1 count (a rint at .5 may round either way);
-* fields whose draws differ by design (Warp's RNG on the device, numpy's on the host): their statistics.
+* range noise, dust, dropouts and angular jitter: the same counter draws on both paths (radarays_ros/counter_random.py),
+  so the same bounds as noise-free frames; the flat ambient's shot noise, drawn from numpy on the host: its statistics.
 """
 import dataclasses
 
@@ -363,16 +364,16 @@ LIDAR_CASES = {
     "ambient": ("OS1-64", {"columns": 512, "surface": {"ambient_level": 900.0, "ambient_sky": 120.0}}, "ambient",
                 {"surface.ambient_level", "surface.ambient_sky"}),
     "range noise": ("VLP-16", {"noise": {"sigma": 0.02, "relative_sigma": 0.004, "relative_exponent": 1.5,
-                                         "resolution": 0.0}}, "noise", {"noise.sigma", "noise.relative_sigma",
+                                         "resolution": 0.0}}, "exact", {"noise.sigma", "noise.relative_sigma",
                                                                         "noise.relative_exponent"}),
     "bias": ("VLP-16", {"noise": {"bias_sigma": 0.05, "bias_distribution": "laplace", "sigma": 0.0, "resolution": 0.0}},
              "bias", {"noise.bias_sigma", "noise.bias_distribution"}),
     "resolution": ("VLP-16", {"noise": {"resolution": 0.05}}, "resolution", {"noise.resolution"}),
-    "dust": ("VLP-16", {"noise": {"dust_probability": 0.2, "dust_min_range": 1.0}}, "dust",
+    "dust": ("VLP-16", {"noise": {"dust_probability": 0.2, "dust_min_range": 1.0}}, "exact",
              {"noise.dust_probability", "noise.dust_min_range"}),
-    "dropouts": ("VLP-16", {"detection": {"dropout_probability": 0.3}}, "dropouts",
+    "dropouts": ("VLP-16", {"detection": {"dropout_probability": 0.3}}, "exact",
                  {"effects.detection.dropout_probability"}),
-    "jitter": ("VLP-16", {"noise": {"angular_sigma": 0.002}}, "jitter", {"noise.angular_sigma"}),
+    "jitter": ("VLP-16", {"noise": {"angular_sigma": 0.002}}, "exact", {"noise.angular_sigma"}),
     "overlap": ("OS1-64", {"columns": 512, "surface": {"overlap_range_m": 10.0}}, "exact", {"surface.overlap_range_m"}),
     "limits probability": ("VLP-16", {"surface": {**LIMIT, "limits_probability": 0.9}}, "exact",
                            {"surface.limits_probability"}),
@@ -429,15 +430,13 @@ def test_lidar_device_frames_equal_host_frames_per_output(lidar_scene, case):
         if case.startswith("limit"):  # the limit drops some of the room: the curve decides, on both paths alike
             assert 0.05 < 1 - b.hit.mean() and (b.fields["reflectivity"][b.hit] > 1).any()
         return
-    if how in ("ambient", "noise", "bias", "resolution"):  # the same returns; the draws differ
+    if how in ("ambient", "bias", "resolution"):  # the same returns
         np.testing.assert_array_equal(a.hit, b.hit)
         assert ulps(a.clean_range[a.hit], b.clean_range[a.hit]).max(initial=0) <= 32
     err_a, err_b = (s.range[s.hit] - s.clean_range[s.hit] for s in (a, b))
-    if how == "ambient":
+    if how == "ambient":  # the host draws its shot noise from numpy (model.py), the device from counter draws
         fa, fb = (s.fields["ouster_ambient"].astype(np.float64) for s in (a, b))
         assert abs(fa.mean() - fb.mean()) < 0.01 * fb.mean() and abs(fa.std() - fb.std()) < 0.03 * fb.std()
-    elif how == "noise":
-        assert abs(err_a.mean()) < 3e-3 and abs(err_a.std() - err_b.std()) < 0.05 * err_b.std()
     elif how == "bias":  # one bias per laser, drawn on the host for both paths: the same values
         np.testing.assert_allclose(err_a, err_b, atol=1e-5)  # float32 sums of the same terms
         assert err_b.std() > 0.01
@@ -445,11 +444,3 @@ def test_lidar_device_frames_equal_host_frames_per_output(lidar_scene, case):
         steps = a.range[a.hit] / 0.05
         np.testing.assert_allclose(steps, np.rint(steps), atol=1e-3)
         assert np.mean(a.range[a.hit] != b.range[b.hit]) < 1e-3  # a clean range at a half step may round either way
-    elif how == "dust":
-        da, db = ((s.range[s.hit] < s.clean_range[s.hit] - 1e-3).mean() for s in (a, b))
-        assert 0.15 < db < 0.25 and abs(da - db) < 0.02
-    elif how == "dropouts":
-        assert abs(a.hit.mean() - b.hit.mean()) < 0.02 and 0.5 < b.hit.mean() < 0.8
-    elif how == "jitter":
-        assert abs(a.hit.mean() - b.hit.mean()) < 0.01
-        assert 0.0 < np.mean(a.hit & b.hit & (np.abs(a.range - b.range) > 1e-3))

@@ -78,10 +78,13 @@ def test_registry_bounds_come_from_the_validator_rules():
 # that split all three noise terms are reported confounded)
 TRUE2 = {"surface.signal_scale": 8.0e4, "surface.overlap_range_m": 3.0, "noise.sigma": 0.015,
          "noise.relative_sigma": 1e-3, "noise.snr_sigma[*][1]": 0.15}
-# stated tolerances; measured over seeds 1-3: K -0.5..-0.8 %, r0 -0.1..-0.7 %, σ -9..+2 %, σ_rel -7..+23 %,
-# SNR σ -4..+5 %
+# stated tolerances; measured over seeds 1-8 with the counter draws (radarays_ros/counter_random.py; numpy's
+# Generator draws before them): K -1.1..-0.2 % (-0.8..-0.2), r0 -1.0..0 % (-0.7..-0.1), σ -14..-1 % (-13..+2),
+# SNR σ -33..+1 % (-33..+5), σ_rel -13..+166 % (-7..+125): the three noise terms share this scene's returns, so
+# σ_rel, the smallest, moves most with the draws (seeds 1-3 alone had read -7..+23 %, 0.3 then); it is held to
+# within a factor 3 here
 TOLERANCE2 = {"surface.signal_scale": 0.03, "surface.overlap_range_m": 0.05, "noise.sigma": 0.25,
-              "noise.relative_sigma": 0.3, "noise.snr_sigma[*][1]": 0.1}
+              "noise.relative_sigma": 2.0, "noise.snr_sigma[*][1]": 0.4}
 BACKGROUND = {"signal": {"noise_floor": 3.0}}  # background photons: the SNR is finite, the SNR law acts
 
 

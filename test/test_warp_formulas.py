@@ -486,3 +486,56 @@ def test_incidence_cosine_is_the_host_bytes():
     host = incidence_cosine_of(dot)
     assert (host == 0).any() and (host == 1).any()
     assert host.tobytes() == device_values(incidence_cosine_of, dot).tobytes()
+
+
+@wp.kernel
+def _counter_draws(key: wp.uint64, word: wp.uint64, bits: wp.array(dtype=wp.uint64), u: wp.array(dtype=float),
+                   v: wp.array(dtype=float), z: wp.array(dtype=float), z_sine: wp.array(dtype=float),
+                   per_ray: wp.array(dtype=float)):
+    i = wp.tid()
+    b = lk.random_bits(key, wp.uint64(i), word)
+    bits[i] = b
+    u[i] = lk.uniform(b)
+    v[i] = lk.second_uniform(b)
+    z[i] = lk.gaussian_radius(b) * lk.box_muller_cosine(b, wp.uint64(0))
+    z_sine[i] = lk.gaussian_radius(b) * lk.box_muller_cosine(b, wp.uint64(1))
+    per_ray[i] = lk.ray_gaussian(key, wp.uint64(i), word)
+
+
+def test_counter_draws_are_the_host_bytes():
+    """radarays_ros/counter_random.py on Warp's CPU device and in the host's numba loops, 2^20 draws of two words:
+    the same bits, uniforms and Gaussians (both Box-Muller halves; per ray as the lidar kernel draws them against
+    the host's `gaussians`), byte for byte (integer steps and exactly rounded float32 operations)."""
+    from radarays_ros.counter_random import frame_key64, gaussians
+    from support.draws import host_draws
+
+    n = 1 << 20
+    key = frame_key64([3, 7, 10**8])
+    for word in (0, 5):
+        device = [wp.empty(n, dtype=t, device="cpu") for t in (wp.uint64, float, float, float, float, float)]
+        wp.launch(_counter_draws, dim=n, inputs=[wp.uint64(int(key)), wp.uint64(word), *device], device="cpu")
+        for host, dev in zip(host_draws(key, n, word), device):
+            assert host.tobytes() == dev.numpy().tobytes()
+        assert gaussians(key, 0, word, n).tobytes() == device[-1].numpy().tobytes()  # the kernel's ray_gaussian
+
+
+@wp.kernel
+def _jittered(d: wp.array(dtype=wp.vec3), z: wp.array(dtype=wp.vec3), sigma: float, out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    x, y, w = lk.jittered_direction(d[i][0], d[i][1], d[i][2], z[i][0], z[i][1], z[i][2], sigma)
+    out[i] = wp.vec3(x, y, w)
+
+
+def test_angular_jitter_is_the_host_bytes():
+    """noise.jittered_direction in Warp and in the host's numba loop (noise._jitter_compiled): the same bytes."""
+    from lidar_ros.physics import noise
+
+    rng = np.random.default_rng(4)
+    d = rng.normal(size=(4096, 3)).astype(np.float32)
+    z = rng.normal(size=(4096, 3)).astype(np.float32)
+    out = wp.empty(len(d), dtype=wp.vec3, device="cpu")
+    wp.launch(_jittered, dim=len(d), device="cpu", inputs=[wp.array(d, dtype=wp.vec3, device="cpu"),
+                                                            wp.array(z, dtype=wp.vec3, device="cpu"), 0.003, out])
+    host = np.array([noise._jittered_compiled(*d[i], *z[i], np.float32(0.003)) for i in range(len(d))], np.float32)
+    assert host.tobytes() == out.numpy().tobytes()
+    assert np.abs(np.linalg.norm(host.astype(np.float64), axis=1) - 1).max() < 1e-6

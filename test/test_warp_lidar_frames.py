@@ -291,3 +291,49 @@ def test_reused_device_buffers_give_the_same_bytes_and_kept_scans_keep_them(sens
     for scan, bytes_before in zip(kept, expected[1:]):
         assert every_output(scan) == bytes_before
     assert len({out["range"] for out in expected}) == len(poses)  # the frames differ from each other
+
+
+NOISE_KEYS = {"sigma": {"sigma": 0.03}, "relative_sigma": {"sigma": 0.0, "relative_sigma": 0.01},
+              "dust_probability": {"sigma": 0.0, "dust_probability": 0.05},
+              "angular_sigma": {"sigma": 0.0, "angular_sigma": 0.002},
+              "dropout_probability": {"sigma": 0.0},
+              "all, quantised": {"sigma": 0.03, "relative_sigma": 0.01, "dust_probability": 0.05, "angular_sigma": 0.002,
+                                 "bias_sigma": 0.02, "resolution": 0.002}}
+
+
+@pytest.mark.parametrize("key", sorted(NOISE_KEYS))
+def test_noisy_device_frames_draw_what_the_host_draws(key):
+    """The same seed, the same counter draws on both paths (radarays_ros/counter_random.py): with each noise key on,
+    the host path and the device kernel on the same Warp backend give the same hit masks (dropouts, dust), and
+    noisy ranges as close as their clean ranges (the noise adds no ULP: the draws and the terms are the same
+    bytes); quantised, the same range bytes."""
+    noise = {"resolution": 0.0, **NOISE_KEYS[key]}
+    overrides = {"noise": noise, "range": {"min": 0.5, "max": 100.0}}
+    if key in ("dropout_probability", "all, quantised"):
+        overrides["detection"] = {"dropout_probability": 0.1}
+    scene = load_world("office")
+    warp = make_backend("warp", scene, device="cpu")
+    cfg = load_sensor("VLP-16", overrides)
+    device, host = device_and_host(cfg, scene, warp, seed=7)
+    a, b = device.simulate(POSE), host.simulate(POSE)
+    assert np.array_equal(a.hit, b.hit)
+    same = a.hit
+    clean = ulps(a.clean_range[same], b.clean_range[same])
+    noisy = ulps(a.range[same], b.range[same])
+    assert clean.max() <= 32  # the tracer's own bound (test_demo_worlds_match_the_host_path)
+    if noise["resolution"] > 0:
+        assert a.range.tobytes() == b.range.tobytes()
+    else:
+        assert noisy.max() <= clean.max() + 1
+    if key == "dust_probability":  # dust returns (early by more than a millimetre) at the configured rate
+        assert 0.03 < (a.range < a.clean_range - 1e-3)[a.hit].mean() < 0.07
+    if key in ("angular_sigma", "dropout_probability"):  # the term acts: against the frame without it
+        plain = WarpLidarSimulator(load_sensor("VLP-16", {"noise": {"sigma": 0.0, "resolution": 0.0}, "range": {
+            "min": 0.5, "max": 100.0}}), scene, warp, seed=7).simulate(POSE)
+        if key == "dropout_probability":
+            assert 0.08 < 1 - a.hit.sum() / plain.hit.sum() < 0.12
+        else:
+            both = a.hit & plain.hit
+            assert (a.clean_range[both] != plain.clean_range[both]).mean() > 0.5
+    else:
+        assert (a.range[same] != a.clean_range[same]).mean() > (0.03 if key == "dust_probability" else 0.5)

@@ -23,8 +23,10 @@ import numpy as np
 from scipy.special import ndtr
 
 from radarays_ros.compiled import kernel
+from radarays_ros.counter_random import random_bits_inlined, ray_draws, uniform_inlined
 
 from .detection import DetectionLimit, limit_at
+from .noise import DROPOUT_WORD
 
 # Φ(x) is exactly 1.0 in float64 from x ≈ 8.29 on (1 − Φ(x) < 2⁻⁵³ / 2), so returns this far inside the
 # limit are detected without evaluating ndtr (the same bits: test_lidar_effects checks Φ there)
@@ -78,5 +80,15 @@ def detected(ranges, rho, limit: DetectionLimit, snr_at_limit: float, rng: np.ra
 
 
 def dropouts(n: int, probability: float, rng: np.random.Generator) -> np.ndarray:
-    """(N,) bool: pixels lost at random, each with `probability`."""
-    return rng.random(n) < probability
+    """(N,) bool: pixels lost at random, each with `probability`: a uniform of each ray's counter word DROPOUT_WORD
+    (noise.py; rng: a RayDraws, or a plain Generator that gives the key), as the device kernel draws it."""
+    key, first = ray_draws(rng)
+    lost = np.empty(n, bool)
+    _dropouts(lost, key, first, np.float32(probability))
+    return lost
+
+
+@kernel
+def _dropouts(lost, key, first, probability):
+    for i in range(lost.shape[0]):
+        lost[i] = uniform_inlined(random_bits_inlined(key, first + np.uint64(i), np.uint64(DROPOUT_WORD))) < probability

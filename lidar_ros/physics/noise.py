@@ -15,6 +15,11 @@ Per returned ray, in this order:
 
 Angular jitter changes the ray itself, so it is applied to directions before tracing
 (`jitter_directions`).
+
+Every per-ray draw is a counter-based draw of the ray's index (radarays_ros/counter_random.py), one word per
+term (the *_WORD numbers below), made by the same formulas on the host (numba loops) and in the device kernel
+(lidar_ros/warp_frame_kernels.py): host and device frames draw the same numbers for the same ray, whatever the
+thread count or piece split, and a term's draws do not change when another term is switched on or off.
 """
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ import numpy as np
 import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 from radarays_ros.compiled import inlined, kernel
+from radarays_ros.counter_random import (gaussians, random_bits_inlined as _random_bits, ray_draws,
+                                         second_uniform_inlined as _second_uniform, uniform_inlined as _uniform)
 from radarays_ros.errors import ConfigError
 
 from .config import NoiseConfig
@@ -39,39 +46,43 @@ def draw_laser_biases(config: NoiseConfig, n_lasers: int, seed: int | None) -> n
     return rng.normal(0.0, config.bias_sigma, n_lasers).astype(np.float32)
 
 
+# the counter words of a lidar ray's draws (radarays_ros/counter_random.py: WORDS_PER_RAY of them)
+JITTER_WORDS = (0, 1, 2)  # the tilt's three Gaussian components
+DROPOUT_WORD = 3  # detection_probability.dropouts
+DUST_WORD = 4  # whether a dust particle answers (top bits), and where (low bits)
+RANGE_WORD = 5  # epsilon_ray
+RELATIVE_WORD = 6  # epsilon_rel
+AMBIENT_WORD = 7  # the device's ambient shot noise
+
+
 def noisy_ranges(ranges: np.ndarray, ray_bias: np.ndarray | None, config: NoiseConfig,
                  rng: np.random.Generator, ray_sigma: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Noisy ranges (new float32 array) of rays with clean `ranges` ((N,), NaN = no return), and the dust mask.
 
-    Misses stay NaN through every step (NaN arithmetic), so the whole batch is processed without
-    gathering the returns first. ray_bias: (N,) per-ray laser bias (SurfaceModel.ray_bias), needed
-    when bias_sigma > 0. ray_sigma: (N,) σ of each ray's ε_ray instead of config.sigma (SNR-dependent
-    precision). Random draws are made for every ray in a fixed order, so a ray's noise
-    does not depend on which other rays returned.
+    Misses stay NaN. ray_bias: (N,) per-ray laser bias (SurfaceModel.ray_bias), needed when bias_sigma > 0.
+    ray_sigma: (N,) sigma of each ray's epsilon_ray instead of config.sigma (SNR-dependent precision). rng: the
+    rays' counter draws (a RayDraws: its key and first ray; a plain Generator: one key drawn from it), so a ray's
+    noise depends on its index only, not on which other rays returned.
     """
     r = np.array(ranges, np.float32)  # a copy: the caller keeps the clean ranges
     n = len(r)
     dust = np.zeros(n, bool)
-    if config.dust_probability > 0 and n:
-        # the dusty rays, drawn directly (a count, then which rays) instead of one uniform per ray
-        picked = rng.choice(n, size=rng.binomial(n, config.dust_probability), replace=False)
-        picked = np.sort(picked[np.isfinite(r[picked])])
-        far = r[picked]
-        r[picked] = dust_range(far, np.float32(config.dust_min_range), rng.random(len(picked), dtype=np.float32))
-        dust[picked] = True
     if config.bias_sigma > 0 and n and ray_bias is None:
         raise ConfigError("noise.bias_sigma > 0 needs the laser index of every ray")
-    bias = ray_bias if config.bias_sigma > 0 and n else _NONE
-    per_ray = ray_sigma is not None and n
-    step = standard_normal(rng, n) if (config.sigma > 0 or per_ray) and n else _NONE
-    relative = _NONE
-    if config.relative_sigma > 0 and n:
-        relative = np.power(np.asarray(ranges, np.float32), np.float32(config.relative_exponent))
-        relative *= np.float32(config.relative_sigma)
-        relative *= standard_normal(rng, n)
-    sigmas = np.asarray(ray_sigma, np.float32) if per_ray else _NONE
-    _add_noise(r, np.asarray(bias, np.float32), step, np.float32(config.sigma), sigmas, relative,
-               np.float32(config.resolution))
+    if not n:
+        return r, dust
+    key, first = ray_draws(rng)
+    bias = np.asarray(ray_bias, np.float32) if config.bias_sigma > 0 else _NONE
+    sigmas = np.asarray(ray_sigma, np.float32) if ray_sigma is not None else _NONE
+    # the draws first, each in a loop of its own (without branches it vectorises)
+    if config.dust_probability > 0:  # early returns from particles
+        _dust_draws(r, dust, key, first, np.float32(config.dust_probability))
+        picked = np.flatnonzero(dust)
+        _dust_ranges(r, picked, key, first, np.float32(config.dust_min_range))
+    step = gaussians(key, first, RANGE_WORD, n) if config.sigma > 0 or ray_sigma is not None else _NONE
+    relative = gaussians(key, first, RELATIVE_WORD, n) if config.relative_sigma > 0 else _NONE
+    _add_noise(r, np.asarray(ranges, np.float32), bias, step, np.float32(config.sigma), sigmas, relative,
+               np.float32(config.relative_sigma), np.float32(config.relative_exponent), np.float32(config.resolution))
     return r, dust
 
 
@@ -79,18 +90,35 @@ _NONE = np.empty(0, np.float32)  # a term that is off
 
 
 @kernel
-def _add_noise(r, bias, step, sigma, sigmas, relative, resolution):
-    """Per ray, in float32 and in this order: + bias, + σ·step (σ = sigmas[i] where given), + relative term
-    (each where given), then
-    quantised to `resolution` (> 0) and kept ≥ 0. NaN (no return) stays NaN."""
+def _dust_draws(r, dust, key, first, probability):
+    """dust[i]: a particle answers ray i (a return, r[i] not NaN): the top bits of its DUST_WORD below `probability`."""
+    for i in range(r.shape[0]):
+        u = _uniform(_random_bits(key, first + np.uint64(i), np.uint64(DUST_WORD)))
+        dust[i] = (u < probability) & (r[i] == r[i])
+
+
+@kernel
+def _dust_ranges(r, picked, key, first, min_range):
+    """r[i] = dust_range(r[i], min_range, u) of the picked rays, u the low bits of their DUST_WORD."""
+    for i in picked:
+        bits = _random_bits(key, first + np.uint64(i), np.uint64(DUST_WORD))
+        r[i] = _dust_range_compiled(r[i], min_range, _second_uniform(bits))
+
+
+@kernel
+def _add_noise(r, clean, bias, step, sigma, sigmas, relative, relative_sigma, relative_exponent, resolution):
+    """Per ray, in float32 and in this order, as the device kernel (after dust): + bias, + sigma z (sigma = sigmas[i]
+    where given), + relative_sigma clean^k z', quantised to `resolution` (> 0), kept >= 0 (z = step[i],
+    z' = relative[i]: the ray's RANGE_WORD and RELATIVE_WORD Gaussians; each term where given). NaN (no return)
+    stays NaN."""
     for i in range(r.shape[0]):
         value = r[i]
         if bias.shape[0]:
             value += bias[i]
         if step.shape[0]:
-            value += step[i] * (sigmas[i] if sigmas.shape[0] else sigma)
+            value += (sigmas[i] if sigmas.shape[0] else sigma) * step[i]
         if relative.shape[0]:
-            value += relative[i]
+            value += relative_sigma * clean[i] ** relative_exponent * relative[i]
         if resolution > 0:
             value = _quantised_compiled(value, resolution)
         r[i] = max(value, np.float32(0.0)) if not np.isnan(value) else value
@@ -109,7 +137,27 @@ def quantised(value: float, resolution: float) -> float:
     return xm.rint(value / resolution) * resolution
 
 
+def jittered_direction(dx: float, dy: float, dz: float, zx: float, zy: float, zz: float, sigma: float):
+    """A direction d tilted by the Gaussian step sigma z with its part along d removed, d' = (d + step)/|d + step|
+    (d normalised first); each product and sum in this order, so host and device give the same bits."""
+    length = xm.sqrt(dx * dx + dy * dy + dz * dz)
+    ux = dx / length
+    uy = dy / length
+    uz = dz / length
+    sx = sigma * zx
+    sy = sigma * zy
+    sz = sigma * zz
+    along = sx * ux + sy * uy + sz * uz
+    ox = ux + (sx - along * ux)
+    oy = uy + (sy - along * uy)
+    oz = uz + (sz - along * uz)
+    size = xm.sqrt(ox * ox + oy * oy + oz * oz)
+    return ox / size, oy / size, oz / size
+
+
 _quantised_compiled = inlined(quantised)
+_dust_range_compiled = inlined(dust_range)
+_jittered_compiled = inlined(jittered_direction)
 
 
 def standard_normal(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -136,19 +184,24 @@ def standard_normal(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def jitter_directions(directions: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """Unit directions tilted by a random angle: N(0, σ²) (rad) along each of two axes perpendicular to the ray.
+    """Unit directions tilted by a random angle: N(0, sigma^2) (rad) along each of two axes perpendicular to the ray.
 
-    A 3D Gaussian step of σ per axis with its component along the ray removed is an isotropic 2D
-    Gaussian in the plane perpendicular to the ray; d' = (d + step)/|d + step|. The tilt is
-    atan(|step|) ≈ |step|: Rayleigh distributed with scale σ for small σ (relative error < σ²/3).
-    σ = 0 returns the input unchanged (no draw).
+    A 3D Gaussian step of sigma per axis with its component along the ray removed is an isotropic 2D
+    Gaussian in the plane perpendicular to the ray; d' = (d + step)/|d + step| (jittered_direction). The tilt is
+    atan(|step|) ~ |step|: Rayleigh distributed with scale sigma for small sigma (relative error < sigma^2/3).
+    sigma = 0 returns the input unchanged (no draw). rng: the rays' counter draws (noisy_ranges), words JITTER_WORDS.
     """
     d = np.asarray(directions, np.float32)
     if sigma <= 0 or not len(d):
         return d
-    d = d / np.sqrt(np.einsum("ij,ij->i", d, d))[:, None]
-    step = np.float32(sigma) * rng.standard_normal(d.shape, dtype=np.float32)
-    step -= np.einsum("ij,ij->i", step, d)[:, None] * d
-    out = d + step
-    out /= np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]
+    key, first = ray_draws(rng)
+    out = np.empty((len(d), 3), np.float32)
+    zx, zy, zz = (gaussians(key, first, word, len(d)) for word in JITTER_WORDS)
+    _jitter(np.ascontiguousarray(d), zx, zy, zz, np.float32(sigma), out)
     return out
+
+
+@kernel
+def _jitter(d, zx, zy, zz, sigma, out):
+    for i in range(d.shape[0]):
+        out[i, 0], out[i, 1], out[i, 2] = _jittered_compiled(d[i, 0], d[i, 1], d[i, 2], zx[i], zy[i], zz[i], sigma)
