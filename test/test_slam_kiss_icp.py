@@ -9,8 +9,9 @@ and scores both with evo.
 The band: KISS-ICP reports 0.49 % relative translational error on KITTI odometry 00-10 (HDL-64E, segments of
 100-800 m; Vizzo et al., RA-L 2023, as the authors quote it in PRBonn/kiss-icp issue #315, where a user
 measured 0.6 %). A 16/64-beam sensor on 20 m segments (the street is 60 m long) gets a looser bound: 2 %.
-Measured on this scenario (2 cores, under load): VLP-16 1.07 % / OS1-64 0.73 % drift per 20 m with deskewing,
-1.85 % / 1.43 % without; ATE 0.13 / 0.09 m with, 0.20 / 0.13 m without.
+Measured on this scenario (`python benchmarks/slam_kiss_icp.py`, 2026-11-28 16:10 UTC, after the realistic
+profile gained leaf volumes and counter draws and the VLP-16 its published 1.77 cm): VLP-16 1.24 % / OS1-64 0.85 %
+drift per 20 m with deskewing, 2.15 % / 1.61 % without; ATE 0.16 / 0.12 m with, 0.25 / 0.20 m without.
 """
 from __future__ import annotations
 
