@@ -226,6 +226,22 @@ def test_unit_parts_are_a_unit_circular_gaussian():
         assert stats.kstest(part.reshape(-1)[::7] * math.sqrt(2.0), "norm").pvalue > 1e-3
     assert abs(np.corrcoef(re.reshape(-1), im.reshape(-1))[0, 1]) < 4 / math.sqrt(re.size)
     assert abs(np.corrcoef(intensity[:-1], intensity[1:])[0, 1]) < 4 / math.sqrt(intensity.size)  # white
+    assert abs(np.corrcoef(intensity, np.abs(phase))[0, 1]) < 4 / math.sqrt(intensity.size)  # |z| and arg z apart
+
+
+def test_uniform_pair_splits_a_word_into_two_independent_24_bit_uniforms():
+    from radarays_ros.radar.physical import stage_loops
+
+    edge = np.array([0, 2**64 - 1, 2**40 - 1, (2**24 - 1) << 40, 0xFFFFFF << 16], np.uint64)
+    first, second = stage_loops.uniform_pair(edge)
+    assert first.tolist() == [1.0, 2.0**-24, 1.0, 2.0**-24, 1.0]  # 1 - u1: (0, 1], exact
+    assert second.tolist() == [0.0, 1 - 2.0**-24, 1 - 2.0**-24, 0.0, 1 - 2.0**-24]
+    bits = np.random.default_rng(6).integers(0, 2**64 - 1, size=1_000_000, dtype=np.uint64, endpoint=True)
+    first, second = stage_loops.uniform_pair(bits)
+    assert np.all((first > 0) & (first <= 1) & (second >= 0) & (second < 1))
+    assert np.all(first * 2**24 == np.round(first * 2**24)) and np.all(second * 2**24 == np.round(second * 2**24))
+    joint = np.histogram2d(first, second, bins=16, range=[[0, 1], [0, 1]])[0]  # uniform and independent: chi-square
+    assert stats.chisquare(joint.reshape(-1)).pvalue > 1e-3
 
 
 def test_unit_parts_are_seeded():
