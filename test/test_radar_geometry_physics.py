@@ -1,10 +1,9 @@
-"""A geometry pass's compiled per-ray physics and the speckle's inverted exponential (issue #22, performance).
+"""A geometry pass's compiled per-ray physics (issue #22, performance).
 
-These changed a physical frame's bytes on purpose: the loops' acos, atan2, asin, sin and exp are libm's
-(numpy's are SIMD: they differ in the last bits), and the speckle magnitude is drawn by inversion instead
-of numpy's ziggurat (other draws, the same distribution). So: each compiled formula against its numpy
-form at a stated bound (the numpy code the loops replaced is kept here as it stood), the draws against
-their distribution, and whole frames against the numpy path by their statistics.
+The loops changed a physical frame's bytes on purpose: their acos, atan2, asin, sin and exp are libm's
+(numpy's are SIMD: they differ in the last bits). So: each compiled formula against its numpy form at a
+stated bound (the numpy code the loops replaced is kept here as it stood), and whole frames against the
+numpy path, byte by byte where nothing can differ and by their statistics where it can.
 """
 from __future__ import annotations
 
@@ -13,10 +12,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from radarays_ros.radar import RadarSimulator
-from radarays_ros.radar.physical import antenna, geometry, geometry_physics, roughness, speckle
+from radarays_ros.radar.physical import antenna, geometry, geometry_physics, roughness
 from radarays_ros.radar.physical.backscatter import load_table
 from radarays_ros.tracing import make_backend
 from support.radar_physical import EYE, LIB, ground, physical, plate, scene
@@ -211,60 +209,7 @@ def test_compiled_bounce_returns_against_numpy(bounce, multipath):
     assert not last[-1].any() and last[2].tobytes() == power.tobytes()
 
 
-# --- the speckle draws ---
-
-def test_unit_parts_are_a_unit_circular_gaussian():
-    re, im = speckle.unit_parts(np.random.default_rng(5), (400, 1000))
-    assert re.dtype == im.dtype == np.float32
-    intensity = (re.astype(np.float64) ** 2 + im.astype(np.float64) ** 2).reshape(-1)
-    assert stats.kstest(intensity[::7], "expon").pvalue > 1e-3  # |z|^2 ~ Exp(1)
-    assert abs(intensity.mean() - 1.0) < 4 * 1.0 / math.sqrt(intensity.size)
-    assert intensity.max() <= 24 * math.log(2) * (1 + 1e-6)  # 24-bit uniforms: -ln(2^-24) at most
-    phase = np.arctan2(im, re).reshape(-1)
-    assert stats.kstest(phase[::7], "uniform", args=(-math.pi, 2 * math.pi)).pvalue > 1e-3
-    for part in (re, im):  # N(0, 1/2) each, uncorrelated
-        assert stats.kstest(part.reshape(-1)[::7] * math.sqrt(2.0), "norm").pvalue > 1e-3
-    assert abs(np.corrcoef(re.reshape(-1), im.reshape(-1))[0, 1]) < 4 / math.sqrt(re.size)
-    assert abs(np.corrcoef(intensity[:-1], intensity[1:])[0, 1]) < 4 / math.sqrt(intensity.size)  # white
-    assert abs(np.corrcoef(intensity, np.abs(phase))[0, 1]) < 4 / math.sqrt(intensity.size)  # |z| and arg z apart
-
-
-def test_uniform_pair_splits_a_word_into_two_independent_24_bit_uniforms():
-    from radarays_ros.radar.physical import stage_loops
-
-    edge = np.array([0, 2**64 - 1, 2**40 - 1, (2**24 - 1) << 40, 0xFFFFFF << 16], np.uint64)
-    first, second = stage_loops.uniform_pair(edge)
-    assert first.tolist() == [1.0, 2.0**-24, 1.0, 2.0**-24, 1.0]  # 1 - u1: (0, 1], exact
-    assert second.tolist() == [0.0, 1 - 2.0**-24, 1 - 2.0**-24, 0.0, 1 - 2.0**-24]
-    bits = np.random.default_rng(6).integers(0, 2**64 - 1, size=1_000_000, dtype=np.uint64, endpoint=True)
-    first, second = stage_loops.uniform_pair(bits)
-    assert np.all((first > 0) & (first <= 1) & (second >= 0) & (second < 1))
-    assert np.all(first * 2**24 == np.round(first * 2**24)) and np.all(second * 2**24 == np.round(second * 2**24))
-    joint = np.histogram2d(first, second, bins=16, range=[[0, 1], [0, 1]])[0]  # uniform and independent: chi-square
-    assert stats.chisquare(joint.reshape(-1)).pvalue > 1e-3
-
-
-def test_unit_parts_are_seeded():
-    a = speckle.unit_parts(np.random.default_rng(9), (25, 300))
-    b = speckle.unit_parts(np.random.default_rng(9), (25, 300))
-    c = speckle.unit_parts(np.random.default_rng(10), (25, 300))
-    assert a[0].tobytes() == b[0].tobytes() and a[1].tobytes() == b[1].tobytes() and a[0].tobytes() != c[0].tobytes()
-
-
 # --- whole frames against the numpy path ---
-
-def _numpy_unit_parts(rng, shape):
-    """speckle.unit_parts as it stood: numpy's float32 ziggurat exponential."""
-    magnitude = rng.standard_exponential(shape, dtype=np.float32)
-    np.sqrt(magnitude, out=magnitude)
-    phase = rng.random(shape, dtype=np.float32)
-    phase *= np.float32(2.0 * math.pi)
-    re = np.cos(phase)
-    im = np.sin(phase, out=phase)
-    re *= magnitude
-    im *= magnitude
-    return re, im
-
 
 def _numpy_geometry(monkeypatch, table_holder):
     """geometry_physics' loops replaced by the numpy they replaced."""
@@ -289,12 +234,10 @@ def _street():
                  plate(30.0, 3.0, 0.1, "vegetation"))
 
 
-def _frame(cfg, world, monkeypatch, numpy_geometry=False, numpy_draws=False):
+def _frame(cfg, world, monkeypatch, numpy_geometry=False):
     with monkeypatch.context() as m:
         if numpy_geometry:
             _numpy_geometry(m, {"cfg": cfg})
-        if numpy_draws:
-            m.setattr(speckle, "unit_parts", _numpy_unit_parts)
         return RadarSimulator(cfg, world, backend=make_backend("embree", world, threads=1)).simulate(EYE)
 
 
@@ -326,12 +269,12 @@ def _band_floor_db(frames, bands=5):
                      for k in range(bands)])
 
 
-def test_frames_with_the_compiled_geometry_and_new_draws_have_the_numpy_paths_statistics(monkeypatch):
+def test_frames_with_the_compiled_geometry_have_the_numpy_paths_statistics(monkeypatch):
     cfg, world = _ras6_like(), _street()
     seeds = range(4)
     new = [_frame(cfg.with_overrides({"seed": s}), world, monkeypatch) for s in seeds]
-    old = [_frame(cfg.with_overrides({"seed": s}), world, monkeypatch, numpy_geometry=True, numpy_draws=True) for s in seeds]
-    assert new[0].image.tobytes() != old[0].image.tobytes()  # other draws
+    old = [_frame(cfg.with_overrides({"seed": s}), world, monkeypatch, numpy_geometry=True) for s in seeds]
+    assert new[0].image.tobytes() != old[0].image.tobytes()  # other last bits
     # count histograms (pooled over the seeds): as close as two halves of the numpy path's seeds are (total variation)
     hist = lambda frames: sum(np.bincount(f.image.reshape(-1), minlength=256) for f in frames) / sum(f.image.size for f in frames)  # noqa: E731
     tv = 0.5 * np.abs(hist(new) - hist(old)).sum()
@@ -346,3 +289,29 @@ def test_frames_with_the_compiled_geometry_and_new_draws_have_the_numpy_paths_st
     # the strong returns (glints, walls) stay where they are: the pixels above 100 counts, as many within 3 %
     strong_new, strong_old = (sum((f.image > 100).sum() for f in frames) for frames in (new, old))
     assert strong_old > 0 and abs(strong_new - strong_old) <= 0.03 * strong_old + 5
+
+
+def test_noise_spectrum_on_its_band_gives_the_full_spectrum_bytes():
+    # stage._noise_spectrum now returns the band only (finish adds it there): the same values as the full
+    # (rows, n // 2 + 1) spectrum it used to build, zero elsewhere
+    from radarays_ros.radar.physical import stage
+    from radarays_ros.radar.physical.range_response import range_kernel
+
+    kernel = range_kernel("hann", 8.5655e8, 0.04381, 8.0)
+    n = stage._fft_length(700, kernel.taps)
+    spectrum, support = stage._taps_spectrum(tuple(kernel.taps), n)
+    re_band, im_band = stage._noise_spectrum(np.random.default_rng(3), 25, n, 2.5e-15, spectrum, support)
+    rng = np.random.default_rng(3)  # the old construction, as it stood
+    width = support.stop - support.start
+    re, im = stage.speckle.unit_parts(rng, (25, 2 * width))
+    band = np.arange(support.start, support.stop)
+    real = (band == 0) | (2 * band == n)
+    gain = np.float32(math.sqrt(n * 2.5e-15 / 2.0)) * spectrum[support]
+    for k, got in enumerate((re_band, im_band)):
+        part = slice(k * width, (k + 1) * width)
+        full = np.zeros((25, n // 2 + 1), np.complex64)
+        values = full[:, support]
+        values.real, values.imag = re[:, part], im[:, part]
+        values[:, real] = re[:, part][:, real] * np.float32(math.sqrt(2.0))
+        values *= gain
+        assert stage._full_spectrum(got, n, support).tobytes() == full.tobytes()

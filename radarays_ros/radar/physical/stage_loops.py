@@ -244,24 +244,3 @@ def _autoregression(plane, k, last2, last1, s, phi1, phi2, second):
                 z2 = last2[c] if row == k else (last1[c] if row == k + 1 else plane[row - 2, c])
                 x = x + phi2 * z2
             plane[row, c] = x
-
-
-def uniform_pair(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two independent float32 uniforms from each 64-bit word of `bits` (speckle.unit_parts): (1 - u1, u2) with
-    u1 = (bits >> 40) 2^-24 (the top 24 bits) and u2 = ((bits >> 16) & (2^24 - 1)) 2^-24 (the next 24): each a
-    multiple of 2^-24 in [0, 1) as numpy's float32 uniforms are, so 1 - u1 lies in (0, 1], exact. One
-    generator word per cell instead of two float32 draws (numpy's float32 uniforms cost half a word each
-    and its per-value call: measured 2.4x the time of the word and this split)."""
-    first, second = np.empty(bits.shape, np.float32), np.empty(bits.shape, np.float32)
-    _uniform_pair(bits.reshape(-1), first.reshape(-1), second.reshape(-1))
-    return first, second
-
-
-@kernel
-def _uniform_pair(bits, first, second):
-    step = np.float32(2.0 ** -24)
-    top = np.uint64(1 << 24)
-    for i in range(bits.shape[0]):
-        word = bits[i]
-        first[i] = np.float32(top - (word >> np.uint64(40))) * step
-        second[i] = np.float32((word >> np.uint64(16)) & np.uint64((1 << 24) - 1)) * step
