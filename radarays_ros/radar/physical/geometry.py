@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import antenna, backscatter, beam_sampling, facet_glints, foliage, geometry_loops, radar_equation, roughness, thermal_noise
+from . import antenna, backscatter, beam_sampling, facet_glints, foliage, geometry_loops, geometry_physics, radar_equation, thermal_noise
 
 SKIP = 1e-3  # metres a mirror child starts off its surface
 MIN_COS = 0.02  # footprint area 1/cos(theta) capped at grazing (sigma0 -> 0 there anyway)
@@ -86,38 +86,9 @@ def sample_beam(rng, n_azimuths: int, antenna_cfg):
                  ((beta, 0), (e, 1), (d_beta, 0), (d_e, 1), (b_lo, 0), (b_hi, 0), (e_lo, 1), (e_hi, 1)))
 
 
-def _column_dirs(beta, e):
-    cb, sb, ce, se = np.cos(beta), np.sin(beta), np.cos(e), np.sin(e)
-    d = np.stack([ce * cb, ce * sb, se], axis=-1)
-    d_de = np.stack([-se * cb, -se * sb, ce], axis=-1)
-    d_db = np.stack([-ce * sb, ce * cb, np.zeros_like(e)], axis=-1)
-    return d, d_de, d_db
-
-
-def _rotate(column_rot, v):
-    """(A, 3, 3) x (A, S, 3) -> (A*S, 3)."""
-    return np.matmul(v, column_rot.transpose(0, 2, 1)).reshape(-1, 3)
-
-
 def _dot(a, b):
     """Row-wise dot products of (N, 3) arrays."""
     return a[:, 0] * b[:, 0] + a[:, 1] * b[:, 1] + a[:, 2] * b[:, 2]
-
-
-def _to_column(column_rot, az, v):
-    """World vectors v (N, 3) into the column frames of azimuths az: R^T v. Rays are kept in azimuth
-    order, so this is one small matrix product per azimuth (7x faster than a batched 3x3 product)."""
-    if len(az) and np.any(np.diff(az) < 0):  # (never within one pass; kept for other callers)
-        return np.einsum("nji,nj->ni", column_rot[az], v)
-    bounds = np.searchsorted(az, np.arange(len(column_rot) + 1))
-    out = np.empty((len(v), 3))
-    for k in np.flatnonzero(bounds[1:] > bounds[:-1]):
-        out[bounds[k]:bounds[k + 1]] = v[bounds[k]:bounds[k + 1]] @ column_rot[k]
-    return out
-
-
-def _norm(v):
-    return np.sqrt(_dot(v, v))
 
 
 def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rng, max_range: float,
@@ -211,16 +182,13 @@ class _Tubes:
 def _tubes(frame: _Frame, k0: int, k1: int) -> _Tubes:
     beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi = (v[k0:k1] for v in frame.beam)
     s = beta.shape[1]
-    rot = frame.column_rot[k0:k1]
-    d_col, dde_col, ddb_col = _column_dirs(beta, e)
-    d = _rotate(rot, d_col)
-    return _Tubes(
-        beta=beta, e=e, az=np.repeat(np.arange(k0, k1), s), sensor=np.repeat(frame.origins[k0:k1], s, axis=0), d=d,
-        dd_e=_rotate(rot, dde_col), dd_b=_rotate(rot, ddb_col),
-        steps_e=np.stack([(e_lo - e).reshape(-1), (e_hi - e).reshape(-1)], axis=1),
-        steps_b=np.stack([(b_lo - beta).reshape(-1), (b_hi - beta).reshape(-1)], axis=1),
-        d_omega=(d_beta * d_e * np.cos(e)).reshape(-1), g_tx=antenna.gain(beta, e, frame.cfg.antenna).reshape(-1),
-        v_r=-_dot(np.repeat(frame.sensor_velocity[k0:k1], s, axis=0), d))
+    # directions and their derivatives turned into the world, strata steps, solid angle, transmit pattern and
+    # the sensor's radial velocity: one compiled pass per tube (geometry_physics.tubes)
+    d, dd_e, dd_b, steps_e, steps_b, d_omega, g_tx, v_r = geometry_physics.tubes(
+        beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi, frame.column_rot[k0:k1], frame.sensor_velocity[k0:k1],
+        geometry_physics.antenna_parameters(frame.cfg.antenna))
+    return _Tubes(beta=beta, e=e, az=np.repeat(np.arange(k0, k1), s), sensor=np.repeat(frame.origins[k0:k1], s, axis=0),
+                  d=d, dd_e=dd_e, dd_b=dd_b, steps_e=steps_e, steps_b=steps_b, d_omega=d_omega, g_tx=g_tx, v_r=v_r)
 
 
 def _trace_block(frame: _Frame, f: _Tubes):
@@ -239,6 +207,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
     is_volume = np.zeros(len(table.classes), bool)  # by class index: a lookup, not np.isin's sort per pass
     is_volume[[table.classes.index(c) for c in foliage.VOLUME_CLASSES if c in table.classes]] = True
     kappa = foliage.extinction_np_per_m()
+    pattern = geometry_physics.antenna_parameters(cfg.antenna)
     for bounce in range(cfg.scatter.specular_bounces + 1):
         if not len(idx):
             break
@@ -264,12 +233,8 @@ def _trace_block(frame: _Frame, f: _Tubes):
         # the kept rays at their hits: unit normal (float64), hit point, path, cos(incidence), one compiled pass
         d, dist, cls, idx, rho, straight, n, hit, path, cos_t = geometry_loops.kept_hits(
             keep, o, d, dist, hits.normal, cls, idx, path, rho, straight)
-        theta = np.arccos(cos_t)
-        area = path ** 2 * d_omega[idx] / np.maximum(cos_t, MIN_COS)
-        sigma = table.sigma0_at(cls, theta) * area
         volume = np.flatnonzero(is_volume[cls])  # foliage: returns from its depth (foliage.py)
         if len(volume):
-            sigma[volume] = 0.0
             depth = _foliage_depth(backend, hit[volume], d[volume], rays if frame.log else None, bounce)
             slab_near, slab_far, weight = foliage.slab_weights(depth, path[volume], kappa)
             sigma_v = foliage.volume_coefficient(table.sigma0_at(cls[volume], np.zeros(len(volume))), kappa)
@@ -278,42 +243,17 @@ def _trace_block(frame: _Frame, f: _Tubes):
             reps = lambda v: np.repeat(v, foliage.SLABS)  # noqa: E731
             clutter[bounce, 2] = Clutter(reps(az[idx[volume]]), (path[volume][:, None] + slab_near).reshape(-1),
                                          (path[volume][:, None] + slab_far).reshape(-1), p_v.reshape(-1), reps(v_r[idx[volume]]))
-        tan_t = np.sqrt(1.0 - cos_t ** 2) / np.maximum(cos_t, MIN_COS)
-        if bounce == 0:  # range at the stratum's corners, first order on the hit plane
-            slope_e = path * _dot(f.dd_e[idx], n) / np.maximum(cos_t, MIN_COS)
-            slope_b = path * _dot(f.dd_b[idx], n) / np.maximum(cos_t, MIN_COS)
-            e0, e1 = slope_e * f.steps_e[idx, 0], slope_e * f.steps_e[idx, 1]
-            b0, b1 = slope_b * f.steps_b[idx, 0], slope_b * f.steps_b[idx, 1]
-            near = path + np.maximum(np.minimum(e0, e1) + np.minimum(b0, b1), -0.5 * path)
-            far = path + np.minimum(np.maximum(e0, e1) + np.maximum(b0, b1), 0.5 * path)
-        else:
-            half = np.minimum(0.5 * path * np.sqrt(d_omega[idx]) * tan_t, 0.25 * path)
-            near, far = path - half, path + half
-        g_t = f.g_tx[idx]
-        if bounce:  # way back to the sensor and the receive pattern at the arrival direction (first hits: -d, g_t)
-            back = sensor[idx] - hit
-            back_len = np.maximum(_norm(back), 1e-9)
-            u = back / back_len[:, None]
-            arrival = _to_column(column_rot, az[idx], -u)
-            g_r = antenna.gain(np.arctan2(arrival[:, 1], arrival[:, 0]), np.arcsin(np.clip(arrival[:, 2], -1, 1)), cfg.antenna)
-        if bounce == 0:
-            clutter[bounce, 0] = Clutter(az[idx], near, far, k_radar * g_t * g_t * sigma / path ** 4, v_r[idx])
-        else:  # a ghost back along the mirror path, and straight back (bistatic)
-            clutter[bounce, 0] = Clutter(az[idx], near, far, k_radar * g_t * g_t * rho ** 2 * sigma / path ** 4, v_r[idx])
-            if cfg.scatter.multipath:
-                n_u = _dot(n, u)
-                lit = (n_u > 0) & ~straight  # (a ray straight through foliage: its way back is the way out)
-                theta_b = 0.5 * (theta + np.arccos(np.clip(n_u, -1, 1)))
-                sigma_b = table.sigma0_at(cls, theta_b) * area
-                p = np.where(lit, k_radar * g_t * g_r * rho * sigma_b / (path ** 2 * back_len ** 2), 0.0)
-                p = np.where(p > INVISIBLE * noise, p, 0.0)  # not worth a trace: 40 dB under the noise
-                if cfg.scatter.occlusion_test:
-                    p = _unoccluded(backend, hit, u, back_len, p, rays if frame.log else None, bounce)
-                shift = 0.5 * (back_len - path)  # the footprint at the bistatic apparent range
-                clutter[bounce, 1] = Clutter(az[idx], 0.5 * (near + far) + shift - 0.5 * (far - near) / 2,
-                                             0.5 * (near + far) + shift + 0.5 * (far - near) / 2, p, v_r[idx])
-        # coherent part: mirror children (their clutter: ghosts and multipath; glints: facet_glints.py)
-        rho_c = roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], cos_t, lam)
+        # sigma0(theta) A, the footprint's ranges, the radar equation (ghost back along the path, and straight
+        # back with the receive pattern at the arrival direction), the coherent reflectivity: one compiled pass
+        # (geometry_physics.bounce_returns; foliage's monostatic sigma is 0: it returns from its depth above)
+        near, far, power, near_b, far_b, power_b, u, back_len, rho_c = geometry_physics.bounce_returns(
+            bounce, cfg.scatter.multipath, bounce == cfg.scatter.specular_bounces, idx, cls, cos_t, path, n, hit, rho,
+            straight, is_volume, f, sensor, az, column_rot, table, pattern, k_radar, lam, INVISIBLE * noise, MIN_COS)
+        clutter[bounce, 0] = Clutter(az[idx], near, far, power, v_r[idx])
+        if bounce and cfg.scatter.multipath:
+            if cfg.scatter.occlusion_test:
+                power_b = _unoccluded(backend, hit, u, back_len, power_b, rays if frame.log else None, bounce)
+            clutter[bounce, 1] = Clutter(az[idx], near_b, far_b, power_b, v_r[idx])
         if bounce == cfg.scatter.specular_bounces:
             break
         child = np.flatnonzero(rho * rho_c > MIN_RHO)
@@ -329,7 +269,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
             path_next = np.concatenate([path_next, path[v_sel] + depth[through] + SKIP])
             rho_next = np.concatenate([rho_next, rho[v_sel] * foliage.transmission(depth[through], kappa)])
             straight_next = np.concatenate([straight_next, straight[v_sel]])
-            order = np.argsort(idx_next, kind="stable")  # azimuth order (_to_column)
+            order = np.argsort(idx_next, kind="stable")  # azimuth order (tube order, as one block's rays)
             o_next, d_next, idx_next, path_next, rho_next, straight_next = (
                 v[order] for v in (o_next, d_next, idx_next, path_next, rho_next, straight_next))
         o, d, idx, path, rho, straight = o_next, d_next, idx_next, path_next, rho_next, straight_next

@@ -142,8 +142,9 @@ def _sorted_points(point_taps):
 
 
 def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support: slice) -> tuple[np.ndarray, np.ndarray]:
-    """(re, im) planes' rfft spectra (rows, n // 2 + 1) of white noise of `white` per bin (a unit
-    circular Gaussian per bin: N(0, 1/2) per part) filtered by the taps, drawn on the `support` band only.
+    """(re, im) planes' rfft spectra of white noise of `white` per bin (a unit circular Gaussian per bin:
+    N(0, 1/2) per part) filtered by the taps, on the `support` band only: (rows, width) each, the spectrum's
+    columns support (zero elsewhere; the caller adds them there).
     The rfft of n real N(0, s2) samples is real N(0, n s2) at 0 (and n/2), circular with n s2 elsewhere."""
     width = support.stop - support.start
     re, im = speckle.unit_parts(rng, (rows, 2 * width))
@@ -153,13 +154,19 @@ def _noise_spectrum(rng, rows: int, n: int, white: float, spectrum, support: sli
     out = []
     for k in range(2):
         part = slice(k * width, (k + 1) * width)
-        full = np.zeros((rows, n // 2 + 1), np.complex64)
-        values = full[:, support]  # a view: written in place
+        values = np.empty((rows, width), np.complex64)
         values.real, values.imag = re[:, part], im[:, part]
         values[:, real] = re[:, part][:, real] * np.float32(math.sqrt(2.0))  # real N(0, 1) there
         values *= gain
-        out.append(full)
+        out.append(values)
     return out[0], out[1]
+
+
+def _full_spectrum(band: np.ndarray, n: int, support: slice) -> np.ndarray:
+    """(rows, n // 2 + 1) complex64: the band's values at the columns support, zero elsewhere."""
+    full = np.zeros((band.shape[0], n // 2 + 1), np.complex64)
+    full[:, support] = band
+    return full
 
 
 def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, receive, shape, rng,
@@ -214,12 +221,14 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
     def finish(i, re, im, amplitude, noise, scales):
         k0, k1 = blocks[i]
         planes = []
-        for clutter, field in zip((re, im), noise):
-            if clutter.shape[1]:
+        for clutter, band in zip((re, im), noise):
+            if clutter.shape[1]:  # the clutter's spectrum through the taps, plus the noise on its band
                 clutter *= amplitude
-                spread = sp_fft.rfft(clutter, n, axis=1)
-                spread *= spectrum
-                field += spread
+                field = sp_fft.rfft(clutter, n, axis=1)
+                field *= spectrum
+                field[:, support] += band
+            else:
+                field = _full_spectrum(band, n, support)
             planes.append(sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b])
         re, im = planes
         lo, hi = np.searchsorted(p_rows, [k0, k1])
