@@ -23,9 +23,9 @@ is lit when it faces the sun.
 """
 from __future__ import annotations
 
-import numpy as np
+import functools
 
-from radarays_ros.compiled import kernel
+import numpy as np
 
 DIFFUSE = 0.2
 NIGHT = 0.01
@@ -68,7 +68,7 @@ def pixel_means(ranges: np.ndarray, rho: np.ndarray, cos_incidence: np.ndarray, 
     passes and the float64 copies took ~3 ms per 65536 pixels)."""
     n = len(ranges)
     lam = np.empty(n, np.float64)
-    _means_kernel(np.asarray(ranges, np.float32), np.asarray(rho, np.float32), np.asarray(cos_incidence, np.float32),
+    _means_kernel()(np.asarray(ranges, np.float32), np.asarray(rho, np.float32), np.asarray(cos_incidence, np.float32),
                   np.asarray(normal_world, np.float32), float(level), float(sky), np.asarray(sun, np.float64), bool(day),
                   _NO_GAIN if gain is None else np.asarray(gain, np.float32), lam)
     return lam
@@ -88,8 +88,16 @@ def pixel_means_numpy(ranges, rho, cos_incidence, normal_world, level, sky, sun,
 _NO_GAIN = np.empty(0, np.float32)
 
 
-@kernel
-def _means_kernel(ranges, rho, cos_incidence, normal, level, sky, sun, day, gain, lam):
+@functools.cache
+def _means_kernel():
+    """The compiled loop, compiled on first use: importing this module (lidar_ros.config does, for the sky's
+    level) loads no numba, so `radarays --help` stays fast (test_cli_startup)."""
+    from radarays_ros.compiled import kernel
+
+    return kernel(_means_loop)
+
+
+def _means_loop(ranges, rho, cos_incidence, normal, level, sky, sun, day, gain, lam):
     for i in range(lam.shape[0]):
         if np.isfinite(ranges[i]) and rho[i] > 0:
             c = cos_incidence[i]
