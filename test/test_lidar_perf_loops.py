@@ -234,3 +234,19 @@ def test_cloud_millimetres_loop_gives_numpys_bits():
     _write_millimetres(ranges, view)
     assert view.tobytes() == expected.tobytes()
     assert (expected == 0).mean() > 0.15 and expected.max() > 250_000  # misses and far ranges were there
+
+
+def test_cloud_velodyne_intensity_loop_gives_numpys_bits():
+    """The one-pass velodyne intensity writer (NaN on misses) against the np.where it replaces: the same bytes."""
+    from radarays_ros.io.lidar_clouds import _write_velodyne_intensity
+
+    rng = np.random.default_rng(12)
+    rows, cols = 16, 1800
+    ranges = rng.uniform(0.5, 100.0, rows * cols).astype(np.float32)
+    ranges[rng.random(len(ranges)) < 0.3] = np.nan
+    intensity = rng.uniform(0.0, 255.0, rows * cols).astype(np.float32)
+    expected = np.where(np.isnan(ranges), np.float32(np.nan), intensity).reshape(rows, cols)
+    cloud = np.zeros((rows, cols), np.dtype([("x", np.float32), ("intensity", np.float32), ("ring", np.uint16)]))
+    _write_velodyne_intensity(ranges, intensity, cloud["intensity"])
+    assert cloud["intensity"].tobytes() == expected.tobytes()
+    assert 0.2 < np.isnan(expected).mean() < 0.4
