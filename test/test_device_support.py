@@ -13,7 +13,7 @@ per output with stated bounds, not correlations:
   (the world ray is rotated in another float32 order; measured <= 14 ULP), reflectivity within 4 ULP,
   calibrated reflectivity and Ouster signal within 1 count (a rint at .5 may round either way);
 * range noise, dust, dropouts and angular jitter: the same counter draws on both paths (radarays_ros/counter_random.py),
-  so the same bounds as noise-free frames; the flat ambient's shot noise, drawn from numpy on the host: its statistics.
+  so the same bounds as noise-free frames; the flat ambient's shot noise too (AMBIENT_WORD): the same near_ir bytes.
 """
 import dataclasses
 
@@ -434,9 +434,9 @@ def test_lidar_device_frames_equal_host_frames_per_output(lidar_scene, case):
         np.testing.assert_array_equal(a.hit, b.hit)
         assert ulps(a.clean_range[a.hit], b.clean_range[a.hit]).max(initial=0) <= 32
     err_a, err_b = (s.range[s.hit] - s.clean_range[s.hit] for s in (a, b))
-    if how == "ambient":  # the host draws its shot noise from numpy (model.py), the device from counter draws
-        fa, fb = (s.fields["ouster_ambient"].astype(np.float64) for s in (a, b))
-        assert abs(fa.mean() - fb.mean()) < 0.01 * fb.mean() and abs(fa.std() - fb.std()) < 0.03 * fb.std()
+    if how == "ambient":  # both paths draw the shot noise by ray index (AMBIENT_WORD): the same counts
+        fa, fb = (s.fields["ouster_ambient"] for s in (a, b))
+        assert fa.tobytes() == fb.tobytes() and fb.astype(np.float64).std() > 1
     elif how == "bias":  # one bias per laser, drawn on the host for both paths: the same values
         np.testing.assert_allclose(err_a, err_b, atol=1e-5)  # float32 sums of the same terms
         assert err_b.std() > 0.01

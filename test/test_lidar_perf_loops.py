@@ -215,3 +215,38 @@ def test_flat_ambient_loop_gives_numpys_bits():
         assert got.dtype == np.uint16
         assert got.tobytes() == expected.tobytes()
     assert not ouster_ambient(ranges, rho, 0.0, 0.0, np.random.default_rng(9)).any()
+
+
+def test_cloud_millimetres_loop_gives_numpys_bits():
+    """io/lidar_clouds.py's one-pass range-in-mm writer into a strided cloud view against `_millimetres`:
+    the same uint32 bytes for ranges, misses (NaN), halves that round to even, zero and negatives."""
+    from radarays_ros.io.lidar_clouds import _millimetres, _write_millimetres
+
+    rng = np.random.default_rng(11)
+    rows, cols = 16, 2048
+    ranges = rng.uniform(0.0, 300.0, rows * cols).astype(np.float32)
+    ranges[rng.random(len(ranges)) < 0.2] = np.nan
+    ranges[:8] = np.float32([0.0, -0.0, -1.0, 0.0005, 0.0015, 0.0025, 250.0, 4294967.0])  # frames hold no inf
+    ranges[8:40] = (np.arange(32, dtype=np.float32) + np.float32(0.5)) / np.float32(1000.0)  # x.5 mm: ties
+    expected = _millimetres(ranges).reshape(rows, cols)
+    cloud = np.zeros((cols, rows), np.dtype([("x", np.float32), ("range", np.uint32)]))  # column-major pixels
+    view = cloud["range"].T
+    _write_millimetres(ranges, view)
+    assert view.tobytes() == expected.tobytes()
+    assert (expected == 0).mean() > 0.15 and expected.max() > 250_000  # misses and far ranges were there
+
+
+def test_cloud_velodyne_intensity_loop_gives_numpys_bits():
+    """The one-pass velodyne intensity writer (NaN on misses) against the np.where it replaces: the same bytes."""
+    from radarays_ros.io.lidar_clouds import _write_velodyne_intensity
+
+    rng = np.random.default_rng(12)
+    rows, cols = 16, 1800
+    ranges = rng.uniform(0.5, 100.0, rows * cols).astype(np.float32)
+    ranges[rng.random(len(ranges)) < 0.3] = np.nan
+    intensity = rng.uniform(0.0, 255.0, rows * cols).astype(np.float32)
+    expected = np.where(np.isnan(ranges), np.float32(np.nan), intensity).reshape(rows, cols)
+    cloud = np.zeros((rows, cols), np.dtype([("x", np.float32), ("intensity", np.float32), ("ring", np.uint16)]))
+    _write_velodyne_intensity(ranges, intensity, cloud["intensity"])
+    assert cloud["intensity"].tobytes() == expected.tobytes()
+    assert 0.2 < np.isnan(expected).mean() < 0.4

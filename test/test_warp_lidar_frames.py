@@ -337,3 +337,20 @@ def test_noisy_device_frames_draw_what_the_host_draws(key):
             assert (a.clean_range[both] != plain.clean_range[both]).mean() > 0.5
     else:
         assert (a.range[same] != a.clean_range[same]).mean() > (0.03 if key == "dust_probability" else 0.5)
+
+
+def test_flat_ambient_draws_what_the_host_draws():
+    """The flat ambient's shot noise is the rays' AMBIENT_WORD counter draw on both paths (physics/intensity.py,
+    warp_frame_kernels.py): the host and the device kernel on the same Warp backend give the same near_ir bytes,
+    and the draws are noise around the means (not the means themselves)."""
+    scene = load_world("office")
+    warp = make_backend("warp", scene, device="cpu")
+    cfg = load_sensor("OS1-64", {"columns": 512, "surface": {"ambient_level": 900.0, "ambient_sky": 120.0},
+                                 "noise": {"sigma": 0.0, "resolution": 0.0}})
+    device, host = device_and_host(cfg, scene, warp, seed=7)
+    a, b = device.simulate(POSE), host.simulate(POSE)
+    near_ir_device, near_ir_host = a.fields["ouster_ambient"], b.fields["ouster_ambient"]
+    assert near_ir_device.dtype == near_ir_host.dtype == np.uint16
+    assert near_ir_device.tobytes() == near_ir_host.tobytes()
+    sky = near_ir_host[~b.hit].astype(np.float64)
+    assert len(sky) > 1000 and sky.var() > 0.5 * 120.0  # shot noise around the sky's mean, as N(mu, mu)

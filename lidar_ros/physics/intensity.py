@@ -28,7 +28,9 @@ import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
 from radarays_ros.compiled import inlined, kernel
 
-from .noise import standard_normal
+from radarays_ros.counter_random import gaussians, ray_draws
+
+from .noise import AMBIENT_WORD
 from .overlap import overlap
 
 UINT16_MAX = 65535
@@ -75,6 +77,8 @@ def ouster_ambient(ranges: np.ndarray, rho: np.ndarray, ambient_level: float, am
 
     Shot noise: Poisson, drawn as its Gaussian approximation N(μ, μ) (same mean and variance; a fraction
     of the cost of exact Poisson draws, and close for the tens-to-hundreds of photons modelled here).
+    rng: the rays' counter draws (a RayDraws; a plain Generator gives one key), word AMBIENT_WORD: the draws
+    the device kernel makes for the same ray (warp_frame_kernels.py), so host and device near_ir agree.
     One compiled pass over the formulas below, the same bits as `ouster_ambient_numpy` (its 13 numpy passes took
     0.6 ms per 65536 pixels, besides the normal draws).
     """
@@ -83,7 +87,7 @@ def ouster_ambient(ranges: np.ndarray, rho: np.ndarray, ambient_level: float, am
         return np.zeros(n, np.uint16)
     out = np.empty(n, np.uint16)
     _flat_ambient_kernel(np.asarray(ranges, np.float32), np.asarray(rho, np.float32), np.float32(ambient_level),
-                         np.float32(ambient_sky), standard_normal(rng, n), out)
+                         np.float32(ambient_sky), _ambient_draws(rng, n), out)
     return out
 
 
@@ -94,7 +98,13 @@ def ouster_ambient_numpy(ranges, rho, ambient_level, ambient_sky, rng) -> np.nda
     in_view = np.isfinite(ranges) & (rho > 0)
     rho = np.where(in_view, rho, np.float32(0.0))  # ρ ≥ 0 (validated materials)
     mean = flat_ambient_mean(np.asarray(rho, np.float32), in_view, np.float32(ambient_level), np.float32(ambient_sky))
-    return shot_noise_count(mean, standard_normal(rng, len(mean))).astype(np.uint16)
+    return shot_noise_count(mean, _ambient_draws(rng, len(mean))).astype(np.uint16)
+
+
+def _ambient_draws(rng: np.random.Generator, n: int) -> np.ndarray:
+    """(n,) standard normals of the rays' AMBIENT_WORD (counter draws by ray index)."""
+    key, first = ray_draws(rng)
+    return gaussians(key, first, AMBIENT_WORD, n)
 
 
 # The per-return formulas of the fields above, written once: numpy runs them on the host, Warp compiles their

@@ -216,8 +216,8 @@ def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, ma
         first_entity, first_material, first_range = h.entity, material, distance
         distance = np.where(no_return, np.float32(np.inf), distance)
         normal = np.where(no_return[:, None], np.float32(0.0), h.normal)
-        entity = np.where(no_return, -1, first_entity).astype(np.int32)
-        material = np.where(no_return, -1, material).astype(np.int32)
+        entity = np.where(no_return, np.int32(-1), first_entity).astype(np.int32, copy=False)  # no second copy
+        material = np.where(no_return, np.int32(-1), material).astype(np.int32, copy=False)
         cos_inc = np.where(no_return, np.float32(0.0), h.incidence_cosines(unit))
     rho = reflectivity(materials, material, cos_inc)  # 0 for misses (id -1)
     return LidarHits(

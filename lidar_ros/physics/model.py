@@ -10,6 +10,7 @@ from functools import cached_property
 
 import numpy as np
 
+from radarays_ros.counter_random import RayDraws
 from radarays_ros.errors import ConfigError
 
 from .ambient import pixel_means, row_gains, sun_direction
@@ -62,6 +63,7 @@ class Returns:
         self._hits = hits
         self._surface = surface
         self._ambient_seed = ambient_seed
+        self.ray_draws: RayDraws | None = None  # the scan's counter draws (SurfaceModel.apply), read by the flat ambient
         self._effects = effects or EffectsConfig()
         self.ray_gain: np.ndarray | None = None  # per-ray ambient gain of its row (SurfaceModel.apply)
 
@@ -121,8 +123,10 @@ class Returns:
         # from it was detected (a dark or far wall beyond the detection limit still shows its sunlit face)
         hits = self._hits
         if signal.ambient_model == "flat":
+            # by ray index, as the device draws it; a plain Generator's scan: one key from the ambient stream
+            draws = self.ray_draws if self.ray_draws is not None else rng
             return ouster_ambient(hits.range, hits.reflectivity, self._surface.ambient_level, self._surface.ambient_sky,
-                                  rng)
+                                  draws)
         # sun model: the surface's albedo (ρ(θ) without the lidar's own incidence), its world normal
         sun = sun_direction(signal.sun_elevation_deg, signal.sun_azimuth_deg)
         lam = pixel_means(hits.range, hits.reflectivity, hits.cos_incidence, hits.normal, self._surface.ambient_level,
@@ -226,4 +230,6 @@ class SurfaceModel:
         ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
         ret = Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed, self.effects)
         ret.ray_gain = ray_gain if ray_gain is not None else self.ray_gain(laser_index)
+        if isinstance(rng, RayDraws):
+            ret.ray_draws = rng
         return ret
