@@ -27,8 +27,21 @@ def test_static_radar_under_sim_time(tmp_path):
         images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
         points = probe.subscribe("/radar/points", "sensor_msgs/msg/PointCloud2")
         clock = ClockPublisher(probe, start_s=100.0, speed=0.3)  # slow sim time: headroom on a busy machine
+        period = int(1e9 / RATE)
+
+        def back_to_back() -> int:
+            stamps = [stamp_ns(m.header) for m in images.messages()]
+            return int(np.count_nonzero(np.diff(stamps) == period))
+
         try:
-            msgs = images.wait(6, timeout=40)
+            images.wait(6, timeout=40)
+            # sweeps one period apart, three times (waited for, not read from the first six: a busy machine may
+            # skip a slot now and then, and best effort may lose an image; a node that skips every other never
+            # gives one)
+            deadline = time.monotonic() + 60
+            while back_to_back() < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            msgs = images.messages()
             cloud = points.wait(1)[-1]
         finally:
             clock.stop()
@@ -37,11 +50,10 @@ def test_static_radar_under_sim_time(tmp_path):
     assert (msg.encoding, msg.height, msg.width, msg.step) == ("mono8", BINS, AZIMUTHS, AZIMUTHS)
     assert msg.header.frame_id == "radar"
     stamps = [stamp_ns(m.header) for m in msgs]
-    period = int(1e9 / RATE)
     # stamped at the sweep start, on the grid of whole periods of sim time, one sweep after another
     assert all(100e9 - period <= s <= clock.now_ns and s % period == 0 for s in stamps)
     gaps = np.diff(stamps)  # best effort may lose one now and then, never reorder or repeat
-    assert np.all(gaps > 0) and np.all(gaps % period == 0) and np.median(gaps) == period
+    assert np.all(gaps > 0) and np.all(gaps % period == 0) and np.count_nonzero(gaps == period) >= 3, gaps
     assert_sees_room(msg)
     assert cloud.header.frame_id == "radar" and cloud.width > 0
     fields = {f.name: (f.offset, f.datatype) for f in cloud.fields}
@@ -300,7 +312,11 @@ def test_lazy_node_skips_without_subscribers(tmp_path):
         idle = diagnostics_values(diagnostics, "radar")
         images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
         images.wait(2, timeout=30)
-        time.sleep(0.5)
+        # the diagnostics that count those frames (waited for, not read once 0.5 s later: on a busy machine the
+        # next diagnostics message can come later than that)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and int(diagnostics_values(diagnostics, "radar").get("frames", 0)) < 2:
+            time.sleep(0.1)
         busy = diagnostics_values(diagnostics, "radar")
         assert node.alive(), node.output()
     assert int(idle["frames"]) == 0 and int(idle["skipped_no_subscribers"]) >= 3
