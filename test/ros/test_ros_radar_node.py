@@ -118,6 +118,7 @@ def test_qos_by_parameter_and_standard_qos_overrides(tmp_path):
     with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
         images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos=10)
         images.wait(1, timeout=40)
+        probe.wait_for_publisher("/radar/points")  # nobody listens to it: discovered on its own, maybe after the image
         points = probe.node.get_publishers_info_by_topic("/radar/points")
         image = probe.node.get_publishers_info_by_topic("/radar/image")
         depth = probe.get_parameters("radar_node", ["qos_overrides./radar/points.publisher.depth"])
