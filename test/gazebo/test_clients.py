@@ -83,11 +83,12 @@ def test_topics_and_services_read_back_by_gz_msgs10(harmonic_peer, client):
 
     for suffix in got:
         client.subscribe(f"{world}/{suffix}", keep(suffix))
-    assert wait_for(lambda: got["pose/info"] and got["clock"], timeout=8), {k: len(v) for k, v in got.items()}
+    # discovery: generous on a busy machine
+    assert wait_for(lambda: got["pose/info"] and got["clock"], timeout=30), {k: len(v) for k, v in got.items()}
     assert client.alive(f"{world}/pose/info")
     harmonic_peer.send("spawn crate 100 1 2 0.5 1 1 1")
     harmonic_peer.send("delete crate")
-    assert wait_for(lambda: got["scene/info"] and got["scene/deletion"], timeout=5)
+    assert wait_for(lambda: got["scene/info"] and got["scene/deletion"], timeout=15)
     with lock:
         pose_payload, pose_type = got["pose/info"][-1]
         (scene_payload, scene_type), (deletion_payload, deletion_type) = got["scene/info"][0], got["scene/deletion"][0]
@@ -105,7 +106,7 @@ def test_topics_and_services_read_back_by_gz_msgs10(harmonic_peer, client):
     scene.ParseFromString(scene_payload)
     assert scene.model[0].name == "crate" and scene.model[0].id == 100
 
-    payload, type_name = client.request(f"{world}/scene/info", timeout=5)
+    payload, type_name = client.request(f"{world}/scene/info", timeout=30)  # the first request: generous when busy
     assert type_name == "gz.msgs.Scene"
     whole = gz_msgs_class("Scene")()
     whole.ParseFromString(payload)
@@ -124,7 +125,7 @@ def test_requests_are_answered_while_poses_stream(harmonic_peer, client):
     harmonic_peer.send("swarm 30")
     count = [0]
     client.subscribe(f"{world}/pose/info", lambda p, t: count.__setitem__(0, count[0] + 1))
-    assert wait_for(lambda: count[0] > 20, timeout=8)
+    assert wait_for(lambda: count[0] > 20, timeout=30)  # discovery: generous on a busy machine
     failures = []
     before = count[0]
     for _ in range(40):
@@ -147,7 +148,7 @@ def test_mirror_follows_harmonic_with_either_client(harmonic_peer, kind):
         assert isinstance(c, OfficialClient)
     mirror = GazeboMirror(MirrorConfig(world=harmonic_peer.world), client=c).start()  # the world from the service
     try:
-        assert mirror.wait_ready(10) and wait_for(lambda: mirror.alive, timeout=5)
+        assert mirror.wait_ready(30) and wait_for(lambda: mirror.alive, timeout=15)
         assert mirror.degraded == {}  # every topic followed
         first = mirror.sim_time_ns
         assert first is not None and wait_for(lambda: mirror.sim_time_ns > first)

@@ -34,12 +34,12 @@ def test_subscribe_pose_and_scene_topics(gz_peer, client):
 
     client.subscribe(world + "/pose/info", on_pose)
     client.subscribe(world + "/scene/info", lambda p, t: scenes.append((t, protos.decode(t, p))))
-    assert wait_for(lambda: poses, timeout=5), "no Pose_V arrived from the peer"
+    assert wait_for(lambda: poses, timeout=30), "no Pose_V arrived from the peer"  # discovery: generous when busy
     with lock:
         names = {p.id: p.name for p in poses[-1].pose}
     assert names[20] == "box" and names[31] == "upper"
     assert client.alive(world + "/pose/info")
-    assert wait_for(lambda: world + "/scene/deletion" in client.topics(), timeout=3)  # next heartbeat
+    assert wait_for(lambda: world + "/scene/deletion" in client.topics(), timeout=10)  # next heartbeat (1 s; busy)
 
     gz_peer.send("move box 2 3 0.5 0 0 0")
     def box_at_new_pose():
@@ -56,7 +56,7 @@ def test_subscribe_pose_and_scene_topics(gz_peer, client):
 
 def test_services_scene_info_and_generate_world_sdf(gz_peer, client):
     world = f"/world/{gz_peer.world}"
-    payload, type_name = client.request(world + "/scene/info", timeout=5)
+    payload, type_name = client.request(world + "/scene/info", timeout=30)  # discovery first: generous when busy
     scene = protos.decode(type_name, payload)
     assert [m.name for m in scene.model] == ["ground", "box", "arm"]
     payload, type_name = client.request(world + "/generate_world_sdf", timeout=5)
@@ -78,7 +78,7 @@ def test_other_partition_is_not_followed(gz_peer):
         got, heard = [], []
         other.subscribe(topic, lambda p, t: got.append(p))
         own.subscribe(topic, lambda p, t: heard.append(p))
-        assert wait_for(lambda: len(heard) >= 3, timeout=5)  # the peer publishes, and is heard on its partition
+        assert wait_for(lambda: len(heard) >= 3, timeout=30)  # the peer publishes, and is heard on its partition
         heard_before = len(heard)
         assert not wait_for(lambda: got, timeout=1.5)
         assert len(heard) > heard_before  # still publishing during the whole window the other one heard nothing
@@ -100,13 +100,13 @@ def test_default_partition_is_gazebos_and_dead_peer_survived(gz_peer, monkeypatc
             topic = f"/world/{ours.world}/pose/info"
             c.subscribe(topic, lambda p, t: count.__setitem__(0, count[0] + 1))
             c.subscribe(f"/world/{gz_peer.world}/pose/info", lambda p, t: foreign.append(p))
-            assert wait_for(lambda: count[0] > 0, timeout=5)
+            assert wait_for(lambda: count[0] > 0, timeout=30)  # discovery: generous on a busy machine
             ours.kill()  # no BYE: found dead by 3 s of silence
-            assert wait_for(lambda: not c.alive(topic), timeout=6)
+            assert wait_for(lambda: not c.alive(topic), timeout=20)
             stopped_at = count[0]
             again = ours.twin().start()
             try:
-                assert wait_for(lambda: c.alive(topic) and count[0] > stopped_at + 5, timeout=6)
+                assert wait_for(lambda: c.alive(topic) and count[0] > stopped_at + 5, timeout=30)  # a new process
             finally:
                 again.stop()
             assert wait_for(lambda: not c.alive(topic), timeout=3)  # a clean stop says BYE
@@ -132,7 +132,7 @@ def test_request_to_a_crashed_replier_goes_to_the_restarted_one(gz_peer, client)
     # A killed Gazebo says no BYE: its service stays known until 3 s of silence. A request made in
     # that window must not wait for the dead replier: it is re-sent as soon as a new one advertises.
     service = f"/world/{gz_peer.world}/scene/info"
-    client.request(service, timeout=5)  # the first replier is known and connected
+    client.request(service, timeout=30)  # the first replier is known and connected (discovery: generous when busy)
     gz_peer.kill()
     answer = {}
 

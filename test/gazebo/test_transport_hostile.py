@@ -34,14 +34,15 @@ def test_forged_bye_from_another_address_is_ignored(gz_peer):
     forger = Forger("127.0.0.2")
     try:
         process, _ = sniff_process(f"/world/{gz_peer.world}/pose/info")
-        assert wait_for(lambda: count[0] > 50)
+        assert wait_for(lambda: count[0] > 50, timeout=30)  # discovery: generous on a busy machine
         for _ in range(400):
             forger.send(datagram(D.BYE, process))
             time.sleep(0.002)
         assert client.alive(f"/world/{gz_peer.world}/pose/info")
         before = count[0]
-        assert wait_for(lambda: count[0] > before + 100, timeout=2)
-        assert client.trouble.totals["spoof"] >= 400
+        assert wait_for(lambda: count[0] > before + 100, timeout=10)  # flowing (alive above says it was never dropped)
+        # counted by the reception thread, which a busy machine may run behind the sender: waited for
+        assert wait_for(lambda: client.trouble.totals.get("spoof", 0) >= 400, timeout=10), client.trouble.totals
     finally:
         forger.close()
         client.close()
@@ -53,8 +54,10 @@ def test_bye_while_messages_are_pending_never_aborts(gz_peer):
     # endpoints now, discovery.py; test_transport_same_host.py measures the rate): the victim runs in its
     # own process so that an abort fails this test instead of killing pytest.
     gz_peer.send("rate 1000")
+    # the victim counts for 9 s: the storm ends about 4.5 s after it is ready, so the last second it counts lies
+    # well after the storm even when sniffing the advertisement takes a few seconds on a busy machine
     victim = subprocess.Popen([sys.executable, str(HOSTILE), "victim", gz_peer.partition,
-                               f"/world/{gz_peer.world}/pose/info", "6"],
+                               f"/world/{gz_peer.world}/pose/info", "9"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     forger = Forger("127.0.0.1")
     try:
@@ -96,7 +99,7 @@ def test_bad_datagram_flood_costs_little_and_data_keeps_flowing(gz_peer, caplog)
     client, count = counting_client(gz_peer)
     forger = Forger("127.0.0.1")
     try:
-        assert wait_for(lambda: count[0] > 10)
+        assert wait_for(lambda: count[0] > 10, timeout=30)  # discovery: generous on a busy machine
         junk = _junk_datagrams(gz_peer, str(uuid.uuid4()))
         before, sent = count[0], 0
         end = time.monotonic() + 2.0
@@ -108,7 +111,7 @@ def test_bad_datagram_flood_costs_little_and_data_keeps_flowing(gz_peer, caplog)
         during = count[0] - before
         assert during >= 50, f"only {during} poses (50 Hz) arrived during {sent} bad datagrams"
         after = count[0]
-        assert wait_for(lambda: count[0] > after + 25, timeout=2)
+        assert wait_for(lambda: count[0] > after + 25, timeout=10)  # and after it (0.5 s at 50 Hz; busy: longer)
     finally:
         forger.close()
         client.close()
@@ -132,7 +135,7 @@ def test_outsiders_and_other_publishers_of_the_world_are_not_followed(gz_peer, m
     topic = f"@/{gz_peer.partition}@/world/{gz_peer.world}/pose/info"
     intruder = str(uuid.uuid4())
     try:
-        assert wait_for(lambda: count[0] > 5)
+        assert wait_for(lambda: count[0] > 5, timeout=30)  # discovery: generous on a busy machine
         assert client._response_address.startswith("tcp://127.0.0.1:")  # bound as GZ_IP says (loopback)
         end = time.monotonic() + 1.5
         while time.monotonic() < end:
@@ -142,7 +145,9 @@ def test_outsiders_and_other_publishers_of_the_world_are_not_followed(gz_peer, m
             time.sleep(0.01)
         assert "/other" not in client.topics()
         assert len(client.peers.publishers[topic]) == 1
-        assert client.trouble.totals["outside"] > 0 and client.trouble.totals["owner"] > 0
+        # counted by the reception thread, which a busy machine may run behind the sender: waited for
+        totals = client.trouble.totals
+        assert wait_for(lambda: totals.get("outside", 0) > 0 and totals.get("owner", 0) > 0, timeout=10), totals
     finally:
         pub.close(linger=0)
         ctx.term()
@@ -157,15 +162,18 @@ def test_tables_are_capped_and_silent_advertisers_expire(gz_peer, monkeypatch):
     client, count = counting_client(gz_peer)
     forger = Forger("127.0.0.1")
     try:
-        assert wait_for(lambda: count[0] > 5)
+        assert wait_for(lambda: count[0] > 5, timeout=30)  # discovery: generous on a busy machine
         for i in range(2000):
             forger.send(datagram(D.ADVERTISE, f"p{i % 300}", f"@/{gz_peer.partition}@/fake/{i}", "tcp://127.0.0.1:9"))
             if i % 100 == 0:
                 time.sleep(0.01)
         time.sleep(0.3)
         assert len(client.peers.processes) <= 20 and client.peers.endpoints <= 40
-        assert client.trouble.totals["peers"] > 0
-        assert wait_for(lambda: not [t for t in client.topics() if t.startswith("/fake/")], timeout=5)
+        # counted by the reception thread, which a busy machine may run behind the sender: waited for
+        assert wait_for(lambda: client.trouble.totals.get("peers", 0) > 0, timeout=10), client.trouble.totals
+        assert len(client.peers.processes) <= 20 and client.peers.endpoints <= 40  # still capped
+        # expired after SILENCE_S (3 s) of silence: generous on a busy machine
+        assert wait_for(lambda: not [t for t in client.topics() if t.startswith("/fake/")], timeout=15)
         assert client.alive(f"/world/{gz_peer.world}/pose/info")
     finally:
         forger.close()

@@ -30,7 +30,7 @@ def test_forged_bye_and_unadvertise_from_gazebos_address_keep_the_data_flowing(g
     forger = Forger("127.0.0.1")
     try:
         pub = sniff_advertise(f"/world/{gz_peer.world}/pose/info")
-        assert wait_for(lambda: len(got) > 10)
+        assert wait_for(lambda: len(got) > 10, timeout=30)  # discovery: generous on a busy machine
         start = len(got)
         time.sleep(2.0)
         quiet = (len(got) - start) / 2.0
@@ -45,7 +45,10 @@ def test_forged_bye_and_unadvertise_from_gazebos_address_keep_the_data_flowing(g
     finally:
         forger.close()
         client.close()
-    assert quiet > 20 and forged > 0.7 * quiet, (quiet, forged)
+    # half the quiet rate, not 0.7 of it: the two windows are 2 s and 3 s of a busy machine each (the forged one
+    # with 60 datagrams/s sent from this process), whose rates differ by more than 30 % now and then; the bug this
+    # guards against took the rate from 87/s to 2/s (a ratio of 0.02)
+    assert quiet > 20 and forged > 0.5 * quiet, (quiet, forged)
 
 
 def test_invented_peers_filling_the_table_do_not_lock_a_restarted_gazebo_out(gz_peer):
@@ -65,15 +68,16 @@ def test_invented_peers_filling_the_table_do_not_lock_a_restarted_gazebo_out(gz_
     beating = threading.Thread(target=heartbeat, daemon=True)
     again = None
     try:
-        assert wait_for(lambda: len(got) > 10)
+        assert wait_for(lambda: len(got) > 10, timeout=30)  # discovery: generous on a busy machine
         beating.start()
         time.sleep(1.5)
         assert len(client.peers.processes) <= 256
         gz_peer.kill()  # a crash: no BYE
-        assert wait_for(lambda: not client.alive(f"/world/{gz_peer.world}/pose/info"), timeout=8)
+        assert wait_for(lambda: not client.alive(f"/world/{gz_peer.world}/pose/info"), timeout=20)
         again = gz_peer.twin().start()
         before = len(got)
-        assert wait_for(lambda: len(got) > before + 20, timeout=10), "the restarted Gazebo is not followed"
+        # a fresh process, discovered beside 300 heartbeating fakes: generous on a busy machine
+        assert wait_for(lambda: len(got) > before + 20, timeout=30), "the restarted Gazebo is not followed"
     finally:
         stop.set()
         beating.join(2)
@@ -100,9 +104,9 @@ def test_a_process_that_claims_the_world_before_gazebo_starts_loses_it_to_gazebo
     squatter, node = str(uuid.uuid4()), str(uuid.uuid4())
     again = None
     try:
-        assert wait_for(lambda: len(got) > 5)
+        assert wait_for(lambda: len(got) > 5, timeout=30)  # discovery: generous on a busy machine
         gz_peer.stop()  # Gazebo leaves (BYE, sockets closed)
-        assert wait_for(lambda: not client.alive(f"/world/{gz_peer.world}/pose/info"), timeout=8)
+        assert wait_for(lambda: not client.alive(f"/world/{gz_peer.world}/pose/info"), timeout=20)
 
         def squat_once():
             forger.send(datagram(D.ADVERTISE, squatter, topic, address, node=node))
@@ -113,15 +117,18 @@ def test_a_process_that_claims_the_world_before_gazebo_starts_loses_it_to_gazebo
             time.sleep(0.02)
         assert b"forged!!" in got[-5:], "the squatter owns the world while no Gazebo runs"
         again = gz_peer.twin().start()
-        end = time.monotonic() + 8  # the squatter goes on; Gazebo takes over, the squatter's entries expire
-        while time.monotonic() < end:
-            squat_once()
-            time.sleep(0.02)
-        got.clear()
-        end = time.monotonic() + 2
-        while time.monotonic() < end:
-            squat_once()
-            time.sleep(0.02)
+        # the squatter goes on; Gazebo takes over, the squatter's entries expire. Waited for, not given a fixed
+        # 8 s: a window of 2 s in which Gazebo's poses arrive and none of the squatter's, within 60 s (taking over
+        # needs a probe of the world service, PROBE_EVERY_S apart, which a busy machine can push past 8 s)
+        end = time.monotonic() + 60
+        while True:
+            got.clear()
+            window = time.monotonic() + 2
+            while time.monotonic() < window:
+                squat_once()
+                time.sleep(0.02)
+            if (got and b"forged!!" not in got) or time.monotonic() > end:
+                break
     finally:
         squat.close(linger=0)
         ctx.term()

@@ -79,13 +79,13 @@ def test_rig_follows_gazebo_moves_pauses_without_it_and_resumes(peer, tmp_path):
         assert box_face_points(cloud_xyz(moved), (4.5, 0.0), 0) == 0  # nothing left where it was
 
         peer.kill()  # Gazebo crashes: no BYE
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # generous: a loaded machine notices late, the test proves that it does
         while "stopped publishing poses" not in node.output():
             assert time.monotonic() < deadline, node.output()
             time.sleep(0.02)
-        noticed = time.monotonic_ns()
+        noticed = time.time_ns()  # the node's clock (no sim time here) is the system clock: stamps compare to it
         paused0 = None
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while True:  # wait for several paused timer ticks reported by the node itself
             values = diagnostics_values(diagnostics, "top_lidar")
             if values.get("gazebo_alive") == "false":
@@ -95,7 +95,9 @@ def test_rig_follows_gazebo_moves_pauses_without_it_and_resumes(peer, tmp_path):
             assert time.monotonic() < deadline, node.output()
             time.sleep(0.02)
         assert values["_level"] == 1 and "scans paused" in values["_message"]
-        late = [t for _, t in clouds.raw() if t > noticed + 200_000_000]
+        # judged by the scans' stamps, not by when they arrived: a scan finished (and stamped) before the outage
+        # may still be on its way on a busy machine; a scan of a sweep that ended after the node noticed may not
+        late = [stamp_ns(m.header) for m in clouds.messages() if stamp_ns(m.header) > noticed]
         assert not late, "a scan was published while Gazebo was away"
 
         restarted = time.monotonic_ns()
@@ -141,9 +143,11 @@ def test_sensors_declared_in_sdf_run_on_their_links_topics_and_frames(peer, tmp_
             peer.send("move box 0 -3 1.5 0 0 0")  # lifted by 1 m: the sensor follows its link
             wait_message(box, lambda m: abs(ground_height(m) + 2.5) < 0.02)
             msgs = box.wait(3)
-            now_sim = sim.get("ns")
-            # stamps are Gazebo's sim time (gazebo.clock: gazebo; seconds since the peer started), not the wall clock
-            assert now_sim is not None and abs(stamp_ns(msgs[-1].header) - now_sim) < 1.0e9
+            # stamps are Gazebo's sim time (gazebo.clock: gazebo; seconds since the peer started), not the wall clock:
+            # a scan within 1 s of the peer's clock as it arrives (waited for, not sampled once: on a busy machine
+            # the newest scan in the inbox may trail the clock by more than a second; a wall-clock stamp never fits)
+            wait_message(box, lambda m: sim.get("ns") is not None and abs(stamp_ns(m.header) - sim["ns"]) < 1.0e9,
+                         timeout=30)
             stamps = [stamp_ns(m.header) for m in msgs]
             # <update_rate>5</update_rate>: sweeps on a 200 ms grid of that time
             assert all(d % 200_000_000 == 0 and d > 0 for d in np.diff(stamps))
@@ -201,6 +205,13 @@ def test_demo_rig_without_gazebo_waits_and_publishes_nothing(gz_partition):
     assert out.count("waiting for Gazebo world 'radarays_demo'") == 1
 
 
+def ground_depth(msg) -> float:
+    """How far below the sensor the ground lies: the median depth of the returns more than 1.2 m below it."""
+    z = cloud_xyz(msg)[:, 2]
+    ground = z[z < -1.2]
+    return -float(np.median(ground)) if len(ground) else 0.0
+
+
 def test_sensor_on_a_moving_gazebo_link_is_posed_per_column(peer, tmp_path):
     """A lidar riding on a box that Gazebo lifts at 1.5 m/s: within one 0.1 s sweep the ground drops
     away by 0.15 m in the sensor frame, column by column (motion distortion, as with tf poses)."""
@@ -221,6 +232,9 @@ def test_sensor_on_a_moving_gazebo_link_is_posed_per_column(peer, tmp_path):
             lifting = elapsed < 2.0
             peer.send(f"move box 0 -3 {0.5 + speed * min(elapsed, 2.0):.4f} 0 0 0")
             time.sleep(0.005)  # the pace of the commands, not an assertion
+        # the sweeps of the lift are read once a sweep from the top (the box at rest at z = 3.5) has arrived, so
+        # that all of them are in (waited for, not read right after the commands: a busy node publishes late)
+        wait_message(clouds, lambda m: ground_depth(m) > 1.5 + speed * 2.0 - 0.1, timeout=30)
         for msg in clouds.messages():
             fields = {f.name: f.offset for f in msg.fields}
             raw = np.asarray(msg.data, np.uint8).tobytes()

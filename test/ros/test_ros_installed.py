@@ -121,7 +121,16 @@ def test_launch_file_shows_data_out_of_the_box(colcon_install, tmp_path, launch_
             static = probe.subscribe("/tf_static", "tf2_msgs/msg/TFMessage", qos=static_qos())
             msg = data.wait(1, timeout=120)[-1]
             (tf,) = static.wait(1, timeout=30)[-1:]
+            # the node's services as discovery lists them, waited for (get_parameters, which every node has, and
+            # change_state when managed), not read once: on a busy machine they can be listed after its data came
+            node_name = launch_file.split(".")[0] + "_node"  # radar_node, lidar_node
+            wanted = {f"/{node_name}/get_parameters"} | ({"/lidar_node/change_state"} if "lifecycle:=true" in extra
+                                                         else set())
+            deadline = time.monotonic() + 30
             services = {name for name, _ in probe.node.get_service_names_and_types()}
+            while not wanted <= services and time.monotonic() < deadline:
+                time.sleep(0.1)
+                services = {name for name, _ in probe.node.get_service_names_and_types()}
         assert launch.poll() is None, (tmp_path / "launch.log").read_text()
         assert ("/lidar_node/change_state" in services) == ("lifecycle:=true" in extra)  # managed only when asked
     finally:

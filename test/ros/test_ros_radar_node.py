@@ -27,8 +27,21 @@ def test_static_radar_under_sim_time(tmp_path):
         images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
         points = probe.subscribe("/radar/points", "sensor_msgs/msg/PointCloud2")
         clock = ClockPublisher(probe, start_s=100.0, speed=0.3)  # slow sim time: headroom on a busy machine
+        period = int(1e9 / RATE)
+
+        def back_to_back() -> int:
+            stamps = [stamp_ns(m.header) for m in images.messages()]
+            return int(np.count_nonzero(np.diff(stamps) == period))
+
         try:
-            msgs = images.wait(6, timeout=40)
+            images.wait(6, timeout=40)
+            # sweeps one period apart, three times (waited for, not read from the first six: a busy machine may
+            # skip a slot now and then, and best effort may lose an image; a node that skips every other never
+            # gives one)
+            deadline = time.monotonic() + 60
+            while back_to_back() < 3 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            msgs = images.messages()
             cloud = points.wait(1)[-1]
         finally:
             clock.stop()
@@ -37,11 +50,10 @@ def test_static_radar_under_sim_time(tmp_path):
     assert (msg.encoding, msg.height, msg.width, msg.step) == ("mono8", BINS, AZIMUTHS, AZIMUTHS)
     assert msg.header.frame_id == "radar"
     stamps = [stamp_ns(m.header) for m in msgs]
-    period = int(1e9 / RATE)
     # stamped at the sweep start, on the grid of whole periods of sim time, one sweep after another
     assert all(100e9 - period <= s <= clock.now_ns and s % period == 0 for s in stamps)
     gaps = np.diff(stamps)  # best effort may lose one now and then, never reorder or repeat
-    assert np.all(gaps > 0) and np.all(gaps % period == 0) and np.median(gaps) == period
+    assert np.all(gaps > 0) and np.all(gaps % period == 0) and np.count_nonzero(gaps == period) >= 3, gaps
     assert_sees_room(msg)
     assert cloud.header.frame_id == "radar" and cloud.width > 0
     fields = {f.name: (f.offset, f.datatype) for f in cloud.fields}
@@ -106,6 +118,7 @@ def test_qos_by_parameter_and_standard_qos_overrides(tmp_path):
     with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
         images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image", qos=10)
         images.wait(1, timeout=40)
+        probe.wait_for_publisher("/radar/points")  # nobody listens to it: discovered on its own, maybe after the image
         points = probe.node.get_publishers_info_by_topic("/radar/points")
         image = probe.node.get_publishers_info_by_topic("/radar/image")
         depth = probe.get_parameters("radar_node", ["qos_overrides./radar/points.publisher.depth"])
@@ -300,7 +313,11 @@ def test_lazy_node_skips_without_subscribers(tmp_path):
         idle = diagnostics_values(diagnostics, "radar")
         images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
         images.wait(2, timeout=30)
-        time.sleep(0.5)
+        # the diagnostics that count those frames (waited for, not read once 0.5 s later: on a busy machine the
+        # next diagnostics message can come later than that)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and int(diagnostics_values(diagnostics, "radar").get("frames", 0)) < 2:
+            time.sleep(0.1)
         busy = diagnostics_values(diagnostics, "radar")
         assert node.alive(), node.output()
     assert int(idle["frames"]) == 0 and int(idle["skipped_no_subscribers"]) >= 3
@@ -316,7 +333,12 @@ def test_sync_topic_stamps_each_frame_with_the_trigger(tmp_path):
         trigger = probe.publisher("/Navtech/Polar", "sensor_msgs/msg/Image", qos="sensor")
         probe.wait_for_subscribers(trigger, timeout=40)
         sent = []
-        for k in range(6):  # best effort: a trigger may be lost, a frame is never invented or restamped
+        # best effort: a trigger may be lost, a frame is never invented or restamped. Triggers go on until three
+        # frames came (waited for, not six triggers and done: a trigger that comes while the frame before is
+        # still running is dropped, and on a busy machine a frame can take longer than the 0.3 s between them)
+        deadline = time.monotonic() + 60
+        while len(images) < 3 and time.monotonic() < deadline:
+            k = len(sent)
             real = Image(height=1, width=1, encoding="mono8", step=1, data=[0])
             real.header.stamp.sec, real.header.stamp.nanosec = 1_600_000_000 + k, 250_000_000
             trigger.publish(real)
