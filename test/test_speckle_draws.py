@@ -44,7 +44,8 @@ def test_intensity_is_exponential_and_phase_uniform(seed):
     re, im = re.ravel().astype(np.float64), im.ravel().astype(np.float64)
     n = re.size
     intensity, phase = re * re + im * im, np.arctan2(im, re)
-    alpha = 1e-3  # a fixed seed: deterministic; a wrong distribution (e.g. E|z|^2 = 2, or |z| ~ Exp) fails at once at this n
+    # a fixed seed: deterministic; a wrong distribution (e.g. E|z|^2 = 2, or |z| ~ Exp) fails at once at this n
+    alpha = 1e-3
     assert stats.kstest(intensity, "expon").pvalue > alpha
     assert stats.kstest(phase, "uniform", args=(-np.pi, 2 * np.pi)).pvalue > alpha
     assert stats.kstest(re, "norm", args=(0, np.sqrt(0.5))).pvalue > alpha
@@ -76,4 +77,5 @@ def test_the_same_seed_gives_the_same_bytes_on_one_or_two_threads():
     assert other[0].tobytes() != alone[0].tobytes()
     # a whole physical frame: its row blocks on one thread or on two, the same counts
     cfg = resolve_radar_config("navtech_ras6")
-    assert quiet_frame(cfg, seed=3, azimuths=48, workers=1).tobytes() == quiet_frame(cfg, seed=3, azimuths=48, workers=2).tobytes()
+    one = quiet_frame(cfg, seed=3, azimuths=48, workers=1)
+    assert one.tobytes() == quiet_frame(cfg, seed=3, azimuths=48, workers=2).tobytes()
