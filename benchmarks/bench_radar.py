@@ -87,6 +87,9 @@ def measure(sim, pose, repeats, unpruned: bool = True):
 _PARTS = {"tracing (embreex)": [("tracing/embree.py", "run")],
           "range FFTs": [("", "r2c"), ("", "c2r")],
           "speckle and noise draws": [("speckle.py", "unit_parts")]}
+# parts counted with what they call (cumulative CPU): unit_parts hands its draws to one compiled pass
+# (counter_random.circular_gaussians), whose CPU cProfile does not put in the caller's own time
+_CUMULATIVE = {"speckle and noise draws"}
 
 
 # the frame's top-level steps (cumulative CPU, their own tracing included): they add up to the frame
@@ -122,7 +125,7 @@ def cpu_breakdown(cfg, scene, pose, repeats: int = 1) -> dict[str, float]:
         backend.close()
     total, profile = best
     rows = pstats.Stats(profile).stats  # {(file, line, name): (calls, prim calls, tottime, cumtime, callers)}
-    parts = {part: 1e3 * sum(v[2] for (file, _, name), v in rows.items()
+    parts = {part: 1e3 * sum(v[3 if part in _CUMULATIVE else 2] for (file, _, name), v in rows.items()
                              if any(f in file and name in (n, f"<built-in method {n}>") or
                                     f in file and name.endswith(f".{n}>") for f, n in keys))
              for part, keys in _PARTS.items()}

@@ -122,20 +122,42 @@ def test_gain_and_noise_figure_cannot_be_told_apart_from_the_floor(ras6):
     assert "no effect" in fit.dropped["antenna.azimuth_width_deg"]
     assert set(fit.values) == {"receiver.noise_figure_db"}
     assert fit.config.receiver.zero_dbm == ras6.receiver.zero_dbm
+    # one seed: the estimate's standard deviation over seeds is 0.18-0.22 dB (10 seeds, real and fit seeds apart:
+    # scripts/radar_fit_seed_spread.py nf; linearised from the statistics' spread: 0.21 dB, each of the 37 range
+    # blocks weighing alike, the single-bin blocks of 128 and 64 cells most), so 0.75 dB is 3.4 sd: a 1.5 dB bias fails
     assert _within("receiver.noise_figure_db", fit.values["receiver.noise_figure_db"], 15.0)
 
 
-# seed 12 left out since the clutter/leakage field follows the beam overlap at two steps (AR(2)): its draws changed and
-# that frame leaves the objective flat in the noise figure (2.06 at 15.08 dB vs 2.12 at the true 16 dB); 14-16 read
-# 15.38, 16.32, 15.67 dB
-@pytest.mark.parametrize("seed", [11, 13, 15])
-def test_floor_level_and_range_resolution_are_recovered_across_seeds(ras6, seed):
+# The noise figure fitted together with the bandwidth (whose changes redraw the simulated noise: fit/sensor.py) varies
+# from seed to seed far more than alone (0.2 dB, above): standard deviation 0.59 dB (numpy's speckle draws) and 0.70 dB
+# (the counter draws) over seeds 1-8, mean error -0.06 +- 0.21 and +0.04 +- 0.25 dB: spread, not bias
+# (scripts/radar_fit_seed_spread.py floor --fit-seed-offset 0). On one seed a 0.75 dB bound is about 1.1 sd (one seed
+# in four or five misses it; seed 12 once did), so the floor level's tolerance applies to the mean of FLOOR_SEEDS:
+# sd 0.70 / sqrt(5) = 0.31 dB, the bound 2.4 sd of the mean, half the 1.5 dB bias it must catch (each way wrong with
+# ~1.6 %). Each seed alone within 3 sd (a fit that went astray); the bandwidth per seed (sd 1.3 %, bound 5 %).
+FLOOR_SEEDS = (11, 12, 13, 14, 15)
+FLOOR_NF_SD_DB = 0.70
+
+
+@pytest.fixture(scope="module")
+def floor_fits(ras6):
     truth = ras6.with_overrides({"receiver.noise_figure_db": 16.0, "fmcw.bandwidth_hz": 7e8})
-    real = quiet_frame(truth, seed=seed, azimuths=400)
-    fit = fit_sensor([real], ras6, registry.select(["noise_figure_db", "bandwidth_hz"]), seed=seed, max_evaluations=80)
-    for key in ("receiver.noise_figure_db", "fmcw.bandwidth_hz"):
-        assert _within(key, fit.values[key], registry.select([key])[0].get(truth)), (key, fit.values)
-    assert fit.best[-1] < 0.1 * fit.objective[0]
+    fits = {seed: fit_sensor([quiet_frame(truth, seed=seed, azimuths=400)], ras6,
+                             registry.select(["noise_figure_db", "bandwidth_hz"]), seed=seed, max_evaluations=80)
+            for seed in FLOOR_SEEDS}
+    return truth, fits
+
+
+def test_floor_level_and_range_resolution_are_recovered_across_seeds(floor_fits):
+    truth, fits = floor_fits
+    errors = []
+    for seed, fit in fits.items():
+        nf = fit.values["receiver.noise_figure_db"]
+        errors.append(nf - truth.receiver.noise_figure_db)
+        assert abs(errors[-1]) <= 3 * FLOOR_NF_SD_DB, (seed, fit.values)
+        assert _within("fmcw.bandwidth_hz", fit.values["fmcw.bandwidth_hz"], truth.fmcw.bandwidth_hz), (seed, fit.values)
+        assert fit.best[-1] < 0.1 * fit.objective[0], seed
+    assert abs(np.mean(errors)) <= TOLERANCE["receiver.noise_figure_db"][1], errors
 
 
 @pytest.mark.slow

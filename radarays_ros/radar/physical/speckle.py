@@ -6,8 +6,10 @@ Rayleigh and the intensity exponential with mean = the summed powers (Goodman, "
 Optics", 2007, Sec. 2.2-2.3; sums of independent circular Gaussians stay circular Gaussian, so a cell's
 field is drawn once with the variance of its summed expected power, whatever the ray count).
 A unit circular Gaussian is drawn in its polar form, |z|^2 ~ Exp(1) and arg z ~ U(0, 2 pi) independent
-(Goodman Sec. 2.2: the same distribution as two N(0, 1/2) parts; numpy draws exponentials and uniforms
-several times faster than float32 normals), kept as two float32 planes (re, im).
+(Goodman Sec. 2.2: the same distribution as two N(0, 1/2) parts): the Box-Muller pair of one counter-based
+64-bit word per cell, times sqrt(1/2) (radarays_ros/counter_random.py: |z|^2 = -ln u1 with u1 uniform on the
+24-bit grid, arg z = 2 pi u2; one compiled pass, 2-2.5x faster than numpy's exponential, uniform, sqrt, cos and
+sin passes), kept as two float32 planes (re, im).
 Neighbouring azimuths see overlapping scatterer sets; their fields correlate by the overlap of the
 two-way field patterns, rho(m) for beams m steps apart (antenna.field_correlation). The frame's clutter
 field follows a second-order autoregression along azimuth whose correlations at one and two steps are
@@ -26,20 +28,14 @@ import math
 
 import numpy as np
 
+from ...counter_random import circular_gaussians
 from . import stage_loops
 
 
 def unit_parts(rng: np.random.Generator, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """(re, im) float32 planes of a white circular Gaussian field, E|z|^2 = 1."""
-    magnitude = rng.standard_exponential(shape, dtype=np.float32)
-    np.sqrt(magnitude, out=magnitude)
-    phase = rng.random(shape, dtype=np.float32)
-    phase *= np.float32(2.0 * math.pi)
-    re = np.cos(phase)
-    im = np.sin(phase, out=phase)
-    re *= magnitude
-    im *= magnitude
-    return re, im
+    """(re, im) float32 planes of a white circular Gaussian field, E|z|^2 = 1: counter-based draws keyed by one
+    64-bit draw of `rng` (counter_random.circular_gaussians), so the same rng state gives the same bytes."""
+    return circular_gaussians(rng.integers(0, 2**64, dtype=np.uint64, endpoint=False), shape)
 
 
 def correlate_rows(re: np.ndarray, im: np.ndarray, rho, previous=None) -> None:
