@@ -118,7 +118,8 @@ class FrameErrors:
     jackknife: np.ndarray  # (G, m) deviations D, covariance ~ D^T D (unfloored)
 
 
-def quiet_stats_with_errors(counts: np.ndarray, n_blocks: int = N_BLOCKS, groups: int = JACKKNIFE_GROUPS) -> FrameErrors:
+def quiet_stats_with_errors(counts: np.ndarray, n_blocks: int = N_BLOCKS,
+                            groups: int = JACKKNIFE_GROUPS) -> FrameErrors:
     """quiet_stats of the frame and the delete-a-group jackknife of its vector over `groups` row groups."""
     counts = np.asarray(counts)
     stats = quiet_stats(counts, n_blocks)
