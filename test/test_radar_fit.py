@@ -149,9 +149,9 @@ def test_gain_and_noise_figure_cannot_be_told_apart_from_the_floor(ras6):
     assert set(fit.values) == {"receiver.noise_figure_db"}
     assert fit.config.receiver.zero_dbm == ras6.receiver.zero_dbm
     # one seed. With each residual weighted by its standard error (the real frame's jackknife, fit/sensor.py) the
-    # estimate's standard deviation over seeds is 0.016 dB (8 seeds, real and fit seeds apart:
-    # scripts/radar_fit_seed_spread.py nf; 0.21 dB when all range blocks weighed alike), so 0.75 dB is ~45 sd: a 1.5 dB
-    # bias fails. The reported 1 sigma (sandwich covariance, 0.025-0.040 dB) is conservative (the jackknife's variance
+    # estimate's standard deviation over seeds is 0.020 dB, mean error -0.011 +- 0.005 (14 seeds, real and fit seeds
+    # apart: scripts/radar_fit_seed_spread.py nf; 0.21 dB when all range blocks weighed alike), so 0.75 dB is ~37 sd: a
+    # 1.5 dB bias fails. The reported 1 sigma (sandwich covariance, 0.021-0.040 dB) is conservative (the jackknife's variance
     # is biased upward: Efron & Stein 1981), so 3 of it holds the error on any seed; a fit whose 1 sigma is
     # understated fails here
     nf = fit.values["receiver.noise_figure_db"]
@@ -160,7 +160,7 @@ def test_gain_and_noise_figure_cannot_be_told_apart_from_the_floor(ras6):
 
 
 # The noise figure fitted together with the bandwidth (whose changes redraw the simulated noise: fit/sensor.py) varies
-# from seed to seed more than alone (0.016 dB, above): with residuals weighted by their standard errors, standard
+# from seed to seed more than alone (0.02 dB, above): with residuals weighted by their standard errors, standard
 # deviation 0.13 dB (seeds 1-8, mean error +0.05 +- 0.05) and 0.15 dB (seeds 11-15, -0.11 +- 0.07), 0.09 dB with the
 # fit's seed apart (seeds 1-6); 0.59-0.70 dB when all range blocks weighed alike (scripts/radar_fit_seed_spread.py
 # floor --fit-seed-offset 0). Each seed's noise figure within the 0.75 dB tolerance (about 5 sd:
