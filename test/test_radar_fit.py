@@ -151,9 +151,9 @@ def test_gain_and_noise_figure_cannot_be_told_apart_from_the_floor(ras6):
     # one seed. With each residual weighted by its standard error (the real frame's jackknife, fit/sensor.py) the
     # estimate's standard deviation over seeds is 0.020 dB, mean error -0.011 +- 0.005 (14 seeds, real and fit seeds
     # apart: scripts/radar_fit_seed_spread.py nf; 0.21 dB when all range blocks weighed alike), so 0.75 dB is ~37 sd: a
-    # 1.5 dB bias fails. The reported 1 sigma (sandwich covariance, 0.021-0.040 dB) is conservative (the jackknife's variance
-    # is biased upward: Efron & Stein 1981), so 3 of it holds the error on any seed; a fit whose 1 sigma is
-    # understated fails here
+    # 1.5 dB bias fails. The reported 1 sigma (sandwich covariance, 0.021-0.040 dB, mean 0.030) is 1.5x the measured
+    # spread here (the jackknife's variance is biased upward: Efron & Stein 1981), so 3 of it holds the error on any
+    # seed; a fit whose 1 sigma is understated fails here
     nf = fit.values["receiver.noise_figure_db"]
     assert _within("receiver.noise_figure_db", nf, 15.0)
     assert abs(nf - 15.0) <= 3 * fit.uncertainty["receiver.noise_figure_db"], (nf, fit.uncertainty)
