@@ -20,7 +20,7 @@ import numpy as np
 
 from radarays_ros.radar.config import resolve_radar_config
 from radarays_ros.radar.fit.sensor import quiet_frame, residual_vector
-from radarays_ros.radar.fit.statistics import block_edges, quiet_stats
+from radarays_ros.radar.fit.statistics import block_edges, quiet_stats, quiet_stats_with_errors
 
 REAL_ROWS, SIM_ROWS = 128, 64
 
@@ -33,13 +33,15 @@ def main() -> None:
     quiet = ras6.with_overrides({"receiver.leakage_dbm": "null"})
     cfg = lambda nf: quiet.with_overrides({"receiver.noise_figure_db": nf})  # noqa: E731
     stats = lambda nf, seed, rows: quiet_stats(quiet_frame(cfg(nf), seed=seed, azimuths=rows))  # noqa: E731
-    ref = stats(15.0, 1000, 512)
-    vec = lambda s: residual_vector(s, [ref])  # noqa: E731
+    ref_frame = quiet_frame(cfg(15.0), seed=1000, azimuths=REAL_ROWS)
+    ref = quiet_stats(ref_frame)
+    weights_from = quiet_stats_with_errors(ref_frame)  # the fit's weights: this 128-row frame's standard errors
+    vec = lambda s: residual_vector(s, [weights_from], SIM_ROWS)  # noqa: E731
     h = 0.25
     hi, lo = stats(15 + h, 1000, 512), stats(15 - h, 1000, 512)
     jac = (vec(hi) - vec(lo)) / (2 * h)
     counts_per_db = float(np.median((hi.level - lo.level) / (2 * h)))
-    sizes = [len(g) for g in ref.residuals(ref)]
+    sizes = [len(ref.level), len(ref.spread), len(ref.range_corr), 1, 2]
     print("derivative's norm per group (level, spread, range corr, azimuth corr, zero/saturated):",
           [round(float(np.linalg.norm(g)), 3) for g in np.split(jac, np.cumsum(sizes)[:-1])])
     spread = {}

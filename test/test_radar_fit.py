@@ -98,6 +98,32 @@ def test_range_correlation_follows_a_moving_average():
     assert abs(s.range_corr[1]) < 0.02
 
 
+def test_jackknife_standard_errors_match_the_spread_over_frames():
+    """The delete-a-group jackknife of one frame (rows split in 16 groups) against the standard deviation of each
+    statistic over 30 independent frames: range-correlated (two-tap average), rounded log-exponential counts. The
+    ratio of a 15-df jackknife standard error to the truth scatters by ~18 %, its mean over frames by ~4 %, the
+    30-frame spread itself by ~13 %, and the jackknife's variance is biased upward (Efron & Stein 1981): the mean
+    within 0.7-1.5x of the spread, entry by entry for the level, spread and lag-1 correlation of the wide blocks.
+    A frame whose cells are all 0 (no spread at all) still gets finite, positive standard errors (the floors)."""
+    from radarays_ros.radar.fit.statistics import quiet_stats_with_errors
+
+    rng = np.random.default_rng(11)
+    frames = []
+    for _ in range(30):
+        power = rng.standard_exponential((48, 1201))
+        frames.append(np.clip(np.round(60 + 10 * np.log10(power[:, 1:] + power[:, :-1])), 0, 255))
+    found = [quiet_stats_with_errors(f) for f in frames]
+    values = np.array([e.stats.vector() for e in found])
+    reported = np.mean([e.standard_error for e in found], axis=0)
+    measured = values.std(axis=0, ddof=1)
+    n_blocks = found[0].stats.level.size
+    wide = [j for j in range(n_blocks) if np.diff(found[0].stats.edges)[j] >= 20]
+    for index in wide + [n_blocks + j for j in wide] + [2 * n_blocks]:
+        assert 0.7 < reported[index] / measured[index] < 1.5, (index, reported[index], measured[index])
+    flat = quiet_stats_with_errors(np.zeros((48, 1200)))
+    assert np.all(np.isfinite(flat.standard_error)) and np.all(flat.standard_error > 0)
+
+
 # -- identifiability -----------------------------------------------------------------------------------
 def test_identifiability_reports_collinear_and_empty_columns():
     rng = np.random.default_rng(5)
@@ -122,21 +148,26 @@ def test_gain_and_noise_figure_cannot_be_told_apart_from_the_floor(ras6):
     assert "no effect" in fit.dropped["antenna.azimuth_width_deg"]
     assert set(fit.values) == {"receiver.noise_figure_db"}
     assert fit.config.receiver.zero_dbm == ras6.receiver.zero_dbm
-    # one seed: the estimate's standard deviation over seeds is 0.18-0.22 dB (10 seeds, real and fit seeds apart:
-    # scripts/radar_fit_seed_spread.py nf; linearised from the statistics' spread: 0.21 dB, each of the 37 range
-    # blocks weighing alike, the single-bin blocks of 128 and 64 cells most), so 0.75 dB is 3.4 sd: a 1.5 dB bias fails
-    assert _within("receiver.noise_figure_db", fit.values["receiver.noise_figure_db"], 15.0)
+    # one seed. With each residual weighted by its standard error (the real frame's jackknife, fit/sensor.py) the
+    # estimate's standard deviation over seeds is 0.020 dB, mean error -0.011 +- 0.005 (14 seeds, real and fit seeds
+    # apart: scripts/radar_fit_seed_spread.py nf; 0.21 dB when all range blocks weighed alike), so 0.75 dB is ~37 sd: a
+    # 1.5 dB bias fails. The reported 1 sigma (sandwich covariance, 0.021-0.040 dB, mean 0.030) is 1.5x the measured
+    # spread here (the jackknife's variance is biased upward: Efron & Stein 1981), so 3 of it holds the error on any
+    # seed; a fit whose 1 sigma is understated fails here
+    nf = fit.values["receiver.noise_figure_db"]
+    assert _within("receiver.noise_figure_db", nf, 15.0)
+    assert abs(nf - 15.0) <= 3 * fit.uncertainty["receiver.noise_figure_db"], (nf, fit.uncertainty)
 
 
 # The noise figure fitted together with the bandwidth (whose changes redraw the simulated noise: fit/sensor.py) varies
-# from seed to seed far more than alone (0.2 dB, above): standard deviation 0.59 dB (numpy's speckle draws) and 0.70 dB
-# (the counter draws) over seeds 1-8, mean error -0.06 +- 0.21 and +0.04 +- 0.25 dB: spread, not bias
-# (scripts/radar_fit_seed_spread.py floor --fit-seed-offset 0). On one seed a 0.75 dB bound is about 1.1 sd (one seed
-# in four or five misses it; seed 12 once did), so the floor level's tolerance applies to the mean of FLOOR_SEEDS:
-# sd 0.70 / sqrt(5) = 0.31 dB, the bound 2.4 sd of the mean, half the 1.5 dB bias it must catch (each way wrong with
-# ~1.6 %). Each seed alone within 3 sd (a fit that went astray); the bandwidth per seed (sd 1.3 %, bound 5 %).
-FLOOR_SEEDS = (11, 12, 13, 14, 15)
-FLOOR_NF_SD_DB = 0.70
+# from seed to seed more than alone (0.02 dB, above): with residuals weighted by their standard errors, standard
+# deviation 0.13 dB (seeds 1-8, mean error +0.05 +- 0.05) and 0.15 dB (seeds 11-15, -0.11 +- 0.07), 0.09 dB with the
+# fit's seed apart (seeds 1-6); 0.59-0.70 dB when all range blocks weighed alike (scripts/radar_fit_seed_spread.py
+# floor --fit-seed-offset 0). Each seed's noise figure within the 0.75 dB tolerance (about 5 sd:
+# a 1.5 dB bias fails on every seed), and the mean over FLOOR_SEEDS within half of it (sd of the mean
+# FLOOR_NF_SD_DB / 2, so ~5 sd); the bandwidth per seed (sd 0.4 %, bound 5 %).
+FLOOR_SEEDS = (11, 12, 13, 14)
+FLOOR_NF_SD_DB = 0.15
 
 
 @pytest.fixture(scope="module")
@@ -154,10 +185,10 @@ def test_floor_level_and_range_resolution_are_recovered_across_seeds(floor_fits)
     for seed, fit in fits.items():
         nf = fit.values["receiver.noise_figure_db"]
         errors.append(nf - truth.receiver.noise_figure_db)
-        assert abs(errors[-1]) <= 3 * FLOOR_NF_SD_DB, (seed, fit.values)
+        assert _within("receiver.noise_figure_db", nf, truth.receiver.noise_figure_db), (seed, fit.values)
         assert _within("fmcw.bandwidth_hz", fit.values["fmcw.bandwidth_hz"], truth.fmcw.bandwidth_hz), (seed, fit.values)
         assert fit.best[-1] < 0.1 * fit.objective[0], seed
-    assert abs(np.mean(errors)) <= TOLERANCE["receiver.noise_figure_db"][1], errors
+    assert abs(np.mean(errors)) <= TOLERANCE["receiver.noise_figure_db"][1] / 2, errors
 
 
 @pytest.mark.slow

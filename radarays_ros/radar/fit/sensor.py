@@ -13,6 +13,18 @@ Nelder-Mead, restarted from its best point with a fresh simplex until a restart 
 smallest simplex), then a few Levenberg-Marquardt steps on the central-difference Jacobian. Seeded
 throughout: the same call gives the same fit.
 
+Weights: each residual (real minus simulated statistic) is divided by its standard error, that of the real
+frame's statistic measured from the real frame itself (the delete-a-group jackknife over its rows:
+statistics.quiet_stats_with_errors, fit/jackknife.py) and that of the simulated frame's, the same per-row
+variance over the simulation's rows (sigma^2 (1 + rows_real / rows_sim)): inverse-variance weighting, the
+least-squares estimate of least variance for independent residuals (Gauss-Markov; Aitken 1935). A single-bin
+range block of 128 cells thus weighs what its scatter allows, not as much as a block of 1388 bins. Correlations
+between the statistics (a block's level and spread, the range-correlation lags) are not in the weights
+(diagonal), but are in the reported uncertainty: the sandwich covariance
+(J^T J)^-1 J^T C J (J^T J)^-1 with C the jackknife covariance of the weighted residuals (real frames and the
+simulated one), i.e. the spread of the Gauss-Newton step over frames (Huber 1967; White 1980), not the
+unit-variance assumption's (J^T J)^-1.
+
 Identifiability first: at the start values the residual Jacobian is taken (central differences); a parameter whose column
 is negligible ("no effect on these statistics") or lies (almost) in the span of the columns of the
 parameters before it in the registry ("confounded with ...") is not fitted: it keeps the preset value
@@ -31,7 +43,7 @@ from ..config import RadarConfig
 from ..physical.geometry import Clutter, Glints, _concat
 from ..physical.stage import run_stage
 from .params import Param, apply
-from .statistics import QuietStats, quiet_stats
+from .statistics import FrameErrors, QuietStats, quiet_stats, quiet_stats_with_errors
 
 SIM_AZIMUTHS = 64  # rows of a simulated quiet frame: 64 x 6848 cells give every block statistic to ~0.1 count
 FD_STEP = 0.01  # finite-difference step in unit coordinates (1 % of a parameter's search range)
@@ -52,13 +64,33 @@ def quiet_frame(config: RadarConfig, seed: int, azimuths: int = SIM_AZIMUTHS, wo
     return out.counts
 
 
-def residual_vector(sim: QuietStats, real: list[QuietStats]) -> np.ndarray:
-    """Residuals against every real frame; each group scaled by 1/sqrt(its size) (groups weigh alike)."""
-    parts = []
-    for r in real:
-        for group in sim.residuals(r):
-            parts.append(group / math.sqrt(max(len(group), 1) * len(real)))
-    return np.concatenate(parts)
+def residual_weights(real: FrameErrors, sim_rows: int) -> np.ndarray:
+    """1 / standard error of (real - simulated statistic): the real frame's variance plus the simulated frame's
+    (the same per-row variance over sim_rows rows)."""
+    return 1.0 / (real.standard_error * math.sqrt(1.0 + real.rows / sim_rows))
+
+
+def residual_vector(sim: QuietStats, real: list[FrameErrors], sim_rows: int) -> np.ndarray:
+    """Residuals against every real frame, each in units of its standard error."""
+    return np.concatenate([(r.stats.vector() - sim.vector()) * residual_weights(r, sim_rows) for r in real])
+
+
+def sandwich_covariance(jac: np.ndarray, real: list[FrameErrors], sim_rows: int) -> np.ndarray:
+    """Covariance of the Gauss-Newton estimate (unit coordinates) from the jackknife deviations: each real frame's,
+    and the simulated frame's (the first real frame's scaled to sim_rows; one simulated frame for all real ones)."""
+    m = real[0].stats.vector().size
+    blocks = [jac[k * m:(k + 1) * m] for k in range(len(real))]
+    bread = np.linalg.pinv(jac.T @ jac)
+    meat = np.zeros_like(bread)
+    sim_dev = real[0].jackknife * math.sqrt(real[0].rows / sim_rows)
+    sim_proj = 0.0
+    for r, jk in zip(real, blocks):
+        w = residual_weights(r, sim_rows)
+        proj = (r.jackknife * w) @ jk
+        meat += proj.T @ proj
+        sim_proj = sim_proj + (sim_dev * w) @ jk
+    meat += np.atleast_2d(sim_proj).T @ np.atleast_2d(sim_proj)
+    return bread @ meat @ bread
 
 
 @dataclass
@@ -107,7 +139,7 @@ class SensorFit:
     frame_after: np.ndarray
     evaluations: int = 0
     message: str = ""
-    uncertainty: dict[str, float] = field(default_factory=dict)  # 1-sigma from J^T J at the solution (units of each key)
+    uncertainty: dict[str, float] = field(default_factory=dict)  # 1 sigma, sandwich covariance at the solution (units of each key)
 
 
 def fit_sensor(real_frames: list[np.ndarray], config: RadarConfig, params: list[Param], seed: int = 0,
@@ -116,7 +148,8 @@ def fit_sensor(real_frames: list[np.ndarray], config: RadarConfig, params: list[
     """Fit `params` of `config` to the real frames' quiet statistics. progress(evaluation, objective, best)."""
     if not real_frames:
         raise ConfigError("sensor fit: no real frame given")
-    stats_real = [quiet_stats(f) for f in real_frames]
+    errors_real = [quiet_stats_with_errors(f) for f in real_frames]
+    stats_real = [e.stats for e in errors_real]
     x0 = np.array([p.to_unit(p.get(config)) for p in params])
     objective, best = [], []
 
@@ -125,7 +158,7 @@ def fit_sensor(real_frames: list[np.ndarray], config: RadarConfig, params: list[
         return quiet_frame(cfg, seed, azimuths, workers)
 
     def residuals(params_now, u):
-        r = residual_vector(quiet_stats(frame_of(params_now, u)), stats_real)
+        r = residual_vector(quiet_stats(frame_of(params_now, u)), errors_real, azimuths)
         value = float(r @ r)
         objective.append(value)
         best.append(min(value, best[-1]) if best else value)
@@ -202,8 +235,8 @@ def fit_sensor(real_frames: list[np.ndarray], config: RadarConfig, params: list[
         after = identifiability(jac, fitted)
         for key, why in after.dropped.items():
             ident.dropped[key] = why + " at the fitted values"
-        try:  # 1 sigma of each unit coordinate from the Gauss-Newton covariance (residuals of unit variance)
-            cov = np.linalg.pinv(jac.T @ jac)
+        try:  # 1 sigma of each unit coordinate: the sandwich covariance of the Gauss-Newton estimate
+            cov = sandwich_covariance(jac, errors_real, azimuths)
             for p, u, s in zip(fitted, u_best, np.sqrt(np.maximum(np.diag(cov), 0.0))):
                 uncertainty[p.key] = abs(p.from_unit(min(u + s, 1.0)) - p.from_unit(max(u - s, 0.0))) / 2
         except np.linalg.LinAlgError:

@@ -14,6 +14,11 @@ here is taken over the quiet part of the frame, so that a target or a wall moves
 
 Range blocks are log-spaced in bins from the first bin (single bins at near range, where leakage and
 STC shape the floor) to the last. The same function measures real and simulated frames alike.
+
+Each statistic's standard error is measured from the frame itself (`quiet_stats_with_errors`: the
+delete-a-group jackknife over contiguous row groups, fit/jackknife.py), floored at what the counts'
+integer resolution and the cell count allow (fit/resolution_floor.py): the fit weighs each residual by
+its inverse (fit/sensor.py).
 """
 from __future__ import annotations
 
@@ -21,9 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .jackknife import deviations, row_groups
+from .resolution_floor import standard_error_floor
+
 N_BLOCKS = 40
 MAX_LAG = 4
 TOP_COUNT = 255
+JACKKNIFE_GROUPS = 16  # row groups of the jackknife: ~15 degrees of freedom per standard error
 
 
 def block_edges(n_bins: int, n_blocks: int = N_BLOCKS) -> np.ndarray:
@@ -48,6 +57,12 @@ class QuietStats:
         return [self.level - other.level, self.spread - other.spread, (self.range_corr - other.range_corr) / 0.02,
                 np.array([(self.azimuth_corr - other.azimuth_corr) / 0.02]),
                 np.array([self.zero - other.zero, self.saturated - other.saturated]) / 0.01]
+
+    def vector(self) -> np.ndarray:
+        """Every statistic in one vector, in its own units (counts, correlation, fraction): level, spread,
+        range_corr, azimuth_corr, zero, saturated."""
+        return np.concatenate([self.level, self.spread, self.range_corr,
+                               [self.azimuth_corr, self.zero, self.saturated]])
 
     def summary(self, resolution_m: float) -> dict:
         """A few numbers a person reads: floor near / mid / far (counts), spread, correlations."""
@@ -92,3 +107,30 @@ def quiet_stats(counts: np.ndarray, n_blocks: int = N_BLOCKS) -> QuietStats:
     az = _corr(d[:-1].ravel(), d[1:].ravel()) if a > 1 else 0.0
     return QuietStats(edges, np.array(level), np.array(spread), np.array(range_corr), az,
                       float(np.mean(counts == 0)), float(np.mean(counts >= TOP_COUNT)))
+
+
+@dataclass
+class FrameErrors:
+    """A frame's statistics with what they would scatter by on another frame of the same chain."""
+    stats: QuietStats
+    rows: int
+    standard_error: np.ndarray  # per entry of stats.vector(), floored (resolution_floor)
+    jackknife: np.ndarray  # (G, m) deviations D, covariance ~ D^T D (unfloored)
+
+
+def quiet_stats_with_errors(counts: np.ndarray, n_blocks: int = N_BLOCKS,
+                            groups: int = JACKKNIFE_GROUPS) -> FrameErrors:
+    """quiet_stats of the frame and the delete-a-group jackknife of its vector over `groups` row groups."""
+    counts = np.asarray(counts)
+    stats = quiet_stats(counts, n_blocks)
+    parts = row_groups(counts.shape[0], groups)
+    keep = np.ones(counts.shape[0], bool)
+    replicates = []
+    for part in parts:
+        keep[:] = True
+        keep[part] = False
+        replicates.append(quiet_stats(counts[keep], n_blocks).vector())
+    dev = deviations(np.array(replicates)) if len(parts) > 1 else np.zeros((1, stats.vector().size))
+    jack = np.sqrt(np.sum(dev ** 2, axis=0))
+    floor = standard_error_floor(stats, counts.shape[0])
+    return FrameErrors(stats, counts.shape[0], np.maximum(jack, floor), dev)
