@@ -167,43 +167,14 @@ def circular_gaussians(key, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndar
     return re, im
 
 
-@inlined
-def _cosine_and_sine(bits):
-    """(box_muller_cosine(bits, 0), box_muller_cosine(bits, 1)) with the polynomials evaluated once: the sine's
-    angle is a quarter turn less, which leaves the rest x as it is and turns the quarter q into (q + 3) mod 4."""
-    m = bits & np.uint64(LOW24)
-    q = (m + np.uint64(EIGHTH)) >> np.uint64(22)
-    x = np.float32(np.int32(m) - np.int32(q) * np.int32(QUARTER)) * np.float32(TURN_TO_RAD)
-    x2 = x * x
-    cos_x = np.float32(-2.7557319e-07) * x2 + np.float32(2.4801587e-05)
-    cos_x = cos_x * x2 + np.float32(-0.0013888889)
-    cos_x = cos_x * x2 + np.float32(0.041666668)
-    cos_x = cos_x * x2 + np.float32(-0.5)
-    cos_x = cos_x * x2 + np.float32(1.0)
-    sin_x = np.float32(2.7557319e-06) * x2 + np.float32(-0.0001984127)
-    sin_x = sin_x * x2 + np.float32(0.008333334)
-    sin_x = sin_x * x2 + np.float32(-0.16666667)
-    sin_x = (sin_x * x2) * x + x
-    return _turned(cos_x, sin_x, q), _turned(cos_x, sin_x, (q + np.uint64(3)) & np.uint64(3))
-
-
-@inlined
-def _turned(cos_x, sin_x, q):
-    """cos(x + q pi/2) from cos x and sin x: box_muller_cosine's exact selections."""
-    swap = np.float32(np.int32(q & np.uint64(1)))
-    negate = np.float32(np.int32(((q >> np.uint64(1)) ^ q) & np.uint64(1)))
-    return (cos_x * (np.float32(1.0) - swap) + sin_x * swap) * (np.float32(1.0) - np.float32(2.0) * negate)
-
-
 @kernel
 def _fill_circular(key, re, im):
     word = np.uint64(0)
     for i in range(re.shape[0]):
         bits = random_bits_inlined(key, np.uint64(i), word)
         radius = radius_inlined(bits) * np.float32(HALF_POWER)
-        cosine, sine = _cosine_and_sine(bits)
-        re[i] = radius * cosine
-        im[i] = radius * sine
+        re[i] = radius * cosine_inlined(bits, np.uint64(0))  # the two halves, as _fill_gaussians takes them
+        im[i] = radius * cosine_inlined(bits, np.uint64(1))
 
 
 class RayDraws(np.random.Generator):

@@ -32,7 +32,7 @@ def test_cells_are_the_box_muller_pairs_of_their_counter_words():
     radius, cosine, sine = (np.empty(n, np.float32) for _ in range(3))
     _reference(np.uint64(key), n, radius, cosine, sine)
     scaled = radius * np.float32(HALF_POWER)
-    # the cosine and sine evaluated once per cell select the same float32 values as box_muller_cosine's two calls
+    # each cell is the scaled pair of its counter word, in row-major order (the lidar helpers, called one by one)
     assert re.ravel().tobytes() == (scaled * cosine).tobytes()
     assert im.ravel().tobytes() == (scaled * sine).tobytes()
 
