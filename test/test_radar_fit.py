@@ -122,6 +122,10 @@ def test_jackknife_standard_errors_match_the_spread_over_frames():
         assert 0.7 < reported[index] / measured[index] < 1.5, (index, reported[index], measured[index])
     flat = quiet_stats_with_errors(np.zeros((48, 1200)))
     assert np.all(np.isfinite(flat.standard_error)) and np.all(flat.standard_error > 0)
+    # one row leaves no group out: the counts' rounding alone, 1/sqrt(12 n) for a block of n = 1 cell (Sheppard)
+    single = quiet_stats_with_errors(frames[0][:1])
+    assert single.stats.edges[1] - single.stats.edges[0] == 1
+    assert single.standard_error[0] == pytest.approx(1.0 / math.sqrt(12.0))
 
 
 # -- identifiability -----------------------------------------------------------------------------------

@@ -124,13 +124,16 @@ def quiet_stats_with_errors(counts: np.ndarray, n_blocks: int = N_BLOCKS,
     counts = np.asarray(counts)
     stats = quiet_stats(counts, n_blocks)
     parts = row_groups(counts.shape[0], groups)
-    keep = np.ones(counts.shape[0], bool)
-    replicates = []
-    for part in parts:
-        keep[:] = True
-        keep[part] = False
-        replicates.append(quiet_stats(counts[keep], n_blocks).vector())
-    dev = deviations(np.array(replicates)) if len(parts) > 1 else np.zeros((1, stats.vector().size))
+    if len(parts) < 2:  # one row: nothing to leave out (the resolution floor alone sets the errors)
+        dev = np.zeros((1, stats.vector().size))
+    else:
+        keep = np.ones(counts.shape[0], bool)
+        replicates = []
+        for part in parts:
+            keep[:] = True
+            keep[part] = False
+            replicates.append(quiet_stats(counts[keep], n_blocks).vector())
+        dev = deviations(np.array(replicates))
     jack = np.sqrt(np.sum(dev ** 2, axis=0))
     floor = standard_error_floor(stats, counts.shape[0])
     return FrameErrors(stats, counts.shape[0], np.maximum(jack, floor), dev)
