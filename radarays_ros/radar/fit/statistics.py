@@ -51,13 +51,6 @@ class QuietStats:
     zero: float
     saturated: float
 
-    def residuals(self, other: "QuietStats") -> list[np.ndarray]:
-        """Groups of (self - other) residuals in comparable units: counts for levels and spreads,
-        correlation / 0.02, fraction / 0.01."""
-        return [self.level - other.level, self.spread - other.spread, (self.range_corr - other.range_corr) / 0.02,
-                np.array([(self.azimuth_corr - other.azimuth_corr) / 0.02]),
-                np.array([self.zero - other.zero, self.saturated - other.saturated]) / 0.01]
-
     def vector(self) -> np.ndarray:
         """Every statistic in one vector, in its own units (counts, correlation, fraction): level, spread,
         range_corr, azimuth_corr, zero, saturated."""
