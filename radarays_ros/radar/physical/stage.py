@@ -407,7 +407,10 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         return sig.astype(np.float32), post.astype(np.float32), np.sqrt(g)
 
     def receive(rows: slice, power_rows: np.ndarray) -> None:  # the log detector, in place
-        detector.counts_float(power_rows, rx.zero_dbm, rx.db_per_count, out=counts[rows], integer=rx.integer_power)
+        if rx.integer_power:  # the same bytes in one compiled pass
+            detector.detect_integer(power_rows, rx.zero_dbm, rx.db_per_count, counts[rows], counts_u8[rows])
+            return
+        detector.counts_float(power_rows, rx.zero_dbm, rx.db_per_count, out=counts[rows])
         detector.quantise(counts[rows], out=counts_u8[rows])
 
     clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(
