@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from radarays_ros.radar.physical import facet_glints, glint_cull, receiver_chain, stage, stage_loops
+from radarays_ros.radar.physical import detector, facet_glints, glint_cull, receiver_chain, stage, stage_loops
 
 
 def _power_steps_numpy(azimuth, start_bin, end_bin, power, shape):
@@ -119,6 +119,48 @@ def test_curved_cull_keeps_exactly_the_plates_the_full_tests_keep():
     assert kept > 0  # some plates face the sensor: the equality above is not of two empty sets
 
 
+def test_facing_index_skips_only_groups_without_a_kept_plate():
+    sc = _curved_world()
+    candidates = np.flatnonzero(sc.plate_curved)
+    index = glint_cull.facing_index(candidates, sc.plate_centroid, sc.principal, sc.curvature, sc.extent,
+                                    facet_glints.STRAIGHT)
+    assert np.array_equal(np.sort(index.members), np.arange(len(candidates)))  # every candidate in one group
+    bounded = np.isfinite(index.bend)  # a group lies in one cell
+    assert bounded.sum() >= len(bounded) - 1 and (index.reach[bounded] <= math.sqrt(3) * glint_cull.FACING_CELL_M).all()
+    rng = np.random.default_rng(4)
+    visited, kept = 0, 0
+    for trial in range(40):
+        centre = np.array([*rng.uniform(-25, 25, 2), rng.uniform(-0.5, 6.0)])
+        spread = [0.0, 0.05, 0.5, 3.0][trial % 4]
+        args = (candidates, sc.plate_centroid, sc.plate_normal, sc.plate_cone, sc.principal, sc.curvature, sc.extent,
+                centre, spread, facet_glints.CONE_SLACK, facet_glints.STRAIGHT)
+        plain = glint_cull.may_face(*args)
+        assert np.array_equal(glint_cull.may_face(*args, index=index), plain)
+        near = np.zeros(len(candidates), bool)
+        glint_cull._near_groups(centre, spread, facet_glints.CONE_SLACK, glint_cull.CULL_SLACK, index.centre, index.axis,
+                                index.axis_spread, index.reach, index.axis_reach, index.bend, index.members,
+                                index.starts, near)
+        visited, kept = visited + near.sum(), kept + len(plain)
+    assert kept > 0 and visited < 0.5 * 40 * len(candidates)  # the index skips most groups, none it must keep
+    with pytest.raises(ValueError):
+        glint_cull.may_face(*((candidates[1:],) + args[1:]), index=index)
+
+
+def test_facing_index_of_no_candidates_and_of_unbent_plates():
+    sc = _curved_world()
+    args = (sc.plate_centroid, sc.plate_normal, sc.plate_cone, sc.principal, sc.curvature, sc.extent,
+            np.array([1.0, 2.0, 1.5]), 0.5, facet_glints.CONE_SLACK)
+    none = np.zeros(0, np.int64)
+    empty = glint_cull.facing_index(none, sc.plate_centroid, sc.principal, sc.curvature, sc.extent, facet_glints.STRAIGHT)
+    assert len(glint_cull.may_face(none, *args, facet_glints.STRAIGHT, index=empty)) == 0
+    # a `straight` above every bend: no plate has a bending direction, one group never skipped
+    candidates = np.flatnonzero(sc.plate_curved)
+    index = glint_cull.facing_index(candidates, sc.plate_centroid, sc.principal, sc.curvature, sc.extent, 1e9)
+    assert len(index.starts) == 2 and np.isinf(index.bend).all()
+    assert np.array_equal(glint_cull.may_face(candidates, *args, 1e9, index=index),
+                          glint_cull.may_face(candidates, *args, 1e9))
+
+
 def _barycentric_numpy(p, tri):
     """facet_glints._in_triangle's barycentric coordinates (x, y), its operations in its order."""
     a, b, c = tri[:, 0], tri[:, 1], tri[:, 2]
@@ -213,3 +255,26 @@ def test_skirt_scales_give_the_numpy_bytes():
     got_sig, got_post = stage_loops.skirt_scales(skirts.copy(), gain32, floor32, distortion.astype(np.float32),
                                                  np.float32(1.0 / reference), root_gain32, np.sqrt(g).astype(np.float32))
     assert got_post.tobytes() == post.tobytes() and got_sig.tobytes() == sig.tobytes()
+
+
+@pytest.mark.parametrize("db_per_count", [0.5, 0.25])
+def test_integer_detector_pass_gives_the_numpy_bytes(db_per_count):
+    rng = np.random.default_rng(8)
+    zero_dbm = -142.5
+    step = 10.0 ** ((zero_dbm - 30.0) / 10.0)  # W of one integer step
+    # from under one step to 100 dB over it (past the table), plus the table's edges and specials
+    power = (step * 10.0 ** rng.uniform(-2.0, 10.0, (37, 211)) * rng.uniform(0.9, 1.1, (37, 211))).astype(np.float32)
+    edges = np.array([0.0, -0.0, 1e-45, 0.999, 1.0, 1.5, detector.TABLE_STEPS - 1, detector.TABLE_STEPS - 0.5,
+                      detector.TABLE_STEPS, detector.TABLE_STEPS + 1], np.float32) * np.float32(step)
+    power.reshape(-1)[:len(edges)] = edges
+    power.reshape(-1)[-3:] = [np.inf, np.nan, 3e38]
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = detector.counts_float(power, zero_dbm, db_per_count, integer=True)
+        want_u8 = detector.quantise(want)
+        counts, counts_u8 = np.empty_like(want), np.empty_like(want_u8)
+        detector.detect_integer(power, zero_dbm, db_per_count, counts, counts_u8)
+        beyond = np.floor(power * np.float32(1.0 / step)) >= detector.TABLE_STEPS
+    assert 0.2 < beyond.mean() < 0.5  # both ways through: the table and past it
+    assert counts.tobytes() == want.tobytes() and counts_u8.tobytes() == want_u8.tobytes()
+    with pytest.raises(ValueError):
+        detector.detect_integer(power[:, :10], zero_dbm, db_per_count, counts[:, :10], counts_u8[:, :10])

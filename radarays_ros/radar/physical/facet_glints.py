@@ -159,6 +159,21 @@ def _curved_candidates(sc, beam, column_rot, table, lam) -> np.ndarray:
     return cache[key]
 
 
+def _facing_index(sc, curved):
+    """glint_cull.facing_index of these candidates (_curved_candidates' cached array), kept on the scatterers
+    from their second frame on: a static world's are read once (the cut then visits 8 % of a terrain's
+    candidates); the scatterers of a world with moving entities are new every frame and never build one."""
+    cache = sc.__dict__.setdefault("_facing_index", {})
+    entry = cache.get(id(curved))
+    if entry is None or entry[0] is not curved:
+        cache[id(curved)] = (curved, None)
+        return None
+    if entry[1] is None:
+        cache[id(curved)] = (curved, glint_cull.facing_index(curved, sc.plate_centroid, sc.principal, sc.curvature,
+                                                             sc.extent, STRAIGHT))
+    return cache[id(curved)][1]
+
+
 def curved_returns(sc, origins, column_rot, beam, table, lam, only=None):
     """The specular point of each curved surface, per azimuth: the plate whose normal is nearest the line of
     sight, its principal radii (stationary phase across, PO along a straight direction). only: of these
@@ -173,7 +188,7 @@ def curved_returns(sc, origins, column_rot, beam, table, lam, only=None):
     centre = origins.mean(axis=0)
     spread = float(np.linalg.norm(origins - centre, axis=1).max())
     curved = glint_cull.may_face(curved, sc.plate_centroid, sc.plate_normal, sc.plate_cone, sc.principal, sc.curvature,
-                                 sc.extent, centre, spread, CONE_SLACK, STRAIGHT)
+                                 sc.extent, centre, spread, CONE_SLACK, STRAIGHT, None if only is not None else _facing_index(sc, curved))
     to_sensor = centre - sc.plate_centroid[curved]
     r_c = np.sqrt(np.einsum("ij,ij->i", to_sensor, to_sensor))
     cone = np.cos(np.minimum(sc.plate_cone[curved] + spread / np.maximum(r_c, 1e-6) + CONE_SLACK, np.pi / 2))

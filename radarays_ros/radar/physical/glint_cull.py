@@ -16,10 +16,23 @@ whatever the last bits of the compiled cos/arcsin (libm) against numpy's (SIMD) 
 Why: a terrain's curved plates (a 1 M-triangle world: 330 k candidates, 6 k facing) made these two tests
 over every candidate, with their gathers, ~75 ms of a Navtech frame on one core; the loop reads each
 candidate once (~2 ms).
+
+The index (FacingIndex, built once per static candidate set): the tilt test of a bent direction p (unit
+principal direction with bend b = |kappa| x extent >= STRAIGHT) keeps a plate at x only if
+|p . (c - x)| <= r (3/4 b + cone_slack + 2 slack) + spread, r = |c - x|, c the sensor (|m| <= limit + slack
+above, times r; r / max(r, 1e-6) <= 1). For a group of plates within rho of X whose p (signs made alike)
+lie within delta of a unit q, |p . (c - x)| >= |q . (c - X)| - delta |c - X| - |p| rho and r <= |c - X| + rho
+(triangle inequality, Cauchy-Schwarz), so a group with |q . (c - X)| - delta D - |p|max rho greater than
+(D + rho)(3/4 b_max + cone_slack + 2 slack) + spread (D = |c - X|, plus 1e-9 of the lengths for rounding)
+holds no plate _may_face keeps, and is skipped whole: the sensor lies off the planes that its plates'
+bending directions are normal to. Plates close together (cells of FACING_CELL_M) that bend about nearly
+the same axis (AXIS_BINS of its direction) form a group. Measured on that terrain, standing sensor: 8 % of
+the candidates are then visited, 35 k groups.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,14 +42,110 @@ COS_HALF_PI = math.cos(0.5 * math.pi)  # 6.1e-17, as libm gives it
 CULL_SLACK = 1e-9  # widening of each test: radians on the angle tests, a fraction of the range (+1 m) on the cone test
 
 
+FACING_CELL_M = 2.0  # m: the index's cells (each axis); a group's plates lie within one
+AXIS_BINS = 64  # bins of a bending axis's direction about the vertical (its sign made upward)
+AXIS_TILT_BINS = 2  # bins of its elevation (0 .. 90 degrees)
+
+
 def may_face(candidates, centroid, normal, cone, principal, curvature, extent, centre, spread: float,
-             cone_slack: float, straight: float) -> np.ndarray:
+             cone_slack: float, straight: float, index: "FacingIndex | None" = None) -> np.ndarray:
     """The candidates (sorted plate indices) that may pass curved_returns' facing and tilt tests for a
-    sensor at `centre` (frame mean) wandering `spread` metres about it (a superset of those that do)."""
+    sensor at `centre` (frame mean) wandering `spread` metres about it (a superset of those that do).
+    index: facing_index of these candidates and plates (the same `straight`): only its groups that may hold
+    such plates are tested (the same plates come out)."""
+    centre = np.asarray(centre, np.float64)
+    candidates = np.ascontiguousarray(candidates, np.int64)
+    if index is not None:
+        if index.candidates is not candidates and not np.array_equal(index.candidates, candidates):
+            raise ValueError("may_face: the index was built for other candidates")
+        near = np.zeros(len(candidates), np.bool_)
+        _near_groups(centre, float(spread), float(cone_slack), CULL_SLACK, index.centre, index.axis,
+                     index.axis_spread, index.reach, index.axis_reach, index.bend, index.members, index.starts, near)
+        candidates = candidates[near]
     keep = np.zeros(len(candidates), np.bool_)
-    _may_face(np.ascontiguousarray(candidates, np.int64), centroid, normal, cone, principal, curvature, extent,
-              np.asarray(centre, np.float64), float(spread), float(cone_slack), float(straight), CULL_SLACK, keep)
+    _may_face(candidates, centroid, normal, cone, principal, curvature, extent, centre, float(spread),
+              float(cone_slack), float(straight), CULL_SLACK, keep)
     return candidates[keep]
+
+
+@dataclass(frozen=True)
+class FacingIndex:
+    """The candidates in groups, each with the bound of the module docstring (G groups)."""
+    candidates: np.ndarray  # the sorted plate indices grouped
+    members: np.ndarray  # positions in candidates, group after group
+    starts: np.ndarray  # (G + 1,) each group's first row of members
+    centre: np.ndarray  # (G, 3) X: the mean of its plates' centroids
+    axis: np.ndarray  # (G, 3) q: the unit mean of its plates' bending directions
+    axis_spread: np.ndarray  # (G,) delta: the largest |p - q|
+    reach: np.ndarray  # (G,) rho: the largest |x - X|
+    axis_reach: np.ndarray  # (G,) the largest |p| x rho
+    bend: np.ndarray  # (G,) the largest bend of its plates' bending directions (inf: never skipped)
+
+
+def facing_index(candidates, centroid, principal, curvature, extent, straight: float) -> FacingIndex:
+    """The groups of `candidates` for may_face. A plate's bending direction: of its directions with a bend
+    >= straight, the less bent (a tighter bound; any gives a true one). Plates with none, or with a
+    non-finite centroid or direction, form one group that is never skipped."""
+    candidates = np.ascontiguousarray(candidates, np.int64)
+    n = len(candidates)
+    if not n:
+        none = np.zeros(0)
+        return FacingIndex(candidates, np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros((0, 3)),
+                           np.zeros((0, 3)), none, none, none, none)
+    x = centroid[candidates]
+    bend = np.abs(curvature[candidates]) * extent[candidates]  # as _may_face computes it
+    bent = bend >= straight  # (NaN: not bent, as there)
+    k = np.where(bent[:, 0] & bent[:, 1], np.argmin(np.where(bent, bend, np.inf), axis=1), np.argmax(bent, axis=1))
+    rows = np.arange(n)
+    p = principal[candidates, k]
+    p = np.where(p[:, 2:3] < 0, -p, p)  # a direction and its opposite bound alike: one sign
+    b = bend[rows, k]
+    bounded = bent.any(axis=1) & np.isfinite(x).all(axis=1) & np.isfinite(p).all(axis=1)
+    cell = np.floor(np.where(bounded[:, None], x, 0.0) / FACING_CELL_M)
+    around = (np.arctan2(p[:, 1], p[:, 0]) + math.pi) * (AXIS_BINS / (2 * math.pi))
+    tilt = np.arcsin(np.clip(p[:, 2], 0.0, 1.0)) * (AXIS_TILT_BINS / (0.5 * math.pi))
+    keys = np.column_stack([~bounded, cell, np.minimum(np.nan_to_num(around), AXIS_BINS - 1) // 1,
+                            np.minimum(np.nan_to_num(tilt), AXIS_TILT_BINS - 1) // 1]).astype(np.int64)
+    keys[~bounded, 1:] = 0
+    members = np.lexsort(keys.T[::-1])  # (stable: a group's members in candidate order)
+    first = np.ones(n, bool)
+    first[1:] = (keys[members[1:]] != keys[members[:-1]]).any(axis=1)
+    group = np.empty(n, np.int64)
+    group[members] = np.cumsum(first) - 1
+    n_groups = int(first.sum())
+    starts = np.append(np.flatnonzero(first), n)
+    count = np.diff(starts).astype(np.float64)
+    centre = np.column_stack([np.bincount(group, x[:, d], minlength=n_groups) for d in range(3)]) / count[:, None]
+    axis = np.column_stack([np.bincount(group, p[:, d], minlength=n_groups) for d in range(3)])
+    axis = axis / np.maximum(np.linalg.norm(axis, axis=1), 1e-300)[:, None]
+
+    def largest(values):  # per group, over its members
+        return np.maximum.reduceat(values[members], starts[:-1])
+
+    reach = largest(np.linalg.norm(x - centre[group], axis=1))
+    axis_spread = largest(np.linalg.norm(p - axis[group], axis=1))
+    axis_reach = largest(np.linalg.norm(p, axis=1)) * reach
+    group_bend = largest(b)
+    unbounded = ~np.logical_and.reduceat(bounded[members], starts[:-1])
+    group_bend[unbounded] = np.inf
+    return FacingIndex(candidates, members.astype(np.int64), starts.astype(np.int64), np.ascontiguousarray(centre),
+                       np.ascontiguousarray(axis), axis_spread, reach, axis_reach, group_bend)
+
+
+@kernel
+def _near_groups(centre, spread, cone_slack, slack, g_centre, g_axis, g_spread, g_reach, g_axis_reach, g_bend,
+                 members, starts, near):
+    """near[members of every group the bound does not rule out] = True (module docstring)."""
+    for g in range(g_centre.shape[0]):
+        dx, dy, dz = centre[0] - g_centre[g, 0], centre[1] - g_centre[g, 1], centre[2] - g_centre[g, 2]
+        d = math.sqrt(dx * dx + dy * dy + dz * dz)
+        along = abs(g_axis[g, 0] * dx + g_axis[g, 1] * dy + g_axis[g, 2] * dz)
+        allowed = (d + g_reach[g]) * (0.75 * g_bend[g] + cone_slack + 2.0 * slack) + spread
+        rounding = 1e-9 * (d + g_reach[g] + spread + 1.0)
+        if along - g_spread[g] * d - g_axis_reach[g] > allowed + rounding:  # (False for NaN or inf: kept)
+            continue
+        for j in range(starts[g], starts[g + 1]):
+            near[members[j]] = True
 
 
 @kernel
