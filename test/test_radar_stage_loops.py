@@ -278,3 +278,28 @@ def test_integer_detector_pass_gives_the_numpy_bytes(db_per_count):
     assert counts.tobytes() == want.tobytes() and counts_u8.tobytes() == want_u8.tobytes()
     with pytest.raises(ValueError):
         detector.detect_integer(power[:, :10], zero_dbm, db_per_count, counts[:, :10], counts_u8[:, :10])
+
+
+@pytest.mark.parametrize("doppler", [False, True])
+def test_block_returns_loop_gives_the_numpy_bytes(doppler):
+    from types import SimpleNamespace
+
+    from radarays_ros.radar.physical import doppler as doppler_shift
+    from radarays_ros.radar.physical.geometry import Clutter
+
+    rng = np.random.default_rng(11)
+    n, a = 5000, 400
+    near = rng.uniform(0.0, 300.0, n)
+    clutter = Clutter(rng.integers(0, a, n), near, near + rng.uniform(0.0, 3.0, n), rng.lognormal(-30, 3, n),
+                      rng.normal(0.0, 20.0, n))
+    signs = doppler_shift.chirp_signs(a, "alternating")
+    cfg = SimpleNamespace(fmcw=SimpleNamespace(doppler=doppler, carrier_hz=76.5e9, chirp_time_s=0.00012, bandwidth_hz=8.0e8),
+                          range=SimpleNamespace(resolution=0.0438, offset=0.3))
+    sel = np.sort(rng.choice(n, 1200, replace=False))
+    k0 = 25
+    got = stage_loops.block_returns(sel, k0, clutter, signs, cfg.fmcw, cfg.range.offset, cfg.range.resolution)
+    want = (clutter.azimuth[sel] - k0, *stage.clutter_bins_of(clutter, sel, cfg, signs), clutter.power_w[sel])
+    assert all(g.dtype == w.dtype and g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    assert doppler == (not np.array_equal(want[1], (near[sel] - 0.3) / 0.0438))  # the shift is there when asked
+    as_float32 = Clutter(clutter.azimuth, near.astype(np.float32), clutter.far_m, clutter.power_w, clutter.velocity)
+    assert stage_loops.block_returns(sel, k0, as_float32, signs, cfg.fmcw, 0.3, 0.0438) is None  # numpy's rounding then

@@ -413,8 +413,11 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         detector.counts_float(power_rows, rx.zero_dbm, rx.db_per_count, out=counts[rows])
         detector.quantise(counts[rows], out=counts_u8[rows])
 
-    clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(
-        clutter.azimuth[sel] - k0, *clutter_bins_of(clutter, sel, cfg, signs), clutter.power_w[sel], (k1 - k0, b)))
+    def block_returns(sel, k0):  # (azimuth - k0, start, end, power) of the returns sel: one compiled pass if it can
+        gathered = stage_loops.block_returns(sel, k0, clutter, signs, cfg.fmcw, offset, bin_m)
+        return gathered or (clutter.azimuth[sel] - k0, *clutter_bins_of(clutter, sel, cfg, signs), clutter.power_w[sel])
+
+    clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(*block_returns(sel, k0), (k1 - k0, b)))
     if cfg.scatter.speckle:
         rho = beam_correlation(cfg)
         power = _speckled_frame(clutter_steps, reference / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps),

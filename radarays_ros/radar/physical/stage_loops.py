@@ -32,6 +32,35 @@ def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
     return steps.reshape(a, width + 1)
 
 
+def block_returns(sel, k0: int, clutter, signs, fm, offset: float, bin_m: float) -> tuple | None:
+    """(azimuth - k0, start_bin, end_bin, power) of the clutter returns sel (int64 indices): stage.clutter_bins_of's
+    arithmetic in its order (shift = sign v f_c T / B when fm.doppler, then (near + shift - offset) / bin_m),
+    gathered in one pass; None where the returns are not float64 (numpy would then round otherwise)."""
+    arrays = (clutter.near_m, clutter.far_m, clutter.power_w, clutter.velocity, signs)
+    if any(np.asarray(v).dtype != np.float64 for v in arrays) or np.asarray(clutter.azimuth).dtype != np.int64:
+        return None
+    m = len(sel)
+    out = (np.empty(m, np.int64), np.empty(m), np.empty(m), np.empty(m))
+    _block_returns(np.ascontiguousarray(sel, np.int64), int(k0), clutter.azimuth, *arrays, bool(fm.doppler),
+                   float(fm.carrier_hz), float(fm.chirp_time_s), float(fm.bandwidth_hz), float(offset), float(bin_m), *out)
+    return out
+
+
+@kernel
+def _block_returns(sel, k0, azimuth, near_m, far_m, power_w, velocity, signs, doppler, carrier, chirp_time, bandwidth,
+                   offset, bin_m, az_out, start_out, end_out, power_out):
+    for j in range(sel.shape[0]):
+        i = sel[j]
+        near, far = near_m[i], far_m[i]
+        if doppler:  # doppler.range_shift: sign * velocity * carrier * chirp_time / bandwidth, left to right
+            shift = signs[azimuth[i]] * velocity[i] * carrier * chirp_time / bandwidth
+            near, far = near + shift, far + shift
+        az_out[j] = azimuth[i] - k0
+        start_out[j] = (near - offset) / bin_m
+        end_out[j] = (far - offset) / bin_m
+        power_out[j] = power_w[i]
+
+
 @kernel
 def _clip(x, b):
     """np.clip(x, 0, b) of a float64 (NaN stays NaN)."""
