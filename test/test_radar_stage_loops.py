@@ -264,7 +264,7 @@ def test_integer_detector_pass_gives_the_numpy_bytes(db_per_count):
     step = 10.0 ** ((zero_dbm - 30.0) / 10.0)  # W of one integer step
     # from under one step to 100 dB over it (past the table), plus the table's edges and specials
     power = (step * 10.0 ** rng.uniform(-2.0, 10.0, (37, 211)) * rng.uniform(0.9, 1.1, (37, 211))).astype(np.float32)
-    edges = np.array([0.0, -0.0, 1e-45, 0.999, 1.0, 1.5, detector.TABLE_STEPS - 1, detector.TABLE_STEPS - 0.5,
+    edges = np.array([0.0, -0.0, -2.5, 1e-45, 0.999, 1.0, 1.5, detector.TABLE_STEPS - 1, detector.TABLE_STEPS - 0.5,
                       detector.TABLE_STEPS, detector.TABLE_STEPS + 1], np.float32) * np.float32(step)
     power.reshape(-1)[:len(edges)] = edges
     power.reshape(-1)[-3:] = [np.inf, np.nan, 3e38]

@@ -82,20 +82,20 @@ def detect_integer(power_w: np.ndarray, zero_dbm: float, db_per_count: float, co
 
 @kernel
 def _detect_integer(power_w, scale, table, table_u8, counts, counts_u8, beyond):
-    """The table's entry of each cell's floor(P x scale) (float32 product, as counts_float), or, past the table,
-    that floor itself in counts and its flat index in beyond; returns how many went there."""
+    """The table's entry of each cell's floor(P x scale) (float32 product, as counts_float), or, past the table
+    (or negative, or NaN), that floor itself in counts and its flat index in beyond; returns how many went there."""
     rows, cols = power_w.shape
-    n_table = table.shape[0]
+    n_table = np.float32(table.shape[0])
     n_beyond = 0
     for r in range(rows):
         for c in range(cols):
-            steps = np.floor(power_w[r, c] * scale)
-            if steps < n_table:  # (False for NaN)
-                k = int(steps) if steps >= 1.0 else 0  # below one step: counts_float reads 1 step, as table[0]
+            steps = power_w[r, c] * scale
+            if steps >= np.float32(0.0) and steps < n_table:
+                k = int(steps)  # floor(steps), 0 ..; 0 steps: counts_float reads 1 step, as table[0]
                 counts[r, c] = table[k]
                 counts_u8[r, c] = table_u8[k]
             else:
-                counts[r, c] = steps
+                counts[r, c] = np.floor(steps)
                 beyond[n_beyond] = r * cols + c
                 n_beyond += 1
     return n_beyond
