@@ -247,6 +247,15 @@ def test_geometry_pass_loops_give_the_numpy_bytes():
     want_dn /= np.sqrt(_dot(want_dn, want_dn))[:, None]
     o_next, d_next = geometry_loops.mirror_children(child, hit_k, d_k, cos_k, n_k, 1e-3)
     assert o_next.tobytes() == want_o.tobytes() and d_next.tobytes() == want_dn.tobytes()
+    # _unoccluded's rays back to the sensor, as they stood
+    power = np.where(rng.random(len(keep)) < 0.6, rng.lognormal(-30, 2, len(keep)), 0.0)
+    power[:3] = [np.nan, -1.0, 1e-300]
+    back_len = np.concatenate([[1e-3, 0.01, np.nan], rng.uniform(0, 200, len(keep) - 3)])
+    test = np.flatnonzero(power > 0)
+    want = (test, (hit_k[test] + n_k[test] * 5e-3).astype(np.float32), n_k[test].astype(np.float32),
+            np.maximum(back_len[test] - 2 * 5e-3, 0.0))
+    got = geometry_loops.occlusion_rays(power, hit_k, n_k, back_len, 5e-3)
+    assert all(g.dtype == w.dtype and g.tobytes() == w.tobytes() for g, w in zip(got, want)) and 0 < len(test) < len(keep)
 
 
 def _correlate_rows_beam_numpy(re, im, rhos, previous=None):

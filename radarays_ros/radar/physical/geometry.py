@@ -289,14 +289,12 @@ def _foliage_depth(backend, hit, d, rays: dict | None, bounce: int) -> np.ndarra
 
 def _unoccluded(backend, hit, u, back_len, power, rays: dict | None, bounce: int):
     """power with 0 where the straight way back to the sensor is blocked (only returns with power traced)."""
-    test = np.flatnonzero(power > 0)
+    test, start, direction, reach = geometry_loops.occlusion_rays(power, hit, u, back_len, SKIP)  # (one compiled pass)
     if not len(test):
         return power
-    start = (hit[test] + u[test] * SKIP).astype(np.float32)
-    reach = np.maximum(back_len[test] - 2 * SKIP, 0.0)
     if rays is not None:
-        rays[bounce, 1] = (start, u[test].astype(np.float32))
-    blocked = backend.trace(start, u[test].astype(np.float32), 0.0, float(reach.max()), want=())
+        rays[bounce, 1] = (start, direction)
+    blocked = backend.trace(start, direction, 0.0, float(reach.max()), want=())
     power = power.copy()
     power[test[np.asarray(blocked.distance) < reach]] = 0.0
     return power

@@ -71,3 +71,24 @@ def _mirror_children(child, hit, d, cos_t, n, skip, o_next, d_next):
         o_next[j, 0], o_next[j, 1], o_next[j, 2] = hit[i, 0] + mx * skip, hit[i, 1] + my * skip, hit[i, 2] + mz * skip
         length = math.sqrt(mx * mx + my * my + mz * mz)
         d_next[j, 0], d_next[j, 1], d_next[j, 2] = mx / length, my / length, mz / length
+
+
+def occlusion_rays(power, hit, u, back_len, skip: float) -> tuple:
+    """geometry._unoccluded's rays: the returns with power > 0 (test, in order), each from hit + u skip (rounded to
+    float32) along u (float32), to reach = max(back_len - 2 skip, 0). Returns (test, start, direction, reach)."""
+    test = np.flatnonzero(power > 0)
+    k = len(test)
+    start, direction, reach = np.empty((k, 3), np.float32), np.empty((k, 3), np.float32), np.empty(k)
+    _occlusion_rays(test, hit, u, back_len, float(skip), start, direction, reach)
+    return test, start, direction, reach
+
+
+@kernel
+def _occlusion_rays(test, hit, u, back_len, skip, start, direction, reach):
+    for j in range(test.shape[0]):
+        i = test[j]
+        for c in range(3):
+            start[j, c] = np.float32(hit[i, c] + u[i, c] * skip)
+            direction[j, c] = np.float32(u[i, c])
+        r = back_len[i] - 2 * skip
+        reach[j] = r if (r >= 0.0 or r != r) else 0.0  # np.maximum(r, 0.0), NaN kept
