@@ -258,6 +258,48 @@ def test_geometry_pass_loops_give_the_numpy_bytes():
     assert all(g.dtype == w.dtype and g.tobytes() == w.tobytes() for g, w in zip(got, want)) and 0 < len(test) < len(keep)
 
 
+def test_trace_reading_and_tube_merge_loops_give_the_numpy_bytes():
+    # geometry._trace_block's reading of a trace and its merge of the next pass's rays, as they stood
+    from radarays_ros.radar.physical import geometry_loops
+
+    rng = np.random.default_rng(19)
+    m = 6000
+    distance = rng.exponential(50.0, m).astype(np.float32)
+    distance[rng.random(m) < 0.2] = np.inf
+    distance[:3] = [np.nan, 5e-4, 1e-3]
+    material = rng.integers(0, 7, m).astype(np.int32)
+    material_class = np.array([0, 1, -1, 2, 3, -1, 1])
+    reach = rng.uniform(0.0, 120.0, m)
+    reach[3] = np.nan
+    for near in (1e-3, -math.inf):
+        dist = np.asarray(distance, np.float64)
+        ok = np.isfinite(dist) & (dist < reach) & (dist >= near)
+        cls = np.full(m, -1, np.int64)
+        cls[ok] = material_class[material[ok]]
+        want = (np.flatnonzero(ok & (cls >= 0)), dist, cls)
+        got = geometry_loops.traced_hits(distance, material, reach, material_class, near)
+        assert all(g.dtype == w.dtype and g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    assert 0 < len(want[0]) < m and (want[2][np.isfinite(dist) & (dist < reach)] == -1).any()
+
+    def rays(k, start, tie_rows):
+        idx = np.sort(np.concatenate([rng.integers(0, 500, k - len(tie_rows)), tie_rows]))
+        return (rng.normal(size=(k, 3)) + start, rng.normal(size=(k, 3)), idx, rng.uniform(0, 99, k), rng.random(k),
+                rng.random(k) < 0.5)
+
+    def stable_sort(first, second):
+        joined = [np.concatenate([a, b]) for a, b in zip(first, second)]
+        order = np.argsort(joined[2], kind="stable")
+        return tuple(v[order] for v in joined)
+
+    first, second = rays(900, 0.0, np.arange(40)), rays(300, 10.0, np.arange(40))  # shared tubes: ties
+    unsorted = first[:2] + (first[2][::-1].copy(),) + first[3:]  # not in tube order: sorted the slow way
+    for a, b in ((first, second), (unsorted, second), (second, first)):
+        got, want = geometry_loops.merge_by_tube(a, b), stable_sort(a, b)
+        assert all(g.dtype == w.dtype and g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    empty = tuple(v[:0] for v in second)
+    assert all(g.tobytes() == w.tobytes() for g, w in zip(geometry_loops.merge_by_tube(first, empty), first))
+
+
 def _correlate_rows_beam_numpy(re, im, rhos, previous=None):
     """speckle.correlate_rows_beam as it stood (numpy passes per row)."""
     from radarays_ros.radar.physical.speckle import beam_autoregression

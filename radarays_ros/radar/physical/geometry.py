@@ -216,14 +216,9 @@ def _trace_block(frame: _Frame, f: _Tubes):
         if frame.log:
             rays[bounce, 0] = (o32, d32)
         hits = backend.trace(o32, d32, 0.0, float(max(reach.max(), 1e-3)), want=("normal", "ids"))
-        dist = np.asarray(hits.distance, np.float64)
-        ok = np.isfinite(dist) & (dist < reach)
-        if bounce == 0:
-            ok &= dist >= NEAR_HIT
-        cls = np.full(len(dist), -1, np.int64)
-        cls[ok] = table.material_class[np.asarray(hits.material)[ok]]
-        ok &= cls >= 0
-        keep = np.flatnonzero(ok)
+        # kept: finite, within reach (and past NEAR_HIT on the first pass), of a material with a class (compiled)
+        keep, dist, cls = geometry_loops.traced_hits(hits.distance, hits.material, reach, table.material_class,
+                                                     NEAR_HIT if bounce == 0 else -math.inf)
         if not len(keep):
             break
         if bounce == 0 and frame.entities is not None:  # the target's own motion along the ray
@@ -263,15 +258,11 @@ def _trace_block(frame: _Frame, f: _Tubes):
         if len(volume):  # and rays on through the foliage, weakened by its extinction
             through = np.flatnonzero(rho[volume] * foliage.transmission(depth, kappa) > MIN_RHO)
             v_sel = volume[through]
-            o_next = np.concatenate([o_next, hit[v_sel] + d[v_sel] * (depth[through] + SKIP)[:, None]])
-            d_next = np.concatenate([d_next, d[v_sel]])
-            idx_next = np.concatenate([idx_next, idx[v_sel]])
-            path_next = np.concatenate([path_next, path[v_sel] + depth[through] + SKIP])
-            rho_next = np.concatenate([rho_next, rho[v_sel] * foliage.transmission(depth[through], kappa)])
-            straight_next = np.concatenate([straight_next, straight[v_sel]])
-            order = np.argsort(idx_next, kind="stable")  # azimuth order (tube order, as one block's rays)
-            o_next, d_next, idx_next, path_next, rho_next, straight_next = (
-                v[order] for v in (o_next, d_next, idx_next, path_next, rho_next, straight_next))
+            on = (hit[v_sel] + d[v_sel] * (depth[through] + SKIP)[:, None], d[v_sel], idx[v_sel],
+                  path[v_sel] + depth[through] + SKIP, rho[v_sel] * foliage.transmission(depth[through], kappa), straight[v_sel])
+            # azimuth order (tube order, as one block's rays): both sets are, merged in one compiled pass
+            o_next, d_next, idx_next, path_next, rho_next, straight_next = geometry_loops.merge_by_tube(
+                (o_next, d_next, idx_next, path_next, rho_next, straight_next), on)
         o, d, idx, path, rho, straight = o_next, d_next, idx_next, path_next, rho_next, straight_next
     return clutter, glints, rays
 

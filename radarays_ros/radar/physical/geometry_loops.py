@@ -92,3 +92,65 @@ def _occlusion_rays(test, hit, u, back_len, skip, start, direction, reach):
             direction[j, c] = np.float32(u[i, c])
         r = back_len[i] - 2 * skip
         reach[j] = r if (r >= 0.0 or r != r) else 0.0  # np.maximum(r, 0.0), NaN kept
+
+
+def traced_hits(distance, material, reach, material_class, near: float) -> tuple:
+    """_trace_block's reading of a trace: dist = distance as float64; a ray is kept where dist is finite, < reach,
+    >= near (-inf: any) and its material has a class (material_class[material] >= 0); cls = that class, -1 for the
+    others. Returns (keep, dist, cls)."""
+    n = len(reach)
+    dist, cls, keep = np.empty(n), np.empty(n, np.int64), np.empty(n, np.int64)
+    count = _traced_hits(np.asarray(distance), np.asarray(material), reach, np.asarray(material_class), float(near),
+                         dist, cls, keep)
+    return keep[:count], dist, cls
+
+
+@kernel
+def _traced_hits(distance, material, reach, material_class, near, dist, cls, keep):
+    count = 0
+    for i in range(reach.shape[0]):
+        t = np.float64(distance[i])
+        dist[i] = t
+        c = -1
+        if math.isfinite(t) and t < reach[i] and t >= near:
+            c = np.int64(material_class[material[i]])
+        cls[i] = c
+        if c >= 0:
+            keep[count] = i
+            count += 1
+    return count
+
+
+def merge_by_tube(first: tuple, second: tuple) -> tuple:
+    """The next pass's rays (o, d, idx, path, rho, straight) of two sets (mirror children, then rays on through
+    foliage), each in tube order (idx non-decreasing), merged into tube order, the first set's ray first on a
+    tie: the rows np.argsort(concatenated idx, kind="stable") puts in order. Sets not in tube order are
+    concatenated and sorted so."""
+    idx_a, idx_b = first[2], second[2]
+    if np.any(idx_a[1:] < idx_a[:-1]) or np.any(idx_b[1:] < idx_b[:-1]):
+        joined = [np.concatenate([a, b]) for a, b in zip(first, second)]
+        order = np.argsort(joined[2], kind="stable")
+        return tuple(v[order] for v in joined)
+    k = len(idx_a) + len(idx_b)
+    out = (np.empty((k, 3)), np.empty((k, 3)), np.empty(k, np.result_type(idx_a, idx_b)), np.empty(k), np.empty(k),
+           np.empty(k, np.bool_))
+    _merge_by_tube(*(np.ascontiguousarray(v) for v in first), *(np.ascontiguousarray(v) for v in second), *out)
+    return out
+
+
+@kernel
+def _merge_by_tube(o_a, d_a, idx_a, path_a, rho_a, straight_a, o_b, d_b, idx_b, path_b, rho_b, straight_b,
+                   o, d, idx, path, rho, straight):
+    i, j = 0, 0
+    n_a, n_b = idx_a.shape[0], idx_b.shape[0]
+    for k in range(n_a + n_b):
+        if j >= n_b or (i < n_a and idx_a[i] <= idx_b[j]):
+            for c in range(3):
+                o[k, c], d[k, c] = o_a[i, c], d_a[i, c]
+            idx[k], path[k], rho[k], straight[k] = idx_a[i], path_a[i], rho_a[i], straight_a[i]
+            i += 1
+        else:
+            for c in range(3):
+                o[k, c], d[k, c] = o_b[j, c], d_b[j, c]
+            idx[k], path[k], rho[k], straight[k] = idx_b[j], path_b[j], rho_b[j], straight_b[j]
+            j += 1
