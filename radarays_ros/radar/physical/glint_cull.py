@@ -27,7 +27,7 @@ lie within delta of a unit q, |p . (c - x)| >= |q . (c - X)| - delta |c - X| - |
 holds no plate _may_face keeps, and is skipped whole: the sensor lies off the planes that its plates'
 bending directions are normal to. Plates close together (cells of FACING_CELL_M) that bend about nearly
 the same axis (AXIS_BINS of its direction) form a group. Measured on that terrain, standing sensor: 8 % of
-the candidates are then visited, 35 k groups.
+the candidates are then visited (4 ms against 15 ms), 39 k groups, built in 0.13 s (46 MiB at most).
 """
 from __future__ import annotations
 
@@ -96,40 +96,63 @@ def facing_index(candidates, centroid, principal, curvature, extent, straight: f
     bend = np.abs(curvature[candidates]) * extent[candidates]  # as _may_face computes it
     bent = bend >= straight  # (NaN: not bent, as there)
     k = np.where(bent[:, 0] & bent[:, 1], np.argmin(np.where(bent, bend, np.inf), axis=1), np.argmax(bent, axis=1))
-    rows = np.arange(n)
     p = principal[candidates, k]
-    p = np.where(p[:, 2:3] < 0, -p, p)  # a direction and its opposite bound alike: one sign
-    b = bend[rows, k]
+    p[p[:, 2] < 0] *= -1.0  # a direction and its opposite bound alike: one sign
+    b = bend[np.arange(n), k]
+    del bend, k
     bounded = bent.any(axis=1) & np.isfinite(x).all(axis=1) & np.isfinite(p).all(axis=1)
-    cell = np.floor(np.where(bounded[:, None], x, 0.0) / FACING_CELL_M)
-    around = (np.arctan2(p[:, 1], p[:, 0]) + math.pi) * (AXIS_BINS / (2 * math.pi))
-    tilt = np.arcsin(np.clip(p[:, 2], 0.0, 1.0)) * (AXIS_TILT_BINS / (0.5 * math.pi))
-    keys = np.column_stack([~bounded, cell, np.minimum(np.nan_to_num(around), AXIS_BINS - 1) // 1,
-                            np.minimum(np.nan_to_num(tilt), AXIS_TILT_BINS - 1) // 1]).astype(np.int64)
-    keys[~bounded, 1:] = 0
-    members = np.lexsort(keys.T[::-1])  # (stable: a group's members in candidate order)
-    first = np.ones(n, bool)
-    first[1:] = (keys[members[1:]] != keys[members[:-1]]).any(axis=1)
-    group = np.empty(n, np.int64)
-    group[members] = np.cumsum(first) - 1
-    n_groups = int(first.sum())
-    starts = np.append(np.flatnonzero(first), n)
-    count = np.diff(starts).astype(np.float64)
-    centre = np.column_stack([np.bincount(group, x[:, d], minlength=n_groups) for d in range(3)]) / count[:, None]
-    axis = np.column_stack([np.bincount(group, p[:, d], minlength=n_groups) for d in range(3)])
-    axis = axis / np.maximum(np.linalg.norm(axis, axis=1), 1e-300)[:, None]
+    # the group key: (not bounded, cell, axis direction bin, axis elevation bin) as one integer where it fits
+    cell = np.floor(x[bounded] / FACING_CELL_M).astype(np.int64)
+    cell -= cell.min(axis=0) if len(cell) else 0
+    around = np.minimum((np.arctan2(p[bounded, 1], p[bounded, 0]) + math.pi) * (AXIS_BINS / (2 * math.pi)),
+                        AXIS_BINS - 1).astype(np.int64)
+    tilt = np.minimum(np.arcsin(np.clip(p[bounded, 2], 0.0, 1.0)) * (AXIS_TILT_BINS / (0.5 * math.pi)),
+                      AXIS_TILT_BINS - 1).astype(np.int64)
+    sizes = [int(v) + 1 for v in cell.max(axis=0)] + [AXIS_BINS, AXIS_TILT_BINS] if len(cell) else [1] * 5
+    if math.prod(sizes) >= 2**62:  # (a world of 10^6 km: cells one way, directions another)
+        raise ValueError("facing_index: the world is too large for its cells")
+    key = np.full(n, math.prod(sizes), np.int64)  # the unbounded plates: one key past every other
+    key[bounded] = np.ravel_multi_index((cell[:, 0], cell[:, 1], cell[:, 2], around, tilt), sizes)
+    del cell, around, tilt
+    members = np.argsort(key, kind="stable")  # (a group's members in candidate order)
+    key = key[members]
+    starts = np.append(np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])), n).astype(np.int64)
+    del key
+    out = tuple(np.empty(len(starts) - 1) for _ in range(4)) + (np.empty((len(starts) - 1, 3)), np.empty((len(starts) - 1, 3)))
+    _group_bounds(members, starts, x, p, b, bounded, *out)
+    reach, axis_spread, axis_reach, group_bend, centre, axis = out
+    return FacingIndex(candidates, members, starts, centre, axis, axis_spread, reach, axis_reach, group_bend)
 
-    def largest(values):  # per group, over its members
-        return np.maximum.reduceat(values[members], starts[:-1])
 
-    reach = largest(np.linalg.norm(x - centre[group], axis=1))
-    axis_spread = largest(np.linalg.norm(p - axis[group], axis=1))
-    axis_reach = largest(np.linalg.norm(p, axis=1)) * reach
-    group_bend = largest(b)
-    unbounded = ~np.logical_and.reduceat(bounded[members], starts[:-1])
-    group_bend[unbounded] = np.inf
-    return FacingIndex(candidates, members.astype(np.int64), starts.astype(np.int64), np.ascontiguousarray(centre),
-                       np.ascontiguousarray(axis), axis_spread, reach, axis_reach, group_bend)
+@kernel
+def _group_bounds(members, starts, x, p, b, bounded, reach, axis_spread, axis_reach, bend, centre, axis):
+    """Each group's X (mean centroid), q (unit mean direction), rho, delta, |p|max rho and largest bend (inf if
+    any member is unbounded)."""
+    for g in range(starts.shape[0] - 1):
+        lo, hi = starts[g], starts[g + 1]
+        sx, sy, sz, qx, qy, qz = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        for j in range(lo, hi):
+            i = members[j]
+            sx, sy, sz = sx + x[i, 0], sy + x[i, 1], sz + x[i, 2]
+            qx, qy, qz = qx + p[i, 0], qy + p[i, 1], qz + p[i, 2]
+        count = hi - lo
+        sx, sy, sz = sx / count, sy / count, sz / count
+        length = max(math.sqrt(qx * qx + qy * qy + qz * qz), 1e-300)
+        qx, qy, qz = qx / length, qy / length, qz / length
+        rho, delta, top, largest, all_bounded = 0.0, 0.0, 0.0, 0.0, True
+        for j in range(lo, hi):
+            i = members[j]
+            dx, dy, dz = x[i, 0] - sx, x[i, 1] - sy, x[i, 2] - sz
+            rho = max(rho, math.sqrt(dx * dx + dy * dy + dz * dz))
+            dx, dy, dz = p[i, 0] - qx, p[i, 1] - qy, p[i, 2] - qz
+            delta = max(delta, math.sqrt(dx * dx + dy * dy + dz * dz))
+            top = max(top, math.sqrt(p[i, 0] * p[i, 0] + p[i, 1] * p[i, 1] + p[i, 2] * p[i, 2]))
+            largest = max(largest, b[i])
+            all_bounded = all_bounded and bounded[i]
+        centre[g, 0], centre[g, 1], centre[g, 2] = sx, sy, sz
+        axis[g, 0], axis[g, 1], axis[g, 2] = qx, qy, qz
+        reach[g], axis_spread[g], axis_reach[g] = rho, delta, top * rho
+        bend[g] = largest if all_bounded else math.inf
 
 
 @kernel
