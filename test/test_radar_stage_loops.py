@@ -278,6 +278,12 @@ def test_integer_detector_pass_gives_the_numpy_bytes(db_per_count):
     assert counts.tobytes() == want.tobytes() and counts_u8.tobytes() == want_u8.tobytes()
     with pytest.raises(ValueError):
         detector.detect_integer(power[:, :10], zero_dbm, db_per_count, counts[:, :10], counts_u8[:, :10])
+    wide = power.astype(np.float64) * 1.0000001  # not float32: rounded to float32 first, as counts_float does
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = detector.counts_float(wide, zero_dbm, db_per_count, integer=True)
+        want_u8 = detector.quantise(want)
+        detector.detect_integer(wide, zero_dbm, db_per_count, counts, counts_u8)
+    assert counts.tobytes() == want.tobytes() and counts_u8.tobytes() == want_u8.tobytes()
 
 
 @pytest.mark.parametrize("doppler", [False, True])

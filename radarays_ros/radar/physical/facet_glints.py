@@ -187,8 +187,9 @@ def curved_returns(sc, origins, column_rot, beam, table, lam, only=None):
     # loop with widened thresholds (glint_cull.py: a superset), then exactly as written below on its survivors.
     centre = origins.mean(axis=0)
     spread = float(np.linalg.norm(origins - centre, axis=1).max())
+    index = _facing_index(sc, curved) if only is None else None  # (groups of plates a bound may skip whole)
     curved = glint_cull.may_face(curved, sc.plate_centroid, sc.plate_normal, sc.plate_cone, sc.principal, sc.curvature,
-                                 sc.extent, centre, spread, CONE_SLACK, STRAIGHT, None if only is not None else _facing_index(sc, curved))
+                                 sc.extent, centre, spread, CONE_SLACK, STRAIGHT, index)
     to_sensor = centre - sc.plate_centroid[curved]
     r_c = np.sqrt(np.einsum("ij,ij->i", to_sensor, to_sensor))
     cone = np.cos(np.minimum(sc.plate_cone[curved] + spread / np.maximum(r_c, 1e-6) + CONE_SLACK, np.pi / 2))
