@@ -159,6 +159,20 @@ def test_facing_index_of_no_candidates_and_of_unbent_plates():
     assert len(index.starts) == 2 and np.isinf(index.bend).all()
     assert np.array_equal(glint_cull.may_face(candidates, *args, 1e9, index=index),
                           glint_cull.may_face(candidates, *args, 1e9))
+    # a world too large for one integer key per group: no index
+    far = sc.plate_centroid.copy()
+    far[candidates[::2]] *= 1e15
+    assert glint_cull.facing_index(candidates, far, sc.principal, sc.curvature, sc.extent, facet_glints.STRAIGHT) is None
+
+
+def test_facing_index_is_built_on_the_second_frame_of_the_same_candidates():
+    sc = _curved_world()
+    candidates = np.flatnonzero(sc.plate_curved)
+    assert facet_glints._facing_index(sc, candidates) is None  # first seen: the plain cut
+    index = facet_glints._facing_index(sc, candidates)
+    assert isinstance(index, glint_cull.FacingIndex) and index.candidates is candidates
+    assert facet_glints._facing_index(sc, candidates) is index  # kept
+    assert facet_glints._facing_index(sc, candidates.copy()) is None  # another array (scatterers rebuilt): plain
 
 
 def _barycentric_numpy(p, tri):

@@ -165,10 +165,10 @@ def _facing_index(sc, curved):
     candidates); the scatterers of a world with moving entities are new every frame and never build one."""
     cache = sc.__dict__.setdefault("_facing_index", {})
     entry = cache.get(id(curved))
-    if entry is None or entry[0] is not curved:
-        cache[id(curved)] = (curved, None)
+    if entry is None or entry[0] is not curved:  # first seen: remembered (the array is kept, so its id stays its own)
+        cache[id(curved)] = (curved, False)
         return None
-    if entry[1] is None:
+    if entry[1] is False:  # seen again: built (None where facing_index declines)
         cache[id(curved)] = (curved, glint_cull.facing_index(curved, sc.plate_centroid, sc.principal, sc.curvature,
                                                              sc.extent, STRAIGHT))
     return cache[id(curved)][1]

@@ -82,10 +82,11 @@ class FacingIndex:
     bend: np.ndarray  # (G,) the largest bend of its plates' bending directions (inf: never skipped)
 
 
-def facing_index(candidates, centroid, principal, curvature, extent, straight: float) -> FacingIndex:
+def facing_index(candidates, centroid, principal, curvature, extent, straight: float) -> FacingIndex | None:
     """The groups of `candidates` for may_face. A plate's bending direction: of its directions with a bend
     >= straight, the less bent (a tighter bound; any gives a true one). Plates with none, or with a
-    non-finite centroid or direction, form one group that is never skipped."""
+    non-finite centroid or direction, form one group that is never skipped. None: a world too large for
+    one integer key per group (may_face then tests every plate)."""
     candidates = np.ascontiguousarray(candidates, np.int64)
     n = len(candidates)
     if not n:
@@ -109,8 +110,8 @@ def facing_index(candidates, centroid, principal, curvature, extent, straight: f
     tilt = np.minimum(np.arcsin(np.clip(p[bounded, 2], 0.0, 1.0)) * (AXIS_TILT_BINS / (0.5 * math.pi)),
                       AXIS_TILT_BINS - 1).astype(np.int64)
     sizes = [int(v) + 1 for v in cell.max(axis=0)] + [AXIS_BINS, AXIS_TILT_BINS] if len(cell) else [1] * 5
-    if math.prod(sizes) >= 2**62:  # (a world of 10^6 km: cells one way, directions another)
-        raise ValueError("facing_index: the world is too large for its cells")
+    if math.prod(sizes) >= 2**62:  # (a world of ~10^4 km across in FACING_CELL_M cells): no index, every plate tested
+        return None
     key = np.full(n, math.prod(sizes), np.int64)  # the unbounded plates: one key past every other
     key[bounded] = np.ravel_multi_index((cell[:, 0], cell[:, 1], cell[:, 2], around, tilt), sizes)
     del cell, around, tilt
