@@ -238,7 +238,7 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
     """
     o = origins[active].astype(np.float32)
     d = unit[active].astype(np.float32)
-    h = _Segment(h.distance[active], h.normals_at(active), h.entity[active], h.material[active])  # those rows only
+    h = _Segment(h.distance[active], h.normals_at(active), h.ids_at("entity", active), h.material[active])  # those rows
     klass = klass[active]
     hit = np.ones(len(active), bool)
     travelled = np.zeros(len(active), np.float32)  # path length before the current segment
