@@ -217,7 +217,7 @@ def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, ma
         first_entity, first_material, first_range = (lambda: h.entity), material, distance
         distance = np.where(no_return, np.float32(np.inf), distance)
         normal = _Patched(lambda: np.where(no_return[:, None], np.float32(0.0), h.normal),
-                          lambda rows: np.where(no_return[rows, None], np.float32(0.0), h.normals_at(rows)))
+                          lambda rows: _zeroed(h.normals_at(rows), no_return[rows]))
         entity = _Patched(lambda: np.where(no_return, np.int32(-1), h.entity).astype(np.int32, copy=False))
         material = np.where(no_return, np.int32(-1), material).astype(np.int32, copy=False)
         cos_inc = np.where(no_return, np.float32(0.0), h.incidence_cosines(unit))
@@ -375,12 +375,18 @@ class _Patched:
         out = self.base_at(rows)
         if self.rows:
             put_rows = np.concatenate(self.rows)
-            slot = np.full(int(max(rows.max(initial=-1), put_rows.max(initial=-1))) + 1, -1, np.int64)
-            slot[put_rows] = np.arange(len(put_rows))
+            slot = np.full(int(max(rows.max(initial=-1), put_rows.max(initial=-1))) + 1, -1, np.int32)
+            slot[put_rows] = np.arange(len(put_rows), dtype=np.int32)
             which = slot[rows]
             taken = which >= 0
             out[taken] = np.concatenate(self.values)[which[taken]]
         return out
+
+
+def _zeroed(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """values (a fresh array) with the rows `rows` (mask) set to 0, in place."""
+    values[rows] = 0
+    return values
 
 
 def _put(out: LidarHits, name: str, rows, values) -> None:
