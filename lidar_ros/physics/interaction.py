@@ -212,11 +212,13 @@ def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, ma
         normal = _FirstNormals(h)  # callable; .at(rows) computes only those rows (a beam's dominant sub-ray)
         first_material, first_range = material, distance
         cos_inc = h.incidence_cosines(unit)
-    else:  # copies in which those rays are misses; first_* keep what was met
-        first_entity, first_material, first_range = h.entity, material, distance
+    else:  # copies in which those rays are misses; first_* keep what was met. Normals and entities stay lazy
+        # (the later rounds put their rows in, _Patched): most frames read one normal per beam, no entity
+        first_entity, first_material, first_range = (lambda: h.entity), material, distance
         distance = np.where(no_return, np.float32(np.inf), distance)
-        normal = np.where(no_return[:, None], np.float32(0.0), h.normal)
-        entity = np.where(no_return, np.int32(-1), first_entity).astype(np.int32, copy=False)  # no second copy
+        normal = _Patched(lambda: np.where(no_return[:, None], np.float32(0.0), h.normal),
+                          lambda rows: _zeroed(h.normals_at(rows), no_return[rows]))
+        entity = _Patched(lambda: np.where(no_return, np.int32(-1), h.entity).astype(np.int32, copy=False))
         material = np.where(no_return, np.int32(-1), material).astype(np.int32, copy=False)
         cos_inc = np.where(no_return, np.float32(0.0), h.incidence_cosines(unit))
     rho = reflectivity(materials, material, cos_inc)  # 0 for misses (id -1)
@@ -236,7 +238,7 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
     """
     o = origins[active].astype(np.float32)
     d = unit[active].astype(np.float32)
-    h = _Segment(*(v[active] for v in h.fields("distance", "normal", "entity", "material")))
+    h = _Segment(h.distance[active], h.normals_at(active), h.ids_at("entity", active), h.material[active])  # those rows
     klass = klass[active]
     hit = np.ones(len(active), bool)
     travelled = np.zeros(len(active), np.float32)  # path length before the current segment
@@ -338,12 +340,62 @@ def _meet_leaves(out: LidarHits, active, crown: _Crowns, hit, distance, travelle
     done = active[met]
     material = material[on_leaf]
     out.range[done] = (travelled[met] + depth[on_leaf]).astype(np.float32)
-    out.entity[done] = crown.entity[met]
+    _put(out, "entity", done, crown.entity[met])
     out.material[done] = material
-    out.normal[done] = normal
+    _put(out, "normal", done, normal)
     out.cos_incidence[done] = mu
     out.reflectivity[done] = reflectivity(materials, material, mu) * factor[met]
     hit[met] = False
+
+
+class _Patched:
+    """A per-ray array of a LidarHits computed on first access, `base()` with the rows the later rounds put in
+    (`put`, each ray at most once); `at(rows)` gives only those rows (a beam's dominant sub-ray's normal) when
+    `base_at` is given. The same bits as writing the rows into the computed array."""
+
+    def __init__(self, base, base_at=None):
+        self.base, self.base_at = base, base_at
+        self.rows: list = []
+        self.values: list = []
+        if base_at is not None:
+            self.at = self._at
+
+    def put(self, rows, values) -> None:
+        self.rows.append(np.asarray(rows, np.int64))
+        self.values.append(np.asarray(values))
+
+    def __call__(self) -> np.ndarray:
+        out = self.base()
+        for rows, values in zip(self.rows, self.values):
+            out[rows] = values
+        return out
+
+    def _at(self, rows) -> np.ndarray:
+        rows = np.asarray(rows, np.int64)
+        out = self.base_at(rows)
+        if self.rows:
+            put_rows = np.concatenate(self.rows)
+            slot = np.full(int(max(rows.max(initial=-1), put_rows.max(initial=-1))) + 1, -1, np.int32)
+            slot[put_rows] = np.arange(len(put_rows), dtype=np.int32)
+            which = slot[rows]
+            taken = which >= 0
+            out[taken] = np.concatenate(self.values)[which[taken]]
+        return out
+
+
+def _zeroed(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """values (a fresh array) with the rows `rows` (mask) set to 0, in place."""
+    values[rows] = 0
+    return values
+
+
+def _put(out: LidarHits, name: str, rows, values) -> None:
+    """out.<name>[rows] = values, kept as a patch while that array is not computed yet (_Patched)."""
+    lazy = out._lazy[name]
+    if isinstance(lazy, _Patched):
+        lazy.put(rows, values)
+    else:
+        getattr(out, name)[rows] = values
 
 
 class _Segment(NamedTuple):
@@ -366,9 +418,9 @@ def _record(out: LidarHits, done, h: _Segment, total, d, factor, materials: Lida
     """Store the rays `done` (batch indices) returning from the surfaces in `h` (one row per ray)."""
     cos_inc = np.abs(np.einsum("ij,ij->i", d, h.normal)).astype(np.float32)
     out.range[done] = total
-    out.entity[done] = h.entity
+    _put(out, "entity", done, h.entity)
     out.material[done] = h.material
-    out.normal[done] = h.normal
+    _put(out, "normal", done, h.normal)
     out.cos_incidence[done] = cos_inc
     out.reflectivity[done] = reflectivity(materials, h.material, cos_inc) * factor
 
