@@ -27,6 +27,7 @@ import numpy as np
 
 from radarays_ros.twin import vec3
 
+from radarays_ros.compiled import kernel
 from radarays_ros.errors import TracingError
 from radarays_ros.tracing.backend import Rays
 
@@ -155,17 +156,10 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
         return LidarHits.misses(0)
     h = first_trace(backend, o, d, tmin, tmax, checked_rays) if first_hits is None else first_hits
     unit = d if unit_directions or checked_rays else _unit(d)
-    not_first = materials.not_returning(h.material)  # one gather; -1 (miss) -> False
-    volumes = leaves is not None and materials.has_foliage
-    if volumes:
-        crown = materials.extinction_of(h.material) > 0  # a crown's face: the ray goes in
-        not_first = not_first | crown
-    if not not_first.any():
+    volumes = leaves is not None and materials.has_foliage  # a crown's face: the ray goes in
+    count, not_first, continuing, klass = materials.first_round(h.material, volumes)  # one pass; miss -> False
+    if not count:
         return _first_surface_returns(h, None, unit, materials)  # the usual frame: a single trace
-    klass = materials.class_of(h.material)
-    continuing = (klass == TRANSPARENT) | (klass == MIRROR)
-    if volumes:
-        continuing |= crown
     out = _first_surface_returns(h, not_first, unit, materials)
     _follow(backend, out, np.flatnonzero(continuing), o, unit, h, klass, materials, tmax, max_bounces,
             leaves if volumes else None)
@@ -215,12 +209,10 @@ def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, ma
     else:  # copies in which those rays are misses; first_* keep what was met. Normals and entities stay lazy
         # (the later rounds put their rows in, _Patched): most frames read one normal per beam, no entity
         first_entity, first_material, first_range = (lambda: h.entity), material, distance
-        distance = np.where(no_return, np.float32(np.inf), distance)
         normal = _Patched(lambda: np.where(no_return[:, None], np.float32(0.0), h.normal),
                           lambda rows: _zeroed(h.normals_at(rows), no_return[rows]))
         entity = _Patched(lambda: np.where(no_return, np.int32(-1), h.entity).astype(np.int32, copy=False))
-        material = np.where(no_return, np.int32(-1), material).astype(np.int32, copy=False)
-        cos_inc = np.where(no_return, np.float32(0.0), h.incidence_cosines(unit))
+        distance, material, cos_inc = _as_misses(no_return, distance, material, h.incidence_cosines(unit))
     rho = reflectivity(materials, material, cos_inc)  # 0 for misses (id -1)
     return LidarHits(
         range=distance, entity=entity, material=material, normal=normal, cos_incidence=cos_inc,
@@ -381,6 +373,26 @@ class _Patched:
             taken = which >= 0
             out[taken] = np.concatenate(self.values)[which[taken]]
         return out
+
+
+def _as_misses(no_return, distance, material, cos_inc):
+    """Copies of the first trace's distance, material and cosine with the rays `no_return` as misses (inf, -1,
+    0): the values of np.where on each, in one compiled pass instead of three (and a cast)."""
+    n = len(no_return)
+    out_distance = np.empty(n, np.result_type(np.float32, distance.dtype))
+    out_material = np.empty(n, np.int32)
+    out_cos = np.empty(n, np.result_type(np.float32, cos_inc.dtype))
+    _as_misses_kernel(no_return, distance, material, cos_inc, out_distance, out_material, out_cos)
+    return out_distance, out_material, out_cos
+
+
+@kernel
+def _as_misses_kernel(no_return, distance, material, cos_inc, out_distance, out_material, out_cos):
+    for i in range(no_return.shape[0]):
+        if no_return[i]:
+            out_distance[i], out_material[i], out_cos[i] = np.inf, -1, 0.0
+        else:
+            out_distance[i], out_material[i], out_cos[i] = distance[i], material[i], cos_inc[i]
 
 
 def _zeroed(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
