@@ -122,6 +122,12 @@ class LidarMaterials:
         object.__setattr__(self, "has_foliage", bool(np.any(extinction > 0)))
         size = np.full(len(cls), LEAF_SIZE_M) if self.leaf_size is None else np.asarray(self.leaf_size, np.float64)
         object.__setattr__(self, "_leaf_size_ext", ext(size, LEAF_SIZE_M))
+        # first_round's one code per id (without, with leaf volumes): class + 1 | not_first << 3 | continuing << 4
+        cls_ext, crown = (self._cls_ext.astype(np.int16) + 1).astype(np.uint8), self._extinction_ext > 0
+        going_on = (self._cls_ext == TRANSPARENT) | (self._cls_ext == MIRROR)
+        object.__setattr__(self, "_first_round_codes", tuple(
+            (cls_ext | ((self._not_first_ext | (crown & volumes)) << 3) | ((going_on | (crown & volumes)) << 4)
+             ).astype(np.uint8) for volumes in (False, True)))
 
     def __len__(self) -> int:
         return len(self.names)
@@ -164,12 +170,10 @@ class LidarMaterials:
             ids = np.asarray(ids, np.int64).reshape(-1)
         n = len(ids)
         not_first, continuing, klass = np.empty(n, bool), np.empty(n, bool), np.empty(n, np.int8)
-        try:
-            count = _first_round_kernel(ids, self._cls_ext, self._not_first_ext, self._extinction_ext, volumes,
-                                        not_first, continuing, klass)
-        except IndexError:
+        count = _first_round_kernel(ids, self._first_round_codes[bool(volumes)], not_first, continuing, klass)
+        if count < 0:
             self.class_of(ids)  # raises the explanatory error
-            raise
+            raise IndexError("material id past the material table")
         return count, not_first, continuing, klass
 
     @classmethod
@@ -261,20 +265,21 @@ def _parse_table(values: Any, where: str, high: float) -> list[float]:
 
 
 @kernel
-def _first_round_kernel(ids, cls_ext, not_first_ext, extinction_ext, volumes, not_first, continuing, klass):
-    """Per ray: its id's class, not-returning flag and (with volumes) leaf-volume face, read from the extended
-    tables (id -1, a miss, reads the last row, as numpy indexing does). Returns how many rays are not_first."""
-    m = cls_ext.shape[0]
+def _first_round_kernel(ids, codes, not_first, continuing, klass):
+    """Per ray: its id's code (class + 1 | not_first << 3 | continuing << 4; id -1, a miss, reads the last row, as
+    numpy indexing does). Returns how many rays are not_first, or -1 for an id past the table (no exit in the
+    loop: a loop without branches runs several rays at once)."""
+    m = codes.shape[0]
     count = 0
+    bad = 0
     for i in range(ids.shape[0]):
-        k = ids[i] if ids[i] >= 0 else ids[i] + m
-        if k < 0 or k >= m:
-            raise IndexError("material id past the material table")
-        c = cls_ext[k]
-        crown = volumes and extinction_ext[k] > 0.0
-        stop = not_first_ext[k] or crown
-        klass[i] = c
+        k = ids[i] + m if ids[i] < 0 else ids[i]
+        inside = k >= 0 and k < m
+        bad += not inside
+        c = codes[k if inside else 0]
+        klass[i] = np.int8(c & 7) - np.int8(1)
+        stop = (c >> 3) & 1
         not_first[i] = stop
-        continuing[i] = c == TRANSPARENT or c == MIRROR or crown
+        continuing[i] = (c >> 4) & 1
         count += stop
-    return count
+    return -1 if bad else count
