@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from radarays_ros.compiled import kernel
-
 from .overlap import overlap
 
 
@@ -81,43 +79,14 @@ def ray_sigma(rho: np.ndarray, clean: np.ndarray, signal_scale: float, overlap_r
         return np.full(len(clean), np.float32(floor), np.float32)
     floor = floor if snr_floor is None else snr_floor
     out = np.full(len(clean), np.float32(floor), np.float32)
-    clean32 = np.ascontiguousarray(clean, np.float32)
-    r, snr = np.empty(len(clean32), np.float32), np.empty(len(clean32), np.float32)
-    _snr_without_overlap(np.ascontiguousarray(rho, np.float32), clean32,
-                         np.float32(signal_scale / np.sqrt(background)), r, snr)
-    factor = overlap(r, overlap_range) if overlap_range > 0 else _NO_FACTOR
+    r = np.fmax(np.asarray(clean, np.float32), np.float32(0.1))
+    snr = np.asarray(rho, np.float32) * np.float32(signal_scale / np.sqrt(background))
+    snr /= r * r
+    if overlap_range > 0:
+        snr *= overlap(r, overlap_range)
     floor_snr = snr1 * (sigma1 / floor) ** (1.0 / p) if floor > 0 else np.inf
-    low = np.empty(len(clean32), np.int64)
-    low = low[:_below_floor(snr, factor, clean32, np.float32(floor_snr), low)]
+    low = np.flatnonzero((snr < np.float32(floor_snr)) & np.isfinite(np.asarray(clean, np.float32)))
     if len(low):
         x = np.float32(snr1) / np.maximum(snr[low], np.float32(1e-3))
         out[low] = np.maximum(np.power(x, np.float32(p)) * np.float32(sigma1), np.float32(floor))
     return out
-
-
-_NO_FACTOR = np.empty(0, np.float32)
-
-
-@kernel
-def _snr_without_overlap(rho, clean, scale, r, snr):
-    """r = fmax(clean, 0.1) (NaN: 0.1) and SNR = (ρ·scale) / (r·r) per return, float32 in numpy's order: one pass
-    instead of four numpy passes and their temporaries."""
-    for i in range(clean.shape[0]):
-        c = clean[i]
-        ri = c if c > np.float32(0.1) else np.float32(0.1)
-        r[i] = ri
-        snr[i] = rho[i] * scale / (ri * ri)
-
-
-@kernel
-def _below_floor(snr, factor, clean, floor_snr, rows):
-    """snr *= factor (the overlap; none when empty), then the rows with SNR below floor_snr and a finite clean range
-    (a return) written to rows in order; returns how many."""
-    count = 0
-    scaled = factor.shape[0] > 0
-    for i in range(snr.shape[0]):
-        value = snr[i] * factor[i] if scaled else snr[i]
-        snr[i] = value
-        rows[count] = i
-        count += value < floor_snr and np.isfinite(clean[i])
-    return count
