@@ -234,3 +234,30 @@ def test_a_beams_normal_read_alone_has_the_bits_of_the_whole_frames_normals():
     assert np.all(hits.entity[leaf] == scene.find("crown")) and np.all(hits.entity[wall] == scene.find("wall"))
     assert np.all(hits.entity[~np.isfinite(hits.range)] == -1)
     np.testing.assert_array_equal(hits.normal[wall], np.tile(np.float32([-1, 0, 0]), (int(wall.sum()), 1)))
+
+
+def test_a_crown_frames_hits_are_freed_when_dropped_without_the_garbage_collector():
+    """The lazy normals and entities of a frame with crowns (interaction._Patched) hold the first trace; dropping
+    the frame's hits must free that trace by reference counting alone. A reference cycle kept it (and its Embree
+    arrays) alive until the collector ran, and each next frame took fresh pages from the system."""
+    import gc
+    import weakref
+
+    from lidar_ros.physics.interaction import first_trace
+
+    scene, backend = crown_scene(2.0, threads=1)
+    origins, directions = parallel_rays(2000)
+    materials = LidarMaterials.from_library(scene.materials)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        first = first_trace(backend, origins, directions, 0.0, 100.0, checked_rays=True)
+        watch = weakref.ref(first)
+        hits = trace_lidar(backend, origins, directions, materials, 0.0, 100.0, unit_directions=True,
+                           first_hits=first, leaves=LeafDraws(np.random.default_rng(0)))
+        assert hits.normal.shape == (2000, 3) and np.any(hits.range < FRONT + 2.0)  # read; leaves were met
+        del first, hits
+        assert watch() is None
+    finally:
+        if enabled:
+            gc.enable()

@@ -349,8 +349,16 @@ class _Patched:
         self.base, self.base_at = base, base_at
         self.rows: list = []
         self.values: list = []
-        if base_at is not None:
-            self.at = self._at
+
+    @property
+    def at(self):
+        """`_at` when rows can be read alone (base_at given), else no such attribute (getattr(lazy, "at", None)).
+        A property, not `self.at = self._at`: that bound method would make a reference cycle, which kept each
+        frame's first trace (its Embree result arrays, ~10 MB) alive until the garbage collector ran, so the next
+        frame's trace took fresh pages from the system (2 500 page faults, 8-30 ms of system CPU a frame)."""
+        if self.base_at is None:
+            raise AttributeError("at")
+        return self._at
 
     def put(self, rows, values) -> None:
         self.rows.append(np.asarray(rows, np.int64))
