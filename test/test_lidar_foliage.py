@@ -217,3 +217,47 @@ def test_the_shipped_vegetation_is_a_leaf_volume_of_the_cited_density():
     assert materials.foliage_extinction[veg] == pytest.approx(extinction_per_m(LAD))
     assert materials.reflectivity[veg] == pytest.approx(LEAF_RHO)
     assert sum(materials.foliage_extinction > 0) == 1  # no other shipped material is foliage
+
+
+def test_a_beams_normal_read_alone_has_the_bits_of_the_whole_frames_normals():
+    """With crowns in view the frame's normals and entities are computed on access, with the rows the later
+    rounds put in (leaves met, the wall behind): reading some rows alone (a beam's dominant sub-ray, as the sun's
+    ambient light does) gives the bits of the same rows of the whole array, and every ray's entity is the one
+    it returned from (the crown's for a leaf, the wall's, -1 for none)."""
+    scene, backend = crown_scene(2.0)
+    hits = traced(scene, backend, 4000, seed=5)
+    rows = np.random.default_rng(1).integers(0, len(hits), 1500)
+    alone = hits._lazy["normal"].at(rows)  # before the whole array exists
+    np.testing.assert_array_equal(alone, hits.normal[rows])
+    leaf, wall = hits.range < FRONT + 2.0, np.isfinite(hits.range) & (hits.range >= WALL - 1e-3)
+    assert leaf.any() and wall.any()
+    assert np.all(hits.entity[leaf] == scene.find("crown")) and np.all(hits.entity[wall] == scene.find("wall"))
+    assert np.all(hits.entity[~np.isfinite(hits.range)] == -1)
+    np.testing.assert_array_equal(hits.normal[wall], np.tile(np.float32([-1, 0, 0]), (int(wall.sum()), 1)))
+
+
+def test_a_crown_frames_hits_are_freed_when_dropped_without_the_garbage_collector():
+    """The lazy normals and entities of a frame with crowns (interaction._Patched) hold the first trace; dropping
+    the frame's hits must free that trace by reference counting alone. A reference cycle kept it (and its Embree
+    arrays) alive until the collector ran, and each next frame took fresh pages from the system."""
+    import gc
+    import weakref
+
+    from lidar_ros.physics.interaction import first_trace
+
+    scene, backend = crown_scene(2.0, threads=1)
+    origins, directions = parallel_rays(2000)
+    materials = LidarMaterials.from_library(scene.materials)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        first = first_trace(backend, origins, directions, 0.0, 100.0, checked_rays=True)
+        watch = weakref.ref(first)
+        hits = trace_lidar(backend, origins, directions, materials, 0.0, 100.0, unit_directions=True,
+                           first_hits=first, leaves=LeafDraws(np.random.default_rng(0)))
+        assert hits.normal.shape == (2000, 3) and np.any(hits.range < FRONT + 2.0)  # read; leaves were met
+        del first, hits
+        assert watch() is None
+    finally:
+        if enabled:
+            gc.enable()

@@ -236,6 +236,24 @@ def test_cloud_millimetres_loop_gives_numpys_bits():
     assert (expected == 0).mean() > 0.15 and expected.max() > 250_000  # misses and far ranges were there
 
 
+def test_cloud_nanoseconds_loop_gives_numpys_bits():
+    """io/lidar_clouds.py's one-pass pixel-time writer (FrameCloud.stamp) into a strided cloud view against the
+    numpy passes it replaces: the same uint32 bytes for jittered times, ties at half a nanosecond and times
+    before the frame's start (negative, wrapped as numpy's cast wraps them)."""
+    from radarays_ros.io.lidar_clouds import _write_nanoseconds
+
+    rng = np.random.default_rng(13)
+    rows, cols = 16, 1024
+    time = np.linspace(0.0, 0.1, cols)[None, :] + rng.normal(0.0, 2e-6, (rows, cols))
+    time[0, :6] = [-3e-6, -1e-9, 0.0, 2.5e-9, 3.5e-9, 0.0999999995]
+    expected = np.rint(time * 1e9).astype(np.uint32)
+    cloud = np.zeros((cols, rows), np.dtype([("x", np.float32), ("t", np.uint32)]))  # column-major pixels
+    view = cloud["t"].T
+    _write_nanoseconds(time, view)
+    assert view.tobytes() == expected.tobytes()
+    assert expected[0, 0] > 2**31 and np.unique(expected).size > rows * cols // 2  # wrapped and jittered times
+
+
 def test_cloud_velodyne_intensity_loop_gives_numpys_bits():
     """The one-pass velodyne intensity writer (NaN on misses) against the np.where it replaces: the same bytes."""
     from radarays_ros.io.lidar_clouds import _write_velodyne_intensity

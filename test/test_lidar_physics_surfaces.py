@@ -263,3 +263,39 @@ def test_lazy_fields_do_not_depend_on_access_order():
     np.testing.assert_array_equal(ambient_first, b.ouster_ambient)
     np.testing.assert_array_equal(a.range, b.range)
     assert a.hit.any() and not a.hit.all() and np.all(a.entity[~a.hit] == -1) and np.all(a.normal[~a.hit] == 0)
+
+
+@pytest.mark.parametrize("volumes", [False, True])
+def test_the_first_rounds_one_pass_gives_the_gathers_values(volumes):
+    """materials.first_round (one compiled pass) against the per-table gathers it replaces, on every id of the
+    shipped library (glass, mirror, absorbent, vegetation included) and misses (-1)."""
+    from lidar_ros.physics.materials import ABSORBENT, MIRROR, TRANSPARENT
+
+    mats = LidarMaterials.from_library(MaterialLibrary.load())
+    classes = set(mats.material_class.tolist())
+    assert {TRANSPARENT, MIRROR, ABSORBENT} <= classes and mats.has_foliage  # the test covers every branch
+    ids = np.random.default_rng(3).integers(-1, len(mats), 5000).astype(np.int32)
+    count, not_first, continuing, klass = mats.first_round(ids, volumes)
+    crown = (mats.extinction_of(ids) > 0) & volumes
+    expected_klass = mats.class_of(ids)
+    assert np.array_equal(klass, expected_klass)
+    assert np.array_equal(not_first, mats.not_returning(ids) | crown)
+    assert np.array_equal(continuing, (expected_klass == TRANSPARENT) | (expected_klass == MIRROR) | crown)
+    assert count == np.count_nonzero(not_first) and 0 < count < len(ids)
+    with pytest.raises(ConfigError, match="material id"):
+        mats.first_round(np.array([0, len(mats) + 1], np.int32), volumes)  # past the extended miss row, as gather
+
+
+def test_rays_made_misses_in_one_pass_read_as_np_where():
+    from lidar_ros.physics.interaction import _as_misses
+
+    rng = np.random.default_rng(4)
+    no_return = rng.random(1000) < 0.3
+    distance = rng.uniform(0, 50, 1000).astype(np.float32)
+    material = rng.integers(-1, 5, 1000).astype(np.int32)
+    cos_inc = rng.random(1000).astype(np.float32)
+    got = _as_misses(no_return, distance, material, cos_inc)
+    expected = (np.where(no_return, np.float32(np.inf), distance), np.where(no_return, np.int32(-1), material),
+                np.where(no_return, np.float32(0.0), cos_inc))
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and np.array_equal(g, e)

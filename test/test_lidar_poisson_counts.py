@@ -124,3 +124,31 @@ def test_bad_means_are_refused_with_the_allowed_range(bad):
         poisson_counts(lam, np.random.default_rng(0))
     with pytest.raises(ValueError, match="ceiling"):
         poisson_counts(np.ones(3), np.random.default_rng(0), 70000)
+
+
+def test_mixed_means_give_the_inversion_and_the_corrected_normal_in_pixel_order():
+    """Means on both sides of the switch, interleaved: each small one is the inversion of its own uniform (e^-λ of
+    that mean), each large one the corrected normal of its own normal; uniforms and normals in pixel order."""
+    from lidar_ros.physics.noise import standard_normal
+
+    lam = np.random.default_rng(1).choice([0.0, 0.5, 3.0, 9.99, SWITCH, 40.0, 300.0], 20001)
+    counts = poisson_counts(lam, np.random.default_rng(5))
+    draws = np.random.default_rng(5)
+    small = lam < SWITCH
+    u = draws.random(np.count_nonzero(small))
+    z = standard_normal(draws, np.count_nonzero(~small)).astype(np.float64)
+    ls = lam[small]
+    p = np.exp(-ls)
+    cdf, k = p.copy(), np.zeros(len(ls))
+    for step in range(1, 201):  # the inversion, all means at once: the smallest k with F(k) >= u
+        going = (u > cdf) & (p > 0.0)
+        if not going.any():
+            break
+        k[going] = step
+        p = np.where(going, p * (ls * (1.0 / step)), p)
+        cdf = np.where(going, cdf + p, cdf)
+    expected = np.empty(len(lam))
+    expected[small] = k
+    expected[~small] = np.maximum(np.floor(_corrected_normal(lam[~small], z) + 0.5), 0.0)
+    np.testing.assert_array_equal(counts, expected.astype(np.uint16))
+    assert 0 < np.count_nonzero(small) < len(lam)

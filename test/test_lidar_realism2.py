@@ -405,3 +405,34 @@ def test_lane_marking_is_bright_at_grazing_incidence_where_asphalt_is_dark():
     assert len(lane[0]) > 100 and len(asphalt[0]) > 100
     np.testing.assert_allclose(lane[0], 0.47, rtol=1e-5)
     assert np.median(lane[1]) == 47 and np.median(asphalt[1]) <= 1
+
+
+@pytest.mark.parametrize("overlap_range, snr_floor", [(10.1, None), (0.0, 0.003)])
+def test_ray_sigma_has_the_bits_of_its_numpy_passes(overlap_range, snr_floor):
+    """ray_sigma's compiled passes against the float32 numpy passes in the same order (fmax, ρ·K, / r², · O(r),
+    the rows below the floor's SNR), bit for bit, with NaN ranges (no return) and ranges under 0.1 m."""
+    from lidar_ros.physics.overlap import overlap
+    from lidar_ros.physics.range_precision import exponent, ray_sigma
+
+    rng = np.random.default_rng(2)
+    clean = rng.uniform(0.0, 150, 20000).astype(np.float32)
+    clean[::9] = np.nan
+    clean[1::97] = np.inf
+    rho = rng.uniform(0, 1.2, 20000).astype(np.float32)
+    pairs, floor, background = ((12.0, 0.0154), (100.0, 0.0053)), 0.004, 3.0
+    (snr1, sigma1), _ = pairs
+    p = exponent(pairs)
+    low_floor = floor if snr_floor is None else snr_floor
+    r = np.fmax(clean, np.float32(0.1))
+    snr = rho * np.float32(231000.0 / np.sqrt(background))
+    snr /= r * r
+    if overlap_range > 0:
+        snr *= overlap(r, overlap_range)
+    floor_snr = snr1 * (sigma1 / low_floor) ** (1.0 / p)
+    low = np.flatnonzero((snr < np.float32(floor_snr)) & np.isfinite(clean))
+    want = np.full(len(clean), np.float32(low_floor), np.float32)
+    x = np.float32(snr1) / np.maximum(snr[low], np.float32(1e-3))
+    want[low] = np.maximum(np.power(x, np.float32(p)) * np.float32(sigma1), np.float32(low_floor))
+    got = ray_sigma(rho, clean, 231000.0, overlap_range, background, pairs, floor, snr_floor)
+    assert got.dtype == np.float32 and 0 < len(low) < len(clean)
+    np.testing.assert_array_equal(got, want)

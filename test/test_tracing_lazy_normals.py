@@ -60,3 +60,23 @@ def test_lidar_echo_normals_from_selected_rows_equal_the_gathered_ones():
     assert lazy._ids["normal"] is None
     assert got.tobytes() == picked_normals(eager_normal, pick, present).tobytes()
     assert not got[~present].any() and np.signbit(got[~present]).sum() == 0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_selected_ids_equal_the_resolved_rows(threads):
+    """Hits.ids_at: the entity, face and material ids of some rays only (a lidar follows a few rays past
+    crowns and glass), the values of the whole arrays' rows, misses -1; a span's rows are relative and checked."""
+    scene, o, d = _sphere_rays()
+    backend = make_backend("embree", scene, threads=threads)
+    whole = backend.trace(o, d, 0.1, 100.0)
+    lazy = backend.trace_rays(Rays.trusted(o, d), 0.1, 100.0, want=WANTS)
+    rows = np.concatenate([np.random.default_rng(2).integers(0, len(o), 9_000), [0, len(o) - 1]])
+    for name in ("entity", "face", "material"):
+        picked = lazy.ids_at(name, rows)
+        assert lazy._ids[name] is None  # only the rows were looked up
+        np.testing.assert_array_equal(picked, getattr(whole, name)[rows])
+    assert (lazy.ids_at("entity", rows) == -1).any() and (lazy.ids_at("entity", rows) >= 0).any()
+    part = backend.trace_rays(Rays.trusted(o, d), 0.1, 100.0, want=WANTS).span(3_000, 7_000)
+    np.testing.assert_array_equal(part.ids_at("entity", np.arange(0, 4_000, 3)), whole.entity[3_000:7_000:3])
+    with pytest.raises(IndexError):
+        part.ids_at("entity", np.array([4_000]))

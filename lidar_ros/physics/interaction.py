@@ -27,6 +27,7 @@ import numpy as np
 
 from radarays_ros.twin import vec3
 
+from radarays_ros.compiled import kernel
 from radarays_ros.errors import TracingError
 from radarays_ros.tracing.backend import Rays
 
@@ -155,17 +156,10 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
         return LidarHits.misses(0)
     h = first_trace(backend, o, d, tmin, tmax, checked_rays) if first_hits is None else first_hits
     unit = d if unit_directions or checked_rays else _unit(d)
-    not_first = materials.not_returning(h.material)  # one gather; -1 (miss) -> False
-    volumes = leaves is not None and materials.has_foliage
-    if volumes:
-        crown = materials.extinction_of(h.material) > 0  # a crown's face: the ray goes in
-        not_first = not_first | crown
-    if not not_first.any():
+    volumes = leaves is not None and materials.has_foliage  # a crown's face: the ray goes in
+    count, not_first, continuing, klass = materials.first_round(h.material, volumes)  # one pass; miss -> False
+    if not count:
         return _first_surface_returns(h, None, unit, materials)  # the usual frame: a single trace
-    klass = materials.class_of(h.material)
-    continuing = (klass == TRANSPARENT) | (klass == MIRROR)
-    if volumes:
-        continuing |= crown
     out = _first_surface_returns(h, not_first, unit, materials)
     _follow(backend, out, np.flatnonzero(continuing), o, unit, h, klass, materials, tmax, max_bounces,
             leaves if volumes else None)
@@ -212,13 +206,13 @@ def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, ma
         normal = _FirstNormals(h)  # callable; .at(rows) computes only those rows (a beam's dominant sub-ray)
         first_material, first_range = material, distance
         cos_inc = h.incidence_cosines(unit)
-    else:  # copies in which those rays are misses; first_* keep what was met
-        first_entity, first_material, first_range = h.entity, material, distance
-        distance = np.where(no_return, np.float32(np.inf), distance)
-        normal = np.where(no_return[:, None], np.float32(0.0), h.normal)
-        entity = np.where(no_return, np.int32(-1), first_entity).astype(np.int32, copy=False)  # no second copy
-        material = np.where(no_return, np.int32(-1), material).astype(np.int32, copy=False)
-        cos_inc = np.where(no_return, np.float32(0.0), h.incidence_cosines(unit))
+    else:  # copies in which those rays are misses; first_* keep what was met. Normals and entities stay lazy
+        # (the later rounds put their rows in, _Patched): most frames read one normal per beam, no entity
+        first_entity, first_material, first_range = (lambda: h.entity), material, distance
+        normal = _Patched(lambda: np.where(no_return[:, None], np.float32(0.0), h.normal),
+                          lambda rows: _zeroed(h.normals_at(rows), no_return[rows]))
+        entity = _Patched(lambda: np.where(no_return, np.int32(-1), h.entity).astype(np.int32, copy=False))
+        distance, material, cos_inc = _as_misses(no_return, distance, material, h.incidence_cosines(unit))
     rho = reflectivity(materials, material, cos_inc)  # 0 for misses (id -1)
     return LidarHits(
         range=distance, entity=entity, material=material, normal=normal, cos_incidence=cos_inc,
@@ -236,7 +230,7 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
     """
     o = origins[active].astype(np.float32)
     d = unit[active].astype(np.float32)
-    h = _Segment(*(v[active] for v in h.fields("distance", "normal", "entity", "material")))
+    h = _Segment(h.distance[active], h.normals_at(active), h.ids_at("entity", active), h.material[active])  # those rows
     klass = klass[active]
     hit = np.ones(len(active), bool)
     travelled = np.zeros(len(active), np.float32)  # path length before the current segment
@@ -338,12 +332,90 @@ def _meet_leaves(out: LidarHits, active, crown: _Crowns, hit, distance, travelle
     done = active[met]
     material = material[on_leaf]
     out.range[done] = (travelled[met] + depth[on_leaf]).astype(np.float32)
-    out.entity[done] = crown.entity[met]
+    _put(out, "entity", done, crown.entity[met])
     out.material[done] = material
-    out.normal[done] = normal
+    _put(out, "normal", done, normal)
     out.cos_incidence[done] = mu
     out.reflectivity[done] = reflectivity(materials, material, mu) * factor[met]
     hit[met] = False
+
+
+class _Patched:
+    """A per-ray array of a LidarHits computed on first access, `base()` with the rows the later rounds put in
+    (`put`, each ray at most once); `at(rows)` gives only those rows (a beam's dominant sub-ray's normal) when
+    `base_at` is given. The same bits as writing the rows into the computed array."""
+
+    def __init__(self, base, base_at=None):
+        self.base, self.base_at = base, base_at
+        self.rows: list = []
+        self.values: list = []
+
+    @property
+    def at(self):
+        """`_at` when rows can be read alone (base_at given), else no such attribute (getattr(lazy, "at", None)).
+        A property, not `self.at = self._at`: that bound method would make a reference cycle, which kept each
+        frame's first trace (its Embree result arrays, ~10 MB) alive until the garbage collector ran, so the next
+        frame's trace took fresh pages from the system (2 500 page faults, 8-30 ms of system CPU a frame)."""
+        if self.base_at is None:
+            raise AttributeError("at")
+        return self._at
+
+    def put(self, rows, values) -> None:
+        self.rows.append(np.asarray(rows, np.int64))
+        self.values.append(np.asarray(values))
+
+    def __call__(self) -> np.ndarray:
+        out = self.base()
+        for rows, values in zip(self.rows, self.values):
+            out[rows] = values
+        return out
+
+    def _at(self, rows) -> np.ndarray:
+        rows = np.asarray(rows, np.int64)
+        out = self.base_at(rows)
+        if self.rows:
+            put_rows = np.concatenate(self.rows)
+            slot = np.full(int(max(rows.max(initial=-1), put_rows.max(initial=-1))) + 1, -1, np.int32)
+            slot[put_rows] = np.arange(len(put_rows), dtype=np.int32)
+            which = slot[rows]
+            taken = which >= 0
+            out[taken] = np.concatenate(self.values)[which[taken]]
+        return out
+
+
+def _as_misses(no_return, distance, material, cos_inc):
+    """Copies of the first trace's distance, material and cosine with the rays `no_return` as misses (inf, -1,
+    0): the values of np.where on each, in one compiled pass instead of three (and a cast)."""
+    n = len(no_return)
+    out_distance = np.empty(n, np.result_type(np.float32, distance.dtype))
+    out_material = np.empty(n, np.int32)
+    out_cos = np.empty(n, np.result_type(np.float32, cos_inc.dtype))
+    _as_misses_kernel(no_return, distance, material, cos_inc, out_distance, out_material, out_cos)
+    return out_distance, out_material, out_cos
+
+
+@kernel
+def _as_misses_kernel(no_return, distance, material, cos_inc, out_distance, out_material, out_cos):
+    for i in range(no_return.shape[0]):
+        if no_return[i]:
+            out_distance[i], out_material[i], out_cos[i] = np.inf, -1, 0.0
+        else:
+            out_distance[i], out_material[i], out_cos[i] = distance[i], material[i], cos_inc[i]
+
+
+def _zeroed(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """values (a fresh array) with the rows `rows` (mask) set to 0, in place."""
+    values[rows] = 0
+    return values
+
+
+def _put(out: LidarHits, name: str, rows, values) -> None:
+    """out.<name>[rows] = values, kept as a patch while that array is not computed yet (_Patched)."""
+    lazy = out._lazy[name]
+    if isinstance(lazy, _Patched):
+        lazy.put(rows, values)
+    else:
+        getattr(out, name)[rows] = values
 
 
 class _Segment(NamedTuple):
@@ -366,9 +438,9 @@ def _record(out: LidarHits, done, h: _Segment, total, d, factor, materials: Lida
     """Store the rays `done` (batch indices) returning from the surfaces in `h` (one row per ray)."""
     cos_inc = np.abs(np.einsum("ij,ij->i", d, h.normal)).astype(np.float32)
     out.range[done] = total
-    out.entity[done] = h.entity
+    _put(out, "entity", done, h.entity)
     out.material[done] = h.material
-    out.normal[done] = h.normal
+    _put(out, "normal", done, h.normal)
     out.cos_incidence[done] = cos_inc
     out.reflectivity[done] = reflectivity(materials, h.material, cos_inc) * factor
 

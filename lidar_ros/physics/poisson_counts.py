@@ -48,27 +48,28 @@ def poisson_counts(lam: np.ndarray, rng: np.random.Generator, ceiling: int = 655
     lam = np.ascontiguousarray(lam, np.float64).reshape(-1)
     if not 0 <= ceiling <= 65535:
         raise ValueError(f"ceiling: {ceiling!r}; allowed: 0..65535")
-    small = _count_small(lam, SWITCH, MEAN_MAX)
+    exp_minus_lam = np.empty(len(lam), np.float64)  # -λ of the means below SWITCH, in pixel order, then e^-λ
+    small = _count_small(lam, SWITCH, MEAN_MAX, exp_minus_lam)
     if small < 0:
         bad = lam[~((lam >= 0) & (lam <= MEAN_MAX))][0]
         raise ValueError(f"Poisson mean: {bad!r}; allowed: finite, 0..{MEAN_MAX:g}")
     uniforms = rng.random(small)
     normals = standard_normal(rng, len(lam) - small)
     out = np.empty(len(lam), np.uint16)
-    exp_minus_lam = np.negative(lam)
-    np.exp(exp_minus_lam, out=exp_minus_lam)  # e^-λ of every pixel at once (SIMD), read for λ < 10
+    np.exp(exp_minus_lam[:small], out=exp_minus_lam[:small])  # e^-λ at once (SIMD), only where λ < 10 reads it
     _counts_kernel(lam, exp_minus_lam, uniforms, normals, SWITCH, np.int64(ceiling), out)
     return out
 
 
 @kernel
-def _count_small(lam, switch, mean_max):
-    """How many means are below `switch`; -1 if any is NaN, negative or above mean_max (no early exit: a loop
-    without branches runs several means at once)."""
+def _count_small(lam, switch, mean_max, negated):
+    """How many means are below `switch`, their negatives written to negated[:count] in pixel order; -1 if any
+    mean is NaN, negative or above mean_max (no early exit: a loop without branches runs several at once)."""
     small = 0
     bad = 0
     for i in range(lam.shape[0]):
         bad += not (lam[i] >= 0.0 and lam[i] <= mean_max)
+        negated[small] = -lam[i]  # kept only where the mean is small (the next one overwrites it otherwise)
         small += lam[i] < switch
     return -1 if bad else small
 
@@ -103,7 +104,7 @@ def _counts_kernel(lam, exp_minus_lam, uniforms, normals, switch, ceiling, out):
     i_large = 0
     for i in range(lam.shape[0]):
         if lam[i] < switch:
-            k = np.float64(_inverted(lam[i], exp_minus_lam[i], uniforms[i_small]))
+            k = np.float64(_inverted(lam[i], exp_minus_lam[i_small], uniforms[i_small]))
             i_small += 1
         else:
             k = _cornish_fisher(lam[i], np.float64(normals[i_large]))

@@ -54,7 +54,9 @@ def reflectivity(materials: LidarMaterials, material_ids: np.ndarray, cos_incide
     lookups (0 where a model does not apply, and for a miss); rows on table materials are then
     interpolated in their table. Terms no material of the library uses are skipped.
     """
-    ids = np.asarray(material_ids, np.intp)  # once for every gather: see materials.gather
+    ids = np.asarray(material_ids)  # int32 ids as they are (the kernel reads either); others once np.intp
+    if ids.dtype != np.int32:
+        ids = np.asarray(ids, np.intp)
     cos_theta = np.asarray(cos_incidence, np.float32)
     out = np.empty(len(ids), np.float32)
     _lambertian_and_constant(ids, cos_theta, materials._lambertian_ext, materials._constant_ext,

@@ -88,6 +88,16 @@ class Hits:
             return at(rows)
         return np.asarray(self.normal, np.float32)[rows]
 
+    def ids_at(self, name: str, rows) -> np.ndarray:
+        """entity[rows], face[rows] or material[rows] (name), the same values; a backend whose resolver offers
+        `ids_at(name, rows)` looks up only those rows while the attribute is not resolved yet (a lidar frame
+        follows its few rays past glass, mirrors and tree crowns)."""
+        rows = np.asarray(rows, np.int64)
+        at = getattr(self._resolve, "ids_at", None)
+        if self._ids[name] is None and at is not None:
+            return at(name, rows)
+        return np.asarray(self._field(name))[rows]
+
     normal = property(lambda self: self._field("normal"), lambda self, v: self._ids.__setitem__("normal", v))
     entity = property(lambda self: self._field("entity"), lambda self, v: self._ids.__setitem__("entity", v))
     face = property(lambda self: self._field("face"), lambda self, v: self._ids.__setitem__("face", v))

@@ -464,6 +464,13 @@ class EmbreeBackend(Backend):
         ng[again] = 0
         return dist, prim, ng
 
+class _RowsResult:
+    """The primitive and layer ids of some rows of a _Result (what _IdLookup.many reads)."""
+
+    def __init__(self, result: _Result, rows: np.ndarray):
+        self.prim, self.layer = result.prim[rows], result.layer[rows]
+
+
 def chunk_bounds(n: int, threads: int) -> np.ndarray:
     """Span boundaries of a batch of n rays on `threads` workers (which take the spans in order as
     they finish one): 1 to 4 spans per worker, a multiple of the thread count, each of at least
@@ -579,6 +586,13 @@ class _IdLookup:
         if len(rows) and (rows.min() < 0 or rows.max() >= self.hi - self.lo):
             raise IndexError(f"rows must lie in 0..{self.hi - self.lo - 1}")
         return self.result.normal_rows(rows + self.lo)
+
+    def ids_at(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """The ids `name` of these rays' `rows` only (Hits.ids_at): the lookup of `many` on those rows."""
+        rows = np.asarray(rows, np.int64)
+        if len(rows) and (rows.min() < 0 or rows.max() >= self.hi - self.lo):
+            raise IndexError(f"rows must lie in 0..{self.hi - self.lo - 1}")
+        return _IdLookup(_RowsResult(self.result, rows + self.lo), self.layers).many([name])[0]
 
     def many(self, names: list[str]) -> list[np.ndarray]:
         """The attributes `names` of these rays; which dynamic layer each hit came from is looked up once."""
