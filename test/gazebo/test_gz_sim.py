@@ -217,10 +217,8 @@ def test_generate_world_sdf_with_a_urdf_robot_spawned_the_ros_way(server):
 
         # the server creates the robot in a later step: asked again until the robot is in (waited for, not a
         # fixed 1 s, which a busy machine can outlast)
-        deadline, text = time.monotonic() + 30, world_text()
-        while "urdfbot" not in text and time.monotonic() < deadline:
-            time.sleep(0.5)
-            text = world_text()
+        wait_for(lambda: "urdfbot" in world_text(), 30, 0.5)
+        text = world_text()
         parse_xml(text, "generate_world_sdf")  # raises WorldError on malformed XML
         assert "name='urdfbot'" in text or 'name="urdfbot"' in text  # gz-sim writes single quotes
         assert [s.name for s in find_sensors(text)] == ["roof_lidar"]

@@ -17,6 +17,7 @@ import pytest
 from support import gz_harness
 from support.ros_gazebo import cloud_xyz, gz_partition, refuse_gz_test, wait_message  # noqa: F401 (fixture)
 from support.ros_harness import NodeProcess, Probe, diagnostics_values, stamp_ns, write_params
+from support.waits import wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -79,10 +80,8 @@ def test_rig_follows_gazebo_moves_pauses_without_it_and_resumes(peer, tmp_path):
         assert box_face_points(cloud_xyz(moved), (4.5, 0.0), 0) == 0  # nothing left where it was
 
         peer.kill()  # Gazebo crashes: no BYE
-        deadline = time.monotonic() + 30  # generous: a loaded machine notices late, the test proves that it does
-        while "stopped publishing poses" not in node.output():
-            assert time.monotonic() < deadline, node.output()
-            time.sleep(0.02)
+        # generous: a loaded machine notices late, the test proves that it does
+        assert wait_for(lambda: "stopped publishing poses" in node.output(), 30, 0.02), node.output()
         noticed = time.time_ns()  # the node's clock (no sim time here) is the system clock: stamps compare to it
         paused0 = None
         deadline = time.monotonic() + 30

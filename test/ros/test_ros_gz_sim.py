@@ -19,6 +19,7 @@ from support import gz_harmonic
 from support.ros_gazebo import cloud_xyz, gz_partition, refuse_gz_test, wait_message  # noqa: F401 (fixture)
 
 from support.ros_harness import NodeProcess, Probe, stamp_ns, write_params
+from support.waits import wait_for
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -182,10 +183,8 @@ def test_rig_beside_a_real_gz_sim_server(server, tmp_path):
             # against the same server in test/gazebo/test_gz_sim.py, where the deletion arrives first.
             server.kill()
             clouds.clear()
-            deadline = time.monotonic() + 30  # stale after 1 s; generous: a busy machine notices later
-            while "stopped publishing poses" not in node.output():
-                assert time.monotonic() < deadline, node.output()
-                time.sleep(0.05)
+            # stale after 1 s; generous: a busy machine notices later
+            assert wait_for(lambda: "stopped publishing poses" in node.output(), 30, 0.05), node.output()
             restarted = time.monotonic_ns()
             server.start()  # the world as in its file: no visitor
             again, _ = wait_message(clouds, lambda m: mover_where_the_server_says(m)

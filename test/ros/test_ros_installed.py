@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from importlib.metadata import distribution
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from support.installs import colcon_build, installed_env, run_from
 from support.ros_harness import Probe, write_params
+from support.waits import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 # source folder -> folder under share/radarays_ros (worlds and scenarios are copies of the package data)
@@ -126,11 +126,8 @@ def test_launch_file_shows_data_out_of_the_box(colcon_install, tmp_path, launch_
             node_name = launch_file.split(".")[0] + "_node"  # radar_node, lidar_node
             wanted = {f"/{node_name}/get_parameters"} | ({"/lidar_node/change_state"} if "lifecycle:=true" in extra
                                                          else set())
-            deadline = time.monotonic() + 30
+            wait_for(lambda: wanted <= {name for name, _ in probe.node.get_service_names_and_types()}, 30, 0.1)
             services = {name for name, _ in probe.node.get_service_names_and_types()}
-            while not wanted <= services and time.monotonic() < deadline:
-                time.sleep(0.1)
-                services = {name for name, _ in probe.node.get_service_names_and_types()}
         assert launch.poll() is None, (tmp_path / "launch.log").read_text()
         assert ("/lidar_node/change_state" in services) == ("lifecycle:=true" in extra)  # managed only when asked
     finally:

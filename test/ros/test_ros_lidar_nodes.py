@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from support.ros_harness import NodeProcess, Probe, stamp_ns, write_params
+from support.waits import wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -45,9 +46,7 @@ def test_vlp16_velodyne_layout(tmp_path):
 
         # waited for, not matched against the first two raw clouds: the two best-effort subscriptions may start
         # at different clouds, or lose different ones, on a busy machine
-        deadline = time.monotonic() + 30
-        while one_cloud_both_ways() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: one_cloud_both_ways() is not None, 30, 0.05)
         pair = one_cloud_both_ways()
         assert node.alive(), node.output()
     # rclpy's own deserialiser reads the same cloud (the node publishes rosbags' CDR bytes as is)

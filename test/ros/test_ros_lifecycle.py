@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from support.ros_harness import NodeProcess, Probe, write_params
+from support.waits import wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -89,10 +90,9 @@ def test_ouster_lidar_as_a_lifecycle_node(tmp_path):
         assert _transition(probe, "lidar_node", Transition.TRANSITION_DEACTIVATE)
         assert _transition(probe, "lidar_node", Transition.TRANSITION_CLEANUP)
         assert _state(probe, "lidar_node") == "unconfigured"
-        deadline = time.monotonic() + 30  # generous: discovery tells of a removed publisher late on a busy machine
-        while probe.node.get_publishers_info_by_topic("/ouster/points"):  # released
-            assert time.monotonic() < deadline, "cleanup left the /ouster/points publisher"
-            time.sleep(0.1)
+        # released; generous: discovery tells of a removed publisher late on a busy machine
+        assert wait_for(lambda: not probe.node.get_publishers_info_by_topic("/ouster/points"), 30, 0.1), \
+            "cleanup left the /ouster/points publisher"
         assert _transition(probe, "lidar_node", Transition.TRANSITION_CONFIGURE)  # and configurable again
         assert _state(probe, "lidar_node") == "inactive"
         assert node.alive(), node.output()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from support.ros_harness import NodeProcess, Probe, transform_msg, write_params
+from support.waits import wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -55,9 +56,7 @@ def test_a_zero_quaternion_on_tf_after_an_error_line_leaves_the_node_running(tmp
             bad.transform.rotation.z = bad.transform.rotation.w = 0.0  # a zero quaternion
             tf.publish(TFMessage(transforms=[bad]))
             time.sleep(0.1)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and "ignored a /tf transform" not in node.output():
-            time.sleep(0.2)
+        wait_for(lambda: "ignored a /tf transform" in node.output(), 20, 0.2)
         time.sleep(1.0)
         assert node.alive(), node.output()
         log = node.output()
@@ -100,9 +99,7 @@ def _unset(probe, node_name: str, key: str):
         request = SetParameters.Request(parameters=[ParameterMsg(name=key)])
         assert request.parameters[0].value.type == ParameterType.PARAMETER_NOT_SET
         future = client.call_async(request)
-        deadline = time.monotonic() + 20
-        while not future.done() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(future.done, 20)
         (result,) = future.result().results
         return result
     finally:

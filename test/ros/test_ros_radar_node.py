@@ -16,6 +16,7 @@ import pytest
 from support.ros_harness import ClockPublisher, NodeProcess, Probe, diagnostics_values, stamp_ns, transform_msg
 from support.ros_radar import (AZIMUTHS, BINS, RATE, RESOLUTION, ROOM, SMALL_RADAR, assert_sees_room, polar, radar_params,
                                wall_ranges)
+from support.waits import wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -38,9 +39,7 @@ def test_static_radar_under_sim_time(tmp_path):
             # sweeps one period apart, three times (waited for, not read from the first six: a busy machine may
             # skip a slot now and then, and best effort may lose an image; a node that skips every other never
             # gives one)
-            deadline = time.monotonic() + 60
-            while back_to_back() < 3 and time.monotonic() < deadline:
-                time.sleep(0.1)
+            wait_for(lambda: back_to_back() >= 3, 60, 0.1)
             msgs = images.messages()
             cloud = points.wait(1)[-1]
         finally:
@@ -223,9 +222,7 @@ def test_pose_from_tf_and_survives_missing_tf(tmp_path):
         clock = ClockPublisher(probe, start_s=50.0, speed=0.5, on_tick=on_tick)
         try:
             # no tf yet: frames fail, the node reports why and lives on
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and int(diagnostics_values(diagnostics, "radar").get("failed_frames", 0)) < 2:
-                time.sleep(0.1)
+            wait_for(lambda: int(diagnostics_values(diagnostics, "radar").get("failed_frames", 0)) >= 2, 30, 0.1)
             failing = diagnostics_values(diagnostics, "radar")
             assert len(images) == 0 and node.alive(), node.output()
             tf.publish(TFMessage(transforms=[transform_msg("map", "base_link", clock.now_ns, (math.nan, 0.0, 0.0))]))
@@ -307,17 +304,13 @@ def test_lazy_node_skips_without_subscribers(tmp_path):
     params = radar_params(tmp_path, lazy=True, diagnostics_period=0.2)
     with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
         diagnostics = probe.subscribe("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", qos="reliable")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and int(diagnostics_values(diagnostics, "radar").get("skipped_no_subscribers", 0)) < 3:
-            time.sleep(0.1)
+        wait_for(lambda: int(diagnostics_values(diagnostics, "radar").get("skipped_no_subscribers", 0)) >= 3, 30, 0.1)
         idle = diagnostics_values(diagnostics, "radar")
         images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
         images.wait(2, timeout=30)
         # the diagnostics that count those frames (waited for, not read once 0.5 s later: on a busy machine the
         # next diagnostics message can come later than that)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and int(diagnostics_values(diagnostics, "radar").get("frames", 0)) < 2:
-            time.sleep(0.1)
+        wait_for(lambda: int(diagnostics_values(diagnostics, "radar").get("frames", 0)) >= 2, 30, 0.1)
         busy = diagnostics_values(diagnostics, "radar")
         assert node.alive(), node.output()
     assert int(idle["frames"]) == 0 and int(idle["skipped_no_subscribers"]) >= 3

@@ -14,4 +14,5 @@ scene_with`), never from another test module. test/conftest.py puts test/ on sys
     ros_radar      a cheap radar node in the ROS tests' room
     ros_gazebo     the ROS tests beside Gazebo: a gz partition of their own, clouds, waiting for a message
     gz_harmonic, gz_harness, gz_netns, hostile   Gazebo transport peers, the real server, hostile peers
+    waits          wait_for: poll a condition until it holds or a deadline passes (tests that start processes)
 """

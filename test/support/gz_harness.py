@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 from support import gz_harmonic
 from support.netns_common import refuse
+from support.waits import wait_for  # noqa: F401  (the gazebo tests import it from here)
 
 REPO = Path(__file__).resolve().parents[2]
 PEER = Path(os.environ.get("RADARAYS_GZ_PEER", REPO / "build" / "gz_peer" / "gz_peer"))
@@ -65,16 +65,6 @@ class Peer:
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-
-
-def wait_for(predicate, timeout: float = 5.0, interval: float = 0.01) -> bool:
-    """Poll `predicate()` until true or `timeout` seconds pass; returns its last value."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return bool(predicate())
 
 
 def peer_binary(flavor: str) -> Path:
