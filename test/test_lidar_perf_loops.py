@@ -268,3 +268,27 @@ def test_cloud_velodyne_intensity_loop_gives_numpys_bits():
     _write_velodyne_intensity(ranges, intensity, cloud["intensity"])
     assert cloud["intensity"].tobytes() == expected.tobytes()
     assert 0.2 < np.isnan(expected).mean() < 0.4
+
+
+@pytest.mark.parametrize("overlap_range", [0.0, 10.1])
+def test_measured_calibrated_reflectivity_loop_gives_numpys_bits(overlap_range):
+    """The REFLECTIVITY channel of counts in one pass against calibrated_reflectivity(measured_reflectivity(...)):
+    misses, NaN ranges, ranges inside 0.1 m, saturated counts and retroreflectors (ρ̂ > 1) included."""
+    from lidar_ros.physics.intensity import (calibrated_reflectivity, measured_calibrated_reflectivity,
+                                             measured_reflectivity)
+    from lidar_ros.physics.photons import range_overlap
+
+    ranges, _, _, _, returned = _returns(40000, 5)
+    ranges[20:24] = [np.nan, 0.0, 0.05, np.inf]
+    counts = np.random.default_rng(6).integers(0, 65536, len(ranges)).astype(np.uint16)
+    counts[30:34] = [0, 1, 65535, 65535]
+    for scale, full in ((3.3e4, 20.0), (2.31e5, 4.0), (1e9, 1e3)):
+        reference = calibrated_reflectivity(measured_reflectivity(counts, ranges, returned, scale, overlap_range),
+                                            full).astype(np.uint16)
+        got = measured_calibrated_reflectivity(counts, ranges, returned, scale, full, overlap_range)
+        assert got.dtype == np.uint16 and got.tobytes() == reference.tobytes()
+        assert np.any(got > 100) and np.any((got > 0) & (got <= 100))  # retroreflectors and diffuse returns both
+        if overlap_range > 0:  # the overlap the frame computes once for the signal and this channel
+            shared = range_overlap(ranges, overlap_range)
+            assert measured_calibrated_reflectivity(counts, ranges, returned, scale, full, overlap_range,
+                                                    shared).tobytes() == got.tobytes()

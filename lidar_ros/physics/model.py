@@ -20,8 +20,8 @@ from .cw_phase import cw_ranges
 from .detection import DetectionLimit
 from .detection_probability import detected, dropouts, median_limits
 from .effects_config import EffectsConfig
-from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_reflectivity, ouster_ambient,
-                        ouster_signal)
+from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_calibrated_reflectivity,
+                        ouster_ambient, ouster_signal)
 from .overlap import overlap
 from .photons import range_overlap, signal_means
 from .poisson_counts import poisson_counts
@@ -84,9 +84,9 @@ class Returns:
             return self.velodyne_intensity.astype(np.uint16)
         # photon counts on: the sensor infers reflectivity from the counted signal (intensity.py
         # measured_reflectivity), so it carries the counts' shot noise and saturation
-        measured = measured_reflectivity(self.ouster_signal, self.clean_range, self.hit, self._surface.signal_scale,
-                                         self._surface.overlap_range_m, self._signal_overlap)
-        return calibrated_reflectivity(measured, self._surface.retro_full_scale).astype(np.uint16)
+        return measured_calibrated_reflectivity(self.ouster_signal, self.clean_range, self.hit,
+                                                self._surface.signal_scale, self._surface.retro_full_scale,
+                                                self._surface.overlap_range_m, self._signal_overlap)
 
     @cached_property
     def ouster_signal(self) -> np.ndarray:
