@@ -369,3 +369,27 @@ def test_points_and_counts_in_one_pass_give_the_field_by_field_frames(monkeypatc
     signal = np.concatenate([p.ret.ouster_signal[p.dropped] for p in fused.ground_truth_source._parts])
     ambient = np.concatenate([p.ret.ouster_ambient[p.dropped] for p in fused.ground_truth_source._parts])
     assert all(d is not None for d in pushed) and not signal.any() and ambient.any()
+
+
+def test_the_overlap_shared_by_range_noise_and_photon_fields_gives_the_frames_of_two(monkeypatch):
+    """SurfaceModel.apply computes O(r) of the clean ranges once for the SNR range noise and the photon fields
+    (Returns.overlap_factor): an OS1 --realistic frame is the frame of each computing its own."""
+    from lidar_ros.physics.model import SurfaceModel
+    from lidar_ros.physics.photons import range_overlap
+
+    scene = street()
+    backend = make_backend("embree", scene, threads=2)
+    cfg = load_sensor("OS1-64", {"columns": 512, "rate_hz": 10}, realistic=True)
+    assert cfg.surface.overlap_range_m > 0 and cfg.noise.snr_sigma and cfg.effects.signal.noise_floor > 0
+    pose = pose_to_matrix(0.3, -0.2, 0.1, 0.01, -0.02, 0.7)
+    shared = LidarSimulator(cfg, scene, backend, seed=6, sink=FrameCloud.of).simulate(pose)
+    parts = shared.ground_truth_source._parts
+    for part in parts:  # computed once, from the clean ranges as the fields read them
+        assert part.ret.overlap_factor is not None and part.ret._signal_overlap is part.ret.overlap_factor
+        expected = range_overlap(part.ret.clean_range, cfg.surface.overlap_range_m)
+        assert part.ret.overlap_factor.tobytes() == expected.tobytes()
+    monkeypatch.setattr(SurfaceModel, "_clean_overlap", lambda self, clean: None)
+    apart = LidarSimulator(cfg, scene, backend, seed=6, sink=FrameCloud.of).simulate(pose)
+    assert all(p.ret.overlap_factor is None for p in apart.ground_truth_source._parts)
+    assert_same_frames(shared, apart)
+    assert shared.cloud.tobytes() == apart.cloud.tobytes()
