@@ -32,7 +32,7 @@ from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
 from .physics.echoes import DUAL_MODES, Echo, form_echoes
-from .physics.edge_dropout import echo_coverage, edge_dropped
+from .physics.edge_dropout import drop_split_echoes
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
 from .physics.texture import textured_reflectivity
@@ -354,14 +354,8 @@ class LidarSimulator:
             beam = self.effects.beam
             echoes = form_echoes(ranges, rho, weights, beam.echo_separation_m, beam.return_mode)
             if self.effects.detection.edge_dropout:  # split footprints: the echo kept with its power share
-                lost = edge_dropped(echo_coverage(ranges, weights, echoes[0].range, beam.echo_separation_m), rng)
-                lost &= echoes[0].present
-                echoes[0].range[lost], echoes[0].reflectivity[lost] = np.inf, 0.0
-                if beam.return_mode in DUAL_MODES:  # the other echo is then the strongest (and only) one reported
-                    up = lost & echoes[1].present
-                    for name in ("range", "reflectivity", "dominant"):
-                        getattr(echoes[0], name)[up] = getattr(echoes[1], name)[up]
-                    echoes[1].range[up], echoes[1].reflectivity[up] = np.inf, 0.0
+                drop_split_echoes(ranges, weights, echoes[0], echoes[1] if beam.return_mode in DUAL_MODES else None,
+                                  beam.echo_separation_m, rng)
             if len(echoes) > 1:  # dual: only the few beams with a second echo go on (depth edges; a VLP-16
                 # frame has ~2 % of them): the surface model runs on those alone (_SparsePart)
                 second = np.flatnonzero(echoes[1].present)

@@ -292,3 +292,40 @@ def test_measured_calibrated_reflectivity_loop_gives_numpys_bits(overlap_range):
             shared = range_overlap(ranges, overlap_range)
             assert measured_calibrated_reflectivity(counts, ranges, returned, scale, full, overlap_range,
                                                     shared).tobytes() == got.tobytes()
+
+
+@pytest.mark.parametrize("k, dual", [(4, True), (4, False), (1, True), (12, True)])
+def test_split_echoes_dropped_in_one_pass_give_the_numpy_masks(k, dual):
+    """drop_split_echoes against edge_dropped and the numpy masks (drop_split_echoes_numpy): the same draws, the
+    same echoes after, with beams whose first echo is lost and a second moved up, lost without a second,
+    kept, and absent (inf); wide rows (k >= 8: glass columns) through numpy's coverage."""
+    from lidar_ros.physics.echoes import Echo
+    from lidar_ros.physics.edge_dropout import drop_split_echoes, drop_split_echoes_numpy
+
+    rng = np.random.default_rng(10 + k)
+    n = 20000
+    ranges = rng.uniform(1.0, 30.0, (n, k)).astype(np.float32)
+    ranges[rng.random((n, k)) < 0.3] = np.inf
+    weights = rng.dirichlet(np.ones(k)).astype(np.float32)
+    first_range = ranges[:, 0] + rng.normal(0.0, 0.6, n).astype(np.float32)
+    first_range[rng.random(n) < 0.1] = np.inf
+    second_range = np.where(rng.random(n) < 0.4, first_range + np.float32(3.0), np.float32(np.inf)).astype(np.float32)
+
+    def echoes():
+        first = Echo(first_range.copy(), rng_rho.copy(), np.arange(n, dtype=np.intp) * k)
+        second = Echo(second_range.copy(), rng_rho[::-1].copy(), np.arange(n, dtype=np.intp) * k + k - 1)
+        return first, second if dual else None
+
+    rng_rho = rng.uniform(0.0, 1.0, n).astype(np.float32)
+    got, want = echoes(), echoes()
+    fused_draws, numpy_draws = np.random.default_rng(5), np.random.default_rng(5)
+    drop_split_echoes(ranges, weights, *got, 0.5, fused_draws)
+    drop_split_echoes_numpy(ranges, weights, *want, 0.5, numpy_draws)
+    for a, b in zip(got, want):
+        if a is not None:
+            for name in ("range", "reflectivity", "dominant"):
+                assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+    assert fused_draws.random() == numpy_draws.random()  # as many draws
+    lost = np.isfinite(first_range) & (~np.isfinite(got[0].range) | (got[0].range != first_range))
+    moved = lost & np.isfinite(got[0].range)
+    assert lost.any() and (~lost & np.isfinite(first_range)).any() and moved.any() == dual
