@@ -638,10 +638,10 @@ def _points_in_window(ranges, returned, range_min, range_max, offset, dirs, orig
     gets range NaN (also in `ranges`); x = origin + (range - offset) · nominal direction, NaN rows stay
     NaN. Returns how many returns fell outside.
 
-    With three uint16 fields (first, second, third: flat, pixel order; `_photon_fields`; `_NO_COUNTS`: none), in the same pass
-    each copied to its output (rows, cols), the first also as float32 intensity; a field marked `zeroed` reads
-    0 where the return fell outside the window, in its source too. One pass writes every field of a cloud
-    point while its bytes are in cache (field-by-field copies each walk the whole cloud)."""
+    With three uint16 fields (first, second, third: flat, pixel order; `_photon_fields`; `_NO_COUNTS`: none),
+    in the same pass each copied to its output (rows, cols), the first also as float32 intensity; a field
+    marked `zeroed` reads 0 where the return fell outside the window, in its source too. One pass writes every
+    field of a cloud point while its bytes are in cache (field-by-field copies each walk the whole cloud)."""
     pushed_out = 0
     cols = ranges.shape[1]
     counts = first.shape[0] > 0
