@@ -32,7 +32,7 @@ from .config import LidarConfig
 from .patterns import angles_of
 from .physics import LidarMaterials, SurfaceModel, jitter_directions, trace_lidar
 from .physics.echoes import DUAL_MODES, Echo, form_echoes
-from .physics.edge_dropout import echo_coverage, edge_dropped
+from .physics.edge_dropout import drop_split_echoes
 from .physics.footprint import spread_directions, sub_ray_offsets
 from .physics.glass import glass_returns
 from .physics.texture import textured_reflectivity
@@ -354,14 +354,8 @@ class LidarSimulator:
             beam = self.effects.beam
             echoes = form_echoes(ranges, rho, weights, beam.echo_separation_m, beam.return_mode)
             if self.effects.detection.edge_dropout:  # split footprints: the echo kept with its power share
-                lost = edge_dropped(echo_coverage(ranges, weights, echoes[0].range, beam.echo_separation_m), rng)
-                lost &= echoes[0].present
-                echoes[0].range[lost], echoes[0].reflectivity[lost] = np.inf, 0.0
-                if beam.return_mode in DUAL_MODES:  # the other echo is then the strongest (and only) one reported
-                    up = lost & echoes[1].present
-                    for name in ("range", "reflectivity", "dominant"):
-                        getattr(echoes[0], name)[up] = getattr(echoes[1], name)[up]
-                    echoes[1].range[up], echoes[1].reflectivity[up] = np.inf, 0.0
+                drop_split_echoes(ranges, weights, echoes[0], echoes[1] if beam.return_mode in DUAL_MODES else None,
+                                  beam.echo_separation_m, rng)
             if len(echoes) > 1:  # dual: only the few beams with a second echo go on (depth edges; a VLP-16
                 # frame has ~2 % of them): the surface model runs on those alone (_SparsePart)
                 second = np.flatnonzero(echoes[1].present)
@@ -398,21 +392,23 @@ class LidarSimulator:
         grid = xyz.shape[:-1] if xyz.ndim == 3 else (1, b - a)  # (rows, cols) of a cloud view, or one row
         offset = self._offset[a:b].reshape(grid) if self._has_offset else _NONE_2D
         origins = self._beam_origins_t[:, a:b].reshape(3, *grid) if self._point_origins else _NONE_3D
-        pushed_out = _points_in_window(
-            rng_out.reshape(grid), ret.hit.reshape(grid), np.float32(cfg.range_min), np.float32(cfg.range_max),
-            offset, frame.beam_dirs_t[:, a:b].reshape(3, *grid), origins, frame.hit[a:b].reshape(grid),
-            frame.range[a:b].reshape(grid), xyz.reshape(*grid, 3))
+        window = (rng_out.reshape(grid), ret.hit.reshape(grid), np.float32(cfg.range_min), np.float32(cfg.range_max),
+                  offset, frame.beam_dirs_t[:, a:b].reshape(3, *grid), origins, frame.hit[a:b].reshape(grid),
+                  frame.range[a:b].reshape(grid), xyz.reshape(*grid, 3))
+        counts = _photon_fields(frame, ret, a, b, grid)  # the fields copied in the same pass, or None
+        pushed_out = _points_in_window(*window, *(_NO_COUNTS if counts is None else counts))
         dropped = None
         if pushed_out:  # returns that noise pushed outside [min, max]: no return (NaN) in every array
             dropped = np.flatnonzero(ret.hit & ~frame.hit[a:b])
             rng_out[dropped] = np.nan
         part = _Part(ret, dropped)
-        for name, values in frame.fields.items():
-            dst = frame.pixels(values, a, b)
-            dst[...] = part.field(name).reshape(dst.shape)
-        if frame.intensity is not frame.fields[cfg.intensity_field]:  # a float32 copy of an integer field
-            dst = frame.pixels(frame.intensity, a, b)
-            dst[...] = frame.pixels(frame.fields[cfg.intensity_field], a, b).reshape(dst.shape)
+        if counts is None:
+            for name, values in frame.fields.items():
+                dst = frame.pixels(values, a, b)
+                dst[...] = part.field(name).reshape(dst.shape)
+            if frame.intensity is not frame.fields[cfg.intensity_field]:  # a float32 copy of an integer field
+                dst = frame.pixels(frame.intensity, a, b)
+                dst[...] = frame.pixels(frame.fields[cfg.intensity_field], a, b).reshape(dst.shape)
         if frame.cloud is not None:
             self._cloud.fill(frame.cloud, a // cfg.cols, b // cfg.cols, rng_out, frame.fresh_cloud,
                              frame.pixels(frame.intensity, a, b))
@@ -488,7 +484,7 @@ class LidarSimulator:
                           np.float32(cfg.range_max), self._offset.reshape(grid) if self._has_offset else _NONE_2D,
                           frame.beam_dirs_t.reshape(3, *grid),
                           self._beam_origins_t.reshape(3, *grid) if self._point_origins else _NONE_3D,
-                          hit.reshape(grid), ranges.reshape(grid), xyz.reshape(*grid, 3))
+                          hit.reshape(grid), ranges.reshape(grid), xyz.reshape(*grid, 3), *_NO_COUNTS)
         fields = _LazyFields(parts, {}, shape, shared={"ouster_ambient": first_fields})
         return LidarScan(
             config=cfg, t0_ns=t0_ns, range=ranges.reshape(shape), hit=hit.reshape(shape),
@@ -631,20 +627,31 @@ class _GroundTruth:
 
 
 _NONE_2D, _NONE_3D = np.empty((0, 0), np.float32), np.empty((0, 0, 0), np.float32)  # terms that are off
+_NO_COUNTS = (*(np.empty(0, np.uint16),) * 3, *(np.empty((0, 0), np.uint16),) * 3, _NONE_2D, False, False, False)
 
 
 @kernel
-def _points_in_window(ranges, returned, range_min, range_max, offset, dirs, origins, keep, range_out, xyz):
+def _points_in_window(ranges, returned, range_min, range_max, offset, dirs, origins, keep, range_out, xyz,
+                      first, second, third, first_out, second_out, third_out, intensity_out, first_zeroed,
+                      second_zeroed, third_zeroed):
     """Per pixel (rows, cols): keep = range within [range_min, range_max] (NaN: no); a return outside
     gets range NaN (also in `ranges`); x = origin + (range - offset) · nominal direction, NaN rows stay
-    NaN. Returns how many returns fell outside."""
+    NaN. Returns how many returns fell outside.
+
+    With three uint16 fields (first, second, third: flat, pixel order; `_photon_fields`; `_NO_COUNTS`: none),
+    in the same pass each copied to its output (rows, cols), the first also as float32 intensity; a field
+    marked `zeroed` reads 0 where the return fell outside the window, in its source too. One pass writes every
+    field of a cloud point while its bytes are in cache (field-by-field copies each walk the whole cloud)."""
     pushed_out = 0
+    cols = ranges.shape[1]
+    counts = first.shape[0] > 0
     for row in range(ranges.shape[0]):
-        for col in range(ranges.shape[1]):
+        for col in range(cols):
             r = ranges[row, col]
             inside = r >= range_min and r <= range_max
             keep[row, col] = inside
-            if returned[row, col] and not inside:
+            pushed = returned[row, col] and not inside
+            if pushed:
                 pushed_out += 1
                 r = ranges[row, col] = np.float32(np.nan)
             range_out[row, col] = r
@@ -652,7 +659,39 @@ def _points_in_window(ranges, returned, range_min, range_max, offset, dirs, orig
             for i in range(3):
                 x = dirs[i, row, col] * dist
                 xyz[row, col, i] = x + origins[i, row, col] if origins.shape[0] else x
+            if counts:
+                i = row * cols + col
+                if pushed:
+                    if first_zeroed:
+                        first[i] = 0
+                    if second_zeroed:
+                        second[i] = 0
+                    if third_zeroed:
+                        third[i] = 0
+                value = first[i]
+                first_out[row, col] = value
+                intensity_out[row, col] = np.float32(value)
+                second_out[row, col] = second[i]
+                third_out[row, col] = third[i]
     return pushed_out
+
+
+def _photon_fields(frame: "_Frame", ret, a: int, b: int, grid: tuple[int, int]) -> tuple | None:
+    """The fields `_points_in_window` copies in its pass, as its arguments, when the frame's fields are three
+    uint16 fields and its intensity a float32 copy of the first (the ouster layout); else None (then copied one
+    by one, `_Part.field`). The sources are the returns' own arrays of pixels a..b (computed here), so a return
+    pushed out of the window is zeroed in them as `_Part.field` does (the ground truth reads them); the outputs
+    are the frame's arrays of those pixels as (rows, cols) `grid`, then its intensity; then per field whether
+    a pushed-out return reads 0 (`_Part.KEEP_ON_DROP`)."""
+    fields = tuple(frame.fields.items())
+    if (len(fields) != 3 or frame.intensity is fields[0][1] or frame.intensity.dtype != np.float32
+            or any(values.dtype != np.uint16 for _, values in fields)):
+        return None
+    sources = tuple(getattr(ret, name) for name, _ in fields)
+    if any(s.dtype != np.uint16 or s.shape != (b - a,) or not s.flags.c_contiguous for s in sources):
+        return None
+    outputs = (*(frame.pixels(values, a, b) for _, values in fields), frame.pixels(frame.intensity, a, b))
+    return (*sources, *(o.reshape(grid) for o in outputs), *(name not in _Part.KEEP_ON_DROP for name, _ in fields))
 
 
 def _valid_rays(origins: np.ndarray, directions: np.ndarray) -> bool:

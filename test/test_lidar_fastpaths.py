@@ -323,3 +323,73 @@ def test_material_gathers_read_the_tables_as_np_take_does():
         assert got.dtype == table.dtype and got.tobytes() == np.take(table, ids).tobytes()
     with pytest.raises(ConfigError, match="material id"):
         materials.not_returning(np.array([len(materials) + 3], np.int32))
+
+
+@pytest.mark.parametrize("sink", [FrameCloud.of, None])
+def test_points_and_counts_in_one_pass_give_the_field_by_field_frames(monkeypatch, sink):
+    """An Ouster frame's window, points and uint16 fields written in one pass (_points_in_window with fields)
+    against the field-by-field copies: the same scan arrays, cloud, ground truth and pieces' returns, with
+    returns that noise pushed out of the window (zeroed, ambient kept) in every piece."""
+    import dataclasses
+
+    import lidar_ros.simulator as simulator
+    from radarays_ros.io.lidar_clouds import pointcloud_array
+
+    scene = street()
+    backend = make_backend("embree", scene, threads=2)
+    # 0.5 m of range noise and a window ending inside the street: many returns leave it on either side
+    cfg = load_sensor("OS1-16", {**EVERYTHING_ON, "noise": {**EVERYTHING_ON["noise"], "sigma": 0.5},
+                                 "range": {"min": 3.0, "max": 12.0}})
+    pose = pose_to_matrix(0.3, -0.2, 0.1, 0.01, -0.02, 0.7)
+    fused_calls = []
+    window_kernel = simulator._points_in_window
+
+    def counting(*args):  # the pushed-out count of each call with fields
+        pushed_out = window_kernel(*args)
+        if args[10].size:
+            fused_calls.append(pushed_out)
+        return pushed_out
+
+    monkeypatch.setattr(simulator, "_points_in_window", counting)
+    fused = LidarSimulator(cfg, scene, backend, seed=5, sink=sink).simulate(pose)
+    assert len(fused_calls) == len(LidarSimulator(cfg, scene, backend)._pieces) and min(fused_calls) > 0
+    monkeypatch.setattr(simulator, "_photon_fields", lambda *args: None)
+    plain = LidarSimulator(cfg, scene, backend, seed=5, sink=sink).simulate(pose)
+    assert_same_frames(fused, plain)
+    for name in ("clean_range", "entity", "material", "cos_incidence", "normal_world"):
+        np.testing.assert_array_equal(getattr(fused, name), getattr(plain, name), err_msg=name)
+    if sink is not None:
+        assert fused.cloud.tobytes() == plain.cloud.tobytes()
+        assert fused.cloud.tobytes() == pointcloud_array(dataclasses.replace(fused, cloud=None)).tobytes()
+    pushed = [p.dropped for p in fused.ground_truth_source._parts]
+    for fused_part, plain_part in zip(fused.ground_truth_source._parts, plain.ground_truth_source._parts):
+        np.testing.assert_array_equal(fused_part.dropped, plain_part.dropped)
+        for name in ("ouster_signal", "ouster_reflectivity", "ouster_ambient"):  # the sources, zeroed in place
+            np.testing.assert_array_equal(getattr(fused_part.ret, name), getattr(plain_part.ret, name), err_msg=name)
+    signal = np.concatenate([p.ret.ouster_signal[p.dropped] for p in fused.ground_truth_source._parts])
+    ambient = np.concatenate([p.ret.ouster_ambient[p.dropped] for p in fused.ground_truth_source._parts])
+    assert all(d is not None for d in pushed) and not signal.any() and ambient.any()
+
+
+def test_the_overlap_shared_by_range_noise_and_photon_fields_gives_the_frames_of_two(monkeypatch):
+    """SurfaceModel.apply computes O(r) of the clean ranges once for the SNR range noise and the photon fields
+    (Returns.overlap_factor): an OS1 --realistic frame is the frame of each computing its own."""
+    from lidar_ros.physics.model import SurfaceModel
+    from lidar_ros.physics.photons import range_overlap
+
+    scene = street()
+    backend = make_backend("embree", scene, threads=2)
+    cfg = load_sensor("OS1-64", {"columns": 512, "rate_hz": 10}, realistic=True)
+    assert cfg.surface.overlap_range_m > 0 and cfg.noise.snr_sigma and cfg.effects.signal.noise_floor > 0
+    pose = pose_to_matrix(0.3, -0.2, 0.1, 0.01, -0.02, 0.7)
+    shared = LidarSimulator(cfg, scene, backend, seed=6, sink=FrameCloud.of).simulate(pose)
+    parts = shared.ground_truth_source._parts
+    for part in parts:  # computed once, from the clean ranges as the fields read them
+        assert part.ret.overlap_factor is not None and part.ret._signal_overlap is part.ret.overlap_factor
+        expected = range_overlap(part.ret.clean_range, cfg.surface.overlap_range_m)
+        assert part.ret.overlap_factor.tobytes() == expected.tobytes()
+    monkeypatch.setattr(SurfaceModel, "_clean_overlap", lambda self, clean: None)
+    apart = LidarSimulator(cfg, scene, backend, seed=6, sink=FrameCloud.of).simulate(pose)
+    assert all(p.ret.overlap_factor is None for p in apart.ground_truth_source._parts)
+    assert_same_frames(shared, apart)
+    assert shared.cloud.tobytes() == apart.cloud.tobytes()

@@ -268,3 +268,64 @@ def test_cloud_velodyne_intensity_loop_gives_numpys_bits():
     _write_velodyne_intensity(ranges, intensity, cloud["intensity"])
     assert cloud["intensity"].tobytes() == expected.tobytes()
     assert 0.2 < np.isnan(expected).mean() < 0.4
+
+
+@pytest.mark.parametrize("overlap_range", [0.0, 10.1])
+def test_measured_calibrated_reflectivity_loop_gives_numpys_bits(overlap_range):
+    """The REFLECTIVITY channel of counts in one pass against calibrated_reflectivity(measured_reflectivity(...)):
+    misses, NaN ranges, ranges inside 0.1 m, saturated counts and retroreflectors (ρ̂ > 1) included."""
+    from lidar_ros.physics.intensity import (calibrated_reflectivity, measured_calibrated_reflectivity,
+                                             measured_reflectivity)
+    from lidar_ros.physics.photons import range_overlap
+
+    ranges, _, _, _, returned = _returns(40000, 5)
+    ranges[20:24] = [np.nan, 0.0, 0.05, np.inf]
+    counts = np.random.default_rng(6).integers(0, 65536, len(ranges)).astype(np.uint16)
+    counts[30:34] = [0, 1, 65535, 65535]
+    for scale, full in ((3.3e4, 20.0), (2.31e5, 4.0), (1e9, 1e3)):
+        reference = calibrated_reflectivity(measured_reflectivity(counts, ranges, returned, scale, overlap_range),
+                                            full).astype(np.uint16)
+        got = measured_calibrated_reflectivity(counts, ranges, returned, scale, full, overlap_range)
+        assert got.dtype == np.uint16 and got.tobytes() == reference.tobytes()
+        assert np.any(got > 100) and np.any((got > 0) & (got <= 100))  # retroreflectors and diffuse returns both
+        if overlap_range > 0:  # the overlap the frame computes once for the signal and this channel
+            shared = range_overlap(ranges, overlap_range)
+            assert measured_calibrated_reflectivity(counts, ranges, returned, scale, full, overlap_range,
+                                                    shared).tobytes() == got.tobytes()
+
+
+@pytest.mark.parametrize("k, dual", [(4, True), (4, False), (1, True), (12, True)])
+def test_split_echoes_dropped_in_one_pass_give_the_numpy_masks(k, dual):
+    """drop_split_echoes against edge_dropped and the numpy masks (drop_split_echoes_numpy): the same draws, the
+    same echoes after, with beams whose first echo is lost and a second moved up, lost without a second,
+    kept, and absent (inf); wide rows (k >= 8: glass columns) through numpy's coverage."""
+    from lidar_ros.physics.echoes import Echo
+    from lidar_ros.physics.edge_dropout import drop_split_echoes, drop_split_echoes_numpy
+
+    rng = np.random.default_rng(10 + k)
+    n = 20000
+    ranges = rng.uniform(1.0, 30.0, (n, k)).astype(np.float32)
+    ranges[rng.random((n, k)) < 0.3] = np.inf
+    weights = rng.dirichlet(np.ones(k)).astype(np.float32)
+    first_range = ranges[:, 0] + rng.normal(0.0, 0.6, n).astype(np.float32)
+    first_range[rng.random(n) < 0.1] = np.inf
+    second_range = np.where(rng.random(n) < 0.4, first_range + np.float32(3.0), np.float32(np.inf)).astype(np.float32)
+
+    def echoes():
+        first = Echo(first_range.copy(), rng_rho.copy(), np.arange(n, dtype=np.intp) * k)
+        second = Echo(second_range.copy(), rng_rho[::-1].copy(), np.arange(n, dtype=np.intp) * k + k - 1)
+        return first, second if dual else None
+
+    rng_rho = rng.uniform(0.0, 1.0, n).astype(np.float32)
+    got, want = echoes(), echoes()
+    fused_draws, numpy_draws = np.random.default_rng(5), np.random.default_rng(5)
+    drop_split_echoes(ranges, weights, *got, 0.5, fused_draws)
+    drop_split_echoes_numpy(ranges, weights, *want, 0.5, numpy_draws)
+    for a, b in zip(got, want):
+        if a is not None:
+            for name in ("range", "reflectivity", "dominant"):
+                assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+    assert fused_draws.random() == numpy_draws.random()  # as many draws
+    lost = np.isfinite(first_range) & (~np.isfinite(got[0].range) | (got[0].range != first_range))
+    moved = lost & np.isfinite(got[0].range)
+    assert lost.any() and (~lost & np.isfinite(first_range)).any() and moved.any() == dual

@@ -20,8 +20,8 @@ from .cw_phase import cw_ranges
 from .detection import DetectionLimit
 from .detection_probability import detected, dropouts, median_limits
 from .effects_config import EffectsConfig
-from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_reflectivity, ouster_ambient,
-                        ouster_signal)
+from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_calibrated_reflectivity,
+                        ouster_ambient, ouster_signal)
 from .overlap import overlap
 from .photons import range_overlap, signal_means
 from .poisson_counts import poisson_counts
@@ -66,6 +66,8 @@ class Returns:
         self.ray_draws: RayDraws | None = None  # the scan's counter draws (SurfaceModel.apply), read by the flat ambient
         self._effects = effects or EffectsConfig()
         self.ray_gain: np.ndarray | None = None  # per-ray ambient gain of its row (SurfaceModel.apply)
+        # O(r) of clean_range when SurfaceModel.apply computed it (for the SNR range noise), else None
+        self.overlap_factor: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.range)
@@ -84,9 +86,9 @@ class Returns:
             return self.velodyne_intensity.astype(np.uint16)
         # photon counts on: the sensor infers reflectivity from the counted signal (intensity.py
         # measured_reflectivity), so it carries the counts' shot noise and saturation
-        measured = measured_reflectivity(self.ouster_signal, self.clean_range, self.hit, self._surface.signal_scale,
-                                         self._surface.overlap_range_m, self._signal_overlap)
-        return calibrated_reflectivity(measured, self._surface.retro_full_scale).astype(np.uint16)
+        return measured_calibrated_reflectivity(self.ouster_signal, self.clean_range, self.hit,
+                                                self._surface.signal_scale, self._surface.retro_full_scale,
+                                                self._surface.overlap_range_m, self._signal_overlap)
 
     @cached_property
     def ouster_signal(self) -> np.ndarray:
@@ -113,6 +115,8 @@ class Returns:
         """O(r) of the returns' clean ranges (overlap.py), read by the signal and the measured reflectivity."""
         if self._surface.overlap_range_m <= 0:
             return None
+        if self.overlap_factor is not None:
+            return self.overlap_factor
         return range_overlap(self.clean_range, self._surface.overlap_range_m)
 
     @cached_property
@@ -189,12 +193,20 @@ class SurfaceModel:
             return None
         return self.gains[np.asarray(laser_index)]
 
-    def _ray_sigma(self, rho: np.ndarray, clean: np.ndarray) -> np.ndarray | None:
+    def _ray_sigma(self, rho: np.ndarray, clean: np.ndarray, factor: np.ndarray | None) -> np.ndarray | None:
         """Each return's range σ from its SNR (noise.snr_sigma, range_precision.py); None when not set."""
         if not self.noise.snr_sigma:
             return None
         return ray_sigma(rho, clean, self.surface.signal_scale, self.surface.overlap_range_m,
-                         self.effects.signal.noise_floor, self.noise.snr_sigma, self.noise.sigma, self.noise.snr_floor)
+                         self.effects.signal.noise_floor, self.noise.snr_sigma, self.noise.sigma, self.noise.snr_floor,
+                         factor)
+
+    def _clean_overlap(self, clean: np.ndarray) -> np.ndarray | None:
+        """O(r) of the clean ranges (photons.range_overlap) where the SNR range noise reads it, else None: then
+        computed once for it and the photon fields (`Returns.overlap_factor`), which read the same ranges."""
+        if not (self.noise.snr_sigma and self.surface.overlap_range_m > 0 and self.effects.signal.noise_floor > 0):
+            return None
+        return range_overlap(clean, self.surface.overlap_range_m)
 
     def apply(self, hits: LidarHits, laser_index: np.ndarray | None, rng: np.random.Generator,
               ray_bias: np.ndarray | None = None, ray_gain: np.ndarray | None = None) -> Returns:
@@ -215,8 +227,10 @@ class SurfaceModel:
         if detection.dropout_probability > 0:
             keep &= ~dropouts(n, detection.dropout_probability, rng)
         clean = np.where(keep, hits.range, np.float32(np.nan)).astype(np.float32, copy=False)
+        factor = self._clean_overlap(clean) if self.noise.enabled else None
         if self.noise.enabled:
-            noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng, self._ray_sigma(hits.reflectivity, clean))
+            noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng, self._ray_sigma(hits.reflectivity, clean,
+                                                                                         factor))
         else:  # its own array: a caller may edit range in place, clean_range stays
             noisy, dust = clean.copy(), np.zeros(n, bool)
         tof = self.effects.tof
@@ -230,6 +244,7 @@ class SurfaceModel:
         ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
         ret = Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed, self.effects)
         ret.ray_gain = ray_gain if ray_gain is not None else self.ray_gain(laser_index)
+        ret.overlap_factor = factor
         if isinstance(rng, RayDraws):
             ret.ray_draws = rng
         return ret

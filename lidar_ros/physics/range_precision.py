@@ -68,11 +68,12 @@ def sigma_at_snr(snr: np.ndarray, pairs, floor: float) -> np.ndarray:
 
 
 def ray_sigma(rho: np.ndarray, clean: np.ndarray, signal_scale: float, overlap_range: float, background: float,
-              pairs, floor: float, snr_floor: float | None = None) -> np.ndarray:
+              pairs, floor: float, snr_floor: float | None = None, factor: np.ndarray | None = None) -> np.ndarray:
     """(N,) float32 σ of each return from its ρ and clean range (NaN: no return, σ unused): S = K·ρ·O(r)/r²
     with r ≥ 0.1 m, SNR = S/√B, σ(SNR) as above, floored at snr_floor (None: `floor`); `floor` everywhere
-    without background (B ≤ 0). The power only where σ is above the floor (numpy's float32 SIMD exp and
-    power: measured ~5x faster here than a compiled loop's scalar libm calls)."""
+    without background (B ≤ 0); factor: O(r) of these ranges (photons.range_overlap) when the caller has it.
+    The power only where σ is above the floor (numpy's float32 SIMD exp and power: measured ~5x faster here
+    than a compiled loop's scalar libm calls)."""
     (snr1, sigma1), _ = pairs
     p = exponent(pairs)
     if background <= 0:
@@ -83,7 +84,7 @@ def ray_sigma(rho: np.ndarray, clean: np.ndarray, signal_scale: float, overlap_r
     snr = np.asarray(rho, np.float32) * np.float32(signal_scale / np.sqrt(background))
     snr /= r * r
     if overlap_range > 0:
-        snr *= overlap(r, overlap_range)
+        snr *= overlap(r, overlap_range) if factor is None else factor
     floor_snr = snr1 * (sigma1 / floor) ** (1.0 / p) if floor > 0 else np.inf
     low = np.flatnonzero((snr < np.float32(floor_snr)) & np.isfinite(np.asarray(clean, np.float32)))
     if len(low):
