@@ -323,3 +323,28 @@ def test_block_returns_loop_gives_the_numpy_bytes(doppler):
     assert doppler == (not np.array_equal(want[1], (near[sel] - 0.3) / 0.0438))  # the shift is there when asked
     as_float32 = Clutter(clutter.azimuth, near.astype(np.float32), clutter.far_m, clutter.power_w, clutter.velocity)
     assert stage_loops.block_returns(sel, k0, as_float32, signs, cfg.fmcw, 0.3, 0.0438) is None  # numpy's rounding then
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_running_sum_with_cell_sums_gives_the_numpy_bytes(seed):
+    """receiver_chain.Skirts.running_cells: the running power of a difference array (np.cumsum, then np.maximum(., 0))
+    and its sums per skirt cell (np.add.at in column order) in one pass."""
+    rng = np.random.default_rng(seed)
+    a, b = 25, 900
+    azimuth = rng.integers(0, a, 5000)
+    start = rng.uniform(-5, b - 100, 5000)
+    end = start + rng.exponential(30.0, 5000)
+    power = rng.lognormal(-20.0, 6.0, 5000)
+    steps = stage.power_steps(azimuth, start, end, power, (a, b))
+    j = steps.shape[1] - 1
+    cell_of_bin = np.minimum(np.arange(b) // 7, 120)  # monotone, as the skirts' coarse cells
+    want_rows = np.maximum(np.cumsum(steps, axis=1), 0.0)[:, :-1]
+    want_cells = np.zeros((a, 121))
+    rows, cols = np.divmod(np.arange(a * j), j)
+    np.add.at(want_cells, (rows, cell_of_bin[cols]), want_rows.reshape(-1))
+    skirts = receiver_chain.Skirts(np.zeros((121, 121)), cell_of_bin, None, None, None)
+    got_rows, got_cells = skirts.running_cells(steps.copy())
+    assert got_rows.tobytes() == np.ascontiguousarray(want_rows).tobytes()
+    assert got_cells.tobytes() == want_cells.tobytes()
+    assert got_cells.tobytes() == skirts.cells(want_rows).tobytes()  # the two-pass form it replaces
+    assert (want_rows > 0).sum() > 1000 and (steps < 0).any()  # a test with something in it: powers and falling edges

@@ -225,6 +225,31 @@ def _running_sum(steps, signed):
             steps[r, c] = acc if (signed or acc > 0.0 or acc != acc) else 0.0
 
 
+def running_sum_cells(steps, cell_of_bin, n_cells: int) -> np.ndarray:
+    """running_sum(steps, False) in place on (rows, J + 1) float64, and cell_sums of its first J columns
+    (the rows' powers per bin, receiver_chain.Skirts.cells) in the same pass: (rows, C) float64, each cell's
+    bins added in column order from 0.0, as cell_sums adds them.
+    Why one pass: cell_sums read a copy of the rows (a (rows, J) view of the difference array is not
+    contiguous) after the running sum had written them (measured on a navtech_ras6 frame: 9.4 ms for the two,
+    6.1 ms in one pass, one core)."""
+    out = np.zeros((steps.shape[0], n_cells))
+    _running_sum_cells(steps, np.ascontiguousarray(cell_of_bin, np.int64), out)
+    return out
+
+
+@kernel
+def _running_sum_cells(steps, cell_of_bin, out):
+    last = steps.shape[1] - 1
+    for r in range(steps.shape[0]):
+        acc = 0.0
+        for c in range(steps.shape[1]):
+            acc = acc + steps[r, c] if c else steps[r, c]
+            value = acc if (acc > 0.0 or acc != acc) else 0.0
+            steps[r, c] = value
+            if c < last:
+                out[r, cell_of_bin[c]] += value
+
+
 def clutter_amplitude(clutter, scale, floor: float) -> np.ndarray:
     """stage._speckled_frame's clutter amplitude: v = clutter x float32(scale^2) (scale (rows or 1, >= J) float32,
     None: 1), then sqrt(float32(v)) on the columns up to the last where any row's v > floor: (rows, width) float32,
