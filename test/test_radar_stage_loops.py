@@ -301,28 +301,33 @@ def test_integer_detector_pass_gives_the_numpy_bytes(db_per_count):
 
 
 @pytest.mark.parametrize("doppler", [False, True])
-def test_block_returns_loop_gives_the_numpy_bytes(doppler):
+def test_block_power_steps_loop_gives_the_numpy_bytes(doppler):
+    """stage_loops.block_power_steps (gather, bins with the range-Doppler shift, spread: one pass) against
+    power_steps of the numpy gather and clutter_bins_of."""
     from types import SimpleNamespace
 
     from radarays_ros.radar.physical import doppler as doppler_shift
     from radarays_ros.radar.physical.geometry import Clutter
 
     rng = np.random.default_rng(11)
-    n, a = 5000, 400
-    near = rng.uniform(0.0, 300.0, n)
-    clutter = Clutter(rng.integers(0, a, n), near, near + rng.uniform(0.0, 3.0, n), rng.lognormal(-30, 3, n),
-                      rng.normal(0.0, 20.0, n))
+    n, a, b = 5000, 400, 6848
+    near = rng.uniform(-2.0, 320.0, n)  # some before the first bin and past the last
+    power = rng.lognormal(-30, 3, n)
+    power[:40] = 0.0
+    clutter = Clutter(rng.integers(0, a, n), near, near + rng.uniform(0.0, 3.0, n), power, rng.normal(0.0, 20.0, n))
     signs = doppler_shift.chirp_signs(a, "alternating")
     cfg = SimpleNamespace(fmcw=SimpleNamespace(doppler=doppler, carrier_hz=76.5e9, chirp_time_s=0.00012, bandwidth_hz=8.0e8),
                           range=SimpleNamespace(resolution=0.0438, offset=0.3))
-    sel = np.sort(rng.choice(n, 1200, replace=False))
     k0 = 25
-    got = stage_loops.block_returns(sel, k0, clutter, signs, cfg.fmcw, cfg.range.offset, cfg.range.resolution)
-    want = (clutter.azimuth[sel] - k0, *stage.clutter_bins_of(clutter, sel, cfg, signs), clutter.power_w[sel])
-    assert all(g.dtype == w.dtype and g.tobytes() == w.tobytes() for g, w in zip(got, want))
-    assert doppler == (not np.array_equal(want[1], (near[sel] - 0.3) / 0.0438))  # the shift is there when asked
-    as_float32 = Clutter(clutter.azimuth, near.astype(np.float32), clutter.far_m, clutter.power_w, clutter.velocity)
-    assert stage_loops.block_returns(sel, k0, as_float32, signs, cfg.fmcw, 0.3, 0.0438) is None  # numpy's rounding then
+    in_block = np.flatnonzero((clutter.azimuth >= k0) & (clutter.azimuth < k0 + 25))
+    for sel in (in_block, in_block[in_block < 40], in_block[:0]):  # the block's returns; only powerless ones; none
+        got = stage_loops.block_power_steps(sel, k0, clutter, signs, cfg.fmcw, cfg.range.offset, cfg.range.resolution, (25, b))
+        start, end = stage.clutter_bins_of(clutter, sel, cfg, signs)
+        want = _power_steps_numpy(clutter.azimuth[sel] - k0, start, end, clutter.power_w[sel], (25, b))
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    assert len(in_block) > 200 and (in_block < 40).any()
+    start, _ = stage.clutter_bins_of(clutter, np.arange(n), cfg, signs)
+    assert doppler == (not np.array_equal(start, (near - 0.3) / 0.0438))  # the shift is there when asked
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -356,6 +356,7 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
     a, b = cfg.azimuth.count, cfg.range.n_bins
     bin_m, offset = cfg.range.resolution, cfg.range.offset
     rx = cfg.receiver
+    clutter = _float64_returns(clutter)  # one arithmetic for any caller's arrays: the compiled block pass reads these
     centres = offset + (np.arange(b) + 0.5) * bin_m
     chain = receiver_chain.build(cfg, centres)
     reference = chain.thermal  # the drawn white noise's level; the chain scales it to its floor over range
@@ -418,10 +419,6 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         detector.counts_float(power_rows, rx.zero_dbm, rx.db_per_count, out=counts[rows])
         detector.quantise(counts[rows], out=counts_u8[rows])
 
-    def block_returns(sel, k0):  # (azimuth - k0, start, end, power) of the returns sel: one compiled pass if it can
-        gathered = stage_loops.block_returns(sel, k0, clutter, signs, cfg.fmcw, offset, bin_m)
-        return gathered or (clutter.azimuth[sel] - k0, *clutter_bins_of(clutter, sel, cfg, signs), clutter.power_w[sel])
-
     def shaping(k0, k1, steps):  # the block's clutter power (with its skirt cells: one pass) and its scales
         if chain.skirts is None:
             rows = running_power(steps)
@@ -429,7 +426,9 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         rows, cells = chain.skirts.running_cells(steps)
         return rows, scales(k0, k1, rows, cells)
 
-    clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(*block_returns(sel, k0), (k1 - k0, b)))
+    # power_steps of the block's returns, with clutter_bins_of's bins: gathered, binned and spread in one compiled pass
+    clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: stage_loops.block_power_steps(
+        sel, k0, clutter, signs, cfg.fmcw, offset, bin_m, (k1 - k0, b)))
     if cfg.scatter.speckle:
         rho = beam_correlation(cfg)
         power = _speckled_frame(clutter_steps, reference / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps),
@@ -449,6 +448,13 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         receive(slice(0, a), power)
     return StageOutput(counts, counts_u8, power, _velocity(clutter, glints, cfg, lambda sel: clutter_bins_of(clutter, sel, cfg, signs),
                                                                g_range[:len(glints.range_m)]), signs > 0)
+
+
+def _float64_returns(clutter):
+    """The clutter returns with an int64 azimuth and float64 ranges, powers and velocities (the geometry's own
+    arrays are: then no copy)."""
+    return type(clutter)(np.asarray(clutter.azimuth, np.int64), *(np.asarray(getattr(clutter, name), np.float64)
+                                                                  for name in ("near_m", "far_m", "power_w", "velocity")))
 
 
 def clutter_bins_of(clutter, sel, cfg, signs):

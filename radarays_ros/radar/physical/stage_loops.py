@@ -19,7 +19,6 @@ from ...compiled import inlined, kernel
 def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
     """stage.power_steps: (A, J + 1) float64 difference array of the powers spread uniformly over
     [start_bin, end_bin) (fractional bins), J the columns up to the last that holds any power."""
-    a, b = shape
     azimuth = np.ascontiguousarray(azimuth, np.int64)
     start_bin = np.ascontiguousarray(start_bin, np.float64)
     end_bin = np.ascontiguousarray(end_bin, np.float64)
@@ -27,42 +26,32 @@ def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
     m = power.shape[0]
     at = np.empty((m, 3), np.int64)  # (row, i0, i1) of each return that holds power, in their order
     parts = np.empty((m, 3))  # (first, inner, last) of each
-    kept, last_column = _step_parts(azimuth, start_bin, end_bin, power, b, at, parts)
+    return _scattered(shape, at, parts, *_step_parts(azimuth, start_bin, end_bin, power, shape[1], at, parts))
+
+
+def block_power_steps(sel, k0: int, clutter, signs, fm, offset: float, bin_m: float, shape) -> np.ndarray:
+    """power_steps(azimuth - k0, start_bin, end_bin, power, shape) of the clutter returns sel (int64 indices), their
+    bins formed by stage.clutter_bins_of's arithmetic in its order (shift = sign v f_c T / B when fm.doppler, then
+    (near + shift - offset) / bin_m), gathered, binned and spread in one pass. The returns' arrays: int64 azimuth,
+    float64 the others, signs float64 (stage._chain_stage casts them once)."""
+    m = len(sel)
+    at = np.empty((m, 3), np.int64)
+    parts = np.empty((m, 3))
+    kept, last = _block_step_parts(np.ascontiguousarray(sel, np.int64), int(k0), clutter.azimuth, clutter.near_m,
+                                   clutter.far_m, clutter.power_w, clutter.velocity, signs, bool(fm.doppler),
+                                   float(fm.carrier_hz), float(fm.chirp_time_s), float(fm.bandwidth_hz), float(offset),
+                                   float(bin_m), shape[1], at, parts)
+    return _scattered(shape, at, parts, kept, last)
+
+
+def _scattered(shape, at, parts, kept: int, last_column: int) -> np.ndarray:
+    a = shape[0]
     width = last_column + 1
     if width == 0:  # nothing holds power
         return np.zeros((a, 1))
     steps = np.zeros(a * (width + 1))
     _steps(at, parts, kept, width, steps)
     return steps.reshape(a, width + 1)
-
-
-def block_returns(sel, k0: int, clutter, signs, fm, offset: float, bin_m: float) -> tuple | None:
-    """(azimuth - k0, start_bin, end_bin, power) of the clutter returns sel (int64 indices): stage.clutter_bins_of's
-    arithmetic in its order (shift = sign v f_c T / B when fm.doppler, then (near + shift - offset) / bin_m),
-    gathered in one pass; None where the returns are not float64 (numpy would then round otherwise)."""
-    arrays = (clutter.near_m, clutter.far_m, clutter.power_w, clutter.velocity, signs)
-    if any(np.asarray(v).dtype != np.float64 for v in arrays) or np.asarray(clutter.azimuth).dtype != np.int64:
-        return None
-    m = len(sel)
-    out = (np.empty(m, np.int64), np.empty(m), np.empty(m), np.empty(m))
-    _block_returns(np.ascontiguousarray(sel, np.int64), int(k0), clutter.azimuth, *arrays, bool(fm.doppler),
-                   float(fm.carrier_hz), float(fm.chirp_time_s), float(fm.bandwidth_hz), float(offset), float(bin_m), *out)
-    return out
-
-
-@kernel
-def _block_returns(sel, k0, azimuth, near_m, far_m, power_w, velocity, signs, doppler, carrier, chirp_time, bandwidth,
-                   offset, bin_m, az_out, start_out, end_out, power_out):
-    for j in range(sel.shape[0]):
-        i = sel[j]
-        near, far = near_m[i], far_m[i]
-        if doppler:  # doppler.range_shift: sign * velocity * carrier * chirp_time / bandwidth, left to right
-            shift = signs[azimuth[i]] * velocity[i] * carrier * chirp_time / bandwidth
-            near, far = near + shift, far + shift
-        az_out[j] = azimuth[i] - k0
-        start_out[j] = (near - offset) / bin_m
-        end_out[j] = (far - offset) / bin_m
-        power_out[j] = power_w[i]
 
 
 @kernel
@@ -75,28 +64,55 @@ def _clip(x, b):
     return x
 
 
+@inlined
+def _step_part(k, row, start, end, power, b, at, parts):
+    """Return k's bins and values of stage.power_steps into at[k] (row, i0, i1) and parts[k] (first, inner, last);
+    its last bin i1, or -1 where it holds no power (nothing written). Bin i0 = floor(start) holds density x
+    (i0 + 1 - start), bin i1 = floor(end) density x (end - i1), the bins between the density (one bin:
+    density x (end - start)); both ends clipped to [0, B]."""
+    lo, hi = _clip(start, b), _clip(end, b)
+    if not (hi > lo and power != 0):
+        return -1
+    density = power / max(end - start, 1e-9)
+    i0 = min(int(lo), b - 1)
+    i1 = min(int(hi), b - 1)
+    same = i0 == i1
+    at[k, 0], at[k, 1], at[k, 2] = row, i0, i1
+    parts[k, 0] = density * (hi - lo) if same else density * ((i0 + 1) - lo)
+    parts[k, 1] = 0.0 if same else density
+    parts[k, 2] = 0.0 if same else density * (hi - i1)
+    return i1
+
+
 @kernel
 def _step_parts(azimuth, start_bin, end_bin, power, b, at, parts):
-    """Each return's bins and values of stage.power_steps, once: for the returns that hold power (in their order)
-    (row, i0, i1) into at and (first, inner, last) into parts; returns (how many, the largest i1 or -1: none).
-    Bin i0 = floor(start) holds density x (i0 + 1 - start), bin i1 = floor(end) density x (end - i1), the
-    bins between the density (one bin: density x (end - start)); both ends clipped to [0, B]."""
+    """_step_part of every return, the ones that hold power packed in their order: (how many, the largest i1 or -1)."""
     kept = 0
     last = -1
     for k in range(power.shape[0]):
-        lo, hi = _clip(start_bin[k], b), _clip(end_bin[k], b)
-        if not (hi > lo and power[k] != 0):
-            continue
-        density = power[k] / max(end_bin[k] - start_bin[k], 1e-9)
-        i0 = min(int(lo), b - 1)
-        i1 = min(int(hi), b - 1)
-        same = i0 == i1
-        at[kept, 0], at[kept, 1], at[kept, 2] = azimuth[k], i0, i1
-        parts[kept, 0] = density * (hi - lo) if same else density * ((i0 + 1) - lo)
-        parts[kept, 1] = 0.0 if same else density
-        parts[kept, 2] = 0.0 if same else density * (hi - i1)
-        last = max(last, i1)
-        kept += 1
+        i1 = _step_part(kept, azimuth[k], start_bin[k], end_bin[k], power[k], b, at, parts)
+        if i1 >= 0:
+            last = max(last, i1)
+            kept += 1
+    return kept, last
+
+
+@kernel
+def _block_step_parts(sel, k0, azimuth, near_m, far_m, power_w, velocity, signs, doppler, carrier, chirp_time, bandwidth,
+                      offset, bin_m, b, at, parts):
+    """_step_parts of the returns sel, rows azimuth - k0, their bins as stage.clutter_bins_of forms them."""
+    kept = 0
+    last = -1
+    for j in range(sel.shape[0]):
+        i = sel[j]
+        near, far = near_m[i], far_m[i]
+        if doppler:  # doppler.range_shift: sign * velocity * carrier * chirp_time / bandwidth, left to right
+            shift = signs[azimuth[i]] * velocity[i] * carrier * chirp_time / bandwidth
+            near, far = near + shift, far + shift
+        i1 = _step_part(kept, azimuth[i] - k0, (near - offset) / bin_m, (far - offset) / bin_m, power_w[i], b, at, parts)
+        if i1 >= 0:
+            last = max(last, i1)
+            kept += 1
     return kept, last
 
 
