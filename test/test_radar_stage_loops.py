@@ -353,3 +353,37 @@ def test_running_sum_with_cell_sums_gives_the_numpy_bytes(seed):
     assert got_cells.tobytes() == want_cells.tobytes()
     assert got_cells.tobytes() == skirts.cells(want_rows).tobytes()  # the two-pass form it replaces
     assert (want_rows > 0).sum() > 1000 and (steps < 0).any()  # a test with something in it: powers and falling edges
+
+
+def test_skirt_power_adds_the_sources_in_cell_order():
+    """stage_loops.skirt_power (sources swept four at a time) against the plain sum: each bin's skirt adds its source
+    cells one by one in cell order (float64), then the interpolation to the bins, rounded to float32: the same bytes.
+    Rows with 0 to 31 sources, so the sweeps of four and the rest after them are both there; powers of alike size, so a
+    sum in another order would round otherwise."""
+    rng = np.random.default_rng(5)
+    rows, cells, bins = 32, 60, 700
+    power = np.zeros((rows, cells))
+    for r in range(rows):
+        power[r, rng.choice(cells, r, replace=False)] = rng.lognormal(-20, 0.5, r)
+    kernel = rng.lognormal(-12, 0.5, (cells, cells))
+    position = np.clip(np.linspace(-0.5, cells - 0.5, bins), 0, cells - 1)
+    lo = np.minimum(position.astype(np.int64), cells - 1)
+    hi, weight = np.minimum(lo + 1, cells - 1), position - lo
+    want = np.empty((rows, bins), np.float32)
+    for r in range(rows):
+        s = np.zeros(cells)
+        for i in np.flatnonzero(power[r]):
+            s = s + power[r, i] * kernel[i]
+        want[r] = (1.0 - weight) * s[lo] + weight * s[hi]
+    got = stage_loops.skirt_power(power, kernel, lo, hi, weight)
+    assert got.tobytes() == want.tobytes()
+    assert not got[0].any() and got[31].all()
+    # a sum whose order shows in float32: 1 + 2^-24 (half-way between two float32) plus four terms each under half a
+    # float64 ULP of it: added one by one each is lost and float32 rounds the tie to even (1.0); added in pairs
+    # first they would lift it over the half (1 + 2^-23)
+    kernel = np.zeros((8, 8))
+    kernel[0] = 1.0 + 2.0**-24
+    kernel[4:] = 0.7 * 2.0**-53
+    power = np.ones((1, 8))
+    got = stage_loops.skirt_power(power, kernel, np.arange(8), np.arange(8), np.zeros(8))
+    assert np.array_equal(got, np.ones((1, 8), np.float32))

