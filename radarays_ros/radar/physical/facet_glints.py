@@ -27,11 +27,13 @@ def _unit(v):
     return v / np.maximum(n, 1e-300)[..., None], n
 
 
-def _pairs(points: np.ndarray, origins: np.ndarray, column_rot: np.ndarray, beam) -> tuple:
-    """(item, azimuth, beta, e, distance) of every scatterer reference point inside an azimuth's beam."""
+def _pairs(points: np.ndarray, origins: np.ndarray, column_rot: np.ndarray, beam, angles: bool = True) -> tuple:
+    """(item, azimuth, beta, e, distance) of every scatterer reference point inside an azimuth's beam.
+    angles False: (item, azimuth, None, None, None), for callers that need only the pairs (the angles are then
+    formed only near the beam box's edges: glint_cull.beam_pairs)."""
     if not len(points):
         z = np.zeros(0, np.int64)
-        return z, z, np.zeros(0), np.zeros(0), np.zeros(0)
+        return (z, z, np.zeros(0), np.zeros(0), np.zeros(0)) if angles else (z, z, None, None, None)
     centre = origins.mean(axis=0)
     bearing = np.arctan2(points[:, 1] - centre[1], points[:, 0] - centre[0])
     boresight = np.arctan2(column_rot[:, 1, 0], column_rot[:, 0, 0])
@@ -44,9 +46,9 @@ def _pairs(points: np.ndarray, origins: np.ndarray, column_rot: np.ndarray, beam
     counts = np.maximum(hi - lo, 0)
     if not counts.sum():
         z = np.zeros(0, np.int64)
-        return z, z, np.zeros(0), np.zeros(0), np.zeros(0)
+        return (z, z, np.zeros(0), np.zeros(0), np.zeros(0)) if angles else (z, z, None, None, None)
     return glint_cull.beam_pairs(order, lo, hi, points, origins, column_rot, beam["azimuth"], beam["e_lo"],
-                                 beam["e_hi"], beam["max_range"])
+                                 beam["e_hi"], beam["max_range"], angles)
 
 
 def beam_limits(antenna_cfg, max_range: float) -> dict:
@@ -79,7 +81,7 @@ def plate_returns(sc, origins, column_rot, beam, table, lam, only=None):
     centre = origins.mean(axis=0)
     foot0 = centre - n_all * np.einsum("ij,ij->i", centre - c_all, n_all)[:, None]
     on = np.linalg.norm(foot0 - c_all, axis=1) <= sc.plate_radius[flat]
-    item, az, beta, e, dist = _pairs(np.where(on[:, None], foot0, c_all), origins, column_rot, beam)
+    item, az = _pairs(np.where(on[:, None], foot0, c_all), origins, column_rot, beam, angles=False)[:2]
     plate = flat[item]
     s = origins[az]
     n, c = sc.plate_normal[plate], sc.plate_centroid[plate]
@@ -201,7 +203,7 @@ def curved_returns(sc, origins, column_rot, beam, table, lam, only=None):
     bend0 = np.abs(sc.curvature[curved]) * sc.extent[curved]
     near = np.all((bend0 < STRAIGHT) | (np.abs(np.arcsin(np.clip(m0, -1, 1))) <= 0.75 * bend0 + wander[:, None]), axis=1)
     curved = curved[near & (np.einsum("ij,ij->i", sc.plate_normal[curved], u0) > -0.1)]
-    item, az, beta, e, dist = _pairs(sc.plate_centroid[curved], origins, column_rot, beam)
+    item, az = _pairs(sc.plate_centroid[curved], origins, column_rot, beam, angles=False)[:2]
     # the line of sight u (distance r0) from each plate to the sensor, cos_t = n . u, the plates in front: compiled
     plate, az, u, r0, cos_t = glint_cull.facing_pairs(curved[item], az, origins, sc.plate_centroid, sc.plate_normal)
     # one plate per (surface, azimuth): the most nearly normal
@@ -252,7 +254,7 @@ def dihedral_returns(sc, origins, column_rot, beam, table, lam, only=None):
     along0 = np.einsum("ij,ij->i", centre - sc.dih_point[ids], sc.dih_axis[ids])
     half0 = 0.5 * sc.dih_length[ids]
     nearest = sc.dih_point[ids] + sc.dih_axis[ids] * np.clip(along0, -half0, half0)[:, None]
-    item, az, beta, e, dist = _pairs(nearest, origins, column_rot, beam)
+    item, az = _pairs(nearest, origins, column_rot, beam, angles=False)[:2]
     item = ids[item]
     s = origins[az]
     axis, n = sc.dih_axis[item], sc.dih_normals[item]
