@@ -273,13 +273,46 @@ def most_normal(az, surface, cos_t) -> np.ndarray:
     return out[:count]
 
 
+FEW_SURFACES = 16  # an azimuth with at most this many surfaces is picked by one scan; more: by a sort of its surfaces
+
+
 @kernel
 def _most_normal(az, surface, cos_t, out):
     n, count, start = az.shape[0], 0, 0
+    seen = np.empty(FEW_SURFACES, np.int64)  # the azimuth's surfaces so far, and their best pair
+    best_of = np.empty(FEW_SURFACES, np.int64)
     while start < n:
         end = start
         while end < n and az[end] == az[start]:
             end += 1
+        # one scan in the pairs' order (a city's azimuth sees a few surfaces): each surface keeps its first largest
+        # cos_t, as the stable sort below does; then its picks in increasing surface order
+        few = 0
+        scanned = True
+        for i in range(start, end):
+            k = 0
+            while k < few and seen[k] != surface[i]:
+                k += 1
+            if k == few:
+                if few == FEW_SURFACES:
+                    scanned = False
+                    break
+                seen[few], best_of[few] = surface[i], i
+                few += 1
+            elif cos_t[i] > cos_t[best_of[k]]:  # (ties: the first stays)
+                best_of[k] = i
+        if scanned:
+            for k in range(1, few):  # insertion sort of the few by surface (each surface once)
+                s_k, b_k, m = seen[k], best_of[k], k - 1
+                while m >= 0 and seen[m] > s_k:
+                    seen[m + 1], best_of[m + 1] = seen[m], best_of[m]
+                    m -= 1
+                seen[m + 1], best_of[m + 1] = s_k, b_k
+            for k in range(few):
+                out[count] = best_of[k]
+                count += 1
+            start = end
+            continue
         order = np.argsort(surface[start:end], kind="mergesort") + start  # stable: original order within a surface
         best = order[0]
         for k in range(1, end - start):
