@@ -160,6 +160,15 @@ def test_beam_pairs_without_angles_are_the_same_pairs():
     assert len(item) > 1000 and 0 < sum(on_edge) < len(on_edge)  # edge points of both sides of the box
     empty = facet_glints._pairs(points[:0], origins, rot, beam, angles=False)
     assert len(empty[0]) == 0 and empty[2] is None
+    # with the points' normals: the pairs in front, as facing_pairs gives them after the pairs (one pass)
+    normals = rng.normal(size=points.shape)
+    normals /= np.linalg.norm(normals, axis=1)[:, None]
+    want = glint_cull.facing_pairs(item, az, origins, points, normals)
+    got = facet_glints._pairs(points, origins, rot, beam, angles=False, normals=normals)
+    assert all(g.dtype == w.dtype and g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    assert 0 < len(got[0]) < len(item)  # some pairs face away
+    empty = facet_glints._pairs(points[:0], origins, rot, beam, angles=False, normals=normals[:0])
+    assert len(empty[0]) == 0 and empty[2].shape == (0, 3)
 
 
 def test_beam_pairs_of_nothing():

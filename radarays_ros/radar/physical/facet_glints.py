@@ -34,12 +34,16 @@ def _unit(v):
     return v / np.maximum(n, 1e-300)[..., None], n
 
 
-def _pairs(points: np.ndarray, origins: np.ndarray, column_rot: np.ndarray, beam, angles: bool = True) -> tuple:
+def _pairs(points: np.ndarray, origins: np.ndarray, column_rot: np.ndarray, beam, angles: bool = True,
+           normals=None) -> tuple:
     """(item, azimuth, beta, e, distance) of every scatterer reference point inside an azimuth's beam.
     angles False: (item, azimuth, None, None, None), for callers that need only the pairs (the angles are then
-    formed only near the beam box's edges: glint_cull.beam_pairs)."""
+    formed only near the beam box's edges: glint_cull.beam_pairs). normals (one per point, with angles False):
+    (item, azimuth, u, r0, cos_t) of the pairs whose point faces the sensor (glint_cull.facing_pairs' values)."""
     if not len(points):
         z = np.zeros(0, np.int64)
+        if normals is not None:
+            return z, z, np.zeros((0, 3)), np.zeros(0), np.zeros(0)
         return (z, z, np.zeros(0), np.zeros(0), np.zeros(0)) if angles else (z, z, None, None, None)
     centre = origins.mean(axis=0)
     bearing = np.arctan2(points[:, 1] - centre[1], points[:, 0] - centre[0])
@@ -52,10 +56,9 @@ def _pairs(points: np.ndarray, origins: np.ndarray, column_rot: np.ndarray, beam
     hi = np.searchsorted(sorted_bearing, centres + reach)
     counts = np.maximum(hi - lo, 0)
     if not counts.sum():
-        z = np.zeros(0, np.int64)
-        return (z, z, np.zeros(0), np.zeros(0), np.zeros(0)) if angles else (z, z, None, None, None)
+        return _pairs(points[:0], origins, column_rot, beam, angles, normals)
     return glint_cull.beam_pairs(order, lo, hi, points, origins, column_rot, beam["azimuth"], beam["e_lo"],
-                                 beam["e_hi"], beam["max_range"], angles)
+                                 beam["e_hi"], beam["max_range"], angles, normals)
 
 
 def beam_limits(antenna_cfg, max_range: float) -> dict:
@@ -210,9 +213,11 @@ def curved_returns(sc, origins, column_rot, beam, table, lam, only=None):
     bend0 = np.abs(_rows(sc.curvature, curved)) * _rows(sc.extent, curved)
     near = np.all((bend0 < STRAIGHT) | (np.abs(np.arcsin(np.clip(m0, -1, 1))) <= 0.75 * bend0 + wander[:, None]), axis=1)
     curved = curved[near & (np.einsum("ij,ij->i", _rows(sc.plate_normal, curved), u0) > -0.1)]
-    item, az = _pairs(_rows(sc.plate_centroid, curved), origins, column_rot, beam, angles=False)[:2]
-    # the line of sight u (distance r0) from each plate to the sensor, cos_t = n . u, the plates in front: compiled
-    plate, az, u, r0, cos_t = glint_cull.facing_pairs(curved[item], az, origins, sc.plate_centroid, sc.plate_normal)
+    # the pairs in the beam, and of them the plates in front: the line of sight u (distance r0) from each plate to
+    # the sensor, cos_t = n . u > 0 (glint_cull.facing_pairs' values, in the same compiled pass)
+    item, az, u, r0, cos_t = _pairs(_rows(sc.plate_centroid, curved), origins, column_rot, beam, angles=False,
+                                    normals=_rows(sc.plate_normal, curved))
+    plate = curved[item]
     # one plate per (surface, azimuth): the most nearly normal
     surface = sc.plate_surface[plate]
     if len(az) and np.all(az[1:] >= az[:-1]):  # (_pairs gives azimuth order) the same picks, compiled

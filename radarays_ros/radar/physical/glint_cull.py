@@ -330,21 +330,31 @@ def _most_normal(az, surface, cos_t, out):
 
 
 def beam_pairs(order, lo, hi, points, origins, column_rot, half_width: float, e_lo: float, e_hi: float,
-               max_range: float, angles: bool = True) -> tuple:
+               max_range: float, angles: bool = True, normals=None) -> tuple:
     """(item, azimuth, beta, e, distance) of facet_glints._pairs: for azimuth a and seam copy c (lo, hi: (3 A,)
     bounds into `order`, copy-major), the points order[lo[c A + a]:hi[c A + a]] seen from origins[a] in the
     column frame column_rot[a] (R^T (p - o)), kept where |beta| <= half_width, e_lo <= e <= e_hi and
     1 mm < distance < max_range; in azimuth order, then copy, then position in `order`.
     angles False: (item, azimuth, None, None, None), the same pairs, the angles formed only where a bound does not
-    decide the box (BOX_MARGIN)."""
+    decide the box (BOX_MARGIN).
+    normals (one unit normal per point; angles False): (item, azimuth, u, r0, cos_t) of those pairs whose point
+    faces its sensor position, as facing_pairs gives them (the same pass: curved_returns' 99 k pairs on the
+    1 M city are not written out and read back)."""
+    facing = normals is not None
     total = int(np.maximum(np.asarray(hi) - np.asarray(lo), 0).sum())
     item, az = np.empty(total, np.int64), np.empty(total, np.int64)
     size = total if angles else 0
     beta, e, dist = np.empty(size), np.empty(size), np.empty(size)
+    size = total if facing else 0
+    u, r0, cos_t = np.empty((size, 3)), np.empty(size), np.empty(size)
     count = _beam_pairs(np.ascontiguousarray(order, np.int64), np.ascontiguousarray(lo, np.int64),
                         np.ascontiguousarray(hi, np.int64), np.ascontiguousarray(points, np.float64),
                         np.ascontiguousarray(origins, np.float64), np.ascontiguousarray(column_rot, np.float64),
-                        float(half_width), float(e_lo), float(e_hi), float(max_range), bool(angles), item, az, beta, e, dist)
+                        float(half_width), float(e_lo), float(e_hi), float(max_range), bool(angles) and not facing,
+                        np.ascontiguousarray(normals if facing else np.zeros((0, 3)), np.float64), facing,
+                        item, az, beta, e, dist, u, r0, cos_t)
+    if facing:
+        return item[:count], az[:count], u[:count], r0[:count], cos_t[:count]
     if not angles:
         return item[:count], az[:count], None, None, None
     return item[:count], az[:count], beta[:count], e[:count], dist[:count]
@@ -355,8 +365,8 @@ BOX_MARGIN = 1e-9  # beam_pairs without angles: a tangent or sine this far (rela
 
 
 @kernel
-def _beam_pairs(order, lo, hi, points, origins, column_rot, half_width, e_lo, e_hi, max_range, angles,
-                item, az, beta, e, dist):
+def _beam_pairs(order, lo, hi, points, origins, column_rot, half_width, e_lo, e_hi, max_range, angles, normals, facing,
+                item, az, beta, e, dist, u, r0, cos_t):
     n_az = origins.shape[0]
     count = 0
     # |atan2(y, x)| <= w for x > 0 is |y| <= x tan w (w < pi/2); asin(z) in [e_lo, e_hi] is z in [sin e_lo, sin e_hi]
@@ -400,6 +410,12 @@ def _beam_pairs(order, lo, hi, points, origins, column_rot, half_width, e_lo, e_
                         el = math.asin(z)
                         if not (el >= e_lo and el <= e_hi):
                             continue
+                if facing:
+                    ux, uy, uz, r, c = _facing(ox - points[p, 0], oy - points[p, 1], oz - points[p, 2], normals[p, 0],
+                                               normals[p, 1], normals[p, 2])
+                    if not c > 0:
+                        continue
+                    u[count, 0], u[count, 1], u[count, 2], r0[count], cos_t[count] = ux, uy, uz, r, c
                 item[count], az[count] = p, a
                 count += 1
     return count
@@ -416,16 +432,22 @@ def facing_pairs(plate, az, origins, centroid, normal) -> tuple:
     return tuple(o[:count] for o in out)
 
 
+@inlined
+def _facing(vx, vy, vz, nx, ny, nz):
+    """(u, r, cos_t) of v = sensor - point and the point's normal n: r = |v|, u = v / max(r, 1e-300), cos_t = n . u."""
+    r = math.sqrt(vx * vx + vy * vy + vz * vz)
+    inv = max(r, 1e-300)
+    ux, uy, uz = vx / inv, vy / inv, vz / inv
+    return ux, uy, uz, r, nx * ux + ny * uy + nz * uz
+
+
 @kernel
 def _facing_pairs(plate, az, origins, centroid, normal, plate_out, az_out, u_out, r_out, cos_out):
     count = 0
     for j in range(plate.shape[0]):
         p, a = plate[j], az[j]
-        vx, vy, vz = origins[a, 0] - centroid[p, 0], origins[a, 1] - centroid[p, 1], origins[a, 2] - centroid[p, 2]
-        r = math.sqrt(vx * vx + vy * vy + vz * vz)
-        inv = max(r, 1e-300)
-        ux, uy, uz = vx / inv, vy / inv, vz / inv
-        c = normal[p, 0] * ux + normal[p, 1] * uy + normal[p, 2] * uz
+        ux, uy, uz, r, c = _facing(origins[a, 0] - centroid[p, 0], origins[a, 1] - centroid[p, 1],
+                                   origins[a, 2] - centroid[p, 2], normal[p, 0], normal[p, 1], normal[p, 2])
         if c > 0:
             plate_out[count], az_out[count], r_out[count], cos_out[count] = p, a, r, c
             u_out[count, 0], u_out[count, 1], u_out[count, 2] = ux, uy, uz
