@@ -132,6 +132,45 @@ def test_beam_pairs_loop_against_numpy(seed):
         assert np.allclose(g, w, rtol=1e-14, atol=1e-14)
 
 
+def test_beam_pairs_without_angles_are_the_same_pairs():
+    """_pairs(angles=False) decides the beam box by bounds on tan and sin, atan2/asin only near its edges: the same
+    pairs in the same order, also for points on the edges (within 1e-12 of them, both sides) and at the sensor."""
+    rng = np.random.default_rng(7)
+    a = 400
+    yaw = -np.arange(a) * math.radians(0.9) + 0.3
+    rot = np.zeros((a, 3, 3))
+    rot[:, 0, 0], rot[:, 0, 1], rot[:, 1, 0], rot[:, 1, 1], rot[:, 2, 2] = np.cos(yaw), -np.sin(yaw), np.sin(yaw), np.cos(yaw), 1
+    origins = np.column_stack([np.linspace(0, 3, a), rng.normal(0, 0.1, a), np.full(a, 2.0)])
+    beam = {"azimuth": math.radians(2.7), "e_lo": math.radians(-20.0), "e_hi": math.radians(5.0), "max_range": 120.0}
+    points = [np.column_stack([rng.uniform(-150, 150, (3000, 2)), rng.uniform(-1, 12, 3000)]), origins[:3]]
+    own = []  # (point, azimuth) of the edge points
+    for k in rng.integers(0, a, 60):  # on the box's edges as seen from azimuth k, a hair inside and outside
+        for beta, e in ((beam["azimuth"], 0.0), (-beam["azimuth"], 0.0), (0.0, beam["e_lo"]), (0.0, beam["e_hi"])):
+            for hair in (-1e-12, 0.0, 1e-12):
+                b, el, r = beta * (1 + hair), e * (1 + hair), rng.uniform(5.0, 100.0)
+                col = r * np.array([math.cos(el) * math.cos(b), math.cos(el) * math.sin(b), math.sin(el)])
+                points.append((origins[k] + rot[k] @ col)[None, :])
+                own.append((3003 + len(own), k))
+    points = np.concatenate(points)
+    with_angles = facet_glints._pairs(points, origins, rot, beam)
+    item, az, *rest = facet_glints._pairs(points, origins, rot, beam, angles=False)
+    assert np.array_equal(item, with_angles[0]) and np.array_equal(az, with_angles[1]) and rest == [None] * 3
+    kept = set(zip(item.tolist(), az.tolist()))
+    on_edge = [pair in kept for pair in own]
+    assert len(item) > 1000 and 0 < sum(on_edge) < len(on_edge)  # edge points of both sides of the box
+    empty = facet_glints._pairs(points[:0], origins, rot, beam, angles=False)
+    assert len(empty[0]) == 0 and empty[2] is None
+    # with the points' normals: the pairs in front, as facing_pairs gives them after the pairs (one pass)
+    normals = rng.normal(size=points.shape)
+    normals /= np.linalg.norm(normals, axis=1)[:, None]
+    want = glint_cull.facing_pairs(item, az, origins, points, normals)
+    got = facet_glints._pairs(points, origins, rot, beam, angles=False, normals=normals)
+    assert all(g.dtype == w.dtype and g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    assert 0 < len(got[0]) < len(item)  # some pairs face away
+    empty = facet_glints._pairs(points[:0], origins, rot, beam, angles=False, normals=normals[:0])
+    assert len(empty[0]) == 0 and empty[2].shape == (0, 3)
+
+
 def test_beam_pairs_of_nothing():
     item, az, beta, e, dist = glint_cull.beam_pairs(np.zeros(0, np.int64), np.zeros(3, np.int64), np.zeros(3, np.int64),
                                                     np.zeros((0, 3)), np.zeros((1, 3)), np.eye(3)[None], 0.1, -0.1, 0.1, 10.0)
@@ -292,10 +331,12 @@ def test_trace_reading_and_tube_merge_loops_give_the_numpy_bytes():
         return tuple(v[order] for v in joined)
 
     first, second = rays(900, 0.0, np.arange(40)), rays(300, 10.0, np.arange(40))  # shared tubes: ties
-    unsorted = first[:2] + (first[2][::-1].copy(),) + first[3:]  # not in tube order: sorted the slow way
-    for a, b in ((first, second), (unsorted, second), (second, first)):
+    for a, b in ((first, second), (second, first)):
         got, want = geometry_loops.merge_by_tube(a, b), stable_sort(a, b)
         assert all(g.dtype == w.dtype and g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    unsorted = first[:2] + (first[2][::-1].copy(),) + first[3:]  # not in tube order: the caller's error
+    with pytest.raises(ValueError, match="tube order"):
+        geometry_loops.merge_by_tube(unsorted, second)
     empty = tuple(v[:0] for v in second)
     assert all(g.tobytes() == w.tobytes() for g, w in zip(geometry_loops.merge_by_tube(first, empty), first))
 

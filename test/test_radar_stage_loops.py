@@ -215,7 +215,7 @@ def test_most_normal_plate_per_surface_and_azimuth_as_lexsort(seed):
     rng = np.random.default_rng(seed)
     n = 20000
     az = np.sort(rng.integers(0, 400, n))
-    surface = rng.integers(0, 60, n)
+    surface = rng.integers(0, [60, 5, 17][seed % 3], n)  # many surfaces an azimuth (sorted), few (one scan), about the cut
     cos_t = np.round(rng.random(n), 2)  # many ties: the first of equal ones must win
     order = np.lexsort((-cos_t, surface, az))
     first = np.ones(n, bool)
@@ -301,25 +301,89 @@ def test_integer_detector_pass_gives_the_numpy_bytes(db_per_count):
 
 
 @pytest.mark.parametrize("doppler", [False, True])
-def test_block_returns_loop_gives_the_numpy_bytes(doppler):
+def test_block_power_steps_loop_gives_the_numpy_bytes(doppler):
+    """stage_loops.block_power_steps (gather, bins with the range-Doppler shift, spread: one pass) against
+    power_steps of the numpy gather and clutter_bins_of."""
     from types import SimpleNamespace
 
     from radarays_ros.radar.physical import doppler as doppler_shift
     from radarays_ros.radar.physical.geometry import Clutter
 
     rng = np.random.default_rng(11)
-    n, a = 5000, 400
-    near = rng.uniform(0.0, 300.0, n)
-    clutter = Clutter(rng.integers(0, a, n), near, near + rng.uniform(0.0, 3.0, n), rng.lognormal(-30, 3, n),
-                      rng.normal(0.0, 20.0, n))
+    n, a, b = 5000, 400, 6848
+    near = rng.uniform(-2.0, 320.0, n)  # some before the first bin and past the last
+    power = rng.lognormal(-30, 3, n)
+    power[:40] = 0.0
+    clutter = Clutter(rng.integers(0, a, n), near, near + rng.uniform(0.0, 3.0, n), power, rng.normal(0.0, 20.0, n))
     signs = doppler_shift.chirp_signs(a, "alternating")
     cfg = SimpleNamespace(fmcw=SimpleNamespace(doppler=doppler, carrier_hz=76.5e9, chirp_time_s=0.00012, bandwidth_hz=8.0e8),
                           range=SimpleNamespace(resolution=0.0438, offset=0.3))
-    sel = np.sort(rng.choice(n, 1200, replace=False))
     k0 = 25
-    got = stage_loops.block_returns(sel, k0, clutter, signs, cfg.fmcw, cfg.range.offset, cfg.range.resolution)
-    want = (clutter.azimuth[sel] - k0, *stage.clutter_bins_of(clutter, sel, cfg, signs), clutter.power_w[sel])
-    assert all(g.dtype == w.dtype and g.tobytes() == w.tobytes() for g, w in zip(got, want))
-    assert doppler == (not np.array_equal(want[1], (near[sel] - 0.3) / 0.0438))  # the shift is there when asked
-    as_float32 = Clutter(clutter.azimuth, near.astype(np.float32), clutter.far_m, clutter.power_w, clutter.velocity)
-    assert stage_loops.block_returns(sel, k0, as_float32, signs, cfg.fmcw, 0.3, 0.0438) is None  # numpy's rounding then
+    in_block = np.flatnonzero((clutter.azimuth >= k0) & (clutter.azimuth < k0 + 25))
+    for sel in (in_block, in_block[in_block < 40], in_block[:0]):  # the block's returns; only powerless ones; none
+        got = stage_loops.block_power_steps(sel, k0, clutter, signs, cfg.fmcw, cfg.range.offset, cfg.range.resolution, (25, b))
+        start, end = stage.clutter_bins_of(clutter, sel, cfg, signs)
+        want = _power_steps_numpy(clutter.azimuth[sel] - k0, start, end, clutter.power_w[sel], (25, b))
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    assert len(in_block) > 200 and (in_block < 40).any()
+    start, _ = stage.clutter_bins_of(clutter, np.arange(n), cfg, signs)
+    assert doppler == (not np.array_equal(start, (near - 0.3) / 0.0438))  # the shift is there when asked
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_running_sum_with_cell_sums_gives_the_numpy_bytes(seed):
+    """receiver_chain.Skirts.running_cells: the running power of a difference array (np.cumsum, then np.maximum(., 0))
+    and its sums per skirt cell (np.add.at in column order) in one pass."""
+    rng = np.random.default_rng(seed)
+    a, b = 25, 900
+    azimuth = rng.integers(0, a, 5000)
+    start = rng.uniform(-5, b - 100, 5000)
+    end = start + rng.exponential(30.0, 5000)
+    power = rng.lognormal(-20.0, 6.0, 5000)
+    steps = stage.power_steps(azimuth, start, end, power, (a, b))
+    j = steps.shape[1] - 1
+    cell_of_bin = np.minimum(np.arange(b) // 7, 120)  # monotone, as the skirts' coarse cells
+    want_rows = np.maximum(np.cumsum(steps, axis=1), 0.0)[:, :-1]
+    want_cells = np.zeros((a, 121))
+    rows, cols = np.divmod(np.arange(a * j), j)
+    np.add.at(want_cells, (rows, cell_of_bin[cols]), want_rows.reshape(-1))
+    skirts = receiver_chain.Skirts(np.zeros((121, 121)), cell_of_bin, None, None, None)
+    got_rows, got_cells = skirts.running_cells(steps.copy())
+    assert got_rows.tobytes() == np.ascontiguousarray(want_rows).tobytes()
+    assert got_cells.tobytes() == want_cells.tobytes()
+    assert got_cells.tobytes() == skirts.cells(want_rows).tobytes()  # the two-pass form it replaces
+    assert (want_rows > 0).sum() > 1000 and (steps < 0).any()  # a test with something in it: powers and falling edges
+
+
+def test_skirt_power_adds_the_sources_in_cell_order():
+    """stage_loops.skirt_power (sources swept four at a time) against the plain sum: each bin's skirt adds its source
+    cells one by one in cell order (float64), then the interpolation to the bins, rounded to float32: the same bytes.
+    Rows with 0 to 31 sources, so the sweeps of four and the rest after them are both there; powers of alike size, so a
+    sum in another order would round otherwise."""
+    rng = np.random.default_rng(5)
+    rows, cells, bins = 32, 60, 700
+    power = np.zeros((rows, cells))
+    for r in range(rows):
+        power[r, rng.choice(cells, r, replace=False)] = rng.lognormal(-20, 0.5, r)
+    kernel = rng.lognormal(-12, 0.5, (cells, cells))
+    position = np.clip(np.linspace(-0.5, cells - 0.5, bins), 0, cells - 1)
+    lo = np.minimum(position.astype(np.int64), cells - 1)
+    hi, weight = np.minimum(lo + 1, cells - 1), position - lo
+    want = np.empty((rows, bins), np.float32)
+    for r in range(rows):
+        s = np.zeros(cells)
+        for i in np.flatnonzero(power[r]):
+            s = s + power[r, i] * kernel[i]
+        want[r] = (1.0 - weight) * s[lo] + weight * s[hi]
+    got = stage_loops.skirt_power(power, kernel, lo, hi, weight)
+    assert got.tobytes() == want.tobytes()
+    assert not got[0].any() and got[31].all()
+    # a sum whose order shows in float32: 1 + 2^-24 (half-way between two float32) plus four terms each under half a
+    # float64 ULP of it: added one by one each is lost and float32 rounds the tie to even (1.0); added in pairs
+    # first they would lift it over the half (1 + 2^-23)
+    kernel = np.zeros((8, 8))
+    kernel[0] = 1.0 + 2.0**-24
+    kernel[4:] = 0.7 * 2.0**-53
+    power = np.ones((1, 8))
+    got = stage_loops.skirt_power(power, kernel, np.arange(8), np.arange(8), np.zeros(8))
+    assert np.array_equal(got, np.ones((1, 8), np.float32))

@@ -66,13 +66,11 @@ def _integer_table(db_per_count: float) -> tuple[np.ndarray, np.ndarray]:
 def detect_integer(power_w: np.ndarray, zero_dbm: float, db_per_count: float, counts: np.ndarray,
                    counts_u8: np.ndarray) -> None:
     """counts_float(power_w, zero_dbm, db_per_count, out=counts, integer=True), then quantise(counts, out=counts_u8),
-    the same bytes, in one pass: (rows, B) float32 power in, C-contiguous (rows, B) float32 and uint8 out
-    (other power dtypes: those two functions, as counts_float rounds them to float32 first)."""
+    the same bytes, in one pass: (rows, B) power in (rounded to float32 first, as counts_float rounds it), C-contiguous
+    (rows, B) float32 and uint8 out."""
     if not (counts.flags.c_contiguous and counts_u8.flags.c_contiguous):
         raise ValueError("detect_integer writes C-contiguous counts only")
-    if power_w.dtype != np.float32:
-        quantise(counts_float(power_w, zero_dbm, db_per_count, out=counts, integer=True), out=counts_u8)
-        return
+    power_w = np.asarray(power_w, np.float32)
     table, table_u8 = _integer_table(float(db_per_count))
     flat, flat_u8 = counts.reshape(-1), counts_u8.reshape(-1)  # (views)
     beyond = np.empty(flat.shape[0], np.int64)

@@ -124,13 +124,11 @@ def _traced_hits(distance, material, reach, material_class, near, dist, cls, kee
 def merge_by_tube(first: tuple, second: tuple) -> tuple:
     """The next pass's rays (o, d, idx, path, rho, straight) of two sets (mirror children, then rays on through
     foliage), each in tube order (idx non-decreasing), merged into tube order, the first set's ray first on a
-    tie: the rows np.argsort(concatenated idx, kind="stable") puts in order. Sets not in tube order are
-    concatenated and sorted so."""
+    tie: the rows np.argsort(concatenated idx, kind="stable") puts in order. A set not in tube order is an error
+    (_trace_block's sets are subsets of its rays in their order)."""
     idx_a, idx_b = first[2], second[2]
     if np.any(idx_a[1:] < idx_a[:-1]) or np.any(idx_b[1:] < idx_b[:-1]):
-        joined = [np.concatenate([a, b]) for a, b in zip(first, second)]
-        order = np.argsort(joined[2], kind="stable")
-        return tuple(v[order] for v in joined)
+        raise ValueError("merge_by_tube merges sets in tube order (idx non-decreasing) only")
     k = len(idx_a) + len(idx_b)
     out = (np.empty((k, 3)), np.empty((k, 3)), np.empty(k, np.result_type(idx_a, idx_b)), np.empty(k), np.empty(k),
            np.empty(k, np.bool_))

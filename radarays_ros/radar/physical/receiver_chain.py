@@ -73,6 +73,12 @@ class Skirts:
         """(rows, C) sums over each cell of (rows, J <= B) powers per bin."""
         return stage_loops.cell_sums(bin_power, self.cell_of_bin, self.kernel.shape[0])
 
+    def running_cells(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, J) powers per bin of a difference array (stage.running_power, in place) and their cells
+        (rows, C) as `cells` sums them, in one pass (stage_loops.running_sum_cells)."""
+        cells = stage_loops.running_sum_cells(steps, self.cell_of_bin, self.kernel.shape[0])
+        return steps[:, :-1], cells
+
 
 def _skirts(cfg, centres: np.ndarray) -> Skirts:
     rx, fm = cfg.receiver, cfg.fmcw

@@ -179,10 +179,11 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
     azimuth (speckle.correlate_rows_beam), then into the range spectrum. Noise: white, so drawn straight in
     the range spectrum, on the frequencies the window passes (a quarter of them for Navtech bins).
     One inverse FFT per plane gives the field; points are added exactly; receive.
-    shaping (the receiver chain, None: none): shaping(k0, k1, clutter) -> (s_sig, s_post, s_pts) of the
-    block's rows: the clutter amplitude is scaled by s_sig before the range response, the field after it
-    by s_post (the noise, drawn white, becomes the chain's noise over range), the points by s_pts per row
-    (their chain gain over range is in their amplitudes already)."""
+    shaping (the receiver chain, None: none): shaping(k0, k1, steps) -> (clutter, (s_sig, s_post, s_pts)) of the
+    block's rows, from the clutter's difference array (the clutter power V: running_power of it): the clutter
+    amplitude is scaled by s_sig before the range response, the field after it by s_post (the noise, drawn
+    white, becomes the chain's noise over range), the points by s_pts per row (their chain gain over range is
+    in their amplitudes already)."""
     a, b = shape
     n = _fft_length(b, kernel.taps)
     spectrum, support = _taps_spectrum(tuple(kernel.taps), n)
@@ -197,10 +198,11 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
     def draw(i):
         k0, k1 = blocks[i]
         block_rng = np.random.default_rng(seeds[i])
-        clutter = running_power(clutter_steps(k0, k1))
         scales = None
-        if shaping is not None:
-            scales = shaping(k0, k1, clutter)
+        if shaping is None:
+            clutter = running_power(clutter_steps(k0, k1))
+        else:
+            clutter, scales = shaping(k0, k1, clutter_steps(k0, k1))
         # sqrt(clutter x s_sig^2) (s_sig: the chain over the noise's scale) as float32, up to the last column with
         # any row above CLUTTER_FLOOR x the noise: one compiled pass (stage_loops.clutter_amplitude)
         amplitude = stage_loops.clutter_amplitude(clutter, None if scales is None else scales[0], CLUTTER_FLOOR * white)
@@ -354,6 +356,7 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
     a, b = cfg.azimuth.count, cfg.range.n_bins
     bin_m, offset = cfg.range.resolution, cfg.range.offset
     rx = cfg.receiver
+    clutter = _float64_returns(clutter)  # one arithmetic for any caller's arrays: the compiled block pass reads these
     centres = offset + (np.arange(b) + 0.5) * bin_m
     chain = receiver_chain.build(cfg, centres)
     reference = chain.thermal  # the drawn white noise's level; the chain scales it to its floor over range
@@ -387,13 +390,16 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
     counts, counts_u8 = np.empty((a, b), np.float32), np.empty((a, b), np.uint8)
     one = np.ones(1)
 
-    def scales(k0, k1, clutter_rows):
-        """(s_sig, s_post, s_pts) of rows k0..k1-1 (clutter_rows: their clutter power before the chain)."""
+    def scales(k0, k1, clutter_rows, clutter_cells=None):
+        """(s_sig, s_post, s_pts) of rows k0..k1-1 (clutter_rows: their clutter power before the chain;
+        clutter_cells: its sums per skirt cell, chain.skirts.cells(clutter_rows), when the caller has them)."""
         j = clutter_rows.shape[1]
         rows_tone = tone[k0:k1] + (clutter_rows * chain.gain[:j]).sum(axis=1)
         g, distortion = chain.clip(rows_tone)
         if chain.skirts is not None:  # the returns' skirts: row-dependent noise before the filters (float32)
-            sources = point_cells[k0:k1] + chain.skirts.cells(clutter_rows)
+            if clutter_cells is None:
+                clutter_cells = chain.skirts.cells(clutter_rows)
+            sources = point_cells[k0:k1] + clutter_cells
             # post = sqrt((skirts x G + floor + D) / N), sig = sqrt(G g) / post: float32, one compiled pass
             sig, post = stage_loops.skirt_scales(chain.skirts.of_sources(sources), gain32, floor32,
                                                  distortion.astype(np.float32), np.float32(1.0 / reference),
@@ -413,15 +419,20 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         detector.counts_float(power_rows, rx.zero_dbm, rx.db_per_count, out=counts[rows])
         detector.quantise(counts[rows], out=counts_u8[rows])
 
-    def block_returns(sel, k0):  # (azimuth - k0, start, end, power) of the returns sel: one compiled pass if it can
-        gathered = stage_loops.block_returns(sel, k0, clutter, signs, cfg.fmcw, offset, bin_m)
-        return gathered or (clutter.azimuth[sel] - k0, *clutter_bins_of(clutter, sel, cfg, signs), clutter.power_w[sel])
+    def shaping(k0, k1, steps):  # the block's clutter power (with its skirt cells: one pass) and its scales
+        if chain.skirts is None:
+            rows = running_power(steps)
+            return rows, scales(k0, k1, rows)
+        rows, cells = chain.skirts.running_cells(steps)
+        return rows, scales(k0, k1, rows, cells)
 
-    clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: power_steps(*block_returns(sel, k0), (k1 - k0, b)))
+    # power_steps of the block's returns, with clutter_bins_of's bins: gathered, binned and spread in one compiled pass
+    clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: stage_loops.block_power_steps(
+        sel, k0, clutter, signs, cfg.fmcw, offset, bin_m, (k1 - k0, b)))
     if cfg.scatter.speckle:
         rho = beam_correlation(cfg)
         power = _speckled_frame(clutter_steps, reference / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps),
-                                receive, (a, b), rng, workers, shaping=scales)
+                                receive, (a, b), rng, workers, shaping=shaping)
     else:  # expected power: E|points + clutter + noise|^2 through the chain
         variance = running_power(power_steps(clutter.azimuth, *clutter_bins_of(clutter, slice(None), cfg, signs),
                                              clutter.power_w, (a, b)))
@@ -437,6 +448,13 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         receive(slice(0, a), power)
     return StageOutput(counts, counts_u8, power, _velocity(clutter, glints, cfg, lambda sel: clutter_bins_of(clutter, sel, cfg, signs),
                                                                g_range[:len(glints.range_m)]), signs > 0)
+
+
+def _float64_returns(clutter):
+    """The clutter returns with an int64 azimuth and float64 ranges, powers and velocities (the geometry's own
+    arrays are: then no copy)."""
+    return type(clutter)(np.asarray(clutter.azimuth, np.int64), *(np.asarray(getattr(clutter, name), np.float64)
+                                                                  for name in ("near_m", "far_m", "power_w", "velocity")))
 
 
 def clutter_bins_of(clutter, sel, cfg, signs):
