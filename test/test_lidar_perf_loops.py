@@ -329,3 +329,46 @@ def test_split_echoes_dropped_in_one_pass_give_the_numpy_masks(k, dual):
     lost = np.isfinite(first_range) & (~np.isfinite(got[0].range) | (got[0].range != first_range))
     moved = lost & np.isfinite(got[0].range)
     assert lost.any() and (~lost & np.isfinite(first_range)).any() and moved.any() == dual
+
+
+def _kept_returns_numpy(ranges, rho, keep, limit, snr_at_limit, dropout_probability, rng):
+    """SurfaceModel.apply's numpy passes before detected_returns: the reference."""
+    from lidar_ros.physics.detection_probability import detected, dropouts
+
+    keep = detected(ranges, rho, limit, snr_at_limit, rng) if keep is None else keep.copy()
+    if dropout_probability > 0:
+        keep &= ~dropouts(len(ranges), dropout_probability, rng)
+    clean = np.where(keep, ranges, np.float32(np.nan)).astype(np.float32, copy=False)
+    kept_rho = np.where(keep, rho, np.float32(0.0)).astype(np.float32, copy=False)
+    return keep, clean, kept_rho
+
+
+@pytest.mark.parametrize("drawn", [True, False])
+@pytest.mark.parametrize("dropout_probability", [0.0, 0.05])
+def test_detected_returns_in_one_pass_give_the_numpy_arrays_and_draws(drawn, dropout_probability):
+    from lidar_ros.physics.config import SurfaceConfig
+    from lidar_ros.physics.detection import DetectionLimit
+    from lidar_ros.physics.detection_probability import detected_returns
+
+    rng = np.random.default_rng(23)
+    n = 40000
+    ranges = rng.uniform(0.0, 160.0, n).astype(np.float32)  # inside, around and past the limit
+    ranges[rng.random(n) < 0.15] = np.inf
+    ranges[rng.random(n) < 0.02] = np.nan
+    ranges[:2] = [0.0, -0.0]
+    rho = rng.uniform(-0.1, 1.2, n).astype(np.float32)  # black (ρ ≤ 0) and retroreflecting ones too
+    rho[rng.random(n) < 0.01] = np.nan
+    limit = DetectionLimit(SurfaceConfig(model="linear", limits=((0.1, 50.0), (0.8, 120.0))))
+    given = None if drawn else limit.keep(ranges, rho)
+    draws = {}
+    for name, fn in (("numpy", _kept_returns_numpy), ("loop", detected_returns)):
+        stream = np.random.default_rng(5)
+        keep_in = None if given is None else given.copy()
+        draws[name] = (*fn(ranges, rho, keep_in, limit, 4.0, dropout_probability, stream), stream.random())
+    (keep, clean, kept_rho, after), (keep_e, clean_e, rho_e, after_e) = draws["loop"], draws["numpy"]
+    assert keep.dtype == bool and clean.dtype == kept_rho.dtype == np.float32
+    assert keep.tobytes() == keep_e.tobytes()
+    assert clean.tobytes() == clean_e.tobytes()
+    assert kept_rho.tobytes() == rho_e.tobytes()
+    assert after == after_e  # the same number of draws taken from the stream
+    assert 0.2 < keep.mean() < 0.8 and np.isnan(clean[~keep]).all()  # both kinds of rays were there

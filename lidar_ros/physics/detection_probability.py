@@ -79,6 +79,44 @@ def detected(ranges, rho, limit: DetectionLimit, snr_at_limit: float, rng: np.ra
     return rng.random(len(ranges)) < detection_probability(ranges, rho, limit, snr_at_limit)
 
 
+def detected_returns(ranges, rho, keep: np.ndarray | None, limit: DetectionLimit, snr_at_limit: float,
+                     dropout_probability: float, rng: np.random.Generator):
+    """(keep, clean, kept_rho): which returns the sensor reports, their ranges (NaN elsewhere) and their ρ (0
+    elsewhere), the convention of model.Returns. keep None: the Bernoulli draws of `detected`; else the given hard
+    limit's mask (not changed). Then `dropouts` when dropout_probability > 0. The same draws in the same order as
+    `detected` then `dropouts`, and the same bits as their numpy form (test_lidar_perf_loops), in one pass after
+    the draws and Φ instead of a comparison, an and-not and two np.where's."""
+    n = len(ranges)
+    if keep is None:
+        uniforms = rng.random(n)  # first, as `detected` draws it
+        probability = detection_probability(ranges, rho, limit, snr_at_limit)
+        keep = np.empty(n, bool)
+    else:
+        uniforms = probability = _NO_DRAWS
+    lost = dropouts(n, dropout_probability, rng) if dropout_probability > 0 else _NO_LOSS
+    clean, kept_rho = np.empty(n, np.float32), np.empty(n, np.float32)
+    _kept_returns(uniforms, probability, lost, np.asarray(ranges), np.asarray(rho), keep, clean, kept_rho)
+    return keep, clean, kept_rho
+
+
+_NO_DRAWS = np.empty(0)
+_NO_LOSS = np.empty(0, bool)
+
+
+@kernel
+def _kept_returns(uniforms, probability, lost, ranges, rho, keep, clean, kept_rho):
+    """keep = u < P_d (when drawn; else keep is read) and not lost (when dropouts are on); clean = range where
+    kept else NaN, kept_rho = ρ where kept else 0, both float32."""
+    drawn, dropping = uniforms.shape[0] > 0, lost.shape[0] > 0
+    for i in range(keep.shape[0]):
+        kept = uniforms[i] < probability[i] if drawn else keep[i]
+        if dropping and lost[i]:
+            kept = False
+        keep[i] = kept
+        clean[i] = np.float32(ranges[i]) if kept else np.float32(np.nan)
+        kept_rho[i] = np.float32(rho[i]) if kept else np.float32(0.0)
+
+
 def dropouts(n: int, probability: float, rng: np.random.Generator) -> np.ndarray:
     """(N,) bool: pixels lost at random, each with `probability`: a uniform of each ray's counter word DROPOUT_WORD
     (noise.py; rng: a RayDraws, or a plain Generator that gives the key), as the device kernel draws it."""

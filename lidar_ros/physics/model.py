@@ -18,7 +18,7 @@ from .backfolding import fold
 from .config import NoiseConfig, SurfaceConfig
 from .cw_phase import cw_ranges
 from .detection import DetectionLimit
-from .detection_probability import detected, dropouts, median_limits
+from .detection_probability import detected_returns, median_limits
 from .effects_config import EffectsConfig
 from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_calibrated_reflectivity,
                         ouster_ambient, ouster_signal)
@@ -53,11 +53,14 @@ class Returns:
     """
 
     def __init__(self, hits: LidarHits, keep: np.ndarray, noisy: np.ndarray, clean: np.ndarray,
-                 dust: np.ndarray, surface: SurfaceConfig, ambient_seed: int, effects: EffectsConfig | None = None):
+                 dust: np.ndarray, surface: SurfaceConfig, ambient_seed: int, effects: EffectsConfig | None = None,
+                 reflectivity: np.ndarray | None = None):
         self.range = noisy
         self.hit = keep
         self.clean_range = clean
-        self.reflectivity = np.where(keep, hits.reflectivity, np.float32(0.0)).astype(np.float32, copy=False)
+        if reflectivity is None:  # else the caller's hits.reflectivity where kept, 0 elsewhere (float32)
+            reflectivity = np.where(keep, hits.reflectivity, np.float32(0.0)).astype(np.float32, copy=False)
+        self.reflectivity = reflectivity
         self.intensity = self.reflectivity
         self.dust = dust
         self._hits = hits
@@ -221,12 +224,11 @@ class SurfaceModel:
             ray_bias = self.ray_bias(laser_index)
         detection = self.effects.detection
         if detection.model == "snr" and self.surface.model != "none":  # a probability around the limit
-            keep = detected(hits.range, hits.reflectivity, self.limit, detection.snr_at_limit, rng)
+            keep = None  # drawn by detected_returns
         else:
             keep = self.limit.keep(hits.range, hits.reflectivity)  # misses (range inf) are never kept
-        if detection.dropout_probability > 0:
-            keep &= ~dropouts(n, detection.dropout_probability, rng)
-        clean = np.where(keep, hits.range, np.float32(np.nan)).astype(np.float32, copy=False)
+        keep, clean, kept_rho = detected_returns(hits.range, hits.reflectivity, keep, self.limit,
+                                                 detection.snr_at_limit, detection.dropout_probability, rng)
         factor = self._clean_overlap(clean) if self.noise.enabled else None
         if self.noise.enabled:
             noisy, dust = noisy_ranges(clean, ray_bias, self.noise, rng, self._ray_sigma(hits.reflectivity, clean,
@@ -242,7 +244,7 @@ class SurfaceModel:
         if tof.unambiguous_range_m > 0:  # measured from the latest pulse (clean_range stays true)
             noisy = fold(noisy, tof.unambiguous_range_m)
         ambient_seed = int(rng.integers(2**63))  # one draw per scan, whatever fields are read later
-        ret = Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed, self.effects)
+        ret = Returns(hits, keep, noisy, clean, dust, self.surface, ambient_seed, self.effects, kept_rho)
         ret.ray_gain = ray_gain if ray_gain is not None else self.ray_gain(laser_index)
         ret.overlap_factor = factor
         if isinstance(rng, RayDraws):
