@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from radarays_ros.compiled import kernel
+
 from .overlap import overlap
 
 
@@ -72,22 +74,55 @@ def ray_sigma(rho: np.ndarray, clean: np.ndarray, signal_scale: float, overlap_r
     """(N,) float32 σ of each return from its ρ and clean range (NaN: no return, σ unused): S = K·ρ·O(r)/r²
     with r ≥ 0.1 m, SNR = S/√B, σ(SNR) as above, floored at snr_floor (None: `floor`); `floor` everywhere
     without background (B ≤ 0); factor: O(r) of these ranges (photons.range_overlap) when the caller has it.
-    The power only where σ is above the floor (numpy's float32 SIMD exp and power: measured ~5x faster here
-    than a compiled loop's scalar libm calls)."""
+    The SNR, the rows below the floor's SNR and their x = SNR₁/SNR in one compiled pass (float32, the numpy
+    passes' order: test_lidar_realism2), the power only there with numpy (its float32 SIMD exp and power:
+    measured ~5x faster here than a compiled loop's scalar libm calls, and those bits), then σ₁·x^p floored in
+    a second pass over those rows."""
     (snr1, sigma1), _ = pairs
     p = exponent(pairs)
     if background <= 0:
         return np.full(len(clean), np.float32(floor), np.float32)
     floor = floor if snr_floor is None else snr_floor
-    out = np.full(len(clean), np.float32(floor), np.float32)
-    r = np.fmax(np.asarray(clean, np.float32), np.float32(0.1))
-    snr = np.asarray(rho, np.float32) * np.float32(signal_scale / np.sqrt(background))
-    snr /= r * r
-    if overlap_range > 0:
-        snr *= overlap(r, overlap_range) if factor is None else factor
+    clean = np.asarray(clean, np.float32)
+    if overlap_range > 0 and factor is None:
+        factor = overlap(np.fmax(clean, np.float32(0.1)), overlap_range)
     floor_snr = snr1 * (sigma1 / floor) ** (1.0 / p) if floor > 0 else np.inf
-    low = np.flatnonzero((snr < np.float32(floor_snr)) & np.isfinite(np.asarray(clean, np.float32)))
-    if len(low):
-        x = np.float32(snr1) / np.maximum(snr[low], np.float32(1e-3))
-        out[low] = np.maximum(np.power(x, np.float32(p)) * np.float32(sigma1), np.float32(floor))
+    n = len(clean)
+    out, x, low = np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.intp)
+    count = _low_snr(np.asarray(rho, np.float32), clean, np.float32(signal_scale / np.sqrt(background)),
+                     factor if overlap_range > 0 else _NO_FACTOR, np.float32(floor_snr), np.float32(snr1),
+                     np.float32(floor), out, x, low)
+    if count:
+        _floored_sigma(np.power(x[:count], np.float32(p)), low, np.float32(sigma1), np.float32(floor), out)
     return out
+
+
+_NO_FACTOR = np.empty(0, np.float32)
+
+
+@kernel
+def _low_snr(rho, clean, scale, factor, floor_snr, snr1, floor, out, x, low):
+    """out = floor; the rows with a finite range whose SNR (ρ·scale / max(r, 0.1)² · O) is below floor_snr: their
+    index low[j] and x[j] = snr1 / max(SNR, 1e-3); returns their number."""
+    count = 0
+    for i in range(clean.shape[0]):
+        out[i] = floor
+        c = clean[i]
+        r = c if c > np.float32(0.1) else np.float32(0.1)  # np.fmax: NaN gives 0.1
+        snr = rho[i] * scale
+        snr = snr / (r * r)
+        if factor.shape[0]:
+            snr = np.float32(snr * factor[i])
+        if snr < floor_snr and np.isfinite(c):
+            x[count] = snr1 / (snr if snr > np.float32(1e-3) else np.float32(1e-3))
+            low[count] = i
+            count += 1
+    return count
+
+
+@kernel
+def _floored_sigma(powered, low, sigma1, floor, out):
+    """out[low[j]] = max(σ₁·x[j]^p, floor), NaN kept (np.maximum)."""
+    for j in range(powered.shape[0]):
+        sigma = powered[j] * sigma1
+        out[low[j]] = floor if sigma < floor else sigma
