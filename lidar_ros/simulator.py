@@ -41,7 +41,7 @@ from .physics.leaf_sharing import LeafDraws
 from .physics.multipath import multipath_bias, patch_stride
 from .physics.weather import offset_two_way_transmission, two_way_transmission, weather_extinction_per_m
 from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
-from .physics.column_timing import column_time_offsets
+from .physics.column_timing import column_time_offsets, stamped_times
 from .scan import LidarScan
 from .sink import FrameSink, SinkFactory
 
@@ -462,7 +462,7 @@ class LidarSimulator:
         rng = np.random.default_rng([*self.frame_key(frame.index, t0_ns), TIMING_STREAM])
         offsets = column_time_offsets(len(cfg.column_times), timing.column_jitter_us * 1e-6,
                                       timing.column_wander_us * 1e-6, rng)
-        return cfg.time + offsets[cfg.pixel_column]
+        return stamped_times(cfg.time, offsets, cfg.pixel_column)
 
     def _second_scan(self, frame: "_Frame", t0_ns: int, azimuth, elevation, first_fields, time) -> LidarScan:
         """The second echoes of a dual-return frame as a scan of their own (no cloud buffer). Ambient

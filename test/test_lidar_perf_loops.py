@@ -394,3 +394,17 @@ def test_offset_and_transmission_in_one_pass_give_numpys_bits(range_dtype):
             assert transmission.tobytes() == two_way_transmission(expected_shifted, alpha).tobytes()
         fractions_below_half.append(np.mean(transmission < 0.5))
     assert fractions_below_half[0] == 0 and 0.2 < fractions_below_half[1] < 0.8  # clear air; near and far returns
+
+
+def test_stamped_times_in_one_pass_give_numpys_bits():
+    from lidar_ros.physics.column_timing import column_time_offsets, stamped_times
+
+    rows, columns = 16, 1024
+    nominal = np.arange(columns) * 1e-4 + np.linspace(0.0, 3e-6, rows)[:, None]  # (R, C) as LidarConfig.time
+    pixel_column = np.broadcast_to((np.arange(columns) * 7) % columns, (rows, columns)).copy()  # not the identity
+    offsets = column_time_offsets(columns, 1.36e-6, 0.77e-6, np.random.default_rng(11))
+    got = stamped_times(nominal, offsets, pixel_column)
+    want = nominal + offsets[pixel_column]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert got.tobytes() == want.tobytes()
+    assert np.any(got != nominal)
