@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from radarays_ros.compiled import inlined, kernel
+from radarays_ros.compiled import kernel
 from radarays_ros.counter_random import random_bits_inlined, ray_draws, uniform_inlined
 
 from .detection import DetectionLimit, limit_at
@@ -61,26 +61,19 @@ def _probability_kernel(r, rho, curve, snr_at_limit, p, x, unsure):
     ray and unsure[j] its index; returns their number. All in float64, as the formula above."""
     count = 0
     for i in range(r.shape[0]):
-        xi = _margin(r[i], rho[i], curve, snr_at_limit)
-        if xi == -np.inf:
+        ri, rhoi = np.float64(r[i]), np.float64(rho[i])
+        if not (np.isfinite(ri) and rhoi > 0):  # only returns are weighed
             p[i] = 0.0
-        elif xi >= CERTAIN_SNR:
+            continue
+        q = limit_at(rhoi, curve) / max(ri, 1e-6)  # inf where the limit is none: P_d = 1
+        xi = snr_at_limit * (q * q - 1.0)
+        if xi >= CERTAIN_SNR:
             p[i] = 1.0
         else:  # NaN included: ndtr decides
             x[count] = xi
             unsure[count] = i
             count += 1
     return count
-
-
-@inlined
-def _margin(r, rho, curve, snr_at_limit):
-    """x = k·((r_L/r)² − 1) of one ray (float64); −inf (P_d = 0; x itself is ≥ −k) where it is not weighed."""
-    ri, rhoi = np.float64(r), np.float64(rho)
-    if not (np.isfinite(ri) and rhoi > 0):  # only returns are weighed
-        return -np.inf
-    q = limit_at(rhoi, curve) / max(ri, 1e-6)  # inf where the limit is none: P_d = 1
-    return snr_at_limit * (q * q - 1.0)
 
 
 def detected(ranges, rho, limit: DetectionLimit, snr_at_limit: float, rng: np.random.Generator) -> np.ndarray:
@@ -94,71 +87,37 @@ def detected_returns(ranges, rho, keep: np.ndarray | None, limit: DetectionLimit
     """(keep, clean, kept_rho): which returns the sensor reports, their ranges (NaN elsewhere) and their ρ (0
     elsewhere), the convention of model.Returns. keep None: the Bernoulli draws of `detected`; else the given hard
     limit's mask (not changed). Then `dropouts` when dropout_probability > 0. The same draws in the same order as
-    `detected` then `dropouts`, and the same bits as their numpy form (test_lidar_perf_loops): one compiled pass
-    decides the rays whose P_d is certain (most) and collects the others' x, numpy's Φ of those, and a pass over
-    them; instead of a P_d array, a comparison, an and-not and two np.where's."""
+    `detected` then `dropouts`, and the same bits as their numpy form (test_lidar_perf_loops), in one pass after
+    the draws and Φ instead of a comparison, an and-not and two np.where's."""
     n = len(ranges)
-    ranges, rho = np.asarray(ranges), np.asarray(rho)
-    uniforms = rng.random(n) if keep is None else None  # first, as `detected` draws it
+    if keep is None:
+        uniforms = rng.random(n)  # first, as `detected` draws it
+        probability = detection_probability(ranges, rho, limit, snr_at_limit)
+        keep = np.empty(n, bool)
+    else:
+        uniforms = probability = _NO_DRAWS
     lost = dropouts(n, dropout_probability, rng) if dropout_probability > 0 else _NO_LOSS
     clean, kept_rho = np.empty(n, np.float32), np.empty(n, np.float32)
-    if keep is not None:
-        _kept_returns(lost, ranges, rho, keep, clean, kept_rho)
-        return keep, clean, kept_rho
-    # P_d where it is certain (0 or 1) decided in the pass; Φ of the others (in ray order) then their draws
-    keep, x, unsure = np.empty(n, bool), np.empty(n), np.empty(n, np.intp)
-    count = _detected_kernel(ranges, rho, limit.curve, float(snr_at_limit), uniforms, lost, keep, clean, kept_rho,
-                             x, unsure)
-    if count:
-        _unsure_detected(unsure[:count], ndtr(x[:count]), uniforms, lost, ranges, rho, keep, clean, kept_rho)
+    _kept_returns(uniforms, probability, lost, np.asarray(ranges), np.asarray(rho), keep, clean, kept_rho)
     return keep, clean, kept_rho
 
 
+_NO_DRAWS = np.empty(0)
 _NO_LOSS = np.empty(0, bool)
 
 
 @kernel
-def _detected_kernel(ranges, rho, curve, snr_at_limit, uniforms, lost, keep, clean, kept_rho, x, unsure):
-    """keep = u < P_d and not lost, with clean and kept_rho, where P_d is certain; elsewhere x and the index for Φ
-    (as _probability_kernel), the ray left to _unsure_detected; returns their number."""
-    count = 0
+def _kept_returns(uniforms, probability, lost, ranges, rho, keep, clean, kept_rho):
+    """keep = u < P_d (when drawn; else keep is read) and not lost (when dropouts are on); clean = range where
+    kept else NaN, kept_rho = ρ where kept else 0, both float32."""
+    drawn, dropping = uniforms.shape[0] > 0, lost.shape[0] > 0
     for i in range(keep.shape[0]):
-        xi = _margin(ranges[i], rho[i], curve, snr_at_limit)
-        if xi == -np.inf:
-            _write_kept(i, uniforms[i] < 0.0, lost, ranges, rho, keep, clean, kept_rho)
-        elif xi >= CERTAIN_SNR:
-            _write_kept(i, uniforms[i] < 1.0, lost, ranges, rho, keep, clean, kept_rho)
-        else:
-            x[count] = xi
-            unsure[count] = i
-            count += 1
-    return count
-
-
-@kernel
-def _unsure_detected(unsure, probability, uniforms, lost, ranges, rho, keep, clean, kept_rho):
-    """keep = u < P_d and not lost, with clean and kept_rho, of the rays `unsure` (P_d: their Φ)."""
-    for j in range(unsure.shape[0]):
-        i = unsure[j]
-        _write_kept(i, uniforms[i] < probability[j], lost, ranges, rho, keep, clean, kept_rho)
-
-
-@kernel
-def _kept_returns(lost, ranges, rho, keep, clean, kept_rho):
-    """keep (read: a hard limit's mask) and not lost, with clean and kept_rho."""
-    for i in range(keep.shape[0]):
-        _write_kept(i, keep[i], lost, ranges, rho, keep, clean, kept_rho)
-
-
-@inlined
-def _write_kept(i, kept, lost, ranges, rho, keep, clean, kept_rho):
-    """Ray i: kept and not lost (when dropouts are on); clean = range where kept else NaN, kept_rho = ρ where kept
-    else 0, both float32 (model.Returns' convention)."""
-    if lost.shape[0] and lost[i]:
-        kept = False
-    keep[i] = kept
-    clean[i] = np.float32(ranges[i]) if kept else np.float32(np.nan)
-    kept_rho[i] = np.float32(rho[i]) if kept else np.float32(0.0)
+        kept = uniforms[i] < probability[i] if drawn else keep[i]
+        if dropping and lost[i]:
+            kept = False
+        keep[i] = kept
+        clean[i] = np.float32(ranges[i]) if kept else np.float32(np.nan)
+        kept_rho[i] = np.float32(rho[i]) if kept else np.float32(0.0)
 
 
 def dropouts(n: int, probability: float, rng: np.random.Generator) -> np.ndarray:
