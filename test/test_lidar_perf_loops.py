@@ -408,3 +408,27 @@ def test_stamped_times_in_one_pass_give_numpys_bits():
     assert got.shape == want.shape and got.dtype == want.dtype
     assert got.tobytes() == want.tobytes()
     assert np.any(got != nominal)
+
+
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_patched_rows_overlaid_in_one_pass_give_the_numpy_rows(rounds):
+    """interaction._Patched.at (the later rounds' rows over the first trace's, read for a beam's dominant sub-rays)
+    against its numpy form, for normals (N, 3) and a per-ray field, with rows read twice, unread and out of span."""
+    from lidar_ros.physics.interaction import _Patched
+
+    rng = np.random.default_rng(41 + rounds)
+    n = 50000
+    base_normals = rng.normal(size=(n, 3)).astype(np.float32)
+    base_ids = rng.integers(0, 1000, n).astype(np.int32)
+    put = rng.permutation(np.arange(1000, n - 1000))[:6000]  # each ray put at most once, not at either end
+    normals = _Patched(lambda: base_normals.copy(), lambda rows: base_normals[rows])
+    ids = _Patched(lambda: base_ids.copy(), lambda rows: base_ids[rows])
+    for part in np.array_split(put, rounds):
+        normals.put(part, rng.normal(size=(len(part), 3)))  # float64 values into float32 rows, as leaf normals
+        ids.put(part, rng.integers(-1, 1000, len(part)).astype(np.int32))
+    rows = np.concatenate([rng.integers(0, n, 20000), put[:50], put[:50], [0, n - 1, put.min(), put.max()]])
+    for patched in (normals, ids):
+        got, want = patched.at(rows), patched._at_numpy(rows)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        assert got.tobytes() == patched()[rows].tobytes()  # as the whole array with the rows put in
+    assert np.isin(rows, put).sum() > 100  # rows that were put are read

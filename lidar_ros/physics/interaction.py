@@ -374,6 +374,21 @@ class _Patched:
         rows = np.asarray(rows, np.int64)
         out = self.base_at(rows)
         if self.rows:
+            put_rows = self.rows[0] if len(self.rows) == 1 else np.concatenate(self.rows)
+            values = self.values[0] if len(self.values) == 1 else np.concatenate(self.values)
+            if not len(put_rows):
+                return out
+            flat = out.reshape(len(rows), -1)
+            if not np.shares_memory(flat, out):  # a copy: written rows would be lost
+                return self._at_numpy(rows)
+            _overlay(rows, put_rows, values.reshape(len(put_rows), -1), flat)
+        return out
+
+    def _at_numpy(self, rows) -> np.ndarray:
+        """`_at` with numpy (a slot table over all rows): the reference of the compiled overlay."""
+        rows = np.asarray(rows, np.int64)
+        out = self.base_at(rows)
+        if self.rows:
             put_rows = np.concatenate(self.rows)
             slot = np.full(int(max(rows.max(initial=-1), put_rows.max(initial=-1))) + 1, -1, np.int32)
             slot[put_rows] = np.arange(len(put_rows), dtype=np.int32)
@@ -381,6 +396,24 @@ class _Patched:
             taken = which >= 0
             out[taken] = np.concatenate(self.values)[which[taken]]
         return out
+
+
+@kernel
+def _overlay(rows, put_rows, values, out):
+    """out[j] = values[k] where rows[j] == put_rows[k] (the last such k), through a slot table over the put rows'
+    span only (not all rows: a 2 MB table a frame)."""
+    if put_rows.shape[0] == 0:
+        return
+    low, high = put_rows.min(), put_rows.max()
+    slot = np.full(high - low + 1, -1, np.int32)
+    for k in range(put_rows.shape[0]):
+        slot[put_rows[k] - low] = k
+    for j in range(rows.shape[0]):
+        row = rows[j]
+        if low <= row <= high and slot[row - low] >= 0:
+            k = slot[row - low]
+            for c in range(out.shape[1]):
+                out[j, c] = values[k, c]
 
 
 def _as_misses(no_return, distance, material, cos_inc):
