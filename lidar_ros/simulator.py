@@ -39,7 +39,7 @@ from .physics.texture import textured_reflectivity
 from .physics.interaction import first_trace
 from .physics.leaf_sharing import LeafDraws
 from .physics.multipath import multipath_bias, patch_stride
-from .physics.weather import offset_two_way_transmission, two_way_transmission, weather_extinction_per_m
+from .physics.weather import two_way_transmission, weather_extinction_per_m
 from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
 from .physics.column_timing import column_time_offsets, stamped_times
 from .scan import LidarScan
@@ -331,18 +331,10 @@ class LidarSimulator:
                            max_bounces=cfg.max_bounces, unit_directions=True, first_hits=first,
                            leaves=LeafDraws(rng, self._sub_radius) if self._foliage else None)
         m = self._k
-        # Ouster ranges count from the lidar origin; fog/rain: two-way extinction of every (sub-)ray's return.
-        # New arrays (hits.range is also the first trace's distance); the product is written over the transmission
-        if self._has_offset and self._alpha > 0:
-            hits.range, transmission = offset_two_way_transmission(hits.range, self._offset_traced[a * m:b * m],
-                                                                   self._alpha)
-        elif self._has_offset:
+        if self._has_offset:  # Ouster ranges count from the lidar origin
             hits.range = hits.range + self._offset_traced[a * m:b * m]
-        elif self._alpha > 0:
-            transmission = two_way_transmission(hits.range, self._alpha)
-        if self._alpha > 0:
-            hits.reflectivity = np.multiply(hits.reflectivity, transmission,
-                                            out=transmission if hits.reflectivity.dtype == np.float32 else None)
+        if self._alpha > 0:  # fog/rain: two-way extinction of every (sub-)ray's return
+            hits.reflectivity = hits.reflectivity * two_way_transmission(hits.range, self._alpha)
         beams = [hits]
         ranges, rho, weights = hits.range.reshape(-1, m), hits.reflectivity.reshape(-1, m), self._weights
         if self._glass:  # the glass's specular return and its ghost join the beam's sub-returns

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from radarays_ros.compiled import kernel
-
 from .rain import rain_extinction_per_m
 from .snow import snow_extinction_per_m, snow_visibility_extinction_per_m
 
@@ -66,24 +64,6 @@ def two_way_transmission(ranges: np.ndarray, alpha: float) -> np.ndarray:
     """exp(−2αr) (float32); inf/NaN ranges give 0/NaN, which only ever multiply a miss's 0."""
     t = np.asarray(ranges, np.float32) * np.float32(-2.0 * alpha)
     return np.exp(t, out=t)
-
-
-def offset_two_way_transmission(ranges: np.ndarray, offset: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """(ranges + offset, exp(−2α·(ranges + offset)) as float32): ranges counted from another origin (Ouster's lidar
-    origin) and their two-way transmission. The sum and the exponent's argument in one compiled pass, the exp
-    numpy's (its SIMD float32 bits): the same bits as `ranges + offset` then `two_way_transmission`."""
-    ranges, offset = np.asarray(ranges), np.asarray(offset)
-    shifted = np.empty(len(ranges), np.result_type(ranges.dtype, offset.dtype))
-    exponent = np.empty(len(ranges), np.float32)
-    _offset_exponent(ranges, offset, np.float32(-2.0 * alpha), shifted, exponent)
-    return shifted, np.exp(exponent, out=exponent)
-
-
-@kernel
-def _offset_exponent(ranges, offset, factor, shifted, exponent):
-    for i in range(ranges.shape[0]):
-        shifted[i] = ranges[i] + offset[i]
-        exponent[i] = np.float32(shifted[i]) * factor
 
 
 def backscatter_returns(n: int, alpha: float, separation_m: float, range_min: float,
