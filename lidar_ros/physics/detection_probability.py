@@ -48,32 +48,29 @@ def detection_probability(ranges: np.ndarray, rho: np.ndarray, limit: DetectionL
     """(N,) float64 P_d per return; 0 for misses (range not finite) and black surfaces (ρ ≤ 0)."""
     r = np.asarray(ranges)
     p = np.empty(len(r))
-    x, unsure = np.empty(len(r)), np.empty(len(r), np.intp)
-    count = _probability_kernel(r, np.asarray(rho), limit.curve, float(snr_at_limit), p, x, unsure)
-    if count:  # the costly part, only for returns near or past the limit (in ray order, as x holds them)
-        p[unsure[:count]] = ndtr(x[:count])
+    x = np.empty(len(r))
+    unsure = np.flatnonzero(_probability_kernel(r, np.asarray(rho), limit.curve, float(snr_at_limit), p, x))
+    p[unsure] = ndtr(x[unsure])  # the costly part, only for returns near or past the limit
     return p
 
 
 @kernel
-def _probability_kernel(r, rho, curve, snr_at_limit, p, x, unsure):
-    """p = P_d where it is certain (0 or 1); elsewhere p is left for Φ: x[j] = k·((r_L/r)² − 1) of the j-th such
-    ray and unsure[j] its index; returns their number. All in float64, as the formula above."""
-    count = 0
+def _probability_kernel(r, rho, curve, snr_at_limit, p, x):
+    """p = P_d where it is certain (0 or 1); elsewhere x = k·((r_L/r)² − 1) and the ray is marked
+    (returned mask) for Φ(x). All in float64, as the formula above."""
+    unsure = np.zeros(r.shape[0], np.bool_)
     for i in range(r.shape[0]):
         ri, rhoi = np.float64(r[i]), np.float64(rho[i])
         if not (np.isfinite(ri) and rhoi > 0):  # only returns are weighed
             p[i] = 0.0
             continue
         q = limit_at(rhoi, curve) / max(ri, 1e-6)  # inf where the limit is none: P_d = 1
-        xi = snr_at_limit * (q * q - 1.0)
-        if xi >= CERTAIN_SNR:
+        x[i] = snr_at_limit * (q * q - 1.0)
+        if x[i] >= CERTAIN_SNR:
             p[i] = 1.0
         else:  # NaN included: ndtr decides
-            x[count] = xi
-            unsure[count] = i
-            count += 1
-    return count
+            unsure[i] = True
+    return unsure
 
 
 def detected(ranges, rho, limit: DetectionLimit, snr_at_limit: float, rng: np.random.Generator) -> np.ndarray:
