@@ -214,8 +214,8 @@ _PARTS = {
     "tracing post-processing": [("tracing/embree.py", n) for n in ("_finish_span", "_shift_kernel", "_trace_span")],
     "ray rotation": [("lidar_ros/simulator.py", n) for n in ("_rotate_kernel", "_world_rays")],
     "echo forming": [("physics/echoes.py", n) for n in ("_echo_kernel", "form_echoes")],
-    "detection and noise draws": [("physics/detection_probability.py", n) for n in ("_probability_kernel", "detection_probability", "detected", "dropouts",
-                                                                                         "detected_returns", "_kept_returns")]
+    "detection and noise draws": [("physics/detection_probability.py", n) for n in (
+        "_probability_kernel", "detection_probability", "detected", "dropouts", "detected_returns", "_kept_returns")]
     + [("physics/noise.py", n) for n in ("noisy_ranges", "standard_normal", "_add_noise")],
     "particle echoes (fog)": [("physics/weather.py", "backscatter_returns"), ("physics/beam_returns.py", "add_backscatter"),
                               ("physics/beam_returns.py", "_particle_wins")],
