@@ -41,7 +41,8 @@ from .physics.leaf_sharing import LeafDraws
 from .physics.multipath import multipath_bias, patch_stride
 from .physics.weather import two_way_transmission, weather_extinction_per_m
 from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
-from .physics.column_timing import column_time_offsets, stamped_times
+from .physics.column_stamps import stamped_times
+from .physics.column_timing import column_time_offsets
 from .scan import LidarScan
 from .sink import FrameSink, SinkFactory
 

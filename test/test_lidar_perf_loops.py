@@ -375,7 +375,8 @@ def test_detected_returns_in_one_pass_give_the_numpy_arrays_and_draws(drawn, dro
 
 
 def test_stamped_times_in_one_pass_give_numpys_bits():
-    from lidar_ros.physics.column_timing import column_time_offsets, stamped_times
+    from lidar_ros.physics.column_stamps import stamped_times
+    from lidar_ros.physics.column_timing import column_time_offsets
 
     rows, columns = 16, 1024
     nominal = np.arange(columns) * 1e-4 + np.linspace(0.0, 3e-6, rows)[:, None]  # (R, C) as LidarConfig.time

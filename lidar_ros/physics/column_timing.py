@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from radarays_ros.compiled import kernel
-
 SHARED_FRAME_MEDIANS_US = {"column_jitter_us": 1.36, "column_wander_us": 0.77}  # of the four frames above
 
 
@@ -43,16 +41,3 @@ def column_time_offsets(columns: int, jitter_s: float, wander_s: float, rng: np.
     out -= out[0]
     return out
 
-
-def stamped_times(nominal: np.ndarray, offsets: np.ndarray, pixel_column: np.ndarray) -> np.ndarray:
-    """Each pixel's stamped time: nominal + offsets[pixel_column] (nominal's shape, float64), the gather and the
-    sum in one compiled pass (the same bits as numpy's two)."""
-    out = np.empty(np.shape(nominal), np.result_type(np.asarray(nominal).dtype, np.asarray(offsets).dtype))
-    _stamped_times(np.ravel(nominal), np.asarray(offsets), np.ravel(pixel_column), out.reshape(-1))
-    return out
-
-
-@kernel
-def _stamped_times(nominal, offsets, pixel_column, out):
-    for i in range(out.shape[0]):
-        out[i] = nominal[i] + offsets[pixel_column[i]]
