@@ -40,4 +40,3 @@ def column_time_offsets(columns: int, jitter_s: float, wander_s: float, rng: np.
         out += rng.normal(0.0, jitter_s, columns)
     out -= out[0]
     return out
-
