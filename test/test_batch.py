@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -387,20 +388,41 @@ def test_readme_batches_section_is_what_the_program_takes(tmp_path):
 @pytest.mark.slow
 def test_fork_server_warm_up_loads_the_compiled_loops_and_leaves_no_thread():
     """The fork server imports scenario.kernel_warmup (engines.RUN_MODULES): afterwards the compiled loops
-    of a lidar frame are loaded (a forked run inherits them) and the process still has one thread only (a
-    fork copies no thread: pools made before it would have none in the child)."""
+    of lidar frames are loaded (a forked run inherits them: a Velodyne or an Ouster frame, realistic or
+    not, loads no loop, nor a loop's new signature, the warm-up did not) and the process still has one
+    thread only (a fork copies no thread: pools made before it would have none in the child)."""
     from radarays_ros.scenario.engines import RUN_MODULES
 
     assert RUN_MODULES[-1] == "radarays_ros.scenario.kernel_warmup"
-    script = (
-        "import threading\n"
-        "import radarays_ros.scenario.kernel_warmup\n"
-        "from lidar_ros.physics import echoes, detection_probability, noise\n"
-        "from radarays_ros.tracing import embree\n"
-        "loops = [echoes._echo_kernel, detection_probability._probability_kernel, noise._add_noise,\n"
-        "         embree._finish_span, embree._shift_kernel]\n"
-        "print(threading.active_count(), min(len(f.signatures) for f in loops))\n")
+    script = textwrap.dedent("""
+        import sys, threading
+        import numpy as np
+        import radarays_ros.scenario.kernel_warmup
+        from numba.core.registry import CPUDispatcher
+
+        def loaded():
+            return {(module, name, str(signature)) for module, m in list(sys.modules.items())
+                    if module.startswith(("lidar_ros", "radarays_ros")) for name, f in list(vars(m).items())
+                    if isinstance(f, CPUDispatcher) for signature in f.signatures}
+
+        threads, warm = threading.active_count(), loaded()
+        import trimesh
+        from lidar_ros import LidarSimulator, load_sensor
+        from radarays_ros.tracing import make_backend
+        from radarays_ros.world.mesh import TriMesh
+        from radarays_ros.world.scene import Scene
+        scene = Scene()
+        box = trimesh.creation.box((30.0, 24.0, 8.0))
+        scene.add_entity("hall", TriMesh(box.vertices, box.faces))
+        backend = make_backend("embree", scene, threads=1)
+        for sensor, overrides in [("OS1-128", {"columns": 1024}), ("VLP-16", {})]:
+            for realistic in (True, False):
+                config = load_sensor(sensor, overrides, realistic=realistic)
+                LidarSimulator(config, scene, backend, seed=3).simulate(np.eye(4))
+        print(threads, len(warm), sorted(loaded() - warm))
+    """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    threads, fewest_signatures = map(int, done.stdout.split())
-    assert threads == 1 and fewest_signatures >= 1
+    threads, warm, not_warmed = done.stdout.split(" ", 2)
+    assert not_warmed.strip() == "[]", not_warmed
+    assert int(threads) == 1 and int(warm) > 0

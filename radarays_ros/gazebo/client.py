@@ -166,7 +166,11 @@ class OfficialClient:
         self._closed = True
         self._stop.set()
         self._thread.join(timeout=1)
-        # Callbacks of a closed client return at once; the subscriptions end with the process.
+        # No more callbacks into this process from a closed client's reception thread (a request in flight
+        # in another thread resumes nothing once _closed is set); a callback already running returns at once.
+        for topic in list(self._subscriptions):
+            self._node.unsubscribe(topic)
+        self._subscriptions.clear()
 
     def __enter__(self):
         return self

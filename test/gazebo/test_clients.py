@@ -3,9 +3,12 @@ against the same real gz-transport13 peer (Gazebo Harmonic's library, built from
 scripts/setup_gz_harmonic.sh). What they return is read back with gz.msgs10's own classes."""
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
 import threading
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,6 +71,27 @@ def test_make_client_names_the_choices(monkeypatch):
     monkeypatch.setitem(sys.modules, "gz.transport13", None)  # not importable
     with pytest.raises(ConfigError, match="gazebo client 'official'.*not importable.*use 'builtin'"):
         make_client("official")
+
+
+def test_the_bindings_keep_crash_reports_and_one_libpython():
+    """Importing the official bindings in a test process keeps pytest's faulthandler (a crash prints the
+    Python threads' tracebacks) and loads no second libpython (gz-sim's python system loader links the
+    system's). A child process imports them, lists its libpython mappings, then crashes on purpose."""
+    bindings()
+    code = textwrap.dedent("""
+        import ctypes, faulthandler, re, sys
+        faulthandler.enable()
+        from support import gz_harmonic
+        gz_harmonic.import_bindings()
+        maps = open("/proc/self/maps").read()
+        print(sorted(set(re.findall(r"\\S*libpython[^/\\s]*\\.so[^/\\s]*", maps))), flush=True)
+        ctypes.string_at(0)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode != 0
+    assert len(eval(done.stdout.strip().splitlines()[0])) <= 1, done.stdout
+    assert "Fatal Python error: Segmentation fault" in done.stderr, done.stderr[-2000:]
 
 
 def test_topics_and_services_read_back_by_gz_msgs10(harmonic_peer, client):

@@ -86,3 +86,20 @@ def test_a_service_that_never_answers_times_out():
 
 def test_the_mirror_asks_for_expanded_includes():
     assert SERVICE_REQUESTS["generate_world_sdf"] == world_sdf_request(True) != b""
+
+
+def test_close_ends_every_subscription_and_calls_nothing_after():
+    """A closed client's node follows no topic any more: its reception thread calls nothing in this
+    process (a relay the bindings still hold returns at once)."""
+    node, heard = SlowService(0), []
+    c = official(node)
+    c._thread = threading.Thread(target=c._tick, daemon=True)
+    c._thread.start()
+    c.subscribe("/world/w/pose/info", lambda payload, type_name: heard.append(payload))
+    c.subscribe("/world/w/clock", lambda payload, type_name: heard.append(payload))
+    relay = c._subscriptions["/world/w/pose/info"]
+    relay(b"before", None)
+    c.close()
+    assert node.subscribed == set() and c._subscriptions == {}
+    relay(b"after", None)
+    assert heard == [b"before"]

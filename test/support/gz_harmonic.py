@@ -9,7 +9,6 @@ import ctypes
 import functools
 import importlib
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,21 +52,21 @@ def environment(base: dict | None = None) -> dict:
     return env
 
 
+# What the gz.transport13 and gz.math7 extensions link, in load order (readelf -d: transport13 -> msgs10 ->
+# utils2; math7 alone).
+# Only these: preloading every libgz-* also loaded gz-tools' backward library, whose constructor replaces
+# faulthandler's SIGSEGV handler (a test process that crashed printed no Python traceback), and a dozen
+# libraries the bindings never call (gz-common, fuel-tools, physics, plugin loaders).
+BINDINGS_LIBRARIES = ("libgz-utils2.so.2", "libgz-msgs10.so.10", "libgz-transport13.so.13", "libgz-math7.so.7")
+
+
 @functools.lru_cache(maxsize=1)
 def import_bindings():
-    """(gz.transport13, gz.msgs10): the official bindings built in the cache, importable in this process."""
+    """(gz.transport13, gz.msgs10): the official bindings built in the cache, importable in this process
+    (gz.math7 too)."""
     p = prefix()
-    pending = sorted(f for f in (p / "lib").glob("libgz-*.so.*") if re.fullmatch(r"libgz-.+\.so\.\d+", f.name))
-    for _ in range(len(pending)):  # load in whatever order their dependencies allow
-        left = []
-        for library in pending:
-            try:
-                ctypes.CDLL(str(library), mode=ctypes.RTLD_GLOBAL)
-            except OSError:
-                left.append(library)
-        if not left:
-            break
-        pending = left
+    for name in BINDINGS_LIBRARIES:
+        ctypes.CDLL(str(p / "lib" / name), mode=ctypes.RTLD_GLOBAL)
     sys.path.insert(0, str(p / "lib" / "python"))
     return importlib.import_module("gz.transport13"), importlib.import_module("gz.msgs10")
 
