@@ -371,30 +371,36 @@ class _Patched:
         return out
 
     def _at(self, rows) -> np.ndarray:
-        rows = np.asarray(rows, np.int64)
-        out = self.base_at(rows)
-        if self.rows:
-            put_rows = self.rows[0] if len(self.rows) == 1 else np.concatenate(self.rows)
-            values = self.values[0] if len(self.values) == 1 else np.concatenate(self.values)
-            if not len(put_rows):
-                return out
+        rows, out, put_rows, values = self._base_and_puts(rows)
+        if len(put_rows):
             flat = out.reshape(len(rows), -1)
             if not np.shares_memory(flat, out):  # a copy: written rows would be lost
-                return self._at_numpy(rows)
+                return self._overlaid_numpy(rows, out, put_rows, values)
             _overlay(rows, put_rows, values.reshape(len(put_rows), -1), flat)
         return out
 
     def _at_numpy(self, rows) -> np.ndarray:
         """`_at` with numpy (a slot table over all rows): the reference of the compiled overlay."""
+        return self._overlaid_numpy(*self._base_and_puts(rows))
+
+    def _base_and_puts(self, rows):
+        """(rows as int64, base_at's values of them, every put row, their values in put order)."""
         rows = np.asarray(rows, np.int64)
-        out = self.base_at(rows)
-        if self.rows:
-            put_rows = np.concatenate(self.rows)
+        if len(self.rows) <= 1:  # no copy for one round's rows
+            put_rows = self.rows[0] if self.rows else np.zeros(0, np.int64)
+            values = self.values[0] if self.values else None
+        else:
+            put_rows, values = np.concatenate(self.rows), np.concatenate(self.values)
+        return rows, self.base_at(rows), put_rows, values
+
+    @staticmethod
+    def _overlaid_numpy(rows, out, put_rows, values) -> np.ndarray:
+        if len(put_rows):
             slot = np.full(int(max(rows.max(initial=-1), put_rows.max(initial=-1))) + 1, -1, np.int32)
             slot[put_rows] = np.arange(len(put_rows), dtype=np.int32)
             which = slot[rows]
             taken = which >= 0
-            out[taken] = np.concatenate(self.values)[which[taken]]
+            out[taken] = values[which[taken]]
         return out
 
 
