@@ -3,6 +3,7 @@ against the same real gz-transport13 peer (Gazebo Harmonic's library, built from
 scripts/setup_gz_harmonic.sh). What they return is read back with gz.msgs10's own classes."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -79,18 +80,19 @@ def test_the_bindings_keep_crash_reports_and_one_libpython():
     system's). A child process imports them, lists its libpython mappings, then crashes on purpose."""
     bindings()
     code = textwrap.dedent("""
-        import ctypes, faulthandler, re, sys
+        import ctypes, faulthandler, json, os
         faulthandler.enable()
         from support import gz_harmonic
         gz_harmonic.import_bindings()
-        maps = open("/proc/self/maps").read()
-        print(sorted(set(re.findall(r"\\S*libpython[^/\\s]*\\.so[^/\\s]*", maps))), flush=True)
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "/" in line}
+        print(json.dumps(sorted(p for p in paths if os.path.basename(p).startswith("libpython"))), flush=True)
         ctypes.string_at(0)
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode != 0
-    assert len(eval(done.stdout.strip().splitlines()[0])) <= 1, done.stdout
+    assert len(json.loads(done.stdout.splitlines()[0])) <= 1, done.stdout
     assert "Fatal Python error: Segmentation fault" in done.stderr, done.stderr[-2000:]
 
 
