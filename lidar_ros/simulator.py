@@ -678,12 +678,13 @@ def _points_in_window(ranges, returned, range_min, range_max, offset, dirs, orig
 
 
 def _photon_fields(frame: "_Frame", ret, a: int, b: int, grid: tuple[int, int]) -> tuple | None:
-    """The fields `_points_in_window` copies in its pass, as its arguments, when the frame's fields are three
-    uint16 fields and its intensity a float32 copy of the first (the ouster layout); else None (then copied one
-    by one, `_Part.field`). The sources are the returns' own arrays of pixels a..b (computed here), so a return
-    pushed out of the window is zeroed in them as `_Part.field` does (the ground truth reads them); the outputs
-    are the frame's arrays of those pixels as (rows, cols) `grid`, then its intensity; then per field whether
-    a pushed-out return reads 0 (`_Part.KEEP_ON_DROP`)."""
+    """The fields `_points_in_window` copies in its pass, as its arguments, when the frame's fields are three uint16
+    fields and its intensity a float32 copy of the first (the ouster layout; the intensity field is always the
+    first: LidarSimulator makes the _Frame so); else None (then copied one by one, `_Part.field`). The sources are
+    the returns' own arrays of pixels a..b (computed here), so a return pushed out of the window is zeroed in them
+    as `_Part.field` does (the ground truth reads them); the outputs are the frame's arrays of those pixels as
+    (rows, cols) `grid`, then its intensity; then per field whether a pushed-out return reads 0
+    (`_Part.KEEP_ON_DROP`)."""
     fields = tuple(frame.fields.items())
     if (len(fields) != 3 or frame.intensity is fields[0][1] or frame.intensity.dtype != np.float32
             or any(values.dtype != np.uint16 for _, values in fields)):
