@@ -69,6 +69,7 @@ DATAGRAMS_PER_WAKE = 256  # discovery cannot starve the data: both are bounded p
 MESSAGES_PER_WAKE = 1000
 STALE_CONNECTIONS = 4  # a socket with more connections to forgotten peers is made anew
 MAX_CONNECTIONS = 64  # distinct publisher addresses followed at once
+CLOSE_WAIT_S = 2.0  # close() waits this long for the client thread (which closes the sockets itself)
 
 D = protos.Discovery
 
@@ -290,11 +291,21 @@ class GzTransportClient:
         return True
 
     def close(self) -> None:
-        """Stop the thread and close the sockets (publishers see us leave)."""
+        """Stop the thread, which says BYE (publishers see us leave) and closes the sockets on its way out.
+        Waits up to CLOSE_WAIT_S for it (not at all when called from a callback, on the thread itself): a
+        socket closed while the thread still polls or reads it is memory libzmq frees under that thread."""
         if self._stop.is_set():
             return
         self._stop.set()
-        self._thread.join(timeout=2.0)
+        if threading.current_thread() is self._thread:
+            return
+        self._thread.join(timeout=CLOSE_WAIT_S)
+        if self._thread.is_alive():
+            log.warning("gz-transport: the client thread is still in a callback after %.1f s; it closes its "
+                        "sockets when that returns", CLOSE_WAIT_S)
+
+    def _close_sockets(self) -> None:
+        """The client thread's last act: it is the sockets' only poller and reader."""
         with self._lock:
             for kind in self._udp:  # publishers drop us now instead of after 3 s of silence
                 self._send(kind, D.BYE)
@@ -313,6 +324,12 @@ class GzTransportClient:
 
     # -- the client thread ----------------------------------------------------------------------
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:
+            self._close_sockets()
+
+    def _serve(self) -> None:
         # Housekeeping and idle callbacks run on their own clock, not on every wake-up: at 60 Hz of
         # poses (and as many clock messages) each wake-up should cost only the receiving. The poll
         # waits without the lock (other threads call request/alive meanwhile); only this thread

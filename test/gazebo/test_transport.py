@@ -155,3 +155,40 @@ def test_request_to_a_crashed_replier_goes_to_the_restarted_one(gz_peer, client)
         assert [m.name for m in protos.decode(type_name, payload).model] == ["ground", "box", "arm"]
     finally:
         again.stop()
+
+
+def _sockets_closed(c: GzTransportClient) -> list[bool]:
+    return [c._sub.closed, c._requester.closed, c._responses.closed, c._ctx.closed,
+            *(s.fileno() == -1 for s in c._udp.values())]
+
+
+def test_close_leaves_the_sockets_to_a_client_thread_still_in_a_callback(isolated_network, monkeypatch):
+    """The client thread polls and reads its sockets without the lock: close() must not close them under
+    it (libzmq frees a closed socket's memory). A thread still busy after the wait closes them itself."""
+    from radarays_ros.gazebo import transport
+
+    monkeypatch.setattr(transport, "CLOSE_WAIT_S", 0.2)
+    c = GzTransportClient(partition=f"radarays_close_{time.monotonic_ns()}", host_ip="127.0.0.1")
+    entered, release = threading.Event(), threading.Event()
+    c.add_idle_callback(lambda: (entered.set(), release.wait(20)))
+    try:
+        assert entered.wait(10)
+        c.close()  # returns after CLOSE_WAIT_S: the thread is still in the callback
+        assert c._thread.is_alive()
+        assert not any(_sockets_closed(c)), _sockets_closed(c)
+    finally:
+        release.set()
+    c._thread.join(10)
+    assert not c._thread.is_alive()
+    assert all(_sockets_closed(c)), _sockets_closed(c)
+
+
+def test_close_from_a_callback_ends_the_thread_and_closes_the_sockets(isolated_network):
+    """A callback may close its own client (a node shutting down from a message): no join of the thread
+    by itself, and the sockets are closed all the same once the callback returns."""
+    c = GzTransportClient(partition=f"radarays_close_{time.monotonic_ns()}", host_ip="127.0.0.1")
+    c.add_idle_callback(c.close)
+    c._thread.join(10)
+    assert not c._thread.is_alive()
+    assert all(_sockets_closed(c)), _sockets_closed(c)
+    assert not any(k.startswith("error:") for k in c.trouble.totals), c.trouble.totals
