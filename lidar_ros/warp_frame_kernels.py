@@ -36,7 +36,7 @@ if wp is not None:
     CURVE_ROOT = wp.constant(detection.CURVE_ROOT)
     CURVE_LOG = wp.constant(detection.CURVE_LOG)
 
-    MIN_SIGNAL_RANGE = wp.constant(intensity.MIN_SIGNAL_RANGE)  # physics/intensity.py: keeps 1/r^2 finite
+    MIN_SIGNAL_RANGE = wp.constant(overlap.MIN_SIGNAL_RANGE)  # physics/overlap.py: keeps 1/r^2 finite
 
     # material class codes of physics/materials.py
     GENERAL = wp.constant(materials.GENERAL)

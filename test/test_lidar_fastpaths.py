@@ -375,7 +375,7 @@ def test_the_overlap_shared_by_range_noise_and_photon_fields_gives_the_frames_of
     """SurfaceModel.apply computes O(r) of the clean ranges once for the SNR range noise and the photon fields
     (Returns.overlap_factor): an OS1 --realistic frame is the frame of each computing its own."""
     from lidar_ros.physics.model import SurfaceModel
-    from lidar_ros.physics.photons import range_overlap
+    from lidar_ros.physics.overlap import range_overlap
 
     scene = street()
     backend = make_backend("embree", scene, threads=2)

@@ -66,7 +66,8 @@ def _returns(n, seed):
 @pytest.mark.parametrize("overlap_range", [0.0, 10.1])
 def test_signal_means_loop_gives_numpys_bits(overlap_range):
     from lidar_ros.physics.intensity import measured_reflectivity
-    from lidar_ros.physics.photons import range_overlap, signal_means, signal_means_numpy
+    from lidar_ros.physics.overlap import range_overlap
+    from lidar_ros.physics.photons import signal_means, signal_means_numpy
 
     ranges, rho, _, _, returned = _returns(40000, 3)
     rho = np.abs(rho)  # ρ ≥ 0 (validated materials; numpy's maximum(-0.0, 0.0) gives either zero)
@@ -276,7 +277,7 @@ def test_measured_calibrated_reflectivity_loop_gives_numpys_bits(overlap_range):
     misses, NaN ranges, ranges inside 0.1 m, saturated counts and retroreflectors (ρ̂ > 1) included."""
     from lidar_ros.physics.intensity import (calibrated_reflectivity, measured_calibrated_reflectivity,
                                              measured_reflectivity)
-    from lidar_ros.physics.photons import range_overlap
+    from lidar_ros.physics.overlap import range_overlap
 
     ranges, _, _, _, returned = _returns(40000, 5)
     ranges[20:24] = [np.nan, 0.0, 0.05, np.inf]

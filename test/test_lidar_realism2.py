@@ -437,7 +437,7 @@ def test_ray_sigma_has_the_bits_of_its_numpy_passes(overlap_range, snr_floor):
     assert got.dtype == np.float32 and 0 < len(low) < len(clean)
     np.testing.assert_array_equal(got, want)
     if overlap_range > 0:  # O(r) given by the caller (SurfaceModel.apply shares it with the photon fields)
-        from lidar_ros.physics.photons import range_overlap
+        from lidar_ros.physics.overlap import range_overlap
 
         factor = range_overlap(clean, overlap_range)
         shared = ray_sigma(rho, clean, 231000.0, overlap_range, background, pairs, floor, snr_floor, factor)

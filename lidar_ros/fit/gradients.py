@@ -31,7 +31,7 @@ import numpy as np
 
 from radarays_ros.errors import ConfigError
 
-from ..physics.intensity import MIN_SIGNAL_RANGE
+from ..physics.overlap import MIN_SIGNAL_RANGE
 from .params import SENSOR_STAGE
 
 SIGNAL_MIN = 2.0         # photons: below, a count's rounding (±0.5) is a large part of its log

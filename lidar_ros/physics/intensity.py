@@ -31,11 +31,10 @@ from radarays_ros.compiled import inlined, kernel
 from radarays_ros.counter_random import gaussians, ray_draws
 
 from .noise import AMBIENT_WORD
-from .overlap import overlap
+from .overlap import MIN_SIGNAL_RANGE, range_overlap
 
 UINT16_MAX = 65535
 PHOTONS_MAX = float(UINT16_MAX)  # a count's ceiling as the formulas below compare it (a float on both paths)
-MIN_SIGNAL_RANGE = 0.1  # m: keeps 1/r² finite for a target touching the window
 
 
 def calibrated_reflectivity(rho: np.ndarray, retro_full_scale: float) -> np.ndarray:
@@ -51,7 +50,7 @@ def calibrated_reflectivity(rho: np.ndarray, retro_full_scale: float) -> np.ndar
 def ouster_signal(rho: np.ndarray, ranges: np.ndarray, signal_scale: float, overlap_range: float = 0.0) -> np.ndarray:
     """Photon count ∝ O(r)·ρ(θ)/r² (uint16, saturating). No return (range NaN or inf, ρ 0) gives 0."""
     r2 = np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE))  # fmax: NaN -> 0.1
-    factor = overlap(r2, overlap_range) if overlap_range > 0 else None
+    factor = range_overlap(r2, overlap_range) if overlap_range > 0 else None
     # ρ ≥ 0 (validated materials); r = inf -> 0; O(r) = 1 when off (× 1 is exact)
     photons = signal_count(np.asarray(rho, np.float32), r2, np.float32(signal_scale),
                            np.float32(1.0) if factor is None else factor)
@@ -64,7 +63,7 @@ def measured_reflectivity(counts: np.ndarray, ranges: np.ndarray, returned: np.n
     factor: O(r) of these ranges (r ≥ 0.1 m) when the caller has it already."""
     r = np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE))
     if overlap_range > 0 and factor is None:
-        factor = overlap(r, overlap_range)
+        factor = range_overlap(r, overlap_range)
     scale = np.float32(signal_scale) * (factor if overlap_range > 0 else np.float32(1.0))
     rho = np.asarray(counts, np.float32) * (r * r) / np.maximum(scale, np.float32(1e-30))
     return np.where(returned, rho, np.float32(0.0)).astype(np.float32)
@@ -80,7 +79,7 @@ def measured_calibrated_reflectivity(counts: np.ndarray, ranges: np.ndarray, ret
     counts = np.ascontiguousarray(counts).reshape(-1)
     r = np.asarray(ranges, np.float32).reshape(-1)
     if overlap_range > 0 and factor is None:
-        factor = overlap(np.fmax(r, np.float32(MIN_SIGNAL_RANGE)), overlap_range)
+        factor = range_overlap(r, overlap_range)
     factor = np.asarray(factor, np.float32).reshape(-1) if overlap_range > 0 else _NO_FACTOR
     measured = np.empty(len(r), np.float32)
     value = np.empty(len(r), np.float32)

@@ -20,10 +20,9 @@ from .cw_phase import cw_ranges
 from .detection import DetectionLimit
 from .detection_probability import detected_returns, median_limits
 from .effects_config import EffectsConfig
-from .intensity import (MIN_SIGNAL_RANGE, calibrated_reflectivity, measured_calibrated_reflectivity,
-                        ouster_ambient, ouster_signal)
-from .overlap import overlap
-from .photons import range_overlap, signal_means
+from .intensity import calibrated_reflectivity, measured_calibrated_reflectivity, ouster_ambient, ouster_signal
+from .overlap import MIN_SIGNAL_RANGE, overlap, range_overlap
+from .photons import signal_means
 from .poisson_counts import poisson_counts
 from .range_precision import ray_sigma
 from .interaction import LidarHits

@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 import numpy as xm  # the formulas' vocabulary (radarays_ros/twin.py)
 
+MIN_SIGNAL_RANGE = 0.1  # m: the nearest range the signal formulas read (keeps 1/r² finite for a target touching the window)
+
 
 def overlap(ranges: np.ndarray, overlap_range: float) -> np.ndarray:
     """O(r) (float32) for ranges r (NaN stays NaN, inf gives 1); 1 everywhere for overlap_range 0 (off)."""
@@ -35,6 +37,12 @@ def overlap(ranges: np.ndarray, overlap_range: float) -> np.ndarray:
     if overlap_range <= 0:
         return np.ones(r.shape, np.float32)
     return overlap_factor(r, np.float32(overlap_range))
+
+
+def range_overlap(ranges: np.ndarray, overlap_range: float) -> np.ndarray:
+    """(N,) float32 O(r) at the ranges as the signal formulas read them (intensity.py, photons.py,
+    range_precision.py): r ≥ MIN_SIGNAL_RANGE, NaN (no return) as MIN_SIGNAL_RANGE."""
+    return overlap(np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE)), overlap_range)
 
 
 def overlap_factor(r: float, r0: float) -> float:

@@ -13,8 +13,7 @@ import numpy as np
 
 from radarays_ros.compiled import kernel
 
-from .intensity import MIN_SIGNAL_RANGE
-from .overlap import overlap
+from .overlap import MIN_SIGNAL_RANGE, overlap, range_overlap
 from .poisson_counts import poisson_counts
 
 
@@ -39,11 +38,6 @@ def signal_means(clean_range: np.ndarray, rho: np.ndarray, returned: np.ndarray,
     _signal_kernel(clean, np.asarray(rho, np.float32).reshape(-1), np.asarray(returned, np.bool_).reshape(-1),
                    np.float32(signal_scale), factor, float(noise_floor), lam)
     return lam
-
-
-def range_overlap(ranges: np.ndarray, overlap_range: float) -> np.ndarray:
-    """(N,) float32 O(r) (overlap.py) at the ranges as the signal reads them: r ≥ 0.1 m, NaN (no return) as 0.1 m."""
-    return overlap(np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE)), overlap_range)
 
 
 def signal_means_numpy(clean_range, rho, returned, signal_scale, overlap_range, noise_floor) -> np.ndarray:

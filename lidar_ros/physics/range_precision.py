@@ -43,7 +43,7 @@ import numpy as np
 
 from radarays_ros.compiled import kernel
 
-from .overlap import overlap
+from .overlap import range_overlap
 
 
 def exponent(pairs) -> float:
@@ -73,7 +73,7 @@ def ray_sigma(rho: np.ndarray, clean: np.ndarray, signal_scale: float, overlap_r
               pairs, floor: float, snr_floor: float | None = None, factor: np.ndarray | None = None) -> np.ndarray:
     """(N,) float32 σ of each return from its ρ and clean range (NaN: no return, σ unused): S = K·ρ·O(r)/r²
     with r ≥ 0.1 m, SNR = S/√B, σ(SNR) as above, floored at snr_floor (None: `floor`); `floor` everywhere
-    without background (B ≤ 0); factor: O(r) of these ranges (photons.range_overlap) when the caller has it.
+    without background (B ≤ 0); factor: O(r) of these ranges (overlap.range_overlap) when the caller has it.
     The SNR, the rows below the floor's SNR and their x = SNR₁/SNR in one compiled pass (float32, the numpy
     passes' order: test_lidar_realism2), the power only there with numpy (its float32 SIMD exp and power:
     measured ~5x faster here than a compiled loop's scalar libm calls, and those bits), then σ₁·x^p floored in
@@ -85,7 +85,7 @@ def ray_sigma(rho: np.ndarray, clean: np.ndarray, signal_scale: float, overlap_r
     floor = floor if snr_floor is None else snr_floor
     clean = np.asarray(clean, np.float32)
     if overlap_range > 0 and factor is None:
-        factor = overlap(np.fmax(clean, np.float32(0.1)), overlap_range)
+        factor = range_overlap(clean, overlap_range)
     floor_snr = snr1 * (sigma1 / floor) ** (1.0 / p) if floor > 0 else np.inf
     n = len(clean)
     out, x, low = np.empty(n, np.float32), np.empty(n, np.float32), np.empty(n, np.intp)
