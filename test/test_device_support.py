@@ -133,6 +133,7 @@ RADAR_REFUSED = {
     "noise.perlin_p_low": {"noise.ambient": "perlin", "noise.perlin_p_low": 0.5},
     "noise.perlin_coherent": {"noise.ambient": "perlin", "noise.perlin_coherent": True},
     "sensor.model": PHYSICAL,
+    "interference.preset": {**PHYSICAL, "interference.preset": "navtech_cts350x"},  # a radar config, not any string
 }
 
 

@@ -230,6 +230,19 @@ class ScatterConfig:
     mirror_ghosts: bool = _f(False, bool, doc="physical: every scatterer's image in each large vertical flat face (walls, windows >= 4 m^2): multipath ghosts behind building faces, deterministic (physical/mirror_ghosts.py)")
 
 
+@dataclass(frozen=True)
+class InterferenceConfig:
+    preset: str = _f("", str, doc="physical: another spinning FMCW radar nearby, a radar preset name or YAML file ('' = none): "
+                     "its chirps crossing ours give the radial spokes of mutual interference (physical/interference.py)")
+    x_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position in the world frame, x (m)")
+    y_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position in the world frame, y (m)")
+    z_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position in the world frame, z (m)")
+    heading_deg: float = _f(0.0, float, -360.0, 360.0, doc="its azimuth 0 direction in the world (from +x, counter-clockwise)")
+    clock_offset_s: float | None = _f(None, float, 0.0, 1e6, nullable=True,
+                                      doc="when its azimuth 0 chirp starts on our clock, modulo its sweep (null: "
+                                      "unsynchronised, drawn per frame from the seed)")
+
+
 SECTIONS = {
     "azimuth": AzimuthConfig,
     "range": RangeConfig,
@@ -244,6 +257,7 @@ SECTIONS = {
     "fmcw": FmcwConfig,
     "receiver": ReceiverConfig,
     "scatter": ScatterConfig,
+    "interference": InterferenceConfig,
 }
 _DISTRIBUTION_ALIASES = {0: "D1", 1: "D2", 2: "D3", 3: "D4"}
 
@@ -265,6 +279,7 @@ class RadarConfig:
     fmcw: FmcwConfig = field(default_factory=FmcwConfig)
     receiver: ReceiverConfig = field(default_factory=ReceiverConfig)
     scatter: ScatterConfig = field(default_factory=ScatterConfig)
+    interference: InterferenceConfig = field(default_factory=InterferenceConfig)
     seed: int = 0
     origin: str = field(default="<defaults>", compare=False)
 
@@ -352,11 +367,24 @@ class RadarConfig:
         n = self.noise
         if n.energy_min > n.energy_max:
             raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")
+        if self.interference.preset:
+            self._check_interferer(where)
         if self.sensor.model == "physical":
             resolution = 299_792_458.0 / (2.0 * self.fmcw.bandwidth_hz)
             if self.range.resolution > resolution * (1 + 1e-9):
                 raise ConfigError(f"radar config {self.origin}: range.resolution = {self.range.resolution}: the FFT bins "
                                   f"must be <= the physical resolution c/(2 fmcw.bandwidth_hz) = {resolution:.5g} m")
+
+    def _check_interferer(self, where: str) -> None:
+        """interference.preset: only with the physical stage, and a radar config that loads."""
+        preset = self.interference.preset
+        if self.sensor.model != "physical":
+            raise ConfigError(f"{where}: interference.preset = '{preset}' needs sensor.model: physical "
+                              f"(the RadaRays stage has no receiver to interfere with)")
+        try:
+            resolve_radar_config(preset)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: interference.preset = '{preset}': {exc}") from None
 
 
 def _build_section(section_cls, name: str, raw: Mapping, origin: str):

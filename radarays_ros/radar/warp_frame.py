@@ -68,7 +68,7 @@ DEVICE_SUPPORT = {
                                        "radar_equation", "reference_range")},
     "sensor.model": values("radarays").because("the physical stage runs in host frames only"),
     **{f"{section}.{f.name}": HOST.unless_read(_physical, "read by the physical stage only")
-       for section in ("antenna", "fmcw", "receiver", "scatter") for f in dataclasses.fields(SECTIONS[section])},
+       for section in ("antenna", "fmcw", "receiver", "scatter", "interference") for f in dataclasses.fields(SECTIONS[section])},
     "seed": DEVICE,
     "origin": Support(why="the file's name"),
 }

@@ -21,6 +21,7 @@ One formula per module, each with its source:
     phase_noise.py     the Tx-Rx leakage's residual phase-noise skirt (Leeson, range correlation)
     if_filters.py      IF high-pass (range compensation) and anti-alias low-pass as gains over range
     clipping.py        ADC clipping of a beat tone: compression and distortion over the range line (spokes)
+    interference.py    another FMCW radar: Friis one way, chirp crossings as bursts over the range line (spokes)
     receiver_chain.py  the order of the chain: skirt -> filters -> thermal noise -> ADC -> detector
     detector.py        log detector in Navtech counts (0.5 dB per count, 8 bits; integer FFT power)
     doppler.py         range-Doppler coupling of FMCW chirps

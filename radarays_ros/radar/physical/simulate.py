@@ -6,7 +6,7 @@ import weakref
 import numpy as np
 
 from ..image import RadarImage
-from . import backscatter, motion, scatterers, stage
+from . import backscatter, interference, motion, scatterers, stage
 from .geometry import trace_physical
 from .stage import run_stage
 
@@ -88,6 +88,19 @@ def scene_scatterers(sim) -> scatterers.Scatterers:
     return scatterers.concatenate([cache["static"]] + moving)
 
 
+def _joined(mine, theirs):
+    """Two Clutter (or Glints) sets as one."""
+    return type(mine)(*(np.concatenate([getattr(mine, f), getattr(theirs, f)]) for f in mine.__dataclass_fields__))
+
+
+def _line_of_sight(backend):
+    """(origins, directions, distances) -> (N,) bool: no hit before each distance."""
+    def clear(origins, directions, distances):
+        hits = backend.trace(origins, directions, 0.0, float(np.max(distances, initial=0.0)) + 1e-3, want=("distance",))
+        return hits.distance >= distances
+    return clear
+
+
 def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np.ndarray, column_rot: np.ndarray,
                       rng: np.random.Generator, t0_ns: int, scrolled) -> RadarImage:
     cfg = sim.config
@@ -98,6 +111,10 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
                                      scatter_table(sim), rng, max_range, sim.ray_log, entity_motion(sim, t0_ns),
                                      parallel=lambda task, items: stage._parallel(task, items, workers),
                                      scatterers=scene_scatterers(sim))
+    other = interference.interferer_of(cfg)
+    if other is not None:  # another radar's chirps crossing ours: spokes (and rare ghost tones)
+        heard = interference.returns(cfg, other, origins, column_rot, times, t0_ns, _line_of_sight(sim.backend))
+        clutter, glints = (_joined(mine, theirs) for mine, theirs in zip((clutter, glints), heard))
     out = run_stage(clutter, glints, cfg, rng, workers)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
     return RadarImage(

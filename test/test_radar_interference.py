@@ -1,0 +1,147 @@
+"""Mutual interference of another FMCW radar (issue #22, item 2's option): its chirps crossing ours give a floor
+over the whole azimuth line (the radial spoke) at the level of Friis' one-way equation spread over the beat band,
+equal slopes a ghost tone at the range of the chirps' offset, a wall between the radars none (physical/interference.py)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from radarays_ros.errors import ConfigError
+from radarays_ros.radar import RadarConfig, RadarSimulator
+from radarays_ros.radar.physical import interference, thermal_noise
+from radarays_ros.radar.physical.geometry import Clutter, Glints
+from radarays_ros.radar.physical.stage import run_stage
+from radarays_ros.tracing import make_backend
+from radarays_ros.world import primitives
+from radarays_ros.world.scene import Scene
+from radarays_ros.world.transforms import pose_to_matrix
+
+C = 299_792_458.0
+T = 6e-4  # both chirps' duration, and each radar's time per azimuth
+B = 1e9
+D = 30.0  # m between the antennas
+BIN, BINS = 0.04381, 2000
+P_T_DBM, G_DBI = 15.0, 30.0
+
+
+def other_radar(path, bandwidth_hz=B, chirp_time_s=T):
+    """A radar that does not turn (two columns, both at its azimuth 0) and chirps up every T."""
+    path.write_text(yaml.safe_dump({
+        "sensor": {"model": "physical"}, "azimuth": {"count": 2, "start_deg": 0.0, "step_deg": 0.0, "rate_hz": 1 / (2 * T)},
+        "range": {"resolution": BIN, "bins": BINS},
+        "fmcw": {"bandwidth_hz": bandwidth_hz, "chirp_time_s": chirp_time_s, "chirp": "up"},
+        "antenna": {"gain_dbi": G_DBI}, "receiver": {"transmit_power_dbm": P_T_DBM}}))
+    return path
+
+
+@pytest.fixture
+def other_yaml(tmp_path):
+    return other_radar(tmp_path / "other.yaml")
+
+
+def victim(other_yaml, chirp="down", shift_s=0.0, count=4, step_deg=0.0, **extra) -> RadarConfig:
+    """Our radar at the origin, every column toward +x (step 0) where the other stands, D away, facing us
+    (heading 180). The clock offset makes its chirp j start, as heard here, shift_s after our chirp."""
+    return RadarConfig.from_dict({
+        "sensor": {"model": "physical"},
+        "azimuth": {"count": count, "start_deg": 0.0, "step_deg": step_deg, "rate_hz": 1 / (count * T), "time_jitter_s": 0.0},
+        "range": {"resolution": BIN, "bins": BINS}, "antenna": {"gain_dbi": G_DBI},
+        "fmcw": {"bandwidth_hz": B, "chirp_time_s": T, "chirp": chirp, "window": "hann"},
+        "receiver": {"stc_range_m": 0.0, "leakage_dbm": None, "system_loss_db": 3.0},
+        "scatter": {"speckle": False},
+        "interference": {"preset": str(other_yaml), "x_m": D, "heading_deg": 180.0,
+                         "clock_offset_s": 2 * T - D / C + shift_s, **extra},
+        "seed": 4}, origin="test")
+
+
+def friis() -> float:
+    """P_i between two boresights D apart: P_t G^2 lambda^2 / ((4 pi)^2 D^2 L), written out."""
+    lam = C / 76.5e9
+    return 10 ** ((P_T_DBM - 30) / 10) * 10 ** (2 * G_DBI / 10) * lam ** 2 / ((4 * math.pi) ** 2 * D ** 2 * 10 ** 0.3)
+
+
+def heard(cfg, clear=True):
+    a = cfg.azimuth.count
+    return interference.returns(cfg, interference.interferer_of(cfg), np.zeros((a, 3)), np.broadcast_to(np.eye(3), (a, 3, 3)),
+                                np.arange(a, dtype=np.int64) * round(T * 1e9), 0, lambda o, d, r: np.full(len(o), clear))
+
+
+def test_opposite_chirps_cross_mid_chirp_and_fill_every_bin_at_the_burst_level(other_yaml):
+    """Down against up, started together: they meet at f_c half-way, |ds| = 2 B / T; each bin reads
+    2 P_i / (|ds| T^2) / <w^2> (Hann: w = 1 at the middle, <w^2> = 3/8), 34 dB over k T F / T here."""
+    cfg = victim(other_yaml)
+    clutter, glints = heard(cfg)
+    p_bin = 2 * friis() / (2 * B / T * T ** 2) / 0.375
+    assert clutter.azimuth.tolist() == [0, 1, 2, 3] and len(glints.azimuth) == 0
+    assert np.all(clutter.near_m == 0.0) and np.allclose(clutter.far_m, BINS * BIN, rtol=1e-12, atol=0.0)
+    out = run_stage(clutter, glints, cfg, np.random.default_rng(0))  # expected power (no speckle): its bins read P_bin
+    noise = thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
+    middle = out.power_w[:, 200:1800].astype(np.float64)
+    assert np.allclose(middle.mean(axis=1) - noise, p_bin, rtol=0.01, atol=0.0), (middle.mean(axis=1) - noise, p_bin)
+    assert p_bin / noise > 10 ** 3.3
+    quiet = run_stage(*heard(cfg, clear=False), cfg, np.random.default_rng(0))
+    assert np.allclose(quiet.power_w[:, 200:1800], noise, rtol=1e-5, atol=0.0)  # a wall between: nothing
+
+
+def test_a_burst_late_in_the_chirp_is_weighted_by_the_window_there(other_yaml):
+    """Its chirps heard T/2 off ours: each of our chirps meets the one heard T/2 later at u = 3T/4 and the one
+    heard T/2 earlier at u = T/4, where the Hann window is 1/2: two bursts, each a quarter of the middle one."""
+    mid = heard(victim(other_yaml))[0].power_w
+    late = heard(victim(other_yaml, shift_s=T / 2))[0]
+    assert late.azimuth.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert np.allclose(late.power_w / mid[0], 0.25, rtol=1e-6, atol=0.0)
+
+
+@pytest.mark.parametrize("shift, bursts", [(0.0, 0), (0.6 * T, 4)])
+def test_a_crossing_counts_only_while_its_chirp_lasts(tmp_path, shift, bursts):
+    """Its chirp sweeps the band's lowest quarter in T/4 (our slope), heard `shift` after ours: the lines cross at
+    u = (T + shift) / 2, inside its chirp only when shift >= T/2 (started together, it has ended long before)."""
+    cfg = victim(other_radar(tmp_path / "short.yaml", B / 4, T / 4), shift_s=shift)
+    assert len(heard(cfg)[0].azimuth) == bursts
+
+
+def test_equal_slopes_give_a_ghost_tone_at_the_range_of_their_offset(other_yaml):
+    """Both up, its chirp heard 200 ns after ours: a constant beat s x 200 ns, the range c x 200 ns / 2 = 29.98 m,
+    of power P_i ((T - 200 ns) / T)^2 (the part of our chirp it overlaps); no burst."""
+    delay = 200e-9
+    clutter, glints = heard(victim(other_yaml, chirp="up", shift_s=delay))
+    assert len(clutter.azimuth) == 0 and glints.azimuth.tolist() == [0, 1, 2, 3]
+    assert np.allclose(glints.range_m, C * delay / 2, atol=0.08)  # the clock offset is kept in whole ns: c x 0.5 ns / 2
+    assert np.allclose(np.abs(glints.amplitude) ** 2, friis() * ((T - delay) / T) ** 2, rtol=1e-6, atol=0.0)
+
+
+def test_the_interferer_must_be_a_loadable_radar_for_the_physical_stage(other_yaml):
+    with pytest.raises(ConfigError, match="interference.preset = 'nope'"):
+        victim("nope")
+    with pytest.raises(ConfigError, match="needs sensor.model: physical"):
+        RadarConfig.from_dict({"interference": {"preset": str(other_yaml)}}, origin="test")
+
+
+def _frame(cfg, walls=()):
+    scene = Scene()
+    scene.add_entity("block", primitives.box((4.0, 4.0, 4.0)), pose_to_matrix(-40.0, 0.0, -5.0))  # behind us, below
+    for i, x in enumerate(walls):
+        scene.add_entity(f"wall{i}", primitives.box((0.3, 10.0, 10.0)), pose_to_matrix(x, 0.0, 0.0))
+    backend = make_backend("embree", scene)
+    try:
+        return RadarSimulator(cfg, scene, backend=backend).simulate(pose_to_matrix(0.0, 0.0, 0.0), t0_ns=0)
+    finally:
+        backend.close()
+
+
+def test_a_whole_frame_shows_the_spoke_toward_the_other_radar_and_a_wall_hides_it(other_yaml):
+    """40 azimuths over the full turn (speckle on): the column that looks at it reads ~30 dB over the frame
+    without it, every column off it less; behind a wall the frame is byte for byte the frame without it."""
+    cfg = victim(other_yaml, count=40, step_deg=9.0).with_overrides({"scatter.speckle": "true"})
+    alone = _frame(cfg.with_overrides({"interference.preset": ""}))
+    spoke = _frame(cfg)
+    gain_db = 10 * np.log10(spoke.energy.astype(np.float64).mean(axis=1) / alone.energy.astype(np.float64).mean(axis=1))
+    assert int(np.argmax(gain_db)) == 0 and gain_db[0] > 25.0, gain_db
+    assert np.all(gain_db[1:] < gain_db[0] - 10.0), gain_db
+    again = _frame(cfg)
+    assert np.array_equal(spoke.image, again.image)  # seeded: the same bytes
+    behind = _frame(cfg, walls=(15.0,))
+    assert np.array_equal(behind.image, _frame(cfg.with_overrides({"interference.preset": ""}), walls=(15.0,)).image)
