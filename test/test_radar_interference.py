@@ -145,3 +145,15 @@ def test_a_whole_frame_shows_the_spoke_toward_the_other_radar_and_a_wall_hides_i
     assert np.array_equal(spoke.image, again.image)  # seeded: the same bytes
     behind = _frame(cfg, walls=(15.0,))
     assert np.array_equal(behind.image, _frame(cfg.with_overrides({"interference.preset": ""}), walls=(15.0,)).image)
+
+
+def test_radars_that_name_each_other_or_themselves_load(tmp_path, other_yaml):
+    """The other radar's own interference section is never followed: files naming each other (or themselves)
+    load instead of recursing."""
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for path, other in ((a, b), (b, a)):
+        path.write_text(yaml.safe_dump({"sensor": {"model": "physical"}, "interference": {"preset": str(other), "x_m": 5.0}}))
+    assert RadarConfig.from_yaml(a).interference.preset == str(b)
+    a.write_text(yaml.safe_dump({"sensor": {"model": "physical"}, "interference": {"preset": str(a)}}))
+    cfg = RadarConfig.from_yaml(a)
+    assert interference.interferer_of(cfg).config.interference.preset == str(a)

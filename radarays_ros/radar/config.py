@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -260,6 +261,7 @@ SECTIONS = {
     "interference": InterferenceConfig,
 }
 _DISTRIBUTION_ALIASES = {0: "D1", 1: "D2", 2: "D3", 3: "D4"}
+_CHECKING = threading.local()  # .interferer: an interference.preset is being loaded on this thread
 
 
 @dataclass(frozen=True)
@@ -376,15 +378,21 @@ class RadarConfig:
                                   f"must be <= the physical resolution c/(2 fmcw.bandwidth_hz) = {resolution:.5g} m")
 
     def _check_interferer(self, where: str) -> None:
-        """interference.preset: only with the physical stage, and a radar config that loads."""
+        """interference.preset: only with the physical stage, and a radar config that loads. The other radar's own
+        interference section is never used, so it is not followed (two files naming each other would recurse)."""
         preset = self.interference.preset
         if self.sensor.model != "physical":
             raise ConfigError(f"{where}: interference.preset = '{preset}' needs sensor.model: physical "
                               f"(the RadaRays stage has no receiver to interfere with)")
+        if getattr(_CHECKING, "interferer", False):
+            return
+        _CHECKING.interferer = True
         try:
             resolve_radar_config(preset)
         except ConfigError as exc:
             raise ConfigError(f"{where}: interference.preset = '{preset}': {exc}") from None
+        finally:
+            _CHECKING.interferer = False
 
 
 def _build_section(section_cls, name: str, raw: Mapping, origin: str):
