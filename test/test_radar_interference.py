@@ -4,6 +4,7 @@ equal slopes a ghost tone at the range of the chirps' offset, a wall between the
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -157,3 +158,14 @@ def test_radars_that_name_each_other_or_themselves_load(tmp_path, other_yaml):
     a.write_text(yaml.safe_dump({"sensor": {"model": "physical"}, "interference": {"preset": str(a)}}))
     cfg = RadarConfig.from_yaml(a)
     assert interference.interferer_of(cfg).config.interference.preset == str(a)
+
+
+def test_an_edited_interferer_file_is_read_again(tmp_path, other_yaml):
+    cfg = victim(other_yaml)
+    assert interference.interferer_of(cfg).config.receiver.transmit_power_dbm == P_T_DBM
+    data = yaml.safe_load(other_yaml.read_text())
+    data["receiver"]["transmit_power_dbm"] = 20.0
+    other_yaml.write_text(yaml.safe_dump(data))
+    stat = other_yaml.stat()
+    os.utime(other_yaml, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a later version, whatever the clock's grain
+    assert interference.interferer_of(cfg).config.receiver.transmit_power_dbm == 20.0

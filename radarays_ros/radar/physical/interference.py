@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -51,10 +52,16 @@ class Interferer:
 
 
 @lru_cache(maxsize=8)
-def _preset(name: str):
+def _preset(name: str, modified_ns: int):
+    """The other radar's config, read once per name and file version (a file edited under a running node is read again)."""
     from ..config import resolve_radar_config
 
     return resolve_radar_config(name)
+
+
+def _version(name: str) -> int:
+    path = Path(name)
+    return path.stat().st_mtime_ns if path.is_file() else 0
 
 
 def interferer_of(cfg) -> Interferer | None:
@@ -62,7 +69,7 @@ def interferer_of(cfg) -> Interferer | None:
     spec = cfg.interference
     if not spec.preset:
         return None
-    return Interferer(_preset(spec.preset), np.array([spec.x_m, spec.y_m, spec.z_m]), math.radians(spec.heading_deg))
+    return Interferer(_preset(spec.preset, _version(spec.preset)), np.array([spec.x_m, spec.y_m, spec.z_m]), math.radians(spec.heading_deg))
 
 
 def chirp_start(sign: np.ndarray, carrier_hz: float, bandwidth_hz: float) -> np.ndarray:
