@@ -53,7 +53,8 @@ class Interferer:
 
 @lru_cache(maxsize=8)
 def _preset(name: str, modified_ns: int):
-    """The other radar's config, read once per name and file version (a file edited under a running node is read again)."""
+    """The other radar's config, read once per name and file version (a file edited under a running node is
+    read again)."""
     from ..config import resolve_radar_config
 
     return resolve_radar_config(name)
@@ -69,7 +70,8 @@ def interferer_of(cfg) -> Interferer | None:
     spec = cfg.interference
     if not spec.preset:
         return None
-    return Interferer(_preset(spec.preset, _version(spec.preset)), np.array([spec.x_m, spec.y_m, spec.z_m]), math.radians(spec.heading_deg))
+    return Interferer(_preset(spec.preset, _version(spec.preset)), np.array([spec.x_m, spec.y_m, spec.z_m]),
+                      math.radians(spec.heading_deg))
 
 
 def chirp_start(sign: np.ndarray, carrier_hz: float, bandwidth_hz: float) -> np.ndarray:
