@@ -40,7 +40,7 @@ from scipy.optimize import minimize
 
 from ...errors import ConfigError
 from ..config import RadarConfig
-from ..physical.geometry import Clutter, Glints, _concat
+from ..physical.geometry import Clutter, Glints, joined
 from ..physical.stage import run_stage
 from .params import Param, apply
 from .statistics import FrameErrors, QuietStats, quiet_stats, quiet_stats_with_errors
@@ -60,7 +60,7 @@ def quiet_frame(config: RadarConfig, seed: int, azimuths: int = SIM_AZIMUTHS, wo
         raise ConfigError(f"radar config {config.origin}: the sensor-stage fit needs sensor.model physical "
                           f"(got {config.sensor.model}); the RadaRays stage has no receiver chain")
     cfg = config.with_overrides({"azimuth.count": azimuths}) if config.azimuth.count != azimuths else config
-    out = run_stage(_concat([], Clutter), _concat([], Glints), cfg, np.random.default_rng([seed, 0xF17]), workers)
+    out = run_stage(joined([], Clutter), joined([], Glints), cfg, np.random.default_rng([seed, 0xF17]), workers)
     return out.counts
 
 

@@ -56,7 +56,8 @@ class Glints:
     velocity: np.ndarray
 
 
-def _concat(parts, cls):
+def joined(parts, cls):
+    """The Clutter (or Glints) sets `parts` as one of class `cls`, in their order (empty arrays for none)."""
     if not parts:
         empty = np.zeros(0)
         return cls(np.zeros(0, np.int64), empty, *([empty] * (len(cls.__dataclass_fields__) - 2)))
@@ -116,13 +117,13 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     glints, parts = done[0], done[1:]
     if ray_log is not None:  # one entry per pass, as a single block would trace it
         ray_log.extend(tuple(np.concatenate(x) for x in zip(*pieces)) for pieces in _by_pass(parts, 2))
-    return _concat([c for pieces in _by_pass(parts, 0) for c in pieces], Clutter), glints
+    return joined([c for pieces in _by_pass(parts, 0) for c in pieces], Clutter), glints
 
 
 def _glints(frame: "_Frame", scatterers) -> Glints:
     """The frame's coherent returns, one per scatterer and azimuth (facet_glints.py)."""
     if scatterers is None or scatterers.empty:
-        return _concat([], Glints)
+        return joined([], Glints)
     cfg = frame.cfg
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     floor = INVISIBLE * thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)

@@ -85,6 +85,7 @@ class _Pairs:
     power: np.ndarray  # (A, J) P_i: its power at our receiver while its chirp j lasts (0: blocked)
     alpha: np.ndarray  # (A, J) the beat b = alpha + beta (t - t_k), Hz
     beta: np.ndarray  # (A, J) Hz/s
+    crossing: np.ndarray  # (A, J) the slopes differ: the beat sweeps through zero (else a constant tone)
     ours: np.ndarray  # (A, 1) t_k, s after t0
     heard: np.ndarray  # (A, J) its chirp j's start as it arrives here, s after t0
 
@@ -127,7 +128,8 @@ def _pairs(cfg, other: Interferer, origins, column_rot, times_ns, t0_ns, line_of
     ours = t[:, None]
     alpha = (chirp_start(sign_v, fm.carrier_hz, fm.bandwidth_hz)
              - chirp_start(sign_a, oc.fmcw.carrier_hz, oc.fmcw.bandwidth_hz) - sign_a * slope_a * (ours - heard))
-    return _Pairs(power, alpha, sign_v * slope_v - sign_a * slope_a, ours, heard)
+    beta = sign_v * slope_v - sign_a * slope_a
+    return _Pairs(power, alpha, beta, np.abs(beta) > 1e-9 * slope_v, ours, heard)
 
 
 def _friis(cfg, other: Interferer, u, d, column_rot, column) -> np.ndarray:
@@ -153,7 +155,7 @@ def _bursts(cfg, other: Interferer, pairs: _Pairs):
     from .geometry import Clutter
 
     fm, chirp_a = cfg.fmcw, other.config.fmcw.chirp_time_s
-    crossing = np.abs(pairs.beta) > 1e-9 * fm.bandwidth_hz / fm.chirp_time_s
+    crossing = pairs.crossing
     beta = np.where(crossing, pairs.beta, 1.0)
     at = np.where(crossing, -pairs.alpha / beta, -1.0)  # t* - t_k
     inside = (crossing & (at >= 0) & (at <= fm.chirp_time_s) & (pairs.ours + at >= pairs.heard)
@@ -178,7 +180,7 @@ def _tones(cfg, other: Interferer, pairs: _Pairs, rng):
                       0.0, None)
     at_range = C * np.abs(pairs.alpha) / (2.0 * slope)
     first, last = cfg.range.offset, cfg.range.offset + cfg.range.n_bins * cfg.range.resolution
-    tone = ((np.abs(pairs.beta) <= 1e-9 * slope) & (overlap > 0) & (pairs.power > 0) & (at_range >= first)
+    tone = (~pairs.crossing & (overlap > 0) & (pairs.power > 0) & (at_range >= first)
             & (at_range < last))
     rows, cols = np.nonzero(tone)
     phase = np.exp(2j * math.pi * rng.random(len(rows)))

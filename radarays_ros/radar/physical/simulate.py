@@ -7,7 +7,7 @@ import numpy as np
 
 from ..image import RadarImage
 from . import backscatter, interference, motion, scatterers, stage
-from .geometry import trace_physical
+from .geometry import joined, trace_physical
 from .stage import run_stage
 
 
@@ -88,11 +88,6 @@ def scene_scatterers(sim) -> scatterers.Scatterers:
     return scatterers.concatenate([cache["static"]] + moving)
 
 
-def _joined(mine, theirs):
-    """Two Clutter (or Glints) sets as one."""
-    return type(mine)(*(np.concatenate([getattr(mine, f), getattr(theirs, f)]) for f in mine.__dataclass_fields__))
-
-
 def _line_of_sight(backend):
     """(origins, directions, distances) -> (N,) bool: no hit before each distance."""
     def clear(origins, directions, distances):
@@ -114,7 +109,7 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     other = interference.interferer_of(cfg)
     if other is not None:  # another radar's chirps crossing ours: spokes (and rare ghost tones)
         heard = interference.returns(cfg, other, origins, column_rot, times, t0_ns, _line_of_sight(sim.backend))
-        clutter, glints = (_joined(mine, theirs) for mine, theirs in zip((clutter, glints), heard))
+        clutter, glints = (joined([mine, theirs], type(mine)) for mine, theirs in zip((clutter, glints), heard))
     out = run_stage(clutter, glints, cfg, rng, workers)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
     return RadarImage(
