@@ -134,6 +134,7 @@ RADAR_REFUSED = {
     "noise.perlin_coherent": {"noise.ambient": "perlin", "noise.perlin_coherent": True},
     "sensor.model": PHYSICAL,
     "interference.preset": {**PHYSICAL, "interference.preset": "navtech_cts350x"},  # a radar config, not any string
+    "interference.entity": {**PHYSICAL, "interference.preset": "navtech_cts350x", "interference.entity": "car"},
 }
 
 

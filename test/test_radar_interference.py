@@ -64,10 +64,11 @@ def friis() -> float:
     return 10 ** ((P_T_DBM - 30) / 10) * 10 ** (2 * G_DBI / 10) * lam ** 2 / ((4 * math.pi) ** 2 * D ** 2 * 10 ** 0.3)
 
 
-def heard(cfg, clear=True):
+def heard(cfg, clear=True, scene=None, motion=None):
     a = cfg.azimuth.count
-    return interference.returns(cfg, interference.interferer_of(cfg), np.zeros((a, 3)), np.broadcast_to(np.eye(3), (a, 3, 3)),
-                                np.arange(a, dtype=np.int64) * round(T * 1e9), 0, lambda o, d, r: np.full(len(o), clear))
+    return interference.returns(cfg, interference.interferer_of(cfg, scene, motion), np.zeros((a, 3)),
+                                np.broadcast_to(np.eye(3), (a, 3, 3)), np.arange(a, dtype=np.int64) * round(T * 1e9), 0,
+                                lambda o, d, r: np.full(len(o), clear))
 
 
 def test_opposite_chirps_cross_mid_chirp_and_fill_every_bin_at_the_burst_level(other_yaml):
@@ -169,3 +170,155 @@ def test_an_edited_interferer_file_is_read_again(tmp_path, other_yaml):
     stat = other_yaml.stat()
     os.utime(other_yaml, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a later version, whatever the clock's grain
     assert interference.interferer_of(cfg).config.receiver.transmit_power_dbm == 20.0
+
+
+# --- the other radar on a scene entity (a scenario's mover, a Gazebo model) --------------------------------------
+
+def _car_scene(pose, size=(2.0, 1.0, 1.0), name="car"):
+    scene = Scene()
+    scene.add_entity(name, primitives.box(size), pose, static=False)
+    return scene
+
+
+def test_a_radar_on_an_entity_is_the_fixed_radar_at_its_mount(other_yaml):
+    """The car stands at (D - 2, 0) turned 90 degrees: its mount (0, -2, 0) heading 90 is the world's (D, 0, 0)
+    heading 180, where the fixed radar of the other tests stands; the same bursts and tones to 1e-12."""
+    scene = _car_scene(pose_to_matrix(D - 2.0, 0.0, 0.0, yaw=math.pi / 2))
+    for chirp, shift, counts in (("down", 0.0, [4, 0]), ("up", 200e-9, [0, 4])):  # bursts, then tones
+        fixed = victim(other_yaml, chirp=chirp, shift_s=shift)
+        riding = fixed.with_overrides({"interference.entity": "car", "interference.x_m": 0.0, "interference.y_m": -2.0,
+                                       "interference.heading_deg": 90.0})
+        other = interference.interferer_of(riding, scene)
+        assert np.allclose(other.position, [D, 0.0, 0.0], rtol=0, atol=1e-12)
+        assert other.carrier == frozenset({scene.find("car")})
+        want, got = heard(fixed), heard(riding, scene=scene)
+        assert [len(part.azimuth) for part in got] == counts
+        for a, b in zip(want, got):
+            assert np.array_equal(a.azimuth, b.azimuth)
+        assert np.allclose(got[0].power_w, want[0].power_w, rtol=1e-12, atol=0.0)
+        assert np.allclose(got[1].amplitude, want[1].amplitude, rtol=1e-12, atol=0.0)
+
+
+@pytest.mark.parametrize("velocity, angular, mount_y", [((-2000.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0),
+                                                        ((0.0, 0.0, 0.0), (0.0, 0.0, 1000.0), 2.0)])
+def test_a_moving_carrier_carries_the_radar_on_while_our_antenna_turns(other_yaml, velocity, angular, mount_y):
+    """The carrier comes at us at 2 km/s (by translation, or turning at 1000 rad/s about its origin with the mount 2 m
+    to its side: w x r the same): at our chirp k, t_k = k T after the frame's start, the radar stands D - 2000 t_k
+    away, and its burst (both boresights kept) reads (D / (D - 2000 t_k))^2 of the first."""
+    from radarays_ros.radar.physical.motion import EntityMotion
+
+    scene = _car_scene(pose_to_matrix(D, -mount_y, 0.0))
+    cfg = victim(other_yaml).with_overrides({"interference.entity": "car", "interference.x_m": 0.0,
+                                             "interference.y_m": mount_y})
+    motion = EntityMotion(np.array([velocity]), np.array([angular]), np.array([[D, -mount_y, 0.0]]))
+    main = _strongest_burst(heard(cfg, scene=scene, motion=motion)[0])  # (its chirps now come a few ns early: the
+    t = np.arange(4) * T                                                 # next one's edge meets our chirp's end, faint)
+    # (to 2e-4: the burst's place in our chirp moves by ns, one step of the window's table, 7.5e-5 lower)
+    assert np.allclose(main / main[0], (D / (D - 2000.0 * t)) ** 2, rtol=2e-4, atol=0.0)
+    still = heard(cfg, scene=scene)[0]
+    assert still.azimuth.tolist() == [0, 1, 2, 3] and np.allclose(still.power_w, still.power_w[0], rtol=1e-9, atol=0.0)
+
+
+def _strongest_burst(bursts, count=4):
+    out = np.zeros(count)
+    np.maximum.at(out, bursts.azimuth, bursts.power_w)
+    return out
+
+
+def _frame_in(scene, cfg, t0_ns=0):
+    backend = make_backend("embree", scene)
+    try:
+        return RadarSimulator(cfg, scene, backend=backend).simulate(pose_to_matrix(0.0, 0.0, 0.0), t0_ns=t0_ns)
+    finally:
+        backend.close()
+
+
+def test_its_carrier_never_blocks_it_and_the_spoke_follows_the_carrier(other_yaml):
+    """A van (3 m box) with the radar inside it, 1 m behind its front face: on the van, the spoke shows in the
+    column that looks at the van; the same radar fixed in the world is walled in by the van (the frame without it,
+    byte for byte). The van moved to 90 degrees: the spoke moves to the column that looks there (column 10 of 40).
+    (The rise is read past the van, 53-88 m, where its own echo and shadow leave only the floor.)"""
+    cfg = victim(other_yaml, count=40, step_deg=9.0).with_overrides({"scatter.speckle": "true"})
+    riding = cfg.with_overrides({"interference.entity": "van", "interference.x_m": 0.5, "interference.y_m": 0.0,
+                                 "interference.heading_deg": 0.0})
+    van_at = lambda x, y, yaw: _car_scene(pose_to_matrix(x, y, 0.0, yaw=yaw), size=(3.0, 3.0, 3.0), name="van")
+    facing_us = van_at(D - 0.5, 0.0, math.pi)  # the radar 0.5 m from the centre toward us, heading back at us
+    alone = _frame_in(facing_us, cfg.with_overrides({"interference.preset": ""}))
+    spoke = _frame_in(facing_us, riding)
+    gain_db = _rise_db(spoke, alone)
+    assert int(np.argmax(gain_db)) == 0 and gain_db[0] > 25.0, gain_db
+    walled = _frame_in(facing_us, cfg)  # fixed at (D, 0, 0): inside the van, 1 m behind its face
+    assert np.array_equal(walled.image, alone.image)
+    turned = van_at(0.0, D - 0.5, -math.pi / 2)
+    moved = _frame_in(turned, riding)
+    moved_alone = _frame_in(turned, cfg.with_overrides({"interference.preset": ""}))
+    gain_db = _rise_db(moved, moved_alone)
+    assert int(np.argmax(gain_db)) == 10 and gain_db[10] > 25.0, gain_db
+
+
+def _rise_db(frame, without, far_bins=slice(1200, BINS)):
+    power = lambda f: f.energy[:, far_bins].astype(np.float64).mean(axis=1)
+    return 10 * np.log10(power(frame) / power(without))
+
+
+def test_a_carrier_missing_from_the_scene_gives_no_interference_and_one_warning(other_yaml, caplog):
+    cfg = victim(other_yaml, count=40, step_deg=9.0).with_overrides({"interference.entity": "ghost_car_7"})
+    scene = _car_scene(pose_to_matrix(D, 0.0, 0.0))
+    with caplog.at_level("WARNING", logger="radarays_ros.radar"):
+        frames = [_frame_in(scene, cfg, t0_ns=k * 250_000_000) for k in range(2)]
+    alone = _frame_in(scene, cfg.with_overrides({"interference.preset": "", "interference.entity": ""}))
+    assert np.array_equal(frames[0].image, alone.image)
+    lines = [r.getMessage() for r in caplog.records if "ghost_car_7" in r.getMessage()]
+    assert len(lines) == 1 and "not in the scene" in lines[0], lines
+
+
+def test_the_carrier_name_is_checked(other_yaml):
+    with pytest.raises(ConfigError, match=r"interference.entity = 'car' names the carrier .* interference.preset"):
+        RadarConfig.from_dict({"sensor": {"model": "physical"}, "interference": {"entity": "car"}}, origin="test")
+    with pytest.raises(ConfigError, match=r"interference.entity = .*not an entity name"):
+        victim(other_yaml, entity="car\x1b[2J")
+    with pytest.raises(ConfigError, match=r"not an entity name \(printable text of at most 512"):
+        victim(other_yaml, entity="c" * 513)
+
+
+def test_a_scenario_mover_carrying_a_radar_sweeps_its_spoke_across_our_image(tmp_path):
+    """`radarays run`: the room's crate drives from (5, -6) along +y at 10 m/s with a wide-beam radar on its roof
+    (heading 180: back at us), ours stands still at (0.5, 0, 1); in every image of the bag (decoded by rosbags) the
+    azimuth whose line rises most (median over range) is the one that looks at the crate when it fires (a sector
+    of 100 azimuths 0.9 degrees apart, the real step: our beam's sidelobes are narrower than coarser steps)."""
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys import Stores, get_typestore
+
+    from radarays_ros.scenario.runner import run_scenario
+    from support.scenario import scenario_file
+
+    chirp = 2.5e-4  # a quarter of our time per azimuth: its chirps, clocks set equal, cross ours mid-chirp in every column
+    other = tmp_path / "wide.yaml"  # a wide-beam radar that does not turn, its chirps back to back
+    other.write_text(yaml.safe_dump({
+        "sensor": {"model": "physical"}, "azimuth": {"count": 4, "start_deg": 0.0, "step_deg": 0.0, "rate_hz": 1 / (4 * chirp)},
+        "range": {"resolution": 0.05, "bins": 300}, "fmcw": {"bandwidth_hz": B, "chirp_time_s": chirp, "chirp": "up"},
+        "antenna": {"gain_dbi": 12.0, "azimuth_pattern": "gaussian", "azimuth_width_deg": 90.0}}))
+    ours = tmp_path / "ours.yaml"
+    ours.write_text(yaml.safe_dump({
+        "sensor": {"model": "physical"}, "azimuth": {"count": 100, "start_deg": 0.0, "step_deg": -0.9, "rate_hz": 10.0},
+        "range": {"resolution": 0.05, "bins": 300}, "antenna": {"gain_dbi": G_DBI},
+        "fmcw": {"bandwidth_hz": B, "chirp_time_s": chirp, "chirp": "down"}, "receiver": {"leakage_dbm": None},
+        "interference": {"preset": str(other), "entity": "crate", "z_m": 0.6, "heading_deg": 180.0, "clock_offset_s": 0.0}}))
+    path = scenario_file(tmp_path, sensors={"radar": {"type": "radar", "config": str(ours), "mount": [0.5, 0, 1.0, 0, 0, 0]}},
+                         entities=[{"name": "crate", "trajectory": {"waypoints": [[5.0, -6.0, 0.5], [5.0, 6.0, 0.5]],
+                                                                    "speed": 10.0}}],
+                         trajectory={"waypoints": [[0.0, 0.0], [0.001, 0.0]], "speed": 0.0001})
+    run_scenario(path, tmp_path / "run.mcap", quiet=True)
+    with AnyReader([tmp_path / "run.mcap"], default_typestore=get_typestore(Stores.ROS2_JAZZY)) as reader:
+        images = [reader.deserialize(raw, c.msgtype) for c, _, raw in reader.messages() if c.topic == "/radar/image"]
+    assert len(images) == 5
+    for k, m in enumerate(images):
+        counts = np.frombuffer(bytes(m.data), np.uint8).reshape(m.height, m.width).astype(np.float64)
+        rise = np.median(counts, axis=0)
+        column = int(np.argmax(rise))
+        # that azimuth's firing time (a sector of 100 azimuths every 0.1 s); in the first frame the crate is where it
+        # starts throughout (its velocity is known from the second frame on: its poses at this frame and the one before)
+        fired = k * 0.1 + (column / 1000.0 if k else 0.0)
+        bearing = math.degrees(math.atan2(-6.0 + 10.0 * fired, 5.0 - 0.5))
+        assert abs(column * -0.9 - bearing) <= 1.0, (k, column, bearing, rise)  # within our beam (1.8 degrees)
+        assert rise[column] > np.median(rise) + 20, rise  # 10 dB (0.5 dB a count) over the typical line

@@ -20,7 +20,7 @@ from ..config_file import parse_scalar, read_yaml
 from ..errors import ConfigError
 from ..resources import find_shipped, shipped_example, shipped_names
 from .. import limits
-from ..validate import Rule
+from ..validate import Rule, plain
 
 INF = math.inf
 
@@ -29,6 +29,7 @@ INF = math.inf
 # 400 x 6848 image is 2.7 M cells, RadaRays' 400 x 10 beam 4000 rays. The bounds live in limits.py.
 MAX_IMAGE_CELLS = limits.MAX_IMAGE_CELLS
 MAX_FRAME_RAYS = limits.MAX_FRAME_RAYS
+MAX_ENTITY_NAME = 512  # characters of interference.entity (a model::link::visual name)
 MIN_RATE_HZ = 1e-6  # one sweep in 11.6 days: the period in int64 nanoseconds stays exact
 
 def _f(default, kind, lo=None, hi=None, *, choices=None, nullable=False, lo_open=False, hi_open=False, doc=""):
@@ -235,10 +236,14 @@ class ScatterConfig:
 class InterferenceConfig:
     preset: str = _f("", str, doc="physical: another spinning FMCW radar nearby, a radar preset name or YAML file ('' = none): "
                      "its chirps crossing ours give the radial spokes of mutual interference (physical/interference.py)")
-    x_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position in the world frame, x (m)")
-    y_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position in the world frame, y (m)")
-    z_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position in the world frame, z (m)")
-    heading_deg: float = _f(0.0, float, -360.0, 360.0, doc="its azimuth 0 direction in the world (from +x, counter-clockwise)")
+    entity: str = _f("", str, doc="the scene entity that carries it: a model name (its first entity) or a model::link::visual "
+                     "name ('' = fixed in the world); it then moves with that entity (a scenario's entities, a Gazebo "
+                     "model) and its carrier never blocks its signal; absent from the scene: no interference that frame")
+    x_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position, x (m): in the world frame, or in entity's frame when set")
+    y_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position, y (m): in the world frame, or in entity's frame when set")
+    z_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position, z (m): in the world frame, or in entity's frame when set")
+    heading_deg: float = _f(0.0, float, -360.0, 360.0, doc="its azimuth 0 direction (from +x, counter-clockwise) in the world, "
+                            "or in entity's frame when set")
     clock_offset_s: float | None = _f(None, float, 0.0, 1e6, nullable=True,
                                       doc="when its azimuth 0 chirp starts on our clock, modulo its sweep (null: "
                                       "unsynchronised, drawn per frame from the seed)")
@@ -371,6 +376,12 @@ class RadarConfig:
             raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")
         if self.interference.preset:
             self._check_interferer(where)
+        elif self.interference.entity:
+            raise ConfigError(f"{where}: interference.entity = {plain(self.interference.entity)} names the carrier of another "
+                              "radar, but interference.preset (that radar) is not set")
+        if len(self.interference.entity) > MAX_ENTITY_NAME or not self.interference.entity.isprintable():
+            raise ConfigError(f"{where}: interference.entity = {plain(self.interference.entity)}: not an entity name "
+                              f"(printable text of at most {MAX_ENTITY_NAME} characters)")
         if self.sensor.model == "physical":
             resolution = 299_792_458.0 / (2.0 * self.fmcw.bandwidth_hz)
             if self.range.resolution > resolution * (1 + 1e-9):

@@ -23,16 +23,24 @@ Adv. Radio Sci. 8, 2010):
 The other radar's chirp j starts at tau_0 + j P_a (P_a = 1 / (its azimuth count x rate)) with its antenna
 at its column j mod count; tau_0 (its clock against ours) is drawn per frame unless configured. Its signal
 arrives only over a free line of sight (a trace from our antenna to it).
+
+It may ride on a scene entity (a scenario's moving entity, a Gazebo model): then it stands at its mount in that
+entity's frame at the frame's start and moves on with the entity's velocity (rigid motion: v + w x r, from
+the entity's poses at this frame and the one before) while our antenna turns; the entity's own model never
+blocks its signal. Its platform may tilt (the entity's full rotation turns its beam). The Doppler shift of a
+moving interferer (v / lambda: kHz against the beat's MHz sweep) is left out.
 """
 from __future__ import annotations
 
+import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from ...throttled_log import ThrottledLog
 from . import antenna, range_response, thermal_noise
 from .doppler import chirp_signs
 from .radar_equation import dbm_to_watt
@@ -42,13 +50,16 @@ C = 299_792_458.0
 INTERFERENCE_STREAM = 0x1F7E  # the frame's draws of the other radar's clock and the tones' phases
 HOUSING_M = 0.5  # a hit this close to the other antenna is its own housing, not a wall between us
 NEIGHBOURS = 2  # its chirps looked at beyond those that can overlap ours
+_LOG = ThrottledLog(logging.getLogger("radarays_ros.radar"))  # a carrier missing from the scene: once per 5 s
 
 
 @dataclass(frozen=True)
 class Interferer:
     config: object  # its RadarConfig (a preset): azimuth, antenna, fmcw, receiver.transmit_power_dbm
-    position: np.ndarray  # (3,) its antenna in the world
-    heading: float  # rad: its azimuth 0 direction in the world, from +x counter-clockwise
+    position: np.ndarray  # (3,) its antenna in the world at the frame's start
+    rotation: np.ndarray  # (3, 3) world <- its platform: its azimuth 0 along the platform's x, turning about its z
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m/s of its antenna over the frame
+    carrier: frozenset = frozenset()  # ids of the entities of the model carrying it: never a wall between us
 
 
 @lru_cache(maxsize=8)
@@ -65,13 +76,45 @@ def _version(name: str) -> int:
     return path.stat().st_mtime_ns if path.is_file() else 0
 
 
-def interferer_of(cfg) -> Interferer | None:
-    """The other radar of cfg.interference, None when there is none."""
+def _turned(heading_rad: float) -> np.ndarray:
+    c, s = math.cos(heading_rad), math.sin(heading_rad)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def interferer_of(cfg, scene=None, motion=None) -> Interferer | None:
+    """The other radar of cfg.interference this frame, None when there is none (or its carrier, entity, is not in
+    `scene`: logged, throttled). motion: the frame's EntityMotion (simulate.entity_motion) or None (nothing moves)."""
     spec = cfg.interference
     if not spec.preset:
         return None
-    return Interferer(_preset(spec.preset, _version(spec.preset)), np.array([spec.x_m, spec.y_m, spec.z_m]),
-                      math.radians(spec.heading_deg))
+    config = _preset(spec.preset, _version(spec.preset))
+    mount, turn = np.array([spec.x_m, spec.y_m, spec.z_m]), _turned(math.radians(spec.heading_deg))
+    if not spec.entity:
+        return Interferer(config, mount, turn)
+    found = carrier_of(scene, spec.entity)
+    if found is None:
+        _LOG.warning(f"interference.entity '{spec.entity}' is not in the scene: no interference from it this frame",
+                     key=f"interference.entity {spec.entity}")
+        return None
+    entity, carrier = found
+    pose = np.asarray(entity.pose, np.float64)
+    position = pose[:3, :3] @ mount + pose[:3, 3]
+    velocity = np.zeros(3) if motion is None else motion.at(np.array([entity.id]), position[None, :])[0]  # v + w x r
+    return Interferer(config, position, pose[:3, :3] @ turn, velocity, carrier)
+
+
+def carrier_of(scene, name: str):
+    """(the entity named `name`, or the first entity of the model `name`; the ids of its whole model), None
+    when the scene has neither."""
+    if scene is None:
+        return None
+    index = scene.find(name)
+    model = name.split("::", 1)[0]
+    members = sorted((e for e in scene.entities if e.name.split("::", 1)[0] == model), key=lambda e: e.id)
+    if index is None and not members:
+        return None
+    entity = scene.entity(index) if index is not None else members[0]
+    return entity, frozenset(e.id for e in members) | {entity.id}
 
 
 def chirp_start(sign: np.ndarray, carrier_hz: float, bandwidth_hz: float) -> np.ndarray:
@@ -111,12 +154,12 @@ def _clock(cfg, other: Interferer, t0_ns: int, rng) -> float:
 
 def _pairs(cfg, other: Interferer, origins, column_rot, times_ns, t0_ns, line_of_sight, tau0: float) -> _Pairs:
     fm, oc = cfg.fmcw, other.config
-    to_it = other.position[None, :] - np.asarray(origins, np.float64)
+    t = (np.asarray(times_ns, np.int64) - int(t0_ns)) * 1e-9
+    to_it = other.position[None, :] + other.velocity[None, :] * t[:, None] - np.asarray(origins, np.float64)
     d = np.maximum(np.linalg.norm(to_it, axis=1), 1e-6)
     u = to_it / d[:, None]
     clear = np.asarray(line_of_sight(origins, u, np.maximum(d - HOUSING_M, 0.0)), bool)
     period = 1.0 / (oc.azimuth.count * oc.azimuth.rate_hz)
-    t = (np.asarray(times_ns, np.int64) - int(t0_ns)) * 1e-9
     span = math.ceil((oc.fmcw.chirp_time_s + float(d.max()) / C) / period) + NEIGHBOURS
     j = np.floor((t - tau0) / period).astype(np.int64)[:, None] + np.arange(-span, NEIGHBOURS + 1)[None, :]
     column = np.mod(j, oc.azimuth.count)
@@ -138,8 +181,8 @@ def _friis(cfg, other: Interferer, u, d, column_rot, column) -> np.ndarray:
     oc = other.config
     local = np.einsum("kji,kj->ki", column_rot, u)  # R^T u: its direction in our column frames
     g_v = antenna.gain(np.arctan2(local[:, 1], local[:, 0]), np.arcsin(np.clip(local[:, 2], -1, 1)), cfg.antenna)
-    yaw = other.heading + np.radians(oc.azimuth.start_deg + column * oc.azimuth.step_deg)
-    back = -u  # from it to us, in its column frame (a level platform turned by yaw)
+    yaw = np.radians(oc.azimuth.start_deg + column * oc.azimuth.step_deg)
+    back = -u @ other.rotation  # from it to us in its platform's frame (R^T of each row), then turned by its column
     along = np.cos(yaw) * back[:, None, 0] + np.sin(yaw) * back[:, None, 1]
     across = -np.sin(yaw) * back[:, None, 0] + np.cos(yaw) * back[:, None, 1]
     g_a = antenna.gain(np.arctan2(across, along), np.arcsin(np.clip(back[:, None, 2], -1, 1)), oc.antenna)

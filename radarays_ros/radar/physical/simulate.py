@@ -88,11 +88,17 @@ def scene_scatterers(sim) -> scatterers.Scatterers:
     return scatterers.concatenate([cache["static"]] + moving)
 
 
-def _line_of_sight(backend):
-    """(origins, directions, distances) -> (N,) bool: no hit before each distance."""
+def _line_of_sight(backend, passable: frozenset = frozenset()):
+    """(origins, directions, distances) -> (N,) bool: no hit before each distance, or the first hit on an entity of
+    `passable` (the model carrying the other radar: whatever lies beyond its surface is part of it too)."""
+    want = ("distance", "ids") if passable else ("distance",)
+
     def clear(origins, directions, distances):
-        hits = backend.trace(origins, directions, 0.0, float(np.max(distances, initial=0.0)) + 1e-3, want=("distance",))
-        return hits.distance >= distances
+        hits = backend.trace(origins, directions, 0.0, float(np.max(distances, initial=0.0)) + 1e-3, want=want)
+        free = hits.distance >= distances
+        if passable:
+            free |= np.isin(hits.entity, np.fromiter(passable, np.int64))
+        return free
     return clear
 
 
@@ -102,13 +108,15 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     origins = np.ascontiguousarray(poses[:, :3, 3])
     max_range = cfg.range.offset + (cfg.range.n_bins + 1) * cfg.range.resolution
     workers = getattr(sim.backend, "threads", None)  # the run's tracing threads size the stage's pool too
+    moving = entity_motion(sim, t0_ns)  # once a frame: it keeps each entity's pose for the next frame's velocity
     clutter, glints = trace_physical(sim.backend, origins, column_rot, sensor_velocities(pose, times), cfg,
-                                     scatter_table(sim), rng, max_range, sim.ray_log, entity_motion(sim, t0_ns),
+                                     scatter_table(sim), rng, max_range, sim.ray_log, moving,
                                      parallel=lambda task, items: stage._parallel(task, items, workers),
                                      scatterers=scene_scatterers(sim))
-    other = interference.interferer_of(cfg)
+    other = interference.interferer_of(cfg, sim.scene, moving)
     if other is not None:  # another radar's chirps crossing ours: spokes (and rare ghost tones)
-        heard = interference.returns(cfg, other, origins, column_rot, times, t0_ns, _line_of_sight(sim.backend))
+        heard = interference.returns(cfg, other, origins, column_rot, times, t0_ns,
+                                     _line_of_sight(sim.backend, other.carrier))
         clutter, glints = (joined([mine, theirs], type(mine)) for mine, theirs in zip((clutter, glints), heard))
     out = run_stage(clutter, glints, cfg, rng, workers)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
