@@ -271,6 +271,51 @@ def test_cloud_velodyne_intensity_loop_gives_numpys_bits():
     assert 0.2 < np.isnan(expected).mean() < 0.4
 
 
+def _dual_blocks_numpy(strongest, other):
+    """The velodyne dual blocks as numpy arrays them (the form the compiled pass replaced): swap where the other
+    echo's squared range is finite and greater, then interleave the firings' two rows."""
+    far = [c["x"] ** 2 + c["y"] ** 2 + c["z"] ** 2 for c in (strongest, other)]
+    swap = np.isfinite(far[1]) & (far[1] > far[0])
+    first, second = strongest.copy(), other.copy()
+    first[swap], second[swap] = other[swap], strongest[swap]
+    return np.stack([first, second], axis=1).reshape(-1, strongest.shape[1])
+
+
+@pytest.mark.parametrize("ground_truth", [(), ("entity",), ("entity", "material")])  # records of 22, 26, 30 bytes
+def test_velodyne_dual_blocks_in_one_pass_give_numpys_records(ground_truth):
+    """Both echoes' organized clouds (firings x lasers) with NaN points, equal ranges and far second echoes,
+    into the driver's blocks by the compiled pass: the same bytes as the numpy swap and interleave."""
+    from radarays_ros.io.lidar_clouds import cloud_dtype, dual_blocks
+
+    rng = np.random.default_rng(21)
+    firings, lasers = 1800, 16
+    dtype = cloud_dtype("velodyne", ground_truth)
+    clouds = []
+    for _ in range(2):
+        cloud = np.zeros((firings, lasers), dtype)
+        raw = cloud.view(np.uint8).reshape(firings, lasers, -1)
+        raw[...] = rng.integers(0, 256, raw.shape, dtype=np.uint8)  # every other field: arbitrary bytes
+        for axis in "xyz":
+            cloud[axis] = rng.uniform(-60.0, 60.0, (firings, lasers)).astype(np.float32)
+        clouds.append(cloud)
+    strongest, other = clouds
+    gone = rng.random((firings, lasers)) < 0.3
+    for axis in "xyz":
+        other[axis][gone] = np.nan  # no second echo
+        strongest[axis][rng.random((firings, lasers)) < 0.05] = np.nan
+    tie = rng.random((firings, lasers)) < 0.05
+    for axis in "xyz":
+        other[axis][tie] = strongest[axis][tie]  # the same range: no swap
+    other["x"][rng.random((firings, lasers)) < 0.02] = np.inf  # an infinite range is not farther: no swap
+    expected = _dual_blocks_numpy(strongest, other)
+    out = dual_blocks(strongest, other)
+    assert out.dtype == dtype and out.shape == (2 * firings, lasers)
+    assert out.tobytes() == expected.tobytes()
+    as_bytes = lambda c: c.view(np.uint8).reshape(firings, lasers, -1)
+    swapped = ~np.all(as_bytes(np.ascontiguousarray(out[0::2])) == as_bytes(strongest), axis=2)
+    assert 0.2 < swapped.mean() < 0.6  # both orders were there
+
+
 @pytest.mark.parametrize("overlap_range", [0.0, 10.1])
 def test_measured_calibrated_reflectivity_loop_gives_numpys_bits(overlap_range):
     """The REFLECTIVITY channel of counts in one pass against calibrated_reflectivity(measured_reflectivity(...)):

@@ -242,22 +242,28 @@ def _velodyne_dual(scan, organized, ground_truth, stamp_ns, time_reference) -> n
     first = dataclasses.replace(scan, second=None)  # its cloud written with the frame is used as is where it matches
     if stamp_ns is None:
         stamp_ns = scan.stamp_ns(time_reference)
-    both = [pointcloud_array(s, "velodyne", True, ground_truth, stamp_ns, time_reference) for s in (first, scan.second)]
-    # the scan's echoes are (strongest, other); the blocks are (last, other): swap where the other is farther
-    far = [c["x"] ** 2 + c["y"] ** 2 + c["z"] ** 2 for c in both]
-    swap = np.isfinite(far[1]) & (far[1] > far[0])
-    if swap.any():
-        both = [c.copy() for c in both]
-        both[0][swap], both[1][swap] = both[1][swap], both[0][swap].copy()
-    firings, lasers = both[0].shape
-    # interleaved as raw bytes: numpy copies packed records field by field (np.stack: 20x slower here)
-    raw = np.empty((firings, 2, lasers * both[0].dtype.itemsize), np.uint8)
-    for k, cloud in enumerate(both):
-        raw[:, k] = np.ascontiguousarray(cloud).view(np.uint8).reshape(firings, -1)
-    out = raw.view(both[0].dtype).reshape(2 * firings, lasers)
+    out = dual_blocks(*(pointcloud_array(s, "velodyne", True, ground_truth, stamp_ns, time_reference)
+                        for s in (first, scan.second)))
     if organized:
         return out
     return out.reshape(-1)[np.isfinite(out["x"].reshape(-1))]
+
+
+def dual_blocks(strongest: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """(2 F, L) organized velodyne cloud of a dual-return frame from its two echoes' (F, L) clouds: the scan's
+    echoes are (strongest, other), the driver's blocks (last, other). One compiled pass puts the farther record
+    first, copying raw words (numpy copies packed records field by field: its copies and masks took 2.3 ms of
+    a VLP-16 dual frame's 2.7 ms cloud, the pass 0.4 ms)."""
+    strongest, other = np.ascontiguousarray(strongest), np.ascontiguousarray(other)
+    firings, lasers = strongest.shape
+    out = np.empty((firings, 2, lasers), strongest.dtype)
+    size = strongest.dtype.itemsize
+    word = np.uint16 if size % 2 == 0 else np.uint8  # velodyne records are 22 bytes + 4 per ground-truth field
+    as_words = lambda c, *shape: c.view(word).reshape(*shape, size // np.dtype(word).itemsize)
+    _last_block_first(as_words(strongest, firings, lasers), as_words(other, firings, lasers),
+                      strongest["x"], strongest["y"], strongest["z"], other["x"], other["y"], other["z"],
+                      as_words(out, firings, 2, lasers))
+    return out.reshape(2 * firings, lasers)
 
 
 class FrameCloud:
@@ -419,6 +425,23 @@ def _millimetres(range_m: np.ndarray) -> np.ndarray:
 def _flat_float32(values: np.ndarray, size: int) -> bool:
     """Whether `values` can go to the one-pass writers below: C-contiguous float32 of `size` pixels."""
     return values.dtype == np.float32 and values.flags.c_contiguous and values.size == size
+
+
+@kernel
+def _last_block_first(strongest, other, sx, sy, sz, ox, oy, oz, out):
+    """out[f, 0, l] the record (raw words) of the farther echo of firing f, laser l, out[f, 1, l] the other's:
+    the other echo goes first where its squared range x^2 + y^2 + z^2 (float32, summed in that order) is
+    finite and greater than the strongest's (a NaN point, no echo, stays in the odd block)."""
+    firings, lasers, size = strongest.shape
+    for f in range(firings):
+        for l in range(lasers):
+            near = sx[f, l] * sx[f, l] + sy[f, l] * sy[f, l] + sz[f, l] * sz[f, l]
+            far = ox[f, l] * ox[f, l] + oy[f, l] * oy[f, l] + oz[f, l] * oz[f, l]
+            swap = np.isfinite(far) and far > near
+            for k in range(size):
+                a, b = strongest[f, l, k], other[f, l, k]
+                out[f, 0, l, k] = b if swap else a
+                out[f, 1, l, k] = a if swap else b
 
 
 @kernel
