@@ -224,11 +224,12 @@ class SensorDiscovery:
 
 
 class LogRelay(logging.Handler):
-    """Python log records of the Gazebo layer -> the node's ROS logger, at their level."""
+    """Python log records of a layer below ros/ (`name`: the Gazebo layer's by default; the radar model's for
+    its run-time warnings) -> the node's ROS logger, at their level."""
 
-    def __init__(self, ros_logger):
+    def __init__(self, ros_logger, name: str = "radarays_ros.gazebo"):
         super().__init__(logging.INFO)
-        self.ros_logger = ros_logger
+        self.ros_logger, self.name = ros_logger, name
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -243,13 +244,13 @@ class LogRelay(logging.Handler):
             pass
 
     def attach(self) -> "LogRelay":
-        logger = logging.getLogger("radarays_ros.gazebo")
+        logger = logging.getLogger(self.name)
         logger.setLevel(logging.INFO)
         logger.addHandler(self)
         return self
 
     def detach(self) -> None:
-        logging.getLogger("radarays_ros.gazebo").removeHandler(self)
+        logging.getLogger(self.name).removeHandler(self)
 
 
 class GazeboLink:

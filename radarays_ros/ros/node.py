@@ -50,7 +50,7 @@ from ..sensors.units import make_unit
 from ..throttled_log import ThrottledLog, one_line
 from ..sensors.worlds import backend_options, empty_world, open_world
 from .convert import diagnostic_array, header_stamp_ns, rclpy_class, to_cdr
-from .gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, GazeboLink
+from .gazebo_link import GAZEBO_PARAMS, RIG_GAZEBO_PARAMS, GazeboLink, LogRelay
 from .node_imu import ImuCompanion
 from .node_params import NODE_PARAMS, READ_ONLY, SENSOR_PARAMS
 from .node_sensor import Sensor, build_unit, checked_period, declare_sensors, frame_arg
@@ -82,6 +82,8 @@ class SensorNode(Node):
             self.params.declare(RIG_GAZEBO_PARAMS, "", READ_ONLY)
         self.gazebo, self.sensors, self._imus = None, [], []
         self.active = True  # frames are simulated and published (a lifecycle node: only while active)
+        # the radar model's run-time warnings (throttled there: an interferer's carrier not in the scene) to rosout
+        self._model_log = LogRelay(self.get_logger(), "radarays_ros.radar").attach()
 
     def _configure(self) -> None:
         """World, sensors, publishers, subscriptions and timers."""
@@ -189,6 +191,7 @@ class SensorNode(Node):
     def destroy_node(self):
         if self.gazebo is not None:
             self.gazebo.close()
+        self._model_log.detach()
         return super().destroy_node()
 
     # -- topics, timers ------------------------------------------------------------------------------

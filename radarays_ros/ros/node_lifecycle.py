@@ -93,4 +93,5 @@ class LifecycleSensorNode(LifecycleNodeMixin, SensorNode):
 
     def destroy_node(self):
         self._release()
+        self._model_log.detach()
         return Node.destroy_node(self)

@@ -369,3 +369,29 @@ def test_radar_scan_without_radar_msgs_says_what_to_install_and_publishes_the_re
         images.wait(2, timeout=40)
         assert node.alive(), node.output()
         assert "radar/scan not published" in node.output() and "ros-jazzy-radar-msgs" in node.output()
+
+
+def test_an_interferer_whose_carrier_is_missing_is_logged_once_and_frames_go_on(tmp_path):
+    """The physical radar with another radar on a model the world lacks (interference.entity): the node publishes
+    on (the frames without it), says so on its ROS log, once in the throttling period, naming the model; an entity
+    name that is no name (an escape sequence) is refused by parameter and the node keeps its state."""
+    sensor = {**SMALL_RADAR, "sensor": {"model": "physical"},
+              "interference": {"preset": "navtech_cts350x", "entity": "ghost_van"}}
+    params = radar_params(tmp_path, lazy=False, sensor=sensor)
+    started = time.monotonic()
+    with Probe() as probe, NodeProcess("radarays_ros.ros.radar_node", params_file=params) as node:
+        images = probe.subscribe("/radar/image", "sensor_msgs/msg/Image")
+        images.wait(3, timeout=60)
+        bad = probe.set_parameters("radar_node", {"sensor.interference.entity": "van\x1b[2J"})[0]
+        kept = probe.get_parameters("radar_node", ["sensor.interference.entity"])
+        images.clear()
+        msg = images.wait(1, timeout=30)[-1]
+        assert node.alive(), node.output()
+        log = node.output()
+    elapsed = time.monotonic() - started
+    warnings = [line for line in log.splitlines() if "ghost_van" in line and "not in the scene" in line]
+    assert 1 <= len(warnings) <= 1 + elapsed // 5.0, log[-3000:]  # one line per 5 s at most, ~10 frames a second
+    assert all("WARN" in line and "radar_node" in line for line in warnings), warnings  # the node's ROS logger
+    assert not bad.successful and "not an entity name" in bad.reason
+    assert kept == ["ghost_van"]
+    assert_sees_room(msg)
