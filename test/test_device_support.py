@@ -135,6 +135,7 @@ RADAR_REFUSED = {
     "sensor.model": PHYSICAL,
     "interference.preset": {**PHYSICAL, "interference.preset": "navtech_cts350x"},  # a radar config, not any string
     "interference.entity": {**PHYSICAL, "interference.preset": "navtech_cts350x", "interference.entity": "car"},
+    "interference.on_sensor": {**PHYSICAL, "interference.preset": "navtech_cts350x", "interference.on_sensor": True},
 }
 
 

@@ -273,8 +273,12 @@ def test_a_carrier_missing_from_the_scene_gives_no_interference_and_one_warning(
 
 
 def test_the_carrier_name_is_checked(other_yaml):
-    with pytest.raises(ConfigError, match=r"interference.entity = 'car' names the carrier .* interference.preset"):
+    with pytest.raises(ConfigError, match=r"interference.entity = 'car' places another radar, but interference.preset"):
         RadarConfig.from_dict({"sensor": {"model": "physical"}, "interference": {"entity": "car"}}, origin="test")
+    with pytest.raises(ConfigError, match=r"interference.on_sensor = True places another radar, but interference.preset"):
+        RadarConfig.from_dict({"sensor": {"model": "physical"}, "interference": {"on_sensor": True}}, origin="test")
+    with pytest.raises(ConfigError, match=r"rides on that entity or on our platform, not both"):
+        victim(other_yaml, entity="car", on_sensor=True)
     with pytest.raises(ConfigError, match=r"interference.entity = .*not an entity name"):
         victim(other_yaml, entity="car\x1b[2J")
     with pytest.raises(ConfigError, match=r"not an entity name \(printable text of at most 512"):
@@ -322,3 +326,50 @@ def test_a_scenario_mover_carrying_a_radar_sweeps_its_spoke_across_our_image(tmp
         bearing = math.degrees(math.atan2(-6.0 + 10.0 * fired, 5.0 - 0.5))
         assert abs(column * -0.9 - bearing) <= 1.0, (k, column, bearing, rise)  # within our beam (1.8 degrees)
         assert rise[column] > np.median(rise) + 20, rise  # 10 dB (0.5 dB a count) over the typical line
+
+
+# --- another radar of our own rig (interference.on_sensor) --------------------------------------------------------
+
+def _heard_from(cfg, pose):
+    """returns() for our radar standing at `pose` (4x4) through the frame, every column along the pose's x."""
+    a = cfg.azimuth.count
+    poses = np.broadcast_to(pose, (a, 4, 4))
+    return interference.returns(cfg, interference.interferer_of(cfg, sensor_poses=poses), poses[:, :3, 3],
+                                poses[:, :3, :3], np.arange(a, dtype=np.int64) * round(T * 1e9), 0,
+                                lambda o, d, r: np.full(len(o), True))
+
+
+def test_a_radar_of_our_rig_is_where_our_pose_puts_it(other_yaml):
+    """On our platform at (D, 0, 0) heading 180 in our sensor's frame: with our radar at the origin, the bursts and
+    tones of the radar fixed in the world there; with our radar anywhere else (moved, turned, tilted), the same."""
+    for chirp, shift in (("down", 0.0), ("up", 200e-9)):
+        fixed = victim(other_yaml, chirp=chirp, shift_s=shift)
+        rig = fixed.with_overrides({"interference.on_sensor": True})
+        want = heard(fixed)
+        for pose in (np.eye(4), pose_to_matrix(120.0, -35.0, 2.0, roll=0.1, pitch=-0.05, yaw=2.3)):
+            got = _heard_from(rig, pose)
+            for a, b in zip(want, got):
+                assert np.array_equal(a.azimuth, b.azimuth)
+            assert np.allclose(got[0].power_w, want[0].power_w, rtol=1e-9, atol=0.0)
+            assert np.allclose(np.abs(got[1].amplitude), np.abs(want[1].amplitude), rtol=1e-9, atol=0.0)
+            assert np.allclose(got[1].range_m, want[1].range_m, rtol=0.0, atol=1e-6)
+
+
+def test_a_radar_of_our_rig_shows_its_spoke_wherever_we_drive(other_yaml):
+    """A whole 40-azimuth frame with the rig's other radar 30 m along our sensor's +x: the column that looks along
+    +x (column 0) rises most, at the world's origin and with our radar moved and turned 2 rad."""
+    cfg = victim(other_yaml, count=40, step_deg=9.0).with_overrides({"scatter.speckle": "true",
+                                                                    "interference.on_sensor": True})
+    alone = cfg.with_overrides({"interference.preset": "", "interference.on_sensor": False})
+    for pose in (pose_to_matrix(0.0, 0.0, 0.0), pose_to_matrix(-20.0, 60.0, 0.0, yaw=2.0)):
+        scene = Scene()
+        scene.add_entity("block", primitives.box((4.0, 4.0, 4.0)), pose @ pose_to_matrix(-40.0, 0.0, -5.0))
+        frames = []
+        for c in (cfg, alone):
+            backend = make_backend("embree", scene)
+            try:
+                frames.append(RadarSimulator(c, scene, backend=backend).simulate(pose, t0_ns=0))
+            finally:
+                backend.close()
+        gain_db = _rise_db(*frames)
+        assert int(np.argmax(gain_db)) == 0 and gain_db[0] > 25.0, gain_db

@@ -239,11 +239,13 @@ class InterferenceConfig:
     entity: str = _f("", str, doc="the scene entity that carries it: a model name (its first entity) or a model::link::visual "
                      "name ('' = fixed in the world); it then moves with that entity (a scenario's entities, a Gazebo "
                      "model) and its carrier never blocks its signal; absent from the scene: no interference that frame")
-    x_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position, x (m): in the world frame, or in entity's frame when set")
-    y_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position, y (m): in the world frame, or in entity's frame when set")
-    z_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position, z (m): in the world frame, or in entity's frame when set")
+    on_sensor: bool = _f(False, bool, doc="it is mounted on our own platform: x/y/z/heading in our sensor's frame (another "
+                         "radar of the same rig, moving and turning with ours; not with entity)")
+    x_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position, x (m): in the world frame, entity's frame or our sensor's frame")
+    y_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position, y (m): in the world frame, entity's frame or our sensor's frame")
+    z_m: float = _f(0.0, float, -1e6, 1e6, doc="its antenna's position, z (m): in the world frame, entity's frame or our sensor's frame")
     heading_deg: float = _f(0.0, float, -360.0, 360.0, doc="its azimuth 0 direction (from +x, counter-clockwise) in the world, "
-                            "or in entity's frame when set")
+                            "entity's frame or our sensor's frame")
     clock_offset_s: float | None = _f(None, float, 0.0, 1e6, nullable=True,
                                       doc="when its azimuth 0 chirp starts on our clock, modulo its sweep (null: "
                                       "unsynchronised, drawn per frame from the seed)")
@@ -376,9 +378,13 @@ class RadarConfig:
             raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")
         if self.interference.preset:
             self._check_interferer(where)
-        elif self.interference.entity:
-            raise ConfigError(f"{where}: interference.entity = {plain(self.interference.entity)} names the carrier of another "
-                              "radar, but interference.preset (that radar) is not set")
+        elif self.interference.entity or self.interference.on_sensor:
+            key = "entity" if self.interference.entity else "on_sensor"
+            raise ConfigError(f"{where}: interference.{key} = {plain(getattr(self.interference, key))} places another radar, "
+                              "but interference.preset (that radar) is not set")
+        if self.interference.entity and self.interference.on_sensor:
+            raise ConfigError(f"{where}: interference.entity = {plain(self.interference.entity)} and interference.on_sensor = "
+                              "true: the other radar rides on that entity or on our platform, not both")
         if len(self.interference.entity) > MAX_ENTITY_NAME or not self.interference.entity.isprintable():
             raise ConfigError(f"{where}: interference.entity = {plain(self.interference.entity)}: not an entity name "
                               f"(printable text of at most {MAX_ENTITY_NAME} characters)")

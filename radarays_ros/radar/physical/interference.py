@@ -27,8 +27,9 @@ arrives only over a free line of sight (a trace from our antenna to it).
 It may ride on a scene entity (a scenario's moving entity, a Gazebo model): then it stands at its mount in that
 entity's frame at the frame's start and moves on with the entity's velocity (rigid motion: v + w x r, from
 the entity's poses at this frame and the one before) while our antenna turns; the entity's own model never
-blocks its signal. Its platform may tilt (the entity's full rotation turns its beam). The Doppler shift of a
-moving interferer (v / lambda: kHz against the beat's MHz sweep) is left out.
+blocks its signal. Its platform may tilt (the entity's full rotation turns its beam). Or it is another radar of
+our own rig (on_sensor): its mount is in our sensor's frame, so it stands where our pose at each azimuth puts it.
+The Doppler shift of a moving interferer (v / lambda: kHz against the beat's MHz sweep) is left out.
 """
 from __future__ import annotations
 
@@ -56,8 +57,8 @@ _LOG = ThrottledLog(logging.getLogger("radarays_ros.radar"))  # a carrier missin
 @dataclass(frozen=True)
 class Interferer:
     config: object  # its RadarConfig (a preset): azimuth, antenna, fmcw, receiver.transmit_power_dbm
-    position: np.ndarray  # (3,) its antenna in the world at the frame's start
-    rotation: np.ndarray  # (3, 3) world <- its platform: its azimuth 0 along the platform's x, turning about its z
+    position: np.ndarray  # (3,) its antenna in the world at the frame's start, or (A, 3) at each of our azimuths
+    rotation: np.ndarray  # (3, 3) world <- its platform (its azimuth 0 along the platform's x, turning about its z), or (A, 3, 3)
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m/s of its antenna over the frame
     carrier: frozenset = frozenset()  # ids of the entities of the model carrying it: never a wall between us
 
@@ -81,14 +82,18 @@ def _turned(heading_rad: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
-def interferer_of(cfg, scene=None, motion=None) -> Interferer | None:
+def interferer_of(cfg, scene=None, motion=None, sensor_poses=None) -> Interferer | None:
     """The other radar of cfg.interference this frame, None when there is none (or its carrier, entity, is not in
-    `scene`: logged, throttled). motion: the frame's EntityMotion (simulate.entity_motion) or None (nothing moves)."""
+    `scene`: logged, throttled). motion: the frame's EntityMotion (simulate.entity_motion) or None (nothing moves);
+    sensor_poses: (A, 4, 4) our sensor's world poses at our azimuths (for a radar on our own platform, on_sensor)."""
     spec = cfg.interference
     if not spec.preset:
         return None
     config = _preset(spec.preset, _version(spec.preset))
     mount, turn = np.array([spec.x_m, spec.y_m, spec.z_m]), _turned(math.radians(spec.heading_deg))
+    if spec.on_sensor:
+        poses = np.asarray(sensor_poses, np.float64)
+        return Interferer(config, poses[:, :3, :3] @ mount + poses[:, :3, 3], poses[:, :3, :3] @ turn)
     if not spec.entity:
         return Interferer(config, mount, turn)
     found = carrier_of(scene, spec.entity)
@@ -155,7 +160,8 @@ def _clock(cfg, other: Interferer, t0_ns: int, rng) -> float:
 def _pairs(cfg, other: Interferer, origins, column_rot, times_ns, t0_ns, line_of_sight, tau0: float) -> _Pairs:
     fm, oc = cfg.fmcw, other.config
     t = (np.asarray(times_ns, np.int64) - int(t0_ns)) * 1e-9
-    to_it = other.position[None, :] + other.velocity[None, :] * t[:, None] - np.asarray(origins, np.float64)
+    place = other.position if other.position.ndim == 2 else other.position[None, :] + other.velocity[None, :] * t[:, None]
+    to_it = place - np.asarray(origins, np.float64)
     d = np.maximum(np.linalg.norm(to_it, axis=1), 1e-6)
     u = to_it / d[:, None]
     clear = np.asarray(line_of_sight(origins, u, np.maximum(d - HOUSING_M, 0.0)), bool)
@@ -182,7 +188,8 @@ def _friis(cfg, other: Interferer, u, d, column_rot, column) -> np.ndarray:
     local = np.einsum("kji,kj->ki", column_rot, u)  # R^T u: its direction in our column frames
     g_v = antenna.gain(np.arctan2(local[:, 1], local[:, 0]), np.arcsin(np.clip(local[:, 2], -1, 1)), cfg.antenna)
     yaw = np.radians(oc.azimuth.start_deg + column * oc.azimuth.step_deg)
-    back = -u @ other.rotation  # from it to us in its platform's frame (R^T of each row), then turned by its column
+    # from it to us in its platform's frame (R^T of each row), then turned by its column
+    back = -u @ other.rotation if other.rotation.ndim == 2 else np.einsum("ki,kij->kj", -u, other.rotation)
     along = np.cos(yaw) * back[:, None, 0] + np.sin(yaw) * back[:, None, 1]
     across = -np.sin(yaw) * back[:, None, 0] + np.cos(yaw) * back[:, None, 1]
     g_a = antenna.gain(np.arctan2(across, along), np.arcsin(np.clip(back[:, None, 2], -1, 1)), oc.antenna)
