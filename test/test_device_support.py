@@ -16,6 +16,7 @@ per output with stated bounds, not correlations:
   so the same bounds as noise-free frames; the flat ambient's shot noise too (AMBIENT_WORD): the same near_ir bytes.
 """
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,6 +137,7 @@ RADAR_REFUSED = {
     "interference.preset": {**PHYSICAL, "interference.preset": "navtech_cts350x"},  # a radar config, not any string
     "interference.entity": {**PHYSICAL, "interference.preset": "navtech_cts350x", "interference.entity": "car"},
     "interference.on_sensor": {**PHYSICAL, "interference.preset": "navtech_cts350x", "interference.on_sensor": True},
+    "interference.others": {**PHYSICAL, "interference.others": str(Path(__file__).parent / "data/radar/two_interferers.yaml")},
 }
 
 

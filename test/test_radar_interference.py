@@ -373,3 +373,79 @@ def test_a_radar_of_our_rig_shows_its_spoke_wherever_we_drive(other_yaml):
                 backend.close()
         gain_db = _rise_db(*frames)
         assert int(np.argmax(gain_db)) == 0 and gain_db[0] > 25.0, gain_db
+
+
+# --- more radars: interference.others ---------------------------------------------------------------------------
+
+def _others_file(tmp_path, other_yaml, entries):
+    path = tmp_path / "others.yaml"
+    path.write_text(yaml.safe_dump([{"preset": str(other_yaml), **e} for e in entries]))
+    return str(path)
+
+
+def test_each_listed_radar_is_heard_as_if_it_were_the_only_one(tmp_path, other_yaml):
+    """Two more radars from a file (30 m along +x facing us; 30 m along +y facing us), none in the section: each
+    one's bursts are, bit for bit, those of the section naming that radar alone."""
+    clock = 2 * T - D / C
+    entries = [{"x_m": D, "heading_deg": 180.0, "clock_offset_s": clock},
+               {"y_m": D, "heading_deg": -90.0, "clock_offset_s": clock}]
+    single = victim(other_yaml)
+    listed = single.with_overrides({"interference.preset": "", "interference.x_m": 0.0, "interference.heading_deg": 0.0,
+                                    "interference.clock_offset_s": None,
+                                    "interference.others": _others_file(tmp_path, other_yaml, entries)})
+    others = interference.interferers_of(listed)
+    assert [o.index for o in others] == [1, 2]
+    a = listed.azimuth.count
+    for other, entry in zip(others, entries):
+        alone = single.with_overrides({f"interference.{k}": v for k, v in {"x_m": 0.0, "y_m": 0.0, **entry}.items()})
+        args = (np.zeros((a, 3)), np.broadcast_to(np.eye(3), (a, 3, 3)), np.arange(a, dtype=np.int64) * round(T * 1e9), 0,
+                lambda o, d, r: np.full(len(o), True))
+        got = interference.returns(listed, other, *args)[0]
+        want = interference.returns(alone, interference.interferer_of(alone), *args)[0]
+        assert got.azimuth.tolist() == want.azimuth.tolist() and len(got.azimuth)
+        assert got.power_w.tobytes() == want.power_w.tobytes()
+
+
+def test_a_frame_with_two_listed_radars_shows_both_spokes(tmp_path, other_yaml):
+    """40 azimuths 9 degrees apart: the section's radar along +x (column 0 looks there) and a listed one along -y
+    (column 30): with both, both columns rise > 25 dB and no column far from them > 15 dB; the section's alone, one."""
+    cfg = victim(other_yaml, count=40, step_deg=9.0).with_overrides({"scatter.speckle": "true"})
+    clock = 2 * T - D / C
+    both = cfg.with_overrides({"interference.others": _others_file(tmp_path, other_yaml, [
+        {"y_m": -D, "heading_deg": 90.0, "clock_offset_s": clock}])})
+    alone = _frame(cfg.with_overrides({"interference.preset": ""}))
+    one = _rise_db(_frame(cfg), alone)
+    two = _rise_db(_frame(both), alone)
+    assert one[0] > 25.0 and one[30] < 10.0, one
+    assert two[0] > 25.0 and two[30] > 25.0, two
+    assert set(np.flatnonzero(two > 15.0)) <= {39, 0, 1, 29, 30, 31}, two
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "file not found"),
+    ("{preset: navtech_ras6}", "expected a list of 1 to 16 radars"),
+    ([{"preset": "navtech_ras6"}] * 17, "expected a list of 1 to 16 radars"),
+    ([{"preset": "navtech_ras6", "colour": 3}], r"radar 0: unknown key\(s\) \['interference.colour'\]"),
+    ([{"preset": "navtech_ras6"}, {"x_m": 3.0}], r"radar 1: preset: required"),
+    ([{"preset": "navtech_ras6"}, {"preset": "nope"}], r"radar 1: preset = 'nope'"),
+    ([{"preset": "navtech_ras6", "others": "x.yaml"}], r"radar 0: expected a mapping of the interference keys but others"),
+    ([{"preset": "navtech_ras6", "entity": "car", "on_sensor": True}], r"radar 0: entity = 'car' and on_sensor = true"),
+    ([{"preset": "navtech_ras6", "x_m": "far"}], r"radar 0: interference.x_m = 'far': not a number"),
+])
+def test_a_bad_others_file_is_one_error_naming_the_file_and_the_radar(tmp_path, content, message):
+    path = tmp_path / "others.yaml"
+    if content is not None:
+        path.write_text(content if isinstance(content, str) else yaml.safe_dump(content))
+    with pytest.raises(ConfigError, match=message) as caught:
+        RadarConfig.from_dict({"sensor": {"model": "physical"}, "interference": {"others": str(path)}}, origin="test")
+    assert "\n" not in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_an_edited_others_file_is_read_again(tmp_path, other_yaml):
+    path = _others_file(tmp_path, other_yaml, [{"x_m": 5.0}])
+    cfg = RadarConfig.from_dict({"sensor": {"model": "physical"}, "interference": {"others": path}}, origin="test")
+    assert [o.position[0] for o in interference.interferers_of(cfg)] == [5.0]
+    _others_file(tmp_path, other_yaml, [{"x_m": 6.0}, {"x_m": 7.0}])
+    stat = os.stat(path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert [o.position[0] for o in interference.interferers_of(cfg)] == [6.0, 7.0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -30,6 +31,7 @@ INF = math.inf
 MAX_IMAGE_CELLS = limits.MAX_IMAGE_CELLS
 MAX_FRAME_RAYS = limits.MAX_FRAME_RAYS
 MAX_ENTITY_NAME = 512  # characters of interference.entity (a model::link::visual name)
+MAX_INTERFERERS = 16  # radars listed in interference.others: each costs a line-of-sight trace per azimuth
 MIN_RATE_HZ = 1e-6  # one sweep in 11.6 days: the period in int64 nanoseconds stays exact
 
 def _f(default, kind, lo=None, hi=None, *, choices=None, nullable=False, lo_open=False, hi_open=False, doc=""):
@@ -249,6 +251,8 @@ class InterferenceConfig:
     clock_offset_s: float | None = _f(None, float, 0.0, 1e6, nullable=True,
                                       doc="when its azimuth 0 chirp starts on our clock, modulo its sweep (null: "
                                       "unsynchronised, drawn per frame from the seed)")
+    others: str = _f("", str, doc="physical: a YAML file listing more radars nearby, each a mapping of the keys above (preset, "
+                     f"entity or on_sensor, x_m, y_m, z_m, heading_deg, clock_offset_s), at most {MAX_INTERFERERS} ('' = none)")
 
 
 SECTIONS = {
@@ -376,40 +380,69 @@ class RadarConfig:
         n = self.noise
         if n.energy_min > n.energy_max:
             raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")
-        if self.interference.preset:
-            self._check_interferer(where)
-        elif self.interference.entity or self.interference.on_sensor:
-            key = "entity" if self.interference.entity else "on_sensor"
-            raise ConfigError(f"{where}: interference.{key} = {plain(getattr(self.interference, key))} places another radar, "
-                              "but interference.preset (that radar) is not set")
-        if self.interference.entity and self.interference.on_sensor:
-            raise ConfigError(f"{where}: interference.entity = {plain(self.interference.entity)} and interference.on_sensor = "
-                              "true: the other radar rides on that entity or on our platform, not both")
-        if len(self.interference.entity) > MAX_ENTITY_NAME or not self.interference.entity.isprintable():
-            raise ConfigError(f"{where}: interference.entity = {plain(self.interference.entity)}: not an entity name "
-                              f"(printable text of at most {MAX_ENTITY_NAME} characters)")
+        self._check_interferer(self.interference, f"{where}: interference.")
+        if self.interference.others:
+            for k, spec in enumerate(other_interferers(self.interference.others)):
+                self._check_interferer(spec, f"{where}: interference.others = {self.interference.others}, radar {k}: ")
         if self.sensor.model == "physical":
             resolution = 299_792_458.0 / (2.0 * self.fmcw.bandwidth_hz)
             if self.range.resolution > resolution * (1 + 1e-9):
                 raise ConfigError(f"radar config {self.origin}: range.resolution = {self.range.resolution}: the FFT bins "
                                   f"must be <= the physical resolution c/(2 fmcw.bandwidth_hz) = {resolution:.5g} m")
 
-    def _check_interferer(self, where: str) -> None:
-        """interference.preset: only with the physical stage, and a radar config that loads. The other radar's own
-        interference section is never used, so it is not followed (two files naming each other would recurse)."""
-        preset = self.interference.preset
+    def _check_interferer(self, spec: "InterferenceConfig", where: str) -> None:
+        """One other radar (the interference section, or an entry of its others file; `where` ends in the prefix of
+        its keys): its preset only with the physical stage and a radar config that loads, placed in one frame, its
+        carrier a name. The other radar's own interference section is never used, so it is not followed (two files
+        naming each other would recurse)."""
+        placed = "entity" if spec.entity else "on_sensor" if spec.on_sensor else ""
+        if not spec.preset:
+            if placed:
+                raise ConfigError(f"{where}{placed} = {plain(getattr(spec, placed))} places another radar, but "
+                                  f"{where.rsplit(': ', 1)[-1]}preset (that radar) is not set")
+            if spec.others or where.endswith("interference."):
+                return
+            raise ConfigError(f"{where}preset: required (the other radar's preset name or YAML file)")
         if self.sensor.model != "physical":
-            raise ConfigError(f"{where}: interference.preset = '{preset}' needs sensor.model: physical "
+            raise ConfigError(f"{where}preset = '{spec.preset}' needs sensor.model: physical "
                               f"(the RadaRays stage has no receiver to interfere with)")
+        if spec.entity and spec.on_sensor:
+            raise ConfigError(f"{where}entity = {plain(spec.entity)} and {where.rsplit(': ', 1)[-1]}on_sensor = true: the "
+                              "other radar rides on that entity or on our platform, not both")
+        if len(spec.entity) > MAX_ENTITY_NAME or not spec.entity.isprintable():
+            raise ConfigError(f"{where}entity = {plain(spec.entity)}: not an entity name "
+                              f"(printable text of at most {MAX_ENTITY_NAME} characters)")
         if getattr(_CHECKING, "interferer", False):
             return
         _CHECKING.interferer = True
         try:
-            resolve_radar_config(preset)
+            resolve_radar_config(spec.preset)
         except ConfigError as exc:
-            raise ConfigError(f"{where}: interference.preset = '{preset}': {exc}") from None
+            raise ConfigError(f"{where}preset = '{spec.preset}': {exc}") from None
         finally:
             _CHECKING.interferer = False
+
+
+def other_interferers(path: str) -> tuple:
+    """The InterferenceConfig of each radar listed in an interference.others file (read once per file version)."""
+    file = Path(path)
+    return _interferer_list(str(file), file.stat().st_mtime_ns if file.is_file() else 0)
+
+
+@lru_cache(maxsize=8)
+def _interferer_list(path: str, version: int) -> tuple:
+    what = "radar config interference.others"
+    data = read_yaml(path, what)
+    if not isinstance(data, list) or not data or len(data) > MAX_INTERFERERS:
+        raise ConfigError(f"{what} {path}: expected a list of 1 to {MAX_INTERFERERS} radars, each a mapping of "
+                          "preset, entity or on_sensor, x_m, y_m, z_m, heading_deg, clock_offset_s")
+    specs = []
+    for k, item in enumerate(data):
+        if not isinstance(item, Mapping) or "others" in item:
+            raise ConfigError(f"{what} {path}: radar {k}: expected a mapping of the interference keys but others "
+                              "(a list does not name further lists)")
+        specs.append(_build_section(InterferenceConfig, "interference", item, f"{path} radar {k}"))
+    return tuple(specs)
 
 
 def _build_section(section_cls, name: str, raw: Mapping, origin: str):

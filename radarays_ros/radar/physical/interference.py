@@ -61,6 +61,8 @@ class Interferer:
     rotation: np.ndarray  # (3, 3) world <- its platform (its azimuth 0 along the platform's x, turning about its z), or (A, 3, 3)
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m/s of its antenna over the frame
     carrier: frozenset = frozenset()  # ids of the entities of the model carrying it: never a wall between us
+    clock_offset_s: float | None = None  # its clock against ours (None: drawn per frame)
+    index: int = 0  # 0: the interference section's radar; k + 1: interference.others' radar k (its own draws)
 
 
 @lru_cache(maxsize=8)
@@ -82,20 +84,35 @@ def _turned(heading_rad: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
+def interferers_of(cfg, scene=None, motion=None, sensor_poses=None) -> list[Interferer]:
+    """The other radars this frame: the interference section's and those of its others file, less any whose carrier
+    (entity) is not in `scene` (logged, throttled). motion: the frame's EntityMotion (simulate.entity_motion) or
+    None (nothing moves); sensor_poses: (A, 4, 4) our sensor's world poses at our azimuths (on_sensor radars)."""
+    from ..config import other_interferers
+
+    specs = [(0, cfg.interference)] if cfg.interference.preset else []
+    if cfg.interference.others:
+        specs += [(k + 1, spec) for k, spec in enumerate(other_interferers(cfg.interference.others))]
+    placed = (_placed(spec, index, scene, motion, sensor_poses) for index, spec in specs)
+    return [other for other in placed if other is not None]
+
+
 def interferer_of(cfg, scene=None, motion=None, sensor_poses=None) -> Interferer | None:
-    """The other radar of cfg.interference this frame, None when there is none (or its carrier, entity, is not in
-    `scene`: logged, throttled). motion: the frame's EntityMotion (simulate.entity_motion) or None (nothing moves);
-    sensor_poses: (A, 4, 4) our sensor's world poses at our azimuths (for a radar on our own platform, on_sensor)."""
-    spec = cfg.interference
-    if not spec.preset:
+    """The interference section's own radar this frame (interferers_of's first), None when there is none."""
+    if not cfg.interference.preset:
         return None
+    return _placed(cfg.interference, 0, scene, motion, sensor_poses)
+
+
+def _placed(spec, index: int, scene, motion, sensor_poses) -> Interferer | None:
     config = _preset(spec.preset, _version(spec.preset))
     mount, turn = np.array([spec.x_m, spec.y_m, spec.z_m]), _turned(math.radians(spec.heading_deg))
+    clock = dict(clock_offset_s=spec.clock_offset_s, index=index)
     if spec.on_sensor:
         poses = np.asarray(sensor_poses, np.float64)
-        return Interferer(config, poses[:, :3, :3] @ mount + poses[:, :3, 3], poses[:, :3, :3] @ turn)
+        return Interferer(config, poses[:, :3, :3] @ mount + poses[:, :3, 3], poses[:, :3, :3] @ turn, **clock)
     if not spec.entity:
-        return Interferer(config, mount, turn)
+        return Interferer(config, mount, turn, **clock)
     found = carrier_of(scene, spec.entity)
     if found is None:
         _LOG.warning(f"interference.entity '{spec.entity}' is not in the scene: no interference from it this frame",
@@ -105,7 +122,7 @@ def interferer_of(cfg, scene=None, motion=None, sensor_poses=None) -> Interferer
     pose = np.asarray(entity.pose, np.float64)
     position = pose[:3, :3] @ mount + pose[:3, 3]
     velocity = np.zeros(3) if motion is None else motion.at(np.array([entity.id]), position[None, :])[0]  # v + w x r
-    return Interferer(config, position, pose[:3, :3] @ turn, velocity, carrier)
+    return Interferer(config, position, pose[:3, :3] @ turn, velocity, carrier, **clock)
 
 
 def carrier_of(scene, name: str):
@@ -143,15 +160,16 @@ def returns(cfg, other: Interferer, origins, column_rot, times_ns, t0_ns: int, l
     world <- column, times_ns (A,)), a floor over every bin for each crossing chirp (near = the first bin,
     far = past the last, power spread over them) and a point for each overlapping chirp of equal slope.
     line_of_sight(origins, directions, distances) -> (A,) bool: nothing between us and it."""
-    rng = np.random.default_rng([cfg.seed, int(t0_ns) % 2**63, INTERFERENCE_STREAM])
-    pairs = _pairs(cfg, other, origins, column_rot, times_ns, t0_ns, line_of_sight, _clock(cfg, other, t0_ns, rng))
+    key = [cfg.seed, int(t0_ns) % 2**63, INTERFERENCE_STREAM] + ([other.index] if other.index else [])
+    rng = np.random.default_rng(key)  # each other radar its own draws (the section's own: the key it always had)
+    pairs = _pairs(cfg, other, origins, column_rot, times_ns, t0_ns, line_of_sight, _clock(other, t0_ns, rng))
     return _bursts(cfg, other, pairs), _tones(cfg, other, pairs, rng)
 
 
-def _clock(cfg, other: Interferer, t0_ns: int, rng) -> float:
+def _clock(other: Interferer, t0_ns: int, rng) -> float:
     """tau_0: when its azimuth 0 chirp starts, s after t0, within one of its sweeps."""
     sweep_ns = round(1e9 / other.config.azimuth.rate_hz)
-    offset = cfg.interference.clock_offset_s
+    offset = other.clock_offset_s
     if offset is None:
         return rng.random() * sweep_ns * 1e-9
     return ((round(offset * 1e9) - int(t0_ns)) % sweep_ns) * 1e-9

@@ -113,8 +113,7 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
                                      scatter_table(sim), rng, max_range, sim.ray_log, moving,
                                      parallel=lambda task, items: stage._parallel(task, items, workers),
                                      scatterers=scene_scatterers(sim))
-    other = interference.interferer_of(cfg, sim.scene, moving, poses)
-    if other is not None:  # another radar's chirps crossing ours: spokes (and rare ghost tones)
+    for other in interference.interferers_of(cfg, sim.scene, moving, poses):  # other radars' chirps crossing ours: spokes
         heard = interference.returns(cfg, other, origins, column_rot, times, t0_ns,
                                      _line_of_sight(sim.backend, other.carrier))
         clutter, glints = (joined([mine, theirs], type(mine)) for mine, theirs in zip((clutter, glints), heard))
