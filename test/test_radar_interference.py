@@ -191,6 +191,7 @@ def test_a_radar_on_an_entity_is_the_fixed_radar_at_its_mount(other_yaml):
         other = interference.interferer_of(riding, scene)
         assert np.allclose(other.position, [D, 0.0, 0.0], rtol=0, atol=1e-12)
         assert other.carrier == frozenset({scene.find("car")})
+        assert interference.carrier_of(scene, "car::link::visual") is None  # a scoped name must name an entity
         want, got = heard(fixed), heard(riding, scene=scene)
         assert [len(part.azimuth) for part in got] == counts
         for a, b in zip(want, got):
@@ -449,3 +450,14 @@ def test_an_edited_others_file_is_read_again(tmp_path, other_yaml):
     stat = os.stat(path)
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert [o.position[0] for o in interference.interferers_of(cfg)] == [6.0, 7.0]
+
+
+def test_the_carrier_is_a_model_or_one_of_its_entities_and_the_whole_model_passes():
+    scene = Scene()
+    ids = [scene.add_entity(name, primitives.box((1.0, 1.0, 1.0)), pose_to_matrix(float(k), 0.0, 0.0), static=False)
+           for k, name in enumerate(["truck::body::v", "truck::cab::v", "van::body::v"])]
+    entity, carrier = interference.carrier_of(scene, "truck")
+    assert entity.id == ids[0] and carrier == {ids[0], ids[1]}  # the model's first entity; its whole model passes
+    entity, carrier = interference.carrier_of(scene, "truck::cab::v")
+    assert entity.id == ids[1] and carrier == {ids[0], ids[1]}
+    assert interference.carrier_of(scene, "truck::roof::v") is None and interference.carrier_of(scene, "bus") is None

@@ -131,6 +131,8 @@ def carrier_of(scene, name: str):
     if scene is None:
         return None
     index = scene.find(name)
+    if index is None and "::" in name:  # a scoped name is that entity or none (not its model's first)
+        return None
     model = name.split("::", 1)[0]
     members = sorted((e for e in scene.entities if e.name.split("::", 1)[0] == model), key=lambda e: e.id)
     if index is None and not members:
