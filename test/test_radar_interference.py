@@ -12,7 +12,7 @@ import yaml
 
 from radarays_ros.errors import ConfigError
 from radarays_ros.radar import RadarConfig, RadarSimulator
-from radarays_ros.radar.physical import interference, thermal_noise
+from radarays_ros.radar.physical import interference, interferers, thermal_noise
 from radarays_ros.radar.physical.geometry import Clutter, Glints
 from radarays_ros.radar.physical.stage import run_stage
 from radarays_ros.tracing import make_backend
@@ -66,7 +66,7 @@ def friis() -> float:
 
 def heard(cfg, clear=True, scene=None, motion=None):
     a = cfg.azimuth.count
-    return interference.returns(cfg, interference.interferer_of(cfg, scene, motion), np.zeros((a, 3)),
+    return interference.returns(cfg, interferers.interferer_of(cfg, scene, motion), np.zeros((a, 3)),
                                 np.broadcast_to(np.eye(3), (a, 3, 3)), np.arange(a, dtype=np.int64) * round(T * 1e9), 0,
                                 lambda o, d, r: np.full(len(o), clear))
 
@@ -158,18 +158,18 @@ def test_radars_that_name_each_other_or_themselves_load(tmp_path, other_yaml):
     assert RadarConfig.from_yaml(a).interference.preset == str(b)
     a.write_text(yaml.safe_dump({"sensor": {"model": "physical"}, "interference": {"preset": str(a)}}))
     cfg = RadarConfig.from_yaml(a)
-    assert interference.interferer_of(cfg).config.interference.preset == str(a)
+    assert interferers.interferer_of(cfg).config.interference.preset == str(a)
 
 
 def test_an_edited_interferer_file_is_read_again(tmp_path, other_yaml):
     cfg = victim(other_yaml)
-    assert interference.interferer_of(cfg).config.receiver.transmit_power_dbm == P_T_DBM
+    assert interferers.interferer_of(cfg).config.receiver.transmit_power_dbm == P_T_DBM
     data = yaml.safe_load(other_yaml.read_text())
     data["receiver"]["transmit_power_dbm"] = 20.0
     other_yaml.write_text(yaml.safe_dump(data))
     stat = other_yaml.stat()
     os.utime(other_yaml, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a later version, whatever the clock's grain
-    assert interference.interferer_of(cfg).config.receiver.transmit_power_dbm == 20.0
+    assert interferers.interferer_of(cfg).config.receiver.transmit_power_dbm == 20.0
 
 
 # --- the other radar on a scene entity (a scenario's mover, a Gazebo model) --------------------------------------
@@ -188,10 +188,10 @@ def test_a_radar_on_an_entity_is_the_fixed_radar_at_its_mount(other_yaml):
         fixed = victim(other_yaml, chirp=chirp, shift_s=shift)
         riding = fixed.with_overrides({"interference.entity": "car", "interference.x_m": 0.0, "interference.y_m": -2.0,
                                        "interference.heading_deg": 90.0})
-        other = interference.interferer_of(riding, scene)
+        other = interferers.interferer_of(riding, scene)
         assert np.allclose(other.position, [D, 0.0, 0.0], rtol=0, atol=1e-12)
         assert other.carrier == frozenset({scene.find("car")})
-        assert interference.carrier_of(scene, "car::link::visual") is None  # a scoped name must name an entity
+        assert interferers.carrier_of(scene, "car::link::visual") is None  # a scoped name must name an entity
         want, got = heard(fixed), heard(riding, scene=scene)
         assert [len(part.azimuth) for part in got] == counts
         for a, b in zip(want, got):
@@ -335,7 +335,7 @@ def _heard_from(cfg, pose):
     """returns() for our radar standing at `pose` (4x4) through the frame, every column along the pose's x."""
     a = cfg.azimuth.count
     poses = np.broadcast_to(pose, (a, 4, 4))
-    return interference.returns(cfg, interference.interferer_of(cfg, sensor_poses=poses), poses[:, :3, 3],
+    return interference.returns(cfg, interferers.interferer_of(cfg, sensor_poses=poses), poses[:, :3, 3],
                                 poses[:, :3, :3], np.arange(a, dtype=np.int64) * round(T * 1e9), 0,
                                 lambda o, d, r: np.full(len(o), True))
 
@@ -394,7 +394,7 @@ def test_each_listed_radar_is_heard_as_if_it_were_the_only_one(tmp_path, other_y
     listed = single.with_overrides({"interference.preset": "", "interference.x_m": 0.0, "interference.heading_deg": 0.0,
                                     "interference.clock_offset_s": None,
                                     "interference.others": _others_file(tmp_path, other_yaml, entries)})
-    others = interference.interferers_of(listed)
+    others = interferers.interferers_of(listed)
     assert [o.index for o in others] == [1, 2]
     a = listed.azimuth.count
     for other, entry in zip(others, entries):
@@ -402,7 +402,7 @@ def test_each_listed_radar_is_heard_as_if_it_were_the_only_one(tmp_path, other_y
         args = (np.zeros((a, 3)), np.broadcast_to(np.eye(3), (a, 3, 3)), np.arange(a, dtype=np.int64) * round(T * 1e9), 0,
                 lambda o, d, r: np.full(len(o), True))
         got = interference.returns(listed, other, *args)[0]
-        want = interference.returns(alone, interference.interferer_of(alone), *args)[0]
+        want = interference.returns(alone, interferers.interferer_of(alone), *args)[0]
         assert got.azimuth.tolist() == want.azimuth.tolist() and len(got.azimuth)
         assert got.power_w.tobytes() == want.power_w.tobytes()
 
@@ -445,19 +445,19 @@ def test_a_bad_others_file_is_one_error_naming_the_file_and_the_radar(tmp_path, 
 def test_an_edited_others_file_is_read_again(tmp_path, other_yaml):
     path = _others_file(tmp_path, other_yaml, [{"x_m": 5.0}])
     cfg = RadarConfig.from_dict({"sensor": {"model": "physical"}, "interference": {"others": path}}, origin="test")
-    assert [o.position[0] for o in interference.interferers_of(cfg)] == [5.0]
+    assert [o.position[0] for o in interferers.interferers_of(cfg)] == [5.0]
     _others_file(tmp_path, other_yaml, [{"x_m": 6.0}, {"x_m": 7.0}])
     stat = os.stat(path)
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
-    assert [o.position[0] for o in interference.interferers_of(cfg)] == [6.0, 7.0]
+    assert [o.position[0] for o in interferers.interferers_of(cfg)] == [6.0, 7.0]
 
 
 def test_the_carrier_is_a_model_or_one_of_its_entities_and_the_whole_model_passes():
     scene = Scene()
     ids = [scene.add_entity(name, primitives.box((1.0, 1.0, 1.0)), pose_to_matrix(float(k), 0.0, 0.0), static=False)
            for k, name in enumerate(["truck::body::v", "truck::cab::v", "van::body::v"])]
-    entity, carrier = interference.carrier_of(scene, "truck")
+    entity, carrier = interferers.carrier_of(scene, "truck")
     assert entity.id == ids[0] and carrier == {ids[0], ids[1]}  # the model's first entity; its whole model passes
-    entity, carrier = interference.carrier_of(scene, "truck::cab::v")
+    entity, carrier = interferers.carrier_of(scene, "truck::cab::v")
     assert entity.id == ids[1] and carrier == {ids[0], ids[1]}
-    assert interference.carrier_of(scene, "truck::roof::v") is None and interference.carrier_of(scene, "bus") is None
+    assert interferers.carrier_of(scene, "truck::roof::v") is None and interferers.carrier_of(scene, "bus") is None

@@ -22,6 +22,7 @@ One formula per module, each with its source:
     if_filters.py      IF high-pass (range compensation) and anti-alias low-pass as gains over range
     clipping.py        ADC clipping of a beat tone: compression and distortion over the range line (spokes)
     interference.py    another FMCW radar: Friis one way, chirp crossings as bursts over the range line (spokes)
+    interferers.py     where the other radars stand: fixed, on a scene entity (moving with it) or on our rig
     receiver_chain.py  the order of the chain: skirt -> filters -> thermal noise -> ADC -> detector
     detector.py        log detector in Navtech counts (0.5 dB per count, 8 bits; integer FFT power)
     doppler.py         range-Doppler coupling of FMCW chirps

@@ -24,26 +24,19 @@ The other radar's chirp j starts at tau_0 + j P_a (P_a = 1 / (its azimuth count 
 at its column j mod count; tau_0 (its clock against ours) is drawn per frame unless configured. Its signal
 arrives only over a free line of sight (a trace from our antenna to it).
 
-It may ride on a scene entity (a scenario's moving entity, a Gazebo model): then it stands at its mount in that
-entity's frame at the frame's start and moves on with the entity's velocity (rigid motion: v + w x r, from
-the entity's poses at this frame and the one before) while our antenna turns; the entity's own model never
-blocks its signal. Its platform may tilt (the entity's full rotation turns its beam). Or it is another radar of
-our own rig (on_sensor): its mount is in our sensor's frame, so it stands where our pose at each azimuth puts it.
-The Doppler shift of a moving interferer (v / lambda: kHz against the beat's MHz sweep) is left out.
+Where the other radars stand this frame (fixed, on an entity, on our rig): interferers.py. The Doppler shift of a
+moving interferer (v / lambda: kHz against the beat's MHz sweep) is left out.
 """
 from __future__ import annotations
 
-import logging
 import math
-from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
-from ...throttled_log import ThrottledLog
 from . import antenna, range_response, thermal_noise
 from .doppler import chirp_signs
+from .interferers import Interferer
 from .radar_equation import dbm_to_watt
 from .stage import CLUTTER_FLOOR  # a burst this far under the thermal floor changes nothing: left out
 
@@ -51,94 +44,6 @@ C = 299_792_458.0
 INTERFERENCE_STREAM = 0x1F7E  # the frame's draws of the other radar's clock and the tones' phases
 HOUSING_M = 0.5  # a hit this close to the other antenna is its own housing, not a wall between us
 NEIGHBOURS = 2  # its chirps looked at beyond those that can overlap ours
-_LOG = ThrottledLog(logging.getLogger("radarays_ros.radar"))  # a carrier missing from the scene: once per 5 s
-
-
-@dataclass(frozen=True)
-class Interferer:
-    config: object  # its RadarConfig (a preset): azimuth, antenna, fmcw, receiver.transmit_power_dbm
-    position: np.ndarray  # (3,) its antenna in the world at the frame's start, or (A, 3) at each of our azimuths
-    rotation: np.ndarray  # (3, 3) world <- its platform (its azimuth 0 along the platform's x, turning about its z), or (A, 3, 3)
-    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))  # (3,) m/s of its antenna over the frame
-    carrier: frozenset = frozenset()  # ids of the entities of the model carrying it: never a wall between us
-    clock_offset_s: float | None = None  # its clock against ours (None: drawn per frame)
-    index: int = 0  # 0: the interference section's radar; k + 1: interference.others' radar k (its own draws)
-
-
-@lru_cache(maxsize=8)
-def _preset(name: str, modified_ns: int):
-    """The other radar's config, read once per name and file version (a file edited under a running node is
-    read again)."""
-    from ..config import resolve_radar_config
-
-    return resolve_radar_config(name)
-
-
-def _version(name: str) -> int:
-    path = Path(name)
-    return path.stat().st_mtime_ns if path.is_file() else 0
-
-
-def _turned(heading_rad: float) -> np.ndarray:
-    c, s = math.cos(heading_rad), math.sin(heading_rad)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
-def interferers_of(cfg, scene=None, motion=None, sensor_poses=None) -> list[Interferer]:
-    """The other radars this frame: the interference section's and those of its others file, less any whose carrier
-    (entity) is not in `scene` (logged, throttled). motion: the frame's EntityMotion (simulate.entity_motion) or
-    None (nothing moves); sensor_poses: (A, 4, 4) our sensor's world poses at our azimuths (on_sensor radars)."""
-    from ..config import other_interferers
-
-    specs = [(0, cfg.interference)] if cfg.interference.preset else []
-    if cfg.interference.others:
-        specs += [(k + 1, spec) for k, spec in enumerate(other_interferers(cfg.interference.others))]
-    placed = (_placed(spec, index, scene, motion, sensor_poses) for index, spec in specs)
-    return [other for other in placed if other is not None]
-
-
-def interferer_of(cfg, scene=None, motion=None, sensor_poses=None) -> Interferer | None:
-    """The interference section's own radar this frame (interferers_of's first), None when there is none."""
-    if not cfg.interference.preset:
-        return None
-    return _placed(cfg.interference, 0, scene, motion, sensor_poses)
-
-
-def _placed(spec, index: int, scene, motion, sensor_poses) -> Interferer | None:
-    config = _preset(spec.preset, _version(spec.preset))
-    mount, turn = np.array([spec.x_m, spec.y_m, spec.z_m]), _turned(math.radians(spec.heading_deg))
-    clock = dict(clock_offset_s=spec.clock_offset_s, index=index)
-    if spec.on_sensor:
-        poses = np.asarray(sensor_poses, np.float64)
-        return Interferer(config, poses[:, :3, :3] @ mount + poses[:, :3, 3], poses[:, :3, :3] @ turn, **clock)
-    if not spec.entity:
-        return Interferer(config, mount, turn, **clock)
-    found = carrier_of(scene, spec.entity)
-    if found is None:
-        _LOG.warning(f"interference.entity '{spec.entity}' is not in the scene: no interference from it this frame",
-                     key=f"interference.entity {spec.entity}")
-        return None
-    entity, carrier = found
-    pose = np.asarray(entity.pose, np.float64)
-    position = pose[:3, :3] @ mount + pose[:3, 3]
-    velocity = np.zeros(3) if motion is None else motion.at(np.array([entity.id]), position[None, :])[0]  # v + w x r
-    return Interferer(config, position, pose[:3, :3] @ turn, velocity, carrier, **clock)
-
-
-def carrier_of(scene, name: str):
-    """(the entity named `name`, or the first entity of the model `name`; the ids of its whole model), None
-    when the scene has neither."""
-    if scene is None:
-        return None
-    index = scene.find(name)
-    if index is None and "::" in name:  # a scoped name is that entity or none (not its model's first)
-        return None
-    model = name.split("::", 1)[0]
-    members = sorted((e for e in scene.entities if e.name.split("::", 1)[0] == model), key=lambda e: e.id)
-    if index is None and not members:
-        return None
-    entity = scene.entity(index) if index is not None else members[0]
-    return entity, frozenset(e.id for e in members) | {entity.id}
 
 
 def chirp_start(sign: np.ndarray, carrier_hz: float, bandwidth_hz: float) -> np.ndarray:

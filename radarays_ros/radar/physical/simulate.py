@@ -6,7 +6,7 @@ import weakref
 import numpy as np
 
 from ..image import RadarImage
-from . import backscatter, interference, motion, scatterers, stage
+from . import backscatter, interference, interferers, motion, scatterers, stage
 from .geometry import joined, trace_physical
 from .stage import run_stage
 
@@ -113,7 +113,7 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
                                      scatter_table(sim), rng, max_range, sim.ray_log, moving,
                                      parallel=lambda task, items: stage._parallel(task, items, workers),
                                      scatterers=scene_scatterers(sim))
-    for other in interference.interferers_of(cfg, sim.scene, moving, poses):  # other radars' chirps crossing ours: spokes
+    for other in interferers.interferers_of(cfg, sim.scene, moving, poses):  # other radars' chirps crossing ours: spokes
         heard = interference.returns(cfg, other, origins, column_rot, times, t0_ns,
                                      _line_of_sight(sim.backend, other.carrier))
         clutter, glints = (joined([mine, theirs], type(mine)) for mine, theirs in zip((clutter, glints), heard))
