@@ -400,7 +400,7 @@ class RadarConfig:
             if placed:
                 raise ConfigError(f"{where}{placed} = {plain(getattr(spec, placed))} places another radar, but "
                                   f"{where.rsplit(': ', 1)[-1]}preset (that radar) is not set")
-            if spec.others or where.endswith("interference."):
+            if where.endswith("interference."):  # the section names no radar of its own (others may)
                 return
             raise ConfigError(f"{where}preset: required (the other radar's preset name or YAML file)")
         if self.sensor.model != "physical":
