@@ -64,10 +64,13 @@ def friis() -> float:
     return 10 ** ((P_T_DBM - 30) / 10) * 10 ** (2 * G_DBI / 10) * lam ** 2 / ((4 * math.pi) ** 2 * D ** 2 * 10 ** 0.3)
 
 
-def heard(cfg, clear=True, scene=None, motion=None):
+def heard(cfg, clear=True, scene=None, motion=None, pose=None):
+    """returns() of the section's radar for our radar standing at `pose` (4x4; the origin) through the frame, every
+    column along the pose's x; `clear`: what the line of sight answers."""
     a = cfg.azimuth.count
-    return interference.returns(cfg, interferers.interferer_of(cfg, scene, motion), np.zeros((a, 3)),
-                                np.broadcast_to(np.eye(3), (a, 3, 3)), np.arange(a, dtype=np.int64) * round(T * 1e9), 0,
+    poses = np.broadcast_to(np.eye(4) if pose is None else pose, (a, 4, 4))
+    return interference.returns(cfg, interferers.interferers_of(cfg, scene, motion, poses)[0], poses[:, :3, 3],
+                                poses[:, :3, :3], np.arange(a, dtype=np.int64) * round(T * 1e9), 0,
                                 lambda o, d, r: np.full(len(o), clear))
 
 
@@ -127,11 +130,7 @@ def _frame(cfg, walls=()):
     scene.add_entity("block", primitives.box((4.0, 4.0, 4.0)), pose_to_matrix(-40.0, 0.0, -5.0))  # behind us, below
     for i, x in enumerate(walls):
         scene.add_entity(f"wall{i}", primitives.box((0.3, 10.0, 10.0)), pose_to_matrix(x, 0.0, 0.0))
-    backend = make_backend("embree", scene)
-    try:
-        return RadarSimulator(cfg, scene, backend=backend).simulate(pose_to_matrix(0.0, 0.0, 0.0), t0_ns=0)
-    finally:
-        backend.close()
+    return _frame_in(scene, cfg)
 
 
 def test_a_whole_frame_shows_the_spoke_toward_the_other_radar_and_a_wall_hides_it(other_yaml):
@@ -158,18 +157,18 @@ def test_radars_that_name_each_other_or_themselves_load(tmp_path, other_yaml):
     assert RadarConfig.from_yaml(a).interference.preset == str(b)
     a.write_text(yaml.safe_dump({"sensor": {"model": "physical"}, "interference": {"preset": str(a)}}))
     cfg = RadarConfig.from_yaml(a)
-    assert interferers.interferer_of(cfg).config.interference.preset == str(a)
+    assert interferers.interferers_of(cfg)[0].config.interference.preset == str(a)
 
 
 def test_an_edited_interferer_file_is_read_again(tmp_path, other_yaml):
     cfg = victim(other_yaml)
-    assert interferers.interferer_of(cfg).config.receiver.transmit_power_dbm == P_T_DBM
+    assert interferers.interferers_of(cfg)[0].config.receiver.transmit_power_dbm == P_T_DBM
     data = yaml.safe_load(other_yaml.read_text())
     data["receiver"]["transmit_power_dbm"] = 20.0
     other_yaml.write_text(yaml.safe_dump(data))
     stat = other_yaml.stat()
     os.utime(other_yaml, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # a later version, whatever the clock's grain
-    assert interferers.interferer_of(cfg).config.receiver.transmit_power_dbm == 20.0
+    assert interferers.interferers_of(cfg)[0].config.receiver.transmit_power_dbm == 20.0
 
 
 # --- the other radar on a scene entity (a scenario's mover, a Gazebo model) --------------------------------------
@@ -188,7 +187,7 @@ def test_a_radar_on_an_entity_is_the_fixed_radar_at_its_mount(other_yaml):
         fixed = victim(other_yaml, chirp=chirp, shift_s=shift)
         riding = fixed.with_overrides({"interference.entity": "car", "interference.x_m": 0.0, "interference.y_m": -2.0,
                                        "interference.heading_deg": 90.0})
-        other = interferers.interferer_of(riding, scene)
+        other = interferers.interferers_of(riding, scene)[0]
         assert np.allclose(other.position, [D, 0.0, 0.0], rtol=0, atol=1e-12)
         assert other.carrier == frozenset({scene.find("car")})
         assert interferers.carrier_of(scene, "car::link::visual") is None  # a scoped name must name an entity
@@ -226,10 +225,10 @@ def _strongest_burst(bursts, count=4):
     return out
 
 
-def _frame_in(scene, cfg, t0_ns=0):
+def _frame_in(scene, cfg, t0_ns=0, pose=None):
     backend = make_backend("embree", scene)
     try:
-        return RadarSimulator(cfg, scene, backend=backend).simulate(pose_to_matrix(0.0, 0.0, 0.0), t0_ns=t0_ns)
+        return RadarSimulator(cfg, scene, backend=backend).simulate(np.eye(4) if pose is None else pose, t0_ns=t0_ns)
     finally:
         backend.close()
 
@@ -331,15 +330,6 @@ def test_a_scenario_mover_carrying_a_radar_sweeps_its_spoke_across_our_image(tmp
 
 # --- another radar of our own rig (interference.on_sensor) --------------------------------------------------------
 
-def _heard_from(cfg, pose):
-    """returns() for our radar standing at `pose` (4x4) through the frame, every column along the pose's x."""
-    a = cfg.azimuth.count
-    poses = np.broadcast_to(pose, (a, 4, 4))
-    return interference.returns(cfg, interferers.interferer_of(cfg, sensor_poses=poses), poses[:, :3, 3],
-                                poses[:, :3, :3], np.arange(a, dtype=np.int64) * round(T * 1e9), 0,
-                                lambda o, d, r: np.full(len(o), True))
-
-
 def test_a_radar_of_our_rig_is_where_our_pose_puts_it(other_yaml):
     """On our platform at (D, 0, 0) heading 180 in our sensor's frame: with our radar at the origin, the bursts and
     tones of the radar fixed in the world there; with our radar anywhere else (moved, turned, tilted), the same."""
@@ -348,7 +338,7 @@ def test_a_radar_of_our_rig_is_where_our_pose_puts_it(other_yaml):
         rig = fixed.with_overrides({"interference.on_sensor": True})
         want = heard(fixed)
         for pose in (np.eye(4), pose_to_matrix(120.0, -35.0, 2.0, roll=0.1, pitch=-0.05, yaw=2.3)):
-            got = _heard_from(rig, pose)
+            got = heard(rig, pose=pose)
             for a, b in zip(want, got):
                 assert np.array_equal(a.azimuth, b.azimuth)
             assert np.allclose(got[0].power_w, want[0].power_w, rtol=1e-9, atol=0.0)
@@ -365,14 +355,7 @@ def test_a_radar_of_our_rig_shows_its_spoke_wherever_we_drive(other_yaml):
     for pose in (pose_to_matrix(0.0, 0.0, 0.0), pose_to_matrix(-20.0, 60.0, 0.0, yaw=2.0)):
         scene = Scene()
         scene.add_entity("block", primitives.box((4.0, 4.0, 4.0)), pose @ pose_to_matrix(-40.0, 0.0, -5.0))
-        frames = []
-        for c in (cfg, alone):
-            backend = make_backend("embree", scene)
-            try:
-                frames.append(RadarSimulator(c, scene, backend=backend).simulate(pose, t0_ns=0))
-            finally:
-                backend.close()
-        gain_db = _rise_db(*frames)
+        gain_db = _rise_db(*(_frame_in(scene, c, pose=pose) for c in (cfg, alone)))
         assert int(np.argmax(gain_db)) == 0 and gain_db[0] > 25.0, gain_db
 
 
@@ -402,7 +385,7 @@ def test_each_listed_radar_is_heard_as_if_it_were_the_only_one(tmp_path, other_y
         args = (np.zeros((a, 3)), np.broadcast_to(np.eye(3), (a, 3, 3)), np.arange(a, dtype=np.int64) * round(T * 1e9), 0,
                 lambda o, d, r: np.full(len(o), True))
         got = interference.returns(listed, other, *args)[0]
-        want = interference.returns(alone, interferers.interferer_of(alone), *args)[0]
+        want = interference.returns(alone, interferers.interferers_of(alone)[0], *args)[0]
         assert got.azimuth.tolist() == want.azimuth.tolist() and len(got.azimuth)
         assert got.power_w.tobytes() == want.power_w.tobytes()
 

@@ -380,37 +380,38 @@ class RadarConfig:
         n = self.noise
         if n.energy_min > n.energy_max:
             raise ConfigError(f"radar config {self.origin}: noise.energy_min ({n.energy_min}) must be <= noise.energy_max ({n.energy_max})")
-        self._check_interferer(self.interference, f"{where}: interference.")
+        self._check_interferer(self.interference, f"{where}: ", "interference.", required=False)
         if self.interference.others:
             for k, spec in enumerate(other_interferers(self.interference.others)):
-                self._check_interferer(spec, f"{where}: interference.others = {self.interference.others}, radar {k}: ")
+                self._check_interferer(spec, f"{where}: interference.others = {self.interference.others}, radar {k}: ", "")
         if self.sensor.model == "physical":
             resolution = 299_792_458.0 / (2.0 * self.fmcw.bandwidth_hz)
             if self.range.resolution > resolution * (1 + 1e-9):
                 raise ConfigError(f"radar config {self.origin}: range.resolution = {self.range.resolution}: the FFT bins "
                                   f"must be <= the physical resolution c/(2 fmcw.bandwidth_hz) = {resolution:.5g} m")
 
-    def _check_interferer(self, spec: "InterferenceConfig", where: str) -> None:
-        """One other radar (the interference section, or an entry of its others file; `where` ends in the prefix of
-        its keys): its preset only with the physical stage and a radar config that loads, placed in one frame, its
-        carrier a name. The other radar's own interference section is never used, so it is not followed (two files
-        naming each other would recurse)."""
+    def _check_interferer(self, spec: "InterferenceConfig", where: str, key: str, required: bool = True) -> None:
+        """One other radar (the interference section, or an entry of its others file: `where` says which, `key`
+        prefixes its keys): its preset only with the physical stage and a radar config that loads, placed in one
+        frame, its carrier a name; `required`: it must name a radar (the section need not: its others file may).
+        The other radar's own interference section is never used, so it is not followed (two files naming each
+        other would recurse)."""
         placed = "entity" if spec.entity else "on_sensor" if spec.on_sensor else ""
         if not spec.preset:
             if placed:
-                raise ConfigError(f"{where}{placed} = {plain(getattr(spec, placed))} places another radar, but "
-                                  f"{where.rsplit(': ', 1)[-1]}preset (that radar) is not set")
-            if where.endswith("interference."):  # the section names no radar of its own (others may)
+                raise ConfigError(f"{where}{key}{placed} = {plain(getattr(spec, placed))} places another radar, but "
+                                  f"{key}preset (that radar) is not set")
+            if not required:
                 return
-            raise ConfigError(f"{where}preset: required (the other radar's preset name or YAML file)")
+            raise ConfigError(f"{where}{key}preset: required (the other radar's preset name or YAML file)")
         if self.sensor.model != "physical":
-            raise ConfigError(f"{where}preset = '{spec.preset}' needs sensor.model: physical "
+            raise ConfigError(f"{where}{key}preset = '{spec.preset}' needs sensor.model: physical "
                               f"(the RadaRays stage has no receiver to interfere with)")
         if spec.entity and spec.on_sensor:
-            raise ConfigError(f"{where}entity = {plain(spec.entity)} and {where.rsplit(': ', 1)[-1]}on_sensor = true: the "
+            raise ConfigError(f"{where}{key}entity = {plain(spec.entity)} and {key}on_sensor = true: the "
                               "other radar rides on that entity or on our platform, not both")
         if len(spec.entity) > MAX_ENTITY_NAME or not spec.entity.isprintable():
-            raise ConfigError(f"{where}entity = {plain(spec.entity)}: not an entity name "
+            raise ConfigError(f"{where}{key}entity = {plain(spec.entity)}: not an entity name "
                               f"(printable text of at most {MAX_ENTITY_NAME} characters)")
         if getattr(_CHECKING, "interferer", False):
             return
@@ -418,15 +419,21 @@ class RadarConfig:
         try:
             resolve_radar_config(spec.preset)
         except ConfigError as exc:
-            raise ConfigError(f"{where}preset = '{spec.preset}': {exc}") from None
+            raise ConfigError(f"{where}{key}preset = '{spec.preset}': {exc}") from None
         finally:
             _CHECKING.interferer = False
 
 
+def file_version(name: str) -> int:
+    """A key that changes when the file `name` is edited (its modification time; 0 for a preset name, no file): what
+    the caches of files read per frame are keyed by, so that a file edited under a running node is read again."""
+    path = Path(name)
+    return path.stat().st_mtime_ns if path.is_file() else 0
+
+
 def other_interferers(path: str) -> tuple:
     """The InterferenceConfig of each radar listed in an interference.others file (read once per file version)."""
-    file = Path(path)
-    return _interferer_list(str(file), file.stat().st_mtime_ns if file.is_file() else 0)
+    return _interferer_list(str(path), file_version(path))
 
 
 @lru_cache(maxsize=8)

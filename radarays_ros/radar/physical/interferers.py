@@ -13,7 +13,6 @@ import logging
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
@@ -35,16 +34,10 @@ class Interferer:
 
 @lru_cache(maxsize=8)
 def _preset(name: str, modified_ns: int):
-    """The other radar's config, read once per name and file version (a file edited under a running node is
-    read again)."""
+    """The other radar's config, read once per name and file version (config.file_version)."""
     from ..config import resolve_radar_config
 
     return resolve_radar_config(name)
-
-
-def _version(name: str) -> int:
-    path = Path(name)
-    return path.stat().st_mtime_ns if path.is_file() else 0
 
 
 def _turned(heading_rad: float) -> np.ndarray:
@@ -58,22 +51,17 @@ def interferers_of(cfg, scene=None, motion=None, sensor_poses=None) -> list[Inte
     None (nothing moves); sensor_poses: (A, 4, 4) our sensor's world poses at our azimuths (on_sensor radars)."""
     from ..config import other_interferers
 
-    specs = [(0, cfg.interference)] if cfg.interference.preset else []
+    specs = [(0, cfg.interference)] if cfg.interference.preset else []  # index 0: the section's own radar
     if cfg.interference.others:
         specs += [(k + 1, spec) for k, spec in enumerate(other_interferers(cfg.interference.others))]
     placed = (_placed(spec, index, scene, motion, sensor_poses) for index, spec in specs)
     return [other for other in placed if other is not None]
 
 
-def interferer_of(cfg, scene=None, motion=None, sensor_poses=None) -> Interferer | None:
-    """The interference section's own radar this frame (interferers_of's first), None when there is none."""
-    if not cfg.interference.preset:
-        return None
-    return _placed(cfg.interference, 0, scene, motion, sensor_poses)
-
-
 def _placed(spec, index: int, scene, motion, sensor_poses) -> Interferer | None:
-    config = _preset(spec.preset, _version(spec.preset))
+    from ..config import file_version
+
+    config = _preset(spec.preset, file_version(spec.preset))
     mount, turn = np.array([spec.x_m, spec.y_m, spec.z_m]), _turned(math.radians(spec.heading_deg))
     clock = dict(clock_offset_s=spec.clock_offset_s, index=index)
     if spec.on_sensor:
