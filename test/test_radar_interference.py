@@ -320,9 +320,9 @@ def test_a_scenario_mover_carrying_a_radar_sweeps_its_spoke_across_our_image(tmp
         counts = np.frombuffer(bytes(m.data), np.uint8).reshape(m.height, m.width).astype(np.float64)
         rise = np.median(counts, axis=0)
         column = int(np.argmax(rise))
-        # that azimuth's firing time (a sector of 100 azimuths every 0.1 s); in the first frame the crate is where it
-        # starts throughout (its velocity is known from the second frame on: its poses at this frame and the one before)
-        fired = k * 0.1 + (column / 1000.0 if k else 0.0)
+        # that azimuth's firing time (a sector of 100 azimuths every 0.1 s); the crate moves on through every frame,
+        # the first included (the scenario gives its velocity with its pose: Entity.twist)
+        fired = k * 0.1 + column / 1000.0
         bearing = math.degrees(math.atan2(-6.0 + 10.0 * fired, 5.0 - 0.5))
         assert abs(column * -0.9 - bearing) <= 1.0, (k, column, bearing, rise)  # within our beam (1.8 degrees)
         assert rise[column] > np.median(rise) + 20, rise  # 10 dB (0.5 dB a count) over the typical line

@@ -313,6 +313,65 @@ def test_turning_entity_radial_velocity_is_omega_cross_lever_arm():
     assert img.velocity[cell] == pytest.approx(3.0 * omega, abs=0.1)
 
 
+def test_a_twist_given_with_the_pose_is_the_entity_velocity_from_the_first_frame():
+    # the turning door above, moved by a source that knows its motion (a scenario's trajectory: Scene.set_poses with
+    # twists): its radial velocity is 3 omega in the first frame already; moved later without a twist (a pose
+    # stream), the velocity is again the difference of its poses: here it stands still, so zero
+    omega = 0.5
+    world = Scene(LIB)
+    mesh, _ = box((0.2, 10.0, 4.0), (0.0, 0.0, 0.0))
+    pivot = pose_to_matrix(20.1, 3.0, 0.0)
+    wall = world.add_entity("door", mesh, pivot, material="brick", static=False)
+    cfg = physical(azimuth={"count": 1}, fmcw={"velocity_channel": True}, scatter={"speckle": False})
+    sim = RadarSimulator(cfg, world)
+    world.set_poses([(wall, pivot)], twists=[(np.zeros(3), np.array([0.0, 0.0, omega]))])
+    img = sim.simulate(EYE, t0_ns=0)
+    cell = np.unravel_index(np.argmax(img.energy), img.energy.shape)
+    assert img.range_m[cell[1]] == pytest.approx(20.0, abs=0.1)
+    assert img.velocity[cell] == pytest.approx(3.0 * omega, abs=0.1)
+    world.set_poses([(wall, pivot)], twists=[(np.zeros(3), np.array([0.0, 0.0, omega]))])
+    world.set_poses_array([wall], [pivot])  # a pose stream's batch: no twist, unknown again
+    assert world.entity(wall).twist is None
+    world.set_poses([(wall, pivot)], twists=[(np.zeros(3), np.array([0.0, 0.0, omega]))])
+    world.set_pose(wall, pivot)  # one pose, no twist: unknown again
+    assert world.entity(wall).twist is None
+    img = sim.simulate(EYE, t0_ns=10**8)
+    cell = np.unravel_index(np.argmax(img.energy), img.energy.shape)
+    assert img.velocity[cell] == pytest.approx(0.0, abs=0.01)
+
+
+def test_a_bad_twist_moves_nothing():
+    from radarays_ros.errors import ConfigError
+
+    world = Scene(LIB)
+    mesh, _ = box((1.0, 1.0, 1.0), (0.0, 0.0, 0.0))
+    crate = world.add_entity("crate", mesh, EYE, material="brick", static=False)
+    for bad in ((np.zeros(3), np.array([0.0, np.nan, 0.0])), (np.zeros(2), np.zeros(3)), (np.zeros(3),)):
+        with pytest.raises(ConfigError, match=r"twist of entity 'crate.*': expected finite"):
+            world.set_poses([(crate, pose_to_matrix(1.0, 0.0, 0.0))], twists=[bad])
+        assert np.array_equal(world.entity(crate).pose, EYE) and world.entity(crate).twist is None
+
+
+def test_trajectory_twists_are_the_rigid_motion_of_each_offset():
+    # a trajectory driving +x at 10 m/s while turning at 0.5 rad/s (poses 1 s apart, slerped): a body 2 m along its
+    # y axis moves at v + omega x r; the same at the trajectory's first and last instants (one-sided there, not halved)
+    from radarays_ros.radar.physical.motion import trajectory_twists
+
+    t = np.arange(3, dtype=np.int64) * 10**9
+    track = Trajectory(t, np.stack([pose_to_matrix(10.0 * k, 0.0, 0.0, 0.0, 0.0, 0.5 * k) for k in range(3)]))
+    offset = pose_to_matrix(0.0, 2.0, 0.0)
+    for at in (0, 5 * 10**8, 10**9 + 3 * 10**8, 2 * 10**9):
+        yaw = 0.5 * at * 1e-9
+        lever = np.array([-2.0 * math.sin(yaw), 2.0 * math.cos(yaw), 0.0])  # R(yaw) (0, 2, 0)
+        (v0, w0), (v, w) = trajectory_twists(track, [np.eye(4), offset], at)
+        assert w0 == pytest.approx([0.0, 0.0, 0.5], abs=1e-9) and w == pytest.approx([0.0, 0.0, 0.5], abs=1e-9)
+        assert v0 == pytest.approx([10.0, 0.0, 0.0], abs=1e-9)
+        # to the one-sided difference's error at the start, omega^2 |r| h / 2 = 1.25 mm/s against |omega x r| = 1 m/s
+        assert v == pytest.approx(np.array([10.0, 0.0, 0.0]) + np.cross([0.0, 0.0, 0.5], lever), abs=2e-3)
+    still = Trajectory(t[:1], pose_to_matrix(1.0, 2.0, 3.0)[None])
+    assert [np.abs(x).max() for x in trajectory_twists(still, [offset], 0)[0]] == [0.0, 0.0]
+
+
 def test_stage_bytes_do_not_depend_on_the_thread_count(monkeypatch):
     # row blocks draw from their own seeded generators: a pool of threads or one thread, the same image
     from radarays_ros.radar.physical import stage

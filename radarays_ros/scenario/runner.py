@@ -60,6 +60,7 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
     appears under its name only when complete. `quiet=False` shows a tqdm bar over frames on `stream`.
     `backend` (and its options, e.g. embree's `threads`, the warp device) overrides the scenario's `backend`.
     """
+    from ..radar.physical.motion import trajectory_twists
     from ..tracing import make_backend
     from ..world.loader import load_world
 
@@ -135,9 +136,10 @@ def run_scenario(path_or_scenario, out: str | Path, pictures: str | Path | None 
             while next_tf < len(tf_times) and tf_times[next_tf] <= log_ns:
                 _write_pose(write, scenario, tf_times + shift, truth, odom, driven, next_tf)
                 next_tf += 1
-            for trajectory, ids, offsets in movers:
+            for trajectory, ids, offsets in movers:  # with their velocities there (Doppler from the first frame on)
                 pose = trajectory.at([t0])[0]
-                scene.set_poses([(i, pose @ off) for i, off in zip(ids, offsets)])
+                scene.set_poses([(i, pose @ off) for i, off in zip(ids, offsets)],
+                                trajectory_twists(trajectory, offsets, t0))
             unit = units[name]
             mount = mounts[name]
             sensor_poses = poses_over(lambda times: scenario.trajectory.at(times) @ mount, t0, unit.period_ns)

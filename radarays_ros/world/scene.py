@@ -29,6 +29,16 @@ def _proper_rigid(poses: np.ndarray, tol: float = 1e-6) -> np.ndarray:
     return finite & orthonormal & right_handed & bottom & near
 
 
+def _checked_twist(twist, name: str):
+    """(velocity, angular velocity) as two finite float64 (3,) arrays, or None; else ConfigError naming the entity."""
+    if twist is None:
+        return None
+    parts = [np.asarray(v, np.float64) for v in twist] if len(twist) == 2 else []
+    if not parts or any(v.shape != (3,) or not np.isfinite(v).all() for v in parts):
+        raise ConfigError(f"twist of entity '{name}': expected finite (velocity xyz m/s, angular velocity xyz rad/s)")
+    return parts[0], parts[1]
+
+
 @dataclass
 class Entity:
     id: int
@@ -37,6 +47,9 @@ class Entity:
     pose: np.ndarray  # 4x4 world <- entity
     static: bool
     face_materials: np.ndarray  # (F,) int32 material ids
+    # (velocity of its origin m/s, angular velocity rad/s), world frame, at its current pose, where the source that
+    # moved it knows them (a scenario's trajectory); None: unknown (Doppler then differences its poses over frames)
+    twist: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def model(self) -> str:
@@ -147,6 +160,7 @@ class Scene:
         with self.lock:
             entity = self.entity(key)
             entity.pose = check_transform(pose, what=f"pose of entity '{entity.name}'")
+            entity.twist = None
             for listener in self._listeners:
                 listener.on_entity_moved(entity)
 
@@ -174,7 +188,7 @@ class Scene:
                 raise ConfigError(f"pose of entity '{name}': not a finite rigid transform (NaN/inf, not a rotation, "
                                   f"or beyond ±{MAX_COORDINATE_M:g} m)")
             for entity, pose in zip(entities, poses):
-                entity.pose = pose
+                entity.pose, entity.twist = pose, None
             for listener in self._listeners:
                 moved = getattr(listener, "on_entities_moved", None)
                 if moved is not None:
@@ -183,11 +197,14 @@ class Scene:
                     for entity in entities:
                         listener.on_entity_moved(entity)
 
-    def set_poses(self, poses: Iterable[tuple[int | str, np.ndarray]]) -> None:
-        """Move several entities; all poses are checked before any is applied."""
+    def set_poses(self, poses: Iterable[tuple[int | str, np.ndarray]], twists=None) -> None:
+        """Move several entities; all poses are checked before any is applied. twists: for each pose, the
+        entity's (velocity of its origin, angular velocity) there, world frame, finite (3,) each; None: unknown."""
         with self.lock:
             checked = [(self.entity(k), check_transform(p, what=f"pose of entity '{k}'")) for k, p in poses]
-            for entity, pose in checked:
-                entity.pose = pose
+            known = [None] * len(checked) if twists is None else [_checked_twist(t, e.name) for t, (e, _) in
+                                                                   zip(twists, checked, strict=True)]
+            for (entity, pose), twist in zip(checked, known):
+                entity.pose, entity.twist = pose, twist
                 for listener in self._listeners:
                     listener.on_entity_moved(entity)

@@ -2,10 +2,10 @@
 fixed in the world, riding on a scene entity, or on our own rig (the physics of their chirps: interference.py).
 
 On a scene entity (a scenario's moving entity, a Gazebo model): it stands at its mount in that entity's frame at
-the frame's start and moves on with the entity's velocity (rigid motion: v + w x r, from the entity's poses at
-this frame and the one before) while our antenna turns; the entity's whole model never blocks its signal; its
-platform may tilt (the entity's full rotation turns its beam). On our rig (on_sensor): its mount is in our
-sensor's frame, so it stands where our pose at each azimuth puts it.
+the frame's start and moves on with the entity's velocity (rigid motion: v + w x r; simulate.entity_motion: the
+twist its mover gave, else its poses at this frame and the one before) while our antenna turns; the entity's whole
+model never blocks its signal; its platform may tilt (the entity's full rotation turns its beam). On our rig
+(on_sensor): its mount is in our sensor's frame, so it stands where our pose at each azimuth puts it.
 """
 from __future__ import annotations
 

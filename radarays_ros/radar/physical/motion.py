@@ -58,3 +58,15 @@ def rigid_motion(before: np.ndarray, after: np.ndarray, dt_s: float) -> tuple[np
     velocity = (after[:3, 3] - before[:3, 3]) / dt_s
     relative = after[:3, :3] @ before[:3, :3].T
     return velocity, Rotation.from_matrix(relative).as_rotvec() / dt_s
+
+
+def trajectory_twists(trajectory, offsets, t_ns: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per offset o: (velocity of the origin, angular velocity), world frame, at t_ns of a body posed
+    trajectory.at(t) @ o: rigid_motion over t_ns +- DERIVATIVE_NS, kept within the trajectory's span (one-sided at
+    its ends, past which it holds its pose); zero for a trajectory of one pose."""
+    lo = max(int(t_ns) - DERIVATIVE_NS, int(trajectory.t_ns[0]))
+    hi = min(int(t_ns) + DERIVATIVE_NS, int(trajectory.t_ns[-1]))
+    if hi <= lo:
+        return [(np.zeros(3), np.zeros(3)) for _ in offsets]
+    before, after = trajectory.at([lo, hi])
+    return [rigid_motion(before @ o, after @ o, (hi - lo) * 1e-9) for o in offsets]

@@ -21,9 +21,10 @@ def sensor_velocities(pose, times: np.ndarray) -> np.ndarray:
 
 
 def entity_motion(sim, t0_ns: int) -> motion.EntityMotion | None:
-    """Rigid motion of every moving entity (by id) from its pose now and at the frame before (over that
-    frame's time step): velocity of its origin, angular velocity, origin now; zero for static entities
-    and on the first frame. None when nothing moves."""
+    """Rigid motion of every moving entity (by id): velocity of its origin, angular velocity, origin now. Its twist
+    where the source that moved it gave one (a scenario's trajectory: exact, from the first frame on), else from
+    its pose now and at the frame before (over that frame's time step; zero on the first frame); zero for static
+    entities. None when nothing moves."""
     track = sim.__dict__.setdefault("_entity_track", {})
     moving = [e for e in sim.scene.entities if not e.static]
     if not moving:
@@ -34,7 +35,9 @@ def entity_motion(sim, t0_ns: int) -> motion.EntityMotion | None:
         pose = np.array(entity.pose, np.float64)
         result.origin[entity.id] = pose[:3, 3]
         before = track.get(entity.id)
-        if before is not None and t0_ns > before[0]:
+        if entity.twist is not None:
+            result.velocity[entity.id], result.angular[entity.id] = entity.twist
+        elif before is not None and t0_ns > before[0]:
             result.velocity[entity.id], result.angular[entity.id] = motion.rigid_motion(before[1], pose, (t0_ns - before[0]) * 1e-9)
         track[entity.id] = (t0_ns, pose)
     return result
