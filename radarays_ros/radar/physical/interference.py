@@ -24,8 +24,12 @@ The other radar's chirp j starts at tau_0 + j P_a (P_a = 1 / (its azimuth count 
 at its column j mod count; tau_0 (its clock against ours) is drawn per frame unless configured. Its signal
 arrives only over a free line of sight (a trace from our antenna to it).
 
-Where the other radars stand this frame (fixed, on an entity, on our rig): interferers.py. The Doppler shift of a
-moving interferer (v / lambda: kHz against the beat's MHz sweep) is left out.
+With fmcw.doppler (as for echoes), its signal arrives shifted one way by f_d = v_c f_a / c (v_c: how fast we
+close on each other along the line between us, (v_ours - v_its) . u, u from us to it): the beat is b - f_d,
+so a tone moves by c f_d / (2 s) in range (0.4 m for Navtech chirps at 15 m/s) and a burst by f_d / |ds| in time.
+A radar of our own rig moves with us: no shift.
+
+Where the other radars stand this frame (fixed, on an entity, on our rig): interferers.py.
 """
 from __future__ import annotations
 
@@ -62,14 +66,16 @@ class _Pairs:
     heard: np.ndarray  # (A, J) its chirp j's start as it arrives here, s after t0
 
 
-def returns(cfg, other: Interferer, origins, column_rot, times_ns, t0_ns: int, line_of_sight):
+def returns(cfg, other: Interferer, origins, column_rot, times_ns, t0_ns: int, line_of_sight, velocities=None):
     """(Clutter, Glints) of the other radar in our frame: per azimuth k (origins (A, 3), column_rot (A, 3, 3)
     world <- column, times_ns (A,)), a floor over every bin for each crossing chirp (near = the first bin,
     far = past the last, power spread over them) and a point for each overlapping chirp of equal slope.
-    line_of_sight(origins, directions, distances) -> (A,) bool: nothing between us and it."""
+    line_of_sight(origins, directions, distances) -> (A,) bool: nothing between us and it; velocities: (A, 3) m/s
+    of our antenna (None: still), for the Doppler shift with fmcw.doppler."""
     key = [cfg.seed, int(t0_ns) % 2**63, INTERFERENCE_STREAM] + ([other.index] if other.index else [])
     rng = np.random.default_rng(key)  # each other radar its own draws (the section's own: the key it always had)
-    pairs = _pairs(cfg, other, origins, column_rot, times_ns, t0_ns, line_of_sight, _clock(other, t0_ns, rng))
+    pairs = _pairs(cfg, other, origins, column_rot, times_ns, t0_ns, line_of_sight, _clock(other, t0_ns, rng),
+                   velocities)
     return _bursts(cfg, other, pairs), _tones(cfg, other, pairs, rng)
 
 
@@ -82,7 +88,8 @@ def _clock(other: Interferer, t0_ns: int, rng) -> float:
     return ((round(offset * 1e9) - int(t0_ns)) % sweep_ns) * 1e-9
 
 
-def _pairs(cfg, other: Interferer, origins, column_rot, times_ns, t0_ns, line_of_sight, tau0: float) -> _Pairs:
+def _pairs(cfg, other: Interferer, origins, column_rot, times_ns, t0_ns, line_of_sight, tau0: float,
+           velocities=None) -> _Pairs:
     fm, oc = cfg.fmcw, other.config
     t = (np.asarray(times_ns, np.int64) - int(t0_ns)) * 1e-9
     place = other.position if other.position.ndim == 2 else other.position[None, :] + other.velocity[None, :] * t[:, None]
@@ -102,8 +109,15 @@ def _pairs(cfg, other: Interferer, origins, column_rot, times_ns, t0_ns, line_of
     ours = t[:, None]
     alpha = (chirp_start(sign_v, fm.carrier_hz, fm.bandwidth_hz)
              - chirp_start(sign_a, oc.fmcw.carrier_hz, oc.fmcw.bandwidth_hz) - sign_a * slope_a * (ours - heard))
+    if fm.doppler and velocities is not None and other.position.ndim == 1:  # (our rig's radars move with us)
+        alpha = alpha - (_closing_speed(velocities, other.velocity, u) * oc.fmcw.carrier_hz / C)[:, None]
     beta = sign_v * slope_v - sign_a * slope_a
     return _Pairs(power, alpha, beta, np.abs(beta) > 1e-9 * slope_v, ours, heard)
+
+
+def _closing_speed(ours: np.ndarray, its: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """(A,) m/s at which we close on each other along u (A, 3), the unit vector from us to it."""
+    return np.einsum("ki,ki->k", np.asarray(ours, np.float64) - its[None, :], u)
 
 
 def _friis(cfg, other: Interferer, u, d, column_rot, column) -> np.ndarray:

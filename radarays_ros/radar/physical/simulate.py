@@ -112,13 +112,14 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     max_range = cfg.range.offset + (cfg.range.n_bins + 1) * cfg.range.resolution
     workers = getattr(sim.backend, "threads", None)  # the run's tracing threads size the stage's pool too
     moving = entity_motion(sim, t0_ns)  # once a frame: it keeps each entity's pose for the next frame's velocity
-    clutter, glints = trace_physical(sim.backend, origins, column_rot, sensor_velocities(pose, times), cfg,
+    velocities = sensor_velocities(pose, times)
+    clutter, glints = trace_physical(sim.backend, origins, column_rot, velocities, cfg,
                                      scatter_table(sim), rng, max_range, sim.ray_log, moving,
                                      parallel=lambda task, items: stage._parallel(task, items, workers),
                                      scatterers=scene_scatterers(sim))
     for other in interferers.interferers_of(cfg, sim.scene, moving, poses):  # other radars' chirps crossing ours: spokes
         heard = interference.returns(cfg, other, origins, column_rot, times, t0_ns,
-                                     _line_of_sight(sim.backend, other.carrier))
+                                     _line_of_sight(sim.backend, other.carrier), velocities)
         clutter, glints = (joined([mine, theirs], type(mine)) for mine, theirs in zip((clutter, glints), heard))
     out = run_stage(clutter, glints, cfg, rng, workers)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
