@@ -494,3 +494,12 @@ def test_the_carrier_is_a_model_or_one_of_its_entities_and_the_whole_model_passe
     entity, carrier = interferers.carrier_of(scene, "truck::cab::v")
     assert entity.id == ids[1] and carrier == {ids[0], ids[1]}
     assert interferers.carrier_of(scene, "truck::roof::v") is None and interferers.carrier_of(scene, "bus") is None
+    # the scene's model index follows removals and additions: the model's first entity is then the next one
+    scene.remove_entity(ids[0])
+    later = scene.add_entity("truck::trailer::v", primitives.box((1.0, 1.0, 1.0)), static=False)
+    entity, carrier = interferers.carrier_of(scene, "truck")
+    assert entity.id == ids[1] and carrier == {ids[1], later}
+    assert [e.id for e in scene.model_entities("truck")] == [ids[1], later] and scene.model_entities("truckx") == []
+    scene.remove_entity(ids[1])
+    scene.remove_entity(later)
+    assert interferers.carrier_of(scene, "truck") is None and [e.id for e in scene.model_entities("van")] == [ids[2]]

@@ -72,6 +72,7 @@ class Scene:
     def __post_init__(self):
         self._entities: dict[int, Entity] = {}
         self._by_name: dict[str, int] = {}
+        self._by_model: dict[str, dict[int, None]] = {}  # model name -> its entities' ids, in the order added
         self._next_id = 0
         self._listeners: list[SceneListener] = []
         self.lock = threading.RLock()  # held by writers (pose sources) and by backends while syncing
@@ -97,6 +98,10 @@ class Scene:
 
     def find(self, name: str) -> int | None:
         return self._by_name.get(name)
+
+    def model_entities(self, model: str) -> list[Entity]:
+        """The entities of model `model` (names `model` or `model::...`), by id; [] for none."""
+        return [self._entities[i] for i in sorted(self._by_model.get(model, ()))]
 
     def entity_names(self) -> list[str]:
         """Names indexed by entity id ('' for removed ids), for outputs such as hits.npz."""
@@ -142,6 +147,7 @@ class Scene:
             entity = Entity(self._next_id, name, mesh, pose, bool(static), face_materials)
             self._entities[entity.id] = entity
             self._by_name[name] = entity.id
+            self._by_model.setdefault(entity.model, {})[entity.id] = None
             self._next_id += 1
             for listener in self._listeners:
                 listener.on_entity_added(entity)
@@ -152,6 +158,10 @@ class Scene:
             entity = self.entity(key)
             del self._entities[entity.id]
             del self._by_name[entity.name]
+            members = self._by_model[entity.model]
+            del members[entity.id]
+            if not members:
+                del self._by_model[entity.model]
             for listener in self._listeners:
                 listener.on_entity_removed(entity)
 

@@ -89,8 +89,7 @@ def carrier_of(scene, name: str):
     index = scene.find(name)
     if index is None and "::" in name:  # a scoped name is that entity or none (not its model's first)
         return None
-    model = name.split("::", 1)[0]
-    members = sorted((e for e in scene.entities if e.name.split("::", 1)[0] == model), key=lambda e: e.id)
+    members = scene.model_entities(name.split("::", 1)[0])  # an index of the scene's: no walk over its entities
     if index is None and not members:
         return None
     entity = scene.entity(index) if index is not None else members[0]
