@@ -44,12 +44,14 @@ themselves.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import re
 import threading
 import time
 from dataclasses import dataclass, field
+from contextlib import contextmanager
 from typing import Any, Callable
 
 import numpy as np
@@ -223,15 +225,31 @@ class SensorDiscovery:
                 self.found(new)
 
 
+_RELAYING: contextvars.ContextVar = contextvars.ContextVar("radarays_log_relay", default=None)
+
+
 class LogRelay(logging.Handler):
     """Python log records of a layer below ros/ (`name`: the Gazebo layer's by default; the radar model's for
-    its run-time warnings) -> the node's ROS logger, at their level."""
+    its run-time warnings) -> the node's ROS logger, at their level. `scoped`: only the records logged inside
+    this relay's `scope()` (the node's own frames), so that nodes sharing a process (a composed container) each
+    log their own model's lines, not every node's."""
 
-    def __init__(self, ros_logger, name: str = "radarays_ros.gazebo"):
+    def __init__(self, ros_logger, name: str = "radarays_ros.gazebo", scoped: bool = False):
         super().__init__(logging.INFO)
-        self.ros_logger, self.name = ros_logger, name
+        self.ros_logger, self.name, self.scoped = ros_logger, name, scoped
+
+    @contextmanager
+    def scope(self):
+        """Records logged in this block (this thread, or context) are this relay's."""
+        token = _RELAYING.set(self)
+        try:
+            yield
+        finally:
+            _RELAYING.reset(token)
 
     def emit(self, record: logging.LogRecord) -> None:
+        if self.scoped and _RELAYING.get() is not self:
+            return
         try:
             text = one_line(record.getMessage())  # names from the network: one printable line
             if record.levelno >= logging.ERROR:

@@ -82,8 +82,9 @@ class SensorNode(Node):
             self.params.declare(RIG_GAZEBO_PARAMS, "", READ_ONLY)
         self.gazebo, self.sensors, self._imus = None, [], []
         self.active = True  # frames are simulated and published (a lifecycle node: only while active)
-        # the radar model's run-time warnings (throttled there: an interferer's carrier not in the scene) to rosout
-        self._model_log = LogRelay(self.get_logger(), "radarays_ros.radar").attach()
+        # the radar model's run-time warnings (throttled there: an interferer's carrier not in the scene) to rosout:
+        # those of this node's frames only (other nodes of a composed container relay their own)
+        self._model_log = LogRelay(self.get_logger(), "radarays_ros.radar", scoped=True).attach()
 
     def _configure(self) -> None:
         """World, sensors, publishers, subscriptions and timers."""
@@ -367,7 +368,8 @@ class SensorNode(Node):
             self.gazebo.mirror.refresh()  # the newest Gazebo poses, even when gazebo.max_rate_hz holds one back
         try:
             pose = self._pose(sensor, t0_ns, unit.period_ns, sync)
-            result = unit.simulate(pose, t0_ns)
+            with self._model_log.scope():
+                result = unit.simulate(pose, t0_ns)
         except (TransformLookupError, RadaraysError, ValueError, FloatingPointError) as exc:
             sensor.stats.failed += 1
             sensor.stats.last_error = str(exc)

@@ -395,3 +395,46 @@ def test_an_interferer_whose_carrier_is_missing_is_logged_once_and_frames_go_on(
     assert not bad.successful and "not an entity name" in bad.reason
     assert kept == ["ghost_van"]
     assert_sees_room(msg)
+
+
+def test_radar_nodes_sharing_a_process_each_log_only_their_own_models_warnings():
+    """Two radar nodes in one process (a composed container): the one whose interferer's carrier is missing says so
+    on its ROS logger; the other, whose frames run before and after it, relays none of that line (each node relays
+    the radar model's records of its own frames only)."""
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from radarays_ros.ros.node import SensorNode
+
+    def flat(prefix, tree):
+        for key, value in tree.items():
+            yield from flat(f"{prefix}{key}.", value) if isinstance(value, dict) else [(f"{prefix}{key}", value)]
+
+    class Heard:
+        def __init__(self):
+            self.lines = []
+
+        def __getattr__(self, level):  # info / warning / error
+            return lambda text: self.lines.append((level, text))
+
+    context = rclpy.Context()
+    rclpy.init(context=context, args=["--ros-args", "-p", f"world:={ROOM}", "-p", "pose_source:=fixed", "-p", "lazy:=false"])
+    nodes = []
+    try:
+        small = [Parameter(k, value=v) for k, v in flat("sensor.", {**SMALL_RADAR, "sensor": {"model": "physical"}})]
+        carrier = [Parameter("sensor.interference.preset", value="navtech_cts350x"),
+                   Parameter("sensor.interference.entity", value="ghost_van_composed")]
+        nodes = [SensorNode("radar_a", "radar", context=context, parameter_overrides=small + carrier),
+                 SensorNode("radar_b", "radar", context=context, parameter_overrides=small)]
+        heard = {node.get_name(): Heard() for node in nodes}
+        for node in nodes:
+            node._model_log.ros_logger = heard[node.get_name()]
+        for node in (nodes[1], nodes[0], nodes[1]):
+            (sensor,) = node.sensors
+            node._simulate_and_publish(sensor, 10**9, 10**9, sync=False)
+        assert heard["radar_b"].lines == []
+        assert [level for level, text in heard["radar_a"].lines if "ghost_van_composed" in text] == ["warning"]
+    finally:
+        for node in nodes:
+            node.destroy_node()
+        rclpy.shutdown(context=context)
