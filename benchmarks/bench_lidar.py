@@ -14,7 +14,8 @@ fast path the lidar uses for rays rotated from its validated table: `Rays.truste
 `want=FIRST_TRACE_WANTS`, normals on access), then with the lidar material classes; `scan` adds world rays, the surface
 model (detection limit, noise, intensities) and the scan arrays. For the velodyne and ouster
 layouts the scan arrays live in the driver cloud itself (radarays_ros.io.lidar_clouds.FrameCloud),
-so `scan + cloud` only adds the lookup.
+so `scan + cloud` only adds the lookup; `<layout> cloud alone` times that cloud of one frame already
+simulated (for dual returns the Velodyne layout interleaves both echoes' clouds: its own cost).
 
 The `+effects` sensors add 4 sub-rays over each beam's footprint, dual returns, fog, the detection curve,
 dropouts and photon noise (lidar_ros/physics/effects_config.py); their bare reference traces the same
@@ -130,7 +131,9 @@ def main(argv=None) -> None:
             "scan": lambda: sim.simulate(pose).release(),
             "scan (buffer kept, never released)": lambda: sim.simulate(pose),
             f"scan + {cfg.layout} cloud": lambda: consume(sim.simulate(pose), cfg.layout),
+            f"{cfg.layout} cloud alone (of a kept scan)": lambda: pointcloud_array(kept, cfg.layout),
         }
+        kept = sim.simulate(pose)  # one frame held for the cloud-alone stage (never released)
         tfar = np.full(rays, 1e30, np.float32)
         for fn in stages.values():  # warm-up
             fn()
