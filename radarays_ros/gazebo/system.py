@@ -17,7 +17,10 @@ What the system does, each step (gz-sim calls `post_update` after physics, with 
   `expand_include_tags`, so a spawned URDF robot comes back as valid SDF) becomes our Scene (world/sdf.py)
   and the sensors declared in it are (re)read (gazebo/sensors.py);
 * poses: each frame takes the links' world poses from the EntityComponentManager (gz.sim8 Link.world_pose)
-  at that step: moving entities and the sensors' parent links, no mirror lag;
+  at that step: moving entities and the sensors' parent links, no mirror lag; and the moving links' velocities
+  from the physics (Link.world_linear_velocity / world_angular_velocity: the system enables those components on
+  them in pre_update), so the physical radar's Doppler of a moving model is the engine's own from its first
+  frame on (where the engine reports none, the radar falls back to the model's pose change between frames);
 * schedule: a sensor with rate r is due when sim time reaches its next update time (k / r from the first
   step, as gz-sensors schedules); `<update_rate>` 0 or absent: the sensor config's own rate;
 * lockstep (default): a due sensor is simulated and published inside the step, so the step waits for it
@@ -168,13 +171,17 @@ class _Sensor:
 class SensorRuntime:
     """The sensors of one world on one Scene.
 
-    link_pose(scoped_link) -> 4x4 world pose or None; publish(kind, topic, ros_msg) sends a frame."""
+    link_pose(scoped_link) -> 4x4 world pose or None; publish(kind, topic, ros_msg) sends a frame;
+    link_twist(scoped_link) -> (world linear velocity of its origin, world angular velocity) or None (unknown;
+    None: no velocities at all)."""
 
     def __init__(self, scene, specs: list[SensorSpec], backend, link_pose: Callable, publish: Callable,
-                 lockstep: bool = True, moving: list | None = None):
+                 lockstep: bool = True, moving: list | None = None, link_twist: Callable | None = None):
         from ..sensors.units import make_unit
 
         self.scene, self.link_pose, self.publish, self.lockstep = scene, link_pose, publish, lockstep
+        self.link_twist = link_twist
+        self._twists_known = -1  # how many moving links had velocities at the last frame (logged when it changes)
         self.moving = list(moving or [])  # (entity name, scoped link, link_offset) of non-static entities
         self.sensors: list[_Sensor] = []
         self.rejected: list[str] = []  # "<source>: <error>" of sensors whose configuration is refused
@@ -198,17 +205,17 @@ class SensorRuntime:
         if not due:
             return 0
         if self.lockstep:
-            self._frames(due, t_ns, self._poses())
+            self._frames(due, t_ns, self._poses(), self._twists())
             return len(due)
         if not self._busy.acquire(blocking=False):
             for s in due:
                 s.dropped += 1
             return 0
-        poses = self._poses()  # read inside the step: the ECM must not be touched from the worker
+        poses, twists = self._poses(), self._twists()  # read inside the step: the ECM must not be touched from the worker
 
         def run():
             try:
-                self._frames(due, t_ns, poses)
+                self._frames(due, t_ns, poses, twists)
             finally:
                 self._busy.release()
 
@@ -224,10 +231,25 @@ class SensorRuntime:
         links = {link for _, link, _ in self.moving} | {s.spec.parent for s in self.sensors}
         return {link: self.link_pose(link) for link in links}
 
-    def _frames(self, due: list[_Sensor], t_ns: int, poses: dict) -> None:
-        moved = [(name, poses[link] @ offset) for name, link, offset in self.moving if poses.get(link) is not None]
+    def _twists(self) -> dict:
+        """Moving link -> its (velocity, angular velocity) where link_twist knows them (else absent)."""
+        if self.link_twist is None:
+            return {}
+        twists = {link: self.link_twist(link) for link in {link for _, link, _ in self.moving}}
+        known = {link: twist for link, twist in twists.items() if twist is not None}
+        if len(known) != self._twists_known:
+            fastest = max(known.items(), key=lambda kv: float(np.linalg.norm(kv[1][0])), default=None)
+            log.info("radarays system: velocities of %d of %d moving links from the physics%s", len(known), len(twists),
+                     f" (fastest: {fastest[0]} at {np.linalg.norm(fastest[1][0]):.2f} m/s)" if fastest else "")
+            self._twists_known = len(known)
+        return known
+
+    def _frames(self, due: list[_Sensor], t_ns: int, poses: dict, twists: dict | None = None) -> None:
+        twists = twists or {}
+        moved = [(name, link, poses[link] @ offset) for name, link, offset in self.moving if poses.get(link) is not None]
         if moved:
-            self.scene.set_poses(moved)
+            self.scene.set_poses([(name, pose) for name, _, pose in moved],
+                                 [entity_twist(twists.get(link), poses[link], pose) for _, link, pose in moved])
         for s in due:
             parent = poses.get(s.spec.parent)
             if parent is None:
@@ -240,6 +262,15 @@ class SensorRuntime:
             for msg in s.unit.messages(result, t_ns, wanted).values():
                 self.publish(s.spec.kind, s.topic, msg)
             s.frames += 1
+
+
+def entity_twist(link_twist, link_pose: np.ndarray, entity_pose: np.ndarray):
+    """An entity's (velocity of its origin, angular velocity) from its link's (rigid: v + w x r, r from the link's
+    origin to the entity's); None where the link's is unknown."""
+    if link_twist is None:
+        return None
+    velocity, angular = (np.asarray(v, np.float64) for v in link_twist)
+    return velocity + np.cross(angular, entity_pose[:3, 3] - link_pose[:3, 3]), angular
 
 
 def moving_entities(specs) -> list:
@@ -289,6 +320,7 @@ class RadaraysSystem:
         self._node = None
         self._publishers: dict = {}
         self._failed = False
+        self._enable_velocities: list[str] = []  # moving links whose velocity components pre_update creates
 
     def configure(self, entity, sdf, ecm, event_mgr) -> None:
         _console_logging()
@@ -298,6 +330,22 @@ class RadaraysSystem:
             log.error("radarays system: %s; using the defaults", exc)
         self.world_entity = entity
         log.info("radarays system configured (lockstep=%s, backend=%s)", self.options.lockstep, self.options.backend)
+
+    def pre_update(self, info, ecm) -> None:
+        """Where the ECM may change: the velocity components of the moving links the world just loaded (the
+        physics fills them each step from then on)."""
+        if not self._enable_velocities or self._failed:
+            return
+        links, self._enable_velocities = self._enable_velocities, []
+        try:
+            from gz.sim8 import Link
+
+            for scoped in links:
+                entity = self._link_entity(ecm, scoped)
+                if entity:
+                    Link(entity).enable_velocity_checks(ecm, True)
+        except Exception as exc:  # noqa: BLE001 - without them the radar differences poses: say so, go on
+            log.warning("radarays system: link velocities not enabled (%s); Doppler from pose changes", exc)
 
     def post_update(self, info, ecm) -> None:
         if info.paused or self._failed:
@@ -362,25 +410,49 @@ class RadaraysSystem:
         add_entities(scene, parsed.entities)
         specs = [s for s in find_sensors(text) if s.gz_type in ("radarays_radar", "radarays_lidar")]
         backend = make_backend(self.options.backend, scene)
+        moving = moving_entities(parsed.entities)
         self.runtime = SensorRuntime(scene, specs, backend, lambda link: self._link_pose(ecm, link), self._publish,
-                                     lockstep=self.options.lockstep, moving=moving_entities(parsed.entities))
+                                     lockstep=self.options.lockstep, moving=moving,
+                                     link_twist=lambda link: self._link_twist(ecm, link))
+        self._enable_velocities = sorted({link for _, link, _ in moving})
         log.info("radarays system: world '%s', %d entities, sensors: %s", self.world_name, len(scene),
                  ", ".join(f"{s.spec.name} ({s.spec.kind}, {s.topic}, {s.frame_id})" for s in self.runtime.sensors))
 
-    def _link_pose(self, ecm, scoped: str):
-        import gz.math7  # noqa: F401 - registers Pose3d, which Link.world_pose returns (sdformat14 imports it too)
-        from gz.sim8 import Link, Model, World
+    def _link_entity(self, ecm, scoped: str) -> int:
+        """The entity of link `model[::model...]::link`, 0 when the world has none."""
+        from gz.sim8 import Model, World
 
         *models, link_name = scoped.split("::")
         if not models:
-            return None
+            return 0
         entity = World(self.world_entity).model_by_name(ecm, models[0])
         for name in models[1:]:
             children = {Model(e).name(ecm): e for e in Model(entity).models(ecm)}
             entity = children.get(name, 0)
-        link = Model(entity).link_by_name(ecm, link_name) if entity else 0
+        return Model(entity).link_by_name(ecm, link_name) if entity else 0
+
+    def _link_pose(self, ecm, scoped: str):
+        import gz.math7  # noqa: F401 - registers Pose3d, which Link.world_pose returns (sdformat14 imports it too)
+        from gz.sim8 import Link
+
+        link = self._link_entity(ecm, scoped)
         pose = Link(link).world_pose(ecm) if link else None
         return None if pose is None else _pose_matrix(pose)
+
+    def _link_twist(self, ecm, scoped: str):
+        """(world linear velocity of the link's origin, world angular velocity), None unless the physics reports
+        both (their components exist from pre_update on)."""
+        import gz.math7  # noqa: F401 - registers Vector3d
+        from gz.sim8 import Link
+
+        link = self._link_entity(ecm, scoped)
+        if not link:
+            return None
+        linear, angular = Link(link).world_linear_velocity(ecm), Link(link).world_angular_velocity(ecm)
+        if linear is None or angular is None:
+            return None
+        twist = tuple(np.array([v.x(), v.y(), v.z()], np.float64) for v in (linear, angular))
+        return twist if all(np.isfinite(v).all() for v in twist) else None
 
     def _publish(self, kind: str, topic: str, msg) -> None:
         from gz.msgs10.image_pb2 import Image

@@ -154,6 +154,10 @@ def test_radar_and_lidar_on_gz_topics_in_lockstep(start_server):
         assert np.median(xyz[ahead, 0]) == pytest.approx(5.8, abs=0.05)
         image = radar_msgs[-1]
         assert image.width * image.height > 0 and len(image.data) == image.step * image.height
+        # the mover's velocity comes from the physics (its components enabled by the system's pre_update): the
+        # 0.4 m/s its VelocityControl drives it at
+        assert "velocities of 1 of 1 moving links from the physics (fastest: mover::link at 0.40 m/s)" in server.log(), \
+            server.log()
         assert image.pixel_format_type in (1, 13)  # L_INT8 (mono8) or R_FLOAT32 (32FC1)
 
         # Gazebo's own tools see them: `gz topic -i` names the publisher's message type

@@ -264,8 +264,12 @@ class _Pose:
         return self._q
 
 
-def _fake_gz_sim(monkeypatch, tree: dict, poses: dict):
-    """gz.sim8 with World / Model / Link over `tree` {entity: (name, kind, parent)} and link `poses`."""
+def _fake_gz_sim(monkeypatch, tree: dict, poses: dict, velocities: dict | None = None, enabled: list | None = None):
+    """gz.sim8 with World / Model / Link over `tree` {entity: (name, kind, parent)} and link `poses`; a link's
+    velocities {entity: (linear _Vec, angular _Vec)} reported once `enable_velocity_checks` was called on it (as
+    gz-sim's physics fills the components only then; `enabled` records the calls)."""
+    velocities = {} if velocities is None else velocities
+    enabled = [] if enabled is None else enabled
     import sys
     import types
 
@@ -304,6 +308,18 @@ def _fake_gz_sim(monkeypatch, tree: dict, poses: dict):
 
         def world_pose(self, ecm):
             return poses.get(self.e)
+
+        def enable_velocity_checks(self, ecm, enable=True):
+            enabled.append((self.e, enable))
+
+        def _velocity(self, k):
+            return velocities[self.e][k] if self.e in velocities and (self.e, True) in enabled else None
+
+        def world_linear_velocity(self, ecm):
+            return self._velocity(0)
+
+        def world_angular_velocity(self, ecm):
+            return self._velocity(1)
 
     gz = types.ModuleType("gz")
     sim8 = types.ModuleType("gz.sim8")
@@ -359,6 +375,63 @@ def test_system_hooks_load_the_world_once_and_place_sensors_on_nested_links(monk
     tree[8] = ("visitor", "model", 1)  # a spawned model: the world is read again
     system.post_update(_Info(302), None)
     assert asked == ["w", "w"]
+
+
+def test_moving_links_get_the_physics_velocities_from_the_first_frame_on(monkeypatch, caplog):
+    """pre_update enables the velocity components of the moving links (the mover, not the static wall or rig)
+    once the world is loaded; from then on each frame hands the mover's velocities to the scene with its pose:
+    its visual, 0.5 m above the link's origin, moves at v + w x r; a link the physics reports nothing for gets
+    no twist (the radar then differences its poses)."""
+    import logging
+
+    from radarays_ros.gazebo.system import get_system
+
+    world = WORLD.replace('<visual name="visual"><geometry><box><size>1 1 1</size>',
+                          '<visual name="visual"><pose>0 0 0.5 0 0 0</pose><geometry><box><size>1 1 1</size>')
+    tree = {1: ("w", "world", None), 2: ("wall", "model", 1), 3: ("mover", "model", 1), 4: ("rig", "model", 1),
+            5: ("base", "link", 4), 7: ("link", "link", 3)}
+    poses = {5: _Pose((0.0, 0.0, 1.0)), 7: _Pose((3.0, 0.0, 1.0))}
+    enabled = []
+    velocities = {7: (_Vec(0.4, 0.0, 0.0), _Vec(0.0, 0.0, 2.0))}
+    _fake_gz_sim(monkeypatch, tree, poses, velocities, enabled)
+    system = get_system()
+    system.configure(1, _Sdf(PLUGIN_LINE), None, None)
+    monkeypatch.setattr(system, "_world_sdf", lambda: world)
+    monkeypatch.setattr(system, "_publish", lambda kind, topic, msg: None)
+    caplog.set_level(logging.INFO, logger="radarays_ros.gazebo.system")
+    system.pre_update(_Info(0), None)  # nothing loaded yet: nothing to enable
+    system.post_update(_Info(0), None)  # loads the world; its first frame: the components do not exist yet
+    mover = system.runtime.scene.entity("mover::link::visual")
+    assert enabled == [] and mover.twist is None
+    system.pre_update(_Info(1), None)
+    assert enabled == [(7, True)]
+    for ms in range(1, 101):
+        system.pre_update(_Info(ms), None)
+        system.post_update(_Info(ms), None)
+    assert enabled == [(7, True)] and not system._failed  # once per loaded world
+    velocity, angular = mover.twist
+    np.testing.assert_allclose(angular, [0.0, 0.0, 2.0], rtol=0, atol=0)
+    np.testing.assert_allclose(velocity, [0.4, 0.0, 0.0] + np.cross([0.0, 0.0, 2.0], [0.0, 0.0, 0.5]), atol=1e-12)
+    velocities.clear()  # the physics reports nothing now: no twist with the next frame's pose
+    for ms in range(101, 201):
+        system.post_update(_Info(ms), None)
+    assert mover.twist is None
+    lines = [r.getMessage() for r in caplog.records if "moving links from the physics" in r.getMessage()]
+    assert lines == ["radarays system: velocities of 0 of 1 moving links from the physics",
+                     "radarays system: velocities of 1 of 1 moving links from the physics (fastest: mover::link at 0.40 m/s)",
+                     "radarays system: velocities of 0 of 1 moving links from the physics"]
+
+
+def test_an_entity_moves_with_its_link_as_a_rigid_body():
+    from radarays_ros.gazebo.system import entity_twist
+    from radarays_ros.world.transforms import pose_to_matrix
+
+    link = pose_to_matrix(1.0, 2.0, 0.0, 0.0, 0.0, 0.7)
+    entity = link @ pose_to_matrix(0.0, 1.5, 0.0)  # 1.5 m along the link's y: r = R (0, 1.5, 0)
+    v, w = entity_twist((np.array([1.0, 0.0, 0.0]), np.array([0.0, 0.0, 0.4])), link, entity)
+    r = link[:3, :3] @ np.array([0.0, 1.5, 0.0])
+    np.testing.assert_allclose(v, [1.0 - 0.4 * r[1], 0.4 * r[0], 0.0], atol=1e-12)
+    assert w.tolist() == [0.0, 0.0, 0.4] and entity_twist(None, link, entity) is None
 
 
 def test_a_world_that_does_not_load_is_tried_again_each_sim_second(monkeypatch):
