@@ -350,6 +350,9 @@ def test_a_bad_twist_moves_nothing():
         with pytest.raises(ConfigError, match=r"twist of entity 'crate.*': expected finite"):
             world.set_poses([(crate, pose_to_matrix(1.0, 0.0, 0.0))], twists=[bad])
         assert np.array_equal(world.entity(crate).pose, EYE) and world.entity(crate).twist is None
+    with pytest.raises(ConfigError, match=r"twist of entity 'crate.*': expected finite"):  # a pose stream's velocities
+        world.set_twists([crate], np.zeros((1, 3)), np.full((1, 3), np.inf))
+    assert np.array_equal(world.entity(crate).pose, EYE) and world.entity(crate).twist is None
 
 
 def test_trajectory_twists_are_the_rigid_motion_of_each_offset():

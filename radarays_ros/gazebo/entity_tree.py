@@ -49,6 +49,11 @@ class TreeArrays:
         self.applied: np.ndarray | None = None  # last poses given to the scene, per entity row
         self.raw = np.full((len(self.ids), 7), np.nan)  # last position + quaternion read per row (NaN: none yet)
         self.bodies: list | None = None  # pose bytes of the last message applied (unchanged ones are skipped)
+        # the entity rows' world poses at the last two messages applied, with their stamps (sim ns; 0: none): the
+        # velocities a frame asks for (GazeboMirror.refresh) are their difference
+        self.last: tuple[np.ndarray, int] | None = None
+        self.before: tuple[np.ndarray, int] | None = None
+        self.handed = 0  # the stamp of the last message whose velocities the scene was given
 
     def world(self) -> np.ndarray:
         out = self.local.copy()

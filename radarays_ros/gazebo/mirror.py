@@ -397,13 +397,16 @@ class GazeboMirror:
     def refresh(self) -> bool:
         """Apply the newest pose message now, whatever `max_rate_hz` says; returns whether one was
         applied. A sensor loop calls it right before tracing a frame: the scene then holds Gazebo's
-        latest poses even with a low cap (which keeps the cost of following fast pose streams down)."""
+        latest poses even with a low cap (which keeps the cost of following fast pose streams down), and the
+        entities' velocities over the last two messages (hand_velocities)."""
         with self._lock:
             if self._pending is None or not self.liveness.synced:
+                self.hand_velocities()
                 return False
             msg, self._pending = self._pending, None
             self._last_apply = time.monotonic()
             self._apply_pose_v(msg)
+            self.hand_velocities()
             return True
 
     def tick(self) -> bool:
@@ -436,17 +439,21 @@ class GazeboMirror:
         rows = rows[known]
         changed = np.any(raw != arrays.raw[rows], axis=1)  # most links and visuals never move in their parent
         self.updates += 1
-        if not changed.any():
-            return  # the same numbers as last time: the same world poses
+        stamp = pose_decode.stamp_ns(view)
+        if not changed.any():  # the same numbers as last time: the same world poses (at a later time: standing still)
+            if arrays.last is not None:
+                arrays.before, arrays.last = arrays.last, (arrays.last[0], stamp)
+            return
         rows, raw = rows[changed], raw[changed]
         arrays.raw[rows] = raw
         arrays.local[rows] = poses_to_matrices(raw[:, :3], raw[:, 3:])  # node.local views these rows
-        self._apply_world(arrays)
+        self._apply_world(arrays, stamp)
 
-    def _apply_world(self, arrays: TreeArrays) -> None:
+    def _apply_world(self, arrays: TreeArrays, stamp: int = 0) -> None:
         if not len(arrays.entity_rows):
             return
         world = arrays.world()[arrays.entity_rows]
+        arrays.before, arrays.last = arrays.last, (world, stamp)  # for the velocities (hand_velocities)
         if arrays.applied is None:  # first time: compare with what the scene holds
             arrays.applied = np.stack([self.scene.entity(int(e)).pose for e in arrays.entity_ids])
         moved = moved_beyond(arrays.applied, world, self.config.min_translation, self.config.min_rotation)
@@ -460,6 +467,30 @@ class GazeboMirror:
             self.scene.set_poses([(int(arrays.entity_ids[i]), world[i]) for i in index])
         arrays.applied[index] = world[index]
         self.moved += len(index)
+
+    def hand_velocities(self) -> bool:
+        """Give the scene every mirrored entity's velocity over the last two pose messages applied (their sim-time
+        stamps; motion.rigid_motion): a moving model carries the stream's own, one that stopped zero. Done when a
+        frame asks (refresh), not for each message (60 Hz of them). False when there are none to give (fewer than
+        two messages, or no later stamp): the radar then differences the poses of its frames."""
+        from ..radar.physical.motion import rigid_motion
+
+        with self._lock:
+            arrays = self.tree.arrays()
+            if arrays.before is None or arrays.last is None or arrays.before[0].shape != arrays.last[0].shape:
+                return False
+            (before, since), (world, stamp) = arrays.before, arrays.last
+            if not since or stamp <= since:
+                return False
+            if arrays.handed != stamp:
+                arrays.handed = stamp
+                velocity, angular = rigid_motion(before, world, (stamp - since) * 1e-9)
+                try:
+                    self.scene.set_twists(arrays.entity_ids, velocity, angular)
+                except ConfigError as exc:  # poses from the network that differ to no finite velocity: none this time
+                    self._error_once(f"no entity velocities from the last two pose messages ({exc})")
+                    return False
+            return True
 
     def on_clock(self, payload: bytes, type_name: str) -> None:
         """A serialized Clock (/world/<w>/clock): its sim time becomes `sim_time_ns`."""

@@ -207,6 +207,21 @@ class Scene:
                     for entity in entities:
                         listener.on_entity_moved(entity)
 
+    def set_twists(self, ids, velocities, angular) -> None:
+        """The velocities of entities at the poses they have (ids (N,); velocities of their origins and angular
+        velocities (N, 3), world frame, finite, else ConfigError and nothing changes): what a pose stream measured
+        between its last two messages. Nothing moves, so the backends are not told."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        velocities, angular = (np.array(v, np.float64).reshape(len(ids), 3) for v in (velocities, angular))
+        with self.lock:
+            entities = [self.entity(int(i)) for i in ids]
+            bad = ~(np.isfinite(velocities).all(axis=1) & np.isfinite(angular).all(axis=1))
+            if bad.any():
+                raise ConfigError(f"twist of entity '{entities[int(np.flatnonzero(bad)[0])].name}': expected finite "
+                                  "(velocity xyz m/s, angular velocity xyz rad/s)")
+            for entity, v, w in zip(entities, velocities, angular):
+                entity.twist = (v, w)
+
     def set_poses(self, poses: Iterable[tuple[int | str, np.ndarray]], twists=None) -> None:
         """Move several entities; all poses are checked before any is applied. twists: for each pose, the
         entity's (velocity of its origin, angular velocity) there, world frame, finite (3,) each; None: unknown."""

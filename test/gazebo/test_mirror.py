@@ -249,6 +249,49 @@ def test_refresh_applies_the_newest_poses_despite_the_cap():
     assert scene.entity("box::link::visual").pose[0, 3] == -4.0
 
 
+@pytest.mark.parametrize("max_rate_hz", [1e6, 0.01])  # each message applied as it comes / held back until refresh
+def test_a_frame_gets_the_pose_streams_velocities_and_zero_once_a_model_stops(max_rate_hz):
+    """Pose_V messages 16 ms apart in sim time: the box moving 4 cm and turning 0.02 rad a message has (2.5 m/s,
+    1.25 rad/s) when a frame asks (refresh), every other mirrored entity zero; no velocities before two messages or
+    without a later stamp; once the box stands still (a message with its same pose), zero, not its last velocity.
+    Between frames nothing is computed: the scene is told at the next refresh."""
+    from radarays_ros.radar.physical.simulate import entity_motion
+
+    scene = _CountingScene()
+    mirror = GazeboMirror(MirrorConfig(world="w1", max_rate_hz=max_rate_hz), scene=scene, client=object())
+    mirror.apply_scene_info(protos.decode("gz.msgs.Scene", (FIXTURES / "scene.bin").read_bytes()))
+    poses = protos.decode("gz.msgs.Pose_V", (FIXTURES / "pose_v.bin").read_bytes())
+    box = next(p for p in poses.pose if p.id == 20)
+    entity, arm = scene.entity("box::link::visual"), scene.entity("arm::upper::shell")
+
+    def send(ms, x, yaw):
+        poses.header.stamp.sec, poses.header.stamp.nsec = 10 + ms // 1000, (ms % 1000) * 1_000_000
+        box.position.x, box.orientation.z, box.orientation.w = x, math.sin(yaw / 2), math.cos(yaw / 2)
+        mirror.on_poses(poses.SerializeToString(), "gz.msgs.Pose_V")
+
+    send(0, -2.0, 0.5)
+    assert not mirror.hand_velocities() and entity.twist is None  # one message: nothing to difference
+    send(16, -1.96, 0.52)
+    assert entity.twist is None  # not computed per message
+    mirror.refresh()  # a frame asks
+    velocity, angular = entity.twist
+    np.testing.assert_allclose(velocity, [2.5, 0.0, 0.0], atol=1e-9)
+    np.testing.assert_allclose(angular, [0.0, 0.0, 1.25], atol=1e-9)
+    assert not np.any(arm.twist[0]) and not np.any(arm.twist[1])
+    motion = entity_motion(type("Sim", (), {"scene": scene})(), 10**9)  # the radar reads it from its first frame
+    np.testing.assert_allclose(motion.velocity[entity.id], [2.5, 0.0, 0.0], atol=1e-9)
+    send(16, -1.92, 0.54)  # the same stamp again: no velocity to be had; the scene keeps what it was told
+    mirror.refresh()
+    assert not mirror.hand_velocities()
+    send(32, -1.88, 0.56)
+    mirror.refresh()
+    np.testing.assert_allclose(entity.twist[0], [2.5, 0.0, 0.0], atol=1e-9)
+    send(48, -1.88, 0.56)  # it stopped: zero, and it stays where it is
+    mirror.refresh()
+    assert not entity.twist[0].any() and not entity.twist[1].any()
+    np.testing.assert_allclose(entity.pose[:3, 3], [-1.88, 0.0, 0.5], atol=1e-12)
+
+
 def test_unresolvable_spawned_mesh_is_skipped_with_a_warning(caplog):
     scene = Scene()
     mirror = GazeboMirror(MirrorConfig(world="w1"), scene=scene, client=object())
