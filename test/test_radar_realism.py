@@ -355,6 +355,23 @@ def test_a_bad_twist_moves_nothing():
     assert np.array_equal(world.entity(crate).pose, EYE) and world.entity(crate).twist is None
 
 
+def test_rotation_vectors_are_the_log_map_at_every_angle():
+    # the closed form against scipy's Rotation on random rotations (stacked) and at chosen angles (one matrix):
+    # none, tiny (where theta / sin(theta) -> 1), moderate, and near and at pi (the scipy branch)
+    from scipy.spatial.transform import Rotation
+
+    from radarays_ros.radar.physical.motion import rotation_vectors
+
+    many = Rotation.random(500, random_state=3)
+    np.testing.assert_allclose(rotation_vectors(many.as_matrix()), many.as_rotvec(), rtol=0, atol=1e-12)
+    axis = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
+    for angle in (0.0, 1e-9, 1e-4, 0.7, 2.5, 3.0, math.pi - 1e-7, math.pi):
+        got = rotation_vectors(Rotation.from_rotvec(angle * axis).as_matrix())
+        assert got.shape == (3,)
+        want = angle * axis if angle < math.pi else Rotation.from_rotvec(angle * axis).as_rotvec()  # +-axis at pi
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
 def test_trajectory_twists_are_the_rigid_motion_of_each_offset():
     # a trajectory driving +x at 10 m/s while turning at 0.5 rad/s (poses 1 s apart, slerped): a body 2 m along its
     # y axis moves at v + omega x r; the same at the trajectory's first and last instants (one-sided there, not halved)
