@@ -294,17 +294,23 @@ def test_sensor_velocity_holds_to_the_end_of_the_trajectory():
     assert v == pytest.approx(np.array([[3.0, 0, 0]] * 3))  # not halved where the track ends
 
 
-def test_turning_entity_radial_velocity_is_omega_cross_lever_arm():
-    # a rough wall across the beam at x = 20 m, turning at omega about a vertical axis 3 m to the left of
-    # the beam: the point straight ahead, p - o = (-0.1, -3, 0), moves at omega z x (p - o) = omega (3, -0.1, 0):
-    # radial velocity +3 omega (receding)
-    omega, dt = 0.5, 0.02
+def _door():
+    """(scene, the door's id, its pivot pose, a one-azimuth physical radar with a velocity channel at the origin):
+    a rough 10 m wall across the beam at x = 20 m, hinged 3 m to the beam's left, free to move."""
     world = Scene(LIB)
     mesh, _ = box((0.2, 10.0, 4.0), (0.0, 0.0, 0.0))
     pivot = pose_to_matrix(20.1, 3.0, 0.0)
     wall = world.add_entity("door", mesh, pivot, material="brick", static=False)
     cfg = physical(azimuth={"count": 1}, fmcw={"velocity_channel": True}, scatter={"speckle": False})
-    sim = RadarSimulator(cfg, world)
+    return world, wall, pivot, RadarSimulator(cfg, world)
+
+
+def test_turning_entity_radial_velocity_is_omega_cross_lever_arm():
+    # a rough wall across the beam at x = 20 m, turning at omega about a vertical axis 3 m to the left of
+    # the beam: the point straight ahead, p - o = (-0.1, -3, 0), moves at omega z x (p - o) = omega (3, -0.1, 0):
+    # radial velocity +3 omega (receding)
+    omega, dt = 0.5, 0.02
+    world, wall, pivot, sim = _door()
     sim.simulate(EYE, t0_ns=0)
     world.set_pose(wall, pose_to_matrix(20.1, 3.0, 0.0, 0.0, 0.0, omega * dt))
     img = sim.simulate(EYE, t0_ns=int(dt * 1e9))
@@ -318,12 +324,7 @@ def test_a_twist_given_with_the_pose_is_the_entity_velocity_from_the_first_frame
     # twists): its radial velocity is 3 omega in the first frame already; moved later without a twist (a pose
     # stream), the velocity is again the difference of its poses: here it stands still, so zero
     omega = 0.5
-    world = Scene(LIB)
-    mesh, _ = box((0.2, 10.0, 4.0), (0.0, 0.0, 0.0))
-    pivot = pose_to_matrix(20.1, 3.0, 0.0)
-    wall = world.add_entity("door", mesh, pivot, material="brick", static=False)
-    cfg = physical(azimuth={"count": 1}, fmcw={"velocity_channel": True}, scatter={"speckle": False})
-    sim = RadarSimulator(cfg, world)
+    world, wall, pivot, sim = _door()
     world.set_poses([(wall, pivot)], twists=[(np.zeros(3), np.array([0.0, 0.0, omega]))])
     img = sim.simulate(EYE, t0_ns=0)
     cell = np.unravel_index(np.argmax(img.energy), img.energy.shape)
