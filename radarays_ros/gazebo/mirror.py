@@ -461,8 +461,8 @@ class GazeboMirror:
             return
         index = np.flatnonzero(moved)
         set_array = getattr(self.scene, "set_poses_array", None)  # vectorised validation, when the Scene has it
-        if set_array is not None:
-            set_array(arrays.entity_ids[index], world[index])
+        if set_array is not None:  # the velocities given at the last frame stay until the next (hand_velocities)
+            set_array(arrays.entity_ids[index], world[index], keep_twists=True)
         else:
             self.scene.set_poses([(int(arrays.entity_ids[i]), world[i]) for i in index])
         arrays.applied[index] = world[index]

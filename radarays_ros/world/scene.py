@@ -174,8 +174,9 @@ class Scene:
             for listener in self._listeners:
                 listener.on_entity_moved(entity)
 
-    def set_poses_array(self, ids, poses) -> None:
-        """Move many entities at once: ids (N,) ints, poses (N, 4, 4); checked as one batch.
+    def set_poses_array(self, ids, poses, keep_twists: bool = False) -> None:
+        """Move many entities at once: ids (N,) ints, poses (N, 4, 4); checked as one batch. keep_twists: their
+        velocities stay (a pose stream whose velocities are given per frame, set_twists), else unknown.
 
         All poses are validated (finite, proper rotation) before any is applied, so a bad one changes
         nothing; the error names the first offending entity. This is the path for pose streams
@@ -198,7 +199,9 @@ class Scene:
                 raise ConfigError(f"pose of entity '{name}': not a finite rigid transform (NaN/inf, not a rotation, "
                                   f"or beyond ±{MAX_COORDINATE_M:g} m)")
             for entity, pose in zip(entities, poses):
-                entity.pose, entity.twist = pose, None
+                entity.pose = pose
+                if not keep_twists:
+                    entity.twist = None
             for listener in self._listeners:
                 moved = getattr(listener, "on_entities_moved", None)
                 if moved is not None:
