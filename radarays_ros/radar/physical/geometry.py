@@ -20,7 +20,8 @@ Every received power carries pattern_tx(sent direction) x pattern_rx(arrival dir
 Rays that hit an invisible material (wave velocity of air) end there. Direct multipath returns are
 tested for occlusion with scatter.occlusion_test (one extra trace of their way back). Doppler uses the
 first leg's radial velocity, (v_target - v_sensor) . d, with the rigid motion (translation and turn) of
-moving entities from their poses in consecutive frames (motion.py, simulate.py).
+moving entities: the twist their mover gave, else from their poses in consecutive frames (motion.py,
+simulate.entity_motion).
 """
 from __future__ import annotations
 
