@@ -483,13 +483,13 @@ class GazeboMirror:
             if not since or stamp <= since:
                 return False
             if arrays.handed != stamp:
-                arrays.handed = stamp
-                velocity, angular = rigid_motion(before, world, (stamp - since) * 1e-9)
                 try:
+                    velocity, angular = rigid_motion(before, world, (stamp - since) * 1e-9)
                     self.scene.set_twists(arrays.entity_ids, velocity, angular)
-                except ConfigError as exc:  # poses from the network that differ to no finite velocity: none this time
+                except (ConfigError, ValueError) as exc:  # poses from the network that give no finite velocity
                     self._error_once(f"no entity velocities from the last two pose messages ({exc})")
                     return False
+                arrays.handed = stamp
             return True
 
     def on_clock(self, payload: bytes, type_name: str) -> None:

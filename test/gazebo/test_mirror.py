@@ -296,6 +296,27 @@ def test_a_frame_gets_the_pose_streams_velocities_and_zero_once_a_model_stops(ma
     np.testing.assert_allclose(entity.pose[:3, 3], [-1.86, 0.0, 0.5], atol=1e-12)
 
 
+def test_pose_messages_that_give_no_finite_velocity_give_none_and_one_error(caplog):
+    """A box pose from the network with a NaN position: the scene refuses the pose (as before), and the frame that
+    asks for velocities gets none (no exception in the frame's thread), with one error line."""
+    scene = _CountingScene()
+    mirror = GazeboMirror(MirrorConfig(world="w1", max_rate_hz=1e6), scene=scene, client=object())
+    mirror.apply_scene_info(protos.decode("gz.msgs.Scene", (FIXTURES / "scene.bin").read_bytes()))
+    poses = protos.decode("gz.msgs.Pose_V", (FIXTURES / "pose_v.bin").read_bytes())
+    box = next(p for p in poses.pose if p.id == 20)
+    for ms, x in ((0, -2.0), (16, math.nan)):
+        poses.header.stamp.sec, poses.header.stamp.nsec = 10, ms * 1_000_000
+        box.position.x = x
+        try:
+            mirror.on_poses(poses.SerializeToString(), "gz.msgs.Pose_V")
+        except ConfigError:
+            assert math.isnan(x)  # the scene's own check of the pose
+    with caplog.at_level(logging.ERROR, logger="radarays_ros.gazebo.mirror"):
+        assert not mirror.hand_velocities() and not mirror.hand_velocities()
+    assert scene.entity("box::link::visual").twist is None
+    assert len([r for r in caplog.records if "no entity velocities" in r.getMessage()]) == 1
+
+
 def test_unresolvable_spawned_mesh_is_skipped_with_a_warning(caplog):
     scene = Scene()
     mirror = GazeboMirror(MirrorConfig(world="w1"), scene=scene, client=object())
