@@ -19,8 +19,9 @@ What the system does, each step (gz-sim calls `post_update` after physics, with 
 * poses: each frame takes the links' world poses from the EntityComponentManager (gz.sim8 Link.world_pose)
   at that step: moving entities and the sensors' parent links, no mirror lag; and the moving links' velocities
   from the physics (Link.world_linear_velocity / world_angular_velocity: the system enables those components on
-  them in pre_update), so the physical radar's Doppler of a moving model is the engine's own from its first
-  frame on (where the engine reports none, the radar falls back to the model's pose change between frames);
+  them in pre_update, from the step after the world is loaded), so the physical radar's Doppler of a moving
+  model is the engine's own (where the engine reports none, and in the frame of the loading step itself, the
+  radar falls back to the model's pose change between frames);
 * schedule: a sensor with rate r is due when sim time reaches its next update time (k / r from the first
   step, as gz-sensors schedules); `<update_rate>` 0 or absent: the sensor config's own rate;
 * lockstep (default): a due sensor is simulated and published inside the step, so the step waits for it

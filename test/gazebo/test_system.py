@@ -377,7 +377,7 @@ def test_system_hooks_load_the_world_once_and_place_sensors_on_nested_links(monk
     assert asked == ["w", "w"]
 
 
-def test_moving_links_get_the_physics_velocities_from_the_first_frame_on(monkeypatch, caplog):
+def test_moving_links_get_the_physics_velocities_from_the_step_after_loading(monkeypatch, caplog):
     """pre_update enables the velocity components of the moving links (the mover, not the static wall or rig)
     once the world is loaded; from then on each frame hands the mover's velocities to the scene with its pose:
     its visual, 0.5 m above the link's origin, moves at v + w x r; a link the physics reports nothing for gets
