@@ -486,7 +486,7 @@ class GazeboMirror:
                 try:
                     velocity, angular = rigid_motion(before, world, (stamp - since) * 1e-9)
                     self.scene.set_twists(arrays.entity_ids, velocity, angular)
-                except (ConfigError, ValueError) as exc:  # poses from the network that give no finite velocity
+                except (RadaraysError, ValueError) as exc:  # poses from the network that give no finite velocity
                     self._error_once(f"no entity velocities from the last two pose messages ({exc})")
                     return False
                 arrays.handed = stamp
