@@ -19,9 +19,9 @@ What the system does, each step (gz-sim calls `post_update` after physics, with 
 * poses: each frame takes the links' world poses from the EntityComponentManager (gz.sim8 Link.world_pose)
   at that step: moving entities and the sensors' parent links, no mirror lag; and the moving links' velocities
   from the physics (Link.world_linear_velocity / world_angular_velocity: the system enables those components on
-  them in pre_update, from the step after the world is loaded), so the physical radar's Doppler of a moving
-  model is the engine's own (where the engine reports none, and in the frame of the loading step itself, the
-  radar falls back to the model's pose change between frames);
+  the links of every non-static model in pre_update, each time the set of models changes, before the physics
+  runs that step), so the physical radar's Doppler of a moving model is the engine's own from the first frame on
+  (where the engine reports none, the radar falls back to the model's pose change between frames);
 * schedule: a sensor with rate r is due when sim time reaches its next update time (k / r from the first
   step, as gz-sensors schedules); `<update_rate>` 0 or absent: the sensor config's own rate;
 * lockstep (default): a due sensor is simulated and published inside the step, so the step waits for it
@@ -284,6 +284,20 @@ def moving_entities(specs) -> list:
 
 
 # -- the gz-sim 8 system ---------------------------------------------------------------------------
+def _moving_links(ecm, models) -> list[int]:
+    """The link entities of the non-static models among `models` and their nested models (gz.sim8)."""
+    from gz.sim8 import Model
+
+    links, pending = [], list(models)
+    while pending:
+        model = Model(pending.pop())
+        if model.static(ecm):
+            continue
+        links += model.links(ecm)
+        pending += model.models(ecm)
+    return links
+
+
 def _pose_matrix(pose) -> np.ndarray:
     """gz.math7 Pose3d -> 4x4."""
     from .entity_tree import poses_to_matrices
@@ -321,7 +335,7 @@ class RadaraysSystem:
         self._node = None
         self._publishers: dict = {}
         self._failed = False
-        self._enable_velocities: list[str] = []  # moving links whose velocity components pre_update creates
+        self._velocity_models: tuple | None = None  # the models whose links pre_update last enabled velocities of
 
     def configure(self, entity, sdf, ecm, event_mgr) -> None:
         _console_logging()
@@ -333,18 +347,20 @@ class RadaraysSystem:
         log.info("radarays system configured (lockstep=%s, backend=%s)", self.options.lockstep, self.options.backend)
 
     def pre_update(self, info, ecm) -> None:
-        """Where the ECM may change: the velocity components of the moving links the world just loaded (the
-        physics fills them each step from then on)."""
-        if not self._enable_velocities or self._failed:
+        """Where the ECM may change, before the physics runs the step: the velocity components of the links of every
+        non-static model, whenever the set of models changes (the physics fills them from this step on, so the
+        frames of this step's post_update already read them)."""
+        if self._failed:
             return
-        links, self._enable_velocities = self._enable_velocities, []
         try:
-            from gz.sim8 import Link
+            from gz.sim8 import Link, World
 
-            for scoped in links:
-                entity = self._link_entity(ecm, scoped)
-                if entity:
-                    Link(entity).enable_velocity_checks(ecm, True)
+            models = tuple(sorted(World(self.world_entity).models(ecm)))
+            if models == self._velocity_models:
+                return
+            self._velocity_models = models
+            for link in _moving_links(ecm, models):
+                Link(link).enable_velocity_checks(ecm, True)
         except Exception as exc:  # noqa: BLE001 - without them the radar differences poses: say so, go on
             log.warning("radarays system: link velocities not enabled (%s); Doppler from pose changes", exc)
 
@@ -415,7 +431,6 @@ class RadaraysSystem:
         self.runtime = SensorRuntime(scene, specs, backend, lambda link: self._link_pose(ecm, link), self._publish,
                                      lockstep=self.options.lockstep, moving=moving,
                                      link_twist=lambda link: self._link_twist(ecm, link))
-        self._enable_velocities = sorted({link for _, link, _ in moving})
         log.info("radarays system: world '%s', %d entities, sensors: %s", self.world_name, len(scene),
                  ", ".join(f"{s.spec.name} ({s.spec.kind}, {s.topic}, {s.frame_id})" for s in self.runtime.sensors))
 

@@ -264,10 +264,11 @@ class _Pose:
         return self._q
 
 
-def _fake_gz_sim(monkeypatch, tree: dict, poses: dict, velocities: dict | None = None, enabled: list | None = None):
+def _fake_gz_sim(monkeypatch, tree: dict, poses: dict, velocities: dict | None = None, enabled: list | None = None,
+                 static: frozenset = frozenset()):
     """gz.sim8 with World / Model / Link over `tree` {entity: (name, kind, parent)} and link `poses`; a link's
     velocities {entity: (linear _Vec, angular _Vec)} reported once `enable_velocity_checks` was called on it (as
-    gz-sim's physics fills the components only then; `enabled` records the calls)."""
+    gz-sim's physics fills the components only then; `enabled` records the calls); `static`: static models."""
     velocities = {} if velocities is None else velocities
     enabled = [] if enabled is None else enabled
     import sys
@@ -301,6 +302,12 @@ def _fake_gz_sim(monkeypatch, tree: dict, poses: dict, velocities: dict | None =
 
         def link_by_name(self, ecm, name):
             return next((e for e in children(self.e, "link") if tree[e][0] == name), 0)
+
+        def links(self, ecm):
+            return children(self.e, "link")
+
+        def static(self, ecm):
+            return self.e in static
 
     class Link:
         def __init__(self, e):
@@ -377,10 +384,11 @@ def test_system_hooks_load_the_world_once_and_place_sensors_on_nested_links(monk
     assert asked == ["w", "w"]
 
 
-def test_moving_links_get_the_physics_velocities_from_the_step_after_loading(monkeypatch, caplog):
-    """pre_update enables the velocity components of the moving links (the mover, not the static wall or rig)
-    once the world is loaded; from then on each frame hands the mover's velocities to the scene with its pose:
-    its visual, 0.5 m above the link's origin, moves at v + w x r; a link the physics reports nothing for gets
+def test_moving_links_get_the_physics_velocities_from_the_first_frame_on(monkeypatch, caplog):
+    """pre_update, before the physics runs the step, enables the velocity components of the links of the non-static
+    models (the mover's and its nested arm's, not the static wall's or rig's), again only when the models change;
+    the first frame (the step that loads the world) already hands the mover's velocities to the scene with its
+    pose: its visual, 0.5 m above the link's origin, moves at v + w x r; a link the physics reports nothing for gets
     no twist (the radar then differences its poses)."""
     import logging
 
@@ -389,26 +397,24 @@ def test_moving_links_get_the_physics_velocities_from_the_step_after_loading(mon
     world = WORLD.replace('<visual name="visual"><geometry><box><size>1 1 1</size>',
                           '<visual name="visual"><pose>0 0 0.5 0 0 0</pose><geometry><box><size>1 1 1</size>')
     tree = {1: ("w", "world", None), 2: ("wall", "model", 1), 3: ("mover", "model", 1), 4: ("rig", "model", 1),
-            5: ("base", "link", 4), 7: ("link", "link", 3)}
+            5: ("base", "link", 4), 6: ("link", "link", 2), 7: ("link", "link", 3),
+            10: ("arm", "model", 3), 11: ("link", "link", 10)}  # a model nested in the mover: its link too
     poses = {5: _Pose((0.0, 0.0, 1.0)), 7: _Pose((3.0, 0.0, 1.0))}
     enabled = []
     velocities = {7: (_Vec(0.4, 0.0, 0.0), _Vec(0.0, 0.0, 2.0))}
-    _fake_gz_sim(monkeypatch, tree, poses, velocities, enabled)
+    _fake_gz_sim(monkeypatch, tree, poses, velocities, enabled, static=frozenset({2, 4}))
     system = get_system()
     system.configure(1, _Sdf(PLUGIN_LINE), None, None)
     monkeypatch.setattr(system, "_world_sdf", lambda: world)
     monkeypatch.setattr(system, "_publish", lambda kind, topic, msg: None)
     caplog.set_level(logging.INFO, logger="radarays_ros.gazebo.system")
-    system.pre_update(_Info(0), None)  # nothing loaded yet: nothing to enable
-    system.post_update(_Info(0), None)  # loads the world; its first frame: the components do not exist yet
-    mover = system.runtime.scene.entity("mover::link::visual")
-    assert enabled == [] and mover.twist is None
-    system.pre_update(_Info(1), None)
-    assert enabled == [(7, True)]
-    for ms in range(1, 101):
+    for ms in range(0, 101):  # the loop of gz-sim: pre_update, the physics, post_update
         system.pre_update(_Info(ms), None)
         system.post_update(_Info(ms), None)
-    assert enabled == [(7, True)] and not system._failed  # once per loaded world
+        if ms == 0:  # the step that loads the world: its frame has the velocities already
+            mover = system.runtime.scene.entity("mover::link::visual")
+            assert mover.twist is not None
+    assert sorted(enabled) == [(7, True), (11, True)] and not system._failed  # once: the models did not change
     velocity, angular = mover.twist
     np.testing.assert_allclose(angular, [0.0, 0.0, 2.0], rtol=0, atol=0)
     np.testing.assert_allclose(velocity, [0.4, 0.0, 0.0] + np.cross([0.0, 0.0, 2.0], [0.0, 0.0, 0.5]), atol=1e-12)
@@ -416,9 +422,11 @@ def test_moving_links_get_the_physics_velocities_from_the_step_after_loading(mon
     for ms in range(101, 201):
         system.post_update(_Info(ms), None)
     assert mover.twist is None
+    tree[8], tree[9] = ("visitor", "model", 1), ("link", "link", 8)  # a spawned model: its link too
+    system.pre_update(_Info(201), None)
+    assert sorted(enabled[2:]) == [(7, True), (9, True), (11, True)]  # every non-static model's links
     lines = [r.getMessage() for r in caplog.records if "moving links from the physics" in r.getMessage()]
-    assert lines == ["radarays system: velocities of 0 of 1 moving links from the physics",
-                     "radarays system: velocities of 1 of 1 moving links from the physics (fastest: mover::link at 0.40 m/s)",
+    assert lines == ["radarays system: velocities of 1 of 1 moving links from the physics (fastest: mover::link at 0.40 m/s)",
                      "radarays system: velocities of 0 of 1 moving links from the physics"]
 
 
