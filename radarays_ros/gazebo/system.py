@@ -234,7 +234,7 @@ class SensorRuntime:
 
     def _twists(self) -> dict:
         """Moving link -> its (velocity, angular velocity) where link_twist knows them (else absent)."""
-        if self.link_twist is None:
+        if self.link_twist is None or not self.moving:  # (a world without moving models: nothing to say)
             return {}
         twists = {link: self.link_twist(link) for link in {link for _, link, _ in self.moving}}
         known = {link: twist for link, twist in twists.items() if twist is not None}
@@ -268,10 +268,12 @@ class SensorRuntime:
 def entity_twist(link_twist, link_pose: np.ndarray, entity_pose: np.ndarray):
     """An entity's (velocity of its origin, angular velocity) from its link's (rigid: v + w x r, r from the link's
     origin to the entity's); None where the link's is unknown."""
+    from ..radar.physical.motion import point_velocity
+
     if link_twist is None:
         return None
     velocity, angular = (np.asarray(v, np.float64) for v in link_twist)
-    return velocity + np.cross(angular, entity_pose[:3, 3] - link_pose[:3, 3]), angular
+    return point_velocity(velocity, angular, link_pose[:3, 3], entity_pose[:3, 3]), angular
 
 
 def moving_entities(specs) -> list:

@@ -35,8 +35,12 @@ def _checked_twist(twist, name: str):
         return None
     parts = [np.asarray(v, np.float64) for v in twist] if len(twist) == 2 else []
     if not parts or any(v.shape != (3,) or not np.isfinite(v).all() for v in parts):
-        raise ConfigError(f"twist of entity '{name}': expected finite (velocity xyz m/s, angular velocity xyz rad/s)")
+        raise _twist_error(name)
     return parts[0], parts[1]
+
+
+def _twist_error(name: str) -> ConfigError:
+    return ConfigError(f"twist of entity '{name}': expected finite (velocity xyz m/s, angular velocity xyz rad/s)")
 
 
 @dataclass
@@ -220,8 +224,7 @@ class Scene:
             entities = [self.entity(int(i)) for i in ids]
             bad = ~(np.isfinite(velocities).all(axis=1) & np.isfinite(angular).all(axis=1))
             if bad.any():
-                raise ConfigError(f"twist of entity '{entities[int(np.flatnonzero(bad)[0])].name}': expected finite "
-                                  "(velocity xyz m/s, angular velocity xyz rad/s)")
+                raise _twist_error(entities[int(np.flatnonzero(bad)[0])].name)
             for entity, v, w in zip(entities, velocities, angular):
                 entity.twist = (v, w)
 

@@ -33,8 +33,13 @@ class EntityMotion:
         out = np.zeros((len(entity), 3))
         known = (entity >= 0) & (entity < len(self.velocity))
         e = entity[known]
-        out[known] = self.velocity[e] + np.cross(self.angular[e], points[known] - self.origin[e])
+        out[known] = point_velocity(self.velocity[e], self.angular[e], self.origin[e], points[known])
         return out
+
+
+def point_velocity(velocity, angular, origin, point) -> np.ndarray:
+    """v(p) = v_o + omega x (p - o) of points p of rigid bodies ((..., 3) each, broadcast)."""
+    return velocity + np.cross(angular, point - origin)
 
 
 def trajectory_velocity(t_ns: np.ndarray, positions: np.ndarray, times: np.ndarray) -> np.ndarray:
