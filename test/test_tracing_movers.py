@@ -139,7 +139,7 @@ def test_movers_first_gives_the_hits_of_static_first_even_at_ties():
         x = 5.25 if i % 2 else rng.uniform(1.5, 4.0)
         scene.add_entity(f"b{i}", TriMesh(box.vertices, box.faces), pose_to_matrix(x, *rng.uniform(-6, 6, 2)), static=False)
     backend = make_backend("embree", scene, threads=1)
-    movers, _, _ = backend._sync()
+    movers, _, _, _ = backend._sync()
     n = 40000
     d = np.column_stack([np.ones(n), rng.uniform(-1.2, 1.2, (n, 2))]).astype(np.float32)
     d /= np.linalg.norm(d, axis=1, keepdims=True)

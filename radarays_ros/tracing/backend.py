@@ -191,17 +191,23 @@ class Rays:
                                        that are not unit (only those rows: a ray never depends on others)
     Rays.trusted(origins, directions)  O(1) checks only (dtype, shape, layout): for callers that know
                                        their values are good, e.g. rays rotated from a validated table
+
+    times: None, or (N,) seconds of each ray after the scene's poses (a sweep's firing times, checked
+    finite): a backend that can (`SWEEPS_ENTITIES`) traces each ray against the entities that have a
+    twist where they are at its time (world/twist_pose.py); the others stay where they are.
     """
 
-    __slots__ = ("origins", "directions")
+    __slots__ = ("origins", "directions", "times")
 
-    def __init__(self, origins, directions):
+    def __init__(self, origins, directions, times=None):
         self.origins, self.directions = check_rays(origins, directions)
+        self.times = check_times(times, len(self.origins))
 
     @classmethod
-    def trusted(cls, origins: np.ndarray, directions: np.ndarray) -> "Rays":
+    def trusted(cls, origins: np.ndarray, directions: np.ndarray, times=None) -> "Rays":
         rays = cls.__new__(cls)
         rays.origins, rays.directions = checked_rays(origins, directions)
+        rays.times = check_times(times, len(rays.origins))
         return rays
 
     def __len__(self) -> int:
@@ -243,10 +249,11 @@ class Backend(abc.ABC):
         """Follow one moved entity (called with `_lock` held); never rebuild the static structure."""
         raise NotImplementedError
 
-    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL) -> Hits:
+    def trace(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL, times=None) -> Hits:
         """First hit of each ray in [tmin, tmax]; origins, directions: (N, 3) world frame, any float dtype,
-        checked here (`Rays`). `want`: the attributes the caller reads for sure (see the module doc)."""
-        return self.trace_rays(Rays(origins, directions), tmin, tmax, want=want)
+        checked here (`Rays`). `want`: the attributes the caller reads for sure (see the module doc).
+        times: (N,) seconds of each ray after the scene's poses, or None (`Rays`)."""
+        return self.trace_rays(Rays(origins, directions, times), tmin, tmax, want=want)
 
     def trace_rays(self, rays: Rays, tmin: float = 0.0, tmax: float = np.inf, *, want=ALL) -> Hits:
         """First hit of each of the validated `rays` in [tmin, tmax]; every attribute readable, those in
@@ -254,7 +261,16 @@ class Backend(abc.ABC):
         runs (a backend implements `_trace`, or overrides this method and calls `check_span(tmin, tmax)`
         and `wanted(want)` itself)."""
         tmin, tmax = check_span(tmin, tmax)
+        self.check_sweeps(rays)
         return self._trace(rays, tmin, tmax, wanted(want))
+
+    SWEEPS_ENTITIES = False  # traces rays with times against moving entities where they are at those times
+
+    def check_sweeps(self, rays: Rays) -> None:
+        """TracingError for rays with times on a backend that would trace them all at the scene's poses."""
+        if rays.times is not None and not self.SWEEPS_ENTITIES:
+            raise TracingError(f"the {self.name} backend traces every ray at the scene's poses: rays with times "
+                               "(moving entities during a sweep) need the embree backend")
 
     def _trace(self, rays: Rays, tmin: float, tmax: float, names: frozenset) -> Hits:
         """`trace_rays` after its checks: 0 <= tmin < tmax floats, names = wanted(want)."""
@@ -282,6 +298,18 @@ def make_backend(name: str, scene: Scene, **options) -> Backend:
     if name not in _BACKENDS:
         raise TracingError(f"unknown backend '{name}'; available: {', '.join(sorted(_BACKENDS))}")
     return _BACKENDS[name](scene, **options)
+
+
+def check_times(times, n: int) -> np.ndarray | None:
+    """None, or (n,) finite float64 seconds; TracingError otherwise."""
+    if times is None:
+        return None
+    t = np.asarray(times, np.float64)
+    if t.shape != (n,):
+        raise TracingError(f"ray times must be (N,) = ({n},); got {t.shape}")
+    if not np.isfinite(t).all():
+        raise TracingError("ray times contain NaN or inf")
+    return t
 
 
 def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:

@@ -29,6 +29,7 @@ from ..compiled import kernel
 from ..errors import TracingError
 from ..threads import run_all, thread_count
 from ..world.scene import Entity, Scene
+from ..world.twist_pose import poses_at
 from .backend import Backend, Hits, Rays, register_backend
 from .embree_upload import MeshBuffers, upload
 
@@ -267,8 +268,33 @@ def _take_closer(rays, cdist, cprim, cng, code, dist, prim, ng, layer_of):
             ng[i, 0], ng[i, 1], ng[i, 2] = cng[j, 0], cng[j, 1], cng[j, 2]
 
 
+class _Swept:
+    """A moving entity traced at each ray's time (rays with times): its BVH in its own frame, its pose and
+    twist, and the radius of its vertices around its origin (the box its sweep stays in)."""
+
+    def __init__(self, layer: _Layer, entity: Entity):
+        self.layer, self.pose = layer, entity.pose
+        self.velocity, self.angular = entity.twist
+        vertices = entity.mesh.vertices
+        self.radius = float(np.sqrt((vertices**2).sum(axis=1).max())) if len(vertices) else 0.0
+
+    def box(self, times: np.ndarray) -> np.ndarray:
+        """(2, 3) float32 world box that holds the entity at every time in [min, max] of `times`: its
+        origin's path (a segment: constant velocity) widened by the radius, whatever it turns."""
+        ends = self.pose[:3, 3] + np.outer([times.min(), times.max()], self.velocity)
+        margin = self.radius * (1 + 1e-6) + 1e-4  # float32 round-off of the vertices and the rays
+        return np.stack([ends.min(axis=0) - margin, ends.max(axis=0) + margin]).astype(np.float32)
+
+
+def _sweeps(entity: Entity) -> bool:
+    """True for an entity whose twist moves it."""
+    twist = entity.twist
+    return twist is not None and bool(np.any(twist[0]) or np.any(twist[1]))
+
+
 class EmbreeBackend(Backend):
     name = "embree"
+    SWEEPS_ENTITIES = True
 
     def __init__(self, scene: Scene, threads: int | None = None):
         if _IMPORT_ERROR is not None:
@@ -289,6 +315,10 @@ class EmbreeBackend(Backend):
             self._instances: dict[int, _Instance | None] = {}  # None until built at the next sync
             self._dynamic: _Layer | None = None
             self._dirty = False
+            # rays with times: the merged movers without the swept ones (their ids, _Movers, layer), and the
+            # swept small movers' own BVHs in their frames, by entity id (built once each)
+            self._unswept: tuple[frozenset, _Movers, _Layer | None] | None = None
+            self._local: dict[int, _Layer] = {}
             for e in scene.entities:
                 if not e.static:
                     self._place_moving(e)
@@ -305,9 +335,10 @@ class EmbreeBackend(Backend):
                 self._mask(entity.id)
             if entity.id in self._merged_ids:
                 self._merged_ids.discard(entity.id)
-                self._movers = None
+                self._movers = self._unswept = None
                 self._dirty = True
             self._instances.pop(entity.id, None)
+            self._local.pop(entity.id, None)
 
     def on_entities_moved(self, entities: list) -> None:
         """A batch of moves: the merged movers only mark their layer stale (one set test each)."""
@@ -335,7 +366,7 @@ class EmbreeBackend(Backend):
             self._instances[entity.id] = None
         else:
             self._merged_ids.add(entity.id)
-            self._movers = None
+            self._movers = self._unswept = None
             self._dirty = True
 
     def _mask(self, entity_id: int) -> None:
@@ -343,8 +374,10 @@ class EmbreeBackend(Backend):
             self._masked = np.concatenate([self._masked, np.zeros(entity_id + 1 - len(self._masked), bool)])
         self._masked[entity_id] = True
 
-    def _sync(self):
-        """A consistent snapshot for one trace: merged layer, masked ids, instance snapshots."""
+    def _sync(self, timed: bool = False):
+        """A consistent snapshot for one trace: merged layer, masked ids, instance snapshots, and for rays
+        with times (`timed`) the swept entities (_Swept: those with a twist that moves them), which the
+        merged layer and the instances then leave out."""
         with self.scene.lock, self._lock:
             if self._dirty:
                 if self._movers is None:
@@ -357,8 +390,40 @@ class EmbreeBackend(Backend):
                 if instance is None:
                     self._instances[entity_id] = _Instance(self._device, self.scene.entity(entity_id))
                     self.instance_builds += 1
-            instances = [s for s in (i.snapshot() for i in self._instances.values()) if s is not None]
-            return self._dynamic, self._masked.copy(), instances
+            swept_ids = {i for i in (*self._merged_ids, *self._instances) if _sweeps(self.scene.entity(i))} \
+                if timed else ()
+            instances = [s for i, s in ((i, inst.snapshot()) for i, inst in self._instances.items())
+                         if s is not None and i not in swept_ids]
+            if not swept_ids:
+                return self._dynamic, self._masked.copy(), instances, []
+            return self._unswept_layer(swept_ids), self._masked.copy(), instances, self._swept(swept_ids)
+
+    def _unswept_layer(self, swept_ids: set) -> _Layer | None:
+        """The merged movers' layer without the swept ones (kept while the same ones sweep; called in _sync)."""
+        key = frozenset(swept_ids & self._merged_ids)
+        if not key:
+            return self._dynamic
+        if self._unswept is None or self._unswept[0] != key:
+            self._unswept = (key, _Movers([self.scene.entity(i) for i in sorted(self._merged_ids - key)]), None)
+        key, movers, previous = self._unswept
+        layer = movers.layer(self._device, previous)
+        self._unswept = (key, movers, layer)
+        return layer
+
+    def _swept(self, swept_ids: set) -> list[_Swept]:
+        """The swept entities, in id order, each with its BVH in its own frame (called in _sync)."""
+        out = []
+        for i in sorted(swept_ids):
+            entity = self.scene.entity(i)
+            if i in self._instances:
+                layer = self._instances[i].layer
+            else:
+                layer = self._local.get(i)
+                if layer is None:
+                    layer = self._local[i] = _Layer(self._device, [entity], local=True)
+            if layer.scene is not None:
+                out.append(_Swept(layer, entity))
+        return out
 
     # -- tracing --------------------------------------------------------------------------------
     def _trace(self, rays: Rays, tmin: float, tmax: float, names: frozenset) -> Hits:
@@ -366,23 +431,24 @@ class EmbreeBackend(Backend):
         kept as Embree's Ng and a scale until read; the cosines of incidence come from the same scale."""
         o, d = rays.origins, rays.directions
         lazy_normals = "normal" not in names
-        dynamic, masked, instances = self._sync()
+        dynamic, masked, instances, swept = self._sync(timed=rays.times is not None)
         n = len(o)
         if n == 0:
             return Hits.misses(0)
         far = np.float32(min(float(tmax) - tmin, 1e30))  # rays start at tmin: each span shifts its origins
         result = _Result(n, lazy_normals)
-        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result)
+        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result,
+               (rays.times, swept) if swept else None)
         if self.threads == 1 or n < 2 * _MIN_CHUNK:
             self._trace_span(job, 0, n)
         else:  # each worker traces AND post-processes its span: numpy releases the GIL too
             bounds = chunk_bounds(n, self.threads)
             run_all("trace", lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:]), self.threads)
-        layers = [self._static, dynamic] + [inst[0] for inst in instances]
+        layers = [self._static, dynamic] + [inst[0] for inst in instances] + [s.layer for s in swept]
         return Hits(result.distance, None if lazy_normals else result.normal, resolve=_IdLookup(result, layers))
 
     def _trace_span(self, job, a: int, b: int) -> None:
-        o_all, d_all, far, tmin, dynamic, masked, instances, result = job
+        o_all, d_all, far, tmin, dynamic, masked, instances, result, sweep = job
         o, d = o_all[a:b], d_all[a:b]
         if tmin:
             o = _shifted(o, d, tmin)
@@ -393,6 +459,10 @@ class EmbreeBackend(Backend):
             dist, prim, ng = self._static_then_movers(dynamic, masked, o, d, far, layer)
         for k, (inst, r, t, box) in enumerate(instances):
             self._closer_in(inst, r, t, box, _MERGED + 1 + k, o, d, dist, prim, ng, layer)
+        if sweep is not None:
+            times, swept = sweep
+            for k, entity in enumerate(swept):
+                self._closer_swept(entity, times[a:b], _MERGED + 1 + len(instances) + k, o, d, dist, prim, ng, layer)
         result.prim[a:b] = prim
         eager = result.normal is not None
         _finish_span(dist, prim, ng, d, tmin, result.distance[a:b], result.scale[a:b], result.facing[a:b],
@@ -441,6 +511,23 @@ class EmbreeBackend(Backend):
         if r is not None:  # the normals of the hits back to the world frame (cng is this call's own array)
             closer = cprim >= 0
             cng[closer] = cng[closer] @ r.T
+        _take_closer(cand, cdist, cprim, cng, np.int16(code), dist, prim, ng, layer_of)
+
+    @staticmethod
+    def _closer_swept(entity: _Swept, times, code: int, o, d, dist, prim, ng, layer_of) -> None:
+        """Replace hits by closer ones on a swept entity, each ray traced in the entity's frame at the
+        ray's time: x_local = R(t)^T (x - p(t)) (world/twist_pose.py), normals back with R(t)."""
+        if not len(times):
+            return
+        cand, oc, dc, far = _rays_meeting_box(o, d, dist, entity.box(times))
+        if not len(cand):
+            return
+        rot, shift = poses_at(entity.pose, entity.velocity, entity.angular, times[cand])
+        o_local = np.einsum("nji,nj->ni", rot, oc - shift).astype(np.float32)
+        d_local = np.einsum("nji,nj->ni", rot, dc).astype(np.float32)
+        cdist, cprim, cng = entity.layer.run(o_local, d_local, far)
+        closer = cprim >= 0
+        cng[closer] = np.einsum("nij,nj->ni", rot[closer], cng[closer])
         _take_closer(cand, cdist, cprim, cng, np.int16(code), dist, prim, ng, layer_of)
 
     def _look_through(self, o, d, dist, prim, ng, masked, far):

@@ -326,6 +326,7 @@ class WarpBackend(Backend):
         says which are copied to the host at once (one transfer on CUDA), the others on first access."""
         tmin, tmax = check_span(tmin, tmax)
         names = wanted(want)
+        self.check_sweeps(rays)
         with self._trace_lock:
             self._sync()
             if len(rays) == 0:
