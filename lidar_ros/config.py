@@ -322,6 +322,8 @@ REALISTIC = {
     "surface.texture_sigma": 0.25, "surface.texture_length_m": 0.1,
     # tree crowns and hedges (materials with a leaf_area_density) as leaf volumes (physics/foliage.py)
     "foliage.volume": True,
+    # moving entities where they are at each column's firing time (tracing.Rays times)
+    "timing.moving_entities": "sweep",
 }
 # Ouster column time stamps (physics/column_timing.py): jitter and wander, the medians of the shared real frames
 REALISTIC_OUSTER = {f"timing.{key}": value for key, value in SHARED_FRAME_MEDIANS_US.items()}

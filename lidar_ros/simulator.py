@@ -24,6 +24,7 @@ import numpy as np
 
 from radarays_ros.compiled import kernel
 from radarays_ros.counter_random import RayDraws, frame_key64
+from radarays_ros.errors import ConfigError
 from radarays_ros.threads import pool
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
@@ -114,6 +115,14 @@ class LidarSimulator:
         self._dirs = beam_dirs if k == 1 else self._spread(beam_dirs)  # the traced rays, beam-major
         self._origins = np.repeat(config.origins.reshape(n, 3), k, axis=0) if k > 1 else config.origins.reshape(n, 3)
         self._column = np.repeat(config.pixel_column.reshape(n), k)
+        # each ray's firing time after the frame's start: moving entities are met where they are then
+        self._ray_times = None
+        if config.effects.timing.moving_entities == "sweep":
+            if not getattr(backend, "SWEEPS_ENTITIES", False):
+                raise ConfigError(f"{config.name}: timing.moving_entities: sweep traces each ray at its firing time, "
+                                  f"which the {getattr(backend, 'name', type(backend).__name__)} backend cannot "
+                                  "(use the embree backend, or moving_entities: frame)")
+            self._ray_times = np.asarray(config.column_times, np.float64)[self._column]
         self._ray_bias = self.model.ray_bias(np.repeat(config.laser_index, config.cols))
         self._ray_gain = self.model.ray_gain(np.repeat(config.laser_index, config.cols))
         self._has_offset = bool(np.any(config.range_offset))
@@ -221,7 +230,7 @@ class LidarSimulator:
         if cfg.noise.angular_sigma > 0:  # each piece's own random stream, as it is used below
             for k, a, b in jobs:
                 dirs[a * m:b * m] = jitter_directions(dirs[a * m:b * m], cfg.noise.angular_sigma, rngs[k].at(a * m))
-        first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked)
+        first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked, self._ray_times)
         return self._each_piece(jobs, lambda k, a, b: self._surface_piece(
             frame, rngs[k], (origins[a * m:b * m], dirs[a * m:b * m], first.span(a * m, b * m)), a, b))
 
@@ -328,10 +337,11 @@ class LidarSimulator:
         directions and first hits); fills the frame's arrays there."""
         cfg = self.config
         origins, dirs, first = traced
+        m = self._k
+        times = None if self._ray_times is None else self._ray_times[a * m:b * m]
         hits = trace_lidar(self.backend, origins, dirs, self.materials, self._tmin, self._tmax,
                            max_bounces=cfg.max_bounces, unit_directions=True, first_hits=first,
-                           leaves=LeafDraws(rng, self._sub_radius) if self._foliage else None)
-        m = self._k
+                           leaves=LeafDraws(rng, self._sub_radius) if self._foliage else None, times=times)
         if self._has_offset:  # Ouster ranges count from the lidar origin
             hits.range = hits.range + self._offset_traced[a * m:b * m]
         if self._alpha > 0:  # fog/rain: two-way extinction of every (sub-)ray's return
@@ -341,7 +351,7 @@ class LidarSimulator:
         if self._glass:  # the glass's specular return and its ghost join the beam's sub-returns
             glass = self.effects.glass
             g = glass_returns(self.backend, origins, dirs, first, self.materials, self._tmax, glass.refractive_index,
-                              np.radians(glass.lobe_deg), glass.ghosts)
+                              np.radians(glass.lobe_deg), glass.ghosts, times)
             extra = [g.specular_range, g.ghost_range]
             if self._has_offset:
                 extra = [r + self._offset_traced[a * m:b * m] for r in extra]

@@ -128,6 +128,8 @@ DEVICE_SUPPORT = {
     # column time-stamp jitter/wander (column_timing.py): drawn per frame on the host, the scan's own times
     "effects.timing.column_jitter_us": HOST,
     "effects.timing.column_wander_us": HOST,
+    # moving entities traced at each ray's firing time (tracing.Rays times): the Embree backend only
+    "effects.timing.moving_entities": HOST,
     # crowns as leaf volumes (physics/foliage.py): extra rounds through each crown, host only
     "effects.foliage.volume": HOST,
 }

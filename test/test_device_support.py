@@ -210,6 +210,7 @@ LIDAR_REFUSED = {
     "noise.snr_floor": {"signal": {"noise_floor": 2.0}, "noise": {"snr_sigma": [[12, 0.1], [100, 0.03]], "snr_floor": 0.0}},
     "timing.column_jitter_us": {"timing": {"column_jitter_us": 1.4}},
     "timing.column_wander_us": {"timing": {"column_wander_us": 0.8}},
+    "timing.moving_entities": {"timing": {"moving_entities": "sweep"}},
     "foliage.volume": {"foliage": {"volume": True}},
 }
 

@@ -53,6 +53,9 @@ sections is exactly the geometric sensor of before. Example::
     timing:                      # column_timing.py
       column_jitter_us: 0.0      # white jitter of each measurement column's time stamp (1 sigma)
       column_wander_us: 0.0      # random-walk step of the column times (rotor phase wander), per column
+      moving_entities: frame     # frame: every ray meets moving entities where they are at the frame's start |
+                                 # sweep: where their twist takes them by its column's firing time (a passing
+                                 # car is stretched or squeezed as a spinning sensor sees it; embree backend)
     foliage:                     # foliage.py, leaf_angles.py
       volume: false              # materials with a leaf_area_density (tree crowns, hedges) are leaf volumes a
                                  # ray may cross or meet a leaf in; off: they return from their surface
@@ -70,6 +73,7 @@ PROFILES = ("uniform", "gaussian")
 DETECTION_CURVES = ("threshold", "snr")
 TOF_MODES = ("pulsed", "cw")
 AMBIENT_MODELS = ("flat", "sun")
+MOVING_ENTITIES = ("frame", "sweep")
 MAX_SUB_RAYS = 64
 
 
@@ -196,8 +200,10 @@ class GlassConfig(CheckedConfig):
 class TimingConfig(CheckedConfig):
     column_jitter_us: float = 0.0
     column_wander_us: float = 0.0
+    moving_entities: str = "frame"
 
-    RULES = dict(column_jitter_us=number(0.0, 1000.0), column_wander_us=number(0.0, 1000.0))
+    RULES = dict(column_jitter_us=number(0.0, 1000.0), column_wander_us=number(0.0, 1000.0),
+                 moving_entities=choice(*MOVING_ENTITIES))
 
     @property
     def enabled(self) -> bool:

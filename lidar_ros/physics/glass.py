@@ -20,6 +20,7 @@ import numpy as np
 
 from .materials import GENERAL, RETROREFLECTIVE, TRANSPARENT
 from .reflectivity import reflectivity
+from .interaction import at_times
 
 
 def fresnel_normal(index: float) -> float:
@@ -47,8 +48,9 @@ class GlassReturns:
 
 
 def glass_returns(backend, origins: np.ndarray, unit: np.ndarray, first, materials, tmax: float, index: float,
-                  lobe_rad: float, ghosts: bool) -> GlassReturns:
-    """The glass returns of N rays whose first hits are `first` (the backend's Hits of the first round)."""
+                  lobe_rad: float, ghosts: bool, times=None) -> GlassReturns:
+    """The glass returns of N rays whose first hits are `first` (the backend's Hits of the first round);
+    times: the rays' firing times after the scene's poses (moving entities in the ghosts), or None."""
     n = len(unit)
     out = GlassReturns(n)
     klass = materials.class_of(first.material)
@@ -66,7 +68,8 @@ def glass_returns(backend, origins: np.ndarray, unit: np.ndarray, first, materia
         point = origins[glass] + d * dist[:, None]
         reflected = d - 2.0 * np.einsum("ij,ij->i", d, normal)[:, None] * normal
         start = point + normal * np.float32(1e-4)  # the normal faces the arriving ray: lift off towards it
-        hits = backend.trace(start.astype(np.float32), reflected.astype(np.float32), 0.0, max(float(tmax) - float(dist.min()), 0.0))
+        hits = backend.trace(start.astype(np.float32), reflected.astype(np.float32), 0.0, max(float(tmax) - float(dist.min()), 0.0),
+                             **at_times(times, glass))
         k = materials.class_of(hits.material)
         total = dist + hits.distance
         seen = (hits.entity >= 0) & ((k == GENERAL) | (k == RETROREFLECTIVE)) & (total <= tmax)

@@ -126,7 +126,7 @@ class LidarHits:
 def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: float = 0.0,
                 tmax: float = np.inf, max_bounces: int = 4, unit_directions: bool = False,
                 checked_rays: bool = False, first_hits=None,
-                leaves: LeafDraws | None = None) -> LidarHits:
+                leaves: LeafDraws | None = None, times=None) -> LidarHits:
     """Trace N lidar rays through mirrors and transparent surfaces to the surface that returns them.
 
     origins, directions: (N, 3) world frame (directions need not be unit length; a caller that
@@ -144,6 +144,9 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     leaves: materials with a leaf area density are leaf volumes (module docstring), their leaves drawn by
     it (leaf_sharing.py; only when a ray is in a crown: frames without foliage draw nothing); None: they
     return from their surface like any general material.
+
+    times: (N,) seconds of each ray after the scene's poses (its firing time), or None: every round traces
+    it against moving entities where they are then (tracing.Rays; the path's light time is left out).
     """
     o = np.asarray(origins, np.float32)
     d = np.asarray(directions, np.float32)
@@ -154,7 +157,7 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
     n = len(o)
     if n == 0:
         return LidarHits.misses(0)
-    h = first_trace(backend, o, d, tmin, tmax, checked_rays) if first_hits is None else first_hits
+    h = first_trace(backend, o, d, tmin, tmax, checked_rays, times) if first_hits is None else first_hits
     unit = d if unit_directions or checked_rays else _unit(d)
     volumes = leaves is not None and materials.has_foliage  # a crown's face: the ray goes in
     count, not_first, continuing, klass = materials.first_round(h.material, volumes)  # one pass; miss -> False
@@ -162,7 +165,7 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
         return _first_surface_returns(h, None, unit, materials)  # the usual frame: a single trace
     out = _first_surface_returns(h, not_first, unit, materials)
     _follow(backend, out, np.flatnonzero(continuing), o, unit, h, klass, materials, tmax, max_bounces,
-            leaves if volumes else None)
+            leaves if volumes else None, times)
     return out
 
 
@@ -170,10 +173,16 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
 FIRST_TRACE_WANTS = frozenset({"distance", "ids", "incidence"})
 
 
-def first_trace(backend, origins, directions, tmin: float = 0.0, tmax: float = np.inf, checked_rays: bool = False):
+def at_times(times, rows) -> dict:
+    """The `times=` of a backend call for the rays `rows` (nothing where there are none: any backend)."""
+    return {} if times is None else {"times": times[rows]}
+
+
+def first_trace(backend, origins, directions, tmin: float = 0.0, tmax: float = np.inf, checked_rays: bool = False,
+                times=None):
     """The first round of `trace_lidar`: the backend's hits of every ray (normals on first access:
-    most frames read only the cosines of incidence)."""
-    rays = Rays.trusted(origins, directions) if checked_rays else Rays(origins, directions)
+    most frames read only the cosines of incidence); times: as trace_lidar's."""
+    rays = Rays.trusted(origins, directions, times) if checked_rays else Rays(origins, directions, times)
     return backend.trace_rays(rays, tmin, tmax, want=FIRST_TRACE_WANTS)
 
 
@@ -222,7 +231,7 @@ def _first_surface_returns(h, no_return: np.ndarray | None, unit: np.ndarray, ma
 
 
 def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials: LidarMaterials,
-            tmax, max_bounces, leaves: LeafDraws | None = None) -> None:
+            tmax, max_bounces, leaves: LeafDraws | None = None, times=None) -> None:
     """Follow the rays `active` (batch indices) past transparent surfaces and mirrors (and through leaf
     volumes, given `leaves`), one trace per round.
 
@@ -280,7 +289,7 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
         reach = float(tmax) - float(travelled.min())  # the total path bound is re-checked per ray below
         if reach <= 0:
             return
-        h = _Segment.of(backend.trace(o, d, 0.0, reach))
+        h = _Segment.of(backend.trace(o, d, 0.0, reach, **at_times(times, active)))
         total = travelled + h.distance
         hit = (h.entity >= 0) & (total <= tmax)
         klass = materials.class_of(h.material)
