@@ -232,6 +232,10 @@ class ScatterConfig:
     multipath: bool = _f(True, bool, doc="clutter after a mirror also returns straight to the sensor (bistatic)")
     occlusion_test: bool = _f(True, bool, doc="a bistatic return needs a free line of sight back (one extra trace)")
     mirror_ghosts: bool = _f(False, bool, doc="physical: every scatterer's image in each large vertical flat face (walls, windows >= 4 m^2): multipath ghosts behind building faces, deterministic (physical/mirror_ghosts.py)")
+    moving_entities: str = _f("frame", str, choices=("frame", "sweep"),
+                              doc="physical: entities whose twist moves them are seen where they are at the frame's start "
+                              "(frame) or at each azimuth's time (sweep: a passing car stretched or squeezed over the "
+                              "sweep, as a spinning radar sees it; embree backend)")
 
 
 @dataclass(frozen=True)

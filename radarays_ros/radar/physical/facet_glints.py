@@ -18,6 +18,7 @@ import numpy as np
 
 from . import antenna, corner_rcs, curved_rcs, facet_po, foliage, glint_cull, mirror_ghosts, roughness
 
+from ...world.twist_pose import poses_at
 from .scatterers import STRAIGHT_BEND as STRAIGHT
 SKIP = 5e-3  # m: the occlusion ray stops this short of the scatterer
 
@@ -329,9 +330,11 @@ def trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar=1.0, fl
 FOLIAGE_LAYERS = 3  # crowns a glint's way may cross before it counts as hidden
 
 
-def _transmission(backend, start, direction, length, table) -> np.ndarray:
+def _transmission(backend, start, direction, length, table, times=None) -> np.ndarray:
     """One-way power transmission of each straight way (start, direction, length): 1 when free, 0 when a
-    surface is in the way, exp(-kappa_e D) through D metres of foliage (foliage.py; up to FOLIAGE_LAYERS crowns)."""
+    surface is in the way, exp(-kappa_e D) through D metres of foliage (foliage.py; up to FOLIAGE_LAYERS crowns).
+    times: each way's time after the frame's start (swept entities where they are then), or None."""
+    at = (lambda rows: {}) if times is None else (lambda rows: {"times": times[rows]})
     volume = np.array([table.classes.index(c) for c in foliage.VOLUME_CLASSES if c in table.classes], np.int64)
     kappa = foliage.extinction_np_per_m()
     out = np.ones(len(start))
@@ -341,7 +344,8 @@ def _transmission(backend, start, direction, length, table) -> np.ndarray:
     for layer in range(FOLIAGE_LAYERS + 1):
         if not len(todo):
             break
-        hits = backend.trace(start[todo].astype(np.float32), d32[todo], 0.0, float(remaining[todo].max()), want=("ids",))
+        hits = backend.trace(start[todo].astype(np.float32), d32[todo], 0.0, float(remaining[todo].max()), want=("ids",),
+                             **at(todo))
         t = np.asarray(hits.distance, np.float64)
         blocked = t < remaining[todo]
         cls = np.full(len(todo), -1, np.int64)
@@ -352,7 +356,7 @@ def _transmission(backend, start, direction, length, table) -> np.ndarray:
         if not len(crown):
             break
         entry = start[crown] + direction[crown] * (t[leafy] + SKIP)[:, None]
-        through = backend.trace(entry.astype(np.float32), d32[crown], 0.0, foliage.MAX_DEPTH_M, want=())
+        through = backend.trace(entry.astype(np.float32), d32[crown], 0.0, foliage.MAX_DEPTH_M, want=(), **at(crown))
         depth = np.minimum(np.asarray(through.distance, np.float64), foliage.MAX_DEPTH_M)
         depth = np.minimum(depth, remaining[crown] - t[leafy] - SKIP)  # (the target inside the crown)
         out[crown] *= foliage.transmission(np.maximum(depth, 0.0), kappa)
@@ -363,11 +367,17 @@ def _transmission(backend, start, direction, length, table) -> np.ndarray:
 
 
 def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar: float, lam: float,
-                 max_range: float, floor_w: float, entities=None, occlusion: bool = True):
+                 max_range: float, floor_w: float, entities=None, occlusion: bool = True, times=None):
     """(azimuth, range_m, complex amplitude sqrt(W), radial velocity) of every scatterer in every beam that
-    holds it, above floor_w (40 dB under the noise: invisible)."""
+    holds it, above floor_w (40 dB under the noise: invisible). times: (A,) seconds of each azimuth after the
+    frame's start: the scatterers of the entities `entities.swept` where they are then (None: at the start;
+    their images in mirror faces, scatter.mirror_ghosts, stay there)."""
     beam = beam_limits(cfg.antenna, max_range)
-    parts = _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna)
+    if times is None or entities is None or entities.swept is None or not entities.swept.any():
+        parts = _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna)
+        times = None
+    else:
+        parts = _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna, entities, times)
     az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
     rel = point - origins[az]
     col = np.einsum("nji,nj->ni", column_rot[az], rel)
@@ -376,12 +386,14 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
     power = k_radar * g * g * sigma / np.maximum(rng_m, 1e-6) ** 4
     keep = np.flatnonzero((power > floor_w) & (rng_m < max_range))
     if occlusion and len(keep):
-        passed = _transmission(backend, origins[az[keep]], d[keep], dist[keep] - SKIP, table)
+        passed = _transmission(backend, origins[az[keep]], d[keep], dist[keep] - SKIP, table,
+                               None if times is None else times[az[keep]])
         power[keep] *= passed ** 2  # (two-way)
         keep = keep[passed > 0]
     v_r = -np.einsum("ij,ij->i", sensor_velocity[az[keep]], d[keep])
     if entities is not None and len(keep):
-        v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[keep], point[keep]), d[keep])
+        v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[keep], point[keep], None if times is None else times[az[keep]]),
+                              d[keep])
     az, rng_m, power, phase = az[keep], rng_m[keep], power[keep], phase[keep]
     if getattr(cfg.scatter, "mirror_ghosts", False):
         ghosts = _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar, lam, beam,
@@ -391,6 +403,38 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
     az, rng_m, power, phase, v_r = az[order], rng_m[order], power[order], phase[order], v_r[order]
     amp = np.sqrt(power) * phase * np.exp(-2j * np.pi * np.mod(2.0 * rng_m, lam) / lam)
     return az, rng_m, amp, v_r
+
+
+def _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, entities, times) -> list:
+    """_scatterer_returns with the scatterers of each swept entity where its twist takes it by each azimuth's
+    time. Such an entity moves by M_t(x) = R_t (x - o) + o + v t (world/twist_pose.py, o its origin at the
+    frame's start), so its scatterers as they are are seen from the radar moved back by M_t^-1 (origins and
+    beam axes per azimuth): the same ranges, angles and aspect as the moved scatterers from the radar. Their
+    points go to the world at their azimuth's time."""
+    kinds = {"plates": sc.plate_entity, "dihedrals": sc.dih_entity, "trihedrals": sc.tri_entity}
+    swept = np.flatnonzero(entities.swept)
+    still = {kind: np.flatnonzero(~np.isin(owner, swept)) for kind, owner in kinds.items()}
+    parts = _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, only=still)
+    for e in swept.tolist():
+        mine = {kind: np.flatnonzero(owner == e) for kind, owner in kinds.items()}
+        if not any(len(m) for m in mine.values()):
+            continue
+        o = entities.origin[e]
+        turn, shift = poses_at(_at_point(o), entities.velocity[e], entities.angular[e], times)  # M_t = turn (x - o) + shift
+        seen_from = np.einsum("aji,aj->ai", turn, origins - shift) + o
+        axes = np.swapaxes(turn, 1, 2) @ column_rot
+        for az, sigma, rng_m, phase, point, owner in _scatterer_returns(sc, seen_from, axes, beam, table, lam, k_radar,
+                                                                         floor_w, cfg_antenna, only=mine):
+            point = np.einsum("nij,nj->ni", turn[az], point - o) + shift[az]
+            parts.append((az, sigma, rng_m, phase, point, owner))
+    return parts
+
+
+def _at_point(origin) -> np.ndarray:
+    """The 4x4 pose with no turn at `origin`."""
+    pose = np.eye(4)
+    pose[:3, 3] = origin
+    return pose
 
 
 def _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, only=None,

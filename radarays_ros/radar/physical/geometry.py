@@ -94,12 +94,14 @@ def _dot(a, b):
 
 
 def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rng, max_range: float,
-                   ray_log: list | None = None, entities=None, parallel=None, scatterers=None):
+                   ray_log: list | None = None, entities=None, parallel=None, scatterers=None, times=None):
     """(Clutter, Glints) of one frame. origins (A, 3), column_rot (A, 3, 3) world <- column frame.
     scatterers: the scene's scatterers.Scatterers in world coordinates (the frame's glints), None = none.
     ray_log: a list that receives (origins, directions) of every pass, as traced (benchmarks).
     entities: a motion.EntityMotion of the moving entities, None = a static world.
     parallel: parallel(task, items) -> [task(item)...] in item order (a thread pool), None = in turn.
+    times: (A,) seconds of each azimuth after the frame's start, or None: every ray of an azimuth, and its
+    scatterers' returns, meet the entities `entities.swept` where their twist takes them by then.
 
     The beam is sampled for the whole frame (the only random draws), then each of AZIMUTH_BLOCKS blocks
     of azimuths makes its tubes and runs their passes as one task: blocks trace and compute side by side
@@ -108,7 +110,7 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     as one block would give."""
     a = len(origins)
     frame = _Frame(backend, cfg, table, max_range, entities, ray_log is not None, origins, column_rot, sensor_velocity,
-                   sample_beam(rng, a, cfg.antenna))
+                   sample_beam(rng, a, cfg.antenna), times)
     blocks = min(AZIMUTH_BLOCKS, a)
     edges = [a * k // blocks for k in range(blocks + 1)]
     spans = [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
@@ -131,7 +133,7 @@ def _glints(frame: "_Frame", scatterers) -> Glints:
     az, rng_m, amp, v_r = facet_glints.frame_glints(
         scatterers, frame.backend, frame.origins, frame.column_rot, frame.sensor_velocity, cfg, frame.table,
         radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, frame.max_range, floor, frame.entities,
-        cfg.scatter.occlusion_test)
+        cfg.scatter.occlusion_test, frame.times)
     return Glints(az.astype(np.int64), rng_m, amp, v_r)
 
 
@@ -161,6 +163,11 @@ class _Frame:
     column_rot: np.ndarray  # (A, 3, 3)
     sensor_velocity: np.ndarray  # (A, 3)
     beam: tuple  # sample_beam's (A, S) arrays
+    times: np.ndarray | None = None  # (A,) seconds of each azimuth after the frame's start (swept entities)
+
+    def when(self, azimuth: np.ndarray) -> dict:
+        """The `times=` of a backend call for rays of these azimuths (nothing without swept entities)."""
+        return {} if self.times is None else {"times": self.times[azimuth]}
 
 
 @dataclass
@@ -217,7 +224,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
         o32, d32 = o.astype(np.float32), d.astype(np.float32)
         if frame.log:
             rays[bounce, 0] = (o32, d32)
-        hits = backend.trace(o32, d32, 0.0, float(max(reach.max(), 1e-3)), want=("normal", "ids"))
+        hits = backend.trace(o32, d32, 0.0, float(max(reach.max(), 1e-3)), want=("normal", "ids"), **frame.when(az[idx]))
         # kept: finite, within reach (and past NEAR_HIT on the first pass), of a material with a class (compiled)
         keep, dist, cls = geometry_loops.traced_hits(hits.distance, hits.material, reach, table.material_class,
                                                      NEAR_HIT if bounce == 0 else -math.inf)
@@ -225,14 +232,16 @@ def _trace_block(frame: _Frame, f: _Tubes):
             break
         if bounce == 0 and frame.entities is not None:  # the target's own motion along the ray
             at = o[keep] + d[keep] * dist[keep][:, None]
-            v_hit = frame.entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at)
+            v_hit = frame.entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at,
+                                      None if frame.times is None else frame.times[az[idx[keep]]])
             v_r[idx[keep]] += _dot(v_hit, d[keep])
         # the kept rays at their hits: unit normal (float64), hit point, path, cos(incidence), one compiled pass
         d, dist, cls, idx, rho, straight, n, hit, path, cos_t = geometry_loops.kept_hits(
             keep, o, d, dist, hits.normal, cls, idx, path, rho, straight)
         volume = np.flatnonzero(is_volume[cls])  # foliage: returns from its depth (foliage.py)
         if len(volume):
-            depth = _foliage_depth(backend, hit[volume], d[volume], rays if frame.log else None, bounce)
+            depth = _foliage_depth(backend, hit[volume], d[volume], rays if frame.log else None, bounce,
+                                   frame.when(az[idx[volume]]))
             slab_near, slab_far, weight = foliage.slab_weights(depth, path[volume], kappa)
             sigma_v = foliage.volume_coefficient(table.sigma0_at(cls[volume], np.zeros(len(volume))), kappa)
             p_v = (k_radar * f.g_tx[idx[volume]] ** 2 * rho[volume] ** 2 * sigma_v * d_omega[idx[volume]]
@@ -249,7 +258,8 @@ def _trace_block(frame: _Frame, f: _Tubes):
         clutter[bounce, 0] = Clutter(az[idx], near, far, power, v_r[idx])
         if bounce and cfg.scatter.multipath:
             if cfg.scatter.occlusion_test:
-                power_b = _unoccluded(backend, hit, u, back_len, power_b, rays if frame.log else None, bounce)
+                power_b = _unoccluded(backend, hit, u, back_len, power_b, rays if frame.log else None, bounce,
+                                      None if frame.times is None else frame.times[az[idx]])
             clutter[bounce, 1] = Clutter(az[idx], near_b, far_b, power_b, v_r[idx])
         if bounce == cfg.scatter.specular_bounces:
             break
@@ -269,25 +279,27 @@ def _trace_block(frame: _Frame, f: _Tubes):
     return clutter, glints, rays
 
 
-def _foliage_depth(backend, hit, d, rays: dict | None, bounce: int) -> np.ndarray:
+def _foliage_depth(backend, hit, d, rays: dict | None, bounce: int, when: dict) -> np.ndarray:
     """Metres of foliage each ray crosses from its entry point hit along d: to the next surface (the crown's
-    far side), at most foliage.MAX_DEPTH_M."""
+    far side), at most foliage.MAX_DEPTH_M (when: the rays' `times=`, Frame.when)."""
     start = (hit + d * SKIP).astype(np.float32)
     d32 = d.astype(np.float32)
     if rays is not None:
         rays[bounce, 2] = (start, d32)
-    out = np.asarray(backend.trace(start, d32, 0.0, foliage.MAX_DEPTH_M, want=()).distance, np.float64)
+    out = np.asarray(backend.trace(start, d32, 0.0, foliage.MAX_DEPTH_M, want=(), **when).distance, np.float64)
     return np.where(np.isfinite(out), np.minimum(out + SKIP, foliage.MAX_DEPTH_M), foliage.MAX_DEPTH_M)
 
 
-def _unoccluded(backend, hit, u, back_len, power, rays: dict | None, bounce: int):
-    """power with 0 where the straight way back to the sensor is blocked (only returns with power traced)."""
+def _unoccluded(backend, hit, u, back_len, power, rays: dict | None, bounce: int, times=None):
+    """power with 0 where the straight way back to the sensor is blocked (only returns with power traced);
+    times: each return's azimuth time (swept entities), or None."""
     test, start, direction, reach = geometry_loops.occlusion_rays(power, hit, u, back_len, SKIP)  # (one compiled pass)
     if not len(test):
         return power
     if rays is not None:
         rays[bounce, 1] = (start, direction)
-    blocked = backend.trace(start, direction, 0.0, float(reach.max()), want=())
+    blocked = backend.trace(start, direction, 0.0, float(reach.max()), want=(),
+                            **({} if times is None else {"times": times[test]}))
     power = power.copy()
     power[test[np.asarray(blocked.distance) < reach]] = 0.0
     return power

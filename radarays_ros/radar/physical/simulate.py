@@ -24,19 +24,24 @@ def entity_motion(sim, t0_ns: int) -> motion.EntityMotion | None:
     """Rigid motion of every moving entity (by id): velocity of its origin, angular velocity, origin now. Its twist
     where the source that moved it gave one (a scenario's trajectory: exact, from the first frame on), else from
     its pose now and at the frame before (over that frame's time step; zero on the first frame); zero for static
-    entities. None when nothing moves."""
+    entities. None when nothing moves. With scatter.moving_entities: sweep, the entities whose twist moves them
+    are `swept` (the backend traces them where they are at each azimuth's time)."""
     track = sim.__dict__.setdefault("_entity_track", {})
     moving = [e for e in sim.scene.entities if not e.static]
     if not moving:
         return None
     size = max(e.id for e in sim.scene.entities) + 1
     result = motion.EntityMotion(np.zeros((size, 3)), np.zeros((size, 3)), np.zeros((size, 3)))
+    if sim.config.scatter.moving_entities == "sweep":
+        result.swept = np.zeros(size, bool)
     for entity in moving:
         pose = np.array(entity.pose, np.float64)
         result.origin[entity.id] = pose[:3, 3]
         before = track.get(entity.id)
         if entity.twist is not None:
             result.velocity[entity.id], result.angular[entity.id] = entity.twist
+            if result.swept is not None:
+                result.swept[entity.id] = bool(np.any(entity.twist[0]) or np.any(entity.twist[1]))
         elif before is not None and t0_ns > before[0]:
             result.velocity[entity.id], result.angular[entity.id] = motion.rigid_motion(before[1], pose, (t0_ns - before[0]) * 1e-9)
         track[entity.id] = (t0_ns, pose)
@@ -113,10 +118,13 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     workers = getattr(sim.backend, "threads", None)  # the run's tracing threads size the stage's pool too
     moving = entity_motion(sim, t0_ns)  # once a frame: it keeps each entity's pose for the next frame's velocity
     velocities = sensor_velocities(pose, times)
+    # each azimuth's time after the frame's start, where the poses hold: swept entities are traced there
+    swept = moving is not None and moving.swept is not None and bool(moving.swept.any())
+    azimuth_s = (np.asarray(times, np.int64) - int(t0_ns)) * 1e-9 if swept else None
     clutter, glints = trace_physical(sim.backend, origins, column_rot, velocities, cfg,
                                      scatter_table(sim), rng, max_range, sim.ray_log, moving,
                                      parallel=lambda task, items: stage._parallel(task, items, workers),
-                                     scatterers=scene_scatterers(sim))
+                                     scatterers=scene_scatterers(sim), times=azimuth_s)
     for other in interferers.interferers_of(cfg, sim.scene, moving, poses):  # other radars' chirps crossing ours: spokes
         heard = interference.returns(cfg, other, origins, column_rot, times, t0_ns,
                                      _line_of_sight(sim.backend, other.carrier), velocities)

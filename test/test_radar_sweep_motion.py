@@ -1,0 +1,167 @@
+"""`scatter.moving_entities: sweep` (the physical presets): a spinning radar sees a moving entity where its twist
+has taken it by each azimuth's time. Over a Navtech sweep of 250 ms a car at 20 m/s moves 5 m, so a wall coming
+towards the radar reads nearer in the azimuths that look at it later. Checked against the wall's position
+written out by hand, in the whole image (clutter and glints) and in the glints alone."""
+import math
+
+import numpy as np
+import pytest
+import trimesh
+
+from radarays_ros.errors import ConfigError
+from radarays_ros.radar import RadarConfig, RadarSimulator
+from radarays_ros.radar.physical import backscatter, facet_glints, radar_equation
+from radarays_ros.radar.physical.geometry import trace_physical
+from radarays_ros.radar.physical.motion import EntityMotion
+from radarays_ros.radar.physical.simulate import entity_motion, scatter_table, scene_scatterers
+from radarays_ros.tracing import make_backend
+from radarays_ros.world.mesh import TriMesh
+from radarays_ros.world.scene import Scene
+from radarays_ros.world.transforms import pose_to_matrix
+from radarays_ros.resources import data_path
+from radarays_ros.world.twist_pose import poses_at
+
+SPEED = -20.0  # m/s along x: towards the radar
+FACE_X = 29.9  # the wall's face at the frame's start (0.2 m thick, centred at x = 30)
+
+
+def preset(**scatter) -> RadarConfig:
+    cfg = RadarConfig.from_yaml(data_path("radar/navtech_ras6.yaml"))
+    # x (azimuth 0) half-way through the sweep, so its azimuths fire 125 ms after the frame's start
+    # no range-Doppler coupling: at 20 m/s it moves the wall +-1.1 m between up and down chirps (doppler.py)
+    return cfg.with_overrides({"azimuth.start_deg": 180.0, "fmcw.doppler": False,
+                               **{f"scatter.{k}": v for k, v in scatter.items()}})
+
+
+def approaching_wall(speed: float = SPEED) -> Scene:
+    scene = Scene()
+    box = trimesh.creation.box([0.2, 12.0, 6.0])
+    wall = scene.add_entity("wall", TriMesh(box.vertices, box.faces), pose_to_matrix(30, 0, 0), static=False,
+                            material="metal")
+    scene.set_poses([(wall, pose_to_matrix(30, 0, 0))], twists=[((speed, 0.0, 0.0), (0.0, 0.0, 0.0))])
+    return scene
+
+
+def wall_ranges(cfg, scene) -> tuple[np.ndarray, np.ndarray]:
+    """(range of the strongest bin between 15 and 40 m, seconds after the frame's start) of the azimuths
+    within 5 degrees of x (the wall's face square to them)."""
+    img = RadarSimulator(cfg, scene).simulate(pose_to_matrix(0, 0, 0), t0_ns=2_000_000_000)
+    facing = np.flatnonzero(np.abs(np.angle(np.exp(1j * img.azimuth_rad))) < math.radians(5))
+    window = np.flatnonzero((img.range_m > 15) & (img.range_m < 40))
+    peak = img.range_m[window[np.argmax(img.energy[facing][:, window], axis=1)]]
+    return peak, (img.azimuth_time_ns[facing] - img.t0_ns) * 1e-9
+
+
+def test_the_image_shows_the_wall_where_it_is_at_each_azimuth_time():
+    ranges, t = wall_ranges(preset(), approaching_wall())
+    assert preset().scatter.moving_entities == "sweep"  # the shipped preset
+    assert 0.1 < t.min() and t.max() < 0.15  # half-way through the sweep
+    expected = FACE_X + SPEED * t
+    # the peak of a speckled return within the range response (a few 4.4 cm bins); the motion is 2.5 m
+    assert np.median(np.abs(ranges - expected)) < 0.05 and np.abs(ranges - expected).max() < 0.2
+    frame = wall_ranges(preset(moving_entities="frame"), approaching_wall())[0]
+    assert np.median(np.abs(frame - FACE_X)) < 0.05 and np.abs(frame - FACE_X).max() < 0.2  # where it stood at the start
+
+
+def glints(cfg, scene):
+    """facet_glints.frame_glints of one sweep at the origin, its azimuths' times as trace_physical gets them:
+    (azimuth, range, radial velocity) of each glint, and (seconds after the start, bearing) of each azimuth."""
+    sim = RadarSimulator(cfg, scene)
+    times, poses, theta, column_rot = sim.column_frames(pose_to_matrix(0, 0, 0), 0)
+    azimuth_s = np.asarray(times, np.int64) * 1e-9
+    moving = entity_motion(sim, 0)
+    assert moving.swept[scene.entity("wall").id]
+    lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
+    origins = np.ascontiguousarray(poses[:, :3, 3])
+    az, rng_m, _, v_r = facet_glints.frame_glints(
+        scene_scatterers(sim), sim.backend, origins, column_rot, np.zeros_like(origins), cfg, scatter_table(sim),
+        radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, 100.0, 0.0, moving, True, azimuth_s)
+    return az, rng_m, v_r, azimuth_s, theta
+
+
+@pytest.mark.parametrize("speed", [SPEED, -SPEED])
+def test_glints_of_a_swept_entity_are_where_it_is_at_their_azimuth_time(speed):
+    """facet_glints alone: the wall's specular glint (the foot of the perpendicular, at range x(t)) in every
+    azimuth that holds it, against x(t) = 29.9 + v t; its radial velocity the wall's own. Receding, the glint
+    lies behind where the wall stood at the start: its line of sight is traced at its time too."""
+    cfg = preset()
+    scene = approaching_wall(speed)
+    az, rng_m, v_r, azimuth_s, _ = glints(cfg, scene)
+    face = np.abs(rng_m - FACE_X) < 4.0
+    assert face.sum() >= 3
+    np.testing.assert_allclose(rng_m[face], FACE_X + speed * azimuth_s[az[face]], atol=1e-6)
+    np.testing.assert_allclose(v_r[face], speed, atol=1e-6)  # receding positive
+
+
+def test_a_turning_entity_is_seen_turned_by_its_azimuth_time():
+    """A wall turning about z (0.8 rad/s) through its own centre seen broadside: its glint's foot moves along it,
+    the range stays the perpendicular distance from the radar to the turned face: 30 cos(a) - 0.1, a = w t."""
+    scene = Scene()
+    box = trimesh.creation.box([0.2, 40.0, 6.0])
+    wall = scene.add_entity("wall", TriMesh(box.vertices, box.faces), pose_to_matrix(30, 0, 0), static=False,
+                            material="metal")
+    w = 0.8
+    scene.set_poses([(wall, pose_to_matrix(30, 0, 0))], twists=[((0.0, 0.0, 0.0), (0.0, 0.0, w))])
+    az, rng_m, _, azimuth_s, theta = glints(preset(), scene)
+    a = w * azimuth_s[az]
+    foot = (np.abs(rng_m - (30 * np.cos(a) - 0.1)) < 1e-6)
+    assert foot.sum() >= 3
+    bearing = np.arctan2(np.sin(theta[az[foot]]), np.cos(theta[az[foot]]))
+    # the azimuths whose beam holds the foot are centred on its bearing, a (the face's normal turned by a)
+    assert abs(bearing.mean() - a[foot].mean()) < math.radians(1)
+
+
+def test_entities_without_twist_keep_the_frame_bytes():
+    """No twist anywhere: a sweep frame is the frame of before, byte for byte."""
+    scene = approaching_wall()
+    scene.set_poses([("wall", pose_to_matrix(30, 0, 0))])  # no twist: unknown velocity
+    sweep = RadarSimulator(preset(), scene).simulate(pose_to_matrix(0, 0, 0))
+    frame = RadarSimulator(preset(moving_entities="frame"), scene).simulate(pose_to_matrix(0, 0, 0))
+    assert sweep.image.tobytes() == frame.image.tobytes()
+
+
+def test_sweep_needs_a_backend_that_traces_ray_times():
+    pytest.importorskip("warp")
+    scene = approaching_wall()
+    with pytest.raises(ConfigError, match="scatter.moving_entities: sweep .* warp backend"):
+        RadarSimulator(preset(), scene, backend=make_backend("warp", scene, device="cpu"))
+    RadarSimulator(preset(moving_entities="frame"), scene, backend=make_backend("warp", scene, device="cpu"))
+
+
+def test_a_bad_mode_names_the_allowed_values():
+    with pytest.raises(ConfigError, match="moving_entities.*frame.*sweep"):
+        preset(moving_entities="always")
+
+
+def test_a_swept_point_moves_with_the_velocity_of_where_it_is_then():
+    """EntityMotion.at with times: the velocity of a point seen t after the frame's start is v + w x (x - o - v t)
+    for a swept entity (its origin has moved on), the numerical derivative of world/twist_pose.py's motion."""
+    v, w, o = np.array([6.0, -2.0, 0.0]), np.array([0.0, 0.3, 0.9]), np.array([4.0, 1.0, 0.5])
+    moving = EntityMotion(v[None], w[None], o[None], swept=np.array([True]))
+    start = pose_to_matrix(*o)
+    local = np.array([1.5, -0.7, 0.2])
+    t, h = 0.2, 1e-6
+    (r1, r0), (p1, p0) = poses_at(start, v, w, [t + h, t - h])
+    numeric = (r1 @ local + p1 - r0 @ local - p0) / (2 * h)
+    (rt,), (pt,) = poses_at(start, v, w, [t])
+    point = rt @ local + pt
+    np.testing.assert_allclose(moving.at(np.array([0]), point[None], np.array([t]))[0], numeric, atol=1e-6)
+    moving.swept[0] = False  # not swept: seen at the start, its origin there
+    np.testing.assert_allclose(moving.at(np.array([0]), point[None], np.array([t]))[0], v + np.cross(w, point - o))
+
+
+def test_clutter_of_a_swept_entity_starts_where_it_is_at_each_azimuth_time():
+    """The geometry passes alone (no glints): in each azimuth square to the wall, its nearest footprint starts
+    at the foot of the perpendicular, x(t) = 29.9 + v t (within the first-order footprint of the tube there,
+    which reaches a few cm nearer; the wall moves 2.5 m by then)."""
+    cfg = preset()
+    scene = approaching_wall()
+    sim = RadarSimulator(cfg, scene)
+    times, poses, theta, column_rot = sim.column_frames(pose_to_matrix(0, 0, 0), 0)
+    azimuth_s = np.asarray(times, np.int64) * 1e-9
+    origins = np.ascontiguousarray(poses[:, :3, 3])
+    clutter, _ = trace_physical(sim.backend, origins, column_rot, np.zeros_like(origins), cfg, scatter_table(sim),
+                                np.random.default_rng(0), 100.0, entities=entity_motion(sim, 0), times=azimuth_s)
+    facing = np.flatnonzero(np.abs(np.angle(np.exp(1j * theta))) < math.radians(3))
+    nearest = np.array([clutter.near_m[clutter.azimuth == k].min() for k in facing])
+    np.testing.assert_allclose(nearest, FACE_X + SPEED * azimuth_s[facing], atol=0.15)
