@@ -15,6 +15,9 @@ Embree is an upper bound of the ratio to Rmagine.
 2. movers: the same VLP-16 frame with 0, 100 and 500 small moving boxes, every box moved before every
    frame (Scene.set_poses_array, as the Gazebo mirror does); per mover = (frame(N) - frame(0)) / N.
    The pose update itself is printed apart. Issue goal: <= 5 us per mover per frame.
+   `--parts swept`: the same with a twist on every box and the lidar meeting them at each firing's time
+   (timing.moving_entities: sweep): each box then has its own BVH and the rays that pass its box are
+   traced in its frame (no goal in the issue; measured).
 3. build: the static BVH of a generated world (about --build-triangles triangles) from a Scene, against
    Embree's own build from raw arrays (the buffers handed over in one copy each, then rtcCommitScene:
    what a C++ caller pays), and embreex's TriangleMesh (element-by-element copy) for reference, in
@@ -127,14 +130,18 @@ class BareScan:
             self.pool.shutdown()
 
 
-def mover_cost(n_triangles: int, counts: list[int], repeats: int) -> None:
-    print("2. per-mover cost of a VLP-16 frame, every mover moved before every frame (1 thread)")
+def mover_cost(n_triangles: int, counts: list[int], repeats: int, sweep: bool = False) -> None:
+    """sweep: every mover also gets a twist (1 m/s) and the lidar meets them at each firing's time
+    (timing.moving_entities: sweep): the cost per swept mover."""
+    print(f"2. per-mover cost of a VLP-16 frame, every mover moved{' (and swept)' if sweep else ''} before every frame "
+          "(1 thread)")
     runs = []
     for count in counts:  # the same static world each time (same seed), plus `count` 0.5 m boxes
         scene = make_big_world(n_triangles, dynamic=count)
         ids = np.array([e.id for e in scene.entities if not e.static], np.int64)
         backend = make_backend("embree", scene, threads=1)
-        sim = LidarSimulator(load_sensor("VLP-16"), scene, backend, seed=0, sink=FrameCloud.of)
+        cfg = load_sensor("VLP-16", {"timing.moving_entities": "sweep" if sweep else "frame"})
+        sim = LidarSimulator(cfg, scene, backend, seed=0, sink=FrameCloud.of)
         poses = np.stack([scene.entity(int(i)).pose for i in ids]) if count else np.zeros((0, 4, 4))
         runs.append({"count": count, "scene": scene, "ids": ids, "poses": poses, "sim": sim, "backend": backend,
                      "frame": [], "cpu": [], "update": []})
@@ -145,6 +152,10 @@ def mover_cost(n_triangles: int, counts: list[int], repeats: int) -> None:
                 start = time.perf_counter()
                 run["scene"].set_poses_array(run["ids"], run["poses"])
                 run["update"].append(time.perf_counter() - start)
+                if sweep:
+                    velocity = np.zeros((run["count"], 3))
+                    velocity[:, 0] = (-1) ** step
+                    run["scene"].set_twists(run["ids"], velocity, np.zeros((run["count"], 3)))
             start, start_cpu = time.perf_counter(), time.process_time()
             frame(run["sim"], "velodyne")
             run["frame"].append(time.perf_counter() - start)
@@ -160,7 +171,7 @@ def mover_cost(n_triangles: int, counts: list[int], repeats: int) -> None:
                      "cpu_per_mover_us": f"{(np.median(run['cpu'][1:]) - base_cpu) / count * 1e6:.2f}",
                      "pose_update_ms": f"{min(run['update'][1:]) * 1e3:.3f}",
                      "rebuilds": run["backend"].dynamic_rebuilds}
-        report(f"  VLP-16 frame, {count} movers", float(times.min()), **extra)
+        report(f"  VLP-16 frame, {count} {'swept ' if sweep else ''}movers", float(times.min()), **extra)
         run["backend"].close()
 
 
@@ -222,7 +233,7 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=7, help="interleaved rounds")
     p.add_argument("--build-rounds", type=int, default=3, help="interleaved rounds of the build part")
     p.add_argument("--movers", type=int, nargs="+", default=[100, 500])
-    p.add_argument("--parts", nargs="+", choices=["frame", "movers", "build"], default=["frame", "movers", "build"])
+    p.add_argument("--parts", nargs="+", choices=["frame", "movers", "swept", "build"], default=["frame", "movers", "build"])
     p.add_argument("--embreex-mesh", action="store_true",
                    help="also time embreex's TriangleMesh (slow: ~1.5 us per triangle)")
     args = p.parse_args(argv)
@@ -234,6 +245,8 @@ def main(argv=None) -> None:
         frames_vs_bare(scene, args.repeats)
     if "movers" in args.parts:
         mover_cost(args.triangles, [0, *args.movers], args.repeats)
+    if "swept" in args.parts:
+        mover_cost(args.triangles, [0, *args.movers], args.repeats, sweep=True)
     if "build" in args.parts:
         build_vs_embree(args.build_triangles, args.embreex_mesh, args.build_rounds)
 

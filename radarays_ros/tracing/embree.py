@@ -29,7 +29,7 @@ from ..compiled import kernel
 from ..errors import TracingError
 from ..threads import run_all, thread_count
 from ..world.scene import Entity, Scene
-from ..world.twist_pose import poses_at
+from ..world.twist_pose import poses_after
 from .backend import Backend, Hits, Rays, register_backend
 from .embree_upload import MeshBuffers, upload
 
@@ -268,28 +268,91 @@ def _take_closer(rays, cdist, cprim, cng, code, dist, prim, ng, layer_of):
             ng[i, 0], ng[i, 1], ng[i, 2] = cng[j, 0], cng[j, 1], cng[j, 2]
 
 
-class _Swept:
-    """A moving entity traced at each ray's time (rays with times): its BVH in its own frame, its pose and
-    twist, and the radius of its vertices around its origin (the box its sweep stays in)."""
+_SWEEP_CHUNK = 256  # consecutive rays whose segments' common box is tested against each swept entity's box first
 
-    def __init__(self, layer: _Layer, entity: Entity):
-        self.layer, self.pose = layer, entity.pose
-        self.velocity, self.angular = entity.twist
-        vertices = entity.mesh.vertices
-        self.radius = float(np.sqrt((vertices**2).sum(axis=1).max())) if len(vertices) else 0.0
 
-    def box(self, times: np.ndarray) -> np.ndarray:
-        """(2, 3) float32 world box that holds the entity at every time in [min, max] of `times`: its
-        origin's path (a segment: constant velocity) widened by the radius, whatever it turns."""
-        ends = self.pose[:3, 3] + np.outer([times.min(), times.max()], self.velocity)
-        margin = self.radius * (1 + 1e-6) + 1e-4  # float32 round-off of the vertices and the rays
-        return np.stack([ends.min(axis=0) - margin, ends.max(axis=0) + margin]).astype(np.float32)
+class _Sweep:
+    """The entities a trace of rays with times meets where their twist takes them by each ray's time
+    (world/twist_pose.py), snapshotted for that trace: per entity its BVH in its own frame (`layers`),
+    pose, twist, and the world box it stays in over the rays' times (its origin's straight path widened
+    by its vertices' radius about the origin, whatever it turns)."""
+
+    def __init__(self, entities: list, times: np.ndarray):
+        self.times = times
+        self.layers = [e[0] for e in entities]
+        pose = np.stack([e[1] for e in entities])
+        self.rotation, self.position = pose[:, :3, :3], pose[:, :3, 3]
+        self.velocity = np.stack([e[2] for e in entities])
+        self.angular = np.stack([e[3] for e in entities])
+        margin = (np.array([e[4] for e in entities]) * (1 + 1e-6) + 1e-4)[:, None]  # float32 round-off
+        ends = self.position[:, None, :] + np.array([times.min(), times.max()])[None, :, None] * self.velocity[:, None, :]
+        self.boxes = np.ascontiguousarray(np.stack([ends.min(axis=1) - margin, ends.max(axis=1) + margin], axis=1),
+                                          np.float32)
+
+    def pairs(self, o, d, dist) -> tuple[np.ndarray, np.ndarray]:
+        """(ray, entity) index pairs, sorted by entity then ray, of the rays whose segment [0, dist] meets an
+        entity's box (one compiled pass: chunks of consecutive rays, which lie close together, are tested
+        as a whole against each box before their rays are)."""
+        n = len(o)
+        rays, boxes = np.empty(4 * n + 1024, np.intp), np.empty(4 * n + 1024, np.intp)
+        count = _segments_meeting_boxes(o, d, dist, self.boxes, _SWEEP_CHUNK, rays, boxes)
+        if count > len(rays):  # a crowd of boxes along the rays: again with room for all
+            rays, boxes = np.empty(count, np.intp), np.empty(count, np.intp)
+            _segments_meeting_boxes(o, d, dist, self.boxes, _SWEEP_CHUNK, rays, boxes)
+        key = np.sort(boxes[:count].astype(np.int64) * n + rays[:count])
+        return key % n, key // n
+
+
+@kernel
+def _into_frames(o, d, rays, rot, shift, o_local, d_local):
+    """Rays `rays` of (o, d) into the frames (rot, shift) of their pairs: R^T (x - p), R^T d (float32)."""
+    for j in range(rays.shape[0]):
+        i = rays[j]
+        x0, x1, x2 = o[i, 0] - shift[j, 0], o[i, 1] - shift[j, 1], o[i, 2] - shift[j, 2]
+        for k in range(3):
+            o_local[j, k] = rot[j, 0, k] * x0 + rot[j, 1, k] * x1 + rot[j, 2, k] * x2
+            d_local[j, k] = rot[j, 0, k] * d[i, 0] + rot[j, 1, k] * d[i, 1] + rot[j, 2, k] * d[i, 2]
+
+
+@kernel
+def _segments_meeting_boxes(origins, directions, dist, boxes, chunk, rays, owners):
+    """Writes (ray, box) of every ray segment [0, dist] meeting a box (the slab test, as
+    _gather_meeting_box) into rays/owners while they have room; returns how many there are."""
+    count = 0
+    n = origins.shape[0]
+    for c0 in range(0, n, chunk):
+        c1 = min(c0 + chunk, n)
+        lo = np.full(3, np.inf, np.float32)
+        hi = np.full(3, -np.inf, np.float32)
+        for i in range(c0, c1):
+            for k in range(3):
+                end = origins[i, k] + directions[i, k] * dist[i]
+                lo[k] = min(lo[k], origins[i, k], end)
+                hi[k] = max(hi[k], origins[i, k], end)
+        for j in range(boxes.shape[0]):
+            if (boxes[j, 0, 0] > hi[0] or boxes[j, 1, 0] < lo[0] or boxes[j, 0, 1] > hi[1] or boxes[j, 1, 1] < lo[1]
+                    or boxes[j, 0, 2] > hi[2] or boxes[j, 1, 2] < lo[2]):
+                continue
+            for i in range(c0, c1):
+                near, stop = np.float32(0.0), dist[i]
+                for k in range(3):
+                    inv = np.float32(1) / directions[i, k]
+                    a = (boxes[j, 0, k] - origins[i, k]) * inv
+                    b = (boxes[j, 1, k] - origins[i, k]) * inv
+                    if not (np.isnan(a) or np.isnan(b)):
+                        near = max(near, min(a, b))
+                        stop = min(stop, max(a, b))
+                if near <= stop:
+                    if count < rays.shape[0]:
+                        rays[count], owners[count] = i, j
+                    count += 1
+    return count
 
 
 def _sweeps(entity: Entity) -> bool:
     """True for an entity whose twist moves it."""
     twist = entity.twist
-    return twist is not None and bool(np.any(twist[0]) or np.any(twist[1]))
+    return twist is not None and bool(twist[0].any() or twist[1].any())
 
 
 class EmbreeBackend(Backend):
@@ -319,6 +382,7 @@ class EmbreeBackend(Backend):
             # swept small movers' own BVHs in their frames, by entity id (built once each)
             self._unswept: tuple[frozenset, _Movers, _Layer | None] | None = None
             self._local: dict[int, _Layer] = {}
+            self._radius: dict[int, float] = {}  # of each swept entity's vertices about its origin
             for e in scene.entities:
                 if not e.static:
                     self._place_moving(e)
@@ -339,6 +403,7 @@ class EmbreeBackend(Backend):
                 self._dirty = True
             self._instances.pop(entity.id, None)
             self._local.pop(entity.id, None)
+            self._radius.pop(entity.id, None)
 
     def on_entities_moved(self, entities: list) -> None:
         """A batch of moves: the merged movers only mark their layer stale (one set test each)."""
@@ -390,8 +455,8 @@ class EmbreeBackend(Backend):
                 if instance is None:
                     self._instances[entity_id] = _Instance(self._device, self.scene.entity(entity_id))
                     self.instance_builds += 1
-            swept_ids = {i for i in (*self._merged_ids, *self._instances) if _sweeps(self.scene.entity(i))} \
-                if timed else ()
+            moving = self._merged_ids.union(self._instances) if timed else ()
+            swept_ids = {e.id for e in self.scene.entities if e.twist is not None and e.id in moving and _sweeps(e)}
             instances = [s for i, s in ((i, inst.snapshot()) for i, inst in self._instances.items())
                          if s is not None and i not in swept_ids]
             if not swept_ids:
@@ -410,8 +475,9 @@ class EmbreeBackend(Backend):
         self._unswept = (key, movers, layer)
         return layer
 
-    def _swept(self, swept_ids: set) -> list[_Swept]:
-        """The swept entities, in id order, each with its BVH in its own frame (called in _sync)."""
+    def _swept(self, swept_ids: set) -> list[tuple]:
+        """(BVH in its own frame, pose, velocity, angular velocity, radius of its vertices about its origin) of
+        each swept entity, in id order, as they are now (called in _sync)."""
         out = []
         for i in sorted(swept_ids):
             entity = self.scene.entity(i)
@@ -422,7 +488,9 @@ class EmbreeBackend(Backend):
                 if layer is None:
                     layer = self._local[i] = _Layer(self._device, [entity], local=True)
             if layer.scene is not None:
-                out.append(_Swept(layer, entity))
+                if i not in self._radius:
+                    self._radius[i] = float(np.sqrt((entity.mesh.vertices ** 2).sum(axis=1).max()))
+                out.append((layer, np.array(entity.pose), *entity.twist, self._radius[i]))
         return out
 
     # -- tracing --------------------------------------------------------------------------------
@@ -437,14 +505,14 @@ class EmbreeBackend(Backend):
             return Hits.misses(0)
         far = np.float32(min(float(tmax) - tmin, 1e30))  # rays start at tmin: each span shifts its origins
         result = _Result(n, lazy_normals)
-        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result,
-               (rays.times, swept) if swept else None)
+        sweep = _Sweep(swept, rays.times) if swept else None
+        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result, sweep)
         if self.threads == 1 or n < 2 * _MIN_CHUNK:
             self._trace_span(job, 0, n)
         else:  # each worker traces AND post-processes its span: numpy releases the GIL too
             bounds = chunk_bounds(n, self.threads)
             run_all("trace", lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:]), self.threads)
-        layers = [self._static, dynamic] + [inst[0] for inst in instances] + [s.layer for s in swept]
+        layers = [self._static, dynamic] + [inst[0] for inst in instances] + (sweep.layers if sweep else [])
         return Hits(result.distance, None if lazy_normals else result.normal, resolve=_IdLookup(result, layers))
 
     def _trace_span(self, job, a: int, b: int) -> None:
@@ -460,9 +528,7 @@ class EmbreeBackend(Backend):
         for k, (inst, r, t, box) in enumerate(instances):
             self._closer_in(inst, r, t, box, _MERGED + 1 + k, o, d, dist, prim, ng, layer)
         if sweep is not None:
-            times, swept = sweep
-            for k, entity in enumerate(swept):
-                self._closer_swept(entity, times[a:b], _MERGED + 1 + len(instances) + k, o, d, dist, prim, ng, layer)
+            self._closer_swept(sweep, a, b, _MERGED + 1 + len(instances), o, d, dist, prim, ng, layer)
         result.prim[a:b] = prim
         eager = result.normal is not None
         _finish_span(dist, prim, ng, d, tmin, result.distance[a:b], result.scale[a:b], result.facing[a:b],
@@ -514,21 +580,25 @@ class EmbreeBackend(Backend):
         _take_closer(cand, cdist, cprim, cng, np.int16(code), dist, prim, ng, layer_of)
 
     @staticmethod
-    def _closer_swept(entity: _Swept, times, code: int, o, d, dist, prim, ng, layer_of) -> None:
-        """Replace hits by closer ones on a swept entity, each ray traced in the entity's frame at the
-        ray's time: x_local = R(t)^T (x - p(t)) (world/twist_pose.py), normals back with R(t)."""
-        if not len(times):
+    def _closer_swept(sweep: _Sweep, a: int, b: int, code: int, o, d, dist, prim, ng, layer_of) -> None:
+        """Replace hits of rays a..b (o, d, dist: theirs) by closer ones on the swept entities (entity j has
+        layer code `code` + j), each ray traced in the entity's frame at the ray's time:
+        x_local = R(t)^T (x - p(t)) (world/twist_pose.py), normals back with R(t)."""
+        ray, box = sweep.pairs(o, d, dist)
+        if not len(ray):
             return
-        cand, oc, dc, far = _rays_meeting_box(o, d, dist, entity.box(times))
-        if not len(cand):
-            return
-        rot, shift = poses_at(entity.pose, entity.velocity, entity.angular, times[cand])
-        o_local = np.einsum("nji,nj->ni", rot, oc - shift).astype(np.float32)
-        d_local = np.einsum("nji,nj->ni", rot, dc).astype(np.float32)
-        cdist, cprim, cng = entity.layer.run(o_local, d_local, far)
-        closer = cprim >= 0
-        cng[closer] = np.einsum("nij,nj->ni", rot[closer], cng[closer])
-        _take_closer(cand, cdist, cprim, cng, np.int16(code), dist, prim, ng, layer_of)
+        rot, shift = poses_after(sweep.rotation[box], sweep.position[box], sweep.velocity[box], sweep.angular[box],
+                                 sweep.times[a:b][ray])
+        o_local, d_local = np.empty((len(ray), 3), np.float32), np.empty((len(ray), 3), np.float32)
+        _into_frames(o, d, ray, rot, shift, o_local, d_local)
+        bounds = np.searchsorted(box, np.arange(len(sweep.layers) + 1))
+        for j in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():  # entity by entity, in their order
+            part = slice(bounds[j], bounds[j + 1])
+            rows = ray[part]
+            cdist, cprim, cng = sweep.layers[j].run(o_local[part], d_local[part], dist[rows])
+            closer = cprim >= 0
+            cng[closer] = np.einsum("nij,nj->ni", rot[part][closer], cng[closer])
+            _take_closer(rows, cdist, cprim, cng, np.int16(code + j), dist, prim, ng, layer_of)
 
     def _look_through(self, o, d, dist, prim, ng, masked, far):
         """Continue rays whose static hit belongs to a masked (moved/removed) static entity."""
