@@ -38,6 +38,12 @@ right even for models that moved before the first transform arrived); for entiti
 learned the first time the link's frame is seen, from the entity's loaded pose, which is right only
 while the model still stands where the SDF put it. Moves below 1 mm / 1 mrad are not passed on, as in
 GazeboMirror.
+
+Velocities: given the transforms' stamp (`apply(..., stamp_ns=msg.header.stamp)`), each entity whose frame
+came in twice gets its twist over its last two poses received (motion.rigid_motion, the same as GazeboMirror's
+over its last two pose messages; zero once it stops), so the physical radar's Doppler and the sensors that
+meet moving entities during their sweep (`moving_entities: sweep`) see tf-moved models too. Without stamps
+their velocity stays unknown.
 """
 from __future__ import annotations
 
@@ -45,6 +51,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
+from ..errors import RadaraysError
+from ..radar.physical.motion import rigid_motion
 from ..world.scene import Scene
 from .entity_tree import moved_beyond
 
@@ -67,21 +75,26 @@ class TfPoseSource:
         self._offset: dict[int, np.ndarray] = {}  # entity id -> pose in its link frame
         self._followers: dict[str, list[int]] = {}  # link frame -> entity ids
         self._followers_of = -1  # scene size the followers were computed for
+        self._received: dict[int, tuple[int, np.ndarray]] = {}  # entity id -> (stamp, pose) last received
+        self.velocity_error: str | None = None  # why the last stamped apply gave no velocities (None: it did)
 
     @staticmethod
     def link_offsets(specs) -> dict[str, np.ndarray]:
         """Entity name -> pose in its link frame, from the world layer's EntitySpecs (parse_sdf_*)."""
         return {s.name: s.link_offset for s in specs if getattr(s, "link_offset", None) is not None}
 
-    def apply(self, transforms: Iterable[tuple[str, str, np.ndarray]]) -> int:
-        """Take (parent frame, child frame, 4x4 parent<-child) transforms; returns entities moved."""
+    def apply(self, transforms: Iterable[tuple[str, str, np.ndarray]], stamp_ns: int | None = None) -> int:
+        """Take (parent frame, child frame, 4x4 parent<-child) transforms; returns entities moved. stamp_ns: their
+        time (the message's header stamp): entities seen at an earlier stamp get their twist (module docstring)."""
+        touched = set()  # the frames this message gives: entities below them were seen at its stamp
         for parent, child, matrix in transforms:
             parent, child = _frame(parent), _frame(child)
             if child and child != parent:
                 self._parent[child] = parent
                 self._local[child] = np.asarray(matrix, dtype=float)
+                touched.add(child)
         followers = self._entity_frames()
-        updates = []
+        updates, seen = [], []
         for frame, entity_ids in followers.items():
             if frame not in self._local:
                 continue
@@ -92,11 +105,45 @@ class TfPoseSource:
                     known = self._link_offsets.get(entity.name)
                     self._offset[entity_id] = known if known is not None else np.linalg.inv(link_world) @ entity.pose
                 pose = link_world @ self._offset[entity_id]
+                if not touched.isdisjoint(self._chain(frame)):
+                    seen.append((entity_id, pose))
                 if moved_beyond(entity.pose[None], pose[None], self.min_translation, self.min_rotation)[0]:
                     updates.append((entity_id, pose))
         if updates:
             self.scene.set_poses(updates)
+        if stamp_ns is not None:
+            self._hand_velocities(seen, int(stamp_ns))
         return len(updates)
+
+    def _hand_velocities(self, seen: list, stamp: int) -> None:
+        """The twist of every entity in `seen` ((id, pose) received at `stamp`) over its pose received before,
+        where that is earlier; a bad transform from the network gives none and says why (velocity_error)."""
+        ids, before, after, dt = [], [], [], []
+        for entity_id, pose in seen:
+            last = self._received.get(entity_id)
+            if last is not None and stamp > last[0]:
+                ids.append(entity_id)
+                before.append(last[1])
+                after.append(pose)
+                dt.append((stamp - last[0]) * 1e-9)
+            if last is None or stamp > last[0]:
+                self._received[entity_id] = (stamp, pose)
+        self.velocity_error = None
+        if not ids:
+            return
+        try:
+            velocity, angular = rigid_motion(np.stack(before), np.stack(after), np.array(dt)[:, None])
+            self.scene.set_twists(ids, velocity, angular)
+        except (RadaraysError, ValueError) as exc:
+            self.velocity_error = f"no entity velocities from the transforms at {stamp} ns ({exc})"
+
+    def _chain(self, frame: str) -> set:
+        """The frame and its ancestors with a known transform."""
+        chain = set()
+        while frame in self._local and frame not in chain:
+            chain.add(frame)
+            frame = self._parent[frame]
+        return chain
 
     def _world(self, frame: str) -> np.ndarray:
         pose, seen = np.eye(4), set()

@@ -48,3 +48,32 @@ def test_link_offsets_from_the_sdf_hold_for_models_moved_before_start():
     model = pose_to_matrix(1, 1, 0.5, 0, 0, math.pi / 2)
     assert source.apply([("yard", "crate", model), ("crate", "crate/link", np.eye(4))]) == 1
     np.testing.assert_allclose(scene.entity("crate::link::visual").pose, model @ pose_to_matrix(0, 0, 0.1), atol=1e-12)
+
+
+def test_stamped_transforms_give_moving_models_their_velocity():
+    """With the messages' stamps, an entity gets the twist of its last two poses received: the crate turning at
+    0.5 rad/s while its model origin moves at (2, -1, 0) m/s, its visual 0.1 m above the link origin; a model
+    whose message did not come keeps its twist; one that stops reads zero."""
+    scene = Scene()
+    add_entities(scene, parse_sdf_string(WORLD.replace("</world>", CART + "</world>"), ".").entities)
+    parsed = parse_sdf_string(WORLD.replace("</world>", CART + "</world>"), ".")
+    source = TfPoseSource(scene, link_offsets=TfPoseSource.link_offsets(parsed.entities))
+    link = [("crate", "crate/link", np.eye(4))]
+    source.apply([("yard", "crate", pose_to_matrix(5, 2, 0.5)), *link], stamp_ns=1_000_000_000)
+    assert scene.entity("crate::link::visual").twist is None  # one pose: no velocity yet
+    source.apply([("yard", "crate", pose_to_matrix(5.04, 1.98, 0.5, 0, 0, 0.01))], stamp_ns=1_020_000_000)
+    v, w = scene.entity("crate::link::visual").twist
+    np.testing.assert_allclose(w, [0, 0, 0.5], atol=1e-9)
+    # the visual's origin is on the turning axis (0.1 m above the link origin): v of the model origin
+    np.testing.assert_allclose(v, [2.0, -1.0, 0.0], atol=1e-9)
+    source.apply([("yard", "cart", pose_to_matrix(-3, 0, 0.2))], stamp_ns=1_040_000_000)  # another model's message
+    np.testing.assert_allclose(scene.entity("crate::link::visual").twist[0], [2.0, -1.0, 0.0], atol=1e-9)
+    source.apply([("yard", "crate", pose_to_matrix(5.04, 1.98, 0.5, 0, 0, 0.01))], stamp_ns=1_060_000_000)
+    assert not np.any(scene.entity("crate::link::visual").twist[0])  # it stopped
+    assert source.apply([("yard", "crate", pose_to_matrix(5.04, 1.98, 0.5))], stamp_ns=1_000_000_000) == 1
+    assert scene.entity("crate::link::visual").twist is None  # an older stamp moves it but says no velocity
+    assert source.velocity_error is None
+
+
+CART = """<model name="cart"><pose>-3 0 0.2 0 0 0</pose><link name="link">
+    <visual name="visual"><geometry><box><size>1 1 0.4</size></box></geometry></visual></link></model>"""
