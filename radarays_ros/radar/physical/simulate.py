@@ -96,13 +96,15 @@ def scene_scatterers(sim) -> scatterers.Scatterers:
     return scatterers.concatenate([cache["static"]] + moving)
 
 
-def _line_of_sight(backend, passable: frozenset = frozenset()):
+def _line_of_sight(backend, passable: frozenset = frozenset(), times=None):
     """(origins, directions, distances) -> (N,) bool: no hit before each distance, or the first hit on an entity of
-    `passable` (the model carrying the other radar: whatever lies beyond its surface is part of it too)."""
+    `passable` (the model carrying the other radar: whatever lies beyond its surface is part of it too). times:
+    (N,) seconds of each way after the frame's start (swept entities where they are then), or None."""
     want = ("distance", "ids") if passable else ("distance",)
+    when = {} if times is None else {"times": times}
 
     def clear(origins, directions, distances):
-        hits = backend.trace(origins, directions, 0.0, float(np.max(distances, initial=0.0)) + 1e-3, want=want)
+        hits = backend.trace(origins, directions, 0.0, float(np.max(distances, initial=0.0)) + 1e-3, want=want, **when)
         free = hits.distance >= distances
         if passable:
             free |= np.isin(hits.entity, np.fromiter(passable, np.int64))
@@ -127,7 +129,7 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
                                      scatterers=scene_scatterers(sim), times=azimuth_s)
     for other in interferers.interferers_of(cfg, sim.scene, moving, poses):  # other radars' chirps crossing ours: spokes
         heard = interference.returns(cfg, other, origins, column_rot, times, t0_ns,
-                                     _line_of_sight(sim.backend, other.carrier), velocities)
+                                     _line_of_sight(sim.backend, other.carrier, azimuth_s), velocities)
         clutter, glints = (joined([mine, theirs], type(mine)) for mine, theirs in zip((clutter, glints), heard))
     out = run_stage(clutter, glints, cfg, rng, workers)
     shift = cfg.azimuth.scroll % cfg.azimuth.count
