@@ -63,14 +63,14 @@ def test_the_image_shows_the_wall_where_it_is_at_each_azimuth_time():
     assert np.median(np.abs(frame - FACE_X)) < 0.05 and np.abs(frame - FACE_X).max() < 0.2  # where it stood at the start
 
 
-def glints(cfg, scene):
+def glints(cfg, scene, wall="wall"):
     """facet_glints.frame_glints of one sweep at the origin, its azimuths' times as trace_physical gets them:
     (azimuth, range, radial velocity) of each glint, and (seconds after the start, bearing) of each azimuth."""
     sim = RadarSimulator(cfg, scene)
     times, poses, theta, column_rot = sim.column_frames(pose_to_matrix(0, 0, 0), 0)
     azimuth_s = np.asarray(times, np.int64) * 1e-9
     moving = entity_motion(sim, 0)
-    assert moving.swept[scene.entity("wall").id]
+    assert moving.swept[scene.entity(wall).id]
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     origins = np.ascontiguousarray(poses[:, :3, 3])
     az, rng_m, _, v_r = facet_glints.frame_glints(
@@ -133,9 +133,9 @@ def test_a_bad_mode_names_the_allowed_values():
         preset(moving_entities="always")
 
 
-def test_a_swept_point_moves_with_the_velocity_of_where_it_is_then():
-    """EntityMotion.at with times: the velocity of a point seen t after the frame's start is v + w x (x - o - v t)
-    for a swept entity (its origin has moved on), the numerical derivative of world/twist_pose.py's motion."""
+def test_a_swept_point_moves_with_the_velocity_field_where_it_is_then():
+    """A constant twist is a constant velocity field: EntityMotion.at (v + w x (x - o), o the origin at the start)
+    at a point where the motion has carried it t later is that motion's derivative there (world/twist_pose.py)."""
     v, w, o = np.array([6.0, -2.0, 0.0]), np.array([0.0, 0.3, 0.9]), np.array([4.0, 1.0, 0.5])
     moving = EntityMotion(v[None], w[None], o[None], swept=np.array([True]))
     start = pose_to_matrix(*o)
@@ -144,10 +144,7 @@ def test_a_swept_point_moves_with_the_velocity_of_where_it_is_then():
     (r1, r0), (p1, p0) = poses_at(start, v, w, [t + h, t - h])
     numeric = (r1 @ local + p1 - r0 @ local - p0) / (2 * h)
     (rt,), (pt,) = poses_at(start, v, w, [t])
-    point = rt @ local + pt
-    np.testing.assert_allclose(moving.at(np.array([0]), point[None], np.array([t]))[0], numeric, atol=1e-6)
-    moving.swept[0] = False  # not swept: seen at the start, its origin there
-    np.testing.assert_allclose(moving.at(np.array([0]), point[None], np.array([t]))[0], v + np.cross(w, point - o))
+    np.testing.assert_allclose(moving.at(np.array([0]), (rt @ local + pt)[None])[0], numeric, atol=1e-6)
 
 
 def test_clutter_of_a_swept_entity_starts_where_it_is_at_each_azimuth_time():
@@ -165,3 +162,29 @@ def test_clutter_of_a_swept_entity_starts_where_it_is_at_each_azimuth_time():
     facing = np.flatnonzero(np.abs(np.angle(np.exp(1j * theta))) < math.radians(3))
     nearest = np.array([clutter.near_m[clutter.azimuth == k].min() for k in facing])
     np.testing.assert_allclose(nearest, FACE_X + SPEED * azimuth_s[facing], atol=0.15)
+
+
+def test_the_entities_of_one_rigid_body_are_looked_at_together_with_the_same_glints(monkeypatch):
+    """Two walls of one turning and driving body (the same velocity field, each entity's twist at its own origin):
+    their glints are found in one look (one set of azimuths near them), and are those each wall gives alone."""
+    v, w = np.array([8.0, 3.0, 0.0]), np.array([0.0, 0.0, 0.4])
+
+    def body(names):
+        scene = Scene()
+        box = trimesh.creation.box([0.2, 6.0, 3.0])
+        for name, (x, y) in {"a": (30.0, 4.0), "b": (-25.0, -6.0)}.items():
+            if name in names:
+                origin = np.array([x, y, 0.0])
+                entity = scene.add_entity(name, TriMesh(box.vertices, box.faces), pose_to_matrix(x, y, 0), static=False,
+                                          material="metal")
+                scene.set_poses([(entity, pose_to_matrix(x, y, 0))], twists=[(v + np.cross(w, origin), w)])
+        return scene
+
+    looks = []
+    near = facet_glints._azimuths_near
+    monkeypatch.setattr(facet_glints, "_azimuths_near", lambda *a: looks.append(1) or near(*a))
+    both = glints(preset(), body("ab"), wall="a")
+    assert len(looks) == 1
+    alone = [glints(preset(), body(n), wall=n) for n in "ab"]
+    key = lambda g: sorted(zip(g[0].tolist(), np.round(g[1], 9).tolist()))  # (azimuth, range) of each glint
+    assert key(both) == sorted(key(alone[0]) + key(alone[1])) and len(key(both)) > 6

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import trimesh
+from scipy.integrate import solve_ivp
 from scipy.spatial.transform import Rotation
 
 from radarays_ros.errors import TracingError
@@ -121,23 +122,37 @@ def test_entities_without_twist_and_rays_without_times_are_traced_as_before_to_t
     assert one.distance.tobytes() == swept.distance.tobytes()  # any thread count, the same bytes
 
 
-def test_pose_after_a_twist_is_the_rotation_vector_and_the_straight_path():
-    """Against scipy's rotation vectors, and the point velocity v + w x r as its derivative at t = 0."""
+def flow(point, v, w, origin, t):
+    """Where the velocity field v + w x (x - origin) carries `point` in t seconds: its ODE integrated (scipy)."""
+    if t == 0:
+        return np.asarray(point, float)
+    done = solve_ivp(lambda _, x: v + np.cross(w, x - origin), (0.0, t), point, rtol=1e-12, atol=1e-12)
+    return done.y[:, -1]
+
+
+def test_pose_after_a_twist_is_the_flow_of_its_velocity_field():
+    """The rotation against scipy's rotation vectors; every point of the body (its origin and another) where the
+    twist's velocity field v + w x (x - p0) carries it, integrated numerically: a helix, not a straight line; the
+    same motion whichever of its points is the reference; without a turn, the straight path and the very bits."""
     pose = pose_to_matrix(1.0, -2.0, 0.5, 0.3, -0.2, 1.1)
     v, w = np.array([3.0, -1.0, 0.5]), np.array([0.2, -0.4, 1.5])
     t = np.array([-0.2, 0.0, 0.05, 0.3])
     rot, pos = poses_at(pose, v, w, t)
-    expected = Rotation.from_rotvec(t[:, None] * w).as_matrix() @ pose[:3, :3]
-    np.testing.assert_allclose(rot, expected, atol=1e-12)
-    np.testing.assert_allclose(pos, pose[:3, 3] + t[:, None] * v, atol=1e-12)
-    point = pose[:3, :3] @ [0.7, 0.2, -0.4] + pose[:3, 3]
-    h = 1e-6
-    (r1, r0), (p1, p0) = poses_at(pose, v, w, [h, -h])
-    local = pose[:3, :3].T @ (point - pose[:3, 3])
-    velocity = (r1 @ local + p1 - r0 @ local - p0) / (2 * h)
-    np.testing.assert_allclose(velocity, v + np.cross(w, point - pose[:3, 3]), atol=1e-6)
-    still, _ = poses_at(pose, v, np.zeros(3), t)
+    np.testing.assert_allclose(rot, Rotation.from_rotvec(t[:, None] * w).as_matrix() @ pose[:3, :3], atol=1e-12)
+    local = np.array([0.7, 0.2, -0.4])
+    point = pose[:3, :3] @ local + pose[:3, 3]
+    for k, tk in enumerate(t):
+        np.testing.assert_allclose(pos[k], flow(pose[:3, 3], v, w, pose[:3, 3], tk), atol=1e-9)
+        np.testing.assert_allclose(rot[k] @ local + pos[k], flow(point, v, w, pose[:3, 3], tk), atol=1e-9)
+    other = pose.copy()  # the same body described from another of its points
+    other[:3, 3] = point
+    rot2, pos2 = poses_at(other, v + np.cross(w, point - pose[:3, 3]), w, t)
+    np.testing.assert_allclose(pos2, np.einsum("nij,j->ni", rot, local) + pos, atol=1e-12)
+    still, straight = poses_at(pose, v, np.zeros(3), t)
     assert (still == pose[:3, :3]).all()
+    np.testing.assert_allclose(straight, pose[:3, 3] + t[:, None] * v, atol=1e-15)
+    _, slow = poses_at(pose, v, w * 1e-12, t)  # barely turning: no division blows up
+    np.testing.assert_allclose(slow, pose[:3, 3] + t[:, None] * v, atol=1e-12)
 
 
 @pytest.mark.parametrize("times, message", [(np.array([0.0, np.nan]), "NaN or inf"),
@@ -160,7 +175,7 @@ def test_a_backend_that_cannot_sweep_refuses_rays_with_times():
 def test_a_crowd_of_swept_movers_gives_each_ray_the_hit_of_the_world_posed_at_its_time():
     """Random boxes that translate and turn, some large (their own BVH), rays from several origins at a few
     times: each ray's hit equals the hit of the same ray in a world built with every box posed at that ray's
-    time (scipy's rotation vectors, then a static scene: no sweep involved)."""
+    time (scipy's rotation vectors and the integrated flow, then a static scene: no sweep involved)."""
     rng = np.random.default_rng(7)
     scene = Scene()
     ground = TriMesh([[-60, -60, 0], [60, -60, 0], [60, 60, 0], [-60, 60, 0]], [[0, 1, 2], [0, 2, 3]])
@@ -185,7 +200,7 @@ def test_a_crowd_of_swept_movers_gives_each_ray_the_hit_of_the_world_posed_at_it
         for i, start, (v, w) in movers:
             pose = np.eye(4)
             pose[:3, :3] = Rotation.from_rotvec(w * t).as_matrix() @ start[:3, :3]
-            pose[:3, 3] = start[:3, 3] + v * t
+            pose[:3, 3] = flow(start[:3, 3], v, w, start[:3, 3], t)
             posed.add_entity(f"m{i}", scene.entity(i).mesh, pose)
         rows = times == t
         want = make_backend("embree", posed, threads=1).trace(origins[rows], d[rows], 0.0, 80.0)

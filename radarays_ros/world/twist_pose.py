@@ -1,13 +1,18 @@
-"""Where a rigid body with a constant twist is t seconds after the pose it has now.
+"""Where a rigid body with a constant twist is t seconds after the pose it has now: the screw motion.
 
-    R(t) = exp([w] t) R0,    p(t) = p0 + v t
+A constant twist (v, w) (v: velocity of the body's origin p0, w: angular velocity, both in the world frame, as
+`Entity.twist`) is a constant velocity field v(x) = v + w x (x - p0) over space (Murray, Li and Sastry, "A
+Mathematical Introduction to Robotic Manipulation", 1994, Sec. 2.3). Its flow for t seconds turns the body by
+exp([w] t) (Rodrigues: exp([u] a) = I + sin(a) [u] + (1 - cos(a)) [u]^2 for a unit axis u, eq. 2.14) and moves
+each of its points on a helix about the screw axis (eq. 2.36). Written for the origin with u = w / |w|, a = |w| t,
+its velocity's parts along the axis, h = u . v, and across it, v_perp = v - h u:
 
-v: velocity of the body's origin, w: angular velocity, both in the world frame (`Entity.twist`); exp of
-the skew matrix by Rodrigues' formula, exp([u] a) = I + sin(a) [u] + (1 - cos(a)) [u]^2 for a unit axis u
-(Murray, Li and Sastry, "A Mathematical Introduction to Robotic Manipulation", 1994, eq. 2.14). A point
-x0 of the body goes to R(t) R0^T (x0 - p0) + p0 + v t: its velocity at t = 0 is v + w x (x0 - p0), the
-rigid-body point velocity the radar's Doppler uses. Used to trace each ray of a sweep against moving
-entities where they are at that ray's time (tracing/embree.py).
+    R(t) = exp([w] t) R0,   p(t) = p0 + (sin(a) / |w|) v_perp + (2 sin^2(a / 2) / |w|) (u x v_perp) + h u t
+
+(exact for any reference point of the body: every point of it follows the same motion; p0 + v t where w = 0;
+no division by |w| near 0). A car turning at a constant rate moves on its circle. Used to trace each ray of a
+sweep against moving entities where they are at that ray's time (tracing/embree.py) and for their glints
+(radar/physical/facet_glints.py); the velocity of a point there is still v + w x (x - p0) (motion.py).
 """
 from __future__ import annotations
 
@@ -40,15 +45,22 @@ def _poses_after(rotation, position, velocity, angular, times, turned, moved):
     """poses_after's loop (a compiled pass: numpy's stacked 3x3 products cost 100 ns each)."""
     for i in range(times.shape[0]):
         t = times[i]
-        for r in range(3):
-            moved[i, r] = position[i, r] + t * velocity[i, r]
         wx, wy, wz = angular[i, 0], angular[i, 1], angular[i, 2]
         speed = np.sqrt(wx * wx + wy * wy + wz * wz)
         if speed == 0.0:
+            for r in range(3):
+                moved[i, r] = position[i, r] + t * velocity[i, r]
             turned[i] = rotation[i]
             continue
         ux, uy, uz = wx / speed, wy / speed, wz / speed
-        s, c = np.sin(speed * t), 1.0 - np.cos(speed * t)
+        h = ux * velocity[i, 0] + uy * velocity[i, 1] + uz * velocity[i, 2]
+        px, py, pz = velocity[i, 0] - h * ux, velocity[i, 1] - h * uy, velocity[i, 2] - h * uz  # v_perp
+        a = speed * t
+        along, around = np.sin(a) / speed, 2.0 * np.sin(0.5 * a) ** 2 / speed
+        moved[i, 0] = position[i, 0] + along * px + around * (uy * pz - uz * py) + h * ux * t
+        moved[i, 1] = position[i, 1] + along * py + around * (uz * px - ux * pz) + h * uy * t
+        moved[i, 2] = position[i, 2] + along * pz + around * (ux * py - uy * px) + h * uz * t
+        s, c = np.sin(a), 1.0 - np.cos(a)
         # exp([u] a) = I + sin(a) [u] + (1 - cos(a)) [u]^2, with [u]^2 = u u^T - I
         turn = np.empty((3, 3))
         turn[0, 0], turn[0, 1], turn[0, 2] = 1.0 + c * (ux * ux - 1.0), -s * uz + c * ux * uy, s * uy + c * ux * uz

@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
-from . import antenna, corner_rcs, curved_rcs, facet_po, foliage, glint_cull, mirror_ghosts, roughness
-
 from ...world.twist_pose import poses_at
+from . import antenna, corner_rcs, curved_rcs, facet_po, foliage, glint_cull, mirror_ghosts, roughness, scatterers
 from .scatterers import STRAIGHT_BEND as STRAIGHT
+
 SKIP = 5e-3  # m: the occlusion ray stops this short of the scatterer
 
 
@@ -392,8 +392,7 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
         keep = keep[passed > 0]
     v_r = -np.einsum("ij,ij->i", sensor_velocity[az[keep]], d[keep])
     if entities is not None and len(keep):
-        v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[keep], point[keep], None if times is None else times[az[keep]]),
-                              d[keep])
+        v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[keep], point[keep]), d[keep])
     az, rng_m, power, phase = az[keep], rng_m[keep], power[keep], phase[keep]
     if getattr(cfg.scatter, "mirror_ghosts", False):
         ghosts = _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar, lam, beam,
@@ -407,27 +406,52 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
 
 def _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, entities, times) -> list:
     """_scatterer_returns with the scatterers of each swept entity where its twist takes it by each azimuth's
-    time. Such an entity moves by M_t(x) = R_t (x - o) + o + v t (world/twist_pose.py, o its origin at the
+    time. Such an entity moves by M_t(x) = R_t (x - o) + p_o(t) (world/twist_pose.py, o its origin at the
     frame's start), so its scatterers as they are are seen from the radar moved back by M_t^-1 (origins and
     beam axes per azimuth): the same ranges, angles and aspect as the moved scatterers from the radar. Their
-    points go to the world at their azimuth's time."""
-    kinds = {"plates": sc.plate_entity, "dihedrals": sc.dih_entity, "trihedrals": sc.tri_entity}
+    points go to the world at their azimuth's time. The entities of one rigid body (a model's visuals on one
+    link: one velocity field, one motion) are looked at together."""
     swept = np.flatnonzero(entities.swept)
-    still = {kind: np.flatnonzero(~np.isin(owner, swept)) for kind, owner in kinds.items()}
-    parts = _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, only=still)
+    # the others as they are (the swept ones' returns there left out: cheaper than leaving them out of the
+    # search, which then loses the static world's index of curved plates)
+    parts = [tuple(v[keep] for v in part) for part in
+             _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna)
+             for keep in [~np.isin(part[5], swept)]]
+    by_entity = getattr(sc, "by_entity", {})  # each moving entity's own (simulate.scene_scatterers)
+    bodies: dict[bytes, tuple[int, list]] = {}  # the entities of one rigid body (one velocity field) go together
     for e in swept.tolist():
-        mine = {kind: np.flatnonzero(owner == e) for kind, owner in kinds.items()}
-        if not any(len(m) for m in mine.values()):
-            continue
+        own = by_entity.get(e)
+        if own is not None and not own.empty:
+            o, v, w = entities.origin[e], entities.velocity[e], entities.angular[e]
+            field = np.round(np.concatenate([v - np.cross(w, o), w]), 9).tobytes()  # v(x) = v0 + w x x
+            bodies.setdefault(field, (e, []))[1].append(own)
+    for e, members in bodies.values():
+        own = scatterers.concatenate(members)
         o = entities.origin[e]
         turn, shift = poses_at(_at_point(o), entities.velocity[e], entities.angular[e], times)  # M_t = turn (x - o) + shift
         seen_from = np.einsum("aji,aj->ai", turn, origins - shift) + o
         axes = np.swapaxes(turn, 1, 2) @ column_rot
-        for az, sigma, rng_m, phase, point, owner in _scatterer_returns(sc, seen_from, axes, beam, table, lam, k_radar,
-                                                                         floor_w, cfg_antenna, only=mine):
+        near = _azimuths_near(own, seen_from, axes, beam["azimuth"])  # (a car: a few dozen of a sweep's azimuths)
+        for az, sigma, rng_m, phase, point, owner in _scatterer_returns(own, seen_from[near], axes[near], beam, table,
+                                                                         lam, k_radar, floor_w, cfg_antenna):
+            az = near[az]
             point = np.einsum("nij,nj->ni", turn[az], point - o) + shift[az]
             parts.append((az, sigma, rng_m, phase, point, owner))
     return parts
+
+
+def _azimuths_near(sc, origins, column_rot, half_width: float) -> np.ndarray:
+    """The azimuths whose beam (+-half_width about its boresight) may hold some of sc's plates (every corner is
+    made of them): those whose boresight is within half_width plus the angle of their bounding sphere."""
+    if not len(sc.plate_area):
+        return np.arange(len(origins))
+    centre = sc.plate_centroid.mean(axis=0)
+    radius = float((np.linalg.norm(sc.plate_centroid - centre, axis=1) + sc.plate_radius).max())
+    col = np.einsum("aji,aj->ai", column_rot, centre - origins)
+    dist = np.linalg.norm(col, axis=1)
+    bearing = np.abs(np.arctan2(col[:, 1], col[:, 0]))
+    spread = np.arcsin(np.minimum(1.0, radius / np.maximum(dist, 1e-9)))
+    return np.flatnonzero((dist <= radius) | (bearing <= half_width + spread + 1e-3))
 
 
 def _at_point(origin) -> np.ndarray:

@@ -232,8 +232,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
             break
         if bounce == 0 and frame.entities is not None:  # the target's own motion along the ray
             at = o[keep] + d[keep] * dist[keep][:, None]
-            v_hit = frame.entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at,
-                                      None if frame.times is None else frame.times[az[idx[keep]]])
+            v_hit = frame.entities.at(np.asarray(hits.entity)[keep].astype(np.int64), at)
             v_r[idx[keep]] += _dot(v_hit, d[keep])
         # the kept rays at their hits: unit normal (float64), hit point, path, cos(incidence), one compiled pass
         d, dist, cls, idx, rho, straight, n, hit, path, cos_t = geometry_loops.kept_hits(

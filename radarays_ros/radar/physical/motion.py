@@ -30,17 +30,14 @@ class EntityMotion:
     origin: np.ndarray
     swept: np.ndarray | None = None
 
-    def at(self, entity: np.ndarray, points: np.ndarray, times: np.ndarray | None = None) -> np.ndarray:
-        """(N, 3) world velocity of points (N, 3) on entities (N,) (ids outside the table: zero). times: (N,)
-        seconds after the frame's start at which each point was seen: a swept entity's origin has moved on
-        by v t then (the constant twist of world/twist_pose.py)."""
+    def at(self, entity: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """(N, 3) world velocity of points (N, 3) on entities (N,) (ids outside the table: zero). A constant twist
+        is a constant velocity field: the same for the points of a swept entity where it is later in the sweep
+        (world/twist_pose.py)."""
         out = np.zeros((len(entity), 3))
         known = (entity >= 0) & (entity < len(self.velocity))
         e = entity[known]
-        origin = self.origin[e]
-        if times is not None and self.swept is not None:
-            origin = origin + (self.swept[e] * np.asarray(times, np.float64)[known])[:, None] * self.velocity[e]
-        out[known] = point_velocity(self.velocity[e], self.angular[e], origin, points[known])
+        out[known] = point_velocity(self.velocity[e], self.angular[e], self.origin[e], points[known])
         return out
 
 

@@ -84,7 +84,7 @@ def scene_scatterers(sim) -> scatterers.Scatterers:
                                       e.mesh.faces, e.face_materials, e.id, corners=False) for e in static)
         cache["static"] = scatterers.with_corners(scatterers.concatenate(parts))  # (a generator: joined as built)
         cache["static_key"] = key
-    moving = []
+    moving = {}
     for e in sim.scene.entities:
         if e.static:
             continue
@@ -92,8 +92,10 @@ def scene_scatterers(sim) -> scatterers.Scatterers:
         if own is None or own[0] is not e.mesh:
             own = (e.mesh, scatterers.from_mesh(e.mesh.vertices, e.mesh.faces, e.face_materials, e.id))
             cache[("moving", e.id)] = own
-        moving.append(own[1].transformed(np.asarray(e.pose, np.float64)))
-    return scatterers.concatenate([cache["static"]] + moving)
+        moving[e.id] = own[1].transformed(np.asarray(e.pose, np.float64))
+    combined = scatterers.concatenate([cache["static"], *moving.values()])
+    combined.by_entity = moving  # each moving entity's own (facet_glints._swept_returns looks at them one by one)
+    return combined
 
 
 def _line_of_sight(backend, passable: frozenset = frozenset(), times=None):
