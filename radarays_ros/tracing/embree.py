@@ -350,7 +350,7 @@ def _segments_meeting_boxes(origins, directions, dist, boxes, chunk, rays, owner
 
 
 def _sweeps(entity: Entity) -> bool:
-    """True for an entity whose twist moves it."""
+    """True for an entity whose twist moves it (the others, and still ones, are traced where they are)."""
     twist = entity.twist
     return twist is not None and bool(twist[0].any() or twist[1].any())
 
@@ -456,7 +456,7 @@ class EmbreeBackend(Backend):
                     self._instances[entity_id] = _Instance(self._device, self.scene.entity(entity_id))
                     self.instance_builds += 1
             moving = self._merged_ids.union(self._instances) if timed else ()
-            swept_ids = {e.id for e in self.scene.entities if e.twist is not None and e.id in moving and _sweeps(e)}
+            swept_ids = {i for i in moving if _sweeps(self.scene.entity(i))}
             instances = [s for i, s in ((i, inst.snapshot()) for i, inst in self._instances.items())
                          if s is not None and i not in swept_ids]
             if not swept_ids:

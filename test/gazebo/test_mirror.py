@@ -15,6 +15,7 @@ from radarays_ros.errors import ConfigError
 from radarays_ros.gazebo import protos
 from radarays_ros.gazebo.mirror import GazeboMirror, MirrorConfig, model_sdf, moved_beyond, poses_to_matrices
 from radarays_ros.gazebo.transport import GzTransportClient
+from radarays_ros.radar import RadarConfig
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.entities import add_entities
 from radarays_ros.world.scene import Scene
@@ -278,7 +279,8 @@ def test_a_frame_gets_the_pose_streams_velocities_and_zero_once_a_model_stops(ma
     np.testing.assert_allclose(velocity, [2.5, 0.0, 0.0], atol=1e-9)
     np.testing.assert_allclose(angular, [0.0, 0.0, 1.25], atol=1e-9)
     assert not np.any(arm.twist[0]) and not np.any(arm.twist[1])
-    motion = entity_motion(type("Sim", (), {"scene": scene})(), 10**9)  # the radar reads it from its first frame
+    radar = type("Sim", (), {"scene": scene, "config": RadarConfig.from_dict({"sensor": {"model": "physical"}})})()
+    motion = entity_motion(radar, 10**9)  # the radar reads it from its first frame
     np.testing.assert_allclose(motion.velocity[entity.id], [2.5, 0.0, 0.0], atol=1e-9)
     send(16, -1.92, 0.54)  # the same stamp again: no velocity to be had; the scene keeps what it was told
     mirror.refresh()
