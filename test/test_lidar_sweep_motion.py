@@ -72,3 +72,12 @@ def test_a_bad_mode_is_refused_with_the_allowed_values():
 
 def test_the_realistic_profile_sweeps():
     assert load_sensor("VLP-16", realistic=True).effects.timing.moving_entities == "sweep"
+
+
+def test_a_sweep_frame_is_the_same_on_any_number_of_threads():
+    scene, _ = approaching_wall()
+    cfg = load_sensor("VLP-16", {"timing.moving_entities": "sweep"}, realistic=True)
+    frames = [LidarSimulator(cfg, scene, make_backend("embree", scene, threads=k), seed=3).simulate(pose_to_matrix(0, 0, 0))
+              for k in (1, 2)]
+    assert frames[0].xyz.tobytes() == frames[1].xyz.tobytes()
+    assert frames[0].intensity.tobytes() == frames[1].intensity.tobytes()
