@@ -221,3 +221,32 @@ def test_the_box_pairs_pass_counts_past_its_room():
     small = np.empty(5, np.intp), np.empty(5, np.intp)
     assert _segments_meeting_boxes(o, d, np.full(3, 100, np.float32), boxes, 256, *small) == 120
     assert _segments_meeting_boxes(o, d, np.full(3, 9.6, np.float32), boxes, 256, *small) == 30  # boxes x = 1..10 (just in the last)
+
+
+def test_a_body_on_a_circle_is_met_all_along_its_arc():
+    """A 0.3 m ball 10 m from the z axis it turns about at 2 rad/s (its twist: v = w x r, 20 m/s): over +-0.15 s
+    its path is an arc whose middle (10, 0) lies 0.45 m beyond the chord between its ends. Rays aimed at where
+    the ball is at their time meet it 0.3 m short of its centre, from the axis at every time, and from outside
+    the circle near the arc's middle, where a wall at x = 9.95 ends them before the chord's box is reached."""
+    scene = Scene()
+    scene.add_entity("wall", TriMesh(*_plate_at_x(9.95)))
+    ball = trimesh.creation.icosphere(3, 0.3)
+    start = pose_to_matrix(10.0, 0.0, 0.0)
+    ball_id = scene.add_entity("ball", TriMesh(ball.vertices, ball.faces), start, static=False)
+    w = np.array([0.0, 0.0, 2.0])
+    scene.set_poses([(ball_id, start)], twists=[(np.cross(w, start[:3, 3]), w)])
+    backend = make_backend("embree", scene, threads=1)
+    times = np.linspace(-0.15, 0.15, 31)
+    centres = np.column_stack([10 * np.cos(2 * times), 10 * np.sin(2 * times), np.zeros_like(times)])
+    middle = np.abs(times) <= 0.02
+    outside = centres[middle] + [10.0, 0.0, 0.0]  # one trace: the box is the whole arc's
+    hits = backend.trace(np.vstack([np.zeros_like(centres), outside]),
+                         np.vstack([centres, np.tile([-1.0, 0.0, 0.0], (middle.sum(), 1))]),
+                         times=np.concatenate([times, times[middle]]))
+    assert (hits.entity == ball_id).all()
+    np.testing.assert_allclose(hits.distance, 9.7, atol=0.01)
+
+
+def _plate_at_x(x: float):
+    """(vertices, faces) of a 4 x 4 m square in the plane x = `x`."""
+    return [[x, -2, -2], [x, 2, -2], [x, 2, 2], [x, -2, 2]], [[0, 1, 2], [0, 2, 3]]
