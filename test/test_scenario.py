@@ -441,3 +441,30 @@ def test_driver_names_table_follows_the_drivers():
     assert driver_names("livox")[0] == {"points": "livox/lidar", "imu": "livox/imu"}
     assert driver_names("ouster")[0]["imu"] == "ouster/imu" and driver_names("ouster")[1] == "os_lidar"
     assert driver_names("gazebo") is None
+
+
+@pytest.mark.parametrize("mode", ["sweep", "frame"])
+def test_a_sweeping_lidar_sees_a_scenario_mover_where_it_is_at_each_firing(tmp_path, mode):
+    """The crate drives from (5, -6) along +y at 10 m/s, given its twist by the runner. Its face (x = 4.5) in each
+    cloud, decoded by rosbags: the middle of its points is where the crate's centre is when the sweep sees it (the
+    points' own `time` after the stamp) with timing.moving_entities sweep; with frame, where it was at the frame's
+    start (the first firing), 6-15 cm behind (the sweep reaches its bearing, -50 to -20 degrees, 6-14 ms later)."""
+    path = scenario_file(tmp_path, entities=[{"name": "crate", "trajectory": {
+        "waypoints": [[5.0, -6.0, 0.5], [5.0, 6.0, 0.5]], "speed": 10.0}}],
+        trajectory={"waypoints": [[0.0, 0.0], [0.001, 0.0]], "speed": 0.0001},
+        sensors={"lidar": {"type": "lidar", "config": "VLP-16", "mount": [0.0, 0, 1.5, 0, 0, 0], "frame_id": "velodyne",
+                           "set": {"noise.sigma": 0.0, "timing.moving_entities": mode}}})
+    run_scenario(path, tmp_path / "run.mcap", quiet=True)
+    dtype = np.dtype({"names": ["x", "y", "z", "time"], "formats": ["<f4"] * 4, "offsets": [0, 4, 8, 18],
+                      "itemsize": 22})
+    for _, _, m in read_bag(tmp_path / "run.mcap")["/lidar/points"]:
+        pts = np.frombuffer(np.asarray(m.data, np.uint8).tobytes(), dtype)
+        seen_s = stamp(m.header) * 1e-9 + pts["time"].astype(np.float64)
+        centre = -6.0 + 10.0 * seen_s  # the crate's centre y when each point's laser fired
+        face = (np.abs(pts["x"] - 4.5) < 0.05) & (pts["z"] > -1.45) & (np.abs(pts["y"] - centre) < 0.7)  # not floor, walls
+        assert face.sum() > 50
+        middle = (pts["y"][face].min() + pts["y"][face].max()) / 2
+        seen = seen_s[face].mean() if mode == "sweep" else seen_s[np.isfinite(pts["x"])].min()
+        assert middle == pytest.approx(-6.0 + 10.0 * seen, abs=0.02)
+        if mode == "frame":  # not where the crate was when its points were taken
+            assert abs(middle - (-6.0 + 10.0 * seen_s[face].mean())) > 0.05
