@@ -24,7 +24,6 @@ import numpy as np
 
 from radarays_ros.compiled import kernel
 from radarays_ros.counter_random import RayDraws, frame_key64
-from radarays_ros.errors import ConfigError
 from radarays_ros.threads import pool
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
@@ -115,13 +114,10 @@ class LidarSimulator:
         self._dirs = beam_dirs if k == 1 else self._spread(beam_dirs)  # the traced rays, beam-major
         self._origins = np.repeat(config.origins.reshape(n, 3), k, axis=0) if k > 1 else config.origins.reshape(n, 3)
         self._column = np.repeat(config.pixel_column.reshape(n), k)
-        # each ray's firing time after the frame's start: moving entities are met where they are then
+        # each ray's firing time after the frame's start: moving entities are met where they are then (a backend
+        # that cannot refuses such rays while an entity's twist moves it: Backend.check_sweeps)
         self._ray_times = None
         if config.effects.timing.moving_entities == "sweep":
-            if not getattr(backend, "SWEEPS_ENTITIES", False):
-                raise ConfigError(f"{config.name}: timing.moving_entities: sweep traces each ray at its firing time, "
-                                  f"which the {getattr(backend, 'name', type(backend).__name__)} backend cannot "
-                                  "(use the embree backend, or moving_entities: frame)")
             self._ray_times = np.asarray(config.column_times, np.float64)[self._column]
         self._ray_bias = self.model.ray_bias(np.repeat(config.laser_index, config.cols))
         self._ray_gain = self.model.ray_gain(np.repeat(config.laser_index, config.cols))

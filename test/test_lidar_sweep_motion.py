@@ -6,7 +6,7 @@ import pytest
 import trimesh
 
 from lidar_ros import LidarSimulator, load_sensor
-from radarays_ros.errors import ConfigError
+from radarays_ros.errors import ConfigError, TracingError
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
@@ -57,12 +57,18 @@ def test_sub_rays_and_echoes_follow_the_firing_time_too():
     assert np.median(error) < 3e-3 and error.max() < 0.03  # the wall moves 1.5 m over these firings
 
 
-def test_sweep_needs_a_backend_that_traces_ray_times():
+def test_sweep_needs_a_backend_that_traces_ray_times_once_something_sweeps():
+    """On the Warp backend a sweeping lidar frames a world whose entities stand still as before, and refuses by
+    name a frame in which an entity's twist moves it (never that entity where it stood, silently)."""
     pytest.importorskip("warp")
-    scene, _ = approaching_wall()
-    cfg = load_sensor("VLP-16", {"timing.moving_entities": "sweep"})
-    with pytest.raises(ConfigError, match="timing.moving_entities: sweep .* warp backend"):
-        LidarSimulator(cfg, scene, make_backend("warp", scene, device="cpu"))
+    scene, wall = approaching_wall()
+    cfg = load_sensor("VLP-16", {"timing.moving_entities": "sweep", "noise.sigma": 0.0})
+    sim = LidarSimulator(cfg, scene, make_backend("warp", scene, device="cpu"))
+    with pytest.raises(TracingError, match="warp backend .* 'wall'.* moving_entities: frame"):
+        sim.simulate(pose_to_matrix(0, 0, 0))
+    scene.set_twists([wall], [(0.0, 0.0, 0.0)], [(0.0, 0.0, 0.0)])  # standing still: the times change nothing
+    x = sim.simulate(pose_to_matrix(0, 0, 0)).xyz[..., 0]
+    np.testing.assert_allclose(x[np.isfinite(x)], FACE_X, atol=2e-3)
 
 
 def test_a_bad_mode_is_refused_with_the_allowed_values():

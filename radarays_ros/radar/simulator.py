@@ -45,11 +45,6 @@ class RadarSimulator:
         """Switch to a new config; the cached cone is kept when beam and seed are unchanged."""
         if not isinstance(config, RadarConfig):
             raise ConfigError(f"RadarSimulator needs a RadarConfig, got {type(config).__name__}")
-        sweeps = config.sensor.model == "physical" and config.scatter.moving_entities == "sweep"
-        if sweeps and not getattr(self.backend, "SWEEPS_ENTITIES", False):
-            raise ConfigError(f"{config.origin}: scatter.moving_entities: sweep traces each azimuth at its own time, "
-                              f"which the {self.backend.name} backend cannot (use the embree backend, or "
-                              "scatter.moving_entities: frame)")
         if self._cone is not None and (config.beam != self.config.beam or config.seed != self.config.seed):
             self._cone = None
         if config.seed != self.config.seed:

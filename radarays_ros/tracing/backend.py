@@ -267,10 +267,15 @@ class Backend(abc.ABC):
     SWEEPS_ENTITIES = False  # traces rays with times against moving entities where they are at those times
 
     def check_sweeps(self, rays: Rays) -> None:
-        """TracingError for rays with times on a backend that would trace them all at the scene's poses."""
+        """TracingError for rays with times on a backend that traces every ray at the scene's poses, while an
+        entity's twist moves it (else the times change nothing and the rays are traced as they are)."""
         if rays.times is not None and not self.SWEEPS_ENTITIES:
-            raise TracingError(f"the {self.name} backend traces every ray at the scene's poses: rays with times "
-                               "(moving entities during a sweep) need the embree backend")
+            with self.scene.lock:
+                moving = [e.name for e in self.scene.entities if e.sweeps]
+            if moving:
+                raise TracingError(f"the {self.name} backend traces every ray at the scene's poses, so it cannot meet "
+                                   f"'{moving[0]}' (and {len(moving) - 1} more moving) where each ray's time puts it: "
+                                   "use the embree backend, or moving_entities: frame")
 
     def _trace(self, rays: Rays, tmin: float, tmax: float, names: frozenset) -> Hits:
         """`trace_rays` after its checks: 0 <= tmin < tmax floats, names = wanted(want)."""

@@ -354,12 +354,6 @@ def _segments_meeting_boxes(origins, directions, dist, boxes, chunk, rays, owner
     return count
 
 
-def _sweeps(entity: Entity) -> bool:
-    """True for an entity whose twist moves it (the others, and still ones, are traced where they are)."""
-    twist = entity.twist
-    return twist is not None and bool(twist[0].any() or twist[1].any())
-
-
 class EmbreeBackend(Backend):
     name = "embree"
     SWEEPS_ENTITIES = True
@@ -461,7 +455,7 @@ class EmbreeBackend(Backend):
                     self._instances[entity_id] = _Instance(self._device, self.scene.entity(entity_id))
                     self.instance_builds += 1
             moving = self._merged_ids.union(self._instances) if timed else ()
-            swept_ids = {i for i in moving if _sweeps(self.scene.entity(i))}
+            swept_ids = {i for i in moving if self.scene.entity(i).sweeps}
             instances = [s for i, s in ((i, inst.snapshot()) for i, inst in self._instances.items())
                          if s is not None and i not in swept_ids]
             if not swept_ids:

@@ -59,6 +59,12 @@ class Entity:
     def model(self) -> str:
         return self.name.split("::", 1)[0]
 
+    @property
+    def sweeps(self) -> bool:
+        """True when its twist moves it: rays with times meet it where it is then (tracing.Rays)."""
+        twist = self.twist
+        return twist is not None and bool(twist[0].any() or twist[1].any())
+
 
 class SceneListener(Protocol):
     def on_entity_added(self, entity: Entity) -> None: ...
