@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from radarays_ros.tracing.backend import at_times
+
 from .materials import GENERAL, RETROREFLECTIVE, TRANSPARENT
 from .reflectivity import reflectivity
-from .interaction import at_times
 
 
 def fresnel_normal(index: float) -> float:

@@ -29,7 +29,7 @@ from radarays_ros.twin import vec3
 
 from radarays_ros.compiled import kernel
 from radarays_ros.errors import TracingError
-from radarays_ros.tracing.backend import Rays
+from radarays_ros.tracing.backend import Rays, at_times
 
 from .foliage import leaf_depths
 from .leaf_angles import leaf_cosines, leaf_normals
@@ -171,11 +171,6 @@ def trace_lidar(backend, origins, directions, materials: LidarMaterials, tmin: f
 
 # what a lidar frame reads for sure; normals (mirrors, glass, ground truth) are computed on access
 FIRST_TRACE_WANTS = frozenset({"distance", "ids", "incidence"})
-
-
-def at_times(times, rows) -> dict:
-    """The `times=` of a backend call for the rays `rows` (nothing where there are none: any backend)."""
-    return {} if times is None else {"times": times[rows]}
 
 
 def first_trace(backend, origins, directions, tmin: float = 0.0, tmax: float = np.inf, checked_rays: bool = False,

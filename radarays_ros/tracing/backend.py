@@ -305,6 +305,12 @@ def make_backend(name: str, scene: Scene, **options) -> Backend:
     return _BACKENDS[name](scene, **options)
 
 
+def at_times(times, rows) -> dict:
+    """The `times=` of a backend call for the rays `rows` of `times` (nothing where there are none, so any
+    backend's `trace`, and a stand-in without the keyword, takes it)."""
+    return {} if times is None else {"times": times[rows]}
+
+
 def check_times(times, n: int) -> np.ndarray | None:
     """None, or (n,) finite float64 seconds; TracingError otherwise."""
     if times is None:

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ...tracing.backend import at_times
 from ...world.twist_pose import poses_at
 from . import antenna, corner_rcs, curved_rcs, facet_po, foliage, glint_cull, mirror_ghosts, roughness, scatterers
 from .scatterers import STRAIGHT_BEND as STRAIGHT
@@ -334,7 +335,6 @@ def _transmission(backend, start, direction, length, table, times=None) -> np.nd
     """One-way power transmission of each straight way (start, direction, length): 1 when free, 0 when a
     surface is in the way, exp(-kappa_e D) through D metres of foliage (foliage.py; up to FOLIAGE_LAYERS crowns).
     times: each way's time after the frame's start (swept entities where they are then), or None."""
-    at = (lambda rows: {}) if times is None else (lambda rows: {"times": times[rows]})
     volume = np.array([table.classes.index(c) for c in foliage.VOLUME_CLASSES if c in table.classes], np.int64)
     kappa = foliage.extinction_np_per_m()
     out = np.ones(len(start))
@@ -345,7 +345,7 @@ def _transmission(backend, start, direction, length, table, times=None) -> np.nd
         if not len(todo):
             break
         hits = backend.trace(start[todo].astype(np.float32), d32[todo], 0.0, float(remaining[todo].max()), want=("ids",),
-                             **at(todo))
+                             **at_times(times, todo))
         t = np.asarray(hits.distance, np.float64)
         blocked = t < remaining[todo]
         cls = np.full(len(todo), -1, np.int64)
@@ -356,7 +356,7 @@ def _transmission(backend, start, direction, length, table, times=None) -> np.nd
         if not len(crown):
             break
         entry = start[crown] + direction[crown] * (t[leafy] + SKIP)[:, None]
-        through = backend.trace(entry.astype(np.float32), d32[crown], 0.0, foliage.MAX_DEPTH_M, want=(), **at(crown))
+        through = backend.trace(entry.astype(np.float32), d32[crown], 0.0, foliage.MAX_DEPTH_M, want=(), **at_times(times, crown))
         depth = np.minimum(np.asarray(through.distance, np.float64), foliage.MAX_DEPTH_M)
         depth = np.minimum(depth, remaining[crown] - t[leafy] - SKIP)  # (the target inside the crown)
         out[crown] *= foliage.transmission(np.maximum(depth, 0.0), kappa)

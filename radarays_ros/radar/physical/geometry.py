@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...tracing.backend import at_times
 from . import antenna, backscatter, beam_sampling, facet_glints, foliage, geometry_loops, geometry_physics, radar_equation, thermal_noise
 
 SKIP = 1e-3  # metres a mirror child starts off its surface
@@ -165,9 +166,6 @@ class _Frame:
     beam: tuple  # sample_beam's (A, S) arrays
     times: np.ndarray | None = None  # (A,) seconds of each azimuth after the frame's start (swept entities)
 
-    def when(self, azimuth: np.ndarray) -> dict:
-        """The `times=` of a backend call for rays of these azimuths (nothing without swept entities)."""
-        return {} if self.times is None else {"times": self.times[azimuth]}
 
 
 @dataclass
@@ -224,7 +222,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
         o32, d32 = o.astype(np.float32), d.astype(np.float32)
         if frame.log:
             rays[bounce, 0] = (o32, d32)
-        hits = backend.trace(o32, d32, 0.0, float(max(reach.max(), 1e-3)), want=("normal", "ids"), **frame.when(az[idx]))
+        hits = backend.trace(o32, d32, 0.0, float(max(reach.max(), 1e-3)), want=("normal", "ids"), **at_times(frame.times, az[idx]))
         # kept: finite, within reach (and past NEAR_HIT on the first pass), of a material with a class (compiled)
         keep, dist, cls = geometry_loops.traced_hits(hits.distance, hits.material, reach, table.material_class,
                                                      NEAR_HIT if bounce == 0 else -math.inf)
@@ -240,7 +238,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
         volume = np.flatnonzero(is_volume[cls])  # foliage: returns from its depth (foliage.py)
         if len(volume):
             depth = _foliage_depth(backend, hit[volume], d[volume], rays if frame.log else None, bounce,
-                                   frame.when(az[idx[volume]]))
+                                   at_times(frame.times, az[idx[volume]]))
             slab_near, slab_far, weight = foliage.slab_weights(depth, path[volume], kappa)
             sigma_v = foliage.volume_coefficient(table.sigma0_at(cls[volume], np.zeros(len(volume))), kappa)
             p_v = (k_radar * f.g_tx[idx[volume]] ** 2 * rho[volume] ** 2 * sigma_v * d_omega[idx[volume]]
@@ -280,7 +278,7 @@ def _trace_block(frame: _Frame, f: _Tubes):
 
 def _foliage_depth(backend, hit, d, rays: dict | None, bounce: int, when: dict) -> np.ndarray:
     """Metres of foliage each ray crosses from its entry point hit along d: to the next surface (the crown's
-    far side), at most foliage.MAX_DEPTH_M (when: the rays' `times=`, Frame.when)."""
+    far side), at most foliage.MAX_DEPTH_M (when: the rays' `times=`, tracing.backend.at_times)."""
     start = (hit + d * SKIP).astype(np.float32)
     d32 = d.astype(np.float32)
     if rays is not None:
@@ -298,7 +296,7 @@ def _unoccluded(backend, hit, u, back_len, power, rays: dict | None, bounce: int
     if rays is not None:
         rays[bounce, 1] = (start, direction)
     blocked = backend.trace(start, direction, 0.0, float(reach.max()), want=(),
-                            **({} if times is None else {"times": times[test]}))
+                            **at_times(times, test))
     power = power.copy()
     power[test[np.asarray(blocked.distance) < reach]] = 0.0
     return power
