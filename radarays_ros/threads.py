@@ -12,9 +12,13 @@ blocks and geometry blocks, Perlin noise rows) runs its tasks on a pool handed o
   "frame" pools, a backend's ray spans the "trace" pools.
 
 The thread count never changes a result: tasks write disjoint parts or return values gathered in order.
+
+Long-lived threads of a layer (the Gazebo mirror's, its transport's) start with `context_thread`: they run
+in the context of whoever started them, so the log records they make can be told apart by owner.
 """
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -71,3 +75,10 @@ def run_all(role: str, task: Callable, items: Iterable, threads: int) -> list:
     if len(items) < 2 or threads <= 1:
         return [task(item) for item in items]
     return list(pool(role, threads).map(task, items))
+
+
+def context_thread(target: Callable, name: str, args: tuple = ()) -> threading.Thread:
+    """A daemon thread (not started) that runs `target(*args)` in a copy of the caller's contextvars.
+    threading.Thread starts with an empty context (Python < 3.14): a thread started inside a node's
+    LogRelay scope would otherwise log as nobody's (ros/gazebo_link.py tells nodes' records apart so)."""
+    return threading.Thread(target=contextvars.copy_context().run, args=(target, *args), name=name, daemon=True)

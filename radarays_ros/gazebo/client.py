@@ -39,6 +39,7 @@ import threading
 import time
 
 from ..errors import ConfigError
+from ..threads import context_thread
 from .transport import GzTransportClient
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ class OfficialClient:
         self._subscriptions: dict[str, object] = {}  # topic -> the relay given to subscribe_raw (to resume)
         self._requesting = threading.Lock()  # one request at a time: pausing the streams is process-wide
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._tick, name="gz-official-idle", daemon=True)
+        self._thread = context_thread(self._tick, "gz-official-idle")
         self._thread.start()
 
     def subscribe(self, topic: str, callback) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import RadaraysError
+from ..threads import context_thread
 from ..world.entities import LoadReport
 from ..world.materials import Material
 from . import protos
@@ -119,7 +120,7 @@ class GeneratedTags:
     def start(self) -> None:
         if self._thread is not None and self._thread.is_alive():
             return
-        self._thread = threading.Thread(target=self._refresh, name="gazebo-mirror-tags", daemon=True)
+        self._thread = context_thread(self._refresh, "gazebo-mirror-tags")
         self._thread.start()
 
     def join(self, timeout: float) -> None:

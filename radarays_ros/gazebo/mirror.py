@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, RadaraysError
+from ..threads import context_thread
 from ..world.entities import LoadReport, add_entities
 from ..world.materials import MaterialLibrary
 from ..world.scene import Scene
@@ -179,7 +180,7 @@ class GazeboMirror:
         if self._load_sdf and self.config.sdf:
             self._add_world_sdf(Path(self.config.sdf).read_text(), Path(self.config.sdf).parent, self.config.sdf)
             self._load_sdf = False
-        self._thread = threading.Thread(target=self._run, name="gazebo-mirror", daemon=True)
+        self._thread = context_thread(self._run, "gazebo-mirror")
         self._thread.start()
         return self
 

@@ -52,6 +52,7 @@ from typing import Callable
 import zmq
 
 from ..errors import ConfigError
+from ..threads import context_thread
 from ..throttled_log import ThrottledLog
 from . import protos
 from .discovery import HEARTBEAT_S, MAX_TYPE_LENGTH, SILENCE_S, WIRE_VERSION, PeerTable, RemoteEndpoint, split_topic
@@ -150,7 +151,7 @@ class GzTransportClient:
             self._poller.register(sock, zmq.POLLIN)
         self._stop = threading.Event()
         self._next_heartbeat = 0.0
-        self._thread = threading.Thread(target=self._run, name="gz-transport", daemon=True)
+        self._thread = context_thread(self._run, "gz-transport")
         self._thread.start()
 
     def _new_socket(self, kind: int) -> zmq.Socket:

@@ -9,7 +9,8 @@
   node's sensors: config source, overrides (the SDF parameters, `<update_rate>`), topics, frame.
 * `SensorDiscovery`: sensors declared in the world Gazebo runs (its generate_world_sdf answer),
   re-read when the world changes, for worlds not given as a file.
-* `LogRelay`: the mirror's Python log lines go to the node's ROS logger.
+* `LogRelay`: the Python log lines of the layers below go to the ROS log, once per process (a node its
+  own mirror's; lines of no node's scope by the oldest node).
 
 The node parameters (node.py wires them; `ros2 param describe` shows each with its range):
 
@@ -51,7 +52,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable
 
 import numpy as np
@@ -61,6 +62,7 @@ from ..sensors.poses import mounted_sweep
 from ..sensors.tf_buffer import TransformBuffer, TransformLookupError
 from ..gazebo.sensors import plan_config
 from ..sensors.params import ParamInfo
+from ..threads import context_thread
 from ..throttled_log import one_line
 
 GAZEBO_PARAMS = {
@@ -183,15 +185,17 @@ class SensorDiscovery:
         self.mirror, self.found, self.log, self.every_s = mirror, found, log, every_s
         self._seen: set[str] = set()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="gazebo-sensors", daemon=True)
+        self._thread: threading.Thread | None = None
 
     def start(self) -> "SensorDiscovery":
+        self._thread = context_thread(self._run, "gazebo-sensors")  # in the context of who starts it
         self._thread.start()
         return self
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
     def _run(self) -> None:
         from ..gazebo import protos
@@ -226,13 +230,25 @@ class SensorDiscovery:
 
 
 _RELAYING: contextvars.ContextVar = contextvars.ContextVar("radarays_log_relay", default=None)
+# The attached shared (unscoped) relays of each logger name, oldest first: a record logged in none of
+# their scopes is relayed by the oldest alone. Replaced whole under the lock; emit reads it without.
+_SHARED: dict[str, tuple["LogRelay", ...]] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 class LogRelay(logging.Handler):
     """Python log records of a layer below ros/ (`name`: the Gazebo layer's by default; the radar model's for
-    its run-time warnings) -> the node's ROS logger, at their level. `scoped`: only the records logged inside
-    this relay's `scope()` (the node's own frames), so that nodes sharing a process (a composed container) each
-    log their own model's lines, not every node's."""
+    its run-time warnings) -> the node's ROS logger, at their level. Nodes sharing a process (a composed
+    container, a launch's nodes in one process) each attach one, and every record reaches the ROS log once:
+
+    * `scoped`: only the records logged inside this relay's `scope()` (the node's own frames); the rest
+      are not this node's and it says nothing of them (the radar model's warnings).
+    * shared (not scoped): a record logged inside the scope of one of the logger's shared relays goes to
+      that one (a node's GazeboLink starts its mirror inside its scope, and the mirror's threads run in
+      that context: threads.context_thread); any other record (a thread nobody's scope covers, e.g. one
+      of the official gz-transport bindings) goes to the logger's oldest attached shared relay, the
+      process-wide one. Detaching that one hands the role to the next oldest, so lines still appear
+      after the first node is destroyed."""
 
     def __init__(self, ros_logger, name: str = "radarays_ros.gazebo", scoped: bool = False):
         super().__init__(logging.INFO)
@@ -240,15 +256,25 @@ class LogRelay(logging.Handler):
 
     @contextmanager
     def scope(self):
-        """Records logged in this block (this thread, or context) are this relay's."""
+        """Records logged in this block (this thread, or context: also threads it starts with
+        threads.context_thread) are this relay's."""
         token = _RELAYING.set(self)
         try:
             yield
         finally:
             _RELAYING.reset(token)
 
+    def owns(self, owner: "LogRelay | None") -> bool:
+        """Whether a record logged in `owner`'s scope (None: in no relay's) is this relay's to say."""
+        if self.scoped:
+            return owner is self
+        shared = _SHARED.get(self.name, ())
+        if any(owner is relay for relay in shared):
+            return owner is self
+        return bool(shared) and shared[0] is self
+
     def emit(self, record: logging.LogRecord) -> None:
-        if self.scoped and _RELAYING.get() is not self:
+        if not self.owns(_RELAYING.get()):
             return
         try:
             text = one_line(record.getMessage())  # names from the network: one printable line
@@ -264,11 +290,22 @@ class LogRelay(logging.Handler):
     def attach(self) -> "LogRelay":
         logger = logging.getLogger(self.name)
         logger.setLevel(logging.INFO)
+        if not self.scoped:
+            with _SHARED_LOCK:
+                shared = _SHARED.get(self.name, ())
+                if not any(relay is self for relay in shared):
+                    _SHARED[self.name] = shared + (self,)
         logger.addHandler(self)
         return self
 
     def detach(self) -> None:
         logging.getLogger(self.name).removeHandler(self)
+        with _SHARED_LOCK:
+            shared = tuple(relay for relay in _SHARED.get(self.name, ()) if relay is not self)
+            if shared:
+                _SHARED[self.name] = shared
+            else:
+                _SHARED.pop(self.name, None)
 
 
 class GazeboLink:
@@ -292,6 +329,10 @@ class GazeboLink:
     def start(self) -> str:
         """Follow Gazebo; '' when the mirror runs, else why not (the node then has no world)."""
         self._relay = LogRelay(self.log).attach()
+        with self._relay.scope():  # the mirror's threads start here: their records are this node's (LogRelay)
+            return self._start()
+
+    def _start(self) -> str:
         sdf = self.param("gazebo.sdf") or self.param("world") or None
         ignore = tuple(n for n in (self.param("ignore") or []) if n)
         options = dict(world=self.param("gazebo.world"), pose_topic=self.param("gazebo.pose_topic"),
@@ -401,12 +442,12 @@ class GazeboLink:
 
     def start_threads(self, parents: Callable[[], set[str]], ros_now_ns: Callable[[], int]) -> None:
         """Start the discovery thread (if any) and the recorder of the links `parents()` names."""
-        if self.discovery is not None:
-            self.discovery.start()
-        if self.mirror is not None:
-            self._recorder = threading.Thread(target=self._record, args=(parents, ros_now_ns), name="gazebo-poses",
-                                              daemon=True)
-            self._recorder.start()
+        with self._relay.scope() if self._relay is not None else nullcontext():  # their records are this node's
+            if self.discovery is not None:
+                self.discovery.start()
+            if self.mirror is not None:
+                self._recorder = context_thread(self._record, "gazebo-poses", (parents, ros_now_ns))
+                self._recorder.start()
 
     def _record(self, parents: Callable[[], set[str]], ros_now_ns: Callable[[], int]) -> None:
         """Sample the Gazebo links carrying sensors (100 Hz, on the clock frames run on), so a sweep

@@ -135,3 +135,92 @@ def test_clock_links_carrying_sensors_and_plans_of_new_sdf_sensors():
     (plan,) = link.plan(specs, [sdf_sensor, param_sensor])  # front runs already; rear is a new one
     assert plan.key == "bot::mast::rear" and plan.name == "bot_rear"  # 'rear' is taken by a parameter sensor
     assert errors == []
+
+
+# -- LogRelay: each Gazebo-layer record reaches the ROS log once per process -----------------------------
+def test_gazebo_layer_records_reach_the_ros_log_once_however_many_nodes_relay_them():
+    import logging
+    import threading
+
+    from radarays_ros.ros.gazebo_link import LogRelay
+
+    gazebo = logging.getLogger("radarays_ros.gazebo")
+    before = list(gazebo.handlers)
+
+    def warn_from_a_thread(text):  # as the mirror / transport threads do: outside any node's scope
+        worker = threading.Thread(target=logging.getLogger("radarays_ros.gazebo.mirror").warning, args=(text,))
+        worker.start()
+        worker.join()
+
+    first, second = LogRelay(_Log()).attach(), LogRelay(_Log()).attach()  # two nodes of one process
+    try:
+        warn_from_a_thread("world 'w' stopped publishing poses")
+        assert first.ros_logger.lines + second.ros_logger.lines == ["world 'w' stopped publishing poses"]
+        with second.scope():  # logged in the second node's scope: that node says it, once
+            logging.getLogger("radarays_ros.gazebo.transport").warning("second's own")
+        assert second.ros_logger.lines == ["second's own"] and "second's own" not in first.ros_logger.lines
+        first.detach()  # the first node is destroyed: the process-wide role passes to the second
+        warn_from_a_thread("world 'w' is publishing poses")
+        assert second.ros_logger.lines == ["second's own", "world 'w' is publishing poses"]
+        assert first.ros_logger.lines == ["world 'w' stopped publishing poses"]
+    finally:
+        first.detach()
+        second.detach()
+    assert gazebo.handlers == before  # detached all: no relay left on the logger
+    warn_from_a_thread("nobody listens")
+    assert "nobody listens" not in first.ros_logger.lines + second.ros_logger.lines
+
+
+def test_scoped_relay_says_only_what_its_scope_logs():
+    import logging
+
+    from radarays_ros.ros.gazebo_link import LogRelay
+
+    mine = LogRelay(_Log(), "radarays_ros.radar", scoped=True).attach()
+    try:
+        logging.getLogger("radarays_ros.radar.x").warning("another node's frame")
+        with mine.scope():
+            logging.getLogger("radarays_ros.radar.x").warning("my frame")
+    finally:
+        mine.detach()
+    assert mine.ros_logger.lines == ["my frame"]
+
+
+class _TwoWorlds:
+    """A gz-transport client that sees two worlds: a mirror not told which one warns from its thread."""
+
+    def __init__(self, worlds):
+        self.worlds = worlds
+
+    def topics(self):
+        return [f"/world/{w}/pose/info" for w in self.worlds]
+
+    def alive(self, topic):
+        return False
+
+    def close(self):
+        pass
+
+
+def test_each_link_relays_the_lines_of_its_own_mirror_thread(monkeypatch):
+    import time
+
+    from radarays_ros.gazebo.mirror import GazeboMirror, MirrorConfig
+    from radarays_ros.ros import gazebo_link
+
+    clients = iter([_TwoWorlds(("a1", "a2")), _TwoWorlds(("b1", "b2"))])
+    monkeypatch.setattr(gazebo_link, "start_mirror",
+                        lambda **_: GazeboMirror(MirrorConfig(), client=next(clients)).start())
+    links = [_link()[0], _link()[0]]
+    try:
+        for link in links:
+            assert link.start() == ""
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end and not all(any("several worlds" in t for t in link.log.lines) for link in links):
+            time.sleep(0.05)
+    finally:
+        for link in links:
+            link.close()
+    first, second = ([t for t in link.log.lines if "several worlds" in t] for link in links)
+    assert first and all("(a1, a2)" in t for t in first)  # the first node: its own mirror's lines only
+    assert second and all("(b1, b2)" in t for t in second)  # not handed to the process-wide (first) relay
