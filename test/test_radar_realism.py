@@ -289,9 +289,56 @@ def test_platform_turn_moves_the_antenna_by_omega_cross_lever_arm(mount, azimuth
 def test_sensor_velocity_holds_to_the_end_of_the_trajectory():
     from radarays_ros.radar.physical.motion import trajectory_velocity
 
-    t = np.array([0, 10**9], np.int64)
-    v = trajectory_velocity(t, np.array([[0.0, 0, 0], [3.0, 0, 0]]), np.array([0, 5 * 10**8, 10**9]))
+    track = Trajectory([0, 10**9], np.stack([pose_to_matrix(0.0, 0, 0), pose_to_matrix(3.0, 0, 0)]))
+    v = trajectory_velocity(track, np.array([0, 5 * 10**8, 10**9]))
     assert v == pytest.approx(np.array([[3.0, 0, 0]] * 3))  # not halved where the track ends
+
+
+MS = 1_000_000  # ns
+
+
+def test_velocity_and_twists_share_one_end_rule_the_derivative_of_the_held_pose():
+    # Trajectory.at holds the pose past its ends, so the velocity there is zero; inside the span the central
+    # difference over +-5 ms is clipped to it (one-sided at the ends, not halved). A track at (3, -1, 0.5) m/s
+    # from t = 1 s to 3 s: every velocity by hand.
+    from radarays_ros.radar.physical.motion import trajectory_twists, trajectory_velocity
+
+    v = np.array([3.0, -1.0, 0.5])
+    t = np.array([1000, 2000, 3000], np.int64) * MS
+    track = Trajectory(t, np.stack([pose_to_matrix(*(v * (k - 1.0)), 0.0, 0.0, 0.3) for k in (1, 2, 3)]))
+    expected = {0: 0, 1000 * MS - 1: 0,  # before the start: held
+                1000 * MS: v, 1002 * MS: v, 2000 * MS: v, 2998 * MS: v, 3000 * MS: v,  # the ends: one-sided
+                3000 * MS + 1: 0, 3004 * MS: 0, 5000 * MS: 0}  # past the end: held (not extended)
+    times = np.array(list(expected), np.int64)
+    got = trajectory_velocity(track, times)
+    for k, (when, want) in enumerate(expected.items()):
+        np.testing.assert_allclose(got[k], np.broadcast_to(want, 3), rtol=0, atol=1e-9, err_msg=f"t = {when} ns")
+        (velocity, angular), = trajectory_twists(track, [np.eye(4)], int(when))
+        np.testing.assert_array_equal(velocity, got[k])  # the same rule, the same numbers
+        np.testing.assert_allclose(angular, 0.0, atol=1e-12)  # constant heading
+    # a kink at 1 s (2 m/s, then 4 m/s along x): the window straddles it inside, is clipped at the end
+    kinked = Trajectory(np.array([0, 1000, 2000], np.int64) * MS,
+                        np.stack([pose_to_matrix(x, 0.0, 0.0) for x in (0.0, 2.0, 6.0)]))
+    at = np.array([1000, 1998, 2000], np.int64) * MS
+    # 1 s: (4 * 5 mm + 2 * 5 mm) / 10 ms = 3; 1.998 s: over [1.993, 2.0] s, 4 (a difference reaching past the end
+    # into the held pose would give 4 * 7 / 10 = 2.8); 2 s: 4
+    np.testing.assert_allclose(trajectory_velocity(kinked, at)[:, 0], [3.0, 4.0, 4.0], rtol=0, atol=1e-9)
+    for when, want in zip(at, [3.0, 4.0, 4.0]):
+        assert trajectory_twists(kinked, [np.eye(4)], int(when))[0][0][0] == pytest.approx(want, abs=1e-9)
+    still = Trajectory([5], pose_to_matrix(1.0, 2.0, 3.0)[None])  # one pose: never moving
+    assert not trajectory_velocity(still, np.array([0, 5, 10], np.int64)).any()
+
+
+def test_velocity_and_twists_agree_on_a_turning_track():
+    from radarays_ros.radar.physical.motion import trajectory_twists, trajectory_velocity
+
+    rng = np.random.default_rng(7)
+    t = np.cumsum(rng.integers(3 * MS, 40 * MS, 12))
+    track = Trajectory(t, np.stack([pose_to_matrix(*rng.normal(size=3), 0.0, 0.0, y) for y in rng.normal(size=12)]))
+    times = np.concatenate([t, rng.integers(t[0] - 20 * MS, t[-1] + 20 * MS, 50)])
+    velocities = trajectory_velocity(track, times)
+    for when, velocity in zip(times, velocities):
+        np.testing.assert_array_equal(trajectory_twists(track, [np.eye(4)], int(when))[0][0], velocity)
 
 
 def _door():

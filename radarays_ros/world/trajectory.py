@@ -79,13 +79,27 @@ class Trajectory:
         if len(self.t_ns) == 1:
             out[:] = self.poses[0]
             return out
-        i = np.clip(np.searchsorted(self.t_ns, t, side="right") - 1, 0, len(self.t_ns) - 2)
-        t0, t1 = self.t_ns[i], self.t_ns[i + 1]
-        a = np.clip((t - t0) / (t1 - t0).astype(np.float64), 0.0, 1.0)
-        p0, p1 = self.poses[i, :3, 3], self.poses[i + 1, :3, 3]
-        out[:, :3, 3] = p0 + (p1 - p0) * a[:, None]
+        i, a = self._segments(t)
+        out[:, :3, 3] = self._positions(i, a)
         out[:, :3, :3] = _matrices_from_quat(slerp(self._quats[i], self._quats[i + 1], a))
         return out
+
+    def positions_at(self, t_ns) -> np.ndarray:
+        """(N, 3) positions at the given times: the translations of `at` (without its slerp)."""
+        t = np.atleast_1d(np.asarray(t_ns, dtype=np.int64))
+        if len(self.t_ns) == 1:
+            return np.tile(self.poses[0, :3, 3], (len(t), 1))
+        return self._positions(*self._segments(t))
+
+    def _segments(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per time: the segment i (samples i, i + 1) and the fraction a along it, 0 / 1 past the ends."""
+        i = np.clip(np.searchsorted(self.t_ns, t, side="right") - 1, 0, len(self.t_ns) - 2)
+        t0, t1 = self.t_ns[i], self.t_ns[i + 1]
+        return i, np.clip((t - t0) / (t1 - t0).astype(np.float64), 0.0, 1.0)
+
+    def _positions(self, i: np.ndarray, a: np.ndarray) -> np.ndarray:
+        p0, p1 = self.poses[i, :3, 3], self.poses[i + 1, :3, 3]
+        return p0 + (p1 - p0) * a[:, None]
 
 
 def poses_at(pose_or_trajectory, t_ns) -> np.ndarray:

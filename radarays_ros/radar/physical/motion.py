@@ -46,20 +46,30 @@ def point_velocity(velocity, angular, origin, point) -> np.ndarray:
     return velocity + np.cross(angular, point - origin)
 
 
-def trajectory_velocity(t_ns: np.ndarray, positions: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """(N, 3) velocity (m/s) of a position track (K, 3) at times (N,), linear between its samples as
-    Trajectory.at interpolates: a central difference over +-DERIVATIVE_NS of that polyline, with its end
-    segments extended (a sweep's last azimuths see the motion, not a pose held still)."""
-    if len(t_ns) < 2:
-        return np.zeros((len(times), 3))
+def derivative_window(start_ns: int, end_ns: int, t_ns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The one rule of a trajectory's velocity (trajectory_velocity, trajectory_twists): the derivative of the
+    pose Trajectory.at gives, the pose the simulator casts from. Inside its span [start, end] a central
+    difference over t +- DERIVATIVE_NS clipped to the span (one-sided within DERIVATIVE_NS of an end, at the
+    end itself too: not halved there); past either end, where `at` holds the pose, zero (as for a trajectory
+    of one pose). Returns per time (lo, hi, moving): the difference is taken over [lo, hi] where `moving`."""
+    t = np.atleast_1d(np.asarray(t_ns, np.int64))
+    lo = np.maximum(t - DERIVATIVE_NS, int(start_ns))
+    hi = np.minimum(t + DERIVATIVE_NS, int(end_ns))
+    return lo, hi, (t >= start_ns) & (t <= end_ns) & (hi > lo)
 
-    def position(t):
-        i = np.clip(np.searchsorted(t_ns, t, side="right") - 1, 0, len(t_ns) - 2)
-        step = (positions[i + 1] - positions[i]) / (t_ns[i + 1] - t_ns[i]).astype(np.float64)[:, None]
-        return positions[i] + step * (t - t_ns[i]).astype(np.float64)[:, None]
 
-    times = np.asarray(times, np.int64)
-    return (position(times + DERIVATIVE_NS) - position(times - DERIVATIVE_NS)) / (2 * DERIVATIVE_NS * 1e-9)
+def trajectory_velocity(trajectory, times) -> np.ndarray:
+    """(N, 3) velocity (m/s) of a Trajectory's origin at times (N,) (int ns), the derivative of the positions
+    Trajectory.at gives, by derivative_window's one rule: a central difference clipped to the span, one-sided at
+    the ends, zero past them (the pose is held there) and for a trajectory of one pose. trajectory_twists
+    gives the same at the same times."""
+    lo, hi, moving = derivative_window(trajectory.start_ns, trajectory.end_ns, times)
+    out = np.zeros((len(lo), 3))
+    if moving.any():
+        lo, hi = lo[moving], hi[moving]
+        step = trajectory.positions_at(hi) - trajectory.positions_at(lo)
+        out[moving] = step / ((hi - lo) * 1e-9)[:, None]
+    return out
 
 
 def rigid_motion(before: np.ndarray, after: np.ndarray, dt_s: float) -> tuple[np.ndarray, np.ndarray]:
@@ -89,11 +99,11 @@ def rotation_vectors(r: np.ndarray) -> np.ndarray:
 
 def trajectory_twists(trajectory, offsets, t_ns: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per offset o: (velocity of the origin, angular velocity), world frame, at t_ns of a body posed
-    trajectory.at(t) @ o: rigid_motion over t_ns +- DERIVATIVE_NS, kept within the trajectory's span (one-sided at
-    its ends, past which it holds its pose); zero for a trajectory of one pose."""
-    lo = max(int(t_ns) - DERIVATIVE_NS, int(trajectory.t_ns[0]))
-    hi = min(int(t_ns) + DERIVATIVE_NS, int(trajectory.t_ns[-1]))
-    if hi <= lo:
+    trajectory.at(t) @ o: rigid_motion over derivative_window's [lo, hi] (its one rule: clipped to the span,
+    one-sided at the ends, zero past them and for a trajectory of one pose). Offset identity: the velocity
+    trajectory_velocity gives."""
+    (lo,), (hi,), (moving,) = derivative_window(trajectory.start_ns, trajectory.end_ns, t_ns)
+    if not moving:
         return [(np.zeros(3), np.zeros(3)) for _ in offsets]
     before, after = trajectory.at([lo, hi])
     return [rigid_motion(before @ o, after @ o, (hi - lo) * 1e-9) for o in offsets]

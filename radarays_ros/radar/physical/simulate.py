@@ -17,7 +17,7 @@ def sensor_velocities(pose, times: np.ndarray) -> np.ndarray:
 
     if not isinstance(pose, Trajectory):
         return np.zeros((len(times), 3))
-    return motion.trajectory_velocity(pose.t_ns, pose.poses[:, :3, 3], times)
+    return motion.trajectory_velocity(pose, times)
 
 
 def entity_motion(sim, t0_ns: int) -> motion.EntityMotion | None:
