@@ -612,3 +612,17 @@ def _physical_frame_bytes(cfg) -> bytes:
 
     world = scene(plate(3.0, 1.0))  # two tracing threads, so the stage runs on a pool whatever the cores
     return RadarSimulator(cfg, world, backend=make_backend("embree", world, threads=2)).simulate(EYE).image.tobytes()
+
+
+def test_a_firing_time_jittered_out_of_the_frame_keeps_the_moving_sensors_velocity():
+    # the runner and nodes pose a sweep by a trajectory over the frame [t0, t0 + period] only; an azimuth whose
+    # jittered time falls before t0 (half the first azimuths of a realistic preset) is still moving at 5 m/s
+    from radarays_ros.radar.physical.simulate import sensor_velocities
+
+    window = Trajectory(np.array([0, 250], np.int64) * MS, np.stack([pose_to_matrix(0.0, 0, 0), pose_to_matrix(1.25, 0, 0)]))
+    got = sensor_velocities(window, np.array([-20_000, 0, 125 * MS, 250 * MS + 20_000]), 0, 250 * MS)
+    np.testing.assert_allclose(got, [[5.0, 0, 0]] * 4, rtol=0, atol=1e-9)
+    # a trajectory that really ends inside the frame holds its pose there: the sensor stands still
+    ends = Trajectory(np.array([0, 100], np.int64) * MS, np.stack([pose_to_matrix(0.0, 0, 0), pose_to_matrix(0.5, 0, 0)]))
+    np.testing.assert_allclose(sensor_velocities(ends, np.array([50, 200]) * MS, 0, 250 * MS),
+                               [[5.0, 0, 0], [0.0, 0, 0]], rtol=0, atol=1e-9)

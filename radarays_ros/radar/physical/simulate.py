@@ -11,13 +11,16 @@ from .geometry import joined, trace_physical
 from .stage import run_stage
 
 
-def sensor_velocities(pose, times: np.ndarray) -> np.ndarray:
-    """(A, 3) world-frame velocity of the sensor (antenna) at each firing time (zero for a fixed pose)."""
+def sensor_velocities(pose, times: np.ndarray, frame_start_ns: int, frame_end_ns: int) -> np.ndarray:
+    """(A, 3) world-frame velocity of the sensor (antenna) at each firing time (zero for a fixed pose). A firing
+    time jittered (azimuth.time_jitter_s) out of the frame [start, end] takes the velocity at the frame's edge:
+    a sweep's trajectory covers the frame only (sensors/poses.py poses_over), so the held pose past its ends
+    (zero velocity, motion.derivative_window) would make a moving sensor still for that azimuth's Doppler."""
     from ...world.trajectory import Trajectory
 
     if not isinstance(pose, Trajectory):
         return np.zeros((len(times), 3))
-    return motion.trajectory_velocity(pose, times)
+    return motion.trajectory_velocity(pose, np.clip(np.asarray(times, np.int64), frame_start_ns, frame_end_ns))
 
 
 def entity_motion(sim, t0_ns: int) -> motion.EntityMotion | None:
@@ -121,7 +124,7 @@ def simulate_physical(sim, poses: np.ndarray, pose, times: np.ndarray, theta: np
     max_range = cfg.range.offset + (cfg.range.n_bins + 1) * cfg.range.resolution
     workers = getattr(sim.backend, "threads", None)  # the run's tracing threads size the stage's pool too
     moving = entity_motion(sim, t0_ns)  # once a frame: it keeps each entity's pose for the next frame's velocity
-    velocities = sensor_velocities(pose, times)
+    velocities = sensor_velocities(pose, times, t0_ns, int(t0_ns) + round(1e9 / cfg.azimuth.rate_hz))
     # each azimuth's time after the frame's start, where the poses hold: swept entities are traced there
     swept = moving is not None and moving.swept is not None and bool(moving.swept.any())
     azimuth_s = (np.asarray(times, np.int64) - int(t0_ns)) * 1e-9 if swept else None
