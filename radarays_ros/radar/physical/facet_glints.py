@@ -380,7 +380,8 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
         times = None
     else:
         bodies = _swept_bodies(sc, entities, times)
-        parts = _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna, entities, bodies)
+        parts = _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna, entities,
+                               bodies)
     az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
     rel = point - origins[az]
     col = np.einsum("nji,nj->ni", column_rot[az], rel)
@@ -420,9 +421,9 @@ def _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, 
              for keep in [~np.isin(part[5], swept)]]
     for body in bodies:
         seen_from, axes = body.moved_back(origins, column_rot)
-        near = _azimuths_near(body.scatterers, seen_from, axes, beam["azimuth"])  # (a car: a few dozen of a sweep's azimuths)
-        for az, sigma, rng_m, phase, point, owner in _scatterer_returns(body.scatterers, seen_from[near], axes[near], beam,
-                                                                         table, lam, k_radar, floor_w, cfg_antenna):
+        near = _azimuths_near(body.scatterers, seen_from, axes, beam["azimuth"])  # (a car: a few dozen of a sweep's)
+        for az, sigma, rng_m, phase, point, owner in _scatterer_returns(body.scatterers, seen_from[near], axes[near],
+                                                                         beam, table, lam, k_radar, floor_w, cfg_antenna):
             az = near[az]
             parts.append((az, sigma, rng_m, phase, body.to_world(az, point), owner))
     return parts
@@ -511,10 +512,10 @@ def _ghost_kinds(sc, beam, column_rot, table, lam) -> dict:
     curved = _curved_candidates(sc, beam, column_rot, table, lam)
     pool = np.union1d(flat, curved[mirror_ghosts.object_surfaces(sc)[sc.plate_surface[curved]]])
     return {"plates": (pool, sc.plate_centroid[pool], sc.plate_radius[pool], sc.plate_entity[pool]),
-            "dihedrals": (None, sc.dih_point, 0.5 * sc.dih_length + sc.dih_width.max(axis=1) if len(sc.dih_length) else np.zeros(0),
-                          sc.dih_entity),
-            "trihedrals": (None, sc.tri_apex, np.linalg.norm(sc.tri_outline - sc.tri_apex[:, None, :], axis=2).max(axis=1)
-                           if len(sc.tri_apex) else np.zeros(0), sc.tri_entity)}
+            "dihedrals": (None, sc.dih_point, 0.5 * sc.dih_length + sc.dih_width.max(axis=1) if len(sc.dih_length)
+                          else np.zeros(0), sc.dih_entity),
+            "trihedrals": (None, sc.tri_apex, np.linalg.norm(sc.tri_outline - sc.tri_apex[:, None, :], axis=2)
+                           .max(axis=1) if len(sc.tri_apex) else np.zeros(0), sc.tri_entity)}
 
 
 def _body_reach(body: SweptBody) -> tuple[np.ndarray, float, float]:
@@ -548,7 +549,8 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
     wander = float(np.linalg.norm(origins - centre, axis=1).max())
     kinds = _ghost_kinds(sc, beam, column_rot, table, lam)
     swept = np.flatnonzero(entities.swept) if times is not None else np.zeros(0, np.int64)
-    movers = [(body, _ghost_kinds(body.scatterers, beam, column_rot, table, lam), *_body_reach(body)) for body in bodies]
+    movers = [(body, _ghost_kinds(body.scatterers, beam, column_rot, table, lam), *_body_reach(body))
+              for body in bodies]
     ends = [int(np.argmin(times)), int(np.argmax(times))] if len(bodies) else []  # the sweep's first and last azimuths
     tri_starts = _starts(sc, "tri_plate")
     boresight = np.arctan2(column_rot[:, 1, 0], column_rot[:, 0, 0])
@@ -565,7 +567,8 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
         apart = swept if len(swept) and not np.isin(sc.plate_entity[m], swept) else None
         only = {}
         for kind, (ids, points, sizes, owners) in kinds.items():
-            found = mirror_ghosts.candidates(points, sizes, centre, c, n, tris.reshape(-1, 3), wander, beam["max_range"])
+            found = mirror_ghosts.candidates(points, sizes, centre, c, n, tris.reshape(-1, 3), wander,
+                                             beam["max_range"])
             if apart is not None:
                 found = found[~np.isin(owners[found], apart)]
             if ids is not None:
@@ -579,8 +582,8 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
         seen = [] if apart is None else [
             (body, {kind: np.arange(len(points)) if ids is None else ids for kind, (ids, points, _, _) in own.items()})
             for body, own, middle, radius, reach in movers
-            if any(len(mirror_ghosts.candidates(body.to_world([a], middle[None]), np.array([radius + reach]), centre, c, n,
-                                                tris.reshape(-1, 3), wander, beam["max_range"])) for a in ends)]
+            if any(len(mirror_ghosts.candidates(body.to_world([a], middle[None]), np.array([radius + reach]), centre,
+                                                c, n, tris.reshape(-1, 3), wander, beam["max_range"])) for a in ends)]
         if not only and not seen:
             continue
         # the image is seen through its specular point X on the face: only azimuths whose beam reaches the face
@@ -621,8 +624,8 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
             near = sub[_azimuths_near(body.scatterers, seen_from[sub], body_axes[sub], beam["azimuth"])]
             if not len(near):
                 continue
-            parts = _scatterer_returns(body.scatterers, seen_from[near], body_axes[near], beam, table, lam, k_top, floor_w,
-                                       cfg.antenna, body_only,
+            parts = _scatterer_returns(body.scatterers, seen_from[near], body_axes[near], beam, table, lam, k_top,
+                                       floor_w, cfg.antenna, body_only,
                                        accept=lambda az_, p_: on_face(near[az_], body.to_world(near[az_], p_)))
             az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
             az = near[az]
