@@ -18,7 +18,7 @@ from radarays_ros.world.materials import MaterialLibrary
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
-from support.radar_physical import stage_inputs
+from support.radar_physical import GHOST_EDGE, stage_inputs, trihedral_facing
 
 NAMES = ("asphalt", "concrete", "metal", "glass", "brick")
 LIB = MaterialLibrary.from_dict({"materials": {n: {"radar": {"velocity": 0.001, "brdf": "radarays", "A": 1.0, "B": 0.0, "C": 1}}
@@ -26,7 +26,6 @@ LIB = MaterialLibrary.from_dict({"materials": {n: {"radar": {"velocity": 0.001, 
 WALL_Y = 5.0  # the wall's face: the plane y = 5, facing the radar at the origin
 TARGET = np.array([30.0, 2.0, 0.0])
 IMAGE_OF_RADAR = np.array([0.0, 2 * WALL_Y, 0.0])
-EDGE = 0.15  # trihedral edge (m)
 
 
 def scene(*items) -> Scene:
@@ -39,21 +38,6 @@ def scene(*items) -> Scene:
 def wall(material: str):
     b = trimesh.creation.box((60.0, 0.2, 6.0))
     return TriMesh(b.vertices, b.faces), pose_to_matrix(30.0, WALL_Y + 0.1, 0.0, 0, 0, 0), material
-
-
-def trihedral_facing(apex, towards, edge=EDGE, material="metal"):
-    """A triangular trihedral at apex whose symmetry axis points at `towards`."""
-    v = np.array([[0, 0, 0], [edge, 0, 0], [0, edge, 0], [0, 0, edge]], float)
-    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 1]])
-    axis = np.ones(3) / math.sqrt(3.0)
-    target = (np.asarray(towards, float) - apex) / np.linalg.norm(np.asarray(towards, float) - apex)
-    k = np.cross(axis, target)
-    s, c = np.linalg.norm(k), float(axis @ target)
-    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]]) / s
-    pose = np.eye(4)
-    pose[:3, :3] = np.eye(3) + s * kx + (1 - c) * kx @ kx
-    pose[:3, 3] = apex
-    return TriMesh(v, faces), pose, material
 
 
 def ghost_geometry():
@@ -95,7 +79,7 @@ def test_a_corner_in_front_of_a_wall_has_its_ghost_at_the_mirrored_range_and_bea
     k_radar = radar_equation.constant(cfg.receiver, cfg.antenna, lam)
     cls = table.material_class[world.materials.id_of(material)]
     rho = float(roughness.coherent_reflectivity(table.gamma2[cls], table.rms_height[cls], cos_i, lam))
-    sigma = 4 * math.pi * EDGE ** 4 / (3 * lam ** 2)  # triangular trihedral on its axis (seen from the radar's image)
+    sigma = 4 * math.pi * GHOST_EDGE ** 4 / (3 * lam ** 2)  # triangular trihedral on its axis (seen from the radar's image)
     expected = k_radar * sigma * rho ** 2 / r_ghost ** 4  # column 4 looks straight at the image: g = 1
     at = (g.azimuth == 4) & (np.abs(g.range_m - r_ghost) < 0.05)
     assert at.sum() == 1, (g.azimuth, g.range_m)

@@ -20,6 +20,7 @@ from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
 from radarays_ros.resources import data_path
 from radarays_ros.world.twist_pose import poses_at
+from support.radar_physical import trihedral_facing
 
 SPEED = -20.0  # m/s along x: towards the radar
 FACE_X = 29.9  # the wall's face at the frame's start (0.2 m thick, centred at x = 30)
@@ -70,12 +71,14 @@ def glints(cfg, scene, wall="wall"):
     times, poses, theta, column_rot = sim.column_frames(pose_to_matrix(0, 0, 0), 0)
     azimuth_s = np.asarray(times, np.int64) * 1e-9
     moving = entity_motion(sim, 0)
-    assert moving.swept[scene.entity(wall).id]
+    sweeping = cfg.scatter.moving_entities == "sweep"  # (frame: no times, as simulate_physical passes them)
+    assert not sweeping or moving.swept[scene.entity(wall).id]
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
     origins = np.ascontiguousarray(poses[:, :3, 3])
     az, rng_m, _, v_r = facet_glints.frame_glints(
         scene_scatterers(sim), sim.backend, origins, column_rot, np.zeros_like(origins), cfg, scatter_table(sim),
-        radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, 100.0, 0.0, moving, True, azimuth_s)
+        radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, 100.0, 0.0, moving, True,
+        azimuth_s if sweeping else None)
     return az, rng_m, v_r, azimuth_s, theta
 
 
@@ -191,3 +194,66 @@ def test_the_entities_of_one_rigid_body_are_looked_at_together_with_the_same_gli
     alone = [glints(preset(), body(n), wall=n) for n in "ab"]
     key = lambda g: sorted(zip(g[0].tolist(), np.round(g[1], 9).tolist()))  # (azimuth, range) of each glint
     assert key(both) == sorted(key(alone[0]) + key(alone[1])) and len(key(both)) > 6
+
+
+MIRROR_Y = 5.0  # a static wall's face, the plane y = 5 facing the radar at the origin: a mirror (mirror_ghosts.py)
+CORNER_AT_START = np.array([30.0, 2.0, 0.0])  # a corner reflector in front of it, its axis on the radar's image
+IMAGE_OF_RADAR = np.array([0.0, 2 * MIRROR_Y, 0.0])
+CORNER_VELOCITY = np.array([-12.0, 0.0, 0.0])  # along the wall
+
+
+def corner_before_a_wall(post_velocity=None) -> Scene:
+    """post_velocity: also a 1 x 1 x 6 m post at (4.35, 2.5) at the frame's start, driving at that velocity (at 40 m/s
+    along x it stands at (8.95, 2.5) 115 ms in: on the way radar -> X ~ (17.9, 5) of the corner's ghost then, whose
+    azimuths fire 112 to 120 ms in; at the start it stands 0.8 m beside that way)."""
+    scene = Scene()
+    box = trimesh.creation.box([60.0, 0.2, 6.0])
+    scene.add_entity("mirror", TriMesh(box.vertices, box.faces), pose_to_matrix(30, MIRROR_Y + 0.1, 0), material="metal")
+    mesh, pose, _ = trihedral_facing(CORNER_AT_START, IMAGE_OF_RADAR)
+    corner = scene.add_entity("corner", mesh, pose, static=False, material="metal")
+    scene.set_poses([(corner, pose)], twists=[(CORNER_VELOCITY, (0.0, 0.0, 0.0))])  # its origin: the apex
+    if post_velocity is not None:
+        box = trimesh.creation.box([1.0, 1.0, 6.0])
+        post = scene.add_entity("post", TriMesh(box.vertices, box.faces), pose_to_matrix(4.35, 2.5, 0), static=False,
+                                material="metal")
+        scene.set_poses([(post, pose_to_matrix(4.35, 2.5, 0))], twists=[(post_velocity, (0.0, 0.0, 0.0))])
+    return scene
+
+
+def ghost_apexes(mode, scene):
+    """(indices of the corner's ghost apex glints, azimuth, range, radial velocity, seconds after the start of each
+    azimuth, P(t) and |S' - P(t)| of each glint)."""
+    az, rng_m, v_r, azimuth_s, theta = glints(preset(mirror_ghosts=True, moving_entities=mode), scene, wall="corner")
+    t = azimuth_s[az] if mode == "sweep" else np.zeros(len(az))
+    corner = CORNER_AT_START + CORNER_VELOCITY * t[:, None]
+    expected = np.linalg.norm(corner - IMAGE_OF_RADAR, axis=1)
+    # the ghost's bearing from the radar (15 degrees; the corner's direct return is at 4 degrees, 1 m nearer,
+    # the wall's own glints beyond 60 degrees); in each azimuth its apex is the farthest of the corner's glints
+    # (its three faces and three folds are nearer S')
+    bearing = np.angle(np.exp(1j * theta[az]))
+    looked = np.abs(bearing - math.atan2(IMAGE_OF_RADAR[1] - CORNER_AT_START[1], CORNER_AT_START[0])) < math.radians(8)
+    near = np.flatnonzero(looked & (np.abs(rng_m - expected) < 0.3))
+    apex = np.array([k for k in near if rng_m[k] == rng_m[near[az[near] == az[k]]].max()], np.int64)
+    return apex, az, rng_m, v_r, azimuth_s, corner, expected
+
+
+@pytest.mark.parametrize("mode", ["sweep", "frame"])
+def test_the_ghost_of_a_swept_corner_is_where_the_corner_is_at_its_azimuth_time(mode):
+    """A corner driving along a wall at 12 m/s: its ghost in the wall is seen from the radar's image S' = (0, 10, 0)
+    at range |S' - P(t)|, P(t) = P0 + v t at each azimuth's time t (about 130 ms into the sweep: 1.6 m on), and its
+    radial velocity is v . (P(t) - S') / |P(t) - S'| (receding positive). With moving_entities frame: P0 in every
+    azimuth, the velocity the same field's."""
+    apex, az, rng_m, v_r, azimuth_s, corner, expected = ghost_apexes(mode, corner_before_a_wall())
+    assert len(apex) >= 3
+    assert azimuth_s[az[apex]].min() > 0.1  # the corner has moved 1.2 m by then: the two modes' ghosts 1 m apart
+    np.testing.assert_allclose(rng_m[apex], expected[apex], atol=1e-6)
+    radial = np.einsum("ij,j->i", corner[apex] - IMAGE_OF_RADAR, CORNER_VELOCITY) / expected[apex]
+    # the glint's point is the apex moved 9 mm along the corner's axis (facet_glints.SKIP): 1e-4 m/s off at 31 m
+    np.testing.assert_allclose(v_r[apex], radial, atol=1e-3)
+
+
+def test_the_ghost_of_a_swept_corner_is_hidden_by_what_is_in_its_way_then():
+    """A post driving at 40 m/s stands on the ghost's way radar -> X while its azimuths fire: the ghost is gone.
+    Driving the other way from the same place at the frame's start, it is not in the way then: the ghost is seen."""
+    assert len(ghost_apexes("sweep", corner_before_a_wall(post_velocity=(40.0, 0.0, 0.0)))[0]) == 0
+    assert len(ghost_apexes("sweep", corner_before_a_wall(post_velocity=(-40.0, 0.0, 0.0)))[0]) >= 3

@@ -15,6 +15,7 @@ EYE = np.eye(4)
 NAMES = ("asphalt", "concrete", "metal", "vegetation", "glass", "brick")  # brick: rough (1 mm), no mirror part, no volume
 LIB = MaterialLibrary.from_dict({"materials": {n: {"radar": {"velocity": 0.001, "brdf": "radarays", "A": 1.0, "B": 0.0, "C": 1}}
                                                for n in NAMES}, "default": "concrete"})
+GHOST_EDGE = 0.15  # m: the edge of the corner of the ghost tests (trihedral_facing)
 QUIET = {"noise_dbm": -150.0, "stc_range_m": 0.0, "leakage_dbm": None}
 
 
@@ -85,3 +86,18 @@ def stage_inputs(cfg, world, pose, monkeypatch):
     sim = RadarSimulator(cfg, world)
     sim.simulate(pose)
     return seen["clutter"], seen["glints"], sim
+
+
+def trihedral_facing(apex, towards, edge=GHOST_EDGE, material="metal"):
+    """A triangular trihedral at apex whose symmetry axis points at `towards`."""
+    v = np.array([[0, 0, 0], [edge, 0, 0], [0, edge, 0], [0, 0, edge]], float)
+    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 1]])
+    axis = np.ones(3) / math.sqrt(3.0)
+    target = (np.asarray(towards, float) - apex) / np.linalg.norm(np.asarray(towards, float) - apex)
+    k = np.cross(axis, target)
+    s, c = np.linalg.norm(k), float(axis @ target)
+    kx = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]]) / s
+    pose = np.eye(4)
+    pose[:3, :3] = np.eye(3) + s * kx + (1 - c) * kx @ kx
+    pose[:3, 3] = apex
+    return TriMesh(v, faces), pose, material

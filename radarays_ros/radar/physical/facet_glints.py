@@ -370,14 +370,18 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
                  max_range: float, floor_w: float, entities=None, occlusion: bool = True, times=None):
     """(azimuth, range_m, complex amplitude sqrt(W), radial velocity) of every scatterer in every beam that
     holds it, above floor_w (40 dB under the noise: invisible). times: (A,) seconds of each azimuth after the
-    frame's start: the scatterers of the entities `entities.swept` where they are then (None: at the start;
-    their images in mirror faces, scatter.mirror_ghosts, stay there)."""
+    frame's start: the scatterers of the entities `entities.swept` where they are then, seen directly and in
+    mirror faces (scatter.mirror_ghosts; a swept entity's own faces stay at the start: _ghost_returns); None:
+    all at the start."""
     beam = beam_limits(cfg.antenna, max_range)
+    bodies = []
     if times is None or entities is None or entities.swept is None or not entities.swept.any():
         parts = _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna)
         times = None
     else:
-        parts = _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna, entities, times)
+        bodies = _swept_bodies(sc, entities, times)
+        parts = _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna, entities,
+                               bodies)
     az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
     rel = point - origins[az]
     col = np.einsum("nji,nj->ni", column_rot[az], rel)
@@ -396,7 +400,7 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
     az, rng_m, power, phase = az[keep], rng_m[keep], power[keep], phase[keep]
     if getattr(cfg.scatter, "mirror_ghosts", False):
         ghosts = _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar, lam, beam,
-                                floor_w, entities, occlusion)
+                                floor_w, entities, occlusion, times, bodies)
         az, rng_m, power, phase, v_r = (np.concatenate([a, b]) for a, b in zip((az, rng_m, power, phase, v_r), ghosts))
     order = np.lexsort((rng_m, az))
     az, rng_m, power, phase, v_r = az[order], rng_m[order], power[order], phase[order], v_r[order]
@@ -404,40 +408,64 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
     return az, rng_m, amp, v_r
 
 
-def _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, entities, times) -> list:
+def _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, entities, bodies) -> list:
     """_scatterer_returns with the scatterers of each swept entity where its twist takes it by each azimuth's
-    time. Such an entity moves by M_t(x) = R_t (x - o) + p_o(t) (world/twist_pose.py, o its origin at the
-    frame's start), so its scatterers as they are are seen from the radar moved back by M_t^-1 (origins and
-    beam axes per azimuth): the same ranges, angles and aspect as the moved scatterers from the radar. Their
-    points go to the world at their azimuth's time. The entities of one rigid body (a model's visuals on one
-    link: one velocity field, one motion) are looked at together."""
+    time: each rigid body of them (bodies: _swept_bodies) seen from the radar moved back by its motion M_t^-1
+    (origins and beam axes per azimuth): the same ranges, angles and aspect as the moved scatterers from the
+    radar. Their points go to the world at their azimuth's time."""
     swept = np.flatnonzero(entities.swept)
     # the others as they are (the swept ones' returns there left out: cheaper than leaving them out of the
     # search, which then loses the static world's index of curved plates)
     parts = [tuple(v[keep] for v in part) for part in
              _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna)
              for keep in [~np.isin(part[5], swept)]]
-    by_entity = getattr(sc, "by_entity", {})  # each moving entity's own (simulate.scene_scatterers)
-    bodies: dict[bytes, tuple[int, list]] = {}  # the entities of one rigid body (one velocity field) go together
-    for e in swept.tolist():
+    for body in bodies:
+        seen_from, axes = body.moved_back(origins, column_rot)
+        near = _azimuths_near(body.scatterers, seen_from, axes, beam["azimuth"])  # (a car: a few dozen of a sweep's)
+        for az, sigma, rng_m, phase, point, owner in _scatterer_returns(body.scatterers, seen_from[near], axes[near],
+                                                                         beam, table, lam, k_radar, floor_w, cfg_antenna):
+            az = near[az]
+            parts.append((az, sigma, rng_m, phase, body.to_world(az, point), owner))
+    return parts
+
+
+class SweptBody:
+    """The swept entities of one rigid body (a model's visuals on one link: one velocity field, one motion) with
+    their scatterers as they are at the frame's start. The body moves by M_t(x) = turn (x - origin) + shift
+    (world/twist_pose.py; origin: one entity's origin at the frame's start), turn (A, 3, 3) and shift (A, 3) at
+    each azimuth's time."""
+
+    def __init__(self, scatterers_, origin, turn, shift):
+        self.scatterers, self.origin, self.turn, self.shift = scatterers_, origin, turn, shift
+
+    def moved_back(self, origins, column_rot) -> tuple[np.ndarray, np.ndarray]:
+        """Origins (A, 3) and beam axes (A, 3, 3) of every azimuth moved by M_t^-1: where the radar stands
+        against the body as it was at the start, when the body is where M_t takes it."""
+        return (np.einsum("aji,aj->ai", self.turn, origins - self.shift) + self.origin,
+                np.swapaxes(self.turn, 1, 2) @ column_rot)
+
+    def to_world(self, az, points) -> np.ndarray:
+        """Points (N, 3) of the body at the start moved by M_t of their azimuths az (N,)."""
+        return np.einsum("nij,nj->ni", self.turn[az], points - self.origin) + self.shift[az]
+
+
+def _swept_bodies(sc, entities, times) -> list[SweptBody]:
+    """The rigid bodies of the entities `entities.swept` that have scatterers (each moving entity's own:
+    sc.by_entity, simulate.scene_scatterers): the entities of one velocity field go together, looked at once."""
+    by_entity = getattr(sc, "by_entity", {})
+    groups: dict[bytes, tuple[int, list]] = {}
+    for e in np.flatnonzero(entities.swept).tolist():
         own = by_entity.get(e)
         if own is not None and not own.empty:
             o, v, w = entities.origin[e], entities.velocity[e], entities.angular[e]
             field = np.round(np.concatenate([v - np.cross(w, o), w]), 9).tobytes()  # v(x) = v0 + w x x
-            bodies.setdefault(field, (e, []))[1].append(own)
-    for e, members in bodies.values():
-        own = scatterers.concatenate(members)
+            groups.setdefault(field, (e, []))[1].append(own)
+    bodies = []
+    for e, members in groups.values():
         o = entities.origin[e]
         turn, shift = poses_at(_at_point(o), entities.velocity[e], entities.angular[e], times)  # M_t = turn (x - o) + shift
-        seen_from = np.einsum("aji,aj->ai", turn, origins - shift) + o
-        axes = np.swapaxes(turn, 1, 2) @ column_rot
-        near = _azimuths_near(own, seen_from, axes, beam["azimuth"])  # (a car: a few dozen of a sweep's azimuths)
-        for az, sigma, rng_m, phase, point, owner in _scatterer_returns(own, seen_from[near], axes[near], beam, table,
-                                                                         lam, k_radar, floor_w, cfg_antenna):
-            az = near[az]
-            point = np.einsum("nij,nj->ni", turn[az], point - o) + shift[az]
-            parts.append((az, sigma, rng_m, phase, point, owner))
-    return parts
+        bodies.append(SweptBody(scatterers.concatenate(members), o, turn, shift))
+    return bodies
 
 
 def _azimuths_near(sc, origins, column_rot, half_width: float) -> np.ndarray:
@@ -473,29 +501,57 @@ def _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor
     return parts
 
 
+def _ghost_kinds(sc, beam, column_rot, table, lam) -> dict:
+    """{kind: (indices or None: all, reference points, sizes: half extents, entities)} of the scatterers whose
+    ghosts are looked for: flat plates with a mirror part smaller than a mirror face (objects: a car's panels,
+    signs; facades and roofs, ghosts of each other, are left out: their count times the faces' was the cost,
+    60 s a frame in the 1M-triangle city), curved ones whose normal can face the radar and of objects
+    (mirror_ghosts.object_surfaces: not a terrain's or a hill's), every corner."""
+    flat = np.flatnonzero(~sc.plate_curved & (sc.plate_area < mirror_ghosts.MIRROR_MIN_AREA_M2))
+    flat = flat[_rho(table, sc.plate_material[flat], np.ones(len(flat)), lam) > 1e-9]
+    curved = _curved_candidates(sc, beam, column_rot, table, lam)
+    pool = np.union1d(flat, curved[mirror_ghosts.object_surfaces(sc)[sc.plate_surface[curved]]])
+    return {"plates": (pool, sc.plate_centroid[pool], sc.plate_radius[pool], sc.plate_entity[pool]),
+            "dihedrals": (None, sc.dih_point, 0.5 * sc.dih_length + sc.dih_width.max(axis=1) if len(sc.dih_length)
+                          else np.zeros(0), sc.dih_entity),
+            "trihedrals": (None, sc.tri_apex, np.linalg.norm(sc.tri_outline - sc.tri_apex[:, None, :], axis=2)
+                           .max(axis=1) if len(sc.tri_apex) else np.zeros(0), sc.tri_entity)}
+
+
+def _body_reach(body: SweptBody) -> tuple[np.ndarray, float, float]:
+    """(centre, radius) of the sphere round the body's plates at the frame's start (every corner is made of
+    them), and how far any point of that sphere goes during the sweep: |shift - origin| + |turn - I| r, r the
+    sphere's farthest reach from the origin (the Frobenius norm bounds the turn's)."""
+    sc = body.scatterers
+    centre = sc.plate_centroid.mean(axis=0)
+    radius = float((np.linalg.norm(sc.plate_centroid - centre, axis=1) + sc.plate_radius).max())
+    arm = float(np.linalg.norm(centre - body.origin)) + radius
+    turned = np.linalg.norm(body.turn - np.eye(3), axis=(1, 2))
+    return centre, radius, float((np.linalg.norm(body.shift - body.origin, axis=1) + turned * arm).max())
+
+
 def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar, lam, beam, floor_w,
-                   entities, occlusion):
+                   entities, occlusion, times=None, bodies=()):
     """(azimuth, range, power, phase, radial velocity) of every scatterer's image in every mirror face
     (mirror_ghosts.py): the scatterer evaluated from the radar's image S' (origins and beam axes mirrored),
-    kept where the line S' -> scatterer crosses the face, weakened by the face's reflectivity twice."""
+    kept where the line S' -> scatterer crosses the face, weakened by the face's reflectivity twice.
+    times (A,) and bodies (_swept_bodies), with scatter.moving_entities sweep: the scatterers of a swept body
+    are where the body is at each azimuth's time: evaluated from S' moved back by the body's motion M_t^-1 (the
+    two maps composed: the image in the face, then M_t^-1), their specular point X found with the point moved
+    to the world at that time, both legs traced at that time (so are all legs then: swept entities in the way
+    where they are) and the Doppler the velocity field's there. Faces of swept entities stay where they are at
+    the frame's start, and so does everything seen in them (a moving mirror's images are not swept)."""
     empty = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.complex128), np.zeros(0))
     faces = mirror_ghosts.mirror_faces(sc)
     if not len(faces) or not len(origins):
         return empty
     centre = origins.mean(axis=0)
     wander = float(np.linalg.norm(origins - centre, axis=1).max())
-    # the plates whose ghosts are looked for: flat ones with a mirror part smaller than a mirror face (objects:
-    # a car's panels, signs; facades and roofs, ghosts of each other, are left out: their count times the faces'
-    # was the cost, 60 s a frame in the 1M-triangle city), curved ones whose normal can face the radar
-    # and of objects (mirror_ghosts.object_surfaces: not a terrain's or a hill's)
-    flat = np.flatnonzero(~sc.plate_curved & (sc.plate_area < mirror_ghosts.MIRROR_MIN_AREA_M2))
-    flat = flat[_rho(table, sc.plate_material[flat], np.ones(len(flat)), lam) > 1e-9]
-    curved = _curved_candidates(sc, beam, column_rot, table, lam)
-    pool = np.union1d(flat, curved[mirror_ghosts.object_surfaces(sc)[sc.plate_surface[curved]]])
-    kinds = {"plates": (pool, sc.plate_centroid[pool], sc.plate_radius[pool]),
-             "dihedrals": (None, sc.dih_point, 0.5 * sc.dih_length + sc.dih_width.max(axis=1) if len(sc.dih_length) else np.zeros(0)),
-             "trihedrals": (None, sc.tri_apex, np.linalg.norm(sc.tri_outline - sc.tri_apex[:, None, :], axis=2).max(axis=1)
-                            if len(sc.tri_apex) else np.zeros(0))}
+    kinds = _ghost_kinds(sc, beam, column_rot, table, lam)
+    swept = np.flatnonzero(entities.swept) if times is not None else np.zeros(0, np.int64)
+    movers = [(body, _ghost_kinds(body.scatterers, beam, column_rot, table, lam), *_body_reach(body))
+              for body in bodies]
+    ends = [int(np.argmin(times)), int(np.argmax(times))] if len(bodies) else []  # the sweep's first and last azimuths
     tri_starts = _starts(sc, "tri_plate")
     boresight = np.arctan2(column_rot[:, 1, 0], column_rot[:, 0, 0])
     reach_slack = math.radians(2.0)
@@ -506,19 +562,30 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
         h_s = float((centre - c) @ n)
         if h_s < mirror_ghosts.MIN_HEIGHT_M + wander or h_s > beam["max_range"]:
             continue  # the radar behind the face (or in it), or the face out of reach
+        tris = sc.tri[tri_starts[m]:tri_starts[m + 1]]
+        # a swept entity's face: everything in it as at the frame's start; else the swept bodies' items apart
+        apart = swept if len(swept) and not np.isin(sc.plate_entity[m], swept) else None
         only = {}
-        for kind, (ids, points, sizes) in kinds.items():
-            found = mirror_ghosts.candidates(points, sizes, centre, c, n, sc.tri[tri_starts[m]:tri_starts[m + 1]].reshape(-1, 3),
-                                             wander, beam["max_range"])
+        for kind, (ids, points, sizes, owners) in kinds.items():
+            found = mirror_ghosts.candidates(points, sizes, centre, c, n, tris.reshape(-1, 3), wander,
+                                             beam["max_range"])
+            if apart is not None:
+                found = found[~np.isin(owners[found], apart)]
             if ids is not None:
                 found = ids[found]
             if kind == "plates":
                 found = found[found != m]
             if len(found):
                 only[kind] = found
-        if not only:
+        # a swept body whose sphere can have an image in the face at the sweep's first or last azimuth (grown by
+        # its reach over the sweep): all its items, each kept below only where X is on the face then
+        seen = [] if apart is None else [
+            (body, {kind: np.arange(len(points)) if ids is None else ids for kind, (ids, points, _, _) in own.items()})
+            for body, own, middle, radius, reach in movers
+            if any(len(mirror_ghosts.candidates(body.to_world([a], middle[None]), np.array([radius + reach]), centre,
+                                                c, n, tris.reshape(-1, 3), wander, beam["max_range"])) for a in ends)]
+        if not only and not seen:
             continue
-        tris = sc.tri[tri_starts[m]:tri_starts[m + 1]]
         # the image is seen through its specular point X on the face: only azimuths whose beam reaches the face
         sub = np.flatnonzero(mirror_ghosts.facing_azimuths(tris.reshape(-1, 3), centre, boresight, beam["azimuth"] + reach_slack))
         if not len(sub):
@@ -545,39 +612,58 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
             return hit
 
         rho_top = float(_rho(table, np.array([sc.plate_material[m]]), np.zeros(1), lam)[0])  # its largest (grazing)
-        parts = _scatterer_returns(sc, images[sub], rot[sub], beam, table, lam, k_radar * max(rho_top, 1e-300) ** 2,
-                                   floor_w, cfg.antenna, only, accept=lambda az_, p_: on_face(az_, p_, images[sub]))
-        az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
-        if not len(az):
-            continue
-        az = sub[az]
-        on = on_face(az, point)
-        az, sigma, rng_m, phase, point, entity = az[on], sigma[on], rng_m[on], phase[on], point[on], entity[on]
-        x = mirror_ghosts.crossing(images[az], point, c, n)
-        on = np.ones(len(az), bool)
-        to_sensor, r_x = _unit(origins[az] - x)
-        rho_m = _rho(table, np.full(len(az), sc.plate_material[m]), np.abs(to_sensor @ n), lam)
-        rel = point - images[az]
-        col = np.einsum("nji,nj->ni", rot[az], rel)
-        u, dist = _unit(rel)
-        g = antenna.gain(np.arctan2(col[:, 1], col[:, 0]), np.arcsin(np.clip(col[:, 2] / np.maximum(dist, 1e-12), -1, 1)),
-                         cfg.antenna)
-        power = k_radar * g * g * sigma * rho_m ** 2 / np.maximum(rng_m, 1e-6) ** 4
-        keep = np.flatnonzero(on & (power > floor_w) & (rng_m < beam["max_range"]))
-        if occlusion and len(keep):  # the two legs: radar -> X and X -> scatterer (each both ways)
-            leg1 = _transmission(backend, origins[az[keep]], -to_sensor[keep], r_x[keep] - SKIP, table)
-            to_point, r_p = _unit(point[keep] - x[keep])
-            leg2 = _transmission(backend, x[keep] + n * SKIP, to_point, r_p - 2 * SKIP, table)
-            passed = leg1 * leg2
-            power[keep] *= passed ** 2
-            keep = keep[passed > 0]
-        if not len(keep):
-            continue
-        seen = u[keep] @ h  # the image's direction from the radar (H u for each row)
-        v_r = -np.einsum("ij,ij->i", sensor_velocity[az[keep]], seen)
-        if entities is not None:
-            v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[keep], point[keep]), u[keep])
-        out.append((az[keep], rng_m[keep], power[keep], phase[keep], v_r))
+        k_top = k_radar * max(rho_top, 1e-300) ** 2
+        looks = []  # (azimuth, sigma, range, phase, world point, entity, swept) of each view of the face's images
+        if only:
+            parts = _scatterer_returns(sc, images[sub], rot[sub], beam, table, lam, k_top, floor_w, cfg.antenna, only,
+                                       accept=lambda az_, p_: on_face(az_, p_, images[sub]))
+            az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
+            looks.append((sub[az], sigma, rng_m, phase, point, entity, False))
+        for body, body_only in seen:
+            seen_from, body_axes = body.moved_back(images, rot)  # S' (the image), then moved back by M_t^-1
+            near = sub[_azimuths_near(body.scatterers, seen_from[sub], body_axes[sub], beam["azimuth"])]
+            if not len(near):
+                continue
+            parts = _scatterer_returns(body.scatterers, seen_from[near], body_axes[near], beam, table, lam, k_top,
+                                       floor_w, cfg.antenna, body_only,
+                                       accept=lambda az_, p_: on_face(near[az_], body.to_world(near[az_], p_)))
+            az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
+            az = near[az]
+            looks.append((az, sigma, rng_m, phase, body.to_world(az, point), entity, True))
+        for az, sigma, rng_m, phase, point, entity, moved in looks:
+            if not len(az):
+                continue
+            on = on_face(az, point)
+            if moved:  # (the static items' reference points are in front: mirror_ghosts.candidates)
+                on &= (point - c) @ n > mirror_ghosts.MIN_HEIGHT_M
+            az, sigma, rng_m, phase, point, entity = az[on], sigma[on], rng_m[on], phase[on], point[on], entity[on]
+            when = None if times is None else times[az]
+            x = mirror_ghosts.crossing(images[az], point, c, n)
+            to_sensor, r_x = _unit(origins[az] - x)
+            rho_m = _rho(table, np.full(len(az), sc.plate_material[m]), np.abs(to_sensor @ n), lam)
+            rel = point - images[az]
+            col = np.einsum("nji,nj->ni", rot[az], rel)
+            u, dist = _unit(rel)
+            g = antenna.gain(np.arctan2(col[:, 1], col[:, 0]), np.arcsin(np.clip(col[:, 2] / np.maximum(dist, 1e-12), -1, 1)),
+                             cfg.antenna)
+            power = k_radar * g * g * sigma * rho_m ** 2 / np.maximum(rng_m, 1e-6) ** 4
+            keep = np.flatnonzero((power > floor_w) & (rng_m < beam["max_range"]))
+            if occlusion and len(keep):  # the two legs: radar -> X and X -> scatterer (each both ways)
+                leg1 = _transmission(backend, origins[az[keep]], -to_sensor[keep], r_x[keep] - SKIP, table,
+                                     None if when is None else when[keep])
+                to_point, r_p = _unit(point[keep] - x[keep])
+                leg2 = _transmission(backend, x[keep] + n * SKIP, to_point, r_p - 2 * SKIP, table,
+                                     None if when is None else when[keep])
+                passed = leg1 * leg2
+                power[keep] *= passed ** 2
+                keep = keep[passed > 0]
+            if not len(keep):
+                continue
+            ghost_dir = u[keep] @ h  # the image's direction from the radar (H u for each row)
+            v_r = -np.einsum("ij,ij->i", sensor_velocity[az[keep]], ghost_dir)
+            if entities is not None:  # (a swept point where it is then: the velocity field is constant, motion.py)
+                v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[keep], point[keep]), u[keep])
+            out.append((az[keep], rng_m[keep], power[keep], phase[keep], v_r))
     if not out:
         return empty
     return tuple(np.concatenate([o[i] for o in out]) for i in range(5))
