@@ -114,8 +114,8 @@ class LidarSimulator:
         self._dirs = beam_dirs if k == 1 else self._spread(beam_dirs)  # the traced rays, beam-major
         self._origins = np.repeat(config.origins.reshape(n, 3), k, axis=0) if k > 1 else config.origins.reshape(n, 3)
         self._column = np.repeat(config.pixel_column.reshape(n), k)
-        # each ray's firing time after the frame's start: moving entities are met where they are then (a backend
-        # that cannot refuses such rays while an entity's twist moves it: Backend.check_sweeps)
+        # each ray's firing time after the frame's start: moving entities are met where they are then (Embree and
+        # Warp both can; a plug-in backend that cannot refuses such rays while a twist moves one: Backend.check_sweeps)
         self._ray_times = None
         if config.effects.timing.moving_entities == "sweep":
             self._ray_times = np.asarray(config.column_times, np.float64)[self._column]

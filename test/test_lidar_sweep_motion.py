@@ -6,7 +6,7 @@ import pytest
 import trimesh
 
 from lidar_ros import LidarSimulator, load_sensor
-from radarays_ros.errors import ConfigError, TracingError
+from radarays_ros.errors import ConfigError
 from radarays_ros.tracing import make_backend
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
@@ -25,12 +25,13 @@ def approaching_wall() -> tuple[Scene, int]:
     return scene, wall
 
 
-def wall_points(mode: str, overrides=None):
+def wall_points(mode: str, overrides=None, backend: str = "embree"):
     """(x of every return on the wall, its column's firing time) of one VLP-16 frame at the origin."""
     scene, _ = approaching_wall()
     exact = {"noise.sigma": 0.0, "noise.resolution": 0.0}  # the geometry alone
     cfg = load_sensor("VLP-16", {"timing.moving_entities": mode, **exact, **(overrides or {})})
-    sim = LidarSimulator(cfg, scene, make_backend("embree", scene, threads=2), seed=1)
+    tracer = make_backend("warp", scene, device="cpu") if backend == "warp" else make_backend("embree", scene, threads=2)
+    sim = LidarSimulator(cfg, scene, tracer, seed=1)
     scan = sim.simulate(pose_to_matrix(0, 0, 0))
     hit = scan.hit
     times = np.broadcast_to(np.asarray(cfg.column_times)[cfg.pixel_column], hit.shape)
@@ -57,18 +58,15 @@ def test_sub_rays_and_echoes_follow_the_firing_time_too():
     assert np.median(error) < 3e-3 and error.max() < 0.03  # the wall moves 1.5 m over these firings
 
 
-def test_sweep_needs_a_backend_that_traces_ray_times_once_something_sweeps():
-    """On the Warp backend a sweeping lidar frames a world whose entities stand still as before, and refuses by
-    name a frame in which an entity's twist moves it (never that entity where it stood, silently)."""
+def test_the_warp_backend_meets_the_wall_at_each_firing_too():
+    """On the Warp backend (its CPU device, the kernel CUDA runs) a sweeping lidar meets the wall where it is at
+    each firing, as on Embree (float32 poses on the device: within the same 2 mm); frame mode where it stood."""
     pytest.importorskip("warp")
-    scene, wall = approaching_wall()
-    cfg = load_sensor("VLP-16", {"timing.moving_entities": "sweep", "noise.sigma": 0.0})
-    sim = LidarSimulator(cfg, scene, make_backend("warp", scene, device="cpu"))
-    with pytest.raises(TracingError, match="warp backend .* 'wall'.* moving_entities: frame"):
-        sim.simulate(pose_to_matrix(0, 0, 0))
-    scene.set_twists([wall], [(0.0, 0.0, 0.0)], [(0.0, 0.0, 0.0)])  # standing still: the times change nothing
-    x = sim.simulate(pose_to_matrix(0, 0, 0)).xyz[..., 0]
-    np.testing.assert_allclose(x[np.isfinite(x)], FACE_X, atol=2e-3)
+    x, t, _ = wall_points("sweep", backend="warp")
+    assert len(x) > 1000 and np.ptp(x) > 1.0
+    np.testing.assert_allclose(x, FACE_X + SPEED * t, atol=2e-3)
+    x, _, _ = wall_points("frame", backend="warp")
+    np.testing.assert_allclose(x, FACE_X, atol=2e-3)
 
 
 def test_a_bad_mode_is_refused_with_the_allowed_values():

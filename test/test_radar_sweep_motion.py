@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from radarays_ros.errors import ConfigError, TracingError
+from radarays_ros.errors import ConfigError
 from radarays_ros.radar import RadarConfig, RadarSimulator
 from radarays_ros.radar.physical import backscatter, facet_glints, radar_equation
 from radarays_ros.radar.physical.geometry import trace_physical
@@ -43,10 +43,11 @@ def approaching_wall(speed: float = SPEED) -> Scene:
     return scene
 
 
-def wall_ranges(cfg, scene) -> tuple[np.ndarray, np.ndarray]:
+def wall_ranges(cfg, scene, backend=None) -> tuple[np.ndarray, np.ndarray]:
     """(range of the strongest bin between 15 and 40 m, seconds after the frame's start) of the azimuths
     within 5 degrees of x (the wall's face square to them)."""
-    img = RadarSimulator(cfg, scene).simulate(pose_to_matrix(0, 0, 0), t0_ns=2_000_000_000)
+    sim = RadarSimulator(cfg, scene) if backend is None else RadarSimulator(cfg, scene, backend=backend)
+    img = sim.simulate(pose_to_matrix(0, 0, 0), t0_ns=2_000_000_000)
     facing = np.flatnonzero(np.abs(np.angle(np.exp(1j * img.azimuth_rad))) < math.radians(5))
     window = np.flatnonzero((img.range_m > 15) & (img.range_m < 40))
     peak = img.range_m[window[np.argmax(img.energy[facing][:, window], axis=1)]]
@@ -123,15 +124,17 @@ def test_entities_without_twist_keep_the_frame_bytes():
     assert sweep.image.tobytes() == frame.image.tobytes()
 
 
-def test_sweep_needs_a_backend_that_traces_ray_times_once_something_sweeps():
-    """The physical presets on the Warp backend: a frame in which an entity's twist moves it is refused by name;
-    with moving_entities frame it is simulated (the entity where it stands at the frame's start)."""
+def test_the_warp_backend_shows_the_wall_where_it_is_at_each_azimuth_time_too():
+    """The physical preset on the Warp backend (its CPU device, the kernel CUDA runs): the wall at each azimuth's
+    time, as on Embree; with moving_entities frame, where it stood at the frame's start."""
     pytest.importorskip("warp")
     scene = approaching_wall()
-    with pytest.raises(TracingError, match="warp backend .* 'wall'.* moving_entities: frame"):
-        RadarSimulator(preset(), scene, backend=make_backend("warp", scene, device="cpu")).simulate(pose_to_matrix(0, 0, 0))
-    frame = RadarSimulator(preset(moving_entities="frame"), scene, backend=make_backend("warp", scene, device="cpu"))
-    assert frame.simulate(pose_to_matrix(0, 0, 0)).image.any()
+    ranges, t = wall_ranges(preset(), scene, make_backend("warp", scene, device="cpu"))
+    expected = FACE_X + SPEED * t
+    assert np.median(np.abs(ranges - expected)) < 0.05 and np.abs(ranges - expected).max() < 0.2
+    scene = approaching_wall()
+    frame = wall_ranges(preset(moving_entities="frame"), scene, make_backend("warp", scene, device="cpu"))[0]
+    assert np.median(np.abs(frame - FACE_X)) < 0.05 and np.abs(frame - FACE_X).max() < 0.2
 
 
 def test_a_bad_mode_names_the_allowed_values():

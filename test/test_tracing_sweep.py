@@ -1,7 +1,8 @@
-"""Rays with times: the Embree backend traces each ray against the entities whose twist moves them where
-they are at that ray's time (a spinning sensor's sweep sees a passing car where it is at each firing),
-checked against answers written out by hand: a wall moving along its normal, a plate turning about its
-pivot; entities without a twist, and rays without times, are traced as before, to the bit."""
+"""Rays with times: the Embree and the Warp backend (on Warp's CPU device, the kernel CUDA runs) trace each ray
+against the entities whose twist moves them where they are at that ray's time (a spinning sensor's sweep sees a
+passing car where it is at each firing), checked against answers written out by hand: a wall moving along its
+normal, a plate turning about its pivot, a ball on a circle, a crowd posed at each time; entities without a
+twist, and rays without times, are traced as before, to the bit."""
 import math
 
 import numpy as np
@@ -19,6 +20,15 @@ from radarays_ros.world.transforms import pose_to_matrix
 from radarays_ros.world.twist_pose import poses_at
 
 KINDS = ["merged mover", "instance", "static, then moved"]
+BACKENDS = ["embree", "warp"]
+
+
+def backend_of(name: str, scene: Scene, threads: int = 1):
+    """The backend `name` on this scene: Embree with `threads`, Warp on its CPU device (skipped without warp)."""
+    if name == "warp":
+        pytest.importorskip("warp")
+        return make_backend("warp", scene, device="cpu")
+    return make_backend("embree", scene, threads=threads)
 
 
 def wall_mesh(large: bool) -> TriMesh:
@@ -30,28 +40,29 @@ def wall_mesh(large: bool) -> TriMesh:
     return TriMesh(box.vertices, box.faces)
 
 
-def wall_scene(kind: str, x0: float, velocity) -> tuple[Scene, int]:
+def wall_scene(kind: str, x0: float, velocity, backend: str = "embree") -> tuple[Scene, int]:
     scene = Scene()
     ground = TriMesh([[-50, -50, -3], [50, -50, -3], [50, 50, -3], [-50, 50, -3]], [[0, 1, 2], [0, 2, 3]])
     scene.add_entity("ground", ground)
     wall = scene.add_entity("wall", wall_mesh(kind == "instance"), pose_to_matrix(x0, 0, 0),
                             static=kind == "static, then moved")
     if kind == "static, then moved":  # the backend exists first: the static copy is masked, the moved one traced
-        backend = make_backend("embree", scene, threads=1)
+        made = backend_of(backend, scene)
         scene.set_poses([(wall, pose_to_matrix(x0, 0, 0))], twists=[(velocity, (0, 0, 0))])
-        return scene, backend
+        return scene, made
     scene.set_poses([(wall, pose_to_matrix(x0, 0, 0))], twists=[(velocity, (0, 0, 0))])
-    return scene, make_backend("embree", scene, threads=1)
+    return scene, backend_of(backend, scene)
 
 
 def forward_rays(n: int):
     return np.zeros((n, 3), np.float32), np.tile(np.float32([1, 0, 0]), (n, 1))
 
 
+@pytest.mark.parametrize("name", BACKENDS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_wall_moving_along_its_normal_is_met_where_it_is_at_each_ray_time(kind):
+def test_a_wall_moving_along_its_normal_is_met_where_it_is_at_each_ray_time(kind, name):
     """Wall face at x0 - 0.1 + v t: each ray's distance is that, whatever the layer that holds the wall."""
-    scene, backend = wall_scene(kind, 10.0, (-15.0, 0.0, 0.0))
+    scene, backend = wall_scene(kind, 10.0, (-15.0, 0.0, 0.0), name)
     times = np.linspace(-0.1, 0.25, 8)
     o, d = forward_rays(len(times))
     hits = backend.trace(o, d, times=times)
@@ -62,11 +73,12 @@ def test_a_wall_moving_along_its_normal_is_met_where_it_is_at_each_ray_time(kind
     np.testing.assert_allclose(still.distance, 9.9, atol=2e-5)
 
 
+@pytest.mark.parametrize("name", BACKENDS)
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_wall_moving_across_the_rays_leaves_and_enters_them(kind):
+def test_a_wall_moving_across_the_rays_leaves_and_enters_them(kind, name):
     """Moving along y at 8 m/s: a ray at y = 3 meets the 4 m wide wall only once its edge (y = 2 + 8 t)
     has passed 3, i.e. from t = 0.125 s on; before, the ground behind it."""
-    scene, backend = wall_scene(kind, 10.0, (0.0, 8.0, 0.0))
+    scene, backend = wall_scene(kind, 10.0, (0.0, 8.0, 0.0), name)
     times = np.array([0.0, 0.1, 0.124, 0.126, 0.2, 0.5, 0.624, 0.626])  # the far edge (y = -2 + 8 t) passes 3 at 0.625
     o = np.tile(np.float32([0, 3, 0]), (len(times), 1))
     d = np.tile(np.float32([1, 0, -0.1]), (len(times), 1))  # the ground at x = 30
@@ -76,7 +88,8 @@ def test_a_wall_moving_across_the_rays_leaves_and_enters_them(kind):
     assert (hits.entity[~on_wall] == scene.entity("ground").id).all()
 
 
-def test_a_turning_plate_is_met_where_it_has_turned_to():
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_turning_plate_is_met_where_it_has_turned_to(name):
     """A plate through its pivot (5, 0, 0) along y, turning about z at w: at angle a = w t its points are
     (5 - s sin a, s cos a), so the ray along x at y = 1 meets it at x = 5 - tan a, normal (-cos a, -sin a, 0)."""
     scene = Scene()
@@ -84,7 +97,7 @@ def test_a_turning_plate_is_met_where_it_has_turned_to():
     pid = scene.add_entity("plate", TriMesh(plate.vertices, plate.faces), pose_to_matrix(5, 0, 0), static=False)
     w = 2.0
     scene.set_poses([(pid, pose_to_matrix(5, 0, 0))], twists=[((0, 0, 0), (0, 0, w))])
-    backend = make_backend("embree", scene, threads=1)
+    backend = backend_of(name, scene)
     times = np.linspace(-0.3, 0.3, 7)
     o = np.tile(np.float32([0, 1, 0]), (len(times), 1))
     hits = backend.trace(o, np.tile(np.float32([1, 0, 0]), (len(times), 1)), times=times)
@@ -164,9 +177,15 @@ def test_bad_ray_times_are_refused(times, message):
 
 
 def test_a_backend_that_cannot_sweep_refuses_rays_with_times_while_something_sweeps():
-    pytest.importorskip("warp")
+    """A backend that traces every ray at the scene's poses (a registered plug-in without SWEEPS_ENTITIES, here
+    Embree told so) refuses rays with times by the entity's name while a twist moves it; still, it traces them."""
+    from radarays_ros.tracing.embree import EmbreeBackend
+
+    class Unswept(EmbreeBackend):
+        SWEEPS_ENTITIES = False
+
     scene, _ = wall_scene("merged mover", 10.0, (1.0, 0, 0))
-    backend = make_backend("warp", scene, device="cpu")
+    backend = Unswept(scene, threads=1)
     with pytest.raises(TracingError, match="cannot meet 'wall' .* use the embree backend"):
         backend.trace(*forward_rays(2), times=np.zeros(2))
     assert math.isclose(float(backend.trace(*forward_rays(2)).distance[0]), 9.9, abs_tol=1e-4)
@@ -174,7 +193,8 @@ def test_a_backend_that_cannot_sweep_refuses_rays_with_times_while_something_swe
     assert math.isclose(float(backend.trace(*forward_rays(2), times=np.zeros(2)).distance[0]), 9.9, abs_tol=1e-4)
 
 
-def test_a_crowd_of_swept_movers_gives_each_ray_the_hit_of_the_world_posed_at_its_time():
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_crowd_of_swept_movers_gives_each_ray_the_hit_of_the_world_posed_at_its_time(name):
     """Random boxes that translate and turn, some large (their own BVH), rays from several origins at a few
     times: each ray's hit equals the hit of the same ray in a world built with every box posed at that ray's
     time (scipy's rotation vectors and the integrated flow, then a static scene: no sweep involved)."""
@@ -190,7 +210,7 @@ def test_a_crowd_of_swept_movers_gives_each_ray_the_hit_of_the_world_posed_at_it
         twist = (rng.uniform(-15, 15, 3) * [1, 1, 0.1], rng.uniform(-2, 2, 3))
         movers.append((scene.add_entity(f"m{i}", TriMesh(shape.vertices, shape.faces), start, static=False), start, twist))
     scene.set_poses([(i, start) for i, start, _ in movers], twists=[twist for *_, twist in movers])
-    backend = make_backend("embree", scene, threads=2)
+    backend = backend_of(name, scene, threads=2)
     n = 20000
     origins = rng.uniform(-3, 3, (n, 3)) + [0, 0, 1.5]
     d = rng.normal(size=(n, 3)) * [1, 1, 0.3]
@@ -225,7 +245,8 @@ def test_the_box_pairs_pass_counts_past_its_room():
     assert _segments_meeting_boxes(o, d, np.full(3, 9.6, np.float32), boxes, 256, *small) == 30  # boxes x = 1..10 (just in the last)
 
 
-def test_a_body_on_a_circle_is_met_all_along_its_arc():
+@pytest.mark.parametrize("name", BACKENDS)
+def test_a_body_on_a_circle_is_met_all_along_its_arc(name):
     """A 0.3 m ball 10 m from the z axis it turns about at 2 rad/s (its twist: v = w x r, 20 m/s): over +-0.15 s
     its path is an arc whose middle (10, 0) lies 0.45 m beyond the chord between its ends. Rays aimed at where
     the ball is at their time meet it 0.3 m short of its centre, from the axis at every time, and from outside
@@ -237,7 +258,7 @@ def test_a_body_on_a_circle_is_met_all_along_its_arc():
     ball_id = scene.add_entity("ball", TriMesh(ball.vertices, ball.faces), start, static=False)
     w = np.array([0.0, 0.0, 2.0])
     scene.set_poses([(ball_id, start)], twists=[(np.cross(w, start[:3, 3]), w)])
-    backend = make_backend("embree", scene, threads=1)
+    backend = backend_of(name, scene)
     times = np.linspace(-0.15, 0.15, 31)
     centres = np.column_stack([10 * np.cos(2 * times), 10 * np.sin(2 * times), np.zeros_like(times)])
     middle = np.abs(times) <= 0.02
@@ -252,3 +273,38 @@ def test_a_body_on_a_circle_is_met_all_along_its_arc():
 def _plate_at_x(x: float):
     """(vertices, faces) of a 4 x 4 m square in the plane x = `x`."""
     return [[x, -2, -2], [x, 2, -2], [x, 2, 2], [x, -2, 2]], [[0, 1, 2], [0, 2, 3]]
+
+
+def test_the_device_screw_motion_is_the_hosts_in_float32():
+    """warp_kernels.pose_after (the kernel's form of twist_pose's formula) on Warp's CPU device against the host's
+    float64 poses_after: random twists, turning or not, forwards and backwards in time, within float32 round-off."""
+    wp = pytest.importorskip("warp")
+    from radarays_ros.tracing import warp_kernels
+    from radarays_ros.tracing.warp import load_warp
+    from radarays_ros.world.twist_pose import poses_after
+
+    load_warp()
+    rng = np.random.default_rng(11)
+    n = 64
+    rotation = Rotation.random(n, random_state=rng).as_matrix()
+    position, velocity, angular = rng.uniform(-30, 30, (n, 3)), rng.uniform(-20, 20, (n, 3)), rng.uniform(-3, 3, (n, 3))
+    angular[::4] = 0.0  # bodies that do not turn
+    times = rng.uniform(-0.2, 0.2, n)
+    want_rot, want_pos = poses_after(rotation, position, velocity, angular, times)
+
+    @wp.kernel
+    def posed(rot: wp.array(dtype=wp.mat33), pos: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3),
+              w: wp.array(dtype=wp.vec3), t: wp.array(dtype=float), out_rot: wp.array(dtype=wp.mat33),
+              out_pos: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        p = warp_kernels.pose_after(rot[i], pos[i], v[i], w[i], t[i])
+        out_rot[i] = p.rot
+        out_pos[i] = p.pos
+
+    arrays = [wp.array(a.astype(np.float32), dtype=kind, device="cpu") for a, kind in
+              ((rotation, wp.mat33), (position, wp.vec3), (velocity, wp.vec3), (angular, wp.vec3))]
+    out_rot, out_pos = wp.zeros(n, dtype=wp.mat33, device="cpu"), wp.zeros(n, dtype=wp.vec3, device="cpu")
+    wp.launch(posed, dim=n, inputs=[*arrays, wp.array(times.astype(np.float32), dtype=float, device="cpu"), out_rot,
+                                    out_pos], device="cpu")
+    np.testing.assert_allclose(out_rot.numpy(), want_rot, atol=2e-6)
+    np.testing.assert_allclose(out_pos.numpy(), want_pos, atol=2e-5)  # metres at up to ~35 m

@@ -29,7 +29,7 @@ from ..compiled import kernel
 from ..errors import TracingError
 from ..threads import run_all, thread_count
 from ..world.scene import Entity, Scene
-from ..world.twist_pose import poses_after
+from ..world.twist_pose import poses_after, swept_boxes
 from .backend import Backend, Hits, Rays, register_backend
 from .embree_upload import MeshBuffers, upload
 
@@ -274,10 +274,7 @@ _SWEEP_CHUNK = 256  # consecutive rays whose segments' common box is tested agai
 class _Sweep:
     """The entities a trace of rays with times meets where their twist takes them by each ray's time
     (world/twist_pose.py), snapshotted for that trace: per entity its BVH in its own frame (`layers`),
-    pose, twist, and the world box it stays in over the rays' times: the box of its origin's positions at
-    the first and the last time, widened by its vertices' radius about the origin (whatever it turns) and by
-    how far its origin's arc leaves that chord (at most |v| |w| dt^2 / 8, the sagitta of an arc of length
-    |v| dt turning by |w| dt)."""
+    pose, twist, and the world box it stays in over the rays' times (twist_pose.swept_boxes)."""
 
     def __init__(self, entities: list, times: np.ndarray):
         self.times = times
@@ -286,13 +283,10 @@ class _Sweep:
         self.rotation, self.position = pose[:, :3, :3], pose[:, :3, 3]
         self.velocity = np.stack([e[2] for e in entities])
         self.angular = np.stack([e[3] for e in entities])
-        k, first, last = len(entities), float(times.min()), float(times.max())
-        ends = np.stack([poses_after(self.rotation, self.position, self.velocity, self.angular, np.full(k, when))[1]
-                         for when in (first, last)], axis=1)  # (k, 2, 3)
-        bend = np.linalg.norm(self.velocity, axis=1) * np.linalg.norm(self.angular, axis=1) * (last - first) ** 2 / 8
-        margin = (np.array([e[4] for e in entities]) * (1 + 1e-6) + 1e-4 + bend * (1 + 1e-6))[:, None]  # + round-off
-        self.boxes = np.ascontiguousarray(np.stack([ends.min(axis=1) - margin, ends.max(axis=1) + margin], axis=1),
-                                          np.float32)
+        radius = np.array([e[4] for e in entities])
+        boxes = swept_boxes(self.rotation, self.position, self.velocity, self.angular, radius, float(times.min()),
+                            float(times.max()))
+        self.boxes = np.ascontiguousarray(boxes, np.float32)
 
     def pairs(self, o, d, dist) -> tuple[np.ndarray, np.ndarray]:
         """(ray, entity) index pairs, sorted by entity then ray, of the rays whose segment [0, dist] meets an

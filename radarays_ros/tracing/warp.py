@@ -14,6 +14,9 @@ Same contract and answers as the Embree backend (embree.py), with Warp's instanc
   Rays reach instances through a `wp.Bvh` over their world boxes (the top level, rebuilt from the boxes
   at the next trace after a move: tens of microseconds for hundreds of boxes), or, on Warp before
   1.3.2 whose BVH ray query misses boxes, a slab test per box (warp_kernels.py).
+* rays with times (a sweep): an instance whose twist moves it is met where its screw motion takes it by each
+  ray's time (in the kernel), found through the boxes it stays in over that trace's times
+  (twist_pose.swept_boxes, as the Embree backend's); the other instances, and rays without times, as above.
 
 The kernel (warp_kernels.py) writes distance, normal facing the ray, cosine of incidence, entity, face
 (the mesh file's own order) and material for every ray on the device; only the attributes the caller
@@ -32,6 +35,7 @@ import numpy as np
 
 from ..errors import ConfigError, TracingError, one_line
 from ..world.scene import Entity, Scene
+from ..world.twist_pose import swept_boxes
 from .backend import ALL, Backend, Hits, Rays, check_span, wanted
 
 def load_warp():
@@ -136,6 +140,7 @@ class _MeshTables:
         self.material = np.ascontiguousarray(materials, np.int32)
         self.entity = None if entities is None else np.ascontiguousarray(entities, np.int32)
         self.bounds = np.stack([vertices.min(axis=0), vertices.max(axis=0)]).astype(np.float64)
+        self.radius = float(np.sqrt((np.asarray(vertices, np.float64) ** 2).sum(axis=1).max()))  # about its origin
 
 
 def _static_tables(wp, device, entities: list[Entity]) -> _MeshTables | None:
@@ -172,6 +177,7 @@ def require_device_backend(backend, where: str):
 
 class WarpBackend(Backend):
     name = "warp"
+    SWEEPS_ENTITIES = True
 
     def __init__(self, scene: Scene, device: str | None = None, threads: int | None = None,
                  top_level: str | None = None):
@@ -215,6 +221,7 @@ class WarpBackend(Backend):
         else:
             self._static_dev = tuple(wp.zeros(1, dtype=wp.int32, device=dev) for _ in range(3))
         self._order: list[int] = []
+        self._no_times = wp.zeros(1, dtype=float, device=dev)  # the kernel's times for rays without
 
     # -- scene listener -----------------------------------------------------------------------
     def on_entity_added(self, entity: Entity) -> None:
@@ -243,9 +250,12 @@ class WarpBackend(Backend):
             self._layout_dirty = True
 
     # -- device state -------------------------------------------------------------------------
-    def _sync(self) -> None:
-        """Brings the device arrays up to date with the scene (called with _trace_lock held)."""
+    def _sync(self, timed: bool = False) -> list | None:
+        """Brings the device arrays up to date with the scene (called with _trace_lock held). timed: also the
+        twist of each instance, in instance order, read with the poses (None for one its twist does not move),
+        or None when no instance's twist moves it."""
         wp, dev = self.wp, self.device
+        twists = None
         with self.scene.lock, self._lock:
             for entity_id, inst in list(self._instances.items()):
                 if inst is None:
@@ -261,12 +271,17 @@ class WarpBackend(Backend):
                 poses = np.array([self.scene.entity(i).pose for i in self._order]).reshape(-1, 4, 4)
             masked = sorted(self._masked - self._collapsed) if masked_changed else None
             self._layout_dirty = self._poses_dirty = self._masked_dirty = False
+            if timed:
+                entities = [self.scene.entity(i) for i in self._order]
+                if any(e.sweeps for e in entities):
+                    twists = [e.twist if e.sweeps else None for e in entities]
         if layout:
             self._upload_layout()
         if poses is not None:
             self._upload_poses(poses)
         for entity_id in masked or ():
             self._collapse(entity_id)
+        return twists
 
     def _collapse(self, entity_id: int) -> None:
         """Masks a static entity: its vertices in the static mesh all moved onto its first one."""
@@ -295,6 +310,10 @@ class WarpBackend(Backend):
             "material": wp.array(material, dtype=wp.int32, device=dev),
         }
         self._local_bounds = np.array([t.bounds for t in tables]).reshape(-1, 2, 3)
+        self._radius = np.array([t.radius for t in tables], np.float64)
+        still = np.zeros((max(len(tables), 1), 3), np.float32)  # no instance sweeps until a trace of timed rays says so
+        self._inst_dev["sweeps"] = wp.zeros(max(len(tables), 1), dtype=wp.int32, device=dev)
+        self._inst_dev["velocity"] = self._inst_dev["angular"] = wp.array(still, dtype=wp.vec3, device=dev)
 
     def _upload_poses(self, poses: np.ndarray) -> None:
         wp, dev = self.wp, self.device
@@ -315,6 +334,8 @@ class WarpBackend(Backend):
         inst["pos"] = wp.array(np.ascontiguousarray(pos, np.float32), dtype=wp.vec3, device=dev)
         inst["lower"] = wp.array(lower, dtype=wp.vec3, device=dev)
         inst["upper"] = wp.array(upper, dtype=wp.vec3, device=dev)
+        self._poses_host = poses  # (n, 4, 4) float64: where swept instances start (_swept_arrays)
+        self._boxes_host = (lower, upper)
         # a new BVH over the new boxes (not a refit in place): a device pipeline still running on the
         # previous SceneArrays keeps a consistent snapshot
         self._bvh = wp.Bvh(inst["lower"], inst["upper"]) if self.top_level == "bvh" and n else None
@@ -326,24 +347,47 @@ class WarpBackend(Backend):
         says which are copied to the host at once (one transfer on CUDA), the others on first access."""
         tmin, tmax = check_span(tmin, tmax)
         names = wanted(want)
-        self.check_sweeps(rays)
         with self._trace_lock:
-            self._sync()
+            twists = self._sync(timed=rays.times is not None)
             if len(rays) == 0:
                 return Hits.misses(0)
-            out = self._launch(rays.origins, rays.directions, tmin, min(tmax - tmin, 1e30))
+            swept = self._swept_arrays(twists, rays.times) if twists is not None else None
+            out = self._launch(rays.origins, rays.directions, tmin, min(tmax - tmin, 1e30), swept)
         host = _DeviceAttributes(out)
         for name in names:
             for field in _FIELDS_OF[name]:
                 host(field)
         return Hits(host("distance"), resolve=host)
 
-    def _launch(self, o: np.ndarray, d: np.ndarray, tmin: float, far: float) -> dict:
+    def _launch(self, o: np.ndarray, d: np.ndarray, tmin: float, far: float, swept: dict | None = None) -> dict:
         wp, dev = self.wp, self.device
         copy = dev != "cpu"  # the CPU device reads the numpy buffers in place
         rays_o = wp.array(o, dtype=wp.vec3, device=dev, copy=copy)
         rays_d = wp.array(d, dtype=wp.vec3, device=dev, copy=copy)
-        return self._first_hits(rays_o, rays_d, tmin, far)
+        return self._first_hits(rays_o, rays_d, tmin, far, swept)
+
+    def _swept_arrays(self, twists: list, times: np.ndarray) -> dict:
+        """The instance arrays of one trace of rays with `times`: each instance whose twist moves it flagged,
+        with its twist, and in the world box it stays in over those times (twist_pose.swept_boxes); the top
+        level rebuilt over those boxes; the rays' times."""
+        wp, dev = self.wp, self.device
+        n = len(twists)
+        sweeps = np.array([t is not None for t in twists])
+        velocity, angular = np.zeros((n, 3)), np.zeros((n, 3))
+        for k in np.flatnonzero(sweeps).tolist():
+            velocity[k], angular[k] = twists[k]
+        lower, upper = (b.copy() for b in self._boxes_host)
+        poses = self._poses_host[sweeps]
+        boxes = swept_boxes(poses[:, :3, :3], poses[:, :3, 3], velocity[sweeps], angular[sweeps], self._radius[sweeps],
+                            float(times.min()), float(times.max()))
+        lower[sweeps], upper[sweeps] = boxes[:, 0], boxes[:, 1]
+        out = {"sweeps": wp.array(sweeps.astype(np.int32), dtype=wp.int32, device=dev),
+               "velocity": wp.array(velocity.astype(np.float32), dtype=wp.vec3, device=dev),
+               "angular": wp.array(angular.astype(np.float32), dtype=wp.vec3, device=dev),
+               "lower": wp.array(lower, dtype=wp.vec3, device=dev), "upper": wp.array(upper, dtype=wp.vec3, device=dev),
+               "times": wp.array(np.ascontiguousarray(times, np.float32), dtype=float, device=dev)}
+        out["bvh"] = wp.Bvh(out["lower"], out["upper"]) if self.top_level == "bvh" else None
+        return out
 
     def trace_on_device(self, origins, directions, tmin: float = 0.0, tmax: float = np.inf) -> dict:
         """First hits of rays already on this backend's device, left there: a dict of Warp arrays
@@ -362,10 +406,11 @@ class WarpBackend(Backend):
             self._sync()
             return self._first_hits(origins, directions, tmin, min(tmax - tmin, 1e30))
 
-    def scene_arrays(self):
+    def scene_arrays(self, swept: dict | None = None):
         """The device state as the kernels' SceneArrays struct (call under _trace_lock after _sync, or
-        through `synced_scene_arrays`)."""
-        s, inst, kernels = self._static, self._inst_dev, self._kernels
+        through `synced_scene_arrays`); swept: a trace's _swept_arrays in place of the instances' own."""
+        s, kernels = self._static, self._kernels
+        inst = self._inst_dev if swept is None else {**self._inst_dev, **swept}
         arrays = kernels.SceneArrays()
         arrays.static_mesh = self.wp.uint64(s.mesh.id if s is not None else 0)
         arrays.has_static = int(s is not None)
@@ -374,8 +419,10 @@ class WarpBackend(Backend):
         arrays.inst_lower, arrays.inst_upper = inst["lower"], inst["upper"]
         arrays.inst_entity, arrays.inst_offset, arrays.n_inst = inst["entity"], inst["offset"], self._n_inst
         arrays.dyn_face, arrays.dyn_material = inst["face"], inst["material"]
-        arrays.inst_bvh = self.wp.uint64(self._bvh.id if self._bvh is not None else 0)
-        arrays.use_bvh = int(self._bvh is not None)
+        bvh = self._bvh if swept is None else swept["bvh"]
+        arrays.inst_bvh = self.wp.uint64(bvh.id if bvh is not None else 0)
+        arrays.use_bvh = int(bvh is not None)
+        arrays.inst_sweeps, arrays.inst_velocity, arrays.inst_angular = inst["sweeps"], inst["velocity"], inst["angular"]
         return arrays
 
     def synced_scene_arrays(self):
@@ -385,7 +432,7 @@ class WarpBackend(Backend):
             self._sync()
             return self.scene_arrays()
 
-    def _first_hits(self, rays_o, rays_d, tmin: float, far: float) -> dict:
+    def _first_hits(self, rays_o, rays_d, tmin: float, far: float, swept: dict | None = None) -> dict:
         wp, dev = self.wp, self.device
         n = len(rays_o)
         out = {
@@ -399,8 +446,9 @@ class WarpBackend(Backend):
         if n == 0:
             return out
         wp.launch(self._kernels.first_hits, dim=n, device=dev,
-                  inputs=[self.scene_arrays(), rays_o, rays_d, tmin, far, out["distance"], out["normal"],
-                          out["cos_incidence"], out["entity"], out["face"], out["material"]])
+                  inputs=[self.scene_arrays(swept), rays_o, rays_d, tmin, far, out["distance"], out["normal"],
+                          out["cos_incidence"], out["entity"], out["face"], out["material"],
+                          swept["times"] if swept is not None else self._no_times, int(swept is not None)])
         return out
 
 

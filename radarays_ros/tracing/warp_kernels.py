@@ -14,6 +14,11 @@ on Warp releases before 1.3.2, by a loop over all boxes: there `bvh_query_ray` t
 ray's direction where its reciprocal is meant (NVIDIA/warp issue 288, fixed in 1.3.2), so it misses
 instances (warp.py decides; test_warp_backend.py checks hundreds of movers against Embree either way).
 The loop is one slab test per instance, fine for tens of movers; the BVH keeps hundreds cheap.
+
+Rays with times (`first_hits`' `timed`): an instance whose twist moves it (`inst_sweeps`) is met where its
+screw motion takes it by the ray's time (`pose_after`, the device form of world/twist_pose.py's formula, in
+float32; test_warp_backend.py holds it to the host's), inside the world box it stays in over the trace's
+times (warp.py makes those boxes with twist_pose.swept_boxes).
 """
 
 try:
@@ -63,6 +68,43 @@ if wp is not None:
         use_bvh: int
         dyn_face: wp.array(dtype=wp.int32)
         dyn_material: wp.array(dtype=wp.int32)
+        inst_sweeps: wp.array(dtype=wp.int32)  # 1: its twist moves it (rays with times meet it at their time)
+        inst_velocity: wp.array(dtype=wp.vec3)  # of its origin, world frame, m/s
+        inst_angular: wp.array(dtype=wp.vec3)  # world frame, rad/s
+
+
+    @wp.struct
+    class Posed:
+        """A rigid pose: x_world = rot x_local + pos."""
+
+        rot: wp.mat33
+        pos: wp.vec3
+
+
+    @wp.func
+    def pose_after(rot: wp.mat33, pos: wp.vec3, v: wp.vec3, w: wp.vec3, t: float):
+        """The pose t seconds after (rot, pos) of a body with the constant twist (v, w): world/twist_pose.py's
+        screw motion, R(t) = exp([w] t) R0 and the origin on its helix, term by term as there (Rodrigues'
+        exp([u] a) = I + sin(a) [u] + (1 - cos(a)) [u]^2, no division by |w| where it is 0)."""
+        p = Posed()
+        speed = wp.length(w)
+        if speed == 0.0:
+            p.rot = rot
+            p.pos = pos + v * t
+            return p
+        u = w / speed
+        h = wp.dot(u, v)
+        across = v - u * h  # v_perp
+        a = speed * t
+        s = wp.sin(a)
+        half = wp.sin(0.5 * a)
+        p.pos = pos + across * (s / speed) + wp.cross(u, across) * (2.0 * half * half / speed) + u * (h * t)
+        c = 1.0 - wp.cos(a)
+        turn = wp.mat33(1.0 + c * (u[0] * u[0] - 1.0), -s * u[2] + c * u[0] * u[1], s * u[1] + c * u[0] * u[2],
+                        s * u[2] + c * u[1] * u[0], 1.0 + c * (u[1] * u[1] - 1.0), -s * u[0] + c * u[1] * u[2],
+                        -s * u[1] + c * u[2] * u[0], s * u[0] + c * u[2] * u[1], 1.0 + c * (u[2] * u[2] - 1.0))
+        p.rot = turn * rot
+        return p
 
 
     @wp.struct
@@ -88,8 +130,9 @@ if wp is not None:
         normal: wp.vec3
 
     @wp.func
-    def instance_hit(scene: SceneArrays, k: int, o: wp.vec3, d: wp.vec3, inv: wp.vec3, best: float):
-        """Instance k's hit of the ray o + t d with t < best, in world terms (the ray moved into its frame)."""
+    def instance_hit(scene: SceneArrays, k: int, o: wp.vec3, d: wp.vec3, inv: wp.vec3, best: float, when: float):
+        """Instance k's hit of the ray o + t d with t < best, in world terms (the ray moved into its frame; into
+        its frame at `when` seconds after its pose where its twist moves it and the ray has a time)."""
         c = Candidate()
         c.t = best
         c.layer = -1
@@ -97,8 +140,14 @@ if wp is not None:
         c.normal = wp.vec3(0.0, 0.0, 0.0)
         if segment_meets_box(o, inv, best, scene.inst_lower[k], scene.inst_upper[k]):
             r = scene.inst_rot[k]
+            at = scene.inst_pos[k]
+            if when != 0.0:
+                if scene.inst_sweeps[k] != 0:
+                    moved = pose_after(r, at, scene.inst_velocity[k], scene.inst_angular[k], when)
+                    r = moved.rot
+                    at = moved.pos
             rt = wp.transpose(r)
-            q = wp.mesh_query_ray(scene.inst_mesh[k], rt * (o - scene.inst_pos[k]), rt * d, best)
+            q = wp.mesh_query_ray(scene.inst_mesh[k], rt * (o - at), rt * d, best)
             if q.result and q.t < best:
                 c.t = q.t
                 c.layer = k + 1
@@ -109,6 +158,12 @@ if wp is not None:
     @wp.func
     def first_hit(scene: SceneArrays, o: wp.vec3, d: wp.vec3, far: float):
         """The closest hit with 0 <= t < far of the ray o + t d (d unit), in any kernel."""
+        return first_hit_at(scene, o, d, far, 0.0)
+
+    @wp.func
+    def first_hit_at(scene: SceneArrays, o: wp.vec3, d: wp.vec3, far: float, when: float):
+        """first_hit of a ray fired `when` seconds after the scene's poses (entities whose twist moves them are
+        met where they are then)."""
         best = far
         layer = int(-1)
         prim = int(-1)
@@ -126,7 +181,7 @@ if wp is not None:
                 query = wp.bvh_query_ray(scene.inst_bvh, o, d)
                 k = int(0)
                 while wp.bvh_query_next(query, k):
-                    c = instance_hit(scene, k, o, d, inv, best)
+                    c = instance_hit(scene, k, o, d, inv, best, when)
                     if c.layer >= 0:
                         best = c.t
                         layer = c.layer
@@ -134,7 +189,7 @@ if wp is not None:
                         n = c.normal
             else:
                 for k in range(scene.n_inst):
-                    c = instance_hit(scene, k, o, d, inv, best)
+                    c = instance_hit(scene, k, o, d, inv, best, when)
                     if c.layer >= 0:
                         best = c.t
                         layer = c.layer
@@ -181,10 +236,15 @@ if wp is not None:
         out_entity: wp.array(dtype=wp.int32),
         out_face: wp.array(dtype=wp.int32),
         out_material: wp.array(dtype=wp.int32),
+        times: wp.array(dtype=float),
+        timed: int,
     ):
         i = wp.tid()
         d = directions[i]
-        h = first_hit(scene, origins[i] + d * tmin, d, far)  # rays start at tmin, as in the Embree backend
+        when = float(0.0)
+        if timed != 0:
+            when = times[i]
+        h = first_hit_at(scene, origins[i] + d * tmin, d, far, when)  # rays start at tmin, as in the Embree backend
         out_distance[i] = h.t + tmin
         out_normal[i] = h.normal
         out_cos[i] = h.cos_incidence
