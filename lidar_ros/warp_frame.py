@@ -129,7 +129,7 @@ DEVICE_SUPPORT = {
     "effects.timing.column_jitter_us": HOST,
     "effects.timing.column_wander_us": HOST,
     # moving entities traced at each ray's firing time (tracing.Rays times): the Embree backend only
-    "effects.timing.moving_entities": HOST,
+    "effects.timing.moving_entities": DEVICE,
     # crowns as leaf volumes (physics/foliage.py): extra rounds through each crown, host only
     "effects.foliage.volume": HOST,
 }
@@ -184,6 +184,10 @@ class WarpLidarSimulator(LidarSimulator):
         self._pixel_column = wp.array(np.ascontiguousarray(self._column, np.int32), dtype=wp.int32, device=dev)
         self._range_offset = floats(self._offset if self._has_offset else np.zeros(n))
         self._bias = floats(self._ray_bias) if self._ray_bias is not None else floats(np.zeros(1), 1)
+        # each beam's firing time after the frame's start (timing.moving_entities sweep), and the span the scene's
+        # swept boxes must hold
+        self._times = floats(self._ray_times) if self._ray_times is not None else floats(np.zeros(1), 1)
+        self._span = None if self._ray_times is None else (float(self._ray_times.min()), float(self._ray_times.max()))
         # the frame's poses (one, or one per measurement column), overwritten every frame (_device_poses)
         # (on CUDA from pinned host arrays: the copy then needs no staging, and the host arrays are written
         # again only after the frame's returns were copied back, which waits for the copy of the poses)
@@ -256,6 +260,7 @@ class WarpLidarSimulator(LidarSimulator):
         s.overlap_range = surface.overlap_range_m
         s.ambient_level, s.ambient_sky = surface.ambient_level, surface.ambient_sky
         s.per_column = int(per_column)
+        s.sweep = int(self._ray_times is not None)
         s.missing = float("nan")
         return s
 
@@ -279,9 +284,9 @@ class WarpLidarSimulator(LidarSimulator):
         frame_key = int(frame_key64(self.frame_key(frame.index, t0_ns)))  # the host path's key (simulator.py)
         out, truth_slot = self._outputs(n)
         wp.launch(k.lidar_frame, dim=n, device=dev,
-                  inputs=[self.backend.synced_scene_arrays(), self._device_materials(),
+                  inputs=[self.backend.synced_scene_arrays(self._span), self._device_materials(),
                           self._settings(per_column, frame_key), self._local_origins, local_dirs, self._pixel_column,
-                          *self._device_poses(rotations, shifts), self._range_offset, self._bias, out])
+                          *self._device_poses(rotations, shifts), self._range_offset, self._bias, self._times, out])
         part = self._write_returns(frame, self._fetch_returns(out, truth_slot), 0, n)
         if frame.cloud is not None:
             self._cloud.done(frame.cloud)

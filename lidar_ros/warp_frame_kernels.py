@@ -24,7 +24,7 @@ except ImportError:  # warp_frame.py reports the missing package; this module st
     wp = None
 
 if wp is not None:
-    from radarays_ros.tracing.warp_kernels import SceneArrays, first_hit
+    from radarays_ros.tracing.warp_kernels import SceneArrays, first_hit_at
 
     from radarays_ros import counter_random
     from radarays_ros.twin import device_twin
@@ -90,6 +90,7 @@ if wp is not None:
         ambient_level: float
         ambient_sky: float
         per_column: int  # 1: each beam's pose is its measurement column's (motion distortion)
+        sweep: int  # 1: every segment of a beam meets moving entities where they are at its firing time (ray_times)
         key: wp.uint64  # the frame's counter key (radarays_ros/counter_random.py frame_key64)
         missing: float  # NaN, set by the host (a NaN constant inside kernels varies across Warp releases)
 
@@ -179,9 +180,13 @@ if wp is not None:
         shifts: wp.array(dtype=wp.vec3),
         range_offset: wp.array(dtype=float),
         ray_bias: wp.array(dtype=float),
+        ray_times: wp.array(dtype=float),
         out: FrameOut,
     ):
         i = wp.tid()
+        when = float(0.0)  # seconds after the frame's start the beam fires: entities whose twist moves them met then
+        if s.sweep != 0:
+            when = ray_times[i]
         column = int(0)
         if s.per_column != 0:
             column = pixel_column[i]
@@ -214,7 +219,7 @@ if wp is not None:
             reach = s.tmax - travelled - start
             if reach <= 0.0:
                 break
-            h = first_hit(scene, seg_o + seg_d * start, seg_d, reach)
+            h = first_hit_at(scene, seg_o + seg_d * start, seg_d, reach, when)
             if h.entity < 0:
                 break
             dist = h.t + start

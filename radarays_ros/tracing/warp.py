@@ -425,12 +425,16 @@ class WarpBackend(Backend):
         arrays.inst_sweeps, arrays.inst_velocity, arrays.inst_angular = inst["sweeps"], inst["velocity"], inst["angular"]
         return arrays
 
-    def synced_scene_arrays(self):
+    def synced_scene_arrays(self, span: tuple[float, float] | None = None):
         """The scene brought up to date and its SceneArrays, for device pipelines that trace inside
-        their own kernels (warp_kernels.first_hit)."""
+        their own kernels (warp_kernels.first_hit, or first_hit_at for rays with times). span: (first, last)
+        seconds after the scene's poses of the rays such a kernel fires at their own times: the instances whose
+        twist moves them are then found in the boxes they stay in over that span (None: at their poses)."""
         with self._trace_lock:
-            self._sync()
-            return self.scene_arrays()
+            twists = self._sync(timed=span is not None)
+            swept = None if twists is None else self._swept_arrays(twists, np.asarray(span, np.float64))
+            self._swept_kept = swept  # its BVH (the struct holds only its id) kept until the next call, as _bvh
+            return self.scene_arrays(swept)
 
     def _first_hits(self, rays_o, rays_d, tmin: float, far: float, swept: dict | None = None) -> dict:
         wp, dev = self.wp, self.device
