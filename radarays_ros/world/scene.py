@@ -84,6 +84,7 @@ class Scene:
         self._by_name: dict[str, int] = {}
         self._by_model: dict[str, dict[int, None]] = {}  # model name -> its entities' ids, in the order added
         self._next_id = 0
+        self._sweeping: set[int] = set()  # ids of the entities whose twist moves them (Entity.sweeps), kept as set
         self._listeners: list[SceneListener] = []
         self.lock = threading.RLock()  # held by writers (pose sources) and by backends while syncing
 
@@ -112,6 +113,12 @@ class Scene:
     def model_entities(self, model: str) -> list[Entity]:
         """The entities of model `model` (names `model` or `model::...`), by id; [] for none."""
         return [self._entities[i] for i in sorted(self._by_model.get(model, ()))]
+
+    def sweeping_ids(self) -> frozenset:
+        """The ids of the entities whose twist moves them (Entity.sweeps), without looking at each entity (a
+        backend asks this every trace of rays with times)."""
+        with self.lock:
+            return frozenset(self._sweeping)
 
     def entity_names(self) -> list[str]:
         """Names indexed by entity id ('' for removed ids), for outputs such as hits.npz."""
@@ -168,6 +175,7 @@ class Scene:
             entity = self.entity(key)
             del self._entities[entity.id]
             del self._by_name[entity.name]
+            self._sweeping.discard(entity.id)
             members = self._by_model[entity.model]
             del members[entity.id]
             if not members:
@@ -181,6 +189,7 @@ class Scene:
             entity = self.entity(key)
             entity.pose = check_transform(pose, what=f"pose of entity '{entity.name}'")
             entity.twist = None
+            self._sweeping.discard(entity.id)
             for listener in self._listeners:
                 listener.on_entity_moved(entity)
 
@@ -212,6 +221,8 @@ class Scene:
                 entity.pose = pose
                 if not keep_twists:
                     entity.twist = None
+            if not keep_twists:
+                self._sweeping.difference_update(ids.tolist())
             for listener in self._listeners:
                 moved = getattr(listener, "on_entities_moved", None)
                 if moved is not None:
@@ -233,6 +244,9 @@ class Scene:
                 raise _twist_error(entities[int(np.flatnonzero(bad)[0])].name)
             for entity, v, w in zip(entities, velocities, angular):
                 entity.twist = (v, w)
+            moves = (velocities != 0).any(axis=1) | (angular != 0).any(axis=1)
+            self._sweeping.difference_update(ids[~moves].tolist())
+            self._sweeping.update(ids[moves].tolist())
 
     def set_poses(self, poses: Iterable[tuple[int | str, np.ndarray]], twists=None) -> None:
         """Move several entities; all poses are checked before any is applied. twists: for each pose, the
@@ -243,5 +257,6 @@ class Scene:
                                                                    zip(twists, checked, strict=True)]
             for (entity, pose), twist in zip(checked, known):
                 entity.pose, entity.twist = pose, twist
+                (self._sweeping.add if entity.sweeps else self._sweeping.discard)(entity.id)
                 for listener in self._listeners:
                     listener.on_entity_moved(entity)
