@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiled import kernel
+from ..compiled import inlined, kernel
 from ..errors import TracingError
 from ..threads import run_all, thread_count
 from ..world.scene import Entity, Scene
@@ -229,6 +229,22 @@ class _Instance:
         return self.layer, r, t, np.stack([world.min(axis=0), world.max(axis=0)]).astype(np.float32)
 
 
+@inlined
+def _segment_in_box(o, d, far, lower, upper):
+    """(near, stop): the part [near, stop] of the segment o + t d, t in [0, far], inside the box [lower, upper]
+    (the slab test in float32; near > stop: it misses). A ray parallel to a slab and starting on its plane gives
+    0 * inf = NaN on that axis, which then imposes no constraint (a spare candidate, never a lost hit)."""
+    near, stop = np.float32(0.0), far
+    for k in range(3):
+        inv = np.float32(1) / d[k]
+        a = (lower[k] - o[k]) * inv
+        b = (upper[k] - o[k]) * inv
+        if not (np.isnan(a) or np.isnan(b)):
+            near = max(near, min(a, b))
+            stop = min(stop, max(a, b))
+    return near, stop
+
+
 def _rays_meeting_box(origins, directions, tfar, box):
     """(indices, their origins, directions and tfar) of the rays whose segment [0, tfar] meets an
     axis-aligned box (slab test): the others cannot hit inside it."""
@@ -240,20 +256,11 @@ def _rays_meeting_box(origins, directions, tfar, box):
 
 @kernel
 def _gather_meeting_box(origins, directions, tfar, box, picked, o, d, far):
-    """The slab test in float32 per ray, then the ray's index and values gathered in order. A ray
-    parallel to a slab and starting on its plane gives 0 * inf = NaN on that axis, which then imposes no
-    constraint (a spare candidate, never a lost hit)."""
+    """The slab test (_segment_in_box) per ray, then the ray's index and values gathered in order."""
     count = 0
     of, df = origins.reshape(-1), directions.reshape(-1)
     for i in range(origins.shape[0]):
-        near, stop = np.float32(0.0), tfar[i]
-        for k in range(3):
-            inv = np.float32(1) / df[3 * i + k]
-            a = (box[0, k] - of[3 * i + k]) * inv
-            b = (box[1, k] - of[3 * i + k]) * inv
-            if not (np.isnan(a) or np.isnan(b)):
-                near = max(near, min(a, b))
-                stop = min(stop, max(a, b))
+        near, stop = _segment_in_box(of[3 * i:3 * i + 3], df[3 * i:3 * i + 3], tfar[i], box[0], box[1])
         if near <= stop:
             picked[count], far[count] = i, tfar[i]
             for k in range(3):
@@ -346,14 +353,7 @@ def _into_slots(o, d, dist, rays, owners, rot, shift, boxes, offsets, o_slot, d_
     R^T (x + near d - p) + offset, R^T d (float32). A segment that misses the box gets far = -1 (no hit)."""
     for j in range(rays.shape[0]):
         i, e = rays[j], owners[j]
-        lo, hi = np.float32(0.0), dist[i]
-        for k in range(3):
-            inv = np.float32(1) / d[i, k]
-            a = (boxes[e, 0, k] - o[i, k]) * inv
-            b = (boxes[e, 1, k] - o[i, k]) * inv
-            if not (np.isnan(a) or np.isnan(b)):
-                lo = max(lo, min(a, b))
-                hi = min(hi, max(a, b))
+        lo, hi = _segment_in_box(o[i], d[i], dist[i], boxes[e, 0], boxes[e, 1])
         near[j] = lo
         far[j] = hi - lo if lo <= hi else np.float32(-1.0)
         x0, x1, x2 = o[i, 0] + lo * d[i, 0] - shift[j, 0], o[i, 1] + lo * d[i, 1] - shift[j, 1], o[i, 2] + lo * d[i, 2] - shift[j, 2]
@@ -379,8 +379,7 @@ def _take_closest_pairs(rays, near, cdist, cprim, cng, rot, code, dist, prim, ng
 
 @kernel
 def _segments_meeting_boxes(origins, directions, dist, boxes, chunk, rays, owners):
-    """Writes (ray, box) of every ray segment [0, dist] meeting a box (the slab test, as
-    _gather_meeting_box) into rays/owners while they have room; returns how many there are."""
+    """Writes (ray, box) of every ray segment [0, dist] meeting a box (_segment_in_box) into rays/owners while they have room; returns how many there are."""
     count = 0
     n = origins.shape[0]
     for c0 in range(0, n, chunk):
@@ -397,14 +396,7 @@ def _segments_meeting_boxes(origins, directions, dist, boxes, chunk, rays, owner
                     or boxes[j, 0, 2] > hi[2] or boxes[j, 1, 2] < lo[2]):
                 continue
             for i in range(c0, c1):
-                near, stop = np.float32(0.0), dist[i]
-                for k in range(3):
-                    inv = np.float32(1) / directions[i, k]
-                    a = (boxes[j, 0, k] - origins[i, k]) * inv
-                    b = (boxes[j, 1, k] - origins[i, k]) * inv
-                    if not (np.isnan(a) or np.isnan(b)):
-                        near = max(near, min(a, b))
-                        stop = min(stop, max(a, b))
+                near, stop = _segment_in_box(origins[i], directions[i], dist[i], boxes[j, 0], boxes[j, 1])
                 if near <= stop:
                     if count < rays.shape[0]:
                         rays[count], owners[count] = i, j
