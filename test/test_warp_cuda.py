@@ -46,6 +46,20 @@ def test_cuda_moving_entities():
     assert gpu.instance_builds == len(cars)  # built once, moved by pose only
 
 
+def test_cuda_sweeps_moving_entities_as_the_cpu_device_and_embree():
+    """Rays with times: the street's cars with twists (driving and turning), met where each ray's time puts them."""
+    scene = load_world("street")
+    cars = [e.id for e in scene.entities if e.model.startswith("car")]
+    scene.set_twists(cars, np.tile([12.0, -3.0, 0.0], (len(cars), 1)), np.tile([0.0, 0.0, 0.8], (len(cars), 1)))
+    o, d = random_rays(scene, 20_000, seed=5)
+    times = np.random.default_rng(5).uniform(0.0, 0.25, len(o))
+    gpu = make_backend("warp", scene, device="cuda").trace(o, d, times=times)
+    cpu = make_backend("warp", scene, device="cpu").trace(o, d, times=times)
+    np.testing.assert_array_equal(gpu.hit, cpu.hit)
+    np.testing.assert_allclose(gpu.distance[gpu.hit], cpu.distance[cpu.hit], atol=1e-5)
+    assert np.isin(gpu.entity, cars).sum() > 100 and (gpu.entity == cpu.entity).mean() > 0.999
+
+
 def test_radar_device_frame_is_the_same_image_on_cuda_and_cpu():
     cfg = RadarConfig.from_yaml(shipped("example", "radarays_compat")).with_overrides(
         {"noise.ambient": "uniform", "noise.system_std": 1.0})
