@@ -333,3 +333,16 @@ def test_a_pair_ray_is_traced_only_inside_its_entitys_box_so_it_meets_no_other_s
     hits = backend.trace(np.float32([[0.0, 0.0, spacing]]), np.float32([[0.0, 0.0, -1.0]]), times=np.zeros(1))
     assert int(hits.entity[0]) == ids[0]
     assert math.isclose(float(hits.distance[0]), spacing - 0.5, abs_tol=1e-4)
+
+
+def test_trusted_rays_check_their_times_shape_and_dtype_only():
+    """Rays.trusted (a lidar's rotated table) takes float64 (N,) times as they are; another shape or dtype is one
+    TracingError (their values come from a checked table: not scanned)."""
+    from radarays_ros.tracing.backend import Rays
+
+    o, d = forward_rays(3)
+    times = np.array([0.0, 0.01, 0.02])
+    assert Rays.trusted(o, d, times).times is times
+    for bad in (times.astype(np.float32), times[:2], [0.0, 0.01, 0.02]):
+        with pytest.raises(TracingError, match=r"trusted ray times must be a \(N,\) = \(3,\) float64"):
+            Rays.trusted(o, d, bad)

@@ -207,7 +207,7 @@ class Rays:
     def trusted(cls, origins: np.ndarray, directions: np.ndarray, times=None) -> "Rays":
         rays = cls.__new__(cls)
         rays.origins, rays.directions = checked_rays(origins, directions)
-        rays.times = check_times(times, len(rays.origins))
+        rays.times = trusted_times(times, len(rays.origins))
         return rays
 
     def __len__(self) -> int:
@@ -321,6 +321,17 @@ def check_times(times, n: int) -> np.ndarray | None:
     if not np.isfinite(t).all():
         raise TracingError("ray times contain NaN or inf")
     return t
+
+
+def trusted_times(times, n: int) -> np.ndarray | None:
+    """check_times' O(1) part, for `Rays.trusted`: None, or (n,) float64 as given (values not scanned: a
+    sweep's firing times come from a checked sensor table); TracingError for another shape or dtype."""
+    if times is None:
+        return None
+    if not isinstance(times, np.ndarray) or times.dtype != np.float64 or times.shape != (n,):
+        raise TracingError(f"trusted ray times must be a (N,) = ({n},) float64 array; got "
+                           f"{getattr(times, 'dtype', type(times).__name__)} {np.shape(times)}")
+    return times
 
 
 def check_rays(origins, directions) -> tuple[np.ndarray, np.ndarray]:
