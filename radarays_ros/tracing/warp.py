@@ -271,10 +271,9 @@ class WarpBackend(Backend):
                 poses = np.array([self.scene.entity(i).pose for i in self._order]).reshape(-1, 4, 4)
             masked = sorted(self._masked - self._collapsed) if masked_changed else None
             self._layout_dirty = self._poses_dirty = self._masked_dirty = False
-            if timed:
-                entities = [self.scene.entity(i) for i in self._order]
-                if any(e.sweeps for e in entities):
-                    twists = [e.twist if e.sweeps else None for e in entities]
+            sweeping = self.scene.sweeping_ids() if timed else ()
+            if any(i in sweeping for i in self._order):
+                twists = [self.scene.entity(i).twist if i in sweeping else None for i in self._order]
         if layout:
             self._upload_layout()
         if poses is not None:
