@@ -346,3 +346,34 @@ def test_trusted_rays_check_their_times_shape_and_dtype_only():
     for bad in (times.astype(np.float32), times[:2], [0.0, 0.01, 0.02]):
         with pytest.raises(TracingError, match=r"trusted ray times must be a \(N,\) = \(3,\) float64"):
             Rays.trusted(o, d, bad)
+
+
+def test_the_scenes_sweeping_ids_follow_every_way_a_twist_is_set_or_dropped():
+    """Scene.sweeping_ids (what the backends ask every trace of rays with times) is always the set of entities
+    whose twist moves them (Entity.sweeps), through set_twists, set_poses with and without twists,
+    set_poses_array (twists dropped or kept), set_pose and remove_entity."""
+    scene = Scene()
+    box = trimesh.creation.box([1.0, 1.0, 1.0])
+    ids = [scene.add_entity(f"b{k}", TriMesh(box.vertices, box.faces), pose_to_matrix(3.0 * k, 0, 0), static=False)
+           for k in range(4)]
+
+    def agrees(expected):
+        assert scene.sweeping_ids() == {e.id for e in scene.entities if e.sweeps} == set(expected)
+
+    agrees([])
+    scene.set_twists(ids, [(1.0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0)], [(0, 0, 0), (0, 0, 0), (0, 0, 2.0), (0, 0, 0)])
+    agrees([ids[0], ids[2]])
+    scene.set_twists([ids[0]], [(0.0, 0, 0)], [(0.0, 0, 0)])  # a zero twist moves nothing
+    agrees([ids[2]])
+    scene.set_poses([(ids[1], pose_to_matrix(3, 1, 0)), (ids[3], pose_to_matrix(9, 1, 0))],
+                    twists=[((0, 2.0, 0), (0, 0, 0)), None])
+    agrees([ids[1], ids[2]])
+    scene.set_poses_array([ids[2]], pose_to_matrix(6, 1, 0)[None], keep_twists=True)
+    agrees([ids[1], ids[2]])
+    scene.set_poses_array([ids[2]], pose_to_matrix(6, 2, 0)[None])  # a pose without velocities: unknown
+    agrees([ids[1]])
+    scene.set_twists([ids[3]], [(0, 0, 1.0)], [(0, 0, 0)])
+    scene.set_pose(ids[3], pose_to_matrix(9, 2, 0))
+    agrees([ids[1]])
+    scene.remove_entity(ids[1])
+    agrees([])
