@@ -55,7 +55,7 @@ sections is exactly the geometric sensor of before. Example::
       column_wander_us: 0.0      # random-walk step of the column times (rotor phase wander), per column
       moving_entities: frame     # frame: every ray meets moving entities where they are at the frame's start |
                                  # sweep: where their twist takes them by its column's firing time (a passing
-                                 # car is stretched or squeezed as a spinning sensor sees it; embree backend)
+                                 # car is stretched or squeezed as a spinning sensor sees it; embree or warp)
     foliage:                     # foliage.py, leaf_angles.py
       volume: false              # materials with a leaf_area_density (tree crowns, hedges) are leaf volumes a
                                  # ray may cross or meet a leaf in; off: they return from their surface

@@ -235,7 +235,7 @@ class ScatterConfig:
     moving_entities: str = _f("frame", str, choices=("frame", "sweep"),
                               doc="physical: entities whose twist moves them are seen where they are at the frame's start "
                               "(frame) or at each azimuth's time (sweep: a passing car stretched or squeezed over the "
-                              "sweep, as a spinning radar sees it; embree backend)")
+                              "sweep, as a spinning radar sees it; embree or warp backend)")
 
 
 @dataclass(frozen=True)
