@@ -387,3 +387,21 @@ def test_skirt_power_adds_the_sources_in_cell_order():
     power = np.ones((1, 8))
     got = stage_loops.skirt_power(power, kernel, np.arange(8), np.arange(8), np.zeros(8))
     assert np.array_equal(got, np.ones((1, 8), np.float32))
+
+
+@pytest.mark.parametrize("count, azimuths", [(0, 400), (1, 400), (30000, 400), (5000, 7), (3000, 2**16 * 25)])
+def test_returns_by_block_as_the_stable_argsort(count, azimuths):
+    rng = np.random.default_rng(count)
+    azimuth = rng.integers(0, azimuths, count)
+    n_blocks = (azimuths + stage.ROWS_PER_SEED - 1) // stage.ROWS_PER_SEED
+    blocks = azimuth // stage.ROWS_PER_SEED
+    order = np.argsort(blocks, kind="stable")  # the numpy it replaced (there on int16 or int32 keys)
+    bounds = np.searchsorted(blocks[order], np.arange(n_blocks + 1))
+    got_order, got_bounds = stage_loops.stable_by_block(azimuth, stage.ROWS_PER_SEED, n_blocks)
+    assert got_order.tolist() == order.tolist() and got_bounds.tolist() == bounds.tolist()
+
+
+@pytest.mark.parametrize("azimuth", [-1, 400])
+def test_returns_by_block_refuse_an_azimuth_outside_the_frame(azimuth):
+    with pytest.raises(ValueError, match="clutter azimuth outside 0 .. 399"):
+        stage_loops.stable_by_block(np.array([3, azimuth]), stage.ROWS_PER_SEED, 16)

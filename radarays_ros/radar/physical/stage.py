@@ -129,9 +129,8 @@ def _rows_of(azimuth: np.ndarray, a: int, make):
     """clutter_steps(k0, k1) for _speckled_frame: make(selection, k0, k1) on the returns of rows k0..k1-1
     (blocks of ROWS_PER_SEED), in their order. Each block's difference array is then summed in its own
     task, bin by bin in the same order as over the whole frame: the same floats."""
-    blocks = azimuth // ROWS_PER_SEED
-    order = np.argsort(blocks.astype(np.int32 if a > 2**15 * ROWS_PER_SEED else np.int16), kind="stable")
-    bounds = np.searchsorted(blocks[order], np.arange((a + ROWS_PER_SEED - 1) // ROWS_PER_SEED + 1))
+    # the returns in block order, each block's in their order (a stable sort by block: one compiled counting pass)
+    order, bounds = stage_loops.stable_by_block(azimuth, ROWS_PER_SEED, (a + ROWS_PER_SEED - 1) // ROWS_PER_SEED)
     return lambda k0, k1: make(order[bounds[k0 // ROWS_PER_SEED]:bounds[k0 // ROWS_PER_SEED + 1]], k0, k1)
 
 
@@ -225,8 +224,11 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
         planes = []
         for clutter, band in zip((re, im), noise):
             if clutter.shape[1]:  # the clutter's spectrum through the taps, plus the noise on its band
-                clutter *= amplitude
-                field = sp_fft.rfft(clutter, n, axis=1)
+                # the amplitude product written straight into the transform's zero-padded rows (rfft(x, n) would
+                # copy x into such rows: one pass less; the same input, so the same spectrum)
+                padded = np.zeros((k1 - k0, n), np.float32)
+                np.multiply(clutter, amplitude, out=padded[:, :clutter.shape[1]])
+                field = sp_fft.rfft(padded, axis=1)
                 field *= spectrum
                 field[:, support] += band
             else:
@@ -272,7 +274,32 @@ def beam_correlation(cfg) -> tuple[float, float]:
     if not cfg.scatter.azimuth_correlation or cfg.azimuth.count <= 1:
         return 0.0, 0.0
     step, width = math.radians(abs(cfg.azimuth.step_deg)), math.radians(cfg.antenna.azimuth_width_deg)
-    return tuple(antenna.field_correlation(m * step, width, cfg.antenna.azimuth_pattern) for m in (1, 2))
+    return _overlaps(step, width, cfg.antenna.azimuth_pattern)
+
+
+@lru_cache(maxsize=16)
+def _overlaps(step: float, width: float, shape: str) -> tuple[float, float]:
+    """antenna.field_correlation at one and two steps: the config's alone, so computed once per config, not per
+    frame (two sums over 16001 pattern samples: 1 ms of a frame)."""
+    return tuple(antenna.field_correlation(m * step, width, shape) for m in (1, 2))
+
+
+@lru_cache(maxsize=8)
+def _chain_of(cfg):
+    """(bin centres, receiver_chain.build at them, its floor, gain and sqrt(gain) as float32): the config's alone,
+    so built once per config, not per frame (the skirt kernel alone took 2 ms of a ras6 frame). Its arrays are
+    made read-only: every frame of the config shares them."""
+    b, bin_m, offset = cfg.range.n_bins, cfg.range.resolution, cfg.range.offset
+    centres = offset + (np.arange(b) + 0.5) * bin_m
+    chain = receiver_chain.build(cfg, centres)
+    floor = chain.floor
+    derived = (floor, floor.astype(np.float32), chain.gain.astype(np.float32), np.sqrt(chain.gain).astype(np.float32))
+    shared = [centres, chain.gain, chain.pre_noise, *derived]
+    if chain.skirts is not None:
+        shared += [chain.skirts.kernel, chain.skirts.cell_of_bin, chain.skirts.lo, chain.skirts.hi, chain.skirts.weight]
+    for array in shared:
+        array.setflags(write=False)
+    return (centres, chain) + derived
 
 
 def run_stage(clutter, glints, cfg, rng: np.random.Generator, workers: int | None = None) -> StageOutput:
@@ -357,8 +384,7 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
     bin_m, offset = cfg.range.resolution, cfg.range.offset
     rx = cfg.receiver
     clutter = _float64_returns(clutter)  # one arithmetic for any caller's arrays: the compiled block pass reads these
-    centres = offset + (np.arange(b) + 0.5) * bin_m
-    chain = receiver_chain.build(cfg, centres)
+    centres, chain, floor, floor32, gain32, root_gain32 = _chain_of(cfg)
     reference = chain.thermal  # the drawn white noise's level; the chain scales it to its floor over range
     g_amp, g_az = glints.amplitude, glints.azimuth
     if rx.leakage_dbm is not None and rx.leakage_spread_m <= 0:  # a point
@@ -375,7 +401,7 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
                                 np.concatenate([clutter.velocity, np.zeros(a)]))
     g_amp = g_amp * np.sqrt(receiver_chain.gain_at(cfg, g_range))  # the IF filters at each point's exact range
     g_pos = (g_range - offset) / bin_m
-    visible = np.abs(g_amp) ** 2 > 1e-4 * float(chain.floor.min())  # 40 dB under the floor: nothing
+    visible = np.abs(g_amp) ** 2 > 1e-4 * float(floor.min())  # 40 dB under the floor: nothing
     point_taps = glint_taps(g_az[visible], g_pos[visible], g_amp[visible], kernel, b)
     tone = np.bincount(g_az, np.abs(g_amp) ** 2, minlength=a)  # each azimuth's point power at the ADC
     point_cells = None
@@ -384,9 +410,6 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         n_cells = chain.skirts.kernel.shape[0]
         point_cells = np.bincount(g_az * n_cells + cells, np.abs(g_amp) ** 2 / np.maximum(receiver_chain.gain_at(cfg, g_range), 1e-300),
                                   minlength=a * n_cells).reshape(a, n_cells)
-    floor = chain.floor
-    floor32, gain32 = floor.astype(np.float32), chain.gain.astype(np.float32)
-    root_gain32 = np.sqrt(chain.gain).astype(np.float32)
     counts, counts_u8 = np.empty((a, b), np.float32), np.empty((a, b), np.uint8)
     one = np.ones(1)
 

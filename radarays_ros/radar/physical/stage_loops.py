@@ -44,6 +44,38 @@ def block_power_steps(sel, k0: int, clutter, signs, fm, offset: float, bin_m: fl
     return _scattered(shape, at, parts, kept, last)
 
 
+def stable_by_block(azimuth, rows_per_block: int, n_blocks: int) -> tuple[np.ndarray, np.ndarray]:
+    """(order, bounds) of stage._rows_of: order = np.argsort(azimuth // rows_per_block, kind="stable") (int64),
+    bounds (n_blocks + 1,) where each block starts in it (np.searchsorted of the sorted blocks), by a counting
+    sort: the same permutation. Why: the radix argsort and its searchsorted took 3 ms of a ras6 frame (315 k
+    returns), serial before the row blocks start. Azimuths outside the blocks raise (the argsort's slices
+    dropped them unnoticed)."""
+    azimuth = np.ascontiguousarray(azimuth, np.int64)
+    order = np.empty(azimuth.shape[0], np.int64)
+    bounds = np.zeros(n_blocks + 1, np.int64)
+    if not _stable_by_block(azimuth, int(rows_per_block), bounds, order):
+        raise ValueError(f"clutter azimuth outside 0 .. {n_blocks * rows_per_block - 1}")
+    return order, bounds
+
+
+@kernel
+def _stable_by_block(azimuth, rows_per_block, bounds, order):
+    n_blocks = bounds.shape[0] - 1
+    for i in range(azimuth.shape[0]):  # each block's count, one place on
+        block = azimuth[i] // rows_per_block
+        if azimuth[i] < 0 or block >= n_blocks:
+            return False
+        bounds[block + 1] += 1
+    for k in range(n_blocks):  # running sum: where each block starts
+        bounds[k + 1] += bounds[k]
+    at = bounds[:-1].copy()
+    for i in range(azimuth.shape[0]):  # in their order within each block: stable
+        block = azimuth[i] // rows_per_block
+        order[at[block]] = i
+        at[block] += 1
+    return True
+
+
 def _scattered(shape, at, parts, kept: int, last_column: int) -> np.ndarray:
     a = shape[0]
     width = last_column + 1
