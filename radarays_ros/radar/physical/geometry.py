@@ -193,7 +193,7 @@ def _tubes(frame: _Frame, k0: int, k1: int) -> _Tubes:
     # the sensor's radial velocity: one compiled pass per tube (geometry_physics.tubes)
     d, dd_e, dd_b, steps_e, steps_b, d_omega, g_tx, v_r = geometry_physics.tubes(
         beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi, frame.column_rot[k0:k1], frame.sensor_velocity[k0:k1],
-        geometry_physics.antenna_parameters(frame.cfg.antenna))
+        geometry_physics.antenna_parameters(frame.cfg.antenna), period=frame.cfg.antenna.samples_elevation)
     return _Tubes(beta=beta, e=e, az=np.repeat(np.arange(k0, k1), s), sensor=np.repeat(frame.origins[k0:k1], s, axis=0),
                   d=d, dd_e=dd_e, dd_b=dd_b, steps_e=steps_e, steps_b=steps_b, d_omega=d_omega, g_tx=g_tx, v_r=v_r)
 
