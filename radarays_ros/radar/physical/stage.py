@@ -202,11 +202,11 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
             clutter = running_power(clutter_steps(k0, k1))
         else:
             clutter, scales = shaping(k0, k1, clutter_steps(k0, k1))
-        # sqrt(clutter x s_sig^2) (s_sig: the chain over the noise's scale) as float32, up to the last column with
-        # any row above CLUTTER_FLOOR x the noise: one compiled pass (stage_loops.clutter_amplitude)
-        amplitude = stage_loops.clutter_amplitude(clutter, None if scales is None else scales[0], CLUTTER_FLOOR * white)
-        re, im = speckle.unit_parts(block_rng, amplitude.shape)
-        return re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support), scales
+        # the clutter amplitude sqrt(clutter x s_sig^2) (s_sig: the chain over the noise's scale) is drawn up to the
+        # last column with any row above CLUTTER_FLOOR x the noise (stage_loops.clutter_width), and formed in finish
+        width = stage_loops.clutter_width(clutter, None if scales is None else scales[0], CLUTTER_FLOOR * white)
+        re, im = speckle.unit_parts(block_rng, (k1 - k0, width))
+        return re, im, clutter, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support), scales
 
     def correlate(i, re, im):  # waits for the block before: the one link between the blocks
         if rho[0] > 0:
@@ -219,15 +219,15 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
             _correlate_rows_after(re, im, rho, previous)
         last_rows[i] = [(re[k].copy(), im[k].copy()) for k in range(max(len(re) - 2, 0), len(re))]
 
-    def finish(i, re, im, amplitude, noise, scales):
+    def finish(i, re, im, clutter, noise, scales):
         k0, k1 = blocks[i]
         planes = []
-        for clutter, band in zip((re, im), noise):
-            if clutter.shape[1]:  # the clutter's spectrum through the taps, plus the noise on its band
-                # the amplitude product written straight into the transform's zero-padded rows (rfft(x, n) would
-                # copy x into such rows: one pass less; the same input, so the same spectrum)
-                padded = np.zeros((k1 - k0, n), np.float32)
-                np.multiply(clutter, amplitude, out=padded[:, :clutter.shape[1]])
+        # the field x its amplitude sqrt(clutter x s_sig^2), in the transform's zero-padded rows (one compiled pass)
+        amplified = (None, None)
+        if re.shape[1]:
+            amplified = stage_loops.amplified_rows(re, im, clutter, None if scales is None else scales[0], n)
+        for padded, band in zip(amplified, noise):
+            if padded is not None:  # the clutter's spectrum through the taps, plus the noise on its band
                 field = sp_fft.rfft(padded, axis=1)
                 field *= spectrum
                 field[:, support] += band
@@ -246,11 +246,11 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
 
     def block(i):  # tasks start in order, so the block a task waits for is done or running
         try:
-            re, im, amplitude, noise, scales = draw(i)
+            re, im, clutter, noise, scales = draw(i)
             correlate(i, re, im)
         finally:  # set also on failure (last_rows[i] stays None): the next block must not wait for ever
             correlated[i].set()
-        finish(i, re, im, amplitude, noise, scales)
+        finish(i, re, im, clutter, noise, scales)
 
     _parallel(block, range(len(blocks)), workers)
     return power

@@ -321,13 +321,44 @@ def clutter_amplitude(clutter, scale, floor: float) -> np.ndarray:
     """stage._speckled_frame's clutter amplitude: v = clutter x float32(scale^2) (scale (rows or 1, >= J) float32,
     None: 1), then sqrt(float32(v)) on the columns up to the last where any row's v > floor: (rows, width) float32,
     as np.sqrt(v[:, :width], dtype=np.float32)."""
-    rows, j = clutter.shape
-    if scale is None:
-        scale = np.ones((1, j), np.float32)
-    width = _clutter_width(clutter, scale, float(floor))
-    out = np.empty((rows, width), np.float32)
+    scale = _unit_scale(clutter, scale)
+    out = np.empty((clutter.shape[0], _clutter_width(clutter, scale, float(floor))), np.float32)
     _clutter_amplitude(clutter, scale, out)
     return out
+
+
+def _unit_scale(clutter, scale):
+    return np.ones((1, clutter.shape[1]), np.float32) if scale is None else scale
+
+
+def clutter_width(clutter, scale, floor: float) -> int:
+    """The width of clutter_amplitude(clutter, scale, floor): the columns up to the last where any row's
+    clutter x scale^2 > floor."""
+    return _clutter_width(clutter, _unit_scale(clutter, scale), float(floor))
+
+
+def amplified_rows(re, im, clutter, scale, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(re x a, im x a) (rows, n) float32, a = clutter_amplitude(clutter, scale, .) on the planes' width w (each
+    product float32, as numpy's re *= a), zeros from column w on: the range transform's zero-padded input.
+    Why one pass: the amplitude was a (rows, w) array of its own, read again for each plane, and rfft(x, n)
+    copied each plane into padded rows (measured on a ras6 frame, one core: about 5.4 -> 3.4 ms)."""
+    rows, w = re.shape
+    out_re, out_im = np.empty((rows, n), np.float32), np.empty((rows, n), np.float32)
+    _amplified_rows(re, im, clutter, _unit_scale(clutter, scale), out_re, out_im)
+    return out_re, out_im
+
+
+@kernel
+def _amplified_rows(re, im, clutter, scale, out_re, out_im):
+    rows, w = re.shape
+    for r in range(rows):
+        for c in range(w):
+            a = np.sqrt(np.float32(_scaled(clutter, scale, r, c)))  # _clutter_amplitude's value
+            out_re[r, c] = re[r, c] * a
+            out_im[r, c] = im[r, c] * a
+        for c in range(w, out_re.shape[1]):
+            out_re[r, c] = np.float32(0.0)
+            out_im[r, c] = np.float32(0.0)
 
 
 @inlined
