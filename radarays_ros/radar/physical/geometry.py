@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...threads import spans_inline
 from ...tracing.backend import at_times
 from . import antenna, backscatter, beam_sampling, facet_glints, foliage, geometry_loops, geometry_physics, radar_equation, thermal_noise
 
@@ -115,9 +116,15 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     blocks = min(AZIMUTH_BLOCKS, a)
     edges = [a * k // blocks for k in range(blocks + 1)]
     spans = [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
-    # the glints are one more task beside the blocks (they trace only their occlusion rays)
-    done = (parallel or _in_turn)(lambda span: _glints(frame, scatterers) if span is None
-                                  else _trace_block(frame, _tubes(frame, *span)), [None] + spans)
+    # the glints are one more task beside the blocks (they trace only their occlusion rays). With at least as many
+    # tasks as the backend has threads (the frame's pool has as many), each task traces on its own thread
+    # (threads.spans_inline): the tasks fill the cores already
+    inline = parallel is not None and len(spans) + 1 >= getattr(backend, "threads", 1)
+
+    def task(span):
+        with spans_inline(inline):
+            return _glints(frame, scatterers) if span is None else _trace_block(frame, _tubes(frame, *span))
+    done = (parallel or _in_turn)(task, [None] + spans)
     glints, parts = done[0], done[1:]
     if ray_log is not None:  # one entry per pass, as a single block would trace it
         ray_log.extend(tuple(np.concatenate(x) for x in zip(*pieces)) for pieces in _by_pass(parts, 2))
