@@ -328,6 +328,19 @@ def test_block_power_steps_loop_gives_the_numpy_bytes(doppler):
     assert len(in_block) > 200 and (in_block < 40).any()
     start, _ = stage.clutter_bins_of(clutter, np.arange(n), cfg, signs)
     assert doppler == (not np.array_equal(start, (near - 0.3) / 0.0438))  # the shift is there when asked
+    # a per-azimuth set (the leakage plateau) read apart: the bytes of the set that joins it after the frame's returns
+    plateau = Clutter(np.arange(a), np.full(a, 0.2), np.full(a, 1.2), np.full(a, 3e-6), np.zeros(a))
+    joined = Clutter(*(np.concatenate([getattr(clutter, f), getattr(plateau, f)]) for f in
+                       ("azimuth", "near_m", "far_m", "power_w", "velocity")))
+    blocks = joined.azimuth // 25
+    for sel in (in_block, in_block[:0]):
+        got = stage_loops.block_power_steps(sel, k0, clutter, signs, cfg.fmcw, cfg.range.offset, cfg.range.resolution,
+                                            (25, b), per_azimuth=plateau)
+        both = np.concatenate([sel, n + np.arange(k0, k0 + 25)])  # a joined set's block, in its order
+        assert np.array_equal(both, np.flatnonzero(blocks == 1)) or len(sel) == 0
+        want = stage_loops.block_power_steps(both, k0, joined, signs, cfg.fmcw, cfg.range.offset, cfg.range.resolution,
+                                             (25, b))
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("seed", range(3))

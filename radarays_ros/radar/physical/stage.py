@@ -391,14 +391,16 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         g_amp = np.concatenate([g_amp, np.full(a, math.sqrt(receiver_chain.dbm_to_w(rx.leakage_dbm)), np.complex128)])
         g_range = np.concatenate([g_range, np.full(a, rx.leakage_range_m)])
         g_az = np.concatenate([g_az, np.arange(a)])
+    plateau = None  # the leakage plateau: one clutter return per azimuth, after the frame's own
     if rx.leakage_dbm is not None and rx.leakage_spread_m > 0:  # a plateau: clutter of the leakage's power
         half = 0.5 * rx.leakage_spread_m
-        near = np.full(a, max(rx.leakage_range_m - half, offset))
-        clutter = type(clutter)(np.concatenate([clutter.azimuth, np.arange(a)]),
-                                np.concatenate([clutter.near_m, near]),
-                                np.concatenate([clutter.far_m, np.full(a, rx.leakage_range_m + half)]),
-                                np.concatenate([clutter.power_w, np.full(a, receiver_chain.dbm_to_w(rx.leakage_dbm))]),
-                                np.concatenate([clutter.velocity, np.zeros(a)]))
+        plateau = type(clutter)(np.arange(a), np.full(a, max(rx.leakage_range_m - half, offset)),
+                                np.full(a, rx.leakage_range_m + half),
+                                np.full(a, receiver_chain.dbm_to_w(rx.leakage_dbm)), np.zeros(a))
+    own = clutter  # the speckled block pass reads the plateau apart (stage_loops.block_power_steps): no joined copy
+    if plateau is not None and (not cfg.scatter.speckle or cfg.fmcw.velocity_channel):  # the passes over one set
+        clutter = type(clutter)(*(np.concatenate([getattr(own, name), getattr(plateau, name)])
+                                  for name in ("azimuth", "near_m", "far_m", "power_w", "velocity")))
     g_amp = g_amp * np.sqrt(receiver_chain.gain_at(cfg, g_range))  # the IF filters at each point's exact range
     g_pos = (g_range - offset) / bin_m
     visible = np.abs(g_amp) ** 2 > 1e-4 * float(floor.min())  # 40 dB under the floor: nothing
@@ -449,9 +451,10 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         rows, cells = chain.skirts.running_cells(steps)
         return rows, scales(k0, k1, rows, cells)
 
-    # power_steps of the block's returns, with clutter_bins_of's bins: gathered, binned and spread in one compiled pass
-    clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: stage_loops.block_power_steps(
-        sel, k0, clutter, signs, cfg.fmcw, offset, bin_m, (k1 - k0, b)))
+    # power_steps of the block's returns, with clutter_bins_of's bins: gathered, binned and spread in one compiled pass;
+    # the plateau's returns of the block's rows after its own (where a joined set would put them: the same sums)
+    clutter_steps = _rows_of(own.azimuth, a, lambda sel, k0, k1: stage_loops.block_power_steps(
+        sel, k0, own, signs, cfg.fmcw, offset, bin_m, (k1 - k0, b), per_azimuth=plateau))
     if cfg.scatter.speckle:
         rho = beam_correlation(cfg)
         power = _speckled_frame(clutter_steps, reference / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps),

@@ -29,18 +29,26 @@ def power_steps(azimuth, start_bin, end_bin, power, shape) -> np.ndarray:
     return _scattered(shape, at, parts, *_step_parts(azimuth, start_bin, end_bin, power, shape[1], at, parts))
 
 
-def block_power_steps(sel, k0: int, clutter, signs, fm, offset: float, bin_m: float, shape) -> np.ndarray:
+def block_power_steps(sel, k0: int, clutter, signs, fm, offset: float, bin_m: float, shape,
+                      per_azimuth=None) -> np.ndarray:
     """power_steps(azimuth - k0, start_bin, end_bin, power, shape) of the clutter returns sel (int64 indices), their
     bins formed by stage.clutter_bins_of's arithmetic in its order (shift = sign v f_c T / B when fm.doppler, then
     (near + shift - offset) / bin_m), gathered, binned and spread in one pass. The returns' arrays: int64 azimuth,
-    float64 the others, signs float64 (stage._chain_stage casts them once)."""
-    m = len(sel)
+    float64 the others, signs float64 (stage._chain_stage casts them once).
+    per_azimuth: None, or more returns, one per azimuth (its azimuth = its index: the leakage plateau): those of rows
+    k0 .. k0 + shape[0] - 1 follow the returns sel, as they would in a set that joined both (the same sums)."""
+    rows = 0 if per_azimuth is None else shape[0]
+    m = len(sel) + rows
     at = np.empty((m, 3), np.int64)
     parts = np.empty((m, 3))
+    settings = (signs, bool(fm.doppler), float(fm.carrier_hz), float(fm.chirp_time_s), float(fm.bandwidth_hz),
+                float(offset), float(bin_m), shape[1], at, parts)
     kept, last = _block_step_parts(np.ascontiguousarray(sel, np.int64), int(k0), clutter.azimuth, clutter.near_m,
-                                   clutter.far_m, clutter.power_w, clutter.velocity, signs, bool(fm.doppler),
-                                   float(fm.carrier_hz), float(fm.chirp_time_s), float(fm.bandwidth_hz), float(offset),
-                                   float(bin_m), shape[1], at, parts)
+                                   clutter.far_m, clutter.power_w, clutter.velocity, *settings, 0, -1)
+    if rows:
+        p = per_azimuth
+        kept, last = _block_step_parts(np.arange(k0, k0 + rows), int(k0), p.azimuth, p.near_m, p.far_m, p.power_w,
+                                       p.velocity, *settings, kept, last)
     return _scattered(shape, at, parts, kept, last)
 
 
@@ -131,10 +139,9 @@ def _step_parts(azimuth, start_bin, end_bin, power, b, at, parts):
 
 @kernel
 def _block_step_parts(sel, k0, azimuth, near_m, far_m, power_w, velocity, signs, doppler, carrier, chirp_time, bandwidth,
-                      offset, bin_m, b, at, parts):
-    """_step_parts of the returns sel, rows azimuth - k0, their bins as stage.clutter_bins_of forms them."""
-    kept = 0
-    last = -1
+                      offset, bin_m, b, at, parts, kept, last):
+    """_step_parts of the returns sel, rows azimuth - k0, their bins as stage.clutter_bins_of forms them, packed
+    from at[kept] on (kept, last: the counts of returns before, as _step_parts returns them)."""
     for j in range(sel.shape[0]):
         i = sel[j]
         near, far = near_m[i], far_m[i]
