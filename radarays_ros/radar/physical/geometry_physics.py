@@ -155,7 +155,7 @@ def tubes(beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi, rot, sensor_velocity, an
     column frame d = (cos e cos b, cos e sin b, sin e), dd_e = (-sin e cos b, -sin e sin b, cos e),
     dd_b = (-cos e sin b, cos e cos b, 0), each turned into the world by rot; steps = bounds - sample;
     d_omega = d_beta d_e cos e; g_tx the one-way pattern; v_r = -(v_sensor . d).
-    period: the elevations of a row repeat every `period` samples (the beam's grid, geometry.sample_beam: S = azimuth
+    period: the elevations of a row repeat every `period` samples (the beam's grid, geometry.beam_rows: S = azimuth
     samples x elevation samples, elevation fastest), 0: no such repeat. A sample whose azimuth equals the one before
     (bit for bit), or whose elevation equals the one `period` before, reuses their sines, cosines and pattern: the
     same values, each computed once per row (measured on a ras6 frame, one core: 4.1 -> 1.6 ms)."""
