@@ -6,6 +6,7 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from radarays_ros import threads
 from radarays_ros.radar import RadarSimulator
@@ -52,3 +53,45 @@ def test_a_physical_frame_traces_its_geometry_blocks_inline_where_they_fill_the_
                                 None, 1.0,
                                 parallel=lambda task, items: threads.run_all("frame", task, items, 2))
         assert sorted(seen) == sorted(want)
+
+
+def _street_frames(monkeypatch, single_glint_task: bool):
+    from radarays_ros.radar import RadarConfig
+    from radarays_ros.tracing import make_backend
+    from radarays_ros.world.loader import load_world
+
+    if single_glint_task:  # the glints as one task, facet_glints computing every kind itself
+        monkeypatch.setattr(geometry, "_glint_tasks", lambda frame, sc: [lambda: geometry._glints(frame, sc)])
+    world = load_world("radarays_ros/data/worlds/street.sdf")
+    cfg = RadarConfig.from_yaml("radarays_ros/data/radar/navtech_ras6.yaml")
+    sim = RadarSimulator(cfg, world, backend=make_backend("embree", world, threads=2))
+    return [sim.simulate(pose_to_matrix(0.0, 0.0, 0.8, 0, 0, yaw)) for yaw in (0.0, 0.7)]
+
+
+def test_glints_in_two_tasks_give_the_bytes_of_one(monkeypatch):
+    """The curved plates' glints in a task of their own, joined by the task of the other kinds (geometry._glint_tasks):
+    the frames of the glints computed in one task, bit for bit (the street's lamp posts and cars are curved)."""
+    split = []
+    tasks = geometry._glint_tasks
+    monkeypatch.setattr(geometry, "_glint_tasks", lambda frame, sc: (lambda made: split.append(len(made)) or made)(
+        tasks(frame, sc)))
+    two = _street_frames(monkeypatch, False)
+    assert split == [2, 2]
+    with monkeypatch.context() as m:
+        one = _street_frames(m, True)
+    for a, b in zip(one, two):
+        assert a.image.tobytes() == b.image.tobytes() and a.energy.tobytes() == b.energy.tobytes()
+
+
+def test_a_failing_curved_glint_task_fails_the_frame_without_a_hang(monkeypatch):
+    from radarays_ros.radar.physical import facet_glints
+
+    parts = facet_glints.static_parts
+
+    def failing(kinds, *args):
+        if kinds == ("curved",):
+            raise ValueError("curved plates failed")
+        return parts(kinds, *args)
+    monkeypatch.setattr(facet_glints, "static_parts", failing)
+    with pytest.raises((ValueError, RuntimeError), match="curved"):
+        _street_frames(monkeypatch, False)

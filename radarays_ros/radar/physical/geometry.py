@@ -26,6 +26,7 @@ simulate.entity_motion).
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,33 +126,67 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     blocks = min(AZIMUTH_BLOCKS, a)
     edges = [a * k // blocks for k in range(blocks + 1)]
     spans = [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
-    # the glints are one more task beside the blocks (they trace only their occlusion rays). With at least as many
-    # tasks as the backend has threads (the frame's pool has as many), each task traces on its own thread
+    # the glints are one or two more tasks beside the blocks (they trace only their occlusion rays). With at least
+    # as many tasks as the backend has threads (the frame's pool has as many), each task traces on its own thread
     # (threads.spans_inline): the tasks fill the cores already
-    inline = parallel is not None and len(spans) + 1 >= getattr(backend, "threads", 1)
+    glint_tasks = _glint_tasks(frame, scatterers)
+    inline = parallel is not None and len(spans) + len(glint_tasks) >= getattr(backend, "threads", 1)
 
-    def task(span):
+    def task(item):
         with spans_inline(inline):
-            return _glints(frame, scatterers) if span is None else _trace_block(frame, _tubes(frame, *span))
-    done = (parallel or _in_turn)(task, [None] + spans)
-    glints, parts = done[0], done[1:]
+            return item() if callable(item) else _trace_block(frame, _tubes(frame, *item))
+    done = (parallel or _in_turn)(task, glint_tasks + spans)
+    glints, parts = done[len(glint_tasks) - 1], done[len(glint_tasks):]
     if ray_log is not None:  # one entry per pass, as a single block would trace it
         ray_log.extend(tuple(np.concatenate(x) for x in zip(*pieces)) for pieces in _by_pass(parts, 2))
     return joined([c for pieces in _by_pass(parts, 0) for c in pieces], Clutter), glints
 
 
-def _glints(frame: "_Frame", scatterers) -> Glints:
-    """The frame's coherent returns, one per scatterer and azimuth (facet_glints.py)."""
+def _glints(frame: "_Frame", scatterers, parts=None) -> Glints:
+    """The frame's coherent returns, one per scatterer and azimuth (facet_glints.py; parts: its static_parts)."""
     if scatterers is None or scatterers.empty:
         return joined([], Glints)
     cfg = frame.cfg
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
-    floor = INVISIBLE * thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
     az, rng_m, amp, v_r = facet_glints.frame_glints(
         scatterers, frame.backend, frame.origins, frame.column_rot, frame.sensor_velocity, cfg, frame.table,
-        radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, frame.max_range, floor, frame.entities,
-        cfg.scatter.occlusion_test, frame.times)
+        radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, frame.max_range, _glint_floor(cfg),
+        frame.entities, cfg.scatter.occlusion_test, frame.times, parts)
     return Glints(az.astype(np.int64), rng_m, amp, v_r)
+
+
+def _glint_floor(cfg) -> float:
+    return INVISIBLE * thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
+
+
+def _glint_tasks(frame: "_Frame", scatterers) -> list:
+    """The frame's glints as tasks ahead of the geometry blocks, the last returning the Glints. Where the scatterers
+    stay where they are over the frame, two: the curved plates' returns (about half the glints' time), and the
+    other kinds' that then wait for the curved ones and join them (facet_glints.static_parts: the same parts, so
+    the same arrays). Two tasks side by side, not one beside the blocks: on 2 threads one thread ran the glints
+    and two blocks while the other ran two blocks and waited 16 ms (a ras6 frame of the 1 M city). The curved
+    task is first: in a pool it starts before or with the task that waits for it, in turn it is done by then."""
+    if scatterers is None or scatterers.empty or facet_glints.sweeps(frame.entities, frame.times):
+        return [lambda: _glints(frame, scatterers)]
+    cfg = frame.cfg
+    lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
+    settings = (scatterers, frame.origins, frame.column_rot, cfg, frame.table,
+                radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, frame.max_range, _glint_floor(cfg))
+    curved, ready = {}, threading.Event()
+
+    def curved_task():
+        try:
+            curved.update(facet_glints.static_parts(("curved",), *settings))
+        finally:  # set also on failure (no part then): the other task must not wait for ever
+            ready.set()
+
+    def rest_task():
+        rest = facet_glints.static_parts(("plates", "dihedrals", "trihedrals"), *settings)
+        ready.wait()
+        if "curved" not in curved:
+            raise RuntimeError("the curved plates' glint task failed")
+        return _glints(frame, scatterers, {**rest, **curved})
+    return [curved_task, rest_task]
 
 
 AZIMUTH_BLOCKS = 4  # geometry tasks per frame (a constant: the returns do not depend on the thread count)
