@@ -116,6 +116,26 @@ def test_compiled_tubes_against_numpy():
     assert got[3].tobytes() == want[3].tobytes() and got[4].tobytes() == want[4].tobytes()  # differences: exact
 
 
+def test_tubes_on_the_beam_grid_reuse_only_equal_angles():
+    """period: a row's azimuths in runs and its elevations repeating every `period` samples (the beam's grid); the
+    reused sines and pattern must give the bytes of computing every sample afresh, also where a row breaks the grid
+    and where an angle is -0.0 against 0.0 (equal as floats, sines of two signs)."""
+    cfg = _antenna_cfg("sinc", "gaussian", False)
+    rng = np.random.default_rng(5)
+    k, nb, ne = 9, 4, 6
+    beta = np.repeat(rng.uniform(-0.1, 0.1, (k, nb)), ne, axis=1)
+    e = np.tile(rng.uniform(-0.7, 0.7, (k, ne)), nb)
+    beta[1, :ne], beta[1, ne:2 * ne] = 0.0, -0.0
+    e[2, 0], e[2, ne] = 0.0, -0.0
+    e[3, 2 * ne + 1] += 1e-9  # off the grid
+    d_beta, d_e = rng.uniform(0, 0.01, (k, nb * ne)), rng.uniform(0, 0.05, (k, nb * ne))
+    args = (beta, e, d_beta, d_e, beta - d_beta / 3, beta + d_beta / 2, e - d_e / 4, e + d_e / 2, _rotations(rng, k),
+            rng.normal(size=(k, 3)) * 10, geometry_physics.antenna_parameters(cfg))
+    fresh = geometry_physics.tubes(*args)
+    reused = geometry_physics.tubes(*args, period=ne)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(fresh, reused))
+
+
 def _bounce_numpy(bounce, multipath, idx, cls, cos_t, path, n, hit, rho, straight, is_volume, f, sensor, az, column_rot,
                   table, cfg, k_radar, lam, invisible_w, min_cos):
     """geometry._trace_block's lines for one bounce (after kept_hits), as they stood before the loop."""
@@ -213,7 +233,7 @@ def test_compiled_bounce_returns_against_numpy(bounce, multipath):
 
 def _numpy_geometry(monkeypatch, table_holder):
     """geometry_physics' loops replaced by the numpy they replaced."""
-    def tubes(beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi, rot, velocity, pattern):
+    def tubes(beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi, rot, velocity, pattern, period=0):
         return _tubes_numpy(beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi, rot, velocity, table_holder["cfg"].antenna)
 
     def bounce(bounce, multipath, last, idx, cls, cos_t, path, n, hit, rho, straight, is_volume, f, sensor, az, column_rot,

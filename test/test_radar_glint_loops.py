@@ -410,3 +410,19 @@ def test_facing_pairs_loop_against_numpy():
     # r0: the same square root of the same sum
     assert np.abs(got[2] - want[2]).max() <= 4e-16 and np.abs(got[4] - want[4]).max() <= 4e-16
     assert np.allclose(got[3], want[3], rtol=4e-16, atol=0)
+
+
+@pytest.mark.parametrize("rows_of_scale", [None, 1, 25])
+def test_amplified_rows_are_the_planes_times_the_clutter_amplitude_zero_padded(rows_of_scale):
+    rng = np.random.default_rng(14)
+    clutter = rng.lognormal(-25, 6, (25, 3000)) * (rng.random((25, 3000)) < 0.7)
+    scale = None if rows_of_scale is None else rng.uniform(0.1, 3.0, (rows_of_scale, 6848)).astype(np.float32)
+    amplitude = stage_loops.clutter_amplitude(clutter, scale, 1e-14)
+    width = amplitude.shape[1]
+    assert stage_loops.clutter_width(clutter, scale, 1e-14) == width
+    re, im = (rng.normal(size=(25, width)).astype(np.float32) for _ in range(2))
+    got_re, got_im = stage_loops.amplified_rows(re, im, clutter, scale, 3100)
+    for got, plane in ((got_re, re), (got_im, im)):
+        want = np.zeros((25, 3100), np.float32)
+        want[:, :width] = plane * amplitude  # the numpy it replaced: plane *= amplitude, then rfft(plane, n) pads
+        assert got.tobytes() == want.tobytes()

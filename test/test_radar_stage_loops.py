@@ -328,6 +328,19 @@ def test_block_power_steps_loop_gives_the_numpy_bytes(doppler):
     assert len(in_block) > 200 and (in_block < 40).any()
     start, _ = stage.clutter_bins_of(clutter, np.arange(n), cfg, signs)
     assert doppler == (not np.array_equal(start, (near - 0.3) / 0.0438))  # the shift is there when asked
+    # a per-azimuth set (the leakage plateau) read apart: the bytes of the set that joins it after the frame's returns
+    plateau = Clutter(np.arange(a), np.full(a, 0.2), np.full(a, 1.2), np.full(a, 3e-6), np.zeros(a))
+    joined = Clutter(*(np.concatenate([getattr(clutter, f), getattr(plateau, f)]) for f in
+                       ("azimuth", "near_m", "far_m", "power_w", "velocity")))
+    blocks = joined.azimuth // 25
+    for sel in (in_block, in_block[:0]):
+        got = stage_loops.block_power_steps(sel, k0, clutter, signs, cfg.fmcw, cfg.range.offset, cfg.range.resolution,
+                                            (25, b), per_azimuth=plateau)
+        both = np.concatenate([sel, n + np.arange(k0, k0 + 25)])  # a joined set's block, in its order
+        assert np.array_equal(both, np.flatnonzero(blocks == 1)) or len(sel) == 0
+        want = stage_loops.block_power_steps(both, k0, joined, signs, cfg.fmcw, cfg.range.offset, cfg.range.resolution,
+                                             (25, b))
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -387,3 +400,21 @@ def test_skirt_power_adds_the_sources_in_cell_order():
     power = np.ones((1, 8))
     got = stage_loops.skirt_power(power, kernel, np.arange(8), np.arange(8), np.zeros(8))
     assert np.array_equal(got, np.ones((1, 8), np.float32))
+
+
+@pytest.mark.parametrize("count, azimuths", [(0, 400), (1, 400), (30000, 400), (5000, 7), (3000, 2**16 * 25)])
+def test_returns_by_block_as_the_stable_argsort(count, azimuths):
+    rng = np.random.default_rng(count)
+    azimuth = rng.integers(0, azimuths, count)
+    n_blocks = (azimuths + stage.ROWS_PER_SEED - 1) // stage.ROWS_PER_SEED
+    blocks = azimuth // stage.ROWS_PER_SEED
+    order = np.argsort(blocks, kind="stable")  # the numpy it replaced (there on int16 or int32 keys)
+    bounds = np.searchsorted(blocks[order], np.arange(n_blocks + 1))
+    got_order, got_bounds = stage_loops.stable_by_block(azimuth, stage.ROWS_PER_SEED, n_blocks)
+    assert got_order.tolist() == order.tolist() and got_bounds.tolist() == bounds.tolist()
+
+
+@pytest.mark.parametrize("azimuth", [-1, 400])
+def test_returns_by_block_refuse_an_azimuth_outside_the_frame(azimuth):
+    with pytest.raises(ValueError, match="clutter azimuth outside 0 .. 399"):
+        stage_loops.stable_by_block(np.array([3, azimuth]), stage.ROWS_PER_SEED, 16)

@@ -56,3 +56,20 @@ def test_a_forked_process_makes_its_own_pools():
     assert threads.run_all("frame", lambda _: both.wait() * 0, range(2), 2) == [0, 0]
     with multiprocessing.get_context("fork").Pool(1) as procs:
         assert procs.apply_async(_child_runs_a_pool).get(timeout=60) == [1, 2, 3, 4]
+
+
+def test_spans_inline_traces_on_the_calling_thread_and_only_there():
+    here = threading.current_thread().name
+    where = lambda: set(threads.run_all("trace", lambda _: threading.current_thread().name, range(8), 2))  # noqa: E731
+    assert here not in where() and threads.span_threads(4) == 4
+    with threads.spans_inline():
+        assert where() == {here} and threads.span_threads(4) == 1
+        with threads.spans_inline(False):  # nested off: still inline (the outer frame task's)
+            assert where() == {here}
+        assert threads.run_all("frame", lambda _: threading.current_thread().name, range(8), 2) != [here] * 8
+        # another thread is not inside: a pooled task splits its traces as before
+        assert threads.pool("frame", 2).submit(lambda: threads.span_threads(4)).result() == 4
+    with threads.spans_inline(False):
+        assert threads.span_threads(4) == 4
+    assert here not in where()
+

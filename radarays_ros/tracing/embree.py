@@ -32,7 +32,7 @@ import numpy as np
 
 from ..compiled import inlined, kernel
 from ..errors import TracingError
-from ..threads import run_all, thread_count
+from ..threads import run_all, span_threads, thread_count
 from ..world.scene import Entity, Scene
 from ..world.twist_pose import poses_after, swept_boxes
 from .backend import Backend, Hits, Rays, register_backend
@@ -553,11 +553,12 @@ class EmbreeBackend(Backend):
         result = _Result(n, lazy_normals)
         sweep = self._sweep_of(swept, rays.times) if swept is not None else None
         job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result, sweep)
-        if self.threads == 1 or n < 2 * _MIN_CHUNK:
+        threads = span_threads(self.threads)  # 1 inside a frame's side-by-side tasks (threads.spans_inline)
+        if threads == 1 or n < 2 * _MIN_CHUNK:
             self._trace_span(job, 0, n)
         else:  # each worker traces AND post-processes its span: numpy releases the GIL too
-            bounds = chunk_bounds(n, self.threads)
-            run_all("trace", lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:]), self.threads)
+            bounds = chunk_bounds(n, threads)
+            run_all("trace", lambda ab: self._trace_span(job, *ab), zip(bounds[:-1], bounds[1:]), threads)
         layers = [self._static, dynamic] + [inst[0] for inst in instances] + (sweep.layers if sweep else [])
         return Hits(result.distance, None if lazy_normals else result.normal, resolve=_IdLookup(result, layers))
 

@@ -366,19 +366,37 @@ def _transmission(backend, start, direction, length, table, times=None) -> np.nd
     return out
 
 
+def sweeps(entities, times) -> bool:
+    """Whether frame_glints sees scatterers where swept entities are at each azimuth's time (else all at the start)."""
+    return not (times is None or entities is None or entities.swept is None or not entities.swept.any())
+
+
+def static_parts(kinds, sc, origins, column_rot, cfg, table, k_radar: float, lam: float, max_range: float,
+                 floor_w: float) -> dict:
+    """{kind: its part of a frame's scatterer returns} for kinds of KINDS, with the scatterers where they are at the
+    frame's start (not sweeps): frame_glints(parts=...) joins them. Why apart: a frame can compute its kinds in
+    tasks side by side (geometry.trace_physical: the curved plates, half the glints' time, beside the rest)."""
+    beam = beam_limits(cfg.antenna, max_range)
+    return {kind: _kind_returns(kind, sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna, {})
+            for kind in kinds}
+
+
 def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar: float, lam: float,
-                 max_range: float, floor_w: float, entities=None, occlusion: bool = True, times=None):
+                 max_range: float, floor_w: float, entities=None, occlusion: bool = True, times=None, parts=None):
     """(azimuth, range_m, complex amplitude sqrt(W), radial velocity) of every scatterer in every beam that
     holds it, above floor_w (40 dB under the noise: invisible). times: (A,) seconds of each azimuth after the
     frame's start: the scatterers of the entities `entities.swept` where they are then, seen directly and in
     mirror faces (scatter.mirror_ghosts; a swept entity's own faces stay at the start: _ghost_returns); None:
-    all at the start."""
+    all at the start. parts: static_parts of every kind, computed already (only where nothing sweeps)."""
     beam = beam_limits(cfg.antenna, max_range)
     bodies = []
-    if times is None or entities is None or entities.swept is None or not entities.swept.any():
-        parts = _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna)
+    if not sweeps(entities, times):
+        parts = ([parts[kind] for kind in KINDS] if parts is not None else
+                 _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna))
         times = None
     else:
+        if parts is not None:
+            raise ValueError("frame_glints: parts are of scatterers at the frame's start; swept entities move them")
         bodies = _swept_bodies(sc, entities, times)
         parts = _swept_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg.antenna, entities,
                                bodies)
@@ -493,12 +511,22 @@ def _scatterer_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor
                        accept=None) -> list:
     """Each kind's (azimuth, sigma x rho, range, phase, point, entity); only: {kind: indices} (None: all);
     accept: trihedral_returns' pre-selection of (azimuth, apex) pairs."""
-    only = only or {}
-    parts = [f(sc, origins, column_rot, beam, table, lam, only=only.get(kind, None if not only else ()))
-             for f, kind in ((plate_returns, "plates"), (curved_returns, "plates"), (dihedral_returns, "dihedrals"))]
-    parts.append(trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna,
-                                   only=only.get("trihedrals", None if not only else ()), accept=accept))
-    return parts
+    return [_kind_returns(kind, sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, only or {},
+                          accept) for kind in KINDS]
+
+
+KINDS = ("plates", "curved", "dihedrals", "trihedrals")  # the parts of _scatterer_returns, in their order
+
+
+def _kind_returns(kind, sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, only: dict,
+                  accept=None) -> tuple:
+    """_scatterer_returns' part of one of KINDS (the curved plates are of only's "plates" too)."""
+    pick = only.get("plates" if kind == "curved" else kind, None if not only else ())
+    if kind == "trihedrals":
+        return trihedral_returns(sc, origins, column_rot, beam, table, lam, k_radar, floor_w, cfg_antenna, only=pick,
+                                 accept=accept)
+    return {"plates": plate_returns, "curved": curved_returns, "dihedrals": dihedral_returns}[kind](
+        sc, origins, column_rot, beam, table, lam, only=pick)
 
 
 def _ghost_kinds(sc, beam, column_rot, table, lam) -> dict:

@@ -26,10 +26,12 @@ simulate.entity_motion).
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from ...threads import spans_inline
 from ...tracing.backend import at_times
 from . import antenna, backscatter, beam_sampling, facet_glints, foliage, geometry_loops, geometry_physics, radar_equation, thermal_noise
 
@@ -67,8 +69,8 @@ def joined(parts, cls):
 
 
 def sample_beam(rng, n_azimuths: int, antenna_cfg):
-    """(beta, e, d_beta, d_e, beta_lo, beta_hi, e_lo, e_hi) each (A, S): the beam samples of every
-    azimuth (S = strata az x el), their angular cells and their strata bounds."""
+    """((beta, d_beta, beta_lo, beta_hi), (e, d_e, e_lo, e_hi)), each (A, samples of that axis): the beam
+    samples of every azimuth per axis, their angular cells and their strata bounds (beam_rows: the grid)."""
     a_cfg = antenna_cfg
     w_az = math.radians(a_cfg.azimuth_width_deg)
     w_el = math.radians(a_cfg.elevation_width_deg)
@@ -83,9 +85,18 @@ def sample_beam(rng, n_azimuths: int, antenna_cfg):
     lo, hi = max(lo, math.radians(-89.0)), min(hi, math.radians(89.0))
     e, d_e, e_lo, e_hi = beam_sampling.stratified(rng, n_azimuths, a_cfg.samples_elevation, lo, hi,
                                       lambda x: antenna.elevation_one_way(x, a_cfg))
+    return (beta, d_beta, b_lo, b_hi), (e, d_e, e_lo, e_hi)
+
+
+def beam_rows(beam, k0: int, k1: int):
+    """(beta, e, d_beta, d_e, beta_lo, beta_hi, e_lo, e_hi) each (k1 - k0, S): sample_beam's samples of azimuths
+    k0..k1-1 on their grid (S = strata az x el, elevation fastest). Made per block of azimuths: in the blocks'
+    tasks, side by side, not before them (eight (A, S) arrays: 1.5 ms of a ras6 frame)."""
+    (beta, d_beta, b_lo, b_hi), (e, d_e, e_lo, e_hi) = beam
     nb, ne = beta.shape[1], e.shape[1]
-    rep = lambda v, axis: np.repeat(v[:, :, None], ne, axis=2) if axis == 0 else np.repeat(v[:, None, :], nb, axis=1)  # noqa: E731
-    return tuple(rep(v, axis).reshape(n_azimuths, -1) for v, axis in
+    rep = lambda v, axis: (np.repeat(v[k0:k1, :, None], ne, axis=2) if axis == 0  # noqa: E731
+                           else np.repeat(v[k0:k1, None, :], nb, axis=1))
+    return tuple(rep(v, axis).reshape(k1 - k0, -1) for v, axis in
                  ((beta, 0), (e, 1), (d_beta, 0), (d_e, 1), (b_lo, 0), (b_hi, 0), (e_lo, 1), (e_hi, 1)))
 
 
@@ -115,27 +126,67 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
     blocks = min(AZIMUTH_BLOCKS, a)
     edges = [a * k // blocks for k in range(blocks + 1)]
     spans = [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
-    # the glints are one more task beside the blocks (they trace only their occlusion rays)
-    done = (parallel or _in_turn)(lambda span: _glints(frame, scatterers) if span is None
-                                  else _trace_block(frame, _tubes(frame, *span)), [None] + spans)
-    glints, parts = done[0], done[1:]
+    # the glints are one or two more tasks beside the blocks (they trace only their occlusion rays). With at least
+    # as many tasks as the backend has threads (the frame's pool has as many), each task traces on its own thread
+    # (threads.spans_inline): the tasks fill the cores already
+    glint_tasks = _glint_tasks(frame, scatterers)
+    inline = parallel is not None and len(spans) + len(glint_tasks) >= getattr(backend, "threads", 1)
+
+    def task(item):
+        with spans_inline(inline):
+            return item() if callable(item) else _trace_block(frame, _tubes(frame, *item))
+    done = (parallel or _in_turn)(task, glint_tasks + spans)
+    glints, parts = done[len(glint_tasks) - 1], done[len(glint_tasks):]
     if ray_log is not None:  # one entry per pass, as a single block would trace it
         ray_log.extend(tuple(np.concatenate(x) for x in zip(*pieces)) for pieces in _by_pass(parts, 2))
     return joined([c for pieces in _by_pass(parts, 0) for c in pieces], Clutter), glints
 
 
-def _glints(frame: "_Frame", scatterers) -> Glints:
-    """The frame's coherent returns, one per scatterer and azimuth (facet_glints.py)."""
+def _glints(frame: "_Frame", scatterers, parts=None) -> Glints:
+    """The frame's coherent returns, one per scatterer and azimuth (facet_glints.py; parts: its static_parts)."""
     if scatterers is None or scatterers.empty:
         return joined([], Glints)
     cfg = frame.cfg
     lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
-    floor = INVISIBLE * thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
     az, rng_m, amp, v_r = facet_glints.frame_glints(
         scatterers, frame.backend, frame.origins, frame.column_rot, frame.sensor_velocity, cfg, frame.table,
-        radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, frame.max_range, floor, frame.entities,
-        cfg.scatter.occlusion_test, frame.times)
+        radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, frame.max_range, _glint_floor(cfg),
+        frame.entities, cfg.scatter.occlusion_test, frame.times, parts)
     return Glints(az.astype(np.int64), rng_m, amp, v_r)
+
+
+def _glint_floor(cfg) -> float:
+    return INVISIBLE * thermal_noise.noise_power_w(cfg.receiver, cfg.fmcw)
+
+
+def _glint_tasks(frame: "_Frame", scatterers) -> list:
+    """The frame's glints as tasks ahead of the geometry blocks, the last returning the Glints. Where the scatterers
+    stay where they are over the frame, two: the curved plates' returns (about half the glints' time), and the
+    other kinds' that then wait for the curved ones and join them (facet_glints.static_parts: the same parts, so
+    the same arrays). Two tasks side by side, not one beside the blocks: on 2 threads one thread ran the glints
+    and two blocks while the other ran two blocks and waited 16 ms (a ras6 frame of the 1 M city). The curved
+    task is first: in a pool it starts before or with the task that waits for it, in turn it is done by then."""
+    if scatterers is None or scatterers.empty or facet_glints.sweeps(frame.entities, frame.times):
+        return [lambda: _glints(frame, scatterers)]
+    cfg = frame.cfg
+    lam = backscatter.wavelength(cfg.fmcw.carrier_hz)
+    settings = (scatterers, frame.origins, frame.column_rot, cfg, frame.table,
+                radar_equation.constant(cfg.receiver, cfg.antenna, lam), lam, frame.max_range, _glint_floor(cfg))
+    curved, ready = {}, threading.Event()
+
+    def curved_task():
+        try:
+            curved.update(facet_glints.static_parts(("curved",), *settings))
+        finally:  # set also on failure (no part then): the other task must not wait for ever
+            ready.set()
+
+    def rest_task():
+        rest = facet_glints.static_parts(("plates", "dihedrals", "trihedrals"), *settings)
+        ready.wait()
+        if "curved" not in curved:
+            raise RuntimeError("the curved plates' glint task failed")
+        return _glints(frame, scatterers, {**rest, **curved})
+    return [curved_task, rest_task]
 
 
 AZIMUTH_BLOCKS = 4  # geometry tasks per frame (a constant: the returns do not depend on the thread count)
@@ -163,7 +214,7 @@ class _Frame:
     origins: np.ndarray  # (A, 3)
     column_rot: np.ndarray  # (A, 3, 3)
     sensor_velocity: np.ndarray  # (A, 3)
-    beam: tuple  # sample_beam's (A, S) arrays
+    beam: tuple  # sample_beam's per-axis (A, n) arrays (beam_rows: a block's grid)
     times: np.ndarray | None = None  # (A,) seconds of each azimuth after the frame's start (swept entities)
 
 
@@ -187,13 +238,13 @@ class _Tubes:
 
 
 def _tubes(frame: _Frame, k0: int, k1: int) -> _Tubes:
-    beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi = (v[k0:k1] for v in frame.beam)
+    beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi = beam_rows(frame.beam, k0, k1)
     s = beta.shape[1]
     # directions and their derivatives turned into the world, strata steps, solid angle, transmit pattern and
     # the sensor's radial velocity: one compiled pass per tube (geometry_physics.tubes)
     d, dd_e, dd_b, steps_e, steps_b, d_omega, g_tx, v_r = geometry_physics.tubes(
         beta, e, d_beta, d_e, b_lo, b_hi, e_lo, e_hi, frame.column_rot[k0:k1], frame.sensor_velocity[k0:k1],
-        geometry_physics.antenna_parameters(frame.cfg.antenna))
+        geometry_physics.antenna_parameters(frame.cfg.antenna), period=frame.cfg.antenna.samples_elevation)
     return _Tubes(beta=beta, e=e, az=np.repeat(np.arange(k0, k1), s), sensor=np.repeat(frame.origins[k0:k1], s, axis=0),
                   d=d, dd_e=dd_e, dd_b=dd_b, steps_e=steps_e, steps_b=steps_b, d_omega=d_omega, g_tx=g_tx, v_r=v_r)
 

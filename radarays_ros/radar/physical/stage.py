@@ -129,9 +129,8 @@ def _rows_of(azimuth: np.ndarray, a: int, make):
     """clutter_steps(k0, k1) for _speckled_frame: make(selection, k0, k1) on the returns of rows k0..k1-1
     (blocks of ROWS_PER_SEED), in their order. Each block's difference array is then summed in its own
     task, bin by bin in the same order as over the whole frame: the same floats."""
-    blocks = azimuth // ROWS_PER_SEED
-    order = np.argsort(blocks.astype(np.int32 if a > 2**15 * ROWS_PER_SEED else np.int16), kind="stable")
-    bounds = np.searchsorted(blocks[order], np.arange((a + ROWS_PER_SEED - 1) // ROWS_PER_SEED + 1))
+    # the returns in block order, each block's in their order (a stable sort by block: one compiled counting pass)
+    order, bounds = stage_loops.stable_by_block(azimuth, ROWS_PER_SEED, (a + ROWS_PER_SEED - 1) // ROWS_PER_SEED)
     return lambda k0, k1: make(order[bounds[k0 // ROWS_PER_SEED]:bounds[k0 // ROWS_PER_SEED + 1]], k0, k1)
 
 
@@ -203,11 +202,11 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
             clutter = running_power(clutter_steps(k0, k1))
         else:
             clutter, scales = shaping(k0, k1, clutter_steps(k0, k1))
-        # sqrt(clutter x s_sig^2) (s_sig: the chain over the noise's scale) as float32, up to the last column with
-        # any row above CLUTTER_FLOOR x the noise: one compiled pass (stage_loops.clutter_amplitude)
-        amplitude = stage_loops.clutter_amplitude(clutter, None if scales is None else scales[0], CLUTTER_FLOOR * white)
-        re, im = speckle.unit_parts(block_rng, amplitude.shape)
-        return re, im, amplitude, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support), scales
+        # the clutter amplitude sqrt(clutter x s_sig^2) (s_sig: the chain over the noise's scale) is drawn up to the
+        # last column with any row above CLUTTER_FLOOR x the noise (stage_loops.clutter_width), and formed in finish
+        width = stage_loops.clutter_width(clutter, None if scales is None else scales[0], CLUTTER_FLOOR * white)
+        re, im = speckle.unit_parts(block_rng, (k1 - k0, width))
+        return re, im, clutter, _noise_spectrum(block_rng, k1 - k0, n, white, spectrum, support), scales
 
     def correlate(i, re, im):  # waits for the block before: the one link between the blocks
         if rho[0] > 0:
@@ -220,13 +219,16 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
             _correlate_rows_after(re, im, rho, previous)
         last_rows[i] = [(re[k].copy(), im[k].copy()) for k in range(max(len(re) - 2, 0), len(re))]
 
-    def finish(i, re, im, amplitude, noise, scales):
+    def finish(i, re, im, clutter, noise, scales):
         k0, k1 = blocks[i]
         planes = []
-        for clutter, band in zip((re, im), noise):
-            if clutter.shape[1]:  # the clutter's spectrum through the taps, plus the noise on its band
-                clutter *= amplitude
-                field = sp_fft.rfft(clutter, n, axis=1)
+        # the field x its amplitude sqrt(clutter x s_sig^2), in the transform's zero-padded rows (one compiled pass)
+        amplified = (None, None)
+        if re.shape[1]:
+            amplified = stage_loops.amplified_rows(re, im, clutter, None if scales is None else scales[0], n)
+        for padded, band in zip(amplified, noise):
+            if padded is not None:  # the clutter's spectrum through the taps, plus the noise on its band
+                field = sp_fft.rfft(padded, axis=1)
                 field *= spectrum
                 field[:, support] += band
             else:
@@ -244,11 +246,11 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
 
     def block(i):  # tasks start in order, so the block a task waits for is done or running
         try:
-            re, im, amplitude, noise, scales = draw(i)
+            re, im, clutter, noise, scales = draw(i)
             correlate(i, re, im)
         finally:  # set also on failure (last_rows[i] stays None): the next block must not wait for ever
             correlated[i].set()
-        finish(i, re, im, amplitude, noise, scales)
+        finish(i, re, im, clutter, noise, scales)
 
     _parallel(block, range(len(blocks)), workers)
     return power
@@ -272,7 +274,32 @@ def beam_correlation(cfg) -> tuple[float, float]:
     if not cfg.scatter.azimuth_correlation or cfg.azimuth.count <= 1:
         return 0.0, 0.0
     step, width = math.radians(abs(cfg.azimuth.step_deg)), math.radians(cfg.antenna.azimuth_width_deg)
-    return tuple(antenna.field_correlation(m * step, width, cfg.antenna.azimuth_pattern) for m in (1, 2))
+    return _overlaps(step, width, cfg.antenna.azimuth_pattern)
+
+
+@lru_cache(maxsize=16)
+def _overlaps(step: float, width: float, shape: str) -> tuple[float, float]:
+    """antenna.field_correlation at one and two steps: the config's alone, so computed once per config, not per
+    frame (two sums over 16001 pattern samples: 1 ms of a frame)."""
+    return tuple(antenna.field_correlation(m * step, width, shape) for m in (1, 2))
+
+
+@lru_cache(maxsize=8)
+def _chain_of(cfg):
+    """(bin centres, receiver_chain.build at them, its floor, gain and sqrt(gain) as float32): the config's alone,
+    so built once per config, not per frame (the skirt kernel alone took 2 ms of a ras6 frame). Its arrays are
+    made read-only: every frame of the config shares them."""
+    b, bin_m, offset = cfg.range.n_bins, cfg.range.resolution, cfg.range.offset
+    centres = offset + (np.arange(b) + 0.5) * bin_m
+    chain = receiver_chain.build(cfg, centres)
+    floor = chain.floor
+    derived = (floor, floor.astype(np.float32), chain.gain.astype(np.float32), np.sqrt(chain.gain).astype(np.float32))
+    shared = [centres, chain.gain, chain.pre_noise, *derived]
+    if chain.skirts is not None:
+        shared += [chain.skirts.kernel, chain.skirts.cell_of_bin, chain.skirts.lo, chain.skirts.hi, chain.skirts.weight]
+    for array in shared:
+        array.setflags(write=False)
+    return (centres, chain) + derived
 
 
 def run_stage(clutter, glints, cfg, rng: np.random.Generator, workers: int | None = None) -> StageOutput:
@@ -357,25 +384,26 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
     bin_m, offset = cfg.range.resolution, cfg.range.offset
     rx = cfg.receiver
     clutter = _float64_returns(clutter)  # one arithmetic for any caller's arrays: the compiled block pass reads these
-    centres = offset + (np.arange(b) + 0.5) * bin_m
-    chain = receiver_chain.build(cfg, centres)
+    centres, chain, floor, floor32, gain32, root_gain32 = _chain_of(cfg)
     reference = chain.thermal  # the drawn white noise's level; the chain scales it to its floor over range
     g_amp, g_az = glints.amplitude, glints.azimuth
     if rx.leakage_dbm is not None and rx.leakage_spread_m <= 0:  # a point
         g_amp = np.concatenate([g_amp, np.full(a, math.sqrt(receiver_chain.dbm_to_w(rx.leakage_dbm)), np.complex128)])
         g_range = np.concatenate([g_range, np.full(a, rx.leakage_range_m)])
         g_az = np.concatenate([g_az, np.arange(a)])
+    plateau = None  # the leakage plateau: one clutter return per azimuth, after the frame's own
     if rx.leakage_dbm is not None and rx.leakage_spread_m > 0:  # a plateau: clutter of the leakage's power
         half = 0.5 * rx.leakage_spread_m
-        near = np.full(a, max(rx.leakage_range_m - half, offset))
-        clutter = type(clutter)(np.concatenate([clutter.azimuth, np.arange(a)]),
-                                np.concatenate([clutter.near_m, near]),
-                                np.concatenate([clutter.far_m, np.full(a, rx.leakage_range_m + half)]),
-                                np.concatenate([clutter.power_w, np.full(a, receiver_chain.dbm_to_w(rx.leakage_dbm))]),
-                                np.concatenate([clutter.velocity, np.zeros(a)]))
+        plateau = type(clutter)(np.arange(a), np.full(a, max(rx.leakage_range_m - half, offset)),
+                                np.full(a, rx.leakage_range_m + half),
+                                np.full(a, receiver_chain.dbm_to_w(rx.leakage_dbm)), np.zeros(a))
+    own = clutter  # the speckled block pass reads the plateau apart (stage_loops.block_power_steps): no joined copy
+    if plateau is not None and (not cfg.scatter.speckle or cfg.fmcw.velocity_channel):  # the passes over one set
+        clutter = type(clutter)(*(np.concatenate([getattr(own, name), getattr(plateau, name)])
+                                  for name in ("azimuth", "near_m", "far_m", "power_w", "velocity")))
     g_amp = g_amp * np.sqrt(receiver_chain.gain_at(cfg, g_range))  # the IF filters at each point's exact range
     g_pos = (g_range - offset) / bin_m
-    visible = np.abs(g_amp) ** 2 > 1e-4 * float(chain.floor.min())  # 40 dB under the floor: nothing
+    visible = np.abs(g_amp) ** 2 > 1e-4 * float(floor.min())  # 40 dB under the floor: nothing
     point_taps = glint_taps(g_az[visible], g_pos[visible], g_amp[visible], kernel, b)
     tone = np.bincount(g_az, np.abs(g_amp) ** 2, minlength=a)  # each azimuth's point power at the ADC
     point_cells = None
@@ -384,9 +412,6 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         n_cells = chain.skirts.kernel.shape[0]
         point_cells = np.bincount(g_az * n_cells + cells, np.abs(g_amp) ** 2 / np.maximum(receiver_chain.gain_at(cfg, g_range), 1e-300),
                                   minlength=a * n_cells).reshape(a, n_cells)
-    floor = chain.floor
-    floor32, gain32 = floor.astype(np.float32), chain.gain.astype(np.float32)
-    root_gain32 = np.sqrt(chain.gain).astype(np.float32)
     counts, counts_u8 = np.empty((a, b), np.float32), np.empty((a, b), np.uint8)
     one = np.ones(1)
 
@@ -426,9 +451,10 @@ def _chain_stage(clutter, glints, cfg, rng, workers, kernel: RangeKernel, signs,
         rows, cells = chain.skirts.running_cells(steps)
         return rows, scales(k0, k1, rows, cells)
 
-    # power_steps of the block's returns, with clutter_bins_of's bins: gathered, binned and spread in one compiled pass
-    clutter_steps = _rows_of(clutter.azimuth, a, lambda sel, k0, k1: stage_loops.block_power_steps(
-        sel, k0, clutter, signs, cfg.fmcw, offset, bin_m, (k1 - k0, b)))
+    # power_steps of the block's returns, with clutter_bins_of's bins: gathered, binned and spread in one compiled pass;
+    # the plateau's returns of the block's rows after its own (where a joined set would put them: the same sums)
+    clutter_steps = _rows_of(own.azimuth, a, lambda sel, k0, k1: stage_loops.block_power_steps(
+        sel, k0, own, signs, cfg.fmcw, offset, bin_m, (k1 - k0, b), per_azimuth=plateau))
     if cfg.scatter.speckle:
         rho = beam_correlation(cfg)
         power = _speckled_frame(clutter_steps, reference / kernel.enbw_bins, rho, kernel, _sorted_points(point_taps),
