@@ -223,13 +223,16 @@ def corner_before_a_wall(post_velocity=None) -> Scene:
     return scene
 
 
-def ghost_apexes(mode, scene):
+def ghost_apexes(mode, scene, corner_velocity=CORNER_VELOCITY, mirror_speed=0.0, swept="corner"):
     """(indices of the corner's ghost apex glints, azimuth, range, radial velocity, seconds after the start of each
-    azimuth, P(t) and |S' - P(t)| of each glint)."""
-    az, rng_m, v_r, azimuth_s, theta = glints(preset(mirror_ghosts=True, moving_entities=mode), scene, wall="corner")
+    azimuth, P(t) and |S'(t) - P(t)| of each glint). mirror_speed: the mirror's face y = 5 + mirror_speed t, so
+    S'(t) = (0, 2 (5 + mirror_speed t), 0), the radar (at the origin) mirrored in it."""
+    az, rng_m, v_r, azimuth_s, theta = glints(preset(mirror_ghosts=True, moving_entities=mode), scene, wall=swept)
     t = azimuth_s[az] if mode == "sweep" else np.zeros(len(az))
-    corner = CORNER_AT_START + CORNER_VELOCITY * t[:, None]
-    expected = np.linalg.norm(corner - IMAGE_OF_RADAR, axis=1)
+    corner = CORNER_AT_START + np.asarray(corner_velocity) * t[:, None]
+    image = np.zeros((len(t), 3))
+    image[:, 1] = 2.0 * (MIRROR_Y + mirror_speed * t)
+    expected = np.linalg.norm(corner - image, axis=1)
     # the ghost's bearing from the radar (15 degrees; the corner's direct return is at 4 degrees, 1 m nearer,
     # the wall's own glints beyond 60 degrees); in each azimuth its apex is the farthest of the corner's glints
     # (its three faces and three folds are nearer S')
@@ -260,3 +263,39 @@ def test_the_ghost_of_a_swept_corner_is_hidden_by_what_is_in_its_way_then():
     Driving the other way from the same place at the frame's start, it is not in the way then: the ghost is seen."""
     assert len(ghost_apexes("sweep", corner_before_a_wall(post_velocity=(40.0, 0.0, 0.0)))[0]) == 0
     assert len(ghost_apexes("sweep", corner_before_a_wall(post_velocity=(-40.0, 0.0, 0.0)))[0]) >= 3
+
+
+PLATE_SPEED = 6.0  # m/s along +y, the plate's normal: away from the radar (its face 0.8 m farther 130 ms in)
+
+
+def corner_before_a_moving_plate(corner_speed: float) -> Scene:
+    """The wall of corner_before_a_wall as a moving plate (60 x 6 m, a mirror face) driving away along its normal,
+    the corner before it static (corner_speed 0) or driving with it (one rigid body)."""
+    scene = Scene()
+    box = trimesh.creation.box([60.0, 0.2, 6.0])
+    pose = pose_to_matrix(30, MIRROR_Y + 0.1, 0)
+    plate = scene.add_entity("mirror", TriMesh(box.vertices, box.faces), pose, static=False, material="metal")
+    mesh, corner_pose, _ = trihedral_facing(CORNER_AT_START, IMAGE_OF_RADAR)
+    corner = scene.add_entity("corner", mesh, corner_pose, static=corner_speed == 0.0, material="metal")
+    scene.set_poses([(plate, pose)] + ([(corner, corner_pose)] if corner_speed else []),
+                    twists=[((0.0, PLATE_SPEED, 0.0), (0.0, 0.0, 0.0))] * (1 + bool(corner_speed)))
+    return scene
+
+
+@pytest.mark.parametrize("mode", ["sweep", "frame"])
+@pytest.mark.parametrize("corner_speed", [0.0, PLATE_SPEED])
+def test_the_ghost_in_a_moving_face_is_seen_in_the_face_where_it_is_at_its_azimuth_time(mode, corner_speed):
+    """A plate driving away along its normal at 6 m/s: its face is the plane y = 5 + v t at each azimuth's time t,
+    the radar's image in it S'(t) = (0, 10 + 2 v t, 0) (1.6 m farther 130 ms in), and the ghost of the corner
+    before it (static, or driving with the plate) at |S'(t) - P(t)| (0.4 m farther than from the start's S').
+    With moving_entities frame: the plate and the corner where they stood at the start."""
+    corner_velocity = (0.0, corner_speed, 0.0)
+    apex, az, rng_m, _, azimuth_s, _, expected = ghost_apexes(
+        mode, corner_before_a_moving_plate(corner_speed), corner_velocity, PLATE_SPEED, swept="mirror")
+    # at the looked-at beam's edge (+-2 widths, mirror_ghosts.BEAM_WIDTHS) an azimuth may hold one face of the
+    # corner alone, not its apex: the apexes are in the azimuths that hold the corner's faces and folds with them
+    near = np.abs(rng_m - expected) < 0.3
+    apex = np.array([k for k in apex if (near & (az == az[k])).sum() >= 3], np.int64)
+    assert len(apex) >= 3
+    assert azimuth_s[az[apex]].min() > 0.1
+    np.testing.assert_allclose(rng_m[apex], expected[apex], atol=1e-6)

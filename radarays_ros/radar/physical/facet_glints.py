@@ -386,7 +386,7 @@ def frame_glints(sc, backend, origins, column_rot, sensor_velocity, cfg, table, 
     """(azimuth, range_m, complex amplitude sqrt(W), radial velocity) of every scatterer in every beam that
     holds it, above floor_w (40 dB under the noise: invisible). times: (A,) seconds of each azimuth after the
     frame's start: the scatterers of the entities `entities.swept` where they are then, seen directly and in
-    mirror faces (scatter.mirror_ghosts; a swept entity's own faces stay at the start: _ghost_returns); None:
+    mirror faces (scatter.mirror_ghosts; a swept entity's own faces move with it too: _ghost_returns); None:
     all at the start. parts: static_parts of every kind, computed already (only where nothing sweeps)."""
     beam = beam_limits(cfg.antenna, max_range)
     bodies = []
@@ -451,10 +451,11 @@ class SweptBody:
     """The swept entities of one rigid body (a model's visuals on one link: one velocity field, one motion) with
     their scatterers as they are at the frame's start. The body moves by M_t(x) = turn (x - origin) + shift
     (world/twist_pose.py; origin: one entity's origin at the frame's start), turn (A, 3, 3) and shift (A, 3) at
-    each azimuth's time."""
+    each azimuth's time. members: its entities' ids."""
 
-    def __init__(self, scatterers_, origin, turn, shift):
+    def __init__(self, scatterers_, origin, turn, shift, members=()):
         self.scatterers, self.origin, self.turn, self.shift = scatterers_, origin, turn, shift
+        self.members = tuple(members)
 
     def moved_back(self, origins, column_rot) -> tuple[np.ndarray, np.ndarray]:
         """Origins (A, 3) and beam axes (A, 3, 3) of every azimuth moved by M_t^-1: where the radar stands
@@ -466,23 +467,37 @@ class SweptBody:
         """Points (N, 3) of the body at the start moved by M_t of their azimuths az (N,)."""
         return np.einsum("nij,nj->ni", self.turn[az], points - self.origin) + self.shift[az]
 
+    def to_start(self, az, points) -> np.ndarray:
+        """Points (N, 3) of the world at their azimuths' times az (N,) moved by M_t^-1: where they stand against
+        the body as it was at the start."""
+        return np.einsum("nji,nj->ni", self.turn[az], points - self.shift[az]) + self.origin
+
+    def drift(self, points) -> np.ndarray:
+        """(N,) how far static points move against the body over the sweep at most: |M_t^-1 p - p| =
+        |(I - turn)(p - origin) + origin - shift| <= |shift - origin| + |turn - I| |p - origin|."""
+        turned = float(np.linalg.norm(self.turn - np.eye(3), axis=(1, 2)).max())
+        return (float(np.linalg.norm(self.shift - self.origin, axis=1).max())
+                + turned * np.linalg.norm(points - self.origin, axis=1))
+
 
 def _swept_bodies(sc, entities, times) -> list[SweptBody]:
     """The rigid bodies of the entities `entities.swept` that have scatterers (each moving entity's own:
     sc.by_entity, simulate.scene_scatterers): the entities of one velocity field go together, looked at once."""
     by_entity = getattr(sc, "by_entity", {})
-    groups: dict[bytes, tuple[int, list]] = {}
+    groups: dict[bytes, tuple[int, list, list]] = {}
     for e in np.flatnonzero(entities.swept).tolist():
         own = by_entity.get(e)
         if own is not None and not own.empty:
             o, v, w = entities.origin[e], entities.velocity[e], entities.angular[e]
             field = np.round(np.concatenate([v - np.cross(w, o), w]), 9).tobytes()  # v(x) = v0 + w x x
-            groups.setdefault(field, (e, []))[1].append(own)
+            group = groups.setdefault(field, (e, [], []))
+            group[1].append(own)
+            group[2].append(e)
     bodies = []
-    for e, members in groups.values():
+    for e, members, ids in groups.values():
         o = entities.origin[e]
         turn, shift = poses_at(_at_point(o), entities.velocity[e], entities.angular[e], times)  # M_t = turn (x - o) + shift
-        bodies.append(SweptBody(scatterers.concatenate(members), o, turn, shift))
+        bodies.append(SweptBody(scatterers.concatenate(members), o, turn, shift, ids))
     return bodies
 
 
@@ -567,8 +582,12 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
     are where the body is at each azimuth's time: evaluated from S' moved back by the body's motion M_t^-1 (the
     two maps composed: the image in the face, then M_t^-1), their specular point X found with the point moved
     to the world at that time, both legs traced at that time (so are all legs then: swept entities in the way
-    where they are) and the Doppler the velocity field's there. Faces of swept entities stay where they are at
-    the frame's start, and so does everything seen in them (a moving mirror's images are not swept)."""
+    where they are) and the Doppler the velocity field's there. A face of a swept body moves with it: its plane at
+    each azimuth's time is M_t of the start's (centroid M_t c, normal turn n), the image S' the radar's in that
+    plane (beam axes mirrored in it per azimuth), X checked against the face's triangles at the start (moved
+    back by M_t^-1, as the radar is: in that frame the face stands still), the legs traced at that time. The
+    face's own motion's Doppler (the image moving with the mirror: 2 (v_face . n) n more for a translating
+    plane) is not modelled: the radial velocity is the sensor's and the scatterer's, as before a still face."""
     empty = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.complex128), np.zeros(0))
     faces = mirror_ghosts.mirror_faces(sc)
     if not len(faces) or not len(origins):
@@ -585,20 +604,34 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
     reach_slack = math.radians(2.0)
     beam = dict(beam, azimuth=min(beam["azimuth"], mirror_ghosts.BEAM_WIDTHS * math.radians(cfg.antenna.azimuth_width_deg)))
     out = []
+    on_body = {e: body for body in bodies for e in body.members}  # the swept body each swept entity is on
     for m in faces:
         c, n = sc.plate_centroid[m], sc.plate_normal[m]
-        h_s = float((centre - c) @ n)
-        if h_s < mirror_ghosts.MIN_HEIGHT_M + wander or h_s > beam["max_range"]:
-            continue  # the radar behind the face (or in it), or the face out of reach
         tris = sc.tri[tri_starts[m]:tri_starts[m + 1]]
-        # a swept entity's face: everything in it as at the frame's start; else the swept bodies' items apart
-        apart = swept if len(swept) and not np.isin(sc.plate_entity[m], swept) else None
+        # a face on a swept body moves with it: M_t its plane at each azimuth's time. Everything is looked at in
+        # the face's frame at the start (the radar moved back by M_t^-1: `sensor`), where its outline stands
+        mover = on_body.get(int(sc.plate_entity[m]))
+        if mover is None:
+            h_s = float((centre - c) @ n)
+            if h_s < mirror_ghosts.MIN_HEIGHT_M + wander or h_s > beam["max_range"]:
+                continue  # the radar behind the face (or in it), or the face out of reach
+            sensor, near_c, near_w, drift = origins, centre, wander, (lambda p_: 0.0)
+        else:
+            sensor, sensor_axes = mover.moved_back(origins, column_rot)
+            heights = (sensor - c) @ n
+            ahead = heights > mirror_ghosts.MIN_HEIGHT_M  # the azimuths whose radar is in front of the face then
+            if not ahead.any() or heights.min() > beam["max_range"]:
+                continue
+            near_c = sensor.mean(axis=0)
+            near_w = float(np.linalg.norm(sensor - near_c, axis=1).max())
+            # static items move against the face by drift; its bearing from the radar by up to widen
+            drift, widen = mover.drift, math.atan2(near_w, max(float(heights[ahead].min()), 1e-9))
         only = {}
         for kind, (ids, points, sizes, owners) in kinds.items():
-            found = mirror_ghosts.candidates(points, sizes, centre, c, n, tris.reshape(-1, 3), wander,
+            found = mirror_ghosts.candidates(points, sizes + drift(points), near_c, c, n, tris.reshape(-1, 3), near_w,
                                              beam["max_range"])
-            if apart is not None:
-                found = found[~np.isin(owners[found], apart)]
+            if len(swept):  # the swept bodies' items apart (below)
+                found = found[~np.isin(owners[found], swept)]
             if ids is not None:
                 found = ids[found]
             if kind == "plates":
@@ -606,28 +639,44 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
             if len(found):
                 only[kind] = found
         # a swept body whose sphere can have an image in the face at the sweep's first or last azimuth (grown by
-        # its reach over the sweep): all its items, each kept below only where X is on the face then
-        seen = [] if apart is None else [
-            (body, {kind: np.arange(len(points)) if ids is None else ids for kind, (ids, points, _, _) in own.items()})
-            for body, own, middle, radius, reach in movers
-            if any(len(mirror_ghosts.candidates(body.to_world([a], middle[None]), np.array([radius + reach]), centre,
-                                                c, n, tris.reshape(-1, 3), wander, beam["max_range"])) for a in ends)]
+        # its reach and the face's over the sweep): all its items, each kept below only where X is on the face then
+        face_reach = 0.0 if mover is None else _body_reach(mover)[2]
+        # world points at azimuths' times <-> the face's frame at the start
+        to_face, from_face = ((lambda az_, p_: p_),) * 2 if mover is None else (mover.to_start, mover.to_world)
+        seen = [(body, {kind: np.arange(len(points)) if ids is None else ids
+                        for kind, (ids, points, _, _) in own.items()})
+                for body, own, middle, radius, reach in movers
+                if any(len(mirror_ghosts.candidates(to_face([a], body.to_world([a], middle[None])),
+                                                    np.array([radius + reach + face_reach]), near_c, c, n,
+                                                    tris.reshape(-1, 3), near_w, beam["max_range"])) for a in ends)]
         if not only and not seen:
             continue
         # the image is seen through its specular point X on the face: only azimuths whose beam reaches the face
-        sub = np.flatnonzero(mirror_ghosts.facing_azimuths(tris.reshape(-1, 3), centre, boresight, beam["azimuth"] + reach_slack))
+        if mover is None:
+            sub = np.flatnonzero(mirror_ghosts.facing_azimuths(tris.reshape(-1, 3), centre, boresight,
+                                                               beam["azimuth"] + reach_slack))
+        else:
+            bearing = np.arctan2(sensor_axes[:, 1, 0], sensor_axes[:, 0, 0])
+            sub = np.flatnonzero(ahead & mirror_ghosts.facing_azimuths(tris.reshape(-1, 3), near_c, bearing,
+                                                                       beam["azimuth"] + reach_slack + widen))
         if not len(sub):
             continue
-        h = mirror_ghosts.reflection(n)
-        images = mirror_ghosts.reflect(origins, c, n)
-        rot = np.einsum("ij,njk->nik", h, column_rot)  # the beam axes mirrored: directions from S' = directions to T' from S
+        image_at_start = mirror_ghosts.reflect(sensor, c, n)  # S' in the face's frame at the start
+        if mover is None:
+            h = mirror_ghosts.reflection(n)
+            images = image_at_start
+            rot = np.einsum("ij,njk->nik", h, column_rot)  # the beam axes mirrored: directions from S' = directions to T' from S
+        else:  # the plane where the face is at each azimuth's time: centroid M_t c, normal turn n
+            normal_t = np.einsum("aij,j->ai", mover.turn, n)
+            images = mirror_ghosts.reflect_rows(origins, mover.to_world(np.arange(len(origins)), c[None]), normal_t)
+            rot = column_rot - 2.0 * np.einsum("ai,aj,ajk->aik", normal_t, normal_t, column_rot)  # (I - 2 n_t n_t^T) R
 
         axes = mirror_ghosts.face_axes(n)
         box = (tris.reshape(-1, 3) - c) @ axes.T
         lo_box, hi_box = box.min(axis=0) - 1e-6, box.max(axis=0) + 1e-6
 
-        def on_face(az_, point_, at=images):  # the specular point X on the face (any of its triangles)
-            x_ = mirror_ghosts.crossing(at[az_], point_, c, n)
+        def on_face(az_, point_):  # the specular point X on the face (any of its triangles), in the face's frame
+            x_ = mirror_ghosts.crossing(image_at_start[az_], to_face(az_, point_), c, n)
             q = (x_ - c) @ axes.T
             hit = np.all((q >= lo_box) & (q <= hi_box), axis=1)  # its outline's box first
             maybe = np.flatnonzero(hit)
@@ -644,7 +693,7 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
         looks = []  # (azimuth, sigma, range, phase, world point, entity, swept) of each view of the face's images
         if only:
             parts = _scatterer_returns(sc, images[sub], rot[sub], beam, table, lam, k_top, floor_w, cfg.antenna, only,
-                                       accept=lambda az_, p_: on_face(az_, p_, images[sub]))
+                                       accept=lambda az_, p_: on_face(sub[az_], p_))
             az, sigma, rng_m, phase, point, entity = (np.concatenate([p[i] for p in parts]) for i in range(6))
             looks.append((sub[az], sigma, rng_m, phase, point, entity, False))
         for body, body_only in seen:
@@ -662,13 +711,14 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
             if not len(az):
                 continue
             on = on_face(az, point)
-            if moved:  # (the static items' reference points are in front: mirror_ghosts.candidates)
-                on &= (point - c) @ n > mirror_ghosts.MIN_HEIGHT_M
+            if moved or mover is not None:  # (static items before a still face are in front: mirror_ghosts.candidates)
+                on &= (to_face(az, point) - c) @ n > mirror_ghosts.MIN_HEIGHT_M
             az, sigma, rng_m, phase, point, entity = az[on], sigma[on], rng_m[on], phase[on], point[on], entity[on]
             when = None if times is None else times[az]
-            x = mirror_ghosts.crossing(images[az], point, c, n)
+            x_face = mirror_ghosts.crossing(image_at_start[az], to_face(az, point), c, n)  # X in the face's frame
+            x = from_face(az, x_face)
             to_sensor, r_x = _unit(origins[az] - x)
-            rho_m = _rho(table, np.full(len(az), sc.plate_material[m]), np.abs(to_sensor @ n), lam)
+            rho_m = _rho(table, np.full(len(az), sc.plate_material[m]), np.abs(_unit(sensor[az] - x_face)[0] @ n), lam)
             rel = point - images[az]
             col = np.einsum("nji,nj->ni", rot[az], rel)
             u, dist = _unit(rel)
@@ -680,14 +730,15 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
                 leg1 = _transmission(backend, origins[az[keep]], -to_sensor[keep], r_x[keep] - SKIP, table,
                                      None if when is None else when[keep])
                 to_point, r_p = _unit(point[keep] - x[keep])
-                leg2 = _transmission(backend, x[keep] + n * SKIP, to_point, r_p - 2 * SKIP, table,
-                                     None if when is None else when[keep])
+                leg2 = _transmission(backend, from_face(az[keep], x_face[keep] + n * SKIP), to_point, r_p - 2 * SKIP,
+                                     table, None if when is None else when[keep])
                 passed = leg1 * leg2
                 power[keep] *= passed ** 2
                 keep = keep[passed > 0]
             if not len(keep):
                 continue
-            ghost_dir = u[keep] @ h  # the image's direction from the radar (H u for each row)
+            # the image's direction from the radar (H u for each row; a moving face's H of its azimuth's time)
+            ghost_dir = u[keep] @ h if mover is None else mirror_ghosts.reflect_rows(u[keep], 0.0, normal_t[az[keep]])
             v_r = -np.einsum("ij,ij->i", sensor_velocity[az[keep]], ghost_dir)
             if entities is not None:  # (a swept point where it is then: the velocity field is constant, motion.py)
                 v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[keep], point[keep]), u[keep])

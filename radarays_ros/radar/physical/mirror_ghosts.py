@@ -49,6 +49,12 @@ def reflect(points: np.ndarray, centroid: np.ndarray, normal: np.ndarray) -> np.
     return points - 2.0 * h[..., None] * normal
 
 
+def reflect_rows(points: np.ndarray, centroids: np.ndarray, normals: np.ndarray) -> np.ndarray:
+    """reflect with a plane of its own for each row (N, 3): a moving face's plane at each azimuth's time."""
+    h = np.einsum("ij,ij->i", points - centroids, normals)
+    return points - 2.0 * h[:, None] * normals
+
+
 def crossing(image: np.ndarray, target: np.ndarray, centroid: np.ndarray, normal: np.ndarray) -> np.ndarray:
     """X: where the segment image -> target (image behind the plane, target in front) crosses the plane."""
     h_i = (image - centroid) @ normal
