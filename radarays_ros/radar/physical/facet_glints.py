@@ -624,8 +624,9 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
                 continue
             near_c = sensor.mean(axis=0)
             near_w = float(np.linalg.norm(sensor - near_c, axis=1).max())
-            # static items move against the face by drift; its bearing from the radar by up to widen
-            drift, widen = mover.drift, math.atan2(near_w, max(float(heights[ahead].min()), 1e-9))
+            # static items move against the face by drift; its bearing from the radar (at least the plane's
+            # least height away, moved by up to near_w) by up to widen = asin(near_w / height)
+            drift, widen = mover.drift, math.asin(min(1.0, near_w / max(float(heights[ahead].min()), 1e-9)))
         only = {}
         for kind, (ids, points, sizes, owners) in kinds.items():
             found = mirror_ghosts.candidates(points, sizes + drift(points), near_c, c, n, tris.reshape(-1, 3), near_w,
