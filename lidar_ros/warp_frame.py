@@ -128,7 +128,7 @@ DEVICE_SUPPORT = {
     # column time-stamp jitter/wander (column_timing.py): drawn per frame on the host, the scan's own times
     "effects.timing.column_jitter_us": HOST,
     "effects.timing.column_wander_us": HOST,
-    # moving entities traced at each ray's firing time (tracing.Rays times): the Embree backend only
+    # moving entities met at each beam's firing time: first_hit_at in the frame kernel (warp_frame_kernels.py)
     "effects.timing.moving_entities": DEVICE,
     # crowns as leaf volumes (physics/foliage.py): extra rounds through each crown, host only
     "effects.foliage.volume": HOST,

@@ -271,7 +271,7 @@ class Backend(abc.ABC):
         entity's twist moves it (else the times change nothing and the rays are traced as they are)."""
         if rays.times is not None and not self.SWEEPS_ENTITIES:
             with self.scene.lock:
-                moving = [e.name for e in self.scene.entities if e.sweeps]
+                moving = [self.scene.entity(i).name for i in sorted(self.scene.sweeping_ids())]
             if moving:
                 raise TracingError(f"the {self.name} backend traces every ray at the scene's poses, so it cannot meet "
                                    f"'{moving[0]}' (and {len(moving) - 1} more moving) where each ray's time puts it: "

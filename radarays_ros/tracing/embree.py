@@ -56,17 +56,20 @@ _STATIC, _MERGED = 0, 1  # layer codes; instance k has code 2 + k in a trace's s
 class _Layer:
     """One BVH over triangles of some entities, with per-triangle id tables.
 
-    `local=True` keeps an entity's own frame (an instance layer); otherwise vertices are posed into
+    `local=True` keeps an entity's own frame (an instance layer; with `shifts`, (k, 3), each entity's
+    frame moved by its row: the swept entities' slots, _Slots); otherwise vertices are posed into
     the world frame. The tables carry one extra last row describing a miss, so that indexing them
     with Embree's primitive id -1 yields -1 directly (no masking on the hot path).
     """
 
-    def __init__(self, device, entities: list[Entity], local: bool = False):
+    def __init__(self, device, entities: list[Entity], local: bool = False, shifts: np.ndarray | None = None):
         """Each entity's vertices are posed (float64, as `vertices @ R.T + t`) and cast straight into
         Embree's vertex buffer, its faces shifted and cast straight into the index buffer, its ids into
         one table: no concatenated float64 world, no cast copies (measured, 2 M triangles, 2026-11-28:
         0.44 s before Embree's build starts, 0.08 s now; Embree's own build is 0.6-0.8 s). The bits are
         those of the concatenate-then-cast path (test_tracing_perf_buffers.py)."""
+        if shifts is not None and not all(e.mesh.n_faces for e in entities):
+            raise ValueError("_Layer: shifts (one per entity) need entities that all have triangles")
         entities = [e for e in entities if e.mesh.n_faces]
         self.n_triangles = sum(e.mesh.n_faces for e in entities)
         self.scene = None
@@ -78,11 +81,11 @@ class _Layer:
         self.scene = _rtcore_scene.EmbreeScene(device)
         with MeshBuffers(self.scene, n_vertices, self.n_triangles) as mesh:
             v0 = f0 = 0
-            for e in entities:
+            for k, e in enumerate(entities):
                 v1, f1 = v0 + len(e.mesh.vertices), f0 + e.mesh.n_faces
                 rows = mesh.vertices[v0:v1, :3]
-                if local:
-                    rows[...] = e.mesh.vertices
+                if local:  # (shifted: the float64 sum, then one cast on the way into the buffer)
+                    rows[...] = e.mesh.vertices if shifts is None else e.mesh.vertices + shifts[k]
                 else:  # the float64 product and sum, then one cast on the way into the buffer
                     np.add(e.mesh.vertices @ e.pose[:3, :3].T, e.pose[:3, 3], out=rows, casting="same_kind")
                 np.add(e.mesh.faces, v0, out=mesh.indices[f0:f1], casting="unsafe")  # int64 -> int32 as astype
@@ -297,20 +300,13 @@ class _Slots:
     def __init__(self, device, key: tuple, entities: list, reach: float):
         self.key, self.entities = key, entities  # the swept ids it was made for; those with triangles, in order
         self.ids = tuple(e.id for e in entities)
-        radius = np.array([np.sqrt((e.mesh.vertices ** 2).sum(axis=1).max()) for e in entities])
-        self.radius = radius
+        self.radius = radius = np.array([e.mesh.radius() for e in entities])
         self.reach = float(reach)
         self.spacing = self.reach + float(radius.max()) + 1.0
         side = max(1, int(np.ceil(len(entities) ** (1 / 3))))
         grid = np.stack(np.unravel_index(np.arange(len(entities)), (side, side, side)), axis=1)
         self.offsets = (grid - (side - 1) / 2) * self.spacing  # (k, 3) float64, centred on 0
-        counts = np.array([len(e.mesh.vertices) for e in entities])
-        starts = np.concatenate([[0], np.cumsum(counts)])
-        vertices = np.concatenate([e.mesh.vertices + self.offsets[k] for k, e in enumerate(entities)]).astype(np.float32)
-        indices = np.concatenate([e.mesh.faces + starts[k] for k, e in enumerate(entities)]).astype(np.int32)
-        info = np.concatenate([np.column_stack([np.full(e.mesh.n_faces, e.id), e.mesh.face_ids, e.face_materials])
-                               for e in entities] + [[[-1, -1, -1]]]).astype(np.int32)
-        self.layer = _Layer.of_arrays(device, vertices, indices, *(np.ascontiguousarray(info[:, k]) for k in range(3)))
+        self.layer = _Layer(device, entities, local=True, shifts=self.offsets)
 
 
 class _Sweep:

@@ -130,7 +130,8 @@ def default_top_level(wp) -> str:
 class _MeshTables:
     """A triangle mesh on the device with per-triangle face and material ids (host copies kept)."""
 
-    def __init__(self, wp, device, vertices: np.ndarray, faces: np.ndarray, face_ids, materials, entities=None):
+    def __init__(self, wp, device, vertices: np.ndarray, faces: np.ndarray, face_ids, materials, entities=None,
+                 radius: float = 0.0):
         self.n_faces = len(faces)
         self.host_points = np.ascontiguousarray(vertices, np.float32)
         self.points = wp.array(self.host_points, dtype=wp.vec3, device=device)
@@ -140,7 +141,7 @@ class _MeshTables:
         self.material = np.ascontiguousarray(materials, np.int32)
         self.entity = None if entities is None else np.ascontiguousarray(entities, np.int32)
         self.bounds = np.stack([vertices.min(axis=0), vertices.max(axis=0)]).astype(np.float64)
-        self.radius = float(np.sqrt((np.asarray(vertices, np.float64) ** 2).sum(axis=1).max()))  # about its origin
+        self.radius = radius  # an instance's TriMesh.radius (its swept boxes); none for the static world
 
 
 def _static_tables(wp, device, entities: list[Entity]) -> _MeshTables | None:
@@ -261,7 +262,7 @@ class WarpBackend(Backend):
                 if inst is None:
                     e = self.scene.entity(entity_id)
                     self._instances[entity_id] = _MeshTables(wp, dev, e.mesh.vertices, e.mesh.faces,
-                                                             e.mesh.face_ids, e.face_materials)
+                                                             e.mesh.face_ids, e.face_materials, radius=e.mesh.radius())
                     self.instance_builds += 1
             layout, poses_changed, masked_changed = self._layout_dirty, self._poses_dirty, self._masked_dirty
             if layout:

@@ -50,6 +50,11 @@ class TriMesh:
     def n_faces(self) -> int:
         return len(self.faces)
 
+    def radius(self) -> float:
+        """The largest distance of a vertex from the mesh's origin (0 for none): the sphere about its entity's
+        origin that the mesh stays in however the entity turns (the backends' swept boxes)."""
+        return float(np.sqrt((self.vertices ** 2).sum(axis=1).max())) if len(self.vertices) else 0.0
+
     def triangles(self) -> np.ndarray:
         """(F, 3, 3) corner coordinates."""
         return self.vertices[self.faces]

@@ -29,6 +29,12 @@ def _proper_rigid(poses: np.ndarray, tol: float = 1e-6) -> np.ndarray:
     return finite & orthonormal & right_handed & bottom & near
 
 
+def _twist_moves(velocity, angular):
+    """Whether twists move their bodies: any non-zero velocity or angular velocity (the last axis: xyz), for one
+    twist ((3,) each: a bool) or for many ((N, 3) each: (N,) bools)."""
+    return np.any(velocity != 0, axis=-1) | np.any(angular != 0, axis=-1)
+
+
 def _checked_twist(twist, name: str):
     """(velocity, angular velocity) as two finite float64 (3,) arrays, or None; else ConfigError naming the entity."""
     if twist is None:
@@ -62,8 +68,7 @@ class Entity:
     @property
     def sweeps(self) -> bool:
         """True when its twist moves it: rays with times meet it where it is then (tracing.Rays)."""
-        twist = self.twist
-        return twist is not None and bool(twist[0].any() or twist[1].any())
+        return self.twist is not None and bool(_twist_moves(*self.twist))
 
 
 class SceneListener(Protocol):
@@ -244,7 +249,7 @@ class Scene:
                 raise _twist_error(entities[int(np.flatnonzero(bad)[0])].name)
             for entity, v, w in zip(entities, velocities, angular):
                 entity.twist = (v, w)
-            moves = (velocities != 0).any(axis=1) | (angular != 0).any(axis=1)
+            moves = _twist_moves(velocities, angular)
             self._sweeping.difference_update(ids[~moves].tolist())
             self._sweeping.update(ids[moves].tolist())
 

@@ -506,13 +506,19 @@ def _azimuths_near(sc, origins, column_rot, half_width: float) -> np.ndarray:
     made of them): those whose boresight is within half_width plus the angle of their bounding sphere."""
     if not len(sc.plate_area):
         return np.arange(len(origins))
-    centre = sc.plate_centroid.mean(axis=0)
-    radius = float((np.linalg.norm(sc.plate_centroid - centre, axis=1) + sc.plate_radius).max())
+    centre, radius = _plates_sphere(sc)
     col = np.einsum("aji,aj->ai", column_rot, centre - origins)
     dist = np.linalg.norm(col, axis=1)
     bearing = np.abs(np.arctan2(col[:, 1], col[:, 0]))
     spread = np.arcsin(np.minimum(1.0, radius / np.maximum(dist, 1e-9)))
     return np.flatnonzero((dist <= radius) | (bearing <= half_width + spread + 1e-3))
+
+
+def _plates_sphere(sc) -> tuple[np.ndarray, float]:
+    """(centre, radius) of a sphere round all of sc's plates (every corner is made of them): their centroids'
+    mean and the farthest plate's reach from it."""
+    centre = sc.plate_centroid.mean(axis=0)
+    return centre, float((np.linalg.norm(sc.plate_centroid - centre, axis=1) + sc.plate_radius).max())
 
 
 def _at_point(origin) -> np.ndarray:
@@ -565,9 +571,7 @@ def _body_reach(body: SweptBody) -> tuple[np.ndarray, float, float]:
     """(centre, radius) of the sphere round the body's plates at the frame's start (every corner is made of
     them), and how far any point of that sphere goes during the sweep: |shift - origin| + |turn - I| r, r the
     sphere's farthest reach from the origin (the Frobenius norm bounds the turn's)."""
-    sc = body.scatterers
-    centre = sc.plate_centroid.mean(axis=0)
-    radius = float((np.linalg.norm(sc.plate_centroid - centre, axis=1) + sc.plate_radius).max())
+    centre, radius = _plates_sphere(body.scatterers)
     arm = float(np.linalg.norm(centre - body.origin)) + radius
     turned = np.linalg.norm(body.turn - np.eye(3), axis=(1, 2))
     return centre, radius, float((np.linalg.norm(body.shift - body.origin, axis=1) + turned * arm).max())
@@ -598,6 +602,7 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
     swept = np.flatnonzero(entities.swept) if times is not None else np.zeros(0, np.int64)
     movers = [(body, _ghost_kinds(body.scatterers, beam, column_rot, table, lam), *_body_reach(body))
               for body in bodies]
+    reach_of = {id(body): reach for body, _, _, _, reach in movers}  # (a moving face's, below)
     ends = [int(np.argmin(times)), int(np.argmax(times))] if len(bodies) else []  # the sweep's first and last azimuths
     tri_starts = _starts(sc, "tri_plate")
     boresight = np.arctan2(column_rot[:, 1, 0], column_rot[:, 0, 0])
@@ -641,7 +646,7 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
                 only[kind] = found
         # a swept body whose sphere can have an image in the face at the sweep's first or last azimuth (grown by
         # its reach and the face's over the sweep): all its items, each kept below only where X is on the face then
-        face_reach = 0.0 if mover is None else _body_reach(mover)[2]
+        face_reach = 0.0 if mover is None else reach_of[id(mover)]
         # world points at azimuths' times <-> the face's frame at the start
         to_face, from_face = ((lambda az_, p_: p_),) * 2 if mover is None else (mover.to_start, mover.to_world)
         seen = [(body, {kind: np.arange(len(points)) if ids is None else ids

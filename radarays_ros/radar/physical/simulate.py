@@ -44,7 +44,7 @@ def entity_motion(sim, t0_ns: int) -> motion.EntityMotion | None:
         if entity.twist is not None:
             result.velocity[entity.id], result.angular[entity.id] = entity.twist
             if result.swept is not None:
-                result.swept[entity.id] = bool(np.any(entity.twist[0]) or np.any(entity.twist[1]))
+                result.swept[entity.id] = entity.sweeps
         elif before is not None and t0_ns > before[0]:
             result.velocity[entity.id], result.angular[entity.id] = motion.rigid_motion(before[1], pose, (t0_ns - before[0]) * 1e-9)
         track[entity.id] = (t0_ns, pose)
