@@ -426,3 +426,31 @@ def test_fork_server_warm_up_loads_the_compiled_loops_and_leaves_no_thread():
     threads, warm, not_warmed = done.stdout.split(" ", 2)
     assert not_warmed.strip() == "[]", not_warmed
     assert int(threads) == 1 and int(warm) > 0
+
+
+def test_a_cancelled_run_leaves_no_bag_without_its_run_json(tmp_path):
+    """What a cancelled worker may leave (a worker ignoring SIGINT can rename its finished bag into place just
+    before it is terminated): the bag without a run.json and the writer's partial folders are removed, a file of
+    anyone else's in the run dir stays; a run that completed (run.json with its bag's size and SHA-256) keeps all."""
+    import hashlib
+
+    from radarays_ros.scenario.batch_run import drop_unfinished_bag, write_json
+
+    small_scenario(tmp_path)
+    runs = plan(manifest(tmp_path, [{"scenario": "room.yaml", "seeds": [1, 2]}]))[1]
+    out = tmp_path / "out"
+    cut, done = (out / run.spec.id for run in runs)
+    for run_dir in (cut, done):
+        (run_dir / ".bag.mcap.abcd.partial").mkdir(parents=True)
+        (run_dir / "bag.mcap").write_bytes(b"a whole bag")
+        (run_dir / "notes.txt").write_text("the user's")
+    (done / ".bag.mcap.abcd.partial").rmdir()
+    write_json(done / "run.json", {"status": "done", "content": runs[1].content, "frames": {"radar": 1},
+                                   "attempts": 1, "wall_s": 1.0, "bag_bytes": len(b"a whole bag"),
+                                   "bag_sha256": hashlib.sha256(b"a whole bag").hexdigest()})
+    assert is_done(runs[1], out) and not is_done(runs[0], out)
+    for run in runs:
+        drop_unfinished_bag(run, out)
+    assert not (cut / "bag.mcap").exists() and not list(cut.glob(".bag.mcap.*")) and (cut / "notes.txt").exists()
+    assert (done / "bag.mcap").read_bytes() == b"a whole bag" and is_done(runs[1], out)
+    drop_unfinished_bag(runs[0], tmp_path / "nowhere")  # no run dir: nothing to do

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .batch_run import RUN_FILE, is_done, log_line, software_version, utc_text, write_json
+from .batch_run import RUN_FILE, drop_unfinished_bag, is_done, log_line, software_version, utc_text, write_json
 from .engines import make_engine
 from .manifest import Manifest, RunSpec, canonical, load_manifest
 
@@ -234,6 +234,7 @@ def _run_batch(manifest_path, out, engine, workers, address, index, pictures, pr
                 runner.cancel(list(in_flight))
             for run in in_flight.values():
                 rows[run.spec.id]["status"] = "interrupted"
+                drop_unfinished_bag(run, out)
         finally:
             if runner is not None:
                 runner.close()

@@ -46,8 +46,7 @@ def execute_run(task: dict) -> dict:
     run_dir = Path(task["out"]) / spec.id
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / RUN_FILE).unlink(missing_ok=True)  # no run.json = not done, until this attempt ends
-    for stale in run_dir.glob(f".{BAG_NAME}.*.partial"):  # left by a killed attempt (ours: this name)
-        shutil.rmtree(stale, ignore_errors=True)
+    _remove_partials(run_dir)  # left by a killed attempt (ours: this name)
     started = time.time()
     record = {"id": spec.id, "index": spec.index, "scenario": spec.scenario, "scenario_path": spec.scenario_path,
               "seed": spec.seed, "set": spec.set, "drawn": spec.drawn, "pictures": spec.pictures,
@@ -99,6 +98,25 @@ def is_done(run, out: Path) -> dict | None:
     except OSError:
         return None
     return record
+
+
+def drop_unfinished_bag(run, out: Path) -> None:
+    """After a cancelled attempt (the worker stopped): the bag it may have left without its run.json, and any
+    partial one, removed, unless the run completed meanwhile (is_done). A worker that ignores SIGINT (a batch
+    started in the background) keeps running until terminated and can rename its finished bag into place just
+    before: a bag without run.json is no result, and a run dir of ours never holds half of one. Only the
+    program's own names in the run's own directory are touched."""
+    run_dir = out / run.spec.id
+    if is_done(run, out) is not None or not run_dir.is_dir():
+        return
+    (run_dir / BAG_NAME).unlink(missing_ok=True)
+    _remove_partials(run_dir)
+
+
+def _remove_partials(run_dir: Path) -> None:
+    """The bag writer's temporary folders a stopped attempt left (io/bag.py: `.bag.mcap.XXXX.partial/`)."""
+    for stale in run_dir.glob(f".{BAG_NAME}.*.partial"):
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _well_formed(record: dict) -> bool:
