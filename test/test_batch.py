@@ -454,3 +454,59 @@ def test_a_cancelled_run_leaves_no_bag_without_its_run_json(tmp_path):
     assert not (cut / "bag.mcap").exists() and not list(cut.glob(".bag.mcap.*")) and (cut / "notes.txt").exists()
     assert (done / "bag.mcap").read_bytes() == b"a whole bag" and is_done(runs[1], out)
     drop_unfinished_bag(runs[0], tmp_path / "nowhere")  # no run dir: nothing to do
+
+
+def test_ray_cancel_returns_only_after_the_cancelled_tasks_ended():
+    """RayEngine.cancel joins, as LocalEngine.cancel does: a plain cancel (KeyboardInterrupt in the task, which
+    unwinds like Ctrl-C), then a wait for every task, before the batch removes what they left
+    (drop_unfinished_bag); a task still running after the wait is killed (force)."""
+    from radarays_ros.scenario.engines import RayEngine
+
+    calls = []
+
+    class FakeRay:  # records the calls Ray's API receives, in order; "stuck" never ends on a plain cancel
+        def cancel(self, ref, force):
+            calls.append(("cancel", ref, force))
+            if ref == "finished":
+                raise ValueError("a finished task cannot be cancelled")
+
+        def wait(self, refs, num_returns, timeout):
+            calls.append(("wait", tuple(refs), num_returns, timeout))
+            return [r for r in refs if r != "stuck"], [r for r in refs if r == "stuck"]
+
+    engine = object.__new__(RayEngine)  # no cluster: only the calls matter here
+    engine.ray = FakeRay()
+    engine.cancel(["running", "finished", "stuck"])
+    assert calls == [("cancel", "running", False), ("cancel", "finished", False), ("cancel", "stuck", False),
+                     ("wait", ("running", "finished", "stuck"), 3, RayEngine.CANCEL_JOIN_S),
+                     ("cancel", "stuck", True)]
+    calls.clear()
+    engine.cancel([])
+    assert calls == []
+
+
+@pytest.mark.slow
+def test_a_cancelled_ray_task_unwinds_before_cancel_returns(tmp_path):
+    """A real Ray task cancelled mid-run: its KeyboardInterrupt unwinds the run (the bag writer drops its unfinished
+    bag) before RayEngine.cancel returns, with no cleanup by the batch: nothing of a bag is left in the run dir."""
+    pytest.importorskip("ray")
+    from radarays_ros.scenario.engines import RayEngine
+
+    small_scenario(tmp_path, duration=6.0)  # seconds of work: still under way when cancelled
+    run = plan(manifest(tmp_path, [{"scenario": "room.yaml", "seed": 1}]))[1][0]
+    out = tmp_path / "out"
+    engine = RayEngine(1, None)
+    try:
+        ref = engine.submit({"spec": run.spec.to_dict(), "out": str(out.resolve()), "content": run.content,
+                             "attempt": 1, "threads": 1})
+        run_dir = out / run.spec.id
+        deadline = time.monotonic() + 120
+        while not list(run_dir.glob(".bag.mcap.*.partial")) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the bag writer has started
+        assert list(run_dir.glob(".bag.mcap.*.partial")), "the run never started writing its bag"
+        engine.cancel([ref])
+        assert engine.ray.wait([ref], timeout=0)[0] == [ref]  # ended, not only asked to
+        assert not (run_dir / "bag.mcap").exists() and not list(run_dir.glob(".bag.mcap.*"))
+        assert not (run_dir / "run.json").exists()
+    finally:
+        engine.close()

@@ -142,12 +142,29 @@ class RayEngine:
                 finished.append((ref, None, f"{type(exc).__name__}: {first}"[:300]))
         return finished
 
+    # how long cancel waits for the cancelled tasks to unwind before it kills their workers
+    CANCEL_JOIN_S = 30.0
+
     def cancel(self, jobs: list) -> None:
+        """Stop the tasks and return once each has ended, as LocalEngine terminates and joins its processes: the
+        batch then removes what an unfinished attempt left (batch_run.drop_unfinished_bag), and no task still
+        finishing on a node may rename its bag into place after that. A plain cancel raises KeyboardInterrupt in
+        the task, which unwinds as Ctrl-C does (the bag writer drops its unfinished bag) and only then resolves
+        the task's ref (measured with Ray 2.60: a forced cancel resolves it at once, before the worker is gone).
+        A task still running after CANCEL_JOIN_S is killed."""
         for ref in jobs:
-            try:
-                self.ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001  already finished
-                pass
+            self._cancel(ref, force=False)
+        if not jobs:
+            return
+        _, running = self.ray.wait(list(jobs), num_returns=len(jobs), timeout=self.CANCEL_JOIN_S)
+        for ref in running:
+            self._cancel(ref, force=True)
+
+    def _cancel(self, ref, force: bool) -> None:
+        try:
+            self.ray.cancel(ref, force=force)
+        except Exception:  # noqa: BLE001  already finished
+            pass
 
     def close(self) -> None:
         if self.started_here:
