@@ -103,3 +103,37 @@ def test_a_ghost_needs_its_specular_point_on_the_wall(monkeypatch):
     short = (TriMesh(b.vertices, b.faces), pose_to_matrix(30.0, WALL_Y + 0.1, 0.0, 0, 0, 0), "metal")
     g, _ = frame_glints(config(math.degrees(bearing), 1), scene(short, trihedral_facing(TARGET, IMAGE_OF_RADAR)), monkeypatch)
     assert not (np.abs(g.range_m - r_ghost) < 0.05).any()
+
+
+def test_the_image_moves_as_the_derivative_of_the_mirrored_point():
+    """mirror_ghosts.image_velocity against a central difference of reflect_rows over a plane carried by random
+    twists (twist_pose.poses_at: translating and turning) and a point moving in a straight line."""
+    from radarays_ros.radar.physical import mirror_ghosts
+    from radarays_ros.world.twist_pose import poses_at
+
+    rng = np.random.default_rng(7)
+    dt = 1e-5
+    for _ in range(20):
+        body = pose_to_matrix(*rng.normal(0, 5, 3), *rng.uniform(-math.pi, math.pi, 3))
+        v, w = rng.normal(0, 3, 3), rng.normal(0, 1, 3) * rng.integers(0, 2)  # some only translate
+        c0, n0 = rng.normal(0, 5, 3), rng.normal(size=3)
+        n0 /= np.linalg.norm(n0)
+        s0, v_s = rng.normal(0, 10, 3), rng.normal(0, 5, 3)
+        turn, shift = poses_at(body, v, w, np.array([-dt, 0.0, dt]))
+        local_c, local_n = body[:3, :3].T @ (c0 - body[:3, 3]), body[:3, :3].T @ n0  # on the body at t = 0
+        centroids = np.einsum("tij,j->ti", turn, local_c) + shift
+        normals = np.einsum("tij,j->ti", turn, local_n)
+        points = s0 + v_s * np.array([-dt, 0.0, dt])[:, None]
+        images = mirror_ghosts.reflect_rows(points, centroids, normals)
+        numeric = (images[2] - images[0]) / (2 * dt)
+        plane_velocity = v + np.cross(w, c0 - body[:3, 3])
+        exact = mirror_ghosts.image_velocity(s0[None], v_s[None], c0[None], n0[None], plane_velocity[None], w[None])[0]
+        np.testing.assert_allclose(exact, numeric, rtol=1e-6, atol=1e-5)
+    # a still plane mirrors the velocity (H v), one moving along its normal at a adds 2 a n
+    n = np.array([[0.0, 1.0, 0.0]])
+    still = mirror_ghosts.image_velocity(np.zeros((1, 3)), np.array([[1.0, 2.0, 3.0]]), np.array([[0, 5.0, 0]]), n,
+                                         np.zeros((1, 3)), np.zeros((1, 3)))
+    np.testing.assert_array_equal(still, [[1.0, -2.0, 3.0]])
+    moving = mirror_ghosts.image_velocity(np.zeros((1, 3)), np.zeros((1, 3)), np.array([[0, 5.0, 0]]), n,
+                                          np.array([[4.0, 6.0, 0.0]]), np.zeros((1, 3)))
+    np.testing.assert_array_equal(moving, [[0.0, 12.0, 0.0]])

@@ -288,9 +288,10 @@ def test_the_ghost_in_a_moving_face_is_seen_in_the_face_where_it_is_at_its_azimu
     """A plate driving away along its normal at 6 m/s: its face is the plane y = 5 + v t at each azimuth's time t,
     the radar's image in it S'(t) = (0, 10 + 2 v t, 0) (1.6 m farther 130 ms in), and the ghost of the corner
     before it (static, or driving with the plate) at |S'(t) - P(t)| (0.4 m farther than from the start's S').
-    With moving_entities frame: the plate and the corner where they stood at the start."""
+    With moving_entities frame: the plate and the corner where they stood at the start. The Doppler is the image's
+    and the corner's: the rate of that range."""
     corner_velocity = (0.0, corner_speed, 0.0)
-    apex, az, rng_m, _, azimuth_s, _, expected = ghost_apexes(
+    apex, az, rng_m, v_r, azimuth_s, _, expected = ghost_apexes(
         mode, corner_before_a_moving_plate(corner_speed), corner_velocity, PLATE_SPEED, swept="mirror")
     # at the looked-at beam's edge (+-2 widths, mirror_ghosts.BEAM_WIDTHS) an azimuth may hold one face of the
     # corner alone, not its apex: the apexes are in the azimuths that hold the corner's faces and folds with them
@@ -299,3 +300,13 @@ def test_the_ghost_in_a_moving_face_is_seen_in_the_face_where_it_is_at_its_azimu
     assert len(apex) >= 3
     assert azimuth_s[az[apex]].min() > 0.1
     np.testing.assert_allclose(rng_m[apex], expected[apex], atol=1e-6)
+    # the Doppler is the rate of |P(t) - S'(t)|: the image S' recedes at 2 v along y (the face moving away along its
+    # normal), the corner at its own velocity: u . (v_P - v_S'), u the unit vector from S' to P
+    t = azimuth_s[az[apex]] if mode == "sweep" else np.zeros(len(apex))
+    corner = CORNER_AT_START + np.outer(t, corner_velocity)
+    image = np.zeros((len(apex), 3))
+    image[:, 1] = 2.0 * (MIRROR_Y + PLATE_SPEED * t)
+    u = (corner - image) / np.linalg.norm(corner - image, axis=1)[:, None]
+    radial = u @ (np.array(corner_velocity) - np.array([0.0, 2.0 * PLATE_SPEED, 0.0]))
+    assert np.abs(radial).min() > 1.0  # (the face's own motion shows: without it 0 or of the other sign)
+    np.testing.assert_allclose(v_r[apex], radial, atol=1e-3)  # (the glint's point 9 mm off the apex, as above)

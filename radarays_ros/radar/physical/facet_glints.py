@@ -577,6 +577,25 @@ def _body_reach(body: SweptBody) -> tuple[np.ndarray, float, float]:
     return centre, radius, float((np.linalg.norm(body.shift - body.origin, axis=1) + turned * arm).max())
 
 
+def _moving_image(entities, face_entity: int, origins, sensor_velocity, c, n, mover, normal_t):
+    """(whether the face's entity moves, az -> (len(az), 3) velocity of the radar's image in the face at those
+    azimuths' times): the face's plane where it is then (on a swept body M_t's: centroid M_t c, normal_t), moving
+    with its entity's twist (motion.EntityMotion; a constant twist is a constant velocity field)."""
+    if entities is None or not 0 <= face_entity < len(entities.velocity):
+        return False, None
+    velocity, angular = entities.velocity[face_entity], entities.angular[face_entity]
+    if not (velocity.any() or angular.any()):
+        return False, None
+
+    def image_velocity(az):
+        centroids = np.broadcast_to(c, (len(az), 3)) if mover is None else mover.to_world(az, np.broadcast_to(c, (len(az), 3)))
+        normals = np.broadcast_to(n, (len(az), 3)) if mover is None else normal_t[az]
+        plane_velocities = entities.at(np.full(len(az), face_entity), centroids)
+        return mirror_ghosts.image_velocity(origins[az], sensor_velocity[az], centroids, normals, plane_velocities,
+                                            np.broadcast_to(angular, (len(az), 3)))
+    return True, image_velocity
+
+
 def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table, k_radar, lam, beam, floor_w,
                    entities, occlusion, times=None, bodies=()):
     """(azimuth, range, power, phase, radial velocity) of every scatterer's image in every mirror face
@@ -590,8 +609,9 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
     each azimuth's time is M_t of the start's (centroid M_t c, normal turn n), the image S' the radar's in that
     plane (beam axes mirrored in it per azimuth), X checked against the face's triangles at the start (moved
     back by M_t^-1, as the radar is: in that frame the face stands still), the legs traced at that time. The
-    face's own motion's Doppler (the image moving with the mirror: 2 (v_face . n) n more for a translating
-    plane) is not modelled: the radial velocity is the sensor's and the scatterer's, as before a still face."""
+    radial velocity is the rate of the range |T - S'|: the scatterer's velocity less the image's along T - S'; a
+    face on a moving entity (swept or not) moves S' with it (mirror_ghosts.image_velocity: 2 (v_face . n) n more
+    for a face translating along its normal), a still face mirrors the radar's velocity."""
     empty = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0, np.complex128), np.zeros(0))
     faces = mirror_ghosts.mirror_faces(sc)
     if not len(faces) or not len(origins):
@@ -677,6 +697,8 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
             images = mirror_ghosts.reflect_rows(origins, mover.to_world(np.arange(len(origins)), c[None]), normal_t)
             rot = column_rot - 2.0 * np.einsum("ai,aj,ajk->aik", normal_t, normal_t, column_rot)  # (I - 2 n_t n_t^T) R
 
+        face_moves, _image_velocity = _moving_image(entities, int(sc.plate_entity[m]), origins, sensor_velocity, c, n,
+                                                    mover, None if mover is None else normal_t)
         axes = mirror_ghosts.face_axes(n)
         box = (tris.reshape(-1, 3) - c) @ axes.T
         lo_box, hi_box = box.min(axis=0) - 1e-6, box.max(axis=0) + 1e-6
@@ -744,8 +766,11 @@ def _ghost_returns(sc, backend, origins, column_rot, sensor_velocity, cfg, table
             if not len(keep):
                 continue
             # the image's direction from the radar (H u for each row; a moving face's H of its azimuth's time)
-            ghost_dir = u[keep] @ h if mover is None else mirror_ghosts.reflect_rows(u[keep], 0.0, normal_t[az[keep]])
-            v_r = -np.einsum("ij,ij->i", sensor_velocity[az[keep]], ghost_dir)
+            if face_moves:
+                v_r = -np.einsum("ij,ij->i", _image_velocity(az[keep]), u[keep])
+            else:  # the image's velocity H v_S along u is v_S along the image's direction H u
+                ghost_dir = u[keep] @ h if mover is None else mirror_ghosts.reflect_rows(u[keep], 0.0, normal_t[az[keep]])
+                v_r = -np.einsum("ij,ij->i", sensor_velocity[az[keep]], ghost_dir)
             if entities is not None:  # (a swept point where it is then: the velocity field is constant, motion.py)
                 v_r = v_r + np.einsum("ij,ij->i", entities.at(entity[keep], point[keep]), u[keep])
             out.append((az[keep], rng_m[keep], power[keep], phase[keep], v_r))

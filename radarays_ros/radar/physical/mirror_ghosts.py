@@ -55,6 +55,20 @@ def reflect_rows(points: np.ndarray, centroids: np.ndarray, normals: np.ndarray)
     return points - 2.0 * h[:, None] * normals
 
 
+def image_velocity(points: np.ndarray, velocities: np.ndarray, centroids: np.ndarray, normals: np.ndarray,
+                   plane_velocities: np.ndarray, angular: np.ndarray) -> np.ndarray:
+    """d/dt of the image S' = S - 2 h n, h = (S - c) . n, of points S (N, 3) moving with `velocities`, in planes
+    (centroid c, unit normal n) moving rigidly: c with `plane_velocities`, the plane turning at `angular` (dn/dt =
+    w x n). The time derivative of reflect_rows term by term:
+        dS'/dt = v_S - 2 (dh/dt) n - 2 h dn/dt,  dh/dt = (v_S - v_c) . n + (S - c) . dn/dt,
+    so a still plane gives H v_S, and a plane translating along its normal at speed a adds 2 a n."""
+    n_dot = np.cross(angular, normals)
+    rel = points - centroids
+    h = np.einsum("ij,ij->i", rel, normals)
+    h_dot = np.einsum("ij,ij->i", velocities - plane_velocities, normals) + np.einsum("ij,ij->i", rel, n_dot)
+    return velocities - 2.0 * h_dot[:, None] * normals - 2.0 * h[:, None] * n_dot
+
+
 def crossing(image: np.ndarray, target: np.ndarray, centroid: np.ndarray, normal: np.ndarray) -> np.ndarray:
     """X: where the segment image -> target (image behind the plane, target in front) crosses the plane."""
     h_i = (image - centroid) @ normal
