@@ -173,33 +173,37 @@ def _steps(at, parts, kept, width, steps):
 
 
 
-def finish_rows(re, im, post, rows, cols, values_re, values_im, out) -> None:
+def finish_rows(re, im, post, rows, cols, values_re, values_im, out, first: int = 0) -> None:
     """The end of a row block of stage._speckled_frame, in place: the planes scaled by the chain's post factor
     (re *= post, im *= post; post None: not scaled; (1, B) or (rows, B)), the points added (np.add.at, in
     their order, in their values' precision), then out = re^2 + im^2, each step rounded as numpy rounds it
-    (float32 planes; a float64 point value is added in float64 and rounded to float32, as np.add.at does)."""
+    (float32 planes; a float64 point value is added in float64 and rounded to float32, as np.add.at does).
+    re, im: (rows, >= first + B) float32 planes whose columns first..first + B - 1 are the block's (B = out's),
+    e.g. the range transform's whole rows: read in their C layout, not as a strided view of those columns (which
+    the compiler cannot vectorise: measured 0.21 -> 0.10 ms a ras6 block)."""
     scaled = post is not None
     if not scaled:
         post = np.ones((1, 1), np.float32)
-    _finish_rows(re, im, post, scaled, rows, cols, values_re, values_im, out)
+    _finish_rows(np.ascontiguousarray(re), np.ascontiguousarray(im), int(first), post, scaled, rows, cols, values_re,
+                 values_im, out)
 
 
 @kernel
-def _finish_rows(re, im, post, scaled, rows, cols, values_re, values_im, out):
-    n_rows, n_cols = re.shape
+def _finish_rows(re, im, first, post, scaled, rows, cols, values_re, values_im, out):
+    n_rows, n_cols = out.shape
     if scaled:
         for r in range(n_rows):
             pr = r if post.shape[0] > 1 else 0
             for c in range(n_cols):
-                re[r, c] *= post[pr, c]
-                im[r, c] *= post[pr, c]
+                re[r, first + c] *= post[pr, c]
+                im[r, first + c] *= post[pr, c]
     for k in range(rows.shape[0]):
-        re[rows[k], cols[k]] += values_re[k]
-        im[rows[k], cols[k]] += values_im[k]
+        re[rows[k], first + cols[k]] += values_re[k]
+        im[rows[k], first + cols[k]] += values_im[k]
     for r in range(n_rows):
         for c in range(n_cols):
-            a = re[r, c] * re[r, c]
-            b = im[r, c] * im[r, c]
+            a = re[r, first + c] * re[r, first + c]
+            b = im[r, first + c] * im[r, first + c]
             out[r, c] = a + b
 
 
