@@ -333,8 +333,10 @@ def clutter_amplitude(clutter, scale, floor: float) -> np.ndarray:
     None: 1), then sqrt(float32(v)) on the columns up to the last where any row's v > floor: (rows, width) float32,
     as np.sqrt(v[:, :width], dtype=np.float32)."""
     scale = _unit_scale(clutter, scale)
-    out = np.empty((clutter.shape[0], _clutter_width(clutter, scale, float(floor))), np.float32)
-    _clutter_amplitude(clutter, scale, out)
+    flat, stride = _row_major(clutter)
+    out = np.empty((clutter.shape[0], _clutter_width(flat, stride, clutter.shape[0], clutter.shape[1], scale,
+                                                     float(floor))), np.float32)
+    _clutter_amplitude(flat, stride, scale, out)
     return out
 
 
@@ -342,10 +344,24 @@ def _unit_scale(clutter, scale):
     return np.ones((1, clutter.shape[1]), np.float32) if scale is None else scale
 
 
+def _row_major(rows_view: np.ndarray) -> tuple[np.ndarray, int]:
+    """(flat, stride): a 2-D array as one C-contiguous 1-D buffer of its elements from [0, 0] to its last,
+    a[r, c] = flat[r * stride + c], without a copy where its columns are adjacent (the stage's clutter rows are
+    a view of their difference array's first J columns: a loop over such a 2-D view is not vectorised, measured
+    0.20 -> 0.15 ms a ras6 block for amplified_rows and clutter_width), else a C-contiguous copy's."""
+    a = rows_view
+    if a.ndim != 2 or a.size == 0 or a.strides[1] != a.itemsize or a.strides[0] % a.itemsize or a.strides[0] < 0:
+        a = np.ascontiguousarray(a)
+        return a.reshape(-1), max(a.shape[1], 1)
+    stride = a.strides[0] // a.itemsize
+    return np.lib.stride_tricks.as_strided(a, ((a.shape[0] - 1) * stride + a.shape[1],), (a.itemsize,)), stride
+
+
 def clutter_width(clutter, scale, floor: float) -> int:
     """The width of clutter_amplitude(clutter, scale, floor): the columns up to the last where any row's
     clutter x scale^2 > floor."""
-    return _clutter_width(clutter, _unit_scale(clutter, scale), float(floor))
+    flat, stride = _row_major(clutter)
+    return _clutter_width(flat, stride, clutter.shape[0], clutter.shape[1], _unit_scale(clutter, scale), float(floor))
 
 
 def amplified_rows(re, im, clutter, scale, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -355,16 +371,17 @@ def amplified_rows(re, im, clutter, scale, n: int) -> tuple[np.ndarray, np.ndarr
     copied each plane into padded rows (measured on a ras6 frame, one core: about 5.4 -> 3.4 ms)."""
     rows, w = re.shape
     out_re, out_im = np.empty((rows, n), np.float32), np.empty((rows, n), np.float32)
-    _amplified_rows(re, im, clutter, _unit_scale(clutter, scale), out_re, out_im)
+    flat, stride = _row_major(clutter)
+    _amplified_rows(re, im, flat, stride, _unit_scale(clutter, scale), out_re, out_im)
     return out_re, out_im
 
 
 @kernel
-def _amplified_rows(re, im, clutter, scale, out_re, out_im):
+def _amplified_rows(re, im, clutter, stride, scale, out_re, out_im):
     rows, w = re.shape
     for r in range(rows):
         for c in range(w):
-            a = np.sqrt(np.float32(_scaled(clutter, scale, r, c)))  # _clutter_amplitude's value
+            a = np.sqrt(np.float32(_scaled(clutter, stride, scale, r, c)))  # _clutter_amplitude's value
             out_re[r, c] = re[r, c] * a
             out_im[r, c] = im[r, c] * a
         for c in range(w, out_re.shape[1]):
@@ -373,27 +390,28 @@ def _amplified_rows(re, im, clutter, scale, out_re, out_im):
 
 
 @inlined
-def _scaled(clutter, scale, r, c):
+def _scaled(clutter, stride, scale, r, c):
+    """clutter[r, c] x float64(scale[r or 0, c]^2), clutter flat (_row_major)."""
     s = scale[r if scale.shape[0] > 1 else 0, c]
-    return clutter[r, c] * np.float64(s * s)
+    return clutter[r * stride + c] * np.float64(s * s)
 
 
 @kernel
-def _clutter_width(clutter, scale, floor):
+def _clutter_width(clutter, stride, rows, cols, scale, floor):
     width = 0
-    for r in range(clutter.shape[0]):
-        for c in range(clutter.shape[1] - 1, width - 1, -1):  # from the end: stops at the widest row so far
-            if _scaled(clutter, scale, r, c) > floor:
+    for r in range(rows):
+        for c in range(cols - 1, width - 1, -1):  # from the end: stops at the widest row so far
+            if _scaled(clutter, stride, scale, r, c) > floor:
                 width = c + 1
                 break
     return width
 
 
 @kernel
-def _clutter_amplitude(clutter, scale, out):
+def _clutter_amplitude(clutter, stride, scale, out):
     for r in range(out.shape[0]):
         for c in range(out.shape[1]):
-            out[r, c] = np.sqrt(np.float32(_scaled(clutter, scale, r, c)))
+            out[r, c] = np.sqrt(np.float32(_scaled(clutter, stride, scale, r, c)))
 
 
 def autoregression(plane, k: int, last2, last1, s, phi1, phi2) -> None:
