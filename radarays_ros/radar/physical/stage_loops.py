@@ -417,18 +417,30 @@ def _clutter_amplitude(clutter, stride, scale, out):
 def autoregression(plane, k: int, last2, last1, s, phi1, phi2) -> None:
     """speckle.correlate_rows_beam's rows k.. of one float32 plane, in place: plane[k:] *= s, then row by row
     plane[row] += phi1 z_(row-1), and += phi2 z_(row-2) unless phi2 is 0 (last2, last1: the rows before row k),
-    each a float32 product and a float32 sum as numpy's passes."""
-    _autoregression(plane, k, last2, last1, np.float32(s), np.float32(phi1), np.float32(phi2), phi2 != 0)
+    each a float32 product and a float32 sum as numpy's passes. The plane is read as one flat buffer with its row
+    stride (_row_major): a block's planes are split at the columns the block before shares (stage), and a loop over
+    such a 2-D view is not vectorised (measured 0.077 -> 0.013 ms a 25 x 4000 plane)."""
+    flat, stride = _row_major(plane)
+    rows, cols = plane.shape
+    _autoregression(flat, stride, rows, cols, k, last2, last1, np.float32(s), np.float32(phi1), np.float32(phi2),
+                    phi2 != 0)
+    if not np.may_share_memory(flat, plane):  # a layout _row_major copies: the rows back in place
+        plane[...] = flat.reshape(rows, cols)
 
 
 @kernel
-def _autoregression(plane, k, last2, last1, s, phi1, phi2, second):
-    for row in range(k, plane.shape[0]):
-        for c in range(plane.shape[1]):
-            z1 = last1[c] if row == k else plane[row - 1, c]
-            x = plane[row, c] * s
-            x = x + phi1 * z1
-            if second:
-                z2 = last2[c] if row == k else (last1[c] if row == k + 1 else plane[row - 2, c])
-                x = x + phi2 * z2
-            plane[row, c] = x
+def _autoregression(plane, stride, rows, cols, k, last2, last1, s, phi1, phi2, second):
+    for row in range(k, rows):  # each row and the two before it as 1-D slices: a loop the compiler vectorises
+        at = row * stride
+        z = plane[at:at + cols]
+        z1 = last1 if row == k else plane[at - stride:at - stride + cols]
+        if second:
+            z2 = last2 if row == k else (last1 if row == k + 1 else plane[at - 2 * stride:at - 2 * stride + cols])
+            for c in range(cols):
+                x = z[c] * s
+                x = x + phi1 * z1[c]
+                z[c] = x + phi2 * z2[c]
+        else:
+            for c in range(cols):
+                x = z[c] * s
+                z[c] = x + phi1 * z1[c]
