@@ -1,14 +1,15 @@
 """Backend.blocked, the occlusion test of segments: whether each ray's first hit is closer than its own reach.
 Against a wall at a distance known by hand, and against its definition (the first hit of a plain trace compared
 with the reach) on every layer Embree traces (static, a static entity moved away and masked, merged movers, a large
-moving instance, swept entities), with reaches on the hits' own distances and their float neighbours: Embree walks
-each ray only up to its own reach (backend._blocked), the base class traces once up to the longest."""
+moving instance, swept entities) and in a world of static entities only (Embree's occlusion query), with reaches on
+the hits' own distances and their float neighbours: Embree walks each ray only up to its own reach (backend._blocked),
+the base class traces once up to the longest."""
 import numpy as np
 import pytest
 import trimesh
 
 from radarays_ros.errors import TracingError
-from radarays_ros.tracing import make_backend
+from radarays_ros.tracing import embree, make_backend
 from radarays_ros.tracing.backend import Backend, Rays
 from radarays_ros.tracing.embree import INSTANCE_MIN_TRIANGLES
 from radarays_ros.world.mesh import TriMesh
@@ -38,15 +39,19 @@ def test_a_wall_5_m_away_blocks_a_segment_longer_than_5_m_only():
     backend.close()
 
 
-def crowded_scene() -> tuple[Scene, dict]:
+def crowded_scene(static_only: bool = False) -> Scene:
     """A ground, static boxes (one moved away: masked in the static BVH), small movers, a large moving box (an
-    instance) and a swept box (a twist): every layer of the Embree backend."""
+    instance) and a swept box (a twist): every layer of the Embree backend. static_only: the ground and the static
+    boxes where they were made (Embree's occlusion query answers there)."""
     rng = np.random.default_rng(3)
     scene = Scene()
-    scene.add_entity("ground", TriMesh([[-60, -60, 0], [60, -60, 0], [60, 60, 0], [-60, 60, 0]], [[0, 1, 2], [0, 2, 3]]))
+    ground = TriMesh([[-60, -60, 0], [60, -60, 0], [60, 60, 0], [-60, 60, 0]], [[0, 1, 2], [0, 2, 3]])
+    scene.add_entity("ground", ground)
     for i in range(30):
         scene.add_entity(f"s{i}", box(rng.uniform(0.5, 4, 3)), pose_to_matrix(*rng.uniform(-25, 25, 2), 1.0, 0, 0,
                                                                               rng.uniform(0, np.pi)))
+    if static_only:
+        return scene
     scene.set_pose("s0", pose_to_matrix(3.0, 3.0, 0.5))  # a static entity moved: masked, looked through
     for i in range(8):
         scene.add_entity(f"m{i}", box([0.8, 0.8, 0.8]), pose_to_matrix(*rng.uniform(-15, 15, 2), 0.6), static=False)
@@ -56,13 +61,16 @@ def crowded_scene() -> tuple[Scene, dict]:
     scene.add_entity("big", large, pose_to_matrix(-8, 6, 1.5), static=False)
     swept = scene.add_entity("car", box([4.0, 1.8, 1.5]), pose_to_matrix(6, -6, 0.8), static=False)
     scene.set_twists([swept], np.array([[8.0, 0.0, 0.0]]), np.array([[0.0, 0.0, 0.5]]))
-    return scene, {"swept": swept}
+    return scene
 
 
-@pytest.mark.parametrize("with_times", [False, True])
-def test_blocked_is_the_first_hit_closer_than_the_reach_on_every_layer(with_times):
-    scene, _ = crowded_scene()
+@pytest.mark.parametrize("world, with_times", [("every layer", False), ("every layer", True), ("static only", False)])
+def test_blocked_is_the_first_hit_closer_than_the_reach_on_every_layer(world, with_times, monkeypatch):
+    scene = crowded_scene(static_only=world == "static only")
     backend = make_backend("embree", scene, threads=2)
+    queries = []  # Embree's occlusion queries: the static-only world's way
+    occluded = embree._Layer.occluded
+    monkeypatch.setattr(embree._Layer, "occluded", lambda layer, *args: queries.append(1) or occluded(layer, *args))
     rng = np.random.default_rng(7)
     n = 6000
     o = np.column_stack([rng.uniform(-20, 20, (n, 2)), rng.uniform(0.3, 3.0, n)])
@@ -77,12 +85,14 @@ def test_blocked_is_the_first_hit_closer_than_the_reach_on_every_layer(with_time
     t = np.where(hit, first, 30.0)
     t32 = t.astype(np.float32)
     reaches = [t, np.nextafter(t, 0), np.nextafter(t, np.inf), np.nextafter(t32, np.float32(0)).astype(np.float64),
-               np.nextafter(t32, np.float32(np.inf)).astype(np.float64), rng.uniform(0, 60, n), t * rng.uniform(0.5, 1.5, n)]
+               np.nextafter(t32, np.float32(np.inf)).astype(np.float64), rng.uniform(0, 60, n),
+               t * rng.uniform(0.5, 1.5, n)]
     for reach in reaches:
         ours = backend.blocked(o, d, reach, **when)
         np.testing.assert_array_equal(ours, first < reach)
         np.testing.assert_array_equal(ours, Backend._blocked(backend, Rays(o, d, times), reach))  # the base class's
     assert 0.2 < np.mean(backend.blocked(o, d, reaches[5], **when)) < 0.9
+    assert bool(queries) == (world == "static only")
     backend.close()
 
 

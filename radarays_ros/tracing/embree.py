@@ -122,6 +122,13 @@ class _Layer:
         out = self.scene.run(origins, directions, dists=tfar, output=1)
         return out["tfar"], out["primID"], out["Ng"]
 
+    def occluded(self, origins, directions, tfar) -> np.ndarray:
+        """(N,) bool: whether each ray meets a triangle of this layer at a distance in [0, tfar] (Embree's occlusion
+        query: any hit, the walk stops at the first found; embreex answers 0 for those, -1 for the others)."""
+        if self.scene is None:
+            return np.zeros(len(origins), bool)
+        return self.scene.run(origins, directions, dists=tfar, query="OCCLUDED") != -1
+
 
 class _Movers:
     """The merged dynamic layer's small moving entities, and what stays while the same ones are in it.
@@ -544,19 +551,51 @@ class EmbreeBackend(Backend):
         return self._trace_within(rays, tmin, far, names)
 
     def _blocked(self, rays: Rays, reach: np.ndarray) -> np.ndarray:
-        """Backend.blocked with each ray's Embree tfar a little past its own reach, not past the longest: its walk of
-        the BVH stops there (measured on a navtech_ras6 frame's occlusion rays of the 1 M city, one core: 21.3 ->
-        12.4 ms). The same answers: the margin (1 cm + 1e-4 of the reach) is far beyond the float32 rounding of the
-        layers' box tests and of a ray moved into an instance's frame (which may cull a segment ending on the hit
-        itself), so a first hit under reach is found on every layer; a hit found past reach compares as a miss."""
+        """Backend.blocked, each ray walked through the BVH only up to its own reach, not past the longest (measured on
+        a navtech_ras6 frame's occlusion rays of the 1 M city, one core: 21.3 ms; each ray to its reach: 12.4 ms; as
+        Embree's occlusion query: 10.4 ms).
+        A world of static entities only (none moved, no movers, instances or swept entities): Embree's occlusion
+        query (any hit, not the first) with tfar the largest float32 under reach: a float32 distance t is <= that
+        tfar exactly when t < reach. Otherwise a trace of every layer with tfar a little past the reach: the margin
+        (1 cm + 1e-4 of the reach) is far beyond the float32 rounding of the layers' box tests and of a ray moved into
+        an instance's frame (which may cull a segment ending on the hit itself), so a first hit under reach is found
+        on every layer; a hit found past reach compares as a miss."""
+        snapshot = self._sync(timed=rays.times is not None)
+        dynamic, masked, instances, swept = snapshot
+        if (dynamic is None or dynamic.scene is None) and not masked.any() and not instances and swept is None:
+            return self._occluded_static(rays, reach)
         far = np.minimum(reach + (BLOCKED_MARGIN_M + BLOCKED_MARGIN * reach), 1e30).astype(np.float32)
-        return np.asarray(self._trace_within(rays, 0.0, far, frozenset()).distance) < reach
+        return np.asarray(self._trace_within(rays, 0.0, far, frozenset(), snapshot).distance) < reach
 
-    def _trace_within(self, rays: Rays, tmin: float, far, names: frozenset) -> Hits:
-        """_trace up to far from tmin: one float32 for every ray, or an (N,) float32 array, each ray's own."""
+    def _occluded_static(self, rays: Rays, reach: np.ndarray) -> np.ndarray:
+        """_blocked in a world of static entities only: Embree's occlusion query of the static layer, split over the
+        trace threads as a trace is."""
+        n = len(rays)
+        out = np.zeros(n, bool)
+        if self._static.scene is None:
+            return out
+        far = reach.astype(np.float32)  # the nearest float32, then the largest under reach
+        far = np.where(far >= reach, np.nextafter(far, np.float32(-np.inf)), far).astype(np.float32)
+        # a reach of 0: tfar 0, not below (embreex reads a negative tfar as a hit), its answer False below
+        far = np.maximum(far, np.float32(0.0))
+
+        def span(ab):
+            a, b = ab
+            out[a:b] = self._static.occluded(rays.origins[a:b], rays.directions[a:b], far[a:b].copy())
+        threads = span_threads(self.threads)
+        if threads == 1 or n < 2 * _MIN_CHUNK:
+            span((0, n))
+        else:
+            bounds = chunk_bounds(n, threads)
+            run_all("trace", span, zip(bounds[:-1], bounds[1:]), threads)
+        return out & (reach > 0.0)
+
+    def _trace_within(self, rays: Rays, tmin: float, far, names: frozenset, snapshot=None) -> Hits:
+        """_trace up to far from tmin: one float32 for every ray, or an (N,) float32 array, each ray's own (snapshot:
+        the trace's _sync, when the caller took it)."""
         o, d = rays.origins, rays.directions
         lazy_normals = "normal" not in names
-        dynamic, masked, instances, swept = self._sync(timed=rays.times is not None)
+        dynamic, masked, instances, swept = snapshot or self._sync(timed=rays.times is not None)
         n = len(o)
         if n == 0:
             return Hits.misses(0)
