@@ -85,7 +85,8 @@ def measure(sim, pose, repeats, unpruned: bool = True):
 
 
 # cProfile rows (file fragment, function name) of each named part of a physical frame's CPU
-_PARTS = {"tracing (embreex)": [("tracing/embree.py", "run")],
+# (the tracing: the layers' traces and their occlusion queries, Backend.blocked)
+_PARTS = {"tracing (embreex)": [("tracing/embree.py", "run"), ("tracing/embree.py", "occluded")],
           "range FFTs": [("", "r2c"), ("", "c2r")],
           "speckle and noise draws": [("speckle.py", "unit_parts")]}
 # parts counted with what they call (cumulative CPU): unit_parts hands its draws to one compiled pass

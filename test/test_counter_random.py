@@ -10,7 +10,9 @@ from scipy import stats
 from lidar_ros.physics.config import NoiseConfig
 from lidar_ros.physics.detection_probability import dropouts
 from lidar_ros.physics.noise import jitter_directions, noisy_ranges
-from radarays_ros.counter_random import WORDS_PER_RAY, RayDraws, frame_key64, gaussians
+from radarays_ros.compiled import kernel
+from radarays_ros.counter_random import (WORDS_PER_RAY, RayDraws, _cosine_halves, _radius_by_leading_zeros,
+                                         cosine_inlined, frame_key64, gaussians, radius_inlined)
 from support.draws import host_draws
 
 MASK = 2**64 - 1
@@ -47,6 +49,29 @@ def test_uniforms_and_gaussians_are_exact_functions_of_the_bits():
     assert np.abs(z - radius * np.cos(angle)).max() < 1e-6 * 5.8
     assert np.abs(z_sine - radius * np.sin(angle)).max() < 1e-6 * 5.8
     assert np.abs(z).max() <= np.sqrt(2 * np.log(2**24)) + 1e-5
+
+
+@kernel
+def _both_ways(fast, radius, cos0, cos1):
+    """For every 24-bit k: the radius of the top 24 bits k and the two cosines of the low 24 bits k, by the formulas
+    (fast False) or by the host loops' equivalents (fast True)."""
+    for k in range(radius.shape[0]):
+        top, low = np.uint64(k) << np.uint64(40), np.uint64(k)
+        if fast:
+            radius[k] = _radius_by_leading_zeros(top)
+            cos0[k], cos1[k] = _cosine_halves(low)
+        else:
+            radius[k] = radius_inlined(top)
+            cos0[k], cos1[k] = cosine_inlined(low, np.uint64(0)), cosine_inlined(low, np.uint64(1))
+
+
+def test_the_host_loops_equivalents_give_the_formulas_bits_for_every_input():
+    # the radius reads only the top 24 bits and the cosines only the low 24: 2^24 inputs each, all of them
+    formula, fast = ([np.empty(1 << 24, np.float32) for _ in range(3)] for _ in range(2))
+    _both_ways(False, *formula)
+    _both_ways(True, *fast)
+    for a, b in zip(formula, fast):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
 @pytest.mark.parametrize("seed", [1, 2])

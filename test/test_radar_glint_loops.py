@@ -233,12 +233,31 @@ def test_running_sum_loop_gives_the_numpy_bytes(signed):
     assert got.shape == want.shape and got.tobytes() == want.tobytes()
 
 
+def in_layout(clutter: np.ndarray, layout: str) -> np.ndarray:
+    """The clutter rows as the stage hands them (a view of the first J columns of their (rows, J + 1) difference
+    array), as a C-contiguous array, or as a view that skips every other row (a layout copied before the loop)."""
+    if layout == "contiguous":
+        return clutter
+    if layout == "difference view":
+        steps = np.full((clutter.shape[0], clutter.shape[1] + 1), np.nan)
+        steps[:, :-1] = clutter
+        return steps[:, :-1]
+    every_other = np.full((2 * clutter.shape[0], clutter.shape[1]), np.nan)
+    every_other[::2] = clutter
+    return every_other[::2]
+
+
+LAYOUTS = ["contiguous", "difference view", "every other row"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("rows_of_scale", [None, 1, 25])
-def test_clutter_amplitude_loop_gives_the_numpy_bytes(rows_of_scale):
+def test_clutter_amplitude_loop_gives_the_numpy_bytes(rows_of_scale, layout):
     rng = np.random.default_rng(12)
     clutter = rng.lognormal(-25, 6, (25, 3000)) * (rng.random((25, 3000)) < 0.7)
     clutter[:, 2500:] = 0.0
     clutter[7, 2800] = 1e-3  # one row reaches further: the width is the widest row's
+    clutter = in_layout(clutter, layout)
     floor = 1e-14
     scale = None if rows_of_scale is None else rng.uniform(0.1, 3.0, (rows_of_scale, 6848)).astype(np.float32)
     v = clutter if scale is None else clutter * np.square(scale[:, :clutter.shape[1]])
@@ -380,7 +399,9 @@ def test_beam_autoregression_loop_gives_the_numpy_bytes(rhos, before_rows):
     rng = np.random.default_rng(before_rows)
     full_re, full_im = speckle.unit_parts(rng, (25, 700))
     prev = [speckle.unit_parts(rng, (1, 900)) for _ in range(before_rows)]
-    for cols in (slice(None), slice(0, 300)):  # a column slice, as _correlate_rows_after passes (not contiguous)
+    # a column slice, as _correlate_rows_after passes (not contiguous), and every other column (a layout the loop
+    # copies and writes back)
+    for cols in (slice(None), slice(0, 300), slice(0, 600, 2)):
         previous = [(r[0, :700][cols], i[0, :700][cols]) for r, i in prev] or None
         want_re, want_im = full_re.copy(), full_im.copy()
         got_re, got_im = full_re.copy(), full_im.copy()
@@ -412,10 +433,11 @@ def test_facing_pairs_loop_against_numpy():
     assert np.allclose(got[3], want[3], rtol=4e-16, atol=0)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("rows_of_scale", [None, 1, 25])
-def test_amplified_rows_are_the_planes_times_the_clutter_amplitude_zero_padded(rows_of_scale):
+def test_amplified_rows_are_the_planes_times_the_clutter_amplitude_zero_padded(rows_of_scale, layout):
     rng = np.random.default_rng(14)
-    clutter = rng.lognormal(-25, 6, (25, 3000)) * (rng.random((25, 3000)) < 0.7)
+    clutter = in_layout(rng.lognormal(-25, 6, (25, 3000)) * (rng.random((25, 3000)) < 0.7), layout)
     scale = None if rows_of_scale is None else rng.uniform(0.1, 3.0, (rows_of_scale, 6848)).astype(np.float32)
     amplitude = stage_loops.clutter_amplitude(clutter, scale, 1e-14)
     width = amplitude.shape[1]

@@ -246,8 +246,7 @@ def test_finish_rows_gives_the_numpy_bytes(post_rows, scaled_points):
     want = np.square(want_re)
     want += np.square(want_im, out=want_im)
     got = np.empty((rows, b), np.float32)
-    stage_loops.finish_rows(full[0][:, half:half + b], full[1][:, half:half + b], post, p_rows, p_cols,
-                            values.real, values.imag, got)
+    stage_loops.finish_rows(full[0], full[1], post, p_rows, p_cols, values.real, values.imag, got, first=half)
     assert got.tobytes() == want.tobytes()
 
 

@@ -18,6 +18,9 @@ The contract a backend implements (Embree in `embree.py`; a GPU backend follows 
   `want`: it only moves cost. "distance" is always computed.
 * Results are deterministic and independent of how rays are batched or threaded: a ray's hit never
   depends on the other rays of its batch.
+* `blocked(origins, directions, reach)` answers whether each ray's first hit is closer than its own reach (an
+  occlusion test of segments); the base class traces once up to the longest reach, a backend may bound each ray
+  by its own (the same answers).
 * `close()`: unsubscribe and free resources.
 
 Attributes (`Hits`): distance (float32 metres, inf = miss), normal (float32 unit world-frame, facing the
@@ -264,6 +267,22 @@ class Backend(abc.ABC):
         self.check_sweeps(rays)
         return self._trace(rays, tmin, tmax, wanted(want))
 
+    def blocked(self, origins, directions, reach, *, times=None) -> np.ndarray:
+        """(N,) bool: whether each ray's first hit lies closer than its own reach[i] (metres, (N,), >= 0, compared
+        as given with the float32 distance): an occlusion test of segments. origins, directions, times: as `trace`."""
+        rays = Rays(origins, directions, times)
+        reach = check_reach(reach, len(rays))
+        if not len(reach) or not reach.max() > 0.0:  # no distance is under 0
+            return np.zeros(len(reach), bool)
+        self.check_sweeps(rays)
+        return self._blocked(rays, reach)
+
+    def _blocked(self, rays: Rays, reach: np.ndarray) -> np.ndarray:
+        """`blocked` after its checks (reach.max() > 0): one trace up to the longest reach, each first hit then
+        compared with its ray's reach. A backend may bound each ray by its own reach instead (Embree does): a ray
+        with a surface closer than its reach finds its first hit either way, and one without finds none closer."""
+        return np.asarray(self.trace_rays(rays, 0.0, float(reach.max()), want=()).distance) < reach
+
     SWEEPS_ENTITIES = False  # traces rays with times against moving entities where they are at those times
 
     def check_sweeps(self, rays: Rays) -> None:
@@ -321,6 +340,16 @@ def check_times(times, n: int) -> np.ndarray | None:
     if not np.isfinite(t).all():
         raise TracingError("ray times contain NaN or inf")
     return t
+
+
+def check_reach(reach, n: int) -> np.ndarray:
+    """(n,) float64 metres >= 0 (inf allowed) of Backend.blocked; TracingError otherwise."""
+    r = np.asarray(reach, np.float64)
+    if r.shape != (n,):
+        raise TracingError(f"reach must be (N,) = ({n},); got {r.shape}")
+    if not (r >= 0.0).all():
+        raise TracingError("reach must be >= 0 metres (inf allowed); got a negative value or NaN")
+    return r
 
 
 def trusted_times(times, n: int) -> np.ndarray | None:

@@ -46,6 +46,7 @@ except ImportError as exc:  # pragma: no cover - embreex is a hard dependency of
 else:
     _IMPORT_ERROR = None
 
+BLOCKED_MARGIN_M, BLOCKED_MARGIN = 0.01, 1e-4  # blocked(): each ray traced this far past its reach (_blocked)
 INSTANCE_MIN_TRIANGLES = 2000  # moving meshes this large get their own BVH instead of a rebuild per move
 _MIN_CHUNK = 4096  # below this, thread hand-off costs more than it saves
 _MAX_RETRACE = 32  # passes through masked static entities before giving up (counts as a miss)
@@ -120,6 +121,13 @@ class _Layer:
             return tfar.copy(), np.full(len(origins), -1, np.int32), np.zeros((len(origins), 3), np.float32)
         out = self.scene.run(origins, directions, dists=tfar, output=1)
         return out["tfar"], out["primID"], out["Ng"]
+
+    def occluded(self, origins, directions, tfar) -> np.ndarray:
+        """(N,) bool: whether each ray meets a triangle of this layer at a distance in [0, tfar] (Embree's occlusion
+        query: any hit, the walk stops at the first found; embreex answers 0 for those, -1 for the others)."""
+        if self.scene is None:
+            return np.zeros(len(origins), bool)
+        return self.scene.run(origins, directions, dists=tfar, query="OCCLUDED") != -1
 
 
 class _Movers:
@@ -539,13 +547,58 @@ class EmbreeBackend(Backend):
     def _trace(self, rays: Rays, tmin: float, tmax: float, names: frozenset) -> Hits:
         """Ids are always gathered on first access (cheap); normals during the trace when wanted, else
         kept as Embree's Ng and a scale until read; the cosines of incidence come from the same scale."""
+        far = np.float32(min(float(tmax) - tmin, 1e30))  # rays start at tmin: each span shifts its origins
+        return self._trace_within(rays, tmin, far, names)
+
+    def _blocked(self, rays: Rays, reach: np.ndarray) -> np.ndarray:
+        """Backend.blocked, each ray walked through the BVH only up to its own reach, not past the longest (measured on
+        a navtech_ras6 frame's occlusion rays of the 1 M city, one core: 21.3 ms; each ray to its reach: 12.4 ms; as
+        Embree's occlusion query: 10.4 ms).
+        A world of static entities only (none moved, no movers, instances or swept entities): Embree's occlusion
+        query (any hit, not the first) with tfar the largest float32 under reach: a float32 distance t is <= that
+        tfar exactly when t < reach. Otherwise a trace of every layer with tfar a little past the reach: the margin
+        (1 cm + 1e-4 of the reach) is far beyond the float32 rounding of the layers' box tests and of a ray moved into
+        an instance's frame (which may cull a segment ending on the hit itself), so a first hit under reach is found
+        on every layer; a hit found past reach compares as a miss."""
+        snapshot = self._sync(timed=rays.times is not None)
+        dynamic, masked, instances, swept = snapshot
+        if (dynamic is None or dynamic.scene is None) and not masked.any() and not instances and swept is None:
+            return self._occluded_static(rays, reach)
+        far = np.minimum(reach + (BLOCKED_MARGIN_M + BLOCKED_MARGIN * reach), 1e30).astype(np.float32)
+        return np.asarray(self._trace_within(rays, 0.0, far, frozenset(), snapshot).distance) < reach
+
+    def _occluded_static(self, rays: Rays, reach: np.ndarray) -> np.ndarray:
+        """_blocked in a world of static entities only: Embree's occlusion query of the static layer, split over the
+        trace threads as a trace is."""
+        n = len(rays)
+        out = np.zeros(n, bool)
+        if self._static.scene is None:
+            return out
+        far = reach.astype(np.float32)  # the nearest float32, then the largest under reach
+        far = np.where(far >= reach, np.nextafter(far, np.float32(-np.inf)), far).astype(np.float32)
+        # a reach of 0: tfar 0, not below (embreex reads a negative tfar as a hit), its answer False below
+        far = np.maximum(far, np.float32(0.0))
+
+        def span(ab):
+            a, b = ab
+            out[a:b] = self._static.occluded(rays.origins[a:b], rays.directions[a:b], far[a:b].copy())
+        threads = span_threads(self.threads)
+        if threads == 1 or n < 2 * _MIN_CHUNK:
+            span((0, n))
+        else:
+            bounds = chunk_bounds(n, threads)
+            run_all("trace", span, zip(bounds[:-1], bounds[1:]), threads)
+        return out & (reach > 0.0)
+
+    def _trace_within(self, rays: Rays, tmin: float, far, names: frozenset, snapshot=None) -> Hits:
+        """_trace up to far from tmin: one float32 for every ray, or an (N,) float32 array, each ray's own (snapshot:
+        the trace's _sync, when the caller took it)."""
         o, d = rays.origins, rays.directions
         lazy_normals = "normal" not in names
-        dynamic, masked, instances, swept = self._sync(timed=rays.times is not None)
+        dynamic, masked, instances, swept = snapshot or self._sync(timed=rays.times is not None)
         n = len(o)
         if n == 0:
             return Hits.misses(0)
-        far = np.float32(min(float(tmax) - tmin, 1e30))  # rays start at tmin: each span shifts its origins
         result = _Result(n, lazy_normals)
         sweep = self._sweep_of(swept, rays.times) if swept is not None else None
         job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result, sweep)
@@ -572,6 +625,8 @@ class EmbreeBackend(Backend):
     def _trace_span(self, job, a: int, b: int) -> None:
         o_all, d_all, far, tmin, dynamic, masked, instances, result, sweep = job
         o, d = o_all[a:b], d_all[a:b]
+        if np.ndim(far):  # each ray's own far
+            far = far[a:b]
         if tmin:
             o = _shifted(o, d, tmin)
         layer = result.layer[a:b]
@@ -594,7 +649,7 @@ class EmbreeBackend(Backend):
         """(distance, primitive, Ng) of the closest hits in the static layer (looking through masked
         entities) and then the merged movers' layer, traced up to the static hit (a mover at the same
         distance wins: Embree accepts t <= tfar)."""
-        dist, prim, ng = self._static.run(o, d, np.full(len(o), far, np.float32))
+        dist, prim, ng = self._static.run(o, d, _tfar(far, len(o)))
         if masked is not None and self._static.scene is not None:
             dist, prim, ng = self._look_through(o, d, dist, prim, ng, masked, far)
         if movers is not None and movers.scene is not None:
@@ -607,7 +662,7 @@ class EmbreeBackend(Backend):
         just below the mover's distance, so a static surface wins only when strictly closer, as before
         (measured, 500 boxes, VLP-16 rays, one thread: 9.2-9.6 -> 8.1-8.4 ms CPU; the same hits:
         test_tracing_movers.py)."""
-        tfar = np.full(len(o), far, np.float32)
+        tfar = _tfar(far, len(o))
         cand, oc, dc, cfar = _rays_meeting_box(o, d, tfar, movers.bounds)
         if len(cand):
             cdist, cprim, cng = movers.run(oc, dc, cfar)
@@ -663,12 +718,13 @@ class EmbreeBackend(Backend):
                 return dist, prim, ng
             start = dist[again] + np.float32(_SKIP)
             o2 = o[again] + d[again] * start[:, None]
-            rd, rp, rn = self._static.run(o2, d[again], np.maximum(far - start, np.float32(0)))
-            dist[again] = np.where(rp >= 0, rd + start, far)
+            limit = far[again] if np.ndim(far) else far
+            rd, rp, rn = self._static.run(o2, d[again], np.maximum(limit - start, np.float32(0)))
+            dist[again] = np.where(rp >= 0, rd + start, limit)
             prim[again] = rp
             ng[again] = rn
         prim[again] = -1  # pathological stack of masked surfaces: report a miss, never a fake hit
-        dist[again] = far
+        dist[again] = far[again] if np.ndim(far) else far
         ng[again] = 0
         return dist, prim, ng
 
@@ -748,6 +804,12 @@ def _shift_kernel(o, d, tmin, out):
 
 
 _NO_NORMALS = np.empty((0, 3), np.float32)
+
+
+def _tfar(far, n: int) -> np.ndarray:
+    """A fresh (n,) float32 tfar for Embree (it writes each hit's distance into it): the trace's one far, or a copy
+    of the rays' own."""
+    return np.full(n, far, np.float32) if np.ndim(far) == 0 else np.array(far, np.float32)
 
 
 @kernel

@@ -346,8 +346,7 @@ def _unoccluded(backend, hit, u, back_len, power, rays: dict | None, bounce: int
         return power
     if rays is not None:
         rays[bounce, 1] = (start, direction)
-    blocked = backend.trace(start, direction, 0.0, float(reach.max()), want=(),
-                            **at_times(times, test))
+    blocked = backend.blocked(start, direction, reach, **at_times(times, test))  # a surface closer than reach
     power = power.copy()
-    power[test[np.asarray(blocked.distance) < reach]] = 0.0
+    power[test[blocked]] = 0.0
     return power

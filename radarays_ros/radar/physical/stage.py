@@ -233,7 +233,7 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
                 field[:, support] += band
             else:
                 field = _full_spectrum(band, n, support)
-            planes.append(sp_fft.irfft(field, n, axis=1, overwrite_x=True)[:, half:half + b])
+            planes.append(sp_fft.irfft(field, n, axis=1, overwrite_x=True))  # (the block's bins: columns half..)
         re, im = planes
         lo, hi = np.searchsorted(p_rows, [k0, k1])
         at = (p_rows[lo:hi] - k0, p_cols[lo:hi])
@@ -241,7 +241,8 @@ def _speckled_frame(clutter_steps, white, rho, kernel: RangeKernel, points, rece
         if scales is not None:
             values = values * scales[2][np.minimum(at[0], len(scales[2]) - 1)]
         out = power[k0:k1]  # planes x s_post, + points, |.|^2: one compiled pass (stage_loops.py)
-        stage_loops.finish_rows(re, im, None if scales is None else scales[1], at[0], at[1], values.real, values.imag, out)
+        stage_loops.finish_rows(re, im, None if scales is None else scales[1], at[0], at[1], values.real, values.imag,
+                                out, first=half)
         receive(slice(k0, k1), out)
 
     def block(i):  # tasks start in order, so the block a task waits for is done or running
