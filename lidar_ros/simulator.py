@@ -137,7 +137,8 @@ class LidarSimulator:
         self._cloud = None if sink is None or self._multipath else sink(config, [a for a, _ in self._pieces])
         # component-major copies of the ray table: rotating them is 9 contiguous multiply-adds
         self._dirs_t = np.ascontiguousarray(self._dirs.T)
-        self._origins_t = np.ascontiguousarray(self._origins.T)
+        # the origins once per beam: a beam's sub-rays share it, so it is rotated once and written k times
+        self._origins_t = np.ascontiguousarray(config.origins.reshape(n, 3).T)
         # the beams' nominal rays in the frame points are reported in: points lie on them (a driver-exact
         # pattern reports them along the driver's rays, e.g. velodyne_pointcloud's block azimuth)
         traced_beams = beam_dirs
@@ -320,8 +321,9 @@ class LidarSimulator:
         """World origins and unit directions of rays a..b."""
         if frame.world_d is not None:
             return frame.world_o[a:b], frame.world_d[a:b]
-        if self._has_origins:
-            origins = rotate(self._origins_t[:, a:b], frame.r, frame.t, out=self._world_o[a:b])
+        if self._has_origins:  # rays a..b are whole beams (pieces and the frame are)
+            k = self._k
+            origins = rotate(self._origins_t[:, a // k:b // k], frame.r, frame.t, out=self._world_o[a:b], repeat=k)
         else:  # every ray from the sensor origin: a contiguous copy (the tracer needs one), column by column
             origins = self._world_o[a:b]
             for i in range(3):
@@ -709,30 +711,42 @@ def _valid_rays(origins: np.ndarray, directions: np.ndarray) -> bool:
 
 
 def rotate(vectors_t: np.ndarray, r: np.ndarray, shift: np.ndarray | None = None,
-           out: np.ndarray | None = None) -> np.ndarray:
-    """(N, 3) float32 = r @ v (+ shift) for component-major vectors_t (3, N): per vector, each component's
-    three float32 products summed in order (then the shift), in a compiled loop."""
-    out = np.empty((vectors_t.shape[1], 3), np.float32) if out is None else out
-    if not out.flags.c_contiguous:
-        raise ValueError("rotate: out must be a C-contiguous (N, 3) float32 array")
+           out: np.ndarray | None = None, repeat: int = 1) -> np.ndarray:
+    """(N·repeat, 3) float32 = r @ v (+ shift) for component-major vectors_t (3, N), each vector's result written
+    `repeat` times in a row (a beam's sub-rays share its origin): per vector, each component's three float32
+    products summed in order (then the shift), in a compiled loop."""
+    out = np.empty((vectors_t.shape[1] * repeat, 3), np.float32) if out is None else out
+    if not out.flags.c_contiguous or out.shape != (vectors_t.shape[1] * repeat, 3):
+        raise ValueError(f"rotate: out must be a C-contiguous ({vectors_t.shape[1] * repeat}, 3) float32 array")
     no_shift = shift is None
     _rotate_kernel(vectors_t, np.asarray(r, np.float32), np.zeros(3, np.float32) if no_shift else
-                   np.asarray(shift, np.float32), not no_shift, out)
+                   np.asarray(shift, np.float32), not no_shift, int(repeat), out)
     return out
 
 
 @kernel
-def _rotate_kernel(v, r, shift, shifted, out):
-    """out (C-contiguous (N, 3)) written through its flat view: 4x faster than out[a, i] here (the
+def _rotate_kernel(v, r, shift, shifted, repeat, out):
+    """out (C-contiguous (N·repeat, 3)) written through its flat view: 4x faster than out[a, i] here (the
     compiler then keeps the rotation in registers and the stores in order)."""
     flat = out.reshape(-1)
     x, y, z = v[0], v[1], v[2]
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = (r[0, 0], r[0, 1], r[0, 2], r[1, 0], r[1, 1], r[1, 2],
                                                    r[2, 0], r[2, 1], r[2, 2])
     t0, t1, t2 = shift[0], shift[1], shift[2]
+    if repeat == 1:  # its own loop: the stores of one vector each, in order
+        for a in range(v.shape[1]):
+            xa, ya, za = x[a], y[a], z[a]
+            u = xa * r00 + ya * r01 + za * r02
+            w = xa * r10 + ya * r11 + za * r12
+            h = xa * r20 + ya * r21 + za * r22
+            flat[3 * a], flat[3 * a + 1], flat[3 * a + 2] = (u + t0, w + t1, h + t2) if shifted else (u, w, h)
+        return
     for a in range(v.shape[1]):
         xa, ya, za = x[a], y[a], z[a]
         u = xa * r00 + ya * r01 + za * r02
         w = xa * r10 + ya * r11 + za * r12
         h = xa * r20 + ya * r21 + za * r22
-        flat[3 * a], flat[3 * a + 1], flat[3 * a + 2] = (u + t0, w + t1, h + t2) if shifted else (u, w, h)
+        if shifted:
+            u, w, h = u + t0, w + t1, h + t2
+        for j in range(3 * repeat * a, 3 * repeat * (a + 1), 3):
+            flat[j], flat[j + 1], flat[j + 2] = u, w, h

@@ -288,6 +288,9 @@ def test_rotation_is_the_float32_sum_of_three_products_in_order():
         want[:, i] = acc + t[i]
     assert simulator.rotate(v, r, t).tobytes() == want.tobytes()
     assert simulator.rotate(v[:, 100:900], r).tobytes() == turned[100:900].tobytes()
+    # repeat: each vector's result k times in a row (a beam's sub-rays' shared origin), the same bits
+    assert simulator.rotate(v[:, 10:500], r, t, repeat=4).tobytes() == np.repeat(want[10:500], 4, axis=0).tobytes()
+    assert simulator.rotate(v, r, repeat=3).tobytes() == np.repeat(turned, 3, axis=0).tobytes()
     np.testing.assert_allclose(want, v.T.astype(np.float64) @ r.T.astype(np.float64) + t, rtol=1e-5, atol=1e-5)
 
 
