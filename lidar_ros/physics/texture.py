@@ -154,10 +154,12 @@ def _textured_kernel(origins, directions, ranges, rho, rays, sigma, inv_length, 
             x = np.float64(origins[ray, 0] + directions[ray, 0] * r)
             y = np.float64(origins[ray, 1] + directions[ray, 1] * r)
             z = np.float64(origins[ray, 2] + directions[ray, 2] * r)
-            ok = np.isfinite(x) and np.isfinite(y) and np.isfinite(z)
+            ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)  # &, not `and`: no branch per point
             finite[c] = ok
             # a miss is noised at 0 (a defined value in the vector loop) and its noise not read
-            cx[c], cy[c], cz[c] = (x * inv_length, y * inv_length, z * inv_length) if ok else (0.0, 0.0, 0.0)
+            cx[c] = x * inv_length if ok else 0.0
+            cy[c] = y * inv_length if ok else 0.0
+            cz[c] = z * inv_length if ok else 0.0
         _noise_run(cx, cy, cz, count, seed, noise)
         for c in range(count):
             n = start + c
@@ -177,9 +179,11 @@ def _texture_kernel(p, sigma, inv_length, seed, out):
         for c in range(count):
             n = start + c
             x, y, z = p[n, 0], p[n, 1], p[n, 2]
-            ok = np.isfinite(x) and np.isfinite(y) and np.isfinite(z)
+            ok = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
             finite[c] = ok
-            cx[c], cy[c], cz[c] = (x * inv_length, y * inv_length, z * inv_length) if ok else (0.0, 0.0, 0.0)
+            cx[c] = x * inv_length if ok else 0.0
+            cy[c] = y * inv_length if ok else 0.0
+            cz[c] = z * inv_length if ok else 0.0
         _noise_run(cx, cy, cz, count, seed, noise)
         for c in range(count):
             out[start + c] = np.float32(np.exp(sigma * noise[c] - shift)) if finite[c] else np.float32(1.0)
