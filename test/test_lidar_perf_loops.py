@@ -377,6 +377,27 @@ def test_measured_calibrated_reflectivity_loop_gives_numpys_bits(overlap_range):
                                                     shared).tobytes() == got.tobytes()
 
 
+@pytest.mark.parametrize("overlap_range", [0.0, 10.1])
+def test_ouster_signal_loop_gives_numpys_bits(overlap_range):
+    """The SIGNAL channel without photon noise in one pass against its numpy passes: misses (ρ 0, range inf or
+    NaN), ranges inside 0.1 m, saturated counts (bright near returns) and every count between."""
+    from lidar_ros.physics.intensity import ouster_signal, ouster_signal_numpy
+
+    rng = np.random.default_rng(9)
+    n = 40000
+    ranges = rng.uniform(0.0, 150.0, n).astype(np.float32)
+    rho = rng.uniform(0.0, 1.5, n).astype(np.float32)
+    ranges[:6] = [np.nan, np.inf, 0.0, 0.05, 0.1, 0.3]
+    rho[6:12] = [0.0, 1e-7, 50.0, 1.0, 255.0, 0.5]
+    ranges[12], rho[12] = 20.0, 1e6  # saturates past the overlap range too
+    rho[ranges > 140] = 0.0  # misses read ρ 0
+    for scale in (3.3e4, 2.31e5, 1e9):
+        got = ouster_signal(rho, ranges, scale, overlap_range)
+        want = ouster_signal_numpy(rho, ranges, scale, overlap_range)
+        assert got.dtype == np.uint16 and got.tobytes() == want.tobytes()
+        assert np.any(got == 65535) and np.any((got > 0) & (got < 65535)) and np.any(got == 0)
+
+
 @pytest.mark.parametrize("k, dual", [(4, True), (4, False), (1, True), (12, True)])
 def test_split_echoes_dropped_in_one_pass_give_the_numpy_masks(k, dual):
     """drop_split_echoes against edge_dropped and the numpy masks (drop_split_echoes_numpy): the same draws, the
