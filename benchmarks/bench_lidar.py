@@ -215,7 +215,7 @@ def one_thread_cpu(args) -> None:
 _PARTS = {
     "tracing (embreex)": [("tracing/embree.py", "run")],
     "tracing post-processing": [("tracing/embree.py", n) for n in ("_finish_span", "_shift_kernel", "_trace_span")],
-    "ray rotation": [("lidar_ros/simulator.py", n) for n in ("_rotate_kernel", "_world_rays")],
+    "ray rotation": [("lidar_ros/simulator.py", n) for n in ("_world_rays_kernel", "_world_rays")],
     "echo forming": [("physics/echoes.py", n) for n in ("_echo_kernel", "form_echoes")],
     "detection and noise draws": [("physics/detection_probability.py", n) for n in (
         "_probability_kernel", "detection_probability", "detected", "dropouts", "detected_returns", "_kept_returns")]

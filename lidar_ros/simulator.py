@@ -22,8 +22,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from radarays_ros.compiled import kernel
+from radarays_ros.compiled import inlined, kernel
 from radarays_ros.counter_random import RayDraws, frame_key64
+from radarays_ros.tracing.backend import ray_start_inlined
 from radarays_ros.threads import pool
 from radarays_ros.world.trajectory import Trajectory
 from radarays_ros.world.transforms import check_transform
@@ -154,6 +155,7 @@ class LidarSimulator:
         # world-ray buffers, reused every frame (the tracer copies what it keeps); hence the lock
         self._world_o = np.empty((n * k, 3), np.float32)
         self._world_d = np.empty((n * k, 3), np.float32)
+        self._starts = np.empty((n * k, 3), np.float32) if np.float32(self._tmin) else None  # rays start at tmin
         self._lock = threading.Lock()
         self._last_pose: tuple[bytes | None, np.ndarray | None] = (None, None)  # (pose bytes, validated matrix)
 
@@ -215,18 +217,22 @@ class LidarSimulator:
         on every thread."""
         cfg = self.config
         m = self._k
+        # the rays' starts at tmin (tracing.Rays.starts) written in the rotating pass, which has the rays in hand:
+        # the backend then reads them instead of reading the rays again (not when jitter turns the rays after)
+        starts = self._starts if self._starts is not None and cfg.noise.angular_sigma <= 0 else None
         if frame.world_d is None and len(self._dirs) <= ROTATE_INLINE_RAYS:  # one loop, no handing over
-            self._world_rays(frame, 0, len(self._dirs))
+            self._world_rays(frame, 0, len(self._dirs), starts)
             origins, dirs = self._world_o, self._world_d
         elif frame.world_d is None:  # rotated piece by piece on every thread (a compiled loop without the GIL)
-            self._each_piece(jobs, lambda k, a, b: self._world_rays(frame, a * m, b * m))
+            self._each_piece(jobs, lambda k, a, b: self._world_rays(frame, a * m, b * m, starts))
             origins, dirs = self._world_o, self._world_d
         else:  # per-pixel world rays of a trajectory
-            origins, dirs = frame.world_o, frame.world_d
+            origins, dirs, starts = frame.world_o, frame.world_d, None
         if cfg.noise.angular_sigma > 0:  # each piece's own random stream, as it is used below
             for k, a, b in jobs:
                 dirs[a * m:b * m] = jitter_directions(dirs[a * m:b * m], cfg.noise.angular_sigma, rngs[k].at(a * m))
-        first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked, self._ray_times)
+        first = first_trace(self.backend, origins, dirs, self._tmin, self._tmax, frame.checked, self._ray_times,
+                            None if starts is None else (self._tmin, starts))
         return self._each_piece(jobs, lambda k, a, b: self._surface_piece(
             frame, rngs[k], (origins[a * m:b * m], dirs[a * m:b * m], first.span(a * m, b * m)), a, b))
 
@@ -316,17 +322,11 @@ class LidarSimulator:
             self._last_pose = (key, m)
         return m
 
-    def _world_rays(self, frame: "_Frame", a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """World origins and unit directions of rays a..b."""
-        if frame.world_d is not None:
-            return frame.world_o[a:b], frame.world_d[a:b]
-        if self._has_origins:
-            origins = rotate(self._origins_t[:, a:b], frame.r, frame.t, out=self._world_o[a:b])
-        else:  # every ray from the sensor origin: a contiguous copy (the tracer needs one), column by column
-            origins = self._world_o[a:b]
-            for i in range(3):
-                origins[:, i] = frame.t[i]
-        return origins, rotate(frame.dirs_t[:, a:b], frame.r, out=self._world_d[a:b])
+    def _world_rays(self, frame: "_Frame", a: int, b: int, starts: np.ndarray | None = None) -> None:
+        """World origins and unit directions of rays a..b into the frame's buffers, in one pass, and their
+        starts at tmin into `starts` (when given)."""
+        world_rays(frame.dirs_t[:, a:b], frame.r, frame.t, self._origins_t[:, a:b] if self._has_origins else None,
+                   self._tmin, self._world_o[a:b], self._world_d[a:b], None if starts is None else starts[a:b])
 
     def _surface_piece(self, frame: "_Frame", rng: np.random.Generator, traced, a: int, b: int) -> "_Part":
         """The material classes and the surface model on rays a..b (traced: their world origins,
@@ -708,31 +708,59 @@ def _valid_rays(origins: np.ndarray, directions: np.ndarray) -> bool:
     return bool(np.isfinite(origins).all() and np.isfinite(norm2).all() and np.all(np.abs(norm2 - 1) <= 1e-6))
 
 
-def rotate(vectors_t: np.ndarray, r: np.ndarray, shift: np.ndarray | None = None,
-           out: np.ndarray | None = None) -> np.ndarray:
-    """(N, 3) float32 = r @ v (+ shift) for component-major vectors_t (3, N): per vector, each component's
-    three float32 products summed in order (then the shift), in a compiled loop."""
-    out = np.empty((vectors_t.shape[1], 3), np.float32) if out is None else out
-    if not out.flags.c_contiguous:
-        raise ValueError("rotate: out must be a C-contiguous (N, 3) float32 array")
-    no_shift = shift is None
-    _rotate_kernel(vectors_t, np.asarray(r, np.float32), np.zeros(3, np.float32) if no_shift else
-                   np.asarray(shift, np.float32), not no_shift, out)
-    return out
+def world_rays(dirs_t: np.ndarray, r: np.ndarray, t: np.ndarray, origins_t: np.ndarray | None = None,
+               tmin: float = 0.0, origins_out: np.ndarray | None = None, dirs_out: np.ndarray | None = None,
+               starts_out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(origins, directions, starts) of N rays, float32 (N, 3): directions r @ d of the component-major dirs_t
+    (3, N); origins r @ o + t of the component-major origins_t (3, N) (None: every ray from t); starts the rays'
+    `ray_start` at tmin (tracing.backend; only into a given starts_out, else None). Per component, the three
+    float32 products summed in order, then the shift. One compiled pass over the rays, so the starts cost no
+    second reading of the rays (the backend's own shift would)."""
+    n = dirs_t.shape[1]
+    if origins_t is not None and origins_t.shape != (3, n):
+        raise ValueError(f"world_rays: origins_t must be (3, {n}); got {origins_t.shape}")
+    arrays = [np.asarray(dirs_t), np.asarray(r), np.asarray(t)] + ([] if origins_t is None else [np.asarray(origins_t)])
+    if any(a.dtype != np.float32 for a in arrays):
+        raise ValueError("world_rays: rays, rotation and shift must be float32 (the sums are float32)")
+    outs = [np.empty((n, 3), np.float32) if out is None else out for out in (origins_out, dirs_out)]
+    for out in (*outs, starts_out):
+        if out is not None and not (out.dtype == np.float32 and out.shape == (n, 3) and out.flags.c_contiguous):
+            raise ValueError(f"world_rays: outputs must be C-contiguous ({n}, 3) float32 arrays")
+    _world_rays_kernel(dirs_t, _NO_ORIGINS if origins_t is None else origins_t, r, t, np.float32(tmin),
+                       outs[0], outs[1], _NO_STARTS if starts_out is None else starts_out)
+    return outs[0], outs[1], starts_out
+
+
+_NO_ORIGINS = np.empty((3, 0), np.float32)
+_NO_STARTS = np.empty((0, 3), np.float32)
+
+
+@inlined
+def _turned(x, y, z, r):
+    """r @ (x, y, z) for r a row-major 9-tuple: per component the three float32 products summed in order."""
+    return (x * r[0] + y * r[1] + z * r[2], x * r[3] + y * r[4] + z * r[5], x * r[6] + y * r[7] + z * r[8])
 
 
 @kernel
-def _rotate_kernel(v, r, shift, shifted, out):
-    """out (C-contiguous (N, 3)) written through its flat view: 4x faster than out[a, i] here (the
-    compiler then keeps the rotation in registers and the stores in order)."""
-    flat = out.reshape(-1)
-    x, y, z = v[0], v[1], v[2]
-    r00, r01, r02, r10, r11, r12, r20, r21, r22 = (r[0, 0], r[0, 1], r[0, 2], r[1, 0], r[1, 1], r[1, 2],
-                                                   r[2, 0], r[2, 1], r[2, 2])
-    t0, t1, t2 = shift[0], shift[1], shift[2]
-    for a in range(v.shape[1]):
-        xa, ya, za = x[a], y[a], z[a]
-        u = xa * r00 + ya * r01 + za * r02
-        w = xa * r10 + ya * r11 + za * r12
-        h = xa * r20 + ya * r21 + za * r22
-        flat[3 * a], flat[3 * a + 1], flat[3 * a + 2] = (u + t0, w + t1, h + t2) if shifted else (u, w, h)
+def _world_rays_kernel(dirs_t, origins_t, r, t, tmin, origins_out, dirs_out, starts_out):
+    """world_rays' pass, one flat loop over the rays (the compiler vectorises it; nested loops over beams and
+    their sub-rays, or blocks of rays, measured 2-3x slower); the outputs written through their flat views (4x
+    faster than out[a, i] here: the rotation stays in registers and the stores in order)."""
+    o_flat, d_flat, s_flat = origins_out.reshape(-1), dirs_out.reshape(-1), starts_out.reshape(-1)
+    with_origins, with_starts = origins_t.shape[1] > 0, s_flat.shape[0] > 0
+    x, y, z = dirs_t[0], dirs_t[1], dirs_t[2]
+    ox, oy, oz = origins_t[0], origins_t[1], origins_t[2]
+    rows = (r[0, 0], r[0, 1], r[0, 2], r[1, 0], r[1, 1], r[1, 2], r[2, 0], r[2, 1], r[2, 2])
+    t0, t1, t2 = t[0], t[1], t[2]
+    for a in range(dirs_t.shape[1]):
+        du, dw, dh = _turned(x[a], y[a], z[a], rows)
+        ou, ow, oh = t0, t1, t2
+        if with_origins:
+            u, w, h = _turned(ox[a], oy[a], oz[a], rows)
+            ou, ow, oh = u + t0, w + t1, h + t2
+        o_flat[3 * a], o_flat[3 * a + 1], o_flat[3 * a + 2] = ou, ow, oh
+        d_flat[3 * a], d_flat[3 * a + 1], d_flat[3 * a + 2] = du, dw, dh
+        if with_starts:
+            s_flat[3 * a] = ray_start_inlined(ou, du, tmin)
+            s_flat[3 * a + 1] = ray_start_inlined(ow, dw, tmin)
+            s_flat[3 * a + 2] = ray_start_inlined(oh, dh, tmin)

@@ -272,8 +272,9 @@ def test_a_failing_small_piece_fails_the_frame_and_the_next_frame_works():
 
 
 def test_rotation_is_the_float32_sum_of_three_products_in_order():
-    """rotate (a compiled loop) gives, per component, the float32 sum r_i0·x + r_i1·y + r_i2·z (+ t_i) in
-    that order, bit for bit as three numpy passes do, also on a non-contiguous slice of the table."""
+    """world_rays (a compiled loop) gives, per component, the float32 sum r_i0·x + r_i1·y + r_i2·z (+ t_i) in
+    that order, bit for bit as three numpy passes do, also on a non-contiguous slice of the table; the starts
+    are direction·tmin + origin in float32."""
     from lidar_ros import simulator
 
     rng = np.random.default_rng(8)
@@ -286,9 +287,19 @@ def test_rotation_is_the_float32_sum_of_three_products_in_order():
         acc += v[2] * r[i, 2]
         turned[:, i] = acc
         want[:, i] = acc + t[i]
-    assert simulator.rotate(v, r, t).tobytes() == want.tobytes()
-    assert simulator.rotate(v[:, 100:900], r).tobytes() == turned[100:900].tobytes()
+    origins, dirs, starts = simulator.world_rays(v, r, t, v)
+    assert origins.tobytes() == want.tobytes() and dirs.tobytes() == turned.tobytes() and starts is None
+    origins, dirs, _ = simulator.world_rays(v[:, 100:900], r, t)
+    assert dirs.tobytes() == turned[100:900].tobytes() and origins.tobytes() == np.tile(t, (800, 1)).tobytes()
     np.testing.assert_allclose(want, v.T.astype(np.float64) @ r.T.astype(np.float64) + t, rtol=1e-5, atol=1e-5)
+    # the rays' starts at tmin: direction·tmin + origin in float32 (tracing.backend.ray_start)
+    tmin = 0.37
+    origins, dirs, starts = simulator.world_rays(v[:, :4000], r, t, v[:, 10:4010], tmin,
+                                                 starts_out=np.empty((4000, 3), np.float32))
+    assert origins.tobytes() == want[10:4010].tobytes() and dirs.tobytes() == turned[:4000].tobytes()
+    assert starts.tobytes() == (dirs * np.float32(tmin) + origins).tobytes()
+    with pytest.raises(ValueError, match="origins_t must be"):
+        simulator.world_rays(v[:, :4001], r, t, v[:, :1000])
 
 
 def test_echo_reflectivity_is_the_float32_sum_in_sub_ray_order():

@@ -1,4 +1,6 @@
 """The compiled per-ray loops of the lidar frame against the numpy passes they replace: the same bits."""
+import math
+
 import numpy as np
 import pytest
 
@@ -121,6 +123,41 @@ def test_textured_reflectivity_loop_gives_numpys_bits(sub_rays):
         got = textured_reflectivity(o, d, r, p, 0.35, 0.4, 11, rays)
         assert got.dtype == np.float32 and got.tobytes() == expected.tobytes()
         assert np.std(got[np.isfinite(r)] / p[np.isfinite(r)]) > 0.1  # textured
+
+
+def _corner_value(i: int, j: int, k: int, seed: int) -> float:
+    """A lattice corner's value written out per corner in Python integers: SplitMix64 of the seed xor the three axes'
+    21 low bits times their multipliers (texture.py's docstring), the top 53 bits as u in [0, 1), (u - 0.5)·√12."""
+    mask = 2**64 - 1
+    z = seed ^ ((i & 0x1FFFFF) * 0x9E3779B97F4A7C15 & mask) ^ ((j & 0x1FFFFF) * 0xC2B2AE3D27D4EB4F & mask) \
+        ^ ((k & 0x1FFFFF) * 0x165667B19E3779F9 & mask)
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & mask
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & mask
+    z ^= z >> 31
+    return ((z >> 11) * (1.0 / 2.0**53) - 0.5) * 3.4641016151377544
+
+
+def test_texture_field_gives_the_bits_of_each_corner_hashed_whole():
+    """The compiled field hashes each axis's two lattice values once and combines them per corner: its bits equal
+    the smoothstep blend of the 8 corners each hashed on its own (corner order di, dj, dk, as the loop sums)."""
+    from lidar_ros.physics.texture import FIELD_SCALE, field
+
+    p = np.random.default_rng(5).uniform(-30, 30, (300, 3))
+    p[:5] = [[0.0, 0.0, 0.0], [-0.2, 0.7, -1e-9], [1e6, -1e6, 3.0], [0.4, 0.4, 0.4], [-5.0, 2.0, 9.0]]
+    length, seed = 0.4, 2**63 + 11
+    got = field(p, length, seed)
+    smooth = lambda u: u * u * (3.0 - 2.0 * u)
+    for n, point in enumerate(p):
+        x, y, z = (float(c) * (1.0 / length) for c in point)
+        i, j, k = math.floor(x), math.floor(y), math.floor(z)
+        sx, sy, sz = smooth(x - i), smooth(y - j), smooth(z - k)
+        total = 0.0
+        for di in range(2):
+            for dj in range(2):
+                for dk in range(2):
+                    total += ((sx if di else 1.0 - sx) * (sy if dj else 1.0 - sy) * (sz if dk else 1.0 - sz)
+                              * _corner_value(i + di, j + dj, k + dk, seed))
+        assert got[n] == total * FIELD_SCALE, (n, point)
 
 
 def test_a_pose_is_validated_again_when_its_values_change():
@@ -338,6 +375,27 @@ def test_measured_calibrated_reflectivity_loop_gives_numpys_bits(overlap_range):
             shared = range_overlap(ranges, overlap_range)
             assert measured_calibrated_reflectivity(counts, ranges, returned, scale, full, overlap_range,
                                                     shared).tobytes() == got.tobytes()
+
+
+@pytest.mark.parametrize("overlap_range", [0.0, 10.1])
+def test_ouster_signal_loop_gives_numpys_bits(overlap_range):
+    """The SIGNAL channel without photon noise in one pass against its numpy passes: misses (ρ 0, range inf or
+    NaN), ranges inside 0.1 m, saturated counts (bright near returns) and every count between."""
+    from lidar_ros.physics.intensity import ouster_signal, ouster_signal_numpy
+
+    rng = np.random.default_rng(9)
+    n = 40000
+    ranges = rng.uniform(0.0, 150.0, n).astype(np.float32)
+    rho = rng.uniform(0.0, 1.5, n).astype(np.float32)
+    ranges[:6] = [np.nan, np.inf, 0.0, 0.05, 0.1, 0.3]
+    rho[6:12] = [0.0, 1e-7, 50.0, 1.0, 255.0, 0.5]
+    ranges[12], rho[12] = 20.0, 1e6  # saturates past the overlap range too
+    rho[ranges > 140] = 0.0  # misses read ρ 0
+    for scale in (3.3e4, 2.31e5, 1e9):
+        got = ouster_signal(rho, ranges, scale, overlap_range)
+        want = ouster_signal_numpy(rho, ranges, scale, overlap_range)
+        assert got.dtype == np.uint16 and got.tobytes() == want.tobytes()
+        assert np.any(got == 65535) and np.any((got > 0) & (got < 65535)) and np.any(got == 0)
 
 
 @pytest.mark.parametrize("k, dual", [(4, True), (4, False), (1, True), (12, True)])

@@ -49,6 +49,23 @@ def test_detection_limit_forms_differ_between_the_pairs_as_their_physics_says():
     assert blensor.max_range([0.01, 0.1]).tolist() == [50.0, 50.0]  # below d_lower every ρ > 0 is seen
 
 
+@pytest.mark.parametrize("model", DETECTION_MODELS)
+def test_compiled_keep_decides_as_the_numpy_passes(model):
+    """keep's compiled pass (blensor, linear, root2, root4) and its numpy passes (every form) decide alike, ray by
+    ray: ranges on both sides of the limit (a hair either way), misses, NaN, black and negative ρ, a 2-D frame."""
+    limit = DetectionLimit(SurfaceConfig(model=model, limits=HDL64E))
+    rng = np.random.default_rng(4)
+    rho = rng.uniform(-0.1, 1.5, 30000).astype(np.float32)
+    rho[:5] = [0.0, np.nan, np.inf, 1e-30, 1.0]
+    r = limit.limit32(rho) if model != "none" else rng.uniform(0, 100, 30000).astype(np.float32)
+    r = np.where(rng.random(30000) < 0.5, np.nextafter(r, np.float32(np.inf)), r).astype(np.float32)
+    r[5:10] = [np.inf, np.nan, 0.0, -0.0, 1e30]
+    for ranges, values in ((r, rho), (r.reshape(100, 300), rho.reshape(100, 300))):
+        got, want = limit.keep(ranges, values), limit.keep_numpy(ranges, values)
+        assert got.shape == want.shape and got.dtype == bool and np.array_equal(got, want)
+        assert model == "none" or (got.any() and not got.all())
+
+
 def test_model_none_keeps_every_hit():
     returns = SurfaceModel().apply(wall_hits([1.0, 500.0, np.inf], rho=0.0), None, np.random.default_rng(0))
     assert returns.hit.tolist() == [True, True, False]

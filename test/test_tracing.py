@@ -330,6 +330,28 @@ def test_trusted_rays_and_unwanted_normals_match_the_checked_trace(threads):
     assert cos.dtype == np.float32 and np.all((cos > 0) & (cos <= 1 + 1e-6))
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_given_ray_starts_are_read_at_their_tmin_only(threads):
+    """Rays.starts: the caller's d·tmin + o (float32, ray_start) give the hits the backend's own shift gives, bit
+    for bit; Embree reads them (starts moved 1 m back give ranges 1 m longer); at another tmin they are ignored."""
+    scene, o, d = _sphere_rays()
+    backend = make_backend("embree", scene, threads=threads)
+    tmin = 0.1
+    own = backend.trace_rays(Rays.trusted(o, d), tmin, 50.0)
+    starts = d * np.float32(tmin) + o
+    given = backend.trace_rays(Rays.trusted(o, d, starts=(tmin, starts)), tmin, 50.0)
+    assert given.distance.tobytes() == own.distance.tobytes() and given.normal.tobytes() == own.normal.tobytes()
+    np.testing.assert_array_equal(given.face, own.face)
+    back = backend.trace_rays(Rays.trusted(o, d, starts=(tmin, starts - d)), tmin, 50.0)
+    np.testing.assert_allclose(back.distance, own.distance + 1.0, atol=1e-4)
+    other = backend.trace_rays(Rays.trusted(o, d, starts=(0.2, starts - d)), tmin, 50.0)
+    assert other.distance.tobytes() == own.distance.tobytes()
+    with pytest.raises(TracingError, match="ray starts"):
+        Rays.trusted(o, d, starts=(tmin, starts[:10]))
+    with pytest.raises(TracingError, match="ray starts"):
+        Rays.trusted(o, d, starts=starts)
+
+
 def test_incidence_cosine_of_a_plane_is_cos_of_the_ray_angle(wall_scene):
     backend = make_backend("embree", wall_scene, threads=1)
     o, d, yaw = fan()

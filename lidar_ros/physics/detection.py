@@ -77,6 +77,23 @@ class DetectionLimit:
         if self.model == "none":
             return np.isfinite(r)
         rho = np.asarray(rho, np.float32)
+        if r.shape == rho.shape and (self.code == _BLENSOR or (self.code == _ROOT and self.root in (1, 2, 4))):
+            # forms of + - × and square roots only (IEEE-exact in float32 on every path): one compiled pass instead
+            # of seven numpy passes (the logarithm and the cube root stay numpy's, whose bits a libm call may not give)
+            out = np.empty(r.shape, bool)
+            f32 = np.float32
+            _keep_kernel(np.ascontiguousarray(r).reshape(-1), np.ascontiguousarray(rho).reshape(-1), self.code,
+                         self.root, f32(self._a), f32(self._b), f32(self.rho1), f32(self.d1), f32(self._slope),
+                         out.reshape(-1))
+            return out
+        return detected(r, rho, self.limit32(rho))
+
+    def keep_numpy(self, ranges, rho) -> np.ndarray:
+        """`keep` through the numpy passes of limit32 and detected: the reference of its compiled pass."""
+        r = np.asarray(ranges, np.float32)
+        if self.model == "none":
+            return np.isfinite(r)
+        rho = np.asarray(rho, np.float32)
         return detected(r, rho, self.limit32(rho))
 
     def limit32(self, rho) -> np.ndarray:
@@ -119,6 +136,18 @@ def detected(r: float, rho: float, limit: float) -> bool:
     never is); a NaN or infinite range (a miss) never is. Written once: numpy runs it on the host (DetectionLimit.keep),
     Warp compiles it for the device frame (radarays_ros/twin.py). ASCII only in these lines."""
     return xm.logical_and(r <= limit, rho > 0.0)
+
+
+_limit32_compiled = inlined(detection_limit32)
+_detected_compiled = inlined(detected)
+
+
+@kernel
+def _keep_kernel(r, rho, code, root, a, b, rho1, d1, slope, out):
+    """out = detected(r, ρ, detection_limit32(ρ, ...)) per return: the float32 limit (held exactly in a float64
+    variable by numba) compared with the float32 range, and ρ > 0 (a NaN ρ is never kept, whatever its limit)."""
+    for i in range(out.shape[0]):
+        out[i] = _detected_compiled(r[i], rho[i], _limit32_compiled(rho[i], code, root, a, b, rho1, d1, slope))
 
 
 @inlined

@@ -70,8 +70,16 @@ def form_echoes(ranges: np.ndarray, rho: np.ndarray, weights: np.ndarray, separa
 @kernel
 def _echo_kernel(r, rho, w, separation, mode, range1, rho1, dominant1, range2, rho2, dominant2):
     """form_echoes over every beam. Most beams see one surface: their returns span at most `separation`,
-    and they form one echo, summed in sub-ray order. Beams at a depth edge are sorted by range and
-    grouped (_grouped_beam)."""
+    and they form one echo, summed in sub-ray order.
+
+    Beams at a depth edge: their sub-returns, sorted by range (stable; misses last), form echoes in range
+    order, a new one after each gap wider than `separation`; each echo sums its pulses in range order, as a
+    receiver does. While they close one by one, the first and last echo with a return, the strongest (ties:
+    the nearer) and the strongest of the others are kept; then reported by mode.
+
+    The depth-edge code is written out in this loop, not in a helper that takes the arrays: each call of an
+    inlined helper with array arguments costs an atomic reference count up and down per array (numba), which
+    made a depth-edge beam cost ~150 ns (measured; 3-12 % of a frame's beams are at an edge)."""
     n, k = r.shape
     order = np.empty(k, np.intp)  # a depth-edge beam's sub-rays by range
     for j in range(n):
@@ -101,89 +109,79 @@ def _echo_kernel(r, rho, w, separation, mode, range1, rho1, dominant1, range2, r
             dominant1[j] = j * k + top
             if mode == _DUAL or mode == _DUAL_STRONGEST or mode == _DUAL_FIRST:
                 range2[j], rho2[j], dominant2[j] = _INF, _ZERO, j * k
+            continue
+        # a beam at a depth edge (the docstring)
+        for i in range(k):
+            order[i] = i
+        for done in range(k - 1):  # bubble sort: stable, K is small, and its swaps are selects, not branches
+            for i in range(k - 1 - done):
+                a, b = order[i], order[i + 1]
+                swap = r[j, a] > r[j, b]
+                order[i], order[i + 1] = (b, a) if swap else (a, b)
+        none = (_ZERO, _ZERO, _ZERO, j * k)  # an echo's (strength, Σ P·r, Σ w·ρ, dominant sub-ray)
+        first = last = loudest = runner_up = none
+        count, loudest_strength, runner_up_strength = 0, -_INF, -_INF
+        loudest_label = last_label = first_label = label = 0
+        echo, best, previous = none, np.float32(-1.0), _ZERO
+        for i in range(k + 1):
+            ri = r[j, order[i]] if i < k else _INF
+            if i == k or (i > 0 and ri < _INF and ri - previous > separation):  # the open echo closes
+                closed = best >= _ZERO  # it has a return in it
+                ranked = echo[0] if closed and echo[0] > np.float32(-1.0) else -_INF  # NaN never wins
+                if closed:
+                    count += 1
+                    first = echo if count == 1 else first
+                    first_label = label if count == 1 else first_label
+                    last, last_label = echo, label
+                if label == 0 or ranked > loudest_strength:  # the old strongest is now the strongest of the others
+                    if label > 0:
+                        runner_up, runner_up_strength = loudest, loudest_strength
+                    loudest, loudest_strength, loudest_label = echo, ranked, label
+                elif ranked > runner_up_strength:
+                    runner_up, runner_up_strength = echo, ranked
+                if i == k:
+                    break
+                echo, best, label = none, np.float32(-1.0), label + 1
+            o = order[i]
+            hit = ri < _INF
+            previous = ri
+            part = rho[j, o] * w[o] if hit else _ZERO
+            safe = max(ri, _MIN_RANGE) if hit else _ONE
+            power = part / (safe * safe)
+            dominant = echo[3]
+            if hit and power > best:
+                best, dominant = power, j * k + o
+            echo = (echo[0] + power, echo[1] + power * (ri if hit else _ZERO), echo[2] + part, dominant)
+        if count == 0:
+            last_label = k - 1  # as an empty beam's last echo: none
+        if mode == _FIRST:
+            range1[j], rho1[j], dominant1[j] = _reported(count > 0, first)
+        elif mode == _LAST:
+            range1[j], rho1[j], dominant1[j] = _reported(count > 0, last)
         else:
-            _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1, range2, rho2, dominant2)
+            has_top = loudest_strength > -_INF
+            range1[j], rho1[j], dominant1[j] = _reported(has_top, loudest)
+            if mode == _DUAL:  # strongest + last; when the last is the strongest, the second strongest
+                same = has_top and last_label == loudest_label
+                range2[j], rho2[j], dominant2[j] = _reported(runner_up_strength > -_INF if same else count > 0,
+                                                             runner_up if same else last)
+                if count < 2:
+                    range2[j], rho2[j] = _INF, _ZERO
+            elif mode == _DUAL_STRONGEST:  # strongest + the strongest of the others, nearer or farther
+                range2[j], rho2[j], dominant2[j] = _reported(count > 1 and runner_up_strength > -_INF, runner_up)
+            elif mode == _DUAL_FIRST:  # strongest + first; when the first is the strongest, the second strongest
+                same = has_top and first_label == loudest_label
+                range2[j], rho2[j], dominant2[j] = _reported(runner_up_strength > -_INF if same else count > 0,
+                                                             runner_up if same else first)
+                if count < 2:
+                    range2[j], rho2[j] = _INF, _ZERO
 
 
 @inlined
-def _grouped_beam(j, r, rho, w, separation, mode, order, range1, rho1, dominant1, range2, rho2, dominant2):
-    """The echoes of beam j at a depth edge. Its sub-returns, sorted by range (stable; misses last), form
-    echoes in range order, a new one after each gap wider than `separation`; each echo sums its pulses in
-    range order, as a receiver does. While they close one by one, the first and last echo with a return,
-    the strongest (ties: the nearer) and the strongest of the others are kept; then reported by mode."""
-    k = r.shape[1]
-    for i in range(k):
-        order[i] = i
-    for done in range(k - 1):  # bubble sort: stable, K is small, and its swaps are selects, not branches
-        for i in range(k - 1 - done):
-            a, b = order[i], order[i + 1]
-            swap = r[j, a] > r[j, b]
-            order[i], order[i + 1] = (b, a) if swap else (a, b)
-    none = (_ZERO, _ZERO, _ZERO, j * k)  # an echo's (strength, Σ P·r, Σ w·ρ, dominant sub-ray)
-    first = last = top = runner_up = none
-    count, top_strength, runner_up_strength = 0, -_INF, -_INF
-    top_label = last_label = first_label = label = 0
-    echo, best, previous = none, np.float32(-1.0), _ZERO
-    for i in range(k + 1):
-        ri = r[j, order[i]] if i < k else _INF
-        if i == k or (i > 0 and ri < _INF and ri - previous > separation):  # the open echo closes
-            closed = best >= _ZERO  # it has a return in it
-            ranked = echo[0] if closed and echo[0] > np.float32(-1.0) else -_INF  # NaN never wins
-            if closed:
-                count += 1
-                first = echo if count == 1 else first
-                first_label = label if count == 1 else first_label
-                last, last_label = echo, label
-            if label == 0 or ranked > top_strength:  # the old strongest is now the strongest of the others
-                if label > 0:
-                    runner_up, runner_up_strength = top, top_strength
-                top, top_strength, top_label = echo, ranked, label
-            elif ranked > runner_up_strength:
-                runner_up, runner_up_strength = echo, ranked
-            if i == k:
-                break
-            echo, best, label = none, np.float32(-1.0), label + 1
-        o = order[i]
-        hit = ri < _INF
-        previous = ri
-        part = rho[j, o] * w[o] if hit else _ZERO
-        safe = max(ri, _MIN_RANGE) if hit else _ONE
-        power = part / (safe * safe)
-        dominant = echo[3]
-        if hit and power > best:
-            best, dominant = power, j * k + o
-        echo = (echo[0] + power, echo[1] + power * (ri if hit else _ZERO), echo[2] + part, dominant)
-    if count == 0:
-        last_label = k - 1  # as an empty beam's last echo: none
-    if mode == _FIRST:
-        _put(j, count > 0, first, range1, rho1, dominant1)
-    elif mode == _LAST:
-        _put(j, count > 0, last, range1, rho1, dominant1)
-    else:
-        has_top = top_strength > -_INF
-        _put(j, has_top, top, range1, rho1, dominant1)
-        if mode == _DUAL:  # strongest + last; when the last is the strongest, the second strongest
-            same = has_top and last_label == top_label
-            _put(j, runner_up_strength > -_INF if same else count > 0, runner_up if same else last,
-                 range2, rho2, dominant2)
-            if count < 2:
-                range2[j], rho2[j] = _INF, _ZERO
-        elif mode == _DUAL_STRONGEST:  # strongest + the strongest of the others, nearer or farther
-            _put(j, count > 1 and runner_up_strength > -_INF, runner_up, range2, rho2, dominant2)
-        elif mode == _DUAL_FIRST:  # strongest + first; when the first is the strongest, the second strongest
-            same = has_top and first_label == top_label
-            _put(j, runner_up_strength > -_INF if same else count > 0, runner_up if same else first,
-                 range2, rho2, dominant2)
-            if count < 2:
-                range2[j], rho2[j] = _INF, _ZERO
-
-
-@inlined
-def _put(j, present, echo, ranges, rho, dominant):
-    """Beam j reports `echo` (strength, Σ P·r, Σ w·ρ, dominant sub-ray) where `present`, else none."""
+def _reported(present, echo):
+    """(range, reflectivity, dominant sub-ray) a beam reports for `echo` (strength, Σ P·r, Σ w·ρ, dominant
+    sub-ray) where `present`, else none."""
     strength, moment, reflectivity, dominant_of = echo
     if present:
-        ranges[j] = moment / strength if strength > _ZERO else _INF
-        rho[j], dominant[j] = reflectivity, dominant_of
-    else:
-        ranges[j], rho[j], dominant[j] = _INF, _ZERO, dominant_of
+        return (moment / strength if strength > _ZERO else _INF), reflectivity, dominant_of
+    return _INF, _ZERO, dominant_of

@@ -48,7 +48,21 @@ def calibrated_reflectivity(rho: np.ndarray, retro_full_scale: float) -> np.ndar
 
 
 def ouster_signal(rho: np.ndarray, ranges: np.ndarray, signal_scale: float, overlap_range: float = 0.0) -> np.ndarray:
-    """Photon count ∝ O(r)·ρ(θ)/r² (uint16, saturating). No return (range NaN or inf, ρ 0) gives 0."""
+    """Photon count ∝ O(r)·ρ(θ)/r² (uint16, saturating). No return (range NaN or inf, ρ 0) gives 0.
+    One compiled pass of signal_count (the bits of `ouster_signal_numpy`, its six numpy passes and a cast)."""
+    rho = np.ascontiguousarray(rho, np.float32).reshape(-1)
+    r = np.ascontiguousarray(ranges, np.float32).reshape(-1)
+    factor = _NO_FACTOR if overlap_range <= 0 else range_overlap(r, overlap_range)
+    out = np.empty(rho.shape, np.uint16)
+    _ouster_signal_kernel(rho, r, np.float32(signal_scale), np.ascontiguousarray(factor, np.float32), out)
+    return out.reshape(np.shape(ranges))
+
+
+_NO_FACTOR = np.empty(0, np.float32)
+
+
+def ouster_signal_numpy(rho: np.ndarray, ranges: np.ndarray, signal_scale: float, overlap_range: float = 0.0) -> np.ndarray:
+    """ouster_signal through numpy passes: the reference of the compiled loop."""
     r2 = np.fmax(np.asarray(ranges, np.float32), np.float32(MIN_SIGNAL_RANGE))  # fmax: NaN -> 0.1
     factor = range_overlap(r2, overlap_range) if overlap_range > 0 else None
     # ρ ≥ 0 (validated materials); r = inf -> 0; O(r) = 1 when off (× 1 is exact)
@@ -175,6 +189,18 @@ def shot_noise_count(mean: float, z: float) -> float:
 
 
 _diffuse_percent_compiled = inlined(diffuse_percent)
+_signal_count_compiled = inlined(signal_count)
+
+
+@kernel
+def _ouster_signal_kernel(rho, ranges, signal_scale, factor, out):
+    """out = signal_count(ρ, fmax(r, MIN_SIGNAL_RANGE), K, O(r) or 1) as uint16, per return. Its float32 operations
+    are numpy's; numba compares the float32 value with PHOTONS_MAX in float64 (exact) and rounds that, the same
+    integer (test_lidar_perf_loops checks the bits)."""
+    floor, one = np.float32(MIN_SIGNAL_RANGE), np.float32(1.0)
+    for i in range(out.shape[0]):
+        r = ranges[i] if ranges[i] >= floor else floor  # np.fmax: NaN -> the floor
+        out[i] = np.uint16(_signal_count_compiled(rho[i], r, signal_scale, factor[i] if factor.shape[0] else one))
 
 
 @kernel

@@ -174,10 +174,11 @@ FIRST_TRACE_WANTS = frozenset({"distance", "ids", "incidence"})
 
 
 def first_trace(backend, origins, directions, tmin: float = 0.0, tmax: float = np.inf, checked_rays: bool = False,
-                times=None):
+                times=None, starts=None):
     """The first round of `trace_lidar`: the backend's hits of every ray (normals on first access:
-    most frames read only the cosines of incidence); times: as trace_lidar's."""
-    rays = Rays.trusted(origins, directions, times) if checked_rays else Rays(origins, directions, times)
+    most frames read only the cosines of incidence); times: as trace_lidar's. starts: the rays' starts at tmin
+    (tracing.Rays.starts) when the caller made them, read with checked rays only."""
+    rays = Rays.trusted(origins, directions, times, starts) if checked_rays else Rays(origins, directions, times)
     return backend.trace_rays(rays, tmin, tmax, want=FIRST_TRACE_WANTS)
 
 

@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..compiled import kernel
+from ..compiled import inlined, kernel
 from ..errors import TracingError
 from ..world.scene import Scene
 
@@ -198,26 +198,62 @@ class Rays:
     times: None, or (N,) seconds of each ray after the scene's poses (a sweep's firing times, checked
     finite): a backend that can (`SWEEPS_ENTITIES`) traces each ray against the entities that have a
     twist where they are at its time (world/twist_pose.py); the others stay where they are.
+
+    starts (trusted rays only): None, or (tmin, (N, 3) float32 `ray_start` of every ray at that tmin), made by a
+    caller that had the rays in hand anyway (a lidar frame writes them in the pass that rotates its rays): a
+    backend that starts its rays at tmin by moving their origins there (Embree) reads them instead of making
+    them again, when it traces from that tmin; other backends ignore them.
     """
 
-    __slots__ = ("origins", "directions", "times")
+    __slots__ = ("origins", "directions", "times", "starts")
 
     def __init__(self, origins, directions, times=None):
         self.origins, self.directions = check_rays(origins, directions)
         self.times = check_times(times, len(self.origins))
+        self.starts = None
 
     @classmethod
-    def trusted(cls, origins: np.ndarray, directions: np.ndarray, times=None) -> "Rays":
+    def trusted(cls, origins: np.ndarray, directions: np.ndarray, times=None, starts=None) -> "Rays":
         rays = cls.__new__(cls)
         rays.origins, rays.directions = checked_rays(origins, directions)
         rays.times = trusted_times(times, len(rays.origins))
+        rays.starts = trusted_starts(starts, len(rays.origins))
         return rays
+
+    def starts_at(self, tmin) -> np.ndarray | None:
+        """The given starts of these rays at `tmin` (compared as float32, as the trace uses it), else None."""
+        if self.starts is None or np.float32(self.starts[0]) != np.float32(tmin):
+            return None
+        return self.starts[1]
 
     def __len__(self) -> int:
         return len(self.origins)
 
     def __repr__(self) -> str:
         return f"Rays(n={len(self)})"
+
+
+def ray_start(origin: float, direction: float, tmin: float) -> float:
+    """Where a ray traced from tmin on starts, one component: origin + tmin·direction in float32, the product
+    rounded, then the sum (backends that move origins to tmin, and callers that make `Rays.starts`, use this)."""
+    return direction * tmin + origin
+
+
+ray_start_inlined = inlined(ray_start)
+
+
+def trusted_starts(starts, n: int):
+    """None, or (float tmin, (n, 3) C-contiguous float32 array) as given (values not scanned); TracingError else."""
+    if starts is None:
+        return None
+    if not (isinstance(starts, tuple) and len(starts) == 2):
+        raise TracingError("ray starts must be (tmin, (N, 3) float32 array)")
+    tmin, points = starts
+    if not (isinstance(points, np.ndarray) and points.dtype == np.float32 and points.shape == (n, 3)
+            and points.flags.c_contiguous):
+        raise TracingError(f"ray starts must be a C-contiguous ({n}, 3) float32 array; got "
+                           f"{getattr(points, 'dtype', type(points).__name__)} {np.shape(points)}")
+    return float(tmin), points
 
 
 def check_span(tmin: float, tmax: float) -> tuple[float, float]:

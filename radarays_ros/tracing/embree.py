@@ -35,7 +35,7 @@ from ..errors import TracingError
 from ..threads import run_all, span_threads, thread_count
 from ..world.scene import Entity, Scene
 from ..world.twist_pose import poses_after, swept_boxes
-from .backend import Backend, Hits, Rays, register_backend
+from .backend import Backend, Hits, Rays, ray_start_inlined, register_backend
 from .embree_upload import MeshBuffers, upload
 
 try:  # optional heavy dependency, imported once with a clear message if missing
@@ -601,7 +601,8 @@ class EmbreeBackend(Backend):
             return Hits.misses(0)
         result = _Result(n, lazy_normals)
         sweep = self._sweep_of(swept, rays.times) if swept is not None else None
-        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result, sweep)
+        job = (o, d, far, np.float32(tmin), dynamic, masked if masked.any() else None, instances, result, sweep,
+               rays.starts_at(tmin))
         threads = span_threads(self.threads)  # 1 inside a frame's side-by-side tasks (threads.spans_inline)
         if threads == 1 or n < 2 * _MIN_CHUNK:
             self._trace_span(job, 0, n)
@@ -623,12 +624,12 @@ class EmbreeBackend(Backend):
         return sweep
 
     def _trace_span(self, job, a: int, b: int) -> None:
-        o_all, d_all, far, tmin, dynamic, masked, instances, result, sweep = job
+        o_all, d_all, far, tmin, dynamic, masked, instances, result, sweep, starts = job
         o, d = o_all[a:b], d_all[a:b]
         if np.ndim(far):  # each ray's own far
             far = far[a:b]
-        if tmin:
-            o = _shifted(o, d, tmin)
+        if tmin:  # the caller's starts at this tmin (Rays.starts), or made here
+            o = starts[a:b] if starts is not None else _shifted(o, d, tmin)
         layer = result.layer[a:b]
         if dynamic is not None and dynamic.scene is not None and masked is None:
             dist, prim, ng = self._movers_first(dynamic, o, d, far, layer)
@@ -797,10 +798,10 @@ def _shifted(o: np.ndarray, d: np.ndarray, tmin: np.float32) -> np.ndarray:
 
 @kernel
 def _shift_kernel(o, d, tmin, out):
-    """out = d * tmin + o over the flat views of C-contiguous (N, 3) arrays."""
+    """out = ray_start(o, d, tmin) over the flat views of C-contiguous (N, 3) arrays."""
     of, df, flat = o.reshape(-1), d.reshape(-1), out.reshape(-1)
     for i in range(flat.shape[0]):
-        flat[i] = df[i] * tmin + of[i]
+        flat[i] = ray_start_inlined(of[i], df[i], tmin)
 
 
 _NO_NORMALS = np.empty((0, 3), np.float32)
