@@ -191,6 +191,28 @@ def test_span_post_processing_gives_the_bits_of_the_numpy_formulas():
     assert hit.mean() > 0.5 and np.allclose(np.linalg.norm(normal[hit], axis=1), 1, atol=1e-6)
 
 
+def test_id_lookup_takes_rows_as_numpy_take_wrap():
+    """The backend's id lookup (a compiled gather) reads table[id mod len] as np.take(mode="wrap"): id -1 is the
+    table's last row (the miss row), ids past the table wrap around; table dtypes kept; the lazy trace's material
+    ids are the per-triangle table's rows of Embree's primitive ids."""
+    from radarays_ros.tracing.embree import _wrapped_take
+
+    table = np.array([10, 11, 12, 13, -1], np.int32)
+    ids = np.array([0, 3, -1, 4, 5, 12, -6, -7], np.int32)
+    assert _wrapped_take(table, ids).tolist() == [10, 13, -1, -1, 10, 12, -1, 13]
+    for dtype in (np.int16, np.int64):
+        taken = _wrapped_take(table.astype(dtype), ids)
+        assert taken.dtype == dtype and taken.tolist() == [10, 13, -1, -1, 10, 12, -1, 13]
+    scene, o, d = sphere_rays(2000, 5, 5.0)  # some rays miss
+    backend = make_backend("embree", scene, threads=1)
+    lazy = backend.trace_rays(Rays.trusted(o, d), 0.0, 100.0, want=frozenset({"distance", "ids", "incidence"}))
+    static = backend._static
+    prim = static.scene.run(o, d, dists=np.full(len(o), np.float32(100.0)), output=1)["primID"]
+    assert lazy.material.tobytes() == np.take(static.prim_material, prim, mode="wrap").tobytes()
+    assert lazy.entity.tobytes() == np.take(static.prim_entity, prim, mode="wrap").tobytes()
+    assert 0 < (prim < 0).sum() < len(prim)
+
+
 def test_face_materials_follow_library_rules():
     lib = MaterialLibrary.load().merged(MaterialLibrary.from_dict({"assign": [{"object": "pillar", "material": "metal"}]}))
     v = np.array([[2, -1, -1], [2, 0, 1], [2, -1, 1], [2, 1, -1], [2, 1, 1], [2, 0, 1]], float)

@@ -835,6 +835,28 @@ def _finish_span(dist, prim, ng, d, tmin, distance, scale, facing, normal):
             normal[i, 0], normal[i, 1], normal[i, 2] = x * s, y * s, z * s
 
 
+def _wrapped_take(table: np.ndarray, prim: np.ndarray) -> np.ndarray:
+    """np.take(table, prim, mode="wrap") of a 1-D table, in one compiled loop (measured: 0.35 against 0.65 ms for
+    the 524 288 material ids of an OS1-128 frame's sub-rays; numpy's take copies item by item through its generic
+    chunk loop)."""
+    if table.ndim != 1 or len(table) == 0:
+        return np.take(table, prim, mode="wrap")
+    out = np.empty(prim.shape, table.dtype)
+    _wrapped_take_kernel(table, prim.reshape(-1), out.reshape(-1))
+    return out
+
+
+@kernel
+def _wrapped_take_kernel(table, prim, out):
+    """out[i] = table[prim[i] mod len(table)] (Python's mod: -1 is the last row, as numpy's mode="wrap")."""
+    n = table.shape[0]
+    for i in range(prim.shape[0]):
+        p = prim[i]
+        if p < 0 or p >= n:
+            p = p % n
+        out[i] = table[p]
+
+
 class _IdLookup:
     """Entity, face and material ids of traced rays lo..hi, gathered on first request (Hits resolve);
     also the lazy normals and the cosines of incidence."""
@@ -881,7 +903,7 @@ class _IdLookup:
                 values = np.full(len(self.prim), -1, np.int32)
             else:  # the tables' last row is the miss row: 'wrap' sends primitive id -1 there (and ids of
                 # other layers, which may exceed this table, somewhere harmless: they are overwritten below)
-                values = np.take(getattr(static, f"prim_{name}"), self.prim, mode="wrap")
+                values = _wrapped_take(getattr(static, f"prim_{name}"), self.prim)
             out.append(values)
             if len(self.layers) == 2 and self.layers[_MERGED] is None:  # a static world: nothing else to look up
                 continue
