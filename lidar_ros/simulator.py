@@ -45,7 +45,7 @@ from .physics.beam_returns import add_backscatter, add_bloom, hits_of_echo
 from .physics.column_stamps import stamped_times
 from .physics.column_timing import column_time_offsets
 from .scan import LidarScan
-from .sink import FrameSink, SinkFactory
+from .sink import RANGE_MM, FrameSink, SinkFactory, range_millimetres
 
 
 # A frame is traced in one backend call, then cut into pieces of at most PIECE_RAYS rays, and into
@@ -399,9 +399,10 @@ class LidarSimulator:
         grid = xyz.shape[:-1] if xyz.ndim == 3 else (1, b - a)  # (rows, cols) of a cloud view, or one row
         offset = self._offset[a:b].reshape(grid) if self._has_offset else _NONE_2D
         origins = self._beam_origins_t[:, a:b].reshape(3, *grid) if self._point_origins else _NONE_3D
+        range_mm = _NONE_MM if frame.range_mm is None else frame.pixels(frame.range_mm, a, b).reshape(grid)
         window = (rng_out.reshape(grid), ret.hit.reshape(grid), np.float32(cfg.range_min), np.float32(cfg.range_max),
                   offset, frame.beam_dirs_t[:, a:b].reshape(3, *grid), origins, frame.hit[a:b].reshape(grid),
-                  frame.range[a:b].reshape(grid), xyz.reshape(*grid, 3))
+                  frame.range[a:b].reshape(grid), xyz.reshape(*grid, 3), range_mm)
         counts = _photon_fields(frame, ret, a, b, grid)  # the fields copied in the same pass, or None
         pushed_out = _points_in_window(*window, *(_NO_COUNTS if counts is None else counts))
         dropped = None
@@ -491,7 +492,7 @@ class LidarSimulator:
                           np.float32(cfg.range_max), self._offset.reshape(grid) if self._has_offset else _NONE_2D,
                           frame.beam_dirs_t.reshape(3, *grid),
                           self._beam_origins_t.reshape(3, *grid) if self._point_origins else _NONE_3D,
-                          hit.reshape(grid), ranges.reshape(grid), xyz.reshape(*grid, 3), *_NO_COUNTS)
+                          hit.reshape(grid), ranges.reshape(grid), xyz.reshape(*grid, 3), _NONE_MM, *_NO_COUNTS)
         fields = _LazyFields(parts, {}, shape, shared={"ouster_ambient": first_fields})
         return LidarScan(
             config=cfg, t0_ns=t0_ns, range=ranges.reshape(shape), hit=hit.reshape(shape),
@@ -525,6 +526,7 @@ class _Frame:
         views = {} if cloud is None else cloud.views(self.cloud)  # (rows, cols) arrays that live in the cloud
         self._in_cloud = {id(v) for v in views.values()}
         self.xyz = views["xyz"] if views else np.empty((n, 3), np.float32)
+        self.range_mm = views.get(RANGE_MM)  # the cloud's range in millimetres, written with xyz; None: none
         self.fields = {name: views[name] if name in views else np.empty(n, FIELD_DTYPES[name])
                        for name in dict.fromkeys(eager)}
         first = self.fields[eager[0]]  # the sensor's intensity field: float32 already, or copied per piece
@@ -634,16 +636,19 @@ class _GroundTruth:
 
 
 _NONE_2D, _NONE_3D = np.empty((0, 0), np.float32), np.empty((0, 0, 0), np.float32)  # terms that are off
+_NONE_MM = np.empty((0, 0), np.uint32)  # no range-in-millimetres view
+_range_millimetres = inlined(range_millimetres)
 _NO_COUNTS = (*(np.empty(0, np.uint16),) * 3, *(np.empty((0, 0), np.uint16),) * 3, _NONE_2D, False, False, False)
 
 
 @kernel
-def _points_in_window(ranges, returned, range_min, range_max, offset, dirs, origins, keep, range_out, xyz,
+def _points_in_window(ranges, returned, range_min, range_max, offset, dirs, origins, keep, range_out, xyz, range_mm,
                       first, second, third, first_out, second_out, third_out, intensity_out, first_zeroed,
                       second_zeroed, third_zeroed):
     """Per pixel (rows, cols): keep = range within [range_min, range_max] (NaN: no); a return outside
     gets range NaN (also in `ranges`); x = origin + (range - offset) · nominal direction, NaN rows stay
-    NaN. Returns how many returns fell outside.
+    NaN; where range_mm has rows (a sink's RANGE_MM view; `_NONE_MM`: none) the range in millimetres
+    (sink.range_millimetres; 0 where none). Returns how many returns fell outside.
 
     With three uint16 fields (first, second, third: flat, pixel order; `_photon_fields`; `_NO_COUNTS`: none),
     in the same pass each copied to its output (rows, cols), the first also as float32 intensity; a field
@@ -652,6 +657,7 @@ def _points_in_window(ranges, returned, range_min, range_max, offset, dirs, orig
     pushed_out = 0
     cols = ranges.shape[1]
     counts = first.shape[0] > 0
+    millimetres = range_mm.shape[0] > 0
     for row in range(ranges.shape[0]):
         for col in range(cols):
             r = ranges[row, col]
@@ -662,6 +668,8 @@ def _points_in_window(ranges, returned, range_min, range_max, offset, dirs, orig
                 pushed_out += 1
                 r = ranges[row, col] = np.float32(np.nan)
             range_out[row, col] = r
+            if millimetres:
+                range_mm[row, col] = _range_millimetres(r)
             dist = r - offset[row, col] if offset.shape[0] else r
             for i in range(3):
                 x = dirs[i, row, col] * dist

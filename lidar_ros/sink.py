@@ -27,6 +27,15 @@ LAYOUTS = ("velodyne", "ouster", "ouster_native", "ouster_xyz", "ouster_xyzi", "
 TOP_RING_FIRST = {"velodyne": False, "ouster": True, "ouster_native": True, "ouster_xyz": True, "ouster_xyzi": True,
                   "ouster_xyzir": True, "gazebo": False, "gazebo_cpu": False,
                   "livox": None, "livox_xyzrtl": None, "xyzi": None}
+RANGE_MM = "range_mm"  # the name of a sink's view of its points' range in millimetres (FrameSink.views)
+
+
+def range_millimetres(range_m):
+    """A pixel's range (float32 metres; NaN: no return) as the drivers' uint32 millimetres (ouster-ros `range`):
+    the float32 product range_m * 1000 rounded half to even, 0 for no return or a range <= 0. Scalar, for the
+    compiled loops that write it (the simulator's into a sink's RANGE_MM view)."""
+    mm = range_m * np.float32(1000.0)
+    return np.uint32(np.rint(mm)) if mm > 0 else np.uint32(0)
 
 
 class FrameSink(Protocol):
@@ -36,7 +45,10 @@ class FrameSink(Protocol):
         """(buffer, fresh) for one frame; fresh False: a released buffer whose constant fields are in place."""
 
     def views(self, buffer: np.ndarray) -> dict[str, np.ndarray]:
-        """(rows, cols[, 3]) views into `buffer`: 'xyz', 'intensity' and physics field names it stores."""
+        """(rows, cols[, 3]) views into `buffer`: 'xyz', 'intensity' and physics field names it stores; RANGE_MM
+        (uint32) where its points carry their range in millimetres: the simulator writes range_millimetres of every
+        pixel's range there in the pass that writes xyz (a later pass over the whole buffer would read it again
+        from memory: 0.5 ms of an OS1-128 frame)."""
 
     def fill(self, buffer: np.ndarray, r0: int, r1: int, range_m: np.ndarray, fresh: bool = True,
              intensity: np.ndarray | None = None) -> None:

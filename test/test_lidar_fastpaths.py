@@ -357,7 +357,7 @@ def test_points_and_counts_in_one_pass_give_the_field_by_field_frames(monkeypatc
 
     def counting(*args):  # the pushed-out count of each call with fields
         pushed_out = window_kernel(*args)
-        if args[10].size:
+        if args[11].size:
             fused_calls.append(pushed_out)
         return pushed_out
 

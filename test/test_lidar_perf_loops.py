@@ -255,10 +255,13 @@ def test_flat_ambient_loop_gives_numpys_bits():
     assert not ouster_ambient(ranges, rho, 0.0, 0.0, np.random.default_rng(9)).any()
 
 
-def test_cloud_millimetres_loop_gives_numpys_bits():
-    """io/lidar_clouds.py's one-pass range-in-mm writer into a strided cloud view against `_millimetres`:
-    the same uint32 bytes for ranges, misses (NaN), halves that round to even, zero and negatives."""
-    from radarays_ros.io.lidar_clouds import _millimetres, _write_millimetres
+def test_cloud_millimetres_in_the_window_pass_give_numpys_bits():
+    """The range in mm that the simulator's window pass writes into a sink's strided RANGE_MM view
+    (lidar_ros/sink.py range_millimetres) against io's numpy `_millimetres` of the pass's ranges: the same uint32
+    bytes for ranges, misses (NaN), returns pushed out of the window (0), halves that round to even, zero and
+    negatives."""
+    from lidar_ros.simulator import _NO_COUNTS, _NONE_2D, _NONE_3D, _points_in_window
+    from radarays_ros.io.lidar_clouds import _millimetres
 
     rng = np.random.default_rng(11)
     rows, cols = 16, 2048
@@ -266,12 +269,20 @@ def test_cloud_millimetres_loop_gives_numpys_bits():
     ranges[rng.random(len(ranges)) < 0.2] = np.nan
     ranges[:8] = np.float32([0.0, -0.0, -1.0, 0.0005, 0.0015, 0.0025, 250.0, 4294967.0])  # frames hold no inf
     ranges[8:40] = (np.arange(32, dtype=np.float32) + np.float32(0.5)) / np.float32(1000.0)  # x.5 mm: ties
-    expected = _millimetres(ranges).reshape(rows, cols)
+    returned = np.isfinite(ranges)
     cloud = np.zeros((cols, rows), np.dtype([("x", np.float32), ("range", np.uint32)]))  # column-major pixels
     view = cloud["range"].T
-    _write_millimetres(ranges, view)
+    window = ranges.copy()
+    grid = (rows, cols)
+    pushed = _points_in_window(window.reshape(grid), returned.reshape(grid), np.float32(-2.0), np.float32(280.0),
+                               _NONE_2D, np.ones((3, rows, cols), np.float32), _NONE_3D, np.empty(grid, bool),
+                               np.empty(grid, np.float32), np.empty((rows, cols, 3), np.float32), view, *_NO_COUNTS)
+    expected = _millimetres(window).reshape(rows, cols)
     assert view.tobytes() == expected.tobytes()
+    assert pushed > 1000 and np.isnan(window[ranges > 280]).all()  # returns past the window's end read 0
     assert (expected == 0).mean() > 0.15 and expected.max() > 250_000  # misses and far ranges were there
+    assert expected[0, :3].tolist() == [0, 0, 0] and expected[0, 3:6].tolist() == [0, 2, 2]  # ties to even
+    assert expected[0, 8:12].tolist() == [0, 2, 2, 4]
 
 
 def test_cloud_nanoseconds_loop_gives_numpys_bits():

@@ -44,7 +44,7 @@ import weakref
 
 import numpy as np
 
-from lidar_ros.sink import LAYOUTS, TOP_RING_FIRST
+from lidar_ros.sink import LAYOUTS, RANGE_MM, TOP_RING_FIRST
 
 from ..compiled import kernel
 from ..errors import ConfigError
@@ -362,7 +362,8 @@ class FrameCloud:
 
     def views(self, cloud: np.ndarray) -> dict[str, np.ndarray]:
         """(rows, cols[, 3]) views into `cloud` in the scan's pixel order: xyz float32, intensity
-        float32, and the physics intensity fields the layout carries (by their physics name)."""
+        float32, the physics intensity fields the layout carries (by their physics name), and the range in
+        millimetres (RANGE_MM, uint32) where the layout has one (lidar_ros/sink.py: the simulator writes it)."""
         item = self.dtype.itemsize
         strides = (item, self.rows * item, 4) if self.transposed else (self.cols * item, item, 4)
         xyz = np.ndarray((self.rows, self.cols, 3), np.float32, buffer=cloud, strides=strides)
@@ -371,13 +372,15 @@ class FrameCloud:
             out["intensity"] = self._pixels(cloud, "intensity")
         for name, physics in self.FIELDS.get(self.layout, {}).items():
             out[physics] = self._pixels(cloud, name)
+        if "range" in self.dtype.names:
+            out[RANGE_MM] = self._pixels(cloud, "range")
         return out
 
     def fill(self, cloud: np.ndarray, r0: int, r1: int, range_m: np.ndarray, fresh: bool = True,
              intensity: np.ndarray | None = None) -> None:
         """The fields of scan rows r0..r1 that are not views: firing-table constants (only in a
-        fresh cloud), range in mm, velodyne intensity (NaN on misses). range_m, intensity: those
-        rows' values, (r1 - r0) * cols in pixel order."""
+        fresh cloud), velodyne intensity (NaN on misses). range_m, intensity: those rows' values,
+        (r1 - r0) * cols in pixel order. (The range in mm is a view, RANGE_MM: written with xyz.)"""
         if self.layout == "velodyne":
             shape = (r1 - r0, self.cols)
             out = self._pixels(cloud, "intensity")[r0:r1]
@@ -387,12 +390,6 @@ class FrameCloud:
                 out[...] = np.where(np.isnan(range_m.reshape(shape)), np.float32(np.nan), intensity.reshape(shape))
         for name, values in self._constant.items() if fresh else ():
             self._pixels(cloud, name)[r0:r1] = values[r0:r1]
-        if "range" in self.dtype.names:
-            out = self._pixels(cloud, "range")[r0:r1]
-            if _flat_float32(range_m, out.size):
-                _write_millimetres(range_m.reshape(-1), out)  # one pass into the cloud, not five
-            else:
-                out[...] = _millimetres(range_m).reshape(r1 - r0, self.cols)
 
     def matches(self, scan, layout, organized, ground_truth, stamp_ns=None, time_reference=None) -> bool:
         """Whether `pointcloud_array(scan, layout, organized, ground_truth, stamp_ns, time_reference)`
@@ -415,7 +412,7 @@ def _packed(dtype: np.dtype) -> bool:
 
 
 def _millimetres(range_m: np.ndarray) -> np.ndarray:
-    """uint32 millimetres, 0 for no return (NaN)."""
+    """uint32 millimetres, 0 for no return (NaN): lidar_ros/sink.py range_millimetres in numpy passes."""
     mm = range_m * np.float32(1000.0)
     np.fmax(mm, np.float32(0.0), out=mm)  # fmax: NaN (no return) -> 0; ranges are never negative
     np.rint(mm, out=mm)
@@ -454,17 +451,6 @@ def _write_velodyne_intensity(range_m, intensity, out):
         for col in range(cols):
             i = row * cols + col
             out[row, col] = nan if range_m[i] != range_m[i] else intensity[i]
-
-
-@kernel
-def _write_millimetres(range_m, out):
-    """out[row, col] = _millimetres of range_m (float32, pixel order) in one compiled pass, writing into the
-    cloud's strided view: the same float32 product and rounding, so the same bytes (test_lidar_perf_loops)."""
-    cols = out.shape[1]
-    for row in range(out.shape[0]):
-        for col in range(cols):
-            mm = range_m[row * cols + col] * np.float32(1000.0)
-            out[row, col] = np.uint32(np.rint(mm)) if mm > 0 else np.uint32(0)  # fmax: NaN and ≤ 0 → 0
 
 
 def _derived(scan, key: tuple, compute):
