@@ -191,6 +191,26 @@ def test_span_post_processing_gives_the_bits_of_the_numpy_formulas():
     assert hit.mean() > 0.5 and np.allclose(np.linalg.norm(normal[hit], axis=1), 1, atol=1e-6)
 
 
+def test_cosines_of_incidence_are_an_array_of_each_callers_own():
+    """The cosines of incidence written with the trace are handed out without a copy the first time their rows
+    are asked for, and copied for a caller whose rows overlap rows handed out before: writing into one's array
+    never changes another's, and every one holds the same bits."""
+    scene, o, d = sphere_rays(5000, 6, 5.0)
+    backend = make_backend("embree", scene, threads=1)
+    hits = backend.trace_rays(Rays.trusted(o, d), 0.0, 100.0, want=frozenset({"distance", "ids", "incidence"}))
+    expected = np.abs(np.einsum("ij,ij->i", hits.normal.astype(np.float64), d.astype(np.float64)))
+    first, second = hits.span(0, 2500).incidence_cosines(d[:2500]), hits.span(2500, 5000).incidence_cosines(d[2500:])
+    assert not np.shares_memory(first, second)
+    again = hits.span(2000, 3000).incidence_cosines(d[2000:3000])  # overlaps both
+    whole = hits.incidence_cosines(d)
+    assert whole.tobytes() == np.concatenate([first, second]).tobytes() and again.tobytes() == whole[2000:3000].tobytes()
+    for a, b in ((first, second), (first, again), (second, again), (whole, first), (whole, second), (whole, again)):
+        assert not np.shares_memory(a, b)
+    np.testing.assert_allclose(whole, expected, atol=2e-6)
+    first[:] = -1.0
+    assert (whole[:2500] >= 0).all() and (again >= 0).all()
+
+
 def test_id_lookup_takes_rows_as_numpy_take_wrap():
     """The backend's id lookup (a compiled gather) reads table[id mod len] as np.take(mode="wrap"): id -1 is the
     table's last row (the miss row), ids past the table wrap around; table dtypes kept; the lazy trace's material
