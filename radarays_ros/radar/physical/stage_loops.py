@@ -317,15 +317,66 @@ def running_sum_cells(steps, cell_of_bin, n_cells: int) -> np.ndarray:
 
 @kernel
 def _running_sum_cells(steps, cell_of_bin, out):
+    # four rows at a time: four running sums, each row's own additions in its own order, that the processor
+    # overlaps (one row's sum waits on each addition before); each row's current cell sum held in a register while
+    # the bins stay in one cell (a cell's run of bins), not added to memory bin by bin (measured on a ras6 frame,
+    # one core: 2.9 -> 1.0 ms)
+    rows = steps.shape[0]
+    r = 0
+    while r + 4 <= rows:
+        _running_sum_cells_4(steps, cell_of_bin, out, r)
+        r += 4
+    for q in range(r, rows):
+        _running_sum_cells_1(steps, cell_of_bin, out, q)
+
+
+@inlined
+def _clamped(acc):
+    """stage.running_power's np.maximum(acc, 0.0): NaN kept, -0.0 read as 0.0."""
+    return acc if (acc > 0.0 or acc != acc) else 0.0
+
+
+@kernel
+def _running_sum_cells_1(steps, cell_of_bin, out, r):
     last = steps.shape[1] - 1
-    for r in range(steps.shape[0]):
-        acc = 0.0
-        for c in range(steps.shape[1]):
-            acc = acc + steps[r, c] if c else steps[r, c]
-            value = acc if (acc > 0.0 or acc != acc) else 0.0
-            steps[r, c] = value
-            if c < last:
-                out[r, cell_of_bin[c]] += value
+    acc = 0.0
+    cell = cell_of_bin[0] if last > 0 else 0
+    total = out[r, cell] if last > 0 else 0.0
+    for c in range(steps.shape[1]):
+        acc = acc + steps[r, c] if c else steps[r, c]
+        value = _clamped(acc)
+        steps[r, c] = value
+        if c < last:
+            if cell_of_bin[c] != cell:
+                out[r, cell] = total
+                cell = cell_of_bin[c]
+                total = out[r, cell]
+            total += value
+    if last > 0:
+        out[r, cell] = total
+
+
+@kernel
+def _running_sum_cells_4(steps, cell_of_bin, out, r):
+    last = steps.shape[1] - 1
+    a0 = a1 = a2 = a3 = 0.0
+    cell = cell_of_bin[0] if last > 0 else 0
+    t0, t1, t2, t3 = (out[r, cell], out[r + 1, cell], out[r + 2, cell], out[r + 3, cell]) if last > 0 else (0.0, 0.0, 0.0, 0.0)
+    for c in range(steps.shape[1]):
+        if c:
+            a0, a1, a2, a3 = a0 + steps[r, c], a1 + steps[r + 1, c], a2 + steps[r + 2, c], a3 + steps[r + 3, c]
+        else:
+            a0, a1, a2, a3 = steps[r, c], steps[r + 1, c], steps[r + 2, c], steps[r + 3, c]
+        v0, v1, v2, v3 = _clamped(a0), _clamped(a1), _clamped(a2), _clamped(a3)
+        steps[r, c], steps[r + 1, c], steps[r + 2, c], steps[r + 3, c] = v0, v1, v2, v3
+        if c < last:
+            if cell_of_bin[c] != cell:
+                out[r, cell], out[r + 1, cell], out[r + 2, cell], out[r + 3, cell] = t0, t1, t2, t3
+                cell = cell_of_bin[c]
+                t0, t1, t2, t3 = out[r, cell], out[r + 1, cell], out[r + 2, cell], out[r + 3, cell]
+            t0, t1, t2, t3 = t0 + v0, t1 + v1, t2 + v2, t3 + v3
+    if last > 0:
+        out[r, cell], out[r + 1, cell], out[r + 2, cell], out[r + 3, cell] = t0, t1, t2, t3
 
 
 def clutter_amplitude(clutter, scale, floor: float) -> np.ndarray:
