@@ -444,8 +444,9 @@ def amplified_rows(re, im, clutter, scale, n: int) -> tuple[np.ndarray, np.ndarr
 def _amplified_rows(re, im, clutter, stride, scale, out_re, out_im):
     rows, w = re.shape
     for r in range(rows):
+        row, s = clutter[r * stride:r * stride + w], scale[r if scale.shape[0] > 1 else 0]
         for c in range(w):
-            a = np.sqrt(np.float32(_scaled(clutter, stride, scale, r, c)))  # _clutter_amplitude's value
+            a = np.sqrt(np.float32(_scaled(row[c], s[c])))  # _clutter_amplitude's value
             out_re[r, c] = re[r, c] * a
             out_im[r, c] = im[r, c] * a
         for c in range(w, out_re.shape[1]):
@@ -454,18 +455,19 @@ def _amplified_rows(re, im, clutter, stride, scale, out_re, out_im):
 
 
 @inlined
-def _scaled(clutter, stride, scale, r, c):
-    """clutter[r, c] x float64(scale[r or 0, c]^2), clutter flat (_row_major)."""
-    s = scale[r if scale.shape[0] > 1 else 0, c]
-    return clutter[r * stride + c] * np.float64(s * s)
+def _scaled(clutter, s):
+    """A cell's clutter x float64(s^2), s its float32 scale (scalars: array arguments would be counted as references
+    at each call, compiled.inlined, which kept the loops over cells from being vectorised)."""
+    return clutter * np.float64(s * s)
 
 
 @kernel
 def _clutter_width(clutter, stride, rows, cols, scale, floor):
     width = 0
     for r in range(rows):
+        row, s = clutter[r * stride:r * stride + cols], scale[r if scale.shape[0] > 1 else 0]
         for c in range(cols - 1, width - 1, -1):  # from the end: stops at the widest row so far
-            if _scaled(clutter, stride, scale, r, c) > floor:
+            if _scaled(row[c], s[c]) > floor:
                 width = c + 1
                 break
     return width
@@ -474,8 +476,9 @@ def _clutter_width(clutter, stride, rows, cols, scale, floor):
 @kernel
 def _clutter_amplitude(clutter, stride, scale, out):
     for r in range(out.shape[0]):
+        row, s = clutter[r * stride:r * stride + out.shape[1]], scale[r if scale.shape[0] > 1 else 0]
         for c in range(out.shape[1]):
-            out[r, c] = np.sqrt(np.float32(_scaled(clutter, stride, scale, r, c)))
+            out[r, c] = np.sqrt(np.float32(_scaled(row[c], s[c])))
 
 
 def autoregression(plane, k: int, last2, last1, s, phi1, phi2) -> None:
