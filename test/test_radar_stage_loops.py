@@ -373,10 +373,11 @@ def test_running_sum_with_cell_sums_gives_the_numpy_bytes(seed, a, revisit):
 def test_skirt_power_adds_the_sources_in_cell_order():
     """stage_loops.skirt_power (sources swept four at a time) against the plain sum: each bin's skirt adds its source
     cells one by one in cell order (float64), then the interpolation to the bins, rounded to float32: the same bytes.
-    Rows with 0 to 31 sources, so the sweeps of four and the rest after them are both there; powers of alike size, so a
+    Rows with 0 to 33 sources, so the sweeps of four and the rest after them are both there (and rows interpolated four
+    at a time and the two after them); powers of alike size, so a
     sum in another order would round otherwise."""
     rng = np.random.default_rng(5)
-    rows, cells, bins = 32, 60, 700
+    rows, cells, bins = 34, 60, 700
     power = np.zeros((rows, cells))
     for r in range(rows):
         power[r, rng.choice(cells, r, replace=False)] = rng.lognormal(-20, 0.5, r)
