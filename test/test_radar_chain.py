@@ -97,6 +97,15 @@ def test_clipped_sine_matches_a_numerical_hard_limiter():
         assert distortion == pytest.approx((spectrum.sum() - spectrum[0] - fundamental) / fundamental * gain, rel=1e-4, abs=1e-12)
 
 
+def test_clipped_sine_under_full_scale_is_the_same_alone_as_beside_a_clipped_row():
+    # rows under full scale (and NaN) read (1, 0); alone they skip the formula, beside a clipped row they go through it
+    under = np.array([0.0, 0.5, 1.0, np.nan, -3.0, 1e-300])
+    alone = clipping.clipped_sine(under)
+    beside = clipping.clipped_sine(np.concatenate([under, [2.0]]))
+    assert all(a.dtype == b.dtype and a.tobytes() == b[:-1].tobytes() for a, b in zip(alone, beside))
+    assert np.array_equal(alone[0], np.ones(6)) and np.array_equal(alone[1], np.zeros(6)) and beside[1][-1] > 0
+
+
 @pytest.mark.parametrize("over_full_scale_db, spoke", [(10.0, True), (-3.0, False)])
 def test_a_saturating_target_raises_its_azimuths_floor_by_the_clipping_distortion(over_full_scale_db, spoke):
     full_scale_dbm = -40.0

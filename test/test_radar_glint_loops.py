@@ -297,14 +297,18 @@ def test_geometry_pass_loops_give_the_numpy_bytes():
     got = geometry_loops.kept_hits(keep, o, d, dist, normal, cls, idx, path, rho, straight)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes()
-    d_k, n_k, hit_k, cos_k = got[0], got[6], got[7], got[9]
-    child = np.flatnonzero(rng.random(len(keep)) < 0.5)
+    d_k, idx_k, rho_k, n_k, hit_k, path_k, cos_k = got[0], got[3], got[4], got[6], got[7], got[8], got[9]
+    rho_c = rng.uniform(0, 1, len(keep))
+    rho_c[:2] = np.nan  # NaN: not a child, as np.flatnonzero(rho * rho_c > MIN_RHO) reads it
+    child = np.flatnonzero(rho_k * rho_c > 0.3)
     mirror = d_k + 2.0 * cos_k[:, None] * n_k
     want_o = hit_k[child] + mirror[child] * 1e-3
     want_dn = mirror[child]
     want_dn /= np.sqrt(_dot(want_dn, want_dn))[:, None]
-    o_next, d_next = geometry_loops.mirror_children(child, hit_k, d_k, cos_k, n_k, 1e-3)
-    assert o_next.tobytes() == want_o.tobytes() and d_next.tobytes() == want_dn.tobytes()
+    want = (want_o, want_dn, idx_k[child], path_k[child] + 1e-3, (rho_k * rho_c)[child])
+    got = geometry_loops.mirror_children(rho_k, rho_c, 0.3, hit_k, d_k, cos_k, n_k, idx_k, path_k, 1e-3)
+    assert all(g.dtype == w.dtype and g.shape == w.shape and g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    assert 0 < len(child) < len(keep) // 2
     # _unoccluded's rays back to the sensor, as they stood
     power = np.where(rng.random(len(keep)) < 0.6, rng.lognormal(-30, 2, len(keep)), 0.0)
     power[:3] = [np.nan, -1.0, 1e-300]

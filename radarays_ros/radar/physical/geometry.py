@@ -303,18 +303,19 @@ def _trace_block(frame: _Frame, f: _Tubes):
         near, far, power, near_b, far_b, power_b, u, back_len, rho_c = geometry_physics.bounce_returns(
             bounce, cfg.scatter.multipath, bounce == cfg.scatter.specular_bounces, idx, cls, cos_t, path, n, hit, rho,
             straight, is_volume, f, sensor, az, column_rot, table, pattern, k_radar, lam, INVISIBLE * noise, MIN_COS)
-        clutter[bounce, 0] = Clutter(az[idx], near, far, power, v_r[idx])
+        az_idx, v_idx = az[idx], v_r[idx]  # (both sets' azimuths and velocities: gathered once, joined copies them)
+        clutter[bounce, 0] = Clutter(az_idx, near, far, power, v_idx)
         if bounce and cfg.scatter.multipath:
             if cfg.scatter.occlusion_test:
                 power_b = _unoccluded(backend, hit, u, back_len, power_b, rays if frame.log else None, bounce,
-                                      None if frame.times is None else frame.times[az[idx]])
-            clutter[bounce, 1] = Clutter(az[idx], near_b, far_b, power_b, v_r[idx])
+                                      None if frame.times is None else frame.times[az_idx])
+            clutter[bounce, 1] = Clutter(az_idx, near_b, far_b, power_b, v_idx)
         if bounce == cfg.scatter.specular_bounces:
             break
-        child = np.flatnonzero(rho * rho_c > MIN_RHO)
-        o_next, d_next = geometry_loops.mirror_children(child, hit, d, cos_t, n, SKIP)  # d + 2 cos_t n, from hit
-        idx_next, path_next, rho_next = idx[child], path[child] + SKIP, (rho * rho_c)[child]
-        straight_next = np.zeros(len(child), bool)
+        # the mirror children (rho rho_c > MIN_RHO): d + 2 cos_t n, from hit, one compiled pass
+        o_next, d_next, idx_next, path_next, rho_next = geometry_loops.mirror_children(rho, rho_c, MIN_RHO, hit, d, cos_t,
+                                                                                       n, idx, path, SKIP)
+        straight_next = np.zeros(len(idx_next), bool)
         if len(volume):  # and rays on through the foliage, weakened by its extinction
             through = np.flatnonzero(rho[volume] * foliage.transmission(depth, kappa) > MIN_RHO)
             v_sel = volume[through]
