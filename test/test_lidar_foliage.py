@@ -261,3 +261,82 @@ def test_a_crown_frames_hits_are_freed_when_dropped_without_the_garbage_collecto
     finally:
         if enabled:
             gc.enable()
+
+
+def mixed_scene():
+    """Crowns, glass panes, a mirror, water and walls around the origin: rays that cross panes and crowns (in and
+    out, two crowns in a row), bounce off the mirror into a crown, end in water or run past tmax."""
+    scene = Scene()
+
+    def box(name, size, at, material):
+        mesh = trimesh.creation.box(size)
+        scene.add_entity(name, TriMesh(mesh.vertices, mesh.faces), pose_to_matrix(*at, 0, 0, 0), material=material)
+
+    box("crown_a", [3.0, 8.0, 8.0], (6.0, 0.0, 0.0), "vegetation")
+    box("crown_b", [2.0, 8.0, 8.0], (10.0, 0.0, 0.0), "vegetation")
+    box("pane", [0.02, 8.0, 8.0], (3.0, 0.0, 0.0), "glass")
+    box("pane_behind", [0.02, 8.0, 8.0], (12.0, 0.0, 0.0), "glass")
+    box("wall", [0.2, 40.0, 40.0], (25.0, 0.0, 0.0), "concrete")  # beyond tmax for most rays
+    box("mirror", [8.0, 0.05, 8.0], (0.0, 6.0, 0.0), "mirror")
+    box("crown_c", [8.0, 3.0, 8.0], (0.0, -7.0, 0.0), "vegetation")
+    box("mirror_behind", [8.0, 0.05, 8.0], (0.0, -10.0, 0.0), "mirror")  # back into crown_c
+    box("pond", [8.0, 8.0, 0.05], (-6.0, 0.0, -3.0), "water")
+    return scene, make_backend("embree", scene, threads=1)
+
+
+def test_the_compiled_follow_loop_gives_the_numpy_loops_bits(monkeypatch):
+    """_follow's compiled bookkeeping against _follow_numpy, its numpy reference, on every output of a batch that
+    crosses panes and crowns, meets mirrors and water and is cut at a float tmax (a float32 comparison in numpy)."""
+    from lidar_ros.physics import interaction
+
+    scene, backend = mixed_scene()
+    rng = np.random.default_rng(11)
+    n = 6000
+    directions = rng.normal(size=(n, 3))
+    directions[:, 2] *= 0.3
+    directions = (directions / np.linalg.norm(directions, axis=1)[:, None]).astype(np.float32)
+    origins = rng.uniform(-0.5, 0.5, (n, 3)).astype(np.float32)
+    origins[::7, 1] = -0.0  # a -0.0 coordinate stays -0.0 or turns +0.0 as numpy's straight step makes it
+    materials = LidarMaterials.from_library(scene.materials)
+
+    def run():
+        hits = trace_lidar(backend, origins, directions, materials, 0.0, 21.7, max_bounces=1, unit_directions=True,
+                           leaves=LeafDraws(np.random.default_rng(3), (0.0, 0.002)))
+        return {name: np.asarray(getattr(hits, name)) for name in
+                ("range", "entity", "material", "normal", "cos_incidence", "reflectivity", "bounces", "crossings",
+                 "first_entity", "first_material", "first_range")}
+
+    compiled = run()
+    monkeypatch.setattr(interaction, "_follow", interaction._follow_numpy)
+    reference = run()
+    assert np.count_nonzero(compiled["bounces"]) > 100 and np.count_nonzero(compiled["crossings"]) > 100
+    assert np.count_nonzero(compiled["material"] == scene.materials.id_of("vegetation")) > 100  # leaves met
+    assert np.any(compiled["bounces"] > 1) and np.any(np.isinf(compiled["range"]))  # out of bounces; past tmax
+    for name in compiled:
+        assert compiled[name].dtype == reference[name].dtype, name
+        assert compiled[name].tobytes() == reference[name].tobytes(), name
+
+
+@pytest.mark.parametrize("tmax, first_within", [(21.7, True), (np.float64(21.7), False), (21, False), (np.inf, True)])
+def test_the_next_rounds_hits_within_tmax_compare_as_numpy_does(tmax, first_within):
+    """total <= tmax of float32 totals: in float32 against a Python number, in float64 against a numpy float64 (a
+    total of float32(21.7) = 21.7000008 is within 21.7 and not within np.float64(21.7)); classes as class_of."""
+    from lidar_ros.physics import interaction
+
+    materials = LidarMaterials.from_library(MaterialLibrary.load())
+    travelled = np.array([0.0, 10.0, 20.0, 21.0, 0.0, 1.0], np.float32)
+    distance = np.array([np.float32(21.7), np.float32(11.7), np.float32(1.7), 0.0, np.inf, 2.0], np.float32)
+    entity = np.array([0, 1, 2, 3, -1, 4], np.int32)
+    material = np.array([0, 1, 2, 3, -1, len(materials) - 1], np.int32)
+    total, hit, klass = np.empty(6, np.float32), np.empty(6, bool), np.empty(6, np.int8)
+    ok = interaction._next_round(travelled, distance, entity, material, interaction._as_numpy_compares(tmax),
+                                 materials._cls_ext, total, hit, klass)
+    assert ok
+    assert total.tobytes() == (travelled + distance).tobytes()
+    assert hit.tolist() == ((entity >= 0) & (travelled + distance <= tmax)).tolist()
+    assert hit[0] == first_within  # a total of float32(21.7)
+    assert klass.tolist() == materials.class_of(material).tolist()
+    bad = material.copy()
+    bad[2] = len(materials) + 1  # past the extended table, where class_of raises
+    assert not interaction._next_round(travelled, distance, entity, bad, np.float32(1.0), materials._cls_ext, total,
+                                       hit, klass)
