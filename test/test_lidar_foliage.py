@@ -340,3 +340,31 @@ def test_the_next_rounds_hits_within_tmax_compare_as_numpy_does(tmax, first_with
     bad[2] = len(materials) + 1  # past the extended table, where class_of raises
     assert not interaction._next_round(travelled, distance, entity, bad, np.float32(1.0), materials._cls_ext, total,
                                        hit, klass)
+
+
+def test_leaf_normals_have_the_bits_of_the_numpy_formula():
+    """leaf_normals (compiled after numpy's cos and sin) against the formula in numpy written out here, float64 then
+    float32, on random rays and the basis' edge cases (z = ±0, straight up and down, μ near 1)."""
+    from lidar_ros.physics.leaf_angles import leaf_cosines, leaf_normals
+
+    rng = np.random.default_rng(4)
+    n = 20000
+    d = rng.normal(size=(n, 3))
+    d = (d / np.linalg.norm(d, axis=1)[:, None]).astype(np.float32)
+    d[:100, 2], d[100:200, 2], d[200:210], d[210:220] = 0.0, -0.0, (0, 0, -1), (0, 0, 1)
+    u = rng.random((n, 2))
+    u[:50, 0] = 1.0 - 1e-12
+    mu = leaf_cosines(u[:, 0])
+
+    x, y, z = (d.astype(np.float64)[:, k] for k in range(3))
+    sign = np.where(z >= 0.0, 1.0, -1.0)
+    a = -1.0 / (sign + z)
+    b = x * y * a
+    e1 = np.stack([1.0 + sign * x * x * a, sign * b, -sign * x], axis=1)
+    e2 = np.stack([b, sign + y * y * a, -y], axis=1)
+    m = mu.astype(np.float64)[:, None]
+    phi = 2.0 * np.pi * u[:, 1]
+    side = np.sqrt(np.maximum(1.0 - m * m, 0.0))
+    expected = (-m * d.astype(np.float64) + side * (np.cos(phi)[:, None] * e1 + np.sin(phi)[:, None] * e2)).astype(
+        np.float32)
+    assert leaf_normals(d, mu, u[:, 1]).tobytes() == expected.tobytes()
