@@ -368,3 +368,22 @@ def test_leaf_normals_have_the_bits_of_the_numpy_formula():
     expected = (-m * d.astype(np.float64) + side * (np.cos(phi)[:, None] * e1 + np.sin(phi)[:, None] * e2)).astype(
         np.float32)
     assert leaf_normals(d, mu, u[:, 1]).tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("order", ["increasing", "shuffled"])
+def test_shared_leaf_draws_have_the_values_and_draw_order_of_numpy(order):
+    """LeafDraws.uniforms (compiled bookkeeping) against uniforms_numpy from the same seed: the same uniforms and the
+    generator left in the same state, for increasing rays (a frame's) and shuffled ones (np.unique's fallback)."""
+    rng = np.random.default_rng(8)
+    rays = np.sort(rng.choice(4 * 3000, 2000, replace=False))
+    if order == "shuffled":
+        rays = rng.permutation(rays)
+    range_m = rng.uniform(1.0, 60.0, len(rays)).astype(np.float32)
+    leaf = np.full(len(rays), 0.07)
+    radius = (0.0, 0.0011, 0.0017, 0.0023)
+    compiled, reference = LeafDraws(np.random.default_rng(9), radius), LeafDraws(np.random.default_rng(9), radius)
+    got, want = compiled.uniforms(rays, range_m, leaf), reference.uniforms_numpy(rays, range_m, leaf)
+    assert got.tobytes() == want.tobytes()
+    assert compiled.rng.random() == reference.rng.random()
+    distinct = len(np.unique(got, axis=0))
+    assert len(np.unique(rays // 4)) < distinct < len(rays)  # some sub-rays took their beam's draws, some their own
