@@ -285,7 +285,7 @@ def mixed_scene():
 
 
 def test_the_compiled_follow_loop_gives_the_numpy_loops_bits(monkeypatch):
-    """_follow's compiled bookkeeping against _follow_numpy, its numpy reference, on every output of a batch that
+    """_follow's and _meet_leaves' compiled bookkeeping against their numpy references, on every output of a batch that
     crosses panes and crowns, meets mirrors and water and is cut at a float tmax (a float32 comparison in numpy)."""
     from lidar_ros.physics import interaction
 
@@ -308,6 +308,7 @@ def test_the_compiled_follow_loop_gives_the_numpy_loops_bits(monkeypatch):
 
     compiled = run()
     monkeypatch.setattr(interaction, "_follow", interaction._follow_numpy)
+    monkeypatch.setattr(interaction, "_meet_leaves", interaction._meet_leaves_numpy)
     reference = run()
     assert np.count_nonzero(compiled["bounces"]) > 100 and np.count_nonzero(compiled["crossings"]) > 100
     assert np.count_nonzero(compiled["material"] == scene.materials.id_of("vegetation")) > 100  # leaves met

@@ -480,6 +480,99 @@ def _meet_leaves(out: LidarHits, active, crown: _Crowns, hit, distance, travelle
                  materials: LidarMaterials, leaves: LeafDraws) -> None:
     """The rays inside a crown on this segment: a leaf at depth ℓ (foliage.py) where ℓ comes before the
     segment's surface (or, without one, the ray's end at tmax); those return from their leaf (leaf_angles.py)
+    and their `hit` is cleared, so that they end here.
+
+    The gathers before the draws and the scatters after them are compiled passes (_crown_rows, _leaf_rows,
+    _leaf_returns); the draws, ℓ's log1p and the normals' cos and sin stay numpy's: the same values as
+    `_meet_leaves_numpy`, its reference."""
+    m = len(active)
+    inside, way, material, rays, ranges, leaf_size, extinction = (
+        np.empty(m, np.int64), np.empty(m), np.empty(m, np.int32), np.empty(m, np.int64), np.empty(m, np.float32),
+        np.empty(m), np.empty(m))
+    count = _crown_rows(crown.extinction, crown.material, hit, distance, travelled, np.float64(tmax), active,
+                        materials._leaf_size_ext, inside, way, material, rays, ranges, leaf_size, extinction)
+    if not count:
+        return
+    inside, way, material, rays, ranges = inside[:count], way[:count], material[:count], rays[:count], ranges[:count]
+    u = leaves.uniforms(rays, ranges, leaf_size[:count])
+    depth = leaf_depths(extinction[:count], u[:, 0])
+    met, incidence, azimuth, d_met = np.empty(count, np.int64), np.empty(count), np.empty(count), \
+        np.empty((count, 3), np.float32)
+    n_met = _leaf_rows(depth, way, inside, u, d, met, incidence, azimuth, d_met)
+    if not n_met:
+        return
+    met, mu = met[:n_met], leaf_cosines(incidence[:n_met])
+    normal = leaf_normals(d_met[:n_met], mu, azimuth[:n_met])
+    done = active[met]
+    leaf_material = np.empty(n_met, np.int32)
+    _leaf_returns(met, inside, depth, way, material, travelled, mu, done, out.range, out.material, out.cos_incidence,
+                  hit, leaf_material)
+    _put(out, "entity", done, crown.entity[met])
+    _put(out, "normal", done, normal)
+    out.reflectivity[done] = reflectivity(materials, leaf_material, mu) * factor[met]
+
+
+@kernel
+def _crown_rows(crown_extinction, crown_material, hit, distance, travelled, tmax, active, leaf_sizes, inside, way,
+                material, rays, ranges, leaf_size, extinction):
+    """The rows in a crown (extinction > 0), in order, with their way to the segment's end (the surface's distance
+    where one is hit, else tmax - travelled, in float64), crown material, ray, range so far, leaf size and
+    extinction (the first `count` rows of each output). Returns count."""
+    n_sizes = leaf_sizes.shape[0]
+    count = 0
+    for i in range(crown_extinction.shape[0]):
+        if crown_extinction[i] > 0:
+            inside[count] = i
+            way[count] = np.float64(distance[i]) if hit[i] else tmax - np.float64(travelled[i])
+            material[count] = crown_material[i]
+            rays[count] = active[i]
+            ranges[count] = travelled[i]
+            k = crown_material[i] if crown_material[i] >= 0 else crown_material[i] + n_sizes
+            leaf_size[count] = leaf_sizes[k]
+            extinction[count] = crown_extinction[i]
+            count += 1
+    return count
+
+
+@kernel
+def _leaf_rows(depth, way, inside, u, d, met, incidence, azimuth, d_met):
+    """The crown rows whose leaf comes before the segment's end (depth < way): their row, incidence and azimuth
+    uniforms and direction (the first n_met rows of each output). Returns n_met."""
+    n_met = 0
+    for j in range(depth.shape[0]):
+        if depth[j] < way[j]:
+            row = inside[j]
+            met[n_met] = row
+            incidence[n_met] = u[j, 1]
+            azimuth[n_met] = u[j, 2]
+            for a in range(3):
+                d_met[n_met, a] = d[row, a]
+            n_met += 1
+    return n_met
+
+
+@kernel
+def _leaf_returns(met, inside, depth, way, material, travelled, mu, done, out_range, out_material, out_cos, hit,
+                  leaf_material):
+    """The rays that met a leaf return from it: range travelled + depth (float64, then float32), the crown's
+    material, cos μ; their hit is cleared. leaf_material: their materials, in order."""
+    n_met = 0
+    for j in range(depth.shape[0]):
+        if depth[j] < way[j]:
+            row = inside[j]
+            ray = done[n_met]
+            out_range[ray] = np.float32(np.float64(travelled[row]) + depth[j])
+            out_material[ray] = material[j]
+            out_cos[ray] = mu[n_met]
+            leaf_material[n_met] = material[j]
+            hit[row] = False
+            n_met += 1
+
+
+def _meet_leaves_numpy(out: LidarHits, active, crown: _Crowns, hit, distance, travelled, tmax, d, factor,
+                 materials: LidarMaterials, leaves: LeafDraws) -> None:
+    """The rays inside a crown on this segment: a leaf at depth ℓ (foliage.py) where ℓ comes before the
+    segment's surface (or, without one, the ray's end at tmax); those return from their leaf (leaf_angles.py)
     and their `hit` is cleared, so that they end here."""
     inside = np.flatnonzero(crown.extinction > 0)
     if not len(inside):
