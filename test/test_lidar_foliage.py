@@ -261,3 +261,130 @@ def test_a_crown_frames_hits_are_freed_when_dropped_without_the_garbage_collecto
     finally:
         if enabled:
             gc.enable()
+
+
+def mixed_scene():
+    """Crowns, glass panes, a mirror, water and walls around the origin: rays that cross panes and crowns (in and
+    out, two crowns in a row), bounce off the mirror into a crown, end in water or run past tmax."""
+    scene = Scene()
+
+    def box(name, size, at, material):
+        mesh = trimesh.creation.box(size)
+        scene.add_entity(name, TriMesh(mesh.vertices, mesh.faces), pose_to_matrix(*at, 0, 0, 0), material=material)
+
+    box("crown_a", [3.0, 8.0, 8.0], (6.0, 0.0, 0.0), "vegetation")
+    box("crown_b", [2.0, 8.0, 8.0], (10.0, 0.0, 0.0), "vegetation")
+    box("pane", [0.02, 8.0, 8.0], (3.0, 0.0, 0.0), "glass")
+    box("pane_behind", [0.02, 8.0, 8.0], (12.0, 0.0, 0.0), "glass")
+    box("wall", [0.2, 40.0, 40.0], (25.0, 0.0, 0.0), "concrete")  # beyond tmax for most rays
+    box("mirror", [8.0, 0.05, 8.0], (0.0, 6.0, 0.0), "mirror")
+    box("crown_c", [8.0, 3.0, 8.0], (0.0, -7.0, 0.0), "vegetation")
+    box("mirror_behind", [8.0, 0.05, 8.0], (0.0, -10.0, 0.0), "mirror")  # back into crown_c
+    box("pond", [8.0, 8.0, 0.05], (-6.0, 0.0, -3.0), "water")
+    return scene, make_backend("embree", scene, threads=1)
+
+
+def test_the_compiled_follow_loop_gives_the_numpy_loops_bits(monkeypatch):
+    """_follow's and _meet_leaves' compiled bookkeeping against their numpy references, on every output of a batch that
+    crosses panes and crowns, meets mirrors and water and is cut at a float tmax (a float32 comparison in numpy)."""
+    from lidar_ros.physics import interaction
+
+    scene, backend = mixed_scene()
+    rng = np.random.default_rng(11)
+    n = 6000
+    directions = rng.normal(size=(n, 3))
+    directions[:, 2] *= 0.3
+    directions = (directions / np.linalg.norm(directions, axis=1)[:, None]).astype(np.float32)
+    origins = rng.uniform(-0.5, 0.5, (n, 3)).astype(np.float32)
+    origins[::7, 1] = -0.0  # a -0.0 coordinate stays -0.0 or turns +0.0 as numpy's straight step makes it
+    materials = LidarMaterials.from_library(scene.materials)
+
+    def run():
+        hits = trace_lidar(backend, origins, directions, materials, 0.0, 21.7, max_bounces=1, unit_directions=True,
+                           leaves=LeafDraws(np.random.default_rng(3), (0.0, 0.002)))
+        return {name: np.asarray(getattr(hits, name)) for name in
+                ("range", "entity", "material", "normal", "cos_incidence", "reflectivity", "bounces", "crossings",
+                 "first_entity", "first_material", "first_range")}
+
+    compiled = run()
+    monkeypatch.setattr(interaction, "_follow", interaction._follow_numpy)
+    monkeypatch.setattr(interaction, "_meet_leaves", interaction._meet_leaves_numpy)
+    reference = run()
+    assert np.count_nonzero(compiled["bounces"]) > 100 and np.count_nonzero(compiled["crossings"]) > 100
+    assert np.count_nonzero(compiled["material"] == scene.materials.id_of("vegetation")) > 100  # leaves met
+    assert np.any(compiled["bounces"] > 1) and np.any(np.isinf(compiled["range"]))  # out of bounces; past tmax
+    for name in compiled:
+        assert compiled[name].dtype == reference[name].dtype, name
+        assert compiled[name].tobytes() == reference[name].tobytes(), name
+
+
+@pytest.mark.parametrize("tmax, first_within", [(21.7, True), (np.float64(21.7), False), (21, False), (np.inf, True)])
+def test_the_next_rounds_hits_within_tmax_compare_as_numpy_does(tmax, first_within):
+    """total <= tmax of float32 totals: in float32 against a Python number, in float64 against a numpy float64 (a
+    total of float32(21.7) = 21.7000008 is within 21.7 and not within np.float64(21.7)); classes as class_of."""
+    from lidar_ros.physics import interaction
+
+    materials = LidarMaterials.from_library(MaterialLibrary.load())
+    travelled = np.array([0.0, 10.0, 20.0, 21.0, 0.0, 1.0], np.float32)
+    distance = np.array([np.float32(21.7), np.float32(11.7), np.float32(1.7), 0.0, np.inf, 2.0], np.float32)
+    entity = np.array([0, 1, 2, 3, -1, 4], np.int32)
+    material = np.array([0, 1, 2, 3, -1, len(materials) - 1], np.int32)
+    total, hit, klass = np.empty(6, np.float32), np.empty(6, bool), np.empty(6, np.int8)
+    ok = interaction._next_round(travelled, distance, entity, material, interaction._as_numpy_compares(tmax),
+                                 materials._cls_ext, total, hit, klass)
+    assert ok
+    assert total.tobytes() == (travelled + distance).tobytes()
+    assert hit.tolist() == ((entity >= 0) & (travelled + distance <= tmax)).tolist()
+    assert hit[0] == first_within  # a total of float32(21.7)
+    assert klass.tolist() == materials.class_of(material).tolist()
+    bad = material.copy()
+    bad[2] = len(materials) + 1  # past the extended table, where class_of raises
+    assert not interaction._next_round(travelled, distance, entity, bad, np.float32(1.0), materials._cls_ext, total,
+                                       hit, klass)
+
+
+def test_leaf_normals_have_the_bits_of_the_numpy_formula():
+    """leaf_normals (compiled after numpy's cos and sin) against the formula in numpy written out here, float64 then
+    float32, on random rays and the basis' edge cases (z = ±0, straight up and down, μ near 1)."""
+    from lidar_ros.physics.leaf_angles import leaf_cosines, leaf_normals
+
+    rng = np.random.default_rng(4)
+    n = 20000
+    d = rng.normal(size=(n, 3))
+    d = (d / np.linalg.norm(d, axis=1)[:, None]).astype(np.float32)
+    d[:100, 2], d[100:200, 2], d[200:210], d[210:220] = 0.0, -0.0, (0, 0, -1), (0, 0, 1)
+    u = rng.random((n, 2))
+    u[:50, 0] = 1.0 - 1e-12
+    mu = leaf_cosines(u[:, 0])
+
+    x, y, z = (d.astype(np.float64)[:, k] for k in range(3))
+    sign = np.where(z >= 0.0, 1.0, -1.0)
+    a = -1.0 / (sign + z)
+    b = x * y * a
+    e1 = np.stack([1.0 + sign * x * x * a, sign * b, -sign * x], axis=1)
+    e2 = np.stack([b, sign + y * y * a, -y], axis=1)
+    m = mu.astype(np.float64)[:, None]
+    phi = 2.0 * np.pi * u[:, 1]
+    side = np.sqrt(np.maximum(1.0 - m * m, 0.0))
+    expected = (-m * d.astype(np.float64) + side * (np.cos(phi)[:, None] * e1 + np.sin(phi)[:, None] * e2)).astype(
+        np.float32)
+    assert leaf_normals(d, mu, u[:, 1]).tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("order", ["increasing", "shuffled"])
+def test_shared_leaf_draws_have_the_values_and_draw_order_of_numpy(order):
+    """LeafDraws.uniforms (compiled bookkeeping) against uniforms_numpy from the same seed: the same uniforms and the
+    generator left in the same state, for increasing rays (a frame's) and shuffled ones (np.unique's fallback)."""
+    rng = np.random.default_rng(8)
+    rays = np.sort(rng.choice(4 * 3000, 2000, replace=False))
+    if order == "shuffled":
+        rays = rng.permutation(rays)
+    range_m = rng.uniform(1.0, 60.0, len(rays)).astype(np.float32)
+    leaf = np.full(len(rays), 0.07)
+    radius = (0.0, 0.0011, 0.0017, 0.0023)
+    compiled, reference = LeafDraws(np.random.default_rng(9), radius), LeafDraws(np.random.default_rng(9), radius)
+    got, want = compiled.uniforms(rays, range_m, leaf), reference.uniforms_numpy(rays, range_m, leaf)
+    assert got.tobytes() == want.tobytes()
+    assert compiled.rng.random() == reference.rng.random()
+    distinct = len(np.unique(got, axis=0))
+    assert len(np.unique(rays // 4)) < distinct < len(rays)  # some sub-rays took their beam's draws, some their own

@@ -231,8 +231,168 @@ def _follow(backend, out: LidarHits, active, origins, unit, h, klass, materials:
     """Follow the rays `active` (batch indices) past transparent surfaces and mirrors (and through leaf
     volumes, given `leaves`), one trace per round.
 
-    The local arrays hold one row per active ray and shrink as rays return, end or run out of bounces.
-    """
+    The local arrays hold one row per active ray and shrink as rays return, end or run out of bounces. Each round's
+    bookkeeping is two compiled passes (_settle_round, _keep_alive) and the next trace's one (_next_round): the
+    same values as `_follow_numpy`, its reference, whose ~25 numpy calls a round on a few thousand rows cost
+    ~1 ms of a realistic OS1-128 frame in call overhead. Mirrors and returns stay numpy (their einsum dot)."""
+    o = origins[active].astype(np.float32)
+    d = unit[active].astype(np.float32)
+    h = _Segment(h.distance[active], h.normals_at(active), h.ids_at("entity", active), h.material[active])  # those rows
+    klass = klass[active]
+    m = len(active)
+    hit = np.ones(m, bool)
+    travelled = np.zeros(m, np.float32)  # path length before the current segment
+    factor = np.ones(m, np.float32)  # product of two-way transmission/mirror factors
+    total = h.distance
+    crown = _Crowns(m) if leaves is not None else _Crowns(0)  # the leaf volume each ray is in
+    crossings, bounces = out.crossings, out.bounces
+    tmax_as = _as_numpy_compares(tmax)
+    while True:
+        if leaves is not None:  # leaves on this segment inside a crown; then the crown faces it reaches
+            _meet_leaves(out, active, crown, hit, h.distance, travelled, tmax, d, factor, materials, leaves)
+        m = len(active)
+        returns, mirrored, alive, skip = np.empty(m, bool), np.empty(m, bool), np.empty(m, bool), np.empty(m, np.float32)
+        n_returns, n_mirrored, n_alive = _settle_round(
+            hit, h.distance, h.material, h.entity, klass, total, o, d, travelled, factor, active, crossings, bounces,
+            materials.pass_factor, materials._extinction_ext, leaves is not None, crown.extinction, crown.material,
+            crown.entity, crown.faces, max_bounces, returns, mirrored, alive, skip)
+        if n_returns:
+            _record(out, active[returns], h.take(returns), total[returns], d[returns], factor[returns], materials)
+        if n_mirrored:  # r = d - 2(d.n)n from a point lifted off the mirror along its (ray-facing) normal
+            mm = mirrored[:, None]
+            point = o + d * np.where(mirrored, h.distance, 0)[:, None]
+            o = np.where(mm, point + h.normal * skip[:, None], o)
+            d = np.where(mm, mirror_direction(d, h.normal, np.einsum("ij,ij->i", d, h.normal)[:, None]), d)
+            travelled = np.where(mirrored, total, travelled)
+        if not n_alive:
+            return
+        kept = _Crowns(n_alive if leaves is not None else 0)
+        o_kept, d_kept = np.empty((n_alive, 3), np.float32), np.empty((n_alive, 3), np.float32)
+        travelled_kept, factor_kept = np.empty(n_alive, np.float32), np.empty(n_alive, np.float32)
+        active_kept = np.empty(n_alive, active.dtype)
+        nearest = _keep_alive(alive, o, d, travelled, factor, active, crown.extinction, crown.material, crown.entity,
+                              crown.faces, o_kept, d_kept, travelled_kept, factor_kept, active_kept, kept.extinction,
+                              kept.material, kept.entity, kept.faces)
+        o, d, travelled, factor, active, crown = o_kept, d_kept, travelled_kept, factor_kept, active_kept, kept
+        reach = float(tmax) - float(nearest)  # the total path bound is re-checked per ray below
+        if reach <= 0:
+            return
+        h = _Segment.of(backend.trace(o, d, 0.0, reach, **at_times(times, active)))
+        total, hit, klass = np.empty(n_alive, np.float32), np.empty(n_alive, bool), np.empty(n_alive, np.int8)
+        if not _next_round(travelled, h.distance, h.entity, h.material, tmax_as, materials._cls_ext, total, hit, klass):
+            materials.class_of(h.material)  # raises the explanatory error
+            raise IndexError("material id past the material table")
+
+
+def _as_numpy_compares(tmax):
+    """tmax as numpy compares a float32 array with it: as a float32 when it is a Python number (NEP 50: 21.7 is then
+    21.7000008, and a float32 total of that value is within it), else in its own type (a numpy float64)."""
+    return np.result_type(np.float32, tmax).type(tmax)
+
+
+_SKIP_ABS32, _SKIP_REL32 = np.float32(SKIP_ABS), np.float32(SKIP_REL)  # as numpy casts them against float32 arrays
+
+
+@kernel
+def _settle_round(hit, distance, material, entity, klass, total, o, d, travelled, factor, active, crossings, bounces,
+                  pass_factor, extinction, volumes, crown_extinction, crown_material, crown_entity, crown_faces,
+                  max_bounces, returns, mirrored, alive, skip):
+    """One round of `_follow_numpy` after its leaves, up to its mirrors, per row: which rays return, cross, are
+    mirrored or cross a crown's face (`volumes`); crossing and bounce counts, the skip past the surface, the straight
+    step of o and travelled, the crown's change, the factor and which rays go on. Fills returns, mirrored, alive and
+    skip; returns their counts (returns, mirrored, alive). Float32 operations in numpy's order, so the same bits."""
+    n_table = extinction.shape[0]
+    n_returns, n_mirrored, n_alive = 0, 0, 0
+    for i in range(hit.shape[0]):
+        on = hit[i]
+        k = material[i] if material[i] >= 0 else material[i] + n_table  # -1 (a miss) reads the extended last row
+        face = on and volumes and extinction[k] > 0
+        c = klass[i]
+        crossing = on and c == TRANSPARENT
+        mirror = on and c == MIRROR
+        returns[i] = on and c != ABSORBENT and not crossing and not mirror and not face
+        mirrored[i] = mirror
+        n_returns += returns[i]
+        n_mirrored += mirror
+        ray = active[i]
+        if crossing:
+            crossings[ray] += 1
+        if mirror:
+            bounces[ray] += 1
+        s = _SKIP_ABS32 + _SKIP_REL32 * (total[i] if on else np.float32(0.0))  # skip_distance, in float32
+        skip[i] = s
+        # continue straight on from just past the surface (a pane, a crown's face). numpy stepped the other rows by 0
+        # too (o + d * 0), which may turn a -0.0 coordinate into +0.0; those rows are dropped or mirrored, and the
+        # mirror's point o + d * distance has the same bits from either zero (d * distance is 0 only with d's zero sign)
+        if crossing or face:
+            step = distance[i] + s
+            for a in range(3):
+                o[i, a] = o[i, a] + d[i, a] * step
+            travelled[i] = total[i] + s
+        if face:  # into a crown through its face (when outside one), or out of it
+            if crown_extinction[i] == 0:
+                crown_extinction[i] = extinction[k]
+                crown_material[i] = material[i]
+                crown_entity[i] = entity[i]
+            else:
+                crown_extinction[i] = 0.0
+            crown_faces[i] += 1
+        if crossing or mirror:
+            factor[i] = factor[i] * pass_factor[max(material[i], 0)]
+        go_on = (crossing and crossings[ray] <= MAX_TRANSPARENT) or (mirror and bounces[ray] <= max_bounces)
+        if volumes and face and crown_faces[i] <= MAX_CROWN_FACES:
+            go_on = True
+        alive[i] = go_on
+        n_alive += go_on
+    return n_returns, n_mirrored, n_alive
+
+
+@kernel
+def _keep_alive(alive, o, d, travelled, factor, active, crown_extinction, crown_material, crown_entity, crown_faces,
+                o_kept, d_kept, travelled_kept, factor_kept, active_kept, kept_extinction, kept_material, kept_entity,
+                kept_faces):
+    """The rows `alive` of the round's arrays into the *_kept ones (the crown's when it has rows); returns the least
+    travelled of them."""
+    j = 0
+    nearest = np.float32(np.inf)
+    crowns = kept_extinction.shape[0] > 0
+    for i in range(alive.shape[0]):
+        if alive[i]:
+            for a in range(3):
+                o_kept[j, a] = o[i, a]
+                d_kept[j, a] = d[i, a]
+            travelled_kept[j] = travelled[i]
+            nearest = min(nearest, travelled[i])
+            factor_kept[j] = factor[i]
+            active_kept[j] = active[i]
+            if crowns:
+                kept_extinction[j] = crown_extinction[i]
+                kept_material[j] = crown_material[i]
+                kept_entity[j] = crown_entity[i]
+                kept_faces[j] = crown_faces[i]
+            j += 1
+    return nearest
+
+
+@kernel
+def _next_round(travelled, distance, entity, material, tmax, classes, total, hit, klass):
+    """The next round's total path, hit (a surface within tmax) and class per row; False for a material id past the
+    class table (its last row, a miss, is read for -1 as numpy indexing does)."""
+    m = classes.shape[0]
+    ok = True
+    for i in range(travelled.shape[0]):
+        total[i] = travelled[i] + distance[i]
+        hit[i] = entity[i] >= 0 and total[i] <= tmax
+        k = material[i] if material[i] >= 0 else material[i] + m
+        inside = k >= 0 and k < m
+        ok = ok and inside
+        klass[i] = classes[k if inside else 0]
+    return ok
+
+
+def _follow_numpy(backend, out: LidarHits, active, origins, unit, h, klass, materials: LidarMaterials,
+            tmax, max_bounces, leaves: LeafDraws | None = None, times=None) -> None:
+    """`_follow` with numpy, one call per step of a round: its reference (test_lidar_foliage)."""
     o = origins[active].astype(np.float32)
     d = unit[active].astype(np.float32)
     h = _Segment(h.distance[active], h.normals_at(active), h.ids_at("entity", active), h.material[active])  # those rows
@@ -317,6 +477,99 @@ class _Crowns:
 
 
 def _meet_leaves(out: LidarHits, active, crown: _Crowns, hit, distance, travelled, tmax, d, factor,
+                 materials: LidarMaterials, leaves: LeafDraws) -> None:
+    """The rays inside a crown on this segment: a leaf at depth ℓ (foliage.py) where ℓ comes before the
+    segment's surface (or, without one, the ray's end at tmax); those return from their leaf (leaf_angles.py)
+    and their `hit` is cleared, so that they end here.
+
+    The gathers before the draws and the scatters after them are compiled passes (_crown_rows, _leaf_rows,
+    _leaf_returns); the draws, ℓ's log1p and the normals' cos and sin stay numpy's: the same values as
+    `_meet_leaves_numpy`, its reference."""
+    m = len(active)
+    inside, way, material, rays, ranges, leaf_size, extinction = (
+        np.empty(m, np.int64), np.empty(m), np.empty(m, np.int32), np.empty(m, np.int64), np.empty(m, np.float32),
+        np.empty(m), np.empty(m))
+    count = _crown_rows(crown.extinction, crown.material, hit, distance, travelled, np.float64(tmax), active,
+                        materials._leaf_size_ext, inside, way, material, rays, ranges, leaf_size, extinction)
+    if not count:
+        return
+    inside, way, material, rays, ranges = inside[:count], way[:count], material[:count], rays[:count], ranges[:count]
+    u = leaves.uniforms(rays, ranges, leaf_size[:count])
+    depth = leaf_depths(extinction[:count], u[:, 0])
+    met, incidence, azimuth, d_met = np.empty(count, np.int64), np.empty(count), np.empty(count), \
+        np.empty((count, 3), np.float32)
+    n_met = _leaf_rows(depth, way, inside, u, d, met, incidence, azimuth, d_met)
+    if not n_met:
+        return
+    met, mu = met[:n_met], leaf_cosines(incidence[:n_met])
+    normal = leaf_normals(d_met[:n_met], mu, azimuth[:n_met])
+    done = active[met]
+    leaf_material = np.empty(n_met, np.int32)
+    _leaf_returns(met, inside, depth, way, material, travelled, mu, done, out.range, out.material, out.cos_incidence,
+                  hit, leaf_material)
+    _put(out, "entity", done, crown.entity[met])
+    _put(out, "normal", done, normal)
+    out.reflectivity[done] = reflectivity(materials, leaf_material, mu) * factor[met]
+
+
+@kernel
+def _crown_rows(crown_extinction, crown_material, hit, distance, travelled, tmax, active, leaf_sizes, inside, way,
+                material, rays, ranges, leaf_size, extinction):
+    """The rows in a crown (extinction > 0), in order, with their way to the segment's end (the surface's distance
+    where one is hit, else tmax - travelled, in float64), crown material, ray, range so far, leaf size and
+    extinction (the first `count` rows of each output). Returns count."""
+    n_sizes = leaf_sizes.shape[0]
+    count = 0
+    for i in range(crown_extinction.shape[0]):
+        if crown_extinction[i] > 0:
+            inside[count] = i
+            way[count] = np.float64(distance[i]) if hit[i] else tmax - np.float64(travelled[i])
+            material[count] = crown_material[i]
+            rays[count] = active[i]
+            ranges[count] = travelled[i]
+            k = crown_material[i] if crown_material[i] >= 0 else crown_material[i] + n_sizes
+            leaf_size[count] = leaf_sizes[k]
+            extinction[count] = crown_extinction[i]
+            count += 1
+    return count
+
+
+@kernel
+def _leaf_rows(depth, way, inside, u, d, met, incidence, azimuth, d_met):
+    """The crown rows whose leaf comes before the segment's end (depth < way): their row, incidence and azimuth
+    uniforms and direction (the first n_met rows of each output). Returns n_met."""
+    n_met = 0
+    for j in range(depth.shape[0]):
+        if depth[j] < way[j]:
+            row = inside[j]
+            met[n_met] = row
+            incidence[n_met] = u[j, 1]
+            azimuth[n_met] = u[j, 2]
+            for a in range(3):
+                d_met[n_met, a] = d[row, a]
+            n_met += 1
+    return n_met
+
+
+@kernel
+def _leaf_returns(met, inside, depth, way, material, travelled, mu, done, out_range, out_material, out_cos, hit,
+                  leaf_material):
+    """The rays that met a leaf return from it: range travelled + depth (float64, then float32), the crown's
+    material, cos μ; their hit is cleared. leaf_material: their materials, in order."""
+    n_met = 0
+    for j in range(depth.shape[0]):
+        if depth[j] < way[j]:
+            row = inside[j]
+            ray = done[n_met]
+            out_range[ray] = np.float32(np.float64(travelled[row]) + depth[j])
+            out_material[ray] = material[j]
+            out_cos[ray] = mu[n_met]
+            leaf_material[n_met] = material[j]
+            hit[row] = False
+            n_met += 1
+
+
+def _meet_leaves_numpy(out: LidarHits, active, crown: _Crowns, hit, distance, travelled, tmax, d, factor,
                  materials: LidarMaterials, leaves: LeafDraws) -> None:
     """The rays inside a crown on this segment: a leaf at depth ℓ (foliage.py) where ℓ comes before the
     segment's surface (or, without one, the ray's end at tmax); those return from their leaf (leaf_angles.py)
