@@ -1,7 +1,9 @@
 """Radar benchmark: 400 azimuths x 50 samples x 4 passes on the 1M-triangle world (2 cores).
 
 Prints images/s, the ratio of the frame time to the bare embreex time of the same rays (every pass's
-rays are recorded and re-traced raw through the same BVH), the ratio to the bare time of the unpruned
+rays are recorded and re-traced raw through the same BVH, each ray's first hit with no far limit), for the
+physical presets also `cpu_ratio_same_queries`: against the bare cost of the same questions (the occlusion
+rays, which the frame asks with `Backend.blocked`, as Embree's occlusion query within their reach), the ratio to the bare time of the unpruned
 workload (every wave traced, as RadaRays does; the simulator skips waves that cannot reach the image),
 the paper's sweep Ns = 200..1000 at 4 passes (Table III) and the peak memory (the process's peak RSS, in MiB and MB). Run: PYTHONPATH=$PWD .venv/bin/python benchmarks/bench_radar.py [--quick]
 
@@ -22,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script or with -m
-from benchmarks.common import bare_trace_seconds, make_big_world, peak_rss_mb, report  # noqa: E402
+from benchmarks.common import bare_occluded_seconds, bare_trace_seconds, make_big_world, peak_rss_mb, report  # noqa: E402
 
 from radarays_ros.radar import RadarConfig, RadarSimulator  # noqa: E402
 from radarays_ros.tracing import make_backend  # noqa: E402
@@ -41,16 +43,25 @@ def peak_memory() -> str:
 
 
 def recorded_rays(sim, pose):
-    """The rays of every pass of one frame (origins, directions), as traced."""
+    """The rays of every pass of one frame (origins, directions), as traced; an occlusion pass with its reach."""
     sim.ray_log = []
     sim.simulate(pose)
     rays, sim.ray_log = sim.ray_log, None
     return rays
 
 
+def bare_seconds(backend, rays, same_queries: bool = False, threads: int | None = None) -> float:
+    """The bare Embree time of a frame's recorded rays: each ray's first hit with no far limit (the reference of
+    every figure so far), or with same_queries the question each pass asks (an occlusion pass (origins,
+    directions, reach): Embree's occlusion query within the reach, as Backend.blocked asks it)."""
+    return sum(bare_occluded_seconds(backend, *entry, repeats=1, threads=threads) if same_queries and len(entry) == 3
+               else bare_trace_seconds(backend, entry[0], entry[1], repeats=1, threads=threads) for entry in rays)
+
+
 def measure(sim, pose, repeats, unpruned: bool = True):
     """(best frame s, best bare s, median of paired frame/bare ratios, rays per pass, best bare s of
-    the unpruned workload, its rays per pass, median of paired frame/bare CPU-time ratios).
+    the unpruned workload, its rays per pass, median of paired frame/bare CPU-time ratios, the same against the
+    bare cost of the same queries (bare_seconds' same_queries)).
     unpruned=False: no unpruned workload (None, []): the physical presets report none, and its second
     simulator's frame would only raise the peak memory.
 
@@ -67,21 +78,25 @@ def measure(sim, pose, repeats, unpruned: bool = True):
     if unpruned:
         everything = RadarSimulator(sim.config.with_overrides({"returns.keep": True}), sim.scene, backend=sim.backend)
         all_rays = recorded_rays(everything, pose)
-    frames, bares, bares_all, cpu_frames, cpu_bares = [], [], [], [], []
+    frames, bares, bares_all, cpu_frames, cpu_bares, cpu_same = [], [], [], [], [], []
     for _ in range(repeats):
         cpu, start = time.process_time(), time.perf_counter()
         sim.simulate(pose)
         frames.append(time.perf_counter() - start)
         cpu_frames.append(time.process_time() - cpu)
         cpu = time.process_time()
-        bares.append(sum(bare_trace_seconds(sim.backend, o, d, repeats=1) for o, d in rays))
+        bares.append(bare_seconds(sim.backend, rays))
         cpu_bares.append(time.process_time() - cpu)
+        cpu = time.process_time()
+        bare_seconds(sim.backend, rays, same_queries=True)
+        cpu_same.append(time.process_time() - cpu)
     for _ in range(min(repeats, 2) if unpruned else 0):
-        bares_all.append(sum(bare_trace_seconds(sim.backend, o, d, repeats=1) for o, d in all_rays))
+        bares_all.append(bare_seconds(sim.backend, all_rays))
     ratios = np.array(frames) / np.array(bares)
     cpu_ratio = float(np.median(np.array(cpu_frames) / np.array(cpu_bares)))
-    return (min(frames), min(bares), float(np.median(ratios)), [len(o) for o, _ in rays], min(bares_all, default=None),
-            [len(o) for o, _ in all_rays], cpu_ratio)
+    same_ratio = float(np.median(np.array(cpu_frames) / np.array(cpu_same)))
+    return (min(frames), min(bares), float(np.median(ratios)), [len(e[0]) for e in rays], min(bares_all, default=None),
+            [len(e[0]) for e in all_rays], cpu_ratio, same_ratio)
 
 
 # cProfile rows (file fragment, function name) of each named part of a physical frame's CPU
@@ -140,16 +155,16 @@ def cpu_breakdown(cfg, scene, pose, repeats: int = 1) -> dict[str, float]:
     return parts
 
 
-def one_thread_cpu(cfg, scene, pose, repeats: int) -> tuple[float, float, float]:
-    """(least frame CPU ms, least bare CPU ms of its rays, median of the paired ratios) on one thread (the
-    stage's pool run inline), unprofiled, frame and bare alternately."""
+def one_thread_cpu(cfg, scene, pose, repeats: int) -> tuple[float, float, float, float]:
+    """(least frame CPU ms, least bare CPU ms of its rays, median of the paired ratios, the same against the bare
+    cost of the same queries) on one thread (the stage's pool run inline), unprofiled, frame and bare alternately."""
     from radarays_ros.radar.physical import stage
 
     backend = make_backend("embree", scene, threads=1)
     sim = RadarSimulator(cfg, scene, backend=backend)
     inline = stage._parallel
     stage._parallel = lambda task, items, workers=None: [task(item) for item in items]
-    frames, bares = [], []
+    frames, bares, same = [], [], []
     try:
         sim.simulate(pose)  # warm-up
         rays = recorded_rays(sim, pose)
@@ -158,20 +173,25 @@ def one_thread_cpu(cfg, scene, pose, repeats: int) -> tuple[float, float, float]
             sim.simulate(pose)
             frames.append(time.process_time() - cpu)
             cpu = time.process_time()
-            for o, d in rays:
-                bare_trace_seconds(backend, o, d, repeats=1)
+            bare_seconds(backend, rays)
             bares.append(time.process_time() - cpu)
+            cpu = time.process_time()
+            bare_seconds(backend, rays, same_queries=True)
+            same.append(time.process_time() - cpu)
     finally:
         stage._parallel = inline
         backend.close()
-    return 1e3 * min(frames), 1e3 * min(bares), float(np.median(np.array(frames) / np.array(bares)))
+    frames = np.array(frames)
+    return (1e3 * frames.min(), 1e3 * min(bares), float(np.median(frames / np.array(bares))),
+            float(np.median(frames / np.array(same))))
 
 
-def print_breakdown(preset: str, parts: dict[str, float], unprofiled: tuple[float, float, float]) -> None:
-    frame, bare, ratio = unprofiled
+def print_breakdown(preset: str, parts: dict[str, float], unprofiled: tuple[float, float, float, float]) -> None:
+    frame, bare, ratio, same_ratio = unprofiled
     trace = parts["tracing (embreex)"]
     print(f"  {preset}: one thread, unprofiled: frame {frame:.1f} ms CPU, bare tracing of its rays {bare:.1f} ms CPU "
-          f"(least of the frames), median paired CPU ratio {ratio:.2f}x")
+          f"(least of the frames), median paired CPU ratio {ratio:.2f}x ({same_ratio:.2f}x against the bare cost of "
+          f"the same queries: its occlusion rays as occlusion queries)")
     print(f"  {preset}: CPU of one frame on one thread (cProfile, the least of the frames; a little above unprofiled):")
     for part, ms in parts.items():
         if part == next(iter(_STEPS)):
@@ -239,7 +259,7 @@ def main(argv=None) -> int:
     }
     for name, cfg in ({} if args.realistic_only else configs).items():
         sim = RadarSimulator(cfg, scene, backend=backend)
-        seconds, bare, ratio, counts, bare_all, counts_all, cpu_ratio = measure(sim, pose, repeats)
+        seconds, bare, ratio, counts, bare_all, counts_all, cpu_ratio, _ = measure(sim, pose, repeats)
         report(f"radar 400x{cfg.beam.samples}x{cfg.tracing.passes} {name}", seconds, bare,
                median_paired_ratio=f"{ratio:.2f}x", cpu_ratio=f"{cpu_ratio:.2f}x", rays_per_pass=counts,
                vs_bare_unpruned=f"{seconds / bare_all:.2f}x", unpruned_rays_per_pass=counts_all)
@@ -252,9 +272,10 @@ def main(argv=None) -> int:
     for preset in args.presets:
         cfg = RadarConfig.from_yaml(ROOT / f"radarays_ros/data/radar/{preset}.yaml")
         sim = RadarSimulator(cfg, scene, backend=backend)
-        seconds, bare, ratio, counts, _, _, cpu_ratio = measure(sim, pose, repeats, unpruned=False)
+        seconds, bare, ratio, counts, _, _, cpu_ratio, same_ratio = measure(sim, pose, repeats, unpruned=False)
         report(f"radar {preset} {cfg.azimuth.count}x{cfg.range.n_bins} (physical)", seconds, bare,
-               median_paired_ratio=f"{ratio:.2f}x", cpu_ratio=f"{cpu_ratio:.2f}x", rays_per_pass=counts, frames_per_s=f"{1.0 / seconds:.1f} Hz",
+               median_paired_ratio=f"{ratio:.2f}x", cpu_ratio=f"{cpu_ratio:.2f}x",
+               cpu_ratio_same_queries=f"{same_ratio:.2f}x", rays_per_pass=counts, frames_per_s=f"{1.0 / seconds:.1f} Hz",
                sensor_rate=f"{cfg.azimuth.rate_hz:g} Hz")
         print(f"peak memory after {preset}: {peak_memory()}")
         if args.breakdown:
@@ -268,7 +289,7 @@ def main(argv=None) -> int:
     for ns in sweep:
         cfg = base.with_overrides({"beam.samples": ns})
         sim = RadarSimulator(cfg, scene, backend=backend)
-        seconds, bare, ratio, counts, bare_all, counts_all, _ = measure(sim, pose, max(2, repeats // 2))
+        seconds, bare, ratio, counts, bare_all, counts_all, _, _ = measure(sim, pose, max(2, repeats // 2))
         report(f"radar sweep Ns={ns} (4 passes)", seconds, bare, median_paired_ratio=f"{ratio:.2f}x",
                primary_rays=400 * ns, total_rays=sum(counts), vs_bare_unpruned=f"{seconds / bare_all:.2f}x",
                unpruned_rays=sum(counts_all))

@@ -65,6 +65,37 @@ def make_big_world(n_triangles: int = 1_000_000, seed: int = 0, size: float = 20
     return scene
 
 
+def bare_occluded_seconds(backend, origins: np.ndarray, directions: np.ndarray, reach: np.ndarray,
+                          repeats: int = 3, threads: int | None = None) -> float:
+    """Best-of-`repeats` time of raw embreex occlusion queries (any hit within each ray's reach: tfar the largest
+    float32 under it, as `EmbreeBackend._occluded_static` asks) for these rays on the backend's static BVH, in
+    the backend's spans and threads: the bare cost of the question `Backend.blocked` answers."""
+    layer = backend._static
+    o = np.ascontiguousarray(origins, dtype=np.float32)
+    d = np.ascontiguousarray(directions, dtype=np.float32)
+    d = d / np.linalg.norm(d, axis=1, keepdims=True)
+    reach = np.asarray(reach, np.float64)
+    far = reach.astype(np.float32)
+    far = np.maximum(np.where(far >= reach, np.nextafter(far, np.float32(-np.inf)), far), 0).astype(np.float32)
+    threads = threads or backend.threads
+    n = len(o)
+    bounds = chunk_bounds(n, threads) if threads > 1 else np.array([0, n])
+    spans = list(zip(bounds[:-1], bounds[1:]))
+    pool = ThreadPoolExecutor(threads) if threads > 1 else None
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        if pool is None:
+            layer.scene.run(o, d, dists=far.copy(), query="OCCLUDED")
+        else:
+            list(pool.map(lambda ab: layer.scene.run(o[ab[0]:ab[1]], d[ab[0]:ab[1]], dists=far[ab[0]:ab[1]].copy(),
+                                                     query="OCCLUDED"), spans))
+        best = min(best, time.perf_counter() - start)
+    if pool is not None:
+        pool.shutdown()
+    return best
+
+
 def bare_trace_seconds(backend, origins: np.ndarray, directions: np.ndarray, repeats: int = 3, threads: int | None = None) -> float:
     """Best-of-`repeats` time of raw embreex calls for these rays on the backend's static BVH.
 

@@ -109,7 +109,8 @@ def trace_physical(backend, origins, column_rot, sensor_velocity, cfg, table, rn
                    ray_log: list | None = None, entities=None, parallel=None, scatterers=None, times=None):
     """(Clutter, Glints) of one frame. origins (A, 3), column_rot (A, 3, 3) world <- column frame.
     scatterers: the scene's scatterers.Scatterers in world coordinates (the frame's glints), None = none.
-    ray_log: a list that receives (origins, directions) of every pass, as traced (benchmarks).
+    ray_log: a list that receives (origins, directions) of every pass, as traced (benchmarks); an occlusion pass
+    (Backend.blocked) as (origins, directions, reach).
     entities: a motion.EntityMotion of the moving entities, None = a static world.
     parallel: parallel(task, items) -> [task(item)...] in item order (a thread pool), None = in turn.
     times: (A,) seconds of each azimuth after the frame's start, or None: every ray of an azimuth, and its
@@ -345,8 +346,8 @@ def _unoccluded(backend, hit, u, back_len, power, rays: dict | None, bounce: int
     test, start, direction, reach = geometry_loops.occlusion_rays(power, hit, u, back_len, SKIP)  # (one compiled pass)
     if not len(test):
         return power
-    if rays is not None:
-        rays[bounce, 1] = (start, direction)
+    if rays is not None:  # (with their reach: benchmarks ask Embree the same question for their bare reference)
+        rays[bounce, 1] = (start, direction, reach)
     blocked = backend.blocked(start, direction, reach, **at_times(times, test))  # a surface closer than reach
     power = power.copy()
     power[test[blocked]] = 0.0
