@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import trimesh
 
-from radarays_ros.tracing.embree import chunk_bounds
+from radarays_ros.tracing.embree import chunk_bounds, occlusion_far
 from radarays_ros.world.mesh import TriMesh
 from radarays_ros.world.scene import Scene
 from radarays_ros.world.transforms import pose_to_matrix
@@ -68,32 +68,11 @@ def make_big_world(n_triangles: int = 1_000_000, seed: int = 0, size: float = 20
 def bare_occluded_seconds(backend, origins: np.ndarray, directions: np.ndarray, reach: np.ndarray,
                           repeats: int = 3, threads: int | None = None) -> float:
     """Best-of-`repeats` time of raw embreex occlusion queries (any hit within each ray's reach: tfar the largest
-    float32 under it, as `EmbreeBackend._occluded_static` asks) for these rays on the backend's static BVH, in
-    the backend's spans and threads: the bare cost of the question `Backend.blocked` answers."""
-    layer = backend._static
-    o = np.ascontiguousarray(origins, dtype=np.float32)
-    d = np.ascontiguousarray(directions, dtype=np.float32)
-    d = d / np.linalg.norm(d, axis=1, keepdims=True)
-    reach = np.asarray(reach, np.float64)
-    far = reach.astype(np.float32)
-    far = np.maximum(np.where(far >= reach, np.nextafter(far, np.float32(-np.inf)), far), 0).astype(np.float32)
-    threads = threads or backend.threads
-    n = len(o)
-    bounds = chunk_bounds(n, threads) if threads > 1 else np.array([0, n])
-    spans = list(zip(bounds[:-1], bounds[1:]))
-    pool = ThreadPoolExecutor(threads) if threads > 1 else None
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        if pool is None:
-            layer.scene.run(o, d, dists=far.copy(), query="OCCLUDED")
-        else:
-            list(pool.map(lambda ab: layer.scene.run(o[ab[0]:ab[1]], d[ab[0]:ab[1]], dists=far[ab[0]:ab[1]].copy(),
-                                                     query="OCCLUDED"), spans))
-        best = min(best, time.perf_counter() - start)
-    if pool is not None:
-        pool.shutdown()
-    return best
+    float32 under it, `embree.occlusion_far`, as `EmbreeBackend._occluded_static` asks) for these rays on the
+    backend's static BVH, in the backend's spans and threads: the bare cost of the question `Backend.blocked`
+    answers."""
+    far = occlusion_far(np.asarray(reach, np.float64))
+    return _bare_seconds(backend, origins, directions, repeats, threads, far.copy, query="OCCLUDED")
 
 
 def bare_trace_seconds(backend, origins: np.ndarray, directions: np.ndarray, repeats: int = 3, threads: int | None = None) -> float:
@@ -102,7 +81,16 @@ def bare_trace_seconds(backend, origins: np.ndarray, directions: np.ndarray, rep
     Same spans (embree.chunk_bounds) and thread count as the backend uses, so the ratio isolates our
     per-ray work.
     """
-    layer = backend._static  # the raw Embree scene behind the interface
+    return _bare_seconds(backend, origins, directions, repeats, threads,
+                         lambda: np.full(len(origins), 1e30, np.float32), output=1)
+
+
+def _bare_seconds(backend, origins, directions, repeats: int, threads: int | None, fresh_far, **query) -> float:
+    """Best-of-`repeats` time of raw embreex `run(..., **query)` calls for these rays (directions normalised) on the
+    backend's static BVH (the raw Embree scene behind the interface), in the backend's spans and threads;
+    fresh_far() gives each run its own far distances (embreex writes each hit's distance into them, and rays whose
+    far end already sits on their hit walk less of the BVH: 5-10 % faster than the real query)."""
+    layer = backend._static
     o = np.ascontiguousarray(origins, dtype=np.float32)
     d = np.ascontiguousarray(directions, dtype=np.float32)
     d = d / np.linalg.norm(d, axis=1, keepdims=True)
@@ -114,14 +102,13 @@ def bare_trace_seconds(backend, origins: np.ndarray, directions: np.ndarray, rep
     pool = ThreadPoolExecutor(threads) if threads > 1 else None
     best = np.inf
     for _ in range(repeats):
-        # a fresh far distance per run: embreex writes each hit's distance into `dists`, and rays whose
-        # far end already sits on their hit walk less of the BVH (5-10 % faster than the real query)
-        tfar = np.full(len(o), 1e30, np.float32)
+        far = fresh_far()
         start = time.perf_counter()
         if pool is None:
-            layer.scene.run(o, d, dists=tfar, output=1)
+            layer.scene.run(o, d, dists=far, **query)
         else:
-            list(pool.map(lambda ab: layer.scene.run(o[ab[0]:ab[1]], d[ab[0]:ab[1]], dists=tfar[ab[0]:ab[1]], output=1), spans))
+            list(pool.map(lambda ab: layer.scene.run(o[ab[0]:ab[1]], d[ab[0]:ab[1]], dists=far[ab[0]:ab[1]], **query),
+                          spans))
         best = min(best, time.perf_counter() - start)
     if pool is not None:
         pool.shutdown()

@@ -576,10 +576,7 @@ class EmbreeBackend(Backend):
         out = np.zeros(n, bool)
         if self._static.scene is None:
             return out
-        far = reach.astype(np.float32)  # the nearest float32, then the largest under reach
-        far = np.where(far >= reach, np.nextafter(far, np.float32(-np.inf)), far).astype(np.float32)
-        # a reach of 0: tfar 0, not below (embreex reads a negative tfar as a hit), its answer False below
-        far = np.maximum(far, np.float32(0.0))
+        far = occlusion_far(reach)
 
         def span(ab):
             a, b = ab
@@ -819,6 +816,15 @@ def _shift_kernel(o, d, tmin, out):
 
 
 _NO_NORMALS = np.empty((0, 3), np.float32)
+
+
+def occlusion_far(reach: np.ndarray) -> np.ndarray:
+    """(N,) float32 tfar of Embree's occlusion query for "a surface closer than reach" (float64 metres): the largest
+    float32 under each reach, so a float32 distance t <= tfar exactly when t < reach; 0 for a reach of 0 (not
+    below: embreex reads a negative tfar as a hit), whose answer the caller makes False."""
+    far = reach.astype(np.float32)  # the nearest float32, then the largest under reach
+    far = np.where(far >= reach, np.nextafter(far, np.float32(-np.inf)), far).astype(np.float32)
+    return np.maximum(far, np.float32(0.0))
 
 
 def _tfar(far, n: int) -> np.ndarray:
